@@ -1,0 +1,72 @@
+# p4hub: two commands set everything up on a fresh Debian/Ubuntu machine (as root):
+#   make run    bring up the default rack and train on it
+#   make test   the whole test suite
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMPS := .stamps
+APT_PACKAGES := mininet iproute2 iptables ethtool iputils-ping net-tools tcpdump iperf3 \
+                psmisc procps python3-venv python3-dev
+# Mininet comes from Debian; the venv sees it through a .pth file appended after
+# its own site-packages so pinned PyPI packages always win.
+MININET_DIR := /usr/lib/python3/dist-packages
+
+.PHONY: all run cli test unit lint bench stop clean distclean deps apt venv torch
+
+all: run
+
+deps: apt venv
+
+apt: $(STAMPS)/apt
+$(STAMPS)/apt:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	fi
+	@mkdir -p $(STAMPS) && touch $@
+
+venv: $(STAMPS)/venv
+$(STAMPS)/venv: requirements.txt pyproject.toml | $(STAMPS)/apt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -c 'import site,sys; open(site.getsitepackages()[0]+"/zz_debian_mininet.pth","w").write("$(MININET_DIR)\n")'
+	@mkdir -p $(STAMPS) && touch $@
+
+# PyTorch (CPU) is only needed for the Gloo comparison in `make run` and `make bench`.
+torch: $(STAMPS)/torch
+$(STAMPS)/torch: | $(STAMPS)/venv
+	$(PY) -m pip install -q torch==2.13.0
+	@touch $@
+
+run: deps torch stop
+	$(PY) -m topologies.run $(RUN_ARGS)
+
+cli: deps stop
+	$(PY) -m topologies.run --cli $(RUN_ARGS)
+
+lint: deps
+	$(VENV)/bin/ruff check .
+
+unit: deps
+	$(PY) -m pytest -q -m "not root" $(PYTEST_ARGS)
+
+test: deps lint
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench: deps torch stop
+	$(PY) -m bench.run_all
+
+stop:
+	-@command -v mn >/dev/null && mn -c >/dev/null 2>&1 || true
+	-@pkill -f '[p]4lite-switch|[p]4lite\.switch\.main|[p]4hub-pbox|[h]osts\.pbox_cli|[p]4hub-controller' 2>/dev/null || true
+
+clean: stop
+	rm -rf build logs pcaps *.pcap bench/results .pytest_cache .ruff_cache
+	find . -name __pycache__ -prune -exec rm -rf {} + 2>/dev/null || true
+
+distclean: clean
+	rm -rf $(VENV) $(STAMPS) *.egg-info

@@ -1,0 +1,1 @@
+"""p4hub host side: wire protocol, quantization, the host agent, and the PBox aggregator."""

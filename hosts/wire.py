@@ -1,0 +1,197 @@
+"""The p4hub aggregation wire protocol, version 1.
+
+One UDP datagram carries one fixed 20-byte header and then exactly ``K = 64``
+big-endian int32 lanes (276 bytes of UDP payload). The layout is specified byte
+by byte in docs/DESIGN.md; the golden-bytes tests in tests/unit/test_wire.py
+freeze it. Switch (p4src/aggregate.p4) and PBox parse the same bytes.
+
+Offsets (network byte order)::
+
+    0  u8   version << 4 | type
+    1  u8   flags: priority(3) << 5 | reserved(2) | fallback << 2 | retransmit << 1 | shadow
+    2  u16  job id
+    4  u16  worker rank (for PARTIAL: the child aggregator's index)
+    6  u16  contribution count (1 from a worker; n in a result or a partial sum)
+    8  u32  slot index inside the aggregator's pool
+    12 u32  chunk id, echoed in the result so the host can place it
+    16 i8   block exponent (contribution: for the block one window ahead;
+            result: the maximum over the contributions)
+    17 u8   reserved, zero
+    18 u16  element count (lanes that carry data, <= K; the rest are zero)
+    20 K x i32 lanes
+
+Parsing uses numpy structured dtypes over ``frombuffer`` (no per-field Python).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+VERSION = 1
+K = 64  # int32 lanes per packet; see docs/DESIGN.md for why 64
+HEADER_LEN = 20
+PACKET_LEN = HEADER_LEN + 4 * K
+AGG_UDP_PORT = 48879  # 0xBEEF: destination port of contributions, source port of results
+MAX_WORKERS = 32  # worker bitmaps are 32 bits wide in the switch
+NO_RANK = 0xFFFF  # rank field of a result packet
+
+HEADER_DTYPE = np.dtype(
+    [
+        ("ver_type", "u1"),
+        ("flags", "u1"),
+        ("job", ">u2"),
+        ("rank", ">u2"),
+        ("count", ">u2"),
+        ("slot", ">u4"),
+        ("chunk", ">u4"),
+        ("exp", "i1"),
+        ("reserved", "u1"),
+        ("nelem", ">u2"),
+    ]
+)
+PACKET_DTYPE = np.dtype([("hdr", HEADER_DTYPE), ("values", ">i4", (K,))])
+assert HEADER_DTYPE.itemsize == HEADER_LEN and PACKET_DTYPE.itemsize == PACKET_LEN
+
+
+class PacketType(IntEnum):
+    CONTRIB = 1  # one worker's contribution to a slot
+    RESULT = 2  # the aggregate of a slot, sent to every worker of the job
+    PARTIAL = 3  # a partial sum standing for `count` workers (hierarchical aggregation)
+
+
+FLAG_SHADOW = 0x01  # which of the slot's two shadow sets (SwitchML's "ver" bit)
+FLAG_RETRANSMIT = 0x02  # this is a retransmission
+FLAG_FALLBACK = 0x04  # do not aggregate in fixed point on the switch: send to the PBox
+PRIORITY_SHIFT = 5
+PRIORITY_MASK = 0x07
+MAX_PRIORITY = 7
+
+
+class WireError(ValueError):
+    """A datagram that is not a valid p4hub packet."""
+
+
+@dataclass(slots=True)
+class Header:
+    """One packet header, as Python values."""
+
+    type: PacketType
+    job: int
+    rank: int
+    slot: int
+    chunk: int
+    nelem: int
+    exp: int = 0
+    count: int = 1
+    shadow: int = 0
+    retransmit: bool = False
+    fallback: bool = False
+    priority: int = 0
+    version: int = VERSION
+
+    @property
+    def flags(self) -> int:
+        return (
+            (self.priority & PRIORITY_MASK) << PRIORITY_SHIFT
+            | (FLAG_FALLBACK if self.fallback else 0)
+            | (FLAG_RETRANSMIT if self.retransmit else 0)
+            | (FLAG_SHADOW if self.shadow else 0)
+        )
+
+
+def _check_header(h: Header) -> None:
+    if not 0 <= h.priority <= MAX_PRIORITY:
+        raise WireError(f"priority {h.priority} outside 0..{MAX_PRIORITY}")
+    if not 0 <= h.nelem <= K:
+        raise WireError(f"element count {h.nelem} outside 0..{K}")
+    if not -128 <= h.exp <= 127:
+        raise WireError(f"exponent {h.exp} does not fit in an int8")
+    for name, value, bits in (
+        ("job", h.job, 16),
+        ("rank", h.rank, 16),
+        ("count", h.count, 16),
+        ("slot", h.slot, 32),
+        ("chunk", h.chunk, 32),
+    ):
+        if not 0 <= value < 1 << bits:
+            raise WireError(f"{name} {value} does not fit in {bits} bits")
+
+
+def encode(header: Header, values: np.ndarray | None = None) -> bytes:
+    """Build one datagram. ``values`` holds up to K int32s (zero-padded to K)."""
+    _check_header(header)
+    pkt = np.zeros((), dtype=PACKET_DTYPE)
+    _fill_header(pkt["hdr"], header)
+    if values is not None:
+        vals = np.asarray(values)
+        if vals.ndim != 1 or vals.size > K:
+            raise WireError(f"expected at most {K} values, got shape {vals.shape}")
+        pkt["values"][: vals.size] = vals
+    return pkt.tobytes()
+
+
+def _fill_header(hdr: np.ndarray, h: Header) -> None:
+    hdr["ver_type"] = (h.version << 4) | int(h.type)
+    hdr["flags"] = h.flags
+    hdr["job"] = h.job
+    hdr["rank"] = h.rank
+    hdr["count"] = h.count
+    hdr["slot"] = h.slot
+    hdr["chunk"] = h.chunk
+    hdr["exp"] = h.exp
+    hdr["reserved"] = 0
+    hdr["nelem"] = h.nelem
+
+
+def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
+    """Parse one datagram into a Header and a read-only view of its K big-endian lanes.
+
+    Raises WireError for a wrong length, version or type; never anything else.
+    """
+    if len(data) != PACKET_LEN:
+        raise WireError(f"datagram of {len(data)} bytes, expected {PACKET_LEN}")
+    pkt = np.frombuffer(data, dtype=PACKET_DTYPE, count=1)[0]
+    hdr = pkt["hdr"]
+    ver_type = int(hdr["ver_type"])
+    version, ptype = ver_type >> 4, ver_type & 0x0F
+    if version != VERSION:
+        raise WireError(f"protocol version {version}, expected {VERSION}")
+    try:
+        packet_type = PacketType(ptype)
+    except ValueError:
+        raise WireError(f"unknown packet type {ptype}") from None
+    nelem = int(hdr["nelem"])
+    if nelem > K:
+        raise WireError(f"element count {nelem} exceeds {K}")
+    flags = int(hdr["flags"])
+    header = Header(
+        type=packet_type,
+        job=int(hdr["job"]),
+        rank=int(hdr["rank"]),
+        slot=int(hdr["slot"]),
+        chunk=int(hdr["chunk"]),
+        nelem=nelem,
+        exp=int(hdr["exp"]),
+        count=int(hdr["count"]),
+        shadow=flags & FLAG_SHADOW,
+        retransmit=bool(flags & FLAG_RETRANSMIT),
+        fallback=bool(flags & FLAG_FALLBACK),
+        priority=(flags >> PRIORITY_SHIFT) & PRIORITY_MASK,
+        version=version,
+    )
+    return header, pkt["values"]
+
+
+def packet_array(n: int) -> np.ndarray:
+    """A preallocated, zeroed array of n packets for batch encoding."""
+    return np.zeros(n, dtype=PACKET_DTYPE)
+
+
+def decode_batch(buf: bytes | bytearray | memoryview, n: int) -> np.ndarray:
+    """View n back-to-back packets as a structured array (no validation, no copy)."""
+    if len(buf) < n * PACKET_LEN:
+        raise WireError(f"buffer of {len(buf)} bytes holds fewer than {n} packets")
+    return np.frombuffer(buf, dtype=PACKET_DTYPE, count=n)
