@@ -1,0 +1,282 @@
+"""The slot aggregator: SwitchML-style slot semantics, sans-I/O.
+
+This is the PBox's core and the reference model for the switch program
+(p4src/aggregate.p4): for identical inputs both must produce the same bytes.
+The rules are those of the shared protocol semantics (docs/DESIGN.md):
+
+* a job is (job id, world size n <= 32, slot range [slot_base, slot_base+slot_count));
+* each slot has two shadow sets; per (slot, set) a worker bitmap, a contribution
+  counter (mod n), a max exponent and K int32 lanes, which double as the stored
+  result once the set is complete;
+* a new contribution sets its rank's bit and clears the same bit in the other set;
+  the first one of a round overwrites the lanes, later ones add (int32 wrap-around);
+* the contribution that brings the counter back to 0 completes the set: a RESULT goes
+  to every worker of the job;
+* a duplicate only reads: on a complete set it gets the stored result back by unicast,
+  otherwise it is dropped silently.
+
+Result header: built from the packet that triggered it (the completing contribution,
+or the duplicate for a unicast resend) with type RESULT, rank 0xFFFF, count n and the
+set's max exponent; flags (shadow, retransmit, fallback, priority), job, slot, chunk and
+element count are copied unchanged, which is what an in-place header rewrite on a switch
+gives.
+
+Nothing here raises on a datagram: malformed or rejected packets are counted and
+dropped. Memory is bounded: each job's state is preallocated at ``add_job`` and the
+sum of all jobs' slot counts may not exceed ``max_slots``.
+
+Sharding (PBox chunk-to-core affinity): an aggregator built with
+``shard=(index, count)`` only owns the slots with ``slot % count == index`` and
+allocates state for those alone; a packet for a slot it does not own is rejected
+with reason ``shard`` (which means the kernel's steering misrouted it).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from hosts.wire import HEADER_LEN, MAX_WORKERS, NO_RANK, PACKET_LEN, VERSION, K, PacketType
+
+Address = tuple  # (host, port) as returned by recvfrom; compared as a whole
+
+# Same layout as hosts.wire.HEADER_DTYPE; struct is several times faster than a
+# structured-dtype decode for one header, and this is the per-packet hot path.
+_HEADER = struct.Struct("!BBHHHIIbBH")
+assert _HEADER.size == HEADER_LEN
+
+_CONTRIB = int(PacketType.CONTRIB)
+_RESULT = int(PacketType.RESULT)
+_PARTIAL = int(PacketType.PARTIAL)
+_RESULT_VER_TYPE = (VERSION << 4) | _RESULT
+_LANES_BE = np.dtype(">i4")
+
+REJECT_REASONS = ("type", "rank", "slot", "count", "address", "shard")
+
+
+class AggregatorError(ValueError):
+    """A job configuration the aggregator cannot accept (never raised for a datagram)."""
+
+
+@dataclass(slots=True)
+class JobStats:
+    """Per-job counters. ``rejected`` maps a reason (see REJECT_REASONS) to a count."""
+
+    contributions: int = 0  # new contributions accepted (not duplicates)
+    duplicates: int = 0  # contributions whose bit was already set
+    completions: int = 0  # (slot, set) rounds completed
+    results_sent: int = 0  # RESULT datagrams sent on completion (n per completion)
+    resent_results: int = 0  # stored results unicast back to a duplicate
+    bytes_received: int = 0
+    bytes_sent: int = 0
+    last_seen: float = 0.0  # `now` of the last datagram accepted for this job
+    rejected: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REJECT_REASONS, 0))
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class JobConfig:
+    job_id: int
+    world_size: int
+    slot_base: int
+    slot_count: int
+
+
+class _JobState:
+    """Preallocated slot state of one job (only the slots this shard owns)."""
+
+    __slots__ = (
+        "config", "stats", "lanes", "bitmap", "counter", "max_exp", "addresses",
+        "first_owned", "slot_end", "stride", "n",
+    )
+
+    def __init__(self, config: JobConfig, shard_index: int, shard_count: int) -> None:
+        self.config = config
+        self.stats = JobStats()
+        self.n = config.world_size
+        self.stride = shard_count
+        self.slot_end = config.slot_base + config.slot_count
+        # Smallest owned slot >= slot_base; owned slots are first_owned + i * stride.
+        self.first_owned = config.slot_base + (shard_index - config.slot_base) % shard_count
+        owned = len(range(self.first_owned, self.slot_end, shard_count))
+        # Index [local_slot * 2 + set]: one flat row per (slot, shadow set).
+        self.lanes = np.zeros((owned * 2, K), dtype=np.int32)
+        self.bitmap = np.zeros(owned * 2, dtype=np.uint32)
+        self.counter = np.zeros(owned * 2, dtype=np.uint16)
+        self.max_exp = np.zeros(owned * 2, dtype=np.int8)
+        self.addresses: list[Address | None] = [None] * config.world_size
+
+    def reject(self, reason: str) -> list:
+        self.stats.rejected[reason] += 1
+        return []
+
+
+class Aggregator:
+    """Sans-I/O slot aggregator for many jobs. Feed it datagrams, send what it returns."""
+
+    def __init__(self, max_slots: int = 65536, shard: tuple[int, int] = (0, 1)) -> None:
+        shard_index, shard_count = shard
+        if max_slots < 1:
+            raise AggregatorError(f"max_slots must be positive, got {max_slots}")
+        if shard_count < 1 or not 0 <= shard_index < shard_count:
+            raise AggregatorError(f"bad shard {shard}")
+        self.max_slots = max_slots
+        self.shard_index = shard_index
+        self.shard_count = shard_count
+        self._jobs: dict[int, _JobState] = {}
+        self.malformed = 0  # datagrams that are not valid p4hub packets
+        self.unknown_job = 0  # valid packets for a job that is not configured
+
+    # -- configuration -------------------------------------------------------------
+
+    def add_job(self, job_id: int, world_size: int, slot_base: int, slot_count: int) -> None:
+        """Configure a job; raises AggregatorError if it is invalid or does not fit."""
+        config = JobConfig(int(job_id), int(world_size), int(slot_base), int(slot_count))
+        _check_job(config)
+        if config.job_id in self._jobs:
+            raise AggregatorError(f"job {config.job_id} already exists")
+        if self.slots_in_use() + config.slot_count > self.max_slots:
+            raise AggregatorError(
+                f"job {config.job_id} needs {config.slot_count} slots but only "
+                f"{self.max_slots - self.slots_in_use()} of {self.max_slots} are free"
+            )
+        self._jobs[config.job_id] = _JobState(config, self.shard_index, self.shard_count)
+
+    def remove_job(self, job_id: int) -> JobStats:
+        """Forget a job and free its state; returns its final counters."""
+        state = self._jobs.pop(job_id, None)
+        if state is None:
+            raise AggregatorError(f"no job {job_id}")
+        return state.stats
+
+    def jobs(self) -> list[JobConfig]:
+        return [state.config for state in self._jobs.values()]
+
+    def slots_in_use(self) -> int:
+        return sum(state.config.slot_count for state in self._jobs.values())
+
+    def job_stats(self, job_id: int) -> JobStats:
+        state = self._jobs.get(job_id)
+        if state is None:
+            raise AggregatorError(f"no job {job_id}")
+        return state.stats
+
+    def global_stats(self) -> dict[str, int]:
+        return {"malformed": self.malformed, "unknown_job": self.unknown_job}
+
+    # -- the data path ---------------------------------------------------------------
+
+    def receive(
+        self, datagram: bytes | bytearray | memoryview, src: Address, now: float
+    ) -> list[tuple[bytes, Address]]:
+        """Process one datagram from ``src``; returns the datagrams to send, with destinations."""
+        if len(datagram) != PACKET_LEN:
+            self.malformed += 1
+            return []
+        ver_type, flags, job, rank, count, slot, chunk, exp, _, nelem = _HEADER.unpack_from(
+            datagram
+        )
+        ptype = ver_type & 0x0F
+        if ver_type >> 4 != VERSION or nelem > K or ptype not in (_CONTRIB, _RESULT, _PARTIAL):
+            self.malformed += 1
+            return []
+        state = self._jobs.get(job)
+        if state is None:
+            self.unknown_job += 1
+            return []
+        state.stats.bytes_received += PACKET_LEN
+        if ptype == _RESULT:
+            return state.reject("type")
+        if rank >= state.n:
+            return state.reject("rank")
+        if not state.config.slot_base <= slot < state.slot_end:
+            return state.reject("slot")
+        local, misplaced = divmod(slot - state.first_owned, state.stride)
+        if misplaced:
+            return state.reject("shard")
+        if count == 0:
+            return state.reject("count")
+        known = state.addresses[rank]
+        if known is None:
+            state.addresses[rank] = src
+        elif known != src:
+            return state.reject("address")
+        state.stats.last_seen = now
+        row = local * 2 + (flags & 1)
+        return _apply(state, row, rank, count, exp, datagram, src, (flags, job, slot, chunk, nelem))
+
+
+def _apply(
+    state: _JobState,
+    row: int,
+    rank: int,
+    count: int,
+    exp: int,
+    datagram: bytes | bytearray | memoryview,
+    src: Address,
+    echo: tuple[int, int, int, int, int],
+) -> list[tuple[bytes, Address]]:
+    """Apply one validated contribution to (slot, set) row ``row``."""
+    stats = state.stats
+    bit = 1 << rank
+    bitmap = state.bitmap
+    n = state.n
+    if int(bitmap[row]) & bit:
+        # A duplicate only reads: a complete set answers with its stored result.
+        stats.duplicates += 1
+        if int(state.counter[row]) != 0:
+            return []
+        stats.resent_results += 1
+        stats.bytes_sent += PACKET_LEN
+        return [(_result_bytes(state, row, echo), src)]
+    stats.contributions += 1
+    bitmap[row] = int(bitmap[row]) | bit
+    other = row ^ 1  # the other shadow set of the same slot is being recycled
+    bitmap[other] = int(bitmap[other]) & ~bit
+    before = int(state.counter[row])
+    after = (before + count) % n
+    state.counter[row] = after
+    values = np.frombuffer(datagram, dtype=_LANES_BE, count=K, offset=HEADER_LEN)
+    lanes = state.lanes[row]
+    if before == 0:
+        lanes[:] = values
+        state.max_exp[row] = exp
+    else:
+        np.add(lanes, values, out=lanes)  # int32 wrap-around, as on the switch
+        if exp > state.max_exp[row]:
+            state.max_exp[row] = exp
+    if after != 0:
+        return []
+    result = _result_bytes(state, row, echo)
+    destinations = [addr for addr in state.addresses if addr is not None]
+    stats.completions += 1
+    stats.results_sent += len(destinations)
+    stats.bytes_sent += PACKET_LEN * len(destinations)
+    return [(result, addr) for addr in destinations]
+
+
+def _result_bytes(state: _JobState, row: int, echo: tuple[int, int, int, int, int]) -> bytes:
+    flags, job, slot, chunk, nelem = echo
+    header = _HEADER.pack(
+        _RESULT_VER_TYPE, flags, job, NO_RANK, state.n, slot, chunk,
+        int(state.max_exp[row]), 0, nelem,
+    )
+    return header + state.lanes[row].astype(_LANES_BE).tobytes()
+
+
+def _check_job(config: JobConfig) -> None:
+    if not 0 <= config.job_id <= 0xFFFF:
+        raise AggregatorError(f"job id {config.job_id} does not fit in 16 bits")
+    if not 1 <= config.world_size <= MAX_WORKERS:
+        raise AggregatorError(f"world size {config.world_size} outside 1..{MAX_WORKERS}")
+    if config.slot_count < 1:
+        raise AggregatorError(f"slot count {config.slot_count} must be positive")
+    if config.slot_base < 0 or config.slot_base + config.slot_count > 1 << 32:
+        raise AggregatorError(
+            f"slot range [{config.slot_base}, {config.slot_base + config.slot_count}) "
+            "does not fit in 32 bits"
+        )

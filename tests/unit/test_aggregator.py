@@ -1,0 +1,295 @@
+"""The slot aggregator against every rule of the shared protocol semantics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hosts import wire
+from hosts.aggregator import Aggregator, AggregatorError
+from hosts.wire import Header, K, PacketType
+
+JOB = 7
+ADDR = [(f"10.0.0.{r + 1}", 40000 + r) for r in range(32)]
+
+
+def contrib(rank, slot, shadow=0, values=None, exp=0, chunk=0, nelem=K, job=JOB, count=1,
+            ptype=PacketType.CONTRIB, retransmit=False, priority=0):
+    vals = np.zeros(K, np.int32) if values is None else np.asarray(values, np.int32)
+    header = Header(type=ptype, job=job, rank=rank, slot=slot, chunk=chunk, nelem=nelem,
+                    exp=exp, count=count, shadow=shadow, retransmit=retransmit,
+                    priority=priority)
+    return wire.encode(header, vals)
+
+
+def decoded(out):
+    return [(wire.decode(data), addr) for data, addr in out]
+
+
+def make(n=3, base=0, count=4, **kw):
+    agg = Aggregator(**kw)
+    agg.add_job(JOB, n, base, count)
+    return agg
+
+
+def test_first_contribution_overwrites_then_adds_and_result_goes_to_everyone():
+    agg = make(n=3)
+    # Leave garbage in the lanes from a finished earlier round.
+    rng = np.random.default_rng(1)
+    inputs = [rng.integers(-1000, 1000, K, dtype=np.int32) for _ in range(3)]
+    assert agg.receive(contrib(0, 1, values=inputs[0], exp=3, chunk=9), ADDR[0], 0.0) == []
+    assert agg.receive(contrib(1, 1, values=inputs[1], exp=5, chunk=9), ADDR[1], 0.0) == []
+    out = decoded(agg.receive(contrib(2, 1, values=inputs[2], exp=4, chunk=9, nelem=10),
+                              ADDR[2], 0.0))
+    assert sorted(addr for _, addr in out) == ADDR[:3]
+    for (header, lanes), _ in out:
+        assert header.type == PacketType.RESULT
+        assert header.rank == wire.NO_RANK and header.count == 3
+        assert (header.job, header.slot, header.chunk, header.nelem) == (JOB, 1, 9, 10)
+        assert header.exp == 5
+        np.testing.assert_array_equal(lanes, inputs[0] + inputs[1] + inputs[2])
+    # The next round in the same set (after the other set was used) overwrites.
+    for r in range(3):
+        agg.receive(contrib(r, 1, shadow=1, values=np.ones(K)), ADDR[r], 1.0)
+    fresh = [np.full(K, 10 * (r + 1), np.int32) for r in range(3)]
+    agg.receive(contrib(0, 1, values=fresh[0], exp=-2), ADDR[0], 2.0)
+    agg.receive(contrib(1, 1, values=fresh[1], exp=-3), ADDR[1], 2.0)
+    out = decoded(agg.receive(contrib(2, 1, values=fresh[2], exp=-4), ADDR[2], 2.0))
+    (header, lanes), _ = out[0]
+    assert header.exp == -2
+    np.testing.assert_array_equal(lanes, np.full(K, 60))
+    stats = agg.job_stats(JOB)
+    assert stats.contributions == 9 and stats.completions == 3 and stats.results_sent == 9
+
+
+def test_int32_accumulation_wraps_around():
+    agg = make(n=2)
+    big = np.full(K, 2**31 - 1, np.int32)
+    agg.receive(contrib(0, 0, values=big), ADDR[0], 0.0)
+    out = decoded(agg.receive(contrib(1, 0, values=np.full(K, 2, np.int32)), ADDR[1], 0.0))
+    np.testing.assert_array_equal(out[0][0][1], np.full(K, -(2**31) + 1))
+
+
+def test_duplicate_before_completion_is_dropped_and_only_read():
+    agg = make(n=3)
+    agg.receive(contrib(0, 0, values=np.full(K, 5)), ADDR[0], 0.0)
+    # A retransmission with different values must not change the sum.
+    assert agg.receive(contrib(0, 0, values=np.full(K, 100), retransmit=True), ADDR[0], 0.0) == []
+    agg.receive(contrib(1, 0, values=np.full(K, 1)), ADDR[1], 0.0)
+    out = decoded(agg.receive(contrib(2, 0, values=np.full(K, 1)), ADDR[2], 0.0))
+    np.testing.assert_array_equal(out[0][0][1], np.full(K, 7))
+    stats = agg.job_stats(JOB)
+    assert stats.duplicates == 1 and stats.resent_results == 0
+
+
+def test_late_duplicate_after_completion_gets_unicast_stored_result():
+    agg = make(n=2)
+    agg.receive(contrib(0, 2, shadow=1, values=np.full(K, 3), exp=1), ADDR[0], 0.0)
+    first = agg.receive(contrib(1, 2, shadow=1, values=np.full(K, 4), exp=2), ADDR[1], 0.0)
+    out = agg.receive(contrib(1, 2, shadow=1, values=np.full(K, 99), retransmit=True),
+                      ADDR[1], 1.0)
+    assert len(out) == 1 and out[0][1] == ADDR[1]
+    (header, lanes), = [h for h, _ in decoded(out)]
+    assert header.type == PacketType.RESULT and header.shadow == 1 and header.exp == 2
+    np.testing.assert_array_equal(lanes, np.full(K, 7))
+    # The resent lanes equal the ones sent on completion.
+    assert out[0][0][wire.HEADER_LEN:] == first[0][0][wire.HEADER_LEN:]
+    stats = agg.job_stats(JOB)
+    assert stats.resent_results == 1 and stats.duplicates == 1
+
+
+def test_new_contribution_clears_own_bit_in_other_set():
+    agg = make(n=2)
+    for r in range(2):
+        agg.receive(contrib(r, 0, shadow=0, values=np.full(K, 1)), ADDR[r], 0.0)
+    # Rank 0 moves on to set 1 of the same slot: its bit in set 0 is cleared ...
+    agg.receive(contrib(0, 0, shadow=1, values=np.full(K, 2)), ADDR[0], 0.0)
+    # ... so a set-0 packet from rank 0 is a NEW contribution (a new round), not a duplicate.
+    assert agg.receive(contrib(0, 0, shadow=0, values=np.full(K, 8)), ADDR[0], 0.0) == []
+    assert agg.job_stats(JOB).duplicates == 0
+    # Rank 1 still has its set-0 bit: its retransmission is a duplicate of an unfinished
+    # round now (counter 1), so it is dropped silently.
+    assert agg.receive(contrib(1, 0, shadow=0, values=np.full(K, 1)), ADDR[1], 0.0) == []
+    assert agg.job_stats(JOB).duplicates == 1
+    # Rank 1 finishing set 1 completes it with 2 + 3.
+    out = decoded(agg.receive(contrib(1, 0, shadow=1, values=np.full(K, 3)), ADDR[1], 0.0))
+    np.testing.assert_array_equal(out[0][0][1], np.full(K, 5))
+
+
+def test_partial_counts_for_several_workers():
+    agg = make(n=4)
+    assert agg.receive(contrib(0, 0, values=np.full(K, 10), count=3,
+                               ptype=PacketType.PARTIAL), ADDR[0], 0.0) == []
+    out = decoded(agg.receive(contrib(3, 0, values=np.full(K, 1)), ADDR[3], 0.0))
+    assert {addr for _, addr in out} == {ADDR[0], ADDR[3]}
+    assert out[0][0][0].count == 4
+    np.testing.assert_array_equal(out[0][0][1], np.full(K, 11))
+
+
+def test_single_worker_job_completes_on_every_contribution():
+    agg = make(n=1)
+    out = decoded(agg.receive(contrib(0, 0, values=np.arange(K)), ADDR[0], 0.0))
+    np.testing.assert_array_equal(out[0][0][1], np.arange(K))
+
+
+def test_result_copies_flags_and_echo_fields():
+    agg = make(n=1)
+    out = decoded(agg.receive(contrib(0, 3, shadow=1, chunk=123456, nelem=17, priority=5,
+                                      exp=-7), ADDR[0], 0.0))
+    header = out[0][0][0]
+    assert (header.shadow, header.priority, header.chunk, header.nelem, header.exp) == (
+        1, 5, 123456, 17, -7)
+
+
+@pytest.mark.parametrize(
+    "packet_kwargs, src_rank, reason",
+    [
+        (dict(rank=3, slot=0), 0, "rank"),
+        (dict(rank=0, slot=4), 0, "slot"),
+        (dict(rank=0, slot=0, count=0), 0, "count"),
+        (dict(rank=0, slot=0, ptype=PacketType.RESULT), 0, "type"),
+    ],
+)
+def test_rejects_are_counted_per_job(packet_kwargs, src_rank, reason):
+    agg = make(n=3, base=0, count=4)
+    assert agg.receive(contrib(**packet_kwargs), ADDR[src_rank], 0.0) == []
+    stats = agg.job_stats(JOB)
+    assert stats.rejected[reason] == 1
+    assert sum(stats.rejected.values()) == 1 and stats.contributions == 0
+
+
+def test_slot_range_respects_base():
+    agg = make(n=1, base=100, count=2)
+    assert agg.receive(contrib(0, 99), ADDR[0], 0.0) == []
+    assert agg.receive(contrib(0, 102), ADDR[0], 0.0) == []
+    assert len(agg.receive(contrib(0, 101), ADDR[0], 0.0)) == 1
+    assert agg.job_stats(JOB).rejected["slot"] == 2
+
+
+def test_address_change_is_rejected():
+    agg = make(n=2)
+    agg.receive(contrib(0, 0, values=np.full(K, 1)), ADDR[0], 0.0)
+    assert agg.receive(contrib(0, 1), ("10.9.9.9", 1), 0.0) == []
+    assert agg.receive(contrib(0, 1), (ADDR[0][0], ADDR[0][1] + 1), 0.0) == []
+    assert agg.job_stats(JOB).rejected["address"] == 2
+    # The impostor did not touch slot 1: rank 1 alone does not complete it.
+    assert agg.receive(contrib(1, 1), ADDR[1], 0.0) == []
+
+
+def test_unknown_job_and_garbage_are_counted_and_never_raise():
+    agg = make()
+    assert agg.receive(contrib(0, 0, job=JOB + 1), ADDR[0], 0.0) == []
+    assert agg.global_stats()["unknown_job"] == 1
+    rng = np.random.default_rng(2)
+    garbage = [b"", b"\x00", b"x" * 19, b"y" * (wire.PACKET_LEN + 1)]
+    garbage += [rng.bytes(wire.PACKET_LEN) for _ in range(500)]
+    good = bytearray(contrib(0, 0))
+    good[0] = (2 << 4) | 1  # wrong version
+    garbage.append(bytes(good))
+    good[0] = (1 << 4) | 9  # unknown type
+    garbage.append(bytes(good))
+    good[0] = (1 << 4) | 1
+    good[18:20] = (K + 1).to_bytes(2, "big")  # too many elements
+    garbage.append(bytes(good))
+    for data in garbage:
+        agg.receive(data, ADDR[0], 0.0)
+    stats = agg.global_stats()
+    assert stats["malformed"] + stats["unknown_job"] == len(garbage) + 1
+    assert stats["malformed"] >= 7
+
+
+def test_parser_agrees_with_wire_decode_on_random_headers():
+    """The aggregator's fast header parse accepts exactly what wire.decode accepts."""
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        data = bytearray(rng.bytes(wire.PACKET_LEN))
+        data[0] = int(rng.choice([0x11, 0x12, 0x13, 0x14, 0x21, 0x10]))
+        data[18:20] = int(rng.integers(0, K + 3)).to_bytes(2, "big")
+        agg = Aggregator()
+        agg.receive(bytes(data), ADDR[0], 0.0)
+        try:
+            wire.decode(bytes(data))
+            valid = True
+        except wire.WireError:
+            valid = False
+        assert (agg.malformed == 0) == valid
+
+
+def test_two_jobs_are_independent_even_with_overlapping_slot_ranges():
+    agg = Aggregator()
+    agg.add_job(1, 2, 0, 4)
+    agg.add_job(2, 2, 0, 4)
+    agg.receive(contrib(0, 0, job=1, values=np.full(K, 1)), ADDR[0], 0.0)
+    agg.receive(contrib(0, 0, job=2, values=np.full(K, 100)), ADDR[2], 0.0)
+    out1 = decoded(agg.receive(contrib(1, 0, job=1, values=np.full(K, 2)), ADDR[1], 0.0))
+    out2 = decoded(agg.receive(contrib(1, 0, job=2, values=np.full(K, 200)), ADDR[3], 0.0))
+    np.testing.assert_array_equal(out1[0][0][1], np.full(K, 3))
+    np.testing.assert_array_equal(out2[0][0][1], np.full(K, 300))
+    assert {a for _, a in out1} == {ADDR[0], ADDR[1]}
+    assert {a for _, a in out2} == {ADDR[2], ADDR[3]}
+    assert agg.job_stats(1).contributions == 2 and agg.job_stats(2).contributions == 2
+
+
+def test_bounded_memory_and_job_configuration_errors():
+    agg = Aggregator(max_slots=1000)
+    agg.add_job(1, 4, 0, 600)
+    with pytest.raises(AggregatorError, match="only 400 of 1000"):
+        agg.add_job(2, 4, 600, 401)
+    agg.add_job(2, 4, 600, 400)
+    assert agg.slots_in_use() == 1000
+    with pytest.raises(AggregatorError, match="already exists"):
+        agg.add_job(1, 4, 0, 1)
+    final = agg.remove_job(1)
+    assert final.contributions == 0
+    agg.add_job(3, 4, 0, 600)
+    for bad in [(4, 0, 0, 1), (4, 33, 0, 1), (4, 2, 0, 0), (4, 2, -1, 1), (4, 2, 2**32 - 1, 2),
+                (70000, 2, 0, 1)]:
+        with pytest.raises(AggregatorError):
+            Aggregator().add_job(*bad)
+    with pytest.raises(AggregatorError):
+        agg.remove_job(99)
+    with pytest.raises(AggregatorError):
+        agg.job_stats(99)
+
+
+def test_state_is_preallocated_per_job():
+    agg = Aggregator(max_slots=4096)
+    agg.add_job(1, 8, 0, 4096)
+    state = agg._jobs[1]
+    assert state.lanes.shape == (2 * 4096, K) and state.lanes.dtype == np.int32
+    assert state.bitmap.shape == state.counter.shape == state.max_exp.shape == (2 * 4096,)
+
+
+def test_sharded_aggregator_owns_only_its_slots():
+    agg = Aggregator(shard=(1, 2))
+    agg.add_job(JOB, 1, 10, 6)  # slots 10..15, shard 1 owns 11, 13, 15
+    assert agg._jobs[JOB].lanes.shape[0] == 2 * 3
+    for slot in range(10, 16):
+        out = agg.receive(contrib(0, slot, values=np.full(K, slot)), ADDR[0], 0.0)
+        if slot % 2:
+            assert wire.decode(out[0][0])[1][0] == slot
+        else:
+            assert out == []
+    assert agg.job_stats(JOB).rejected["shard"] == 3
+
+
+def test_random_rounds_match_reference_sums():
+    """Many rounds over many slots with shuffled arrival and duplicates: exact sums."""
+    rng = np.random.default_rng(4)
+    n, slots, window = 5, 8, 8
+    agg = make(n=n, count=slots)
+    for chunk in range(4 * window):
+        slot, shadow = chunk % window, (chunk // window) % 2
+        inputs = rng.integers(-(2**20), 2**20, (n, K), dtype=np.int32)
+        order = list(rng.permutation(n)) + list(rng.integers(0, n, 3))  # plus duplicates
+        results = []
+        for r in order:
+            pkt = contrib(int(r), slot, shadow=shadow, values=inputs[r], chunk=chunk)
+            results += decoded(agg.receive(pkt, ADDR[r], float(chunk)))
+        by_addr = {}
+        for (header, lanes), addr in results:
+            assert header.chunk == chunk
+            np.testing.assert_array_equal(lanes, inputs.sum(axis=0, dtype=np.int64))
+            by_addr.setdefault(addr, 0)
+            by_addr[addr] += 1
+        assert set(by_addr) == set(ADDR[:n])
