@@ -1,0 +1,41 @@
+"""Glue: compile (or load) a program, build a switch, run an STF file on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from p4lite.stf.parser import StfFile, parse_stf_file
+from p4lite.stf.program import ProgramInfo
+from p4lite.stf.runner import StfResult, StfRunner
+
+DROP_PORT = 511
+
+
+def make_switch(program: dict, drop_port: int = DROP_PORT):
+    # Imported here so the parser and its tests do not need the switch core.
+    from p4lite.switch.core import Switch
+
+    return Switch(program, drop_port=drop_port)
+
+
+def run_stf_on_json(program: dict, stf: StfFile | str, switch=None) -> StfResult:
+    """Run ``stf`` (a parsed file or a path) on a fresh switch loaded with ``program``."""
+    if isinstance(stf, str):
+        stf = parse_stf_file(stf)
+    if switch is None:
+        switch = make_switch(program)
+    return StfRunner(switch, ProgramInfo(program), stf.filename).run(stf)
+
+
+def compile_program(p4_path: str, include_dirs: Iterable[str] = (),
+                    defines: dict[str, str] | None = None) -> dict:
+    """BMv2 JSON of ``p4_path`` from p4lite's compiler (raises CompileError)."""
+    from p4lite.compiler.driver import compile_file
+
+    return compile_file(p4_path, include_dirs=tuple(include_dirs), defines=defines).bmv2
+
+
+def run_stf_on_program(p4_path: str, stf_path: str, include_dirs: Iterable[str] = (),
+                       defines: dict[str, str] | None = None) -> StfResult:
+    stf = parse_stf_file(stf_path)  # syntax errors first: they are cheaper to find
+    return run_stf_on_json(compile_program(p4_path, include_dirs, defines), stf)
