@@ -1,0 +1,82 @@
+"""``p4hub-pbox``: run the PBox software aggregator.
+
+    p4hub-pbox --listen HOST:PORT [--workers N] [--job ID:WORLD[:SLOT_BASE:SLOT_COUNT]]...
+               [--control HOST:PORT] [--stats-interval S] [--max-slots N]
+
+Prints JSON lines on stdout: ``{"event": "ready", ...}`` once listening (with the
+bound addresses, useful with port 0), ``{"event": "stats", ...}`` every
+``--stats-interval`` seconds, and ``{"event": "exit", ...}`` with the final per-job
+counters after SIGTERM or SIGINT. Logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from hosts.aggregator import JobConfig
+from hosts.pbox import PBoxConfig, PBoxError, serve
+from hosts.wire import AGG_UDP_PORT
+
+DEFAULT_SLOT_COUNT = 4096
+
+
+def parse_hostport(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def parse_job(text: str) -> JobConfig:
+    parts = text.split(":")
+    if len(parts) not in (2, 4) or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected ID:WORLD or ID:WORLD:SLOT_BASE:SLOT_COUNT, got {text!r}"
+        )
+    numbers = [int(p) for p in parts]
+    if len(numbers) == 2:
+        numbers += [0, DEFAULT_SLOT_COUNT]
+    return JobConfig(*numbers)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="p4hub-pbox", description="PBox: software slot aggregator with chunk-to-core affinity"
+    )
+    parser.add_argument("--listen", type=parse_hostport, default=("0.0.0.0", AGG_UDP_PORT),
+                        help=f"UDP address for contributions (default 0.0.0.0:{AGG_UDP_PORT})")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="worker processes, one per core (default: all cores)")
+    parser.add_argument("--job", type=parse_job, action="append", default=[],
+                        help="a job to configure at start (repeatable); slots default to "
+                        f"0:{DEFAULT_SLOT_COUNT}")
+    parser.add_argument("--control", type=parse_hostport, default=None,
+                        help="TCP address of the JSON control channel")
+    parser.add_argument("--stats-interval", type=float, default=0.0,
+                        help="print per-job counters every S seconds (0: only at exit)")
+    parser.add_argument("--max-slots", type=int, default=65536,
+                        help="most slots all jobs together may hold (bounds memory)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s p4hub-pbox %(levelname)s %(message)s", stream=sys.stderr,
+    )
+    config = PBoxConfig(host=args.listen[0], port=args.listen[1], workers=args.workers,
+                        max_slots=args.max_slots)
+    try:
+        return serve(config, args.job, args.control, args.stats_interval)
+    except PBoxError as exc:
+        print(f"p4hub-pbox: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
