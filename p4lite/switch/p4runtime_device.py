@@ -1,0 +1,203 @@
+"""The device behind the P4Runtime server: pipeline lifecycle plus the packet path.
+
+The core is not thread-safe, so one lock guards it: the packet loop takes it
+per frame (short), RPCs per request. Frames reach the core only through
+``receive`` (from ports and from PacketOut, which enters on the CPU port).
+Outputs to the CPU port become PacketIns for the stream layer; learned digests
+become DigestLists. With ``priority_queues`` set, packets go ingress -> strict
+priority queues -> egress (``service_queues``); otherwise the core's one-call
+``process`` path is used.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2
+
+from p4lite.switch.p4runtime_codec import struct_data
+from p4lite.switch.p4runtime_errors import P4RuntimeError
+from p4lite.switch.p4runtime_packetio import build_packet_out, parse_packet_in
+from p4lite.switch.p4runtime_pipeline import CoreFactory, Pipeline, build_pipeline
+from p4lite.switch.queues import EgressQueues
+from p4lite.switch.runtime_api import SwitchRuntimeError
+
+log = logging.getLogger("p4lite.switch")
+
+Action = p4runtime_pb2.SetForwardingPipelineConfigRequest
+Transmit = Callable[[int, bytes], None]
+
+
+class Device:
+    def __init__(self, device_id: int, core_factory: CoreFactory, *, cpu_port: int | None = None,
+                 transmit: Transmit | None = None, queues: EgressQueues | None = None,
+                 clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
+        self.device_id = device_id
+        self.core_factory = core_factory
+        self.cpu_port = cpu_port
+        self.transmit: Transmit = transmit or (lambda port, frame: None)
+        self.queues = queues
+        self.clock_ns = clock_ns
+        self.start_ns = clock_ns()
+        self.lock = threading.RLock()
+        self.pipeline: Pipeline | None = None
+        self.saved: Pipeline | None = None
+        self.packet_in_sink: Callable[[p4runtime_pb2.PacketIn], None] | None = None
+        self.digest_sink: Callable[[p4runtime_pb2.DigestList], None] | None = None
+        self.stats = {"rx": 0, "tx": 0, "to_cpu": 0, "errors": 0}
+
+    def now_us(self) -> int:
+        return (self.clock_ns() - self.start_ns) // 1000
+
+    # -- pipeline -------------------------------------------------------------
+    def set_pipeline(self, action: int, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:
+        if action == Action.VERIFY:
+            build_pipeline(config, self.core_factory)
+        elif action == Action.VERIFY_AND_SAVE:
+            self.saved = build_pipeline(config, self.core_factory)
+        elif action == Action.VERIFY_AND_COMMIT:
+            self._commit(build_pipeline(config, self.core_factory))
+        elif action == Action.COMMIT:
+            if self.saved is None:
+                raise P4RuntimeError(code_pb2.FAILED_PRECONDITION, "COMMIT without a saved config")
+            if config.cookie.cookie:
+                self.saved.config.cookie.cookie = config.cookie.cookie
+            self._commit(self.saved)
+        elif action == Action.RECONCILE_AND_COMMIT:
+            self._reconcile(config)
+        else:
+            raise P4RuntimeError(code_pb2.INVALID_ARGUMENT, "unspecified pipeline config action")
+
+    def _commit(self, pipeline: Pipeline) -> None:
+        with self.lock:
+            self.pipeline = pipeline
+            self.saved = None
+            if self.queues is not None:
+                self.queues = EgressQueues(self.queues.priorities, self.queues.depth,
+                                           self.queues.rate_pps)
+        log.info("pipeline committed: %d tables, %d actions",
+                 len(pipeline.index.tables), len(pipeline.index.actions))
+
+    def _reconcile(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:
+        current = self.pipeline
+        if (current is not None and config.p4info == current.config.p4info
+                and config.p4_device_config == current.config.p4_device_config):
+            current.config.cookie.CopyFrom(config.cookie)  # same program: keep all state
+            return
+        if current is None:
+            self._commit(build_pipeline(config, self.core_factory))
+            return
+        raise P4RuntimeError(code_pb2.UNIMPLEMENTED,
+                             "RECONCILE_AND_COMMIT of a different program is not supported "
+                             "(use VERIFY_AND_COMMIT)")
+
+    def require_pipeline(self) -> Pipeline:
+        pipeline = self.pipeline
+        if pipeline is None:
+            raise P4RuntimeError(code_pb2.FAILED_PRECONDITION, "no forwarding pipeline config set")
+        return pipeline
+
+    # -- packet path ----------------------------------------------------------
+    def receive(self, frame: bytes, port: int) -> None:
+        """A frame arrived on ``port``. Never raises: a bad frame is counted and dropped."""
+        with self.lock:
+            pipeline = self.pipeline
+            if pipeline is None:
+                return
+            self.stats["rx"] += 1
+            now = self.now_us()
+            try:
+                if self.queues is None:
+                    self._dispatch(pipeline, pipeline.core.process(frame, port, now))
+                else:
+                    for item in pipeline.core.ingress(frame, port, now):
+                        self.queues.enqueue(item, now)
+                    self._dispatch(pipeline, [])
+            except Exception:  # a switch never dies on a packet
+                self.stats["errors"] += 1
+                log.exception("packet from port %d dropped: the core failed on it", port)
+
+    def service_queues(self) -> int:
+        """Run egress for every packet the queues release now; returns how many left."""
+        if self.queues is None:
+            return 0
+        served = 0
+        with self.lock:
+            pipeline = self.pipeline
+            while pipeline is not None:
+                now = self.now_us()
+                out = self.queues.dequeue(now)
+                if out is None:
+                    break
+                served += 1
+                try:
+                    frames = pipeline.core.egress(
+                        out.item, now, enq_timestamp=out.enq_timestamp, enq_qdepth=out.enq_qdepth,
+                        deq_qdepth=out.deq_qdepth, deq_timedelta=out.deq_timedelta)
+                    self._dispatch(pipeline, frames)
+                except Exception:
+                    self.stats["errors"] += 1
+                    log.exception("egress failed on a packet for port %d", out.item.egress_port)
+        return served
+
+    def _dispatch(self, pipeline: Pipeline, frames: list[tuple[int, bytes]]) -> None:
+        for port, data in frames:
+            if port == self.cpu_port:
+                self.stats["to_cpu"] += 1
+                sink = self.packet_in_sink
+                if sink is not None:
+                    sink(parse_packet_in(pipeline.index.packet_in, data))
+            else:
+                self.stats["tx"] += 1
+                self.transmit(port, data)
+        self._collect_digests(pipeline)
+
+    def packet_out(self, msg: p4runtime_pb2.PacketOut) -> None:
+        """Inject a PacketOut as if received on the CPU port (P4RuntimeError if refused)."""
+        pipeline = self.require_pipeline()
+        if self.cpu_port is None:
+            raise P4RuntimeError(code_pb2.FAILED_PRECONDITION,
+                                 "no --cpu-port: packet I/O over P4Runtime is disabled")
+        frame = build_packet_out(pipeline.index.packet_out, msg)
+        self.receive(frame, self.cpu_port)
+
+    # -- digests --------------------------------------------------------------
+    def _collect_digests(self, pipeline: Pipeline) -> None:
+        try:
+            digests = pipeline.core.take_digests()
+        except SwitchRuntimeError:
+            return
+        if not digests:
+            return
+        now_ns = self.clock_ns()
+        for digest in digests:
+            digest_id = pipeline.digest_id_for(digest.name, digest.list_id)
+            if digest_id is not None:
+                self._send_digests(pipeline.digests.add(digest_id, digest.values, now_ns))
+
+    def poll(self) -> None:
+        """Flush digest lists whose timeout expired (call every few ms)."""
+        with self.lock:
+            pipeline = self.pipeline
+            if pipeline is not None:
+                self._send_digests(pipeline.digests.poll(self.clock_ns()))
+
+    def ack_digest(self, digest_id: int, list_id: int) -> None:
+        with self.lock:
+            if self.pipeline is not None:
+                self.pipeline.digests.ack(digest_id, list_id)
+
+    def _send_digests(self, ready: list) -> None:
+        sink = self.digest_sink
+        for batch in ready:
+            if sink is None:
+                continue
+            msg = p4runtime_pb2.DigestList(digest_id=batch.digest_id, list_id=batch.list_id,
+                                           timestamp=batch.timestamp_ns)
+            for values in batch.values:
+                msg.data.append(struct_data(values))
+            sink(msg)
