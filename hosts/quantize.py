@@ -1,0 +1,191 @@
+"""SwitchML-style block quantization of float32 gradients to int32 lanes.
+
+A *block* is the K = 64 lanes of one packet. Everything here is whole-array
+numpy over all blocks of a tensor at once; there is no per-element Python.
+
+Scheme
+------
+* **Local exponent** of a block: the smallest integer ``e`` with ``max|x| < 2**e``
+  (the ``frexp`` exponent of the block's largest magnitude), read straight from the
+  IEEE-754 bits. An all-zero block gets ``EXP_ZERO = -128``; a block whose largest
+  value is subnormal gets -126 (still ``> max|x|``). Values with ``|x| >= 2**127``
+  (exponent 128 does not fit the wire's int8), NaN and Inf raise ``QuantizeError``
+  naming the first bad element.
+* **Agreed exponent** ``e``: the maximum of the n workers' local exponents for that
+  block, returned by the aggregator (see hosts/session.py), so ``|x| < 2**e`` holds
+  for every worker's values in that block.
+* **Scale**: with ``b = ceil(log2 n)`` headroom bits, the shift is
+  ``s = 30 - b - e`` and ``q = rint(x * 2**s)`` (round half to even). Multiplying by
+  a power of two is exact (``np.ldexp``), so the only rounding is ``rint``.
+
+Why no overflow: ``|x * 2**s| < 2**(30-b)`` so ``|q| <= 2**(30-b)``; an n-way sum with
+``n <= 2**b`` has ``|sum q| <= 2**30 < 2**31 - 1``. (With ``31 - b`` instead of ``30 - b``
+n values each rounded up to ``2**(31-b)`` would reach exactly ``2**31``: one bit is the
+price of round-to-nearest.)
+
+Error bound (sum), per element, with ``y`` the float32 result and ``x_i`` the inputs::
+
+    |y - sum_i x_i|  <=  n * 2**(e + b - 31)  +  ulp32(y) / 2
+                     <=  n * 2**(e + b - 31)  +  2**(e + b - 24)
+
+The first term is n roundings of at most half a quantum ``2**-s = 2**(e+b-30)``; the
+second is the single rounding of the exact value ``sum q * 2**-s`` to float32
+(``|sum q * 2**-s| <= 2**(e+b)``). Dequantization rounds exactly once (it is computed
+so that the result is the correctly rounded float32 of ``sum q * 2**-s``), so all
+workers get bit-identical results. For ``mean`` the value ``sum q * 2**-s / n`` is
+formed in float64 and rounded to float32: the bound is divided by n, plus ``ulp32(y)/2``
+and float64's negligible ``2**-53`` relative error.
+
+int32 tensors are not scaled: lanes are the values, and the sum is exact modulo
+2**32 (two's-complement wrap-around, the same on switch and PBox).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hosts.errors import QuantizeError
+from hosts.wire import K
+
+EXP_ZERO = -128  # local exponent of an all-zero block (smaller than any real one)
+EXP_SUBNORMAL = -126  # local exponent of a block whose largest value is subnormal
+MAX_ABS_EXCLUSIVE = 2.0**127  # |x| must stay below this: exponent 128 is not an int8
+HEADROOM_TOP = 30  # s = 30 - b - e, see the module docstring
+
+_ABS_MASK = np.int32(0x7FFFFFFF)
+_EXP_FIELD_SHIFT = 23
+_INF_BITS = 0x7F800000  # bit patterns >= this (after the sign mask) are Inf or NaN
+_TOO_BIG_BITS = 0x7F000000  # biased exponent 254: 2**127 <= |x| < 2**128
+
+
+def headroom_bits(world_size: int) -> int:
+    """``ceil(log2 n)``: the bits a sum of n values needs above one value."""
+    if world_size < 1:
+        raise QuantizeError(f"world size {world_size} must be at least 1")
+    return (world_size - 1).bit_length()
+
+
+def shifts(exps: np.ndarray, world_size: int) -> np.ndarray:
+    """Per-block binary scale ``s = 30 - b - e`` (int32) for agreed exponents ``exps``."""
+    return HEADROOM_TOP - headroom_bits(world_size) - np.asarray(exps, dtype=np.int32)
+
+
+def error_bound(exps: np.ndarray, world_size: int) -> np.ndarray:
+    """Closed-form worst-case absolute error of a dequantized sum, per block (float64)."""
+    eb = np.asarray(exps, dtype=np.float64) + headroom_bits(world_size)
+    return world_size * np.exp2(eb - 31) + np.exp2(eb - 24)
+
+
+def tensor_kind(array: np.ndarray) -> str:
+    """``"float"`` (quantized) or ``"int32"`` (exact); anything else is refused."""
+    dt = np.asarray(array).dtype
+    if dt.kind == "f" and dt.itemsize <= 8:
+        return "float"
+    if dt == np.int32:
+        return "int32"
+    raise QuantizeError(
+        f"cannot all-reduce dtype {dt}: use a float (quantized to int32) or int32 (exact)"
+    )
+
+
+def to_blocks(array: np.ndarray, kind: str | None = None) -> np.ndarray:
+    """Copy a tensor into a zero-padded ``(ceil(size/K), K)`` float32 or int32 array."""
+    arr = np.asarray(array)
+    kind = kind or tensor_kind(arr)
+    dtype = np.float32 if kind == "float" else np.int32
+    nblocks = -(-arr.size // K)
+    blocks = np.zeros((nblocks, K), dtype=dtype)
+    if arr.size:
+        # float64 values beyond float32's range become Inf here and are caught below
+        with np.errstate(over="ignore"):
+            np.copyto(blocks.reshape(-1)[: arr.size], arr.reshape(-1), casting="unsafe")
+    return blocks
+
+
+def local_exponents(blocks: np.ndarray) -> np.ndarray:
+    """Per-block local exponents (int8) of a ``(m, K)`` float32 array.
+
+    Raises QuantizeError if a value is NaN, Inf or has ``|x| >= 2**127``.
+    """
+    bits = np.bitwise_and(blocks.view(np.int32), _ABS_MASK)
+    # For non-negative IEEE floats the bit pattern orders like the value, so the
+    # integer max is the magnitude max, and its exponent field is the exponent.
+    top = bits.max(axis=1) if bits.size else np.zeros(0, dtype=np.int32)
+    if top.size and int(top.max()) >= _TOO_BIG_BITS:
+        _raise_unrepresentable(blocks, top)
+    biased = top >> _EXP_FIELD_SHIFT
+    exps = np.where(biased > 0, biased - 126, EXP_SUBNORMAL)
+    exps[top == 0] = EXP_ZERO
+    return exps.astype(np.int8)
+
+
+def _raise_unrepresentable(blocks: np.ndarray, top: np.ndarray) -> None:
+    block = int(np.flatnonzero(top >= _TOO_BIG_BITS)[0])
+    lanes = blocks[block]
+    lane = int(np.flatnonzero(~(np.abs(lanes) < MAX_ABS_EXCLUSIVE))[0])
+    value = lanes[lane]
+    what = "NaN" if np.isnan(value) else "Inf" if np.isinf(value) else f"{float(value):g} (|x| >= 2**127)"
+    raise QuantizeError(
+        f"tensor holds {what} at flat index {block * K + lane} (block {block}, lane {lane}):"
+        " only finite values below 2**127 can be aggregated"
+    )
+
+
+def quantize(
+    blocks: np.ndarray,
+    exps: np.ndarray,
+    world_size: int,
+    out: np.ndarray | None = None,
+    local: np.ndarray | None = None,
+) -> np.ndarray:
+    """Fixed-point lanes ``rint(x * 2**s)`` of ``(m, K)`` float32 blocks.
+
+    ``exps`` are the agreed exponents (one per block). ``out`` may be any integer view
+    of shape ``(m, K)``, e.g. a packet array's big-endian ``values`` field, so the lanes
+    land in wire order without another pass. If ``local`` (the blocks' own local
+    exponents) is given, an agreed exponent below it raises QuantizeError instead of
+    silently overflowing (a misbehaving aggregator).
+    """
+    exps = np.asarray(exps)
+    if local is not None and local.size and bool(np.any(exps < local)):
+        block = int(np.flatnonzero(exps < local)[0])
+        raise QuantizeError(
+            f"agreed exponent {int(exps[block])} of block {block} is below its local"
+            f" exponent {int(local[block])}: the aggregator returned a wrong maximum"
+        )
+    scaled = np.ldexp(blocks, shifts(exps, world_size)[:, None])
+    np.rint(scaled, out=scaled)
+    if out is None:
+        return scaled.astype(np.int32)
+    np.copyto(out, scaled, casting="unsafe")
+    return out
+
+
+def dequantize(
+    sums: np.ndarray,
+    exps: np.ndarray,
+    world_size: int,
+    *,
+    mean: bool = False,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """float32 values of summed lanes ``(m, K)`` with the agreed exponents: one rounding.
+
+    ``sums`` may be native or big-endian int32. With ``mean`` the sum is divided by n.
+    """
+    s = shifts(exps, world_size)[:, None]
+    if out is None:
+        out = np.empty(sums.shape, dtype=np.float32)
+    if not mean and s.size and int(s.max()) <= 126:
+        # The int32 -> float32 conversion is the one rounding; scaling by 2**-s is exact
+        # because every non-zero result stays >= 2**-126 (a normal float32).
+        np.copyto(out, sums, casting="unsafe")
+        np.ldexp(out, -s, out=out)
+        return out
+    # Tiny exponents (subnormal results) or a mean: go through float64, where both
+    # the int32 and the scaling are exact, and round once at the end.
+    wide = np.ldexp(sums.astype(np.float64), -s)
+    if mean:
+        wide /= world_size
+    np.copyto(out, wide, casting="same_kind")
+    return out

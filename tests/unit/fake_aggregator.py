@@ -1,0 +1,106 @@
+"""A tiny reference aggregator, written from the shared protocol semantics.
+
+Plain per-packet Python on purpose: it is the executable reading of the rules
+(docs/DESIGN.md, "slot semantics") that host tests run against, independent of
+hosts/aggregator.py. Same sans-I/O interface as hosts.aggregator.Aggregator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hosts import wire
+from hosts.wire import NO_RANK, K, PacketType
+
+Address = tuple
+
+
+@dataclass
+class _Set:
+    bitmap: int = 0
+    counter: int = 0
+    max_exp: int = -128
+    lanes: np.ndarray = field(default_factory=lambda: np.zeros(K, dtype=np.int32))
+    last: wire.Header | None = None  # header of the completing packet (for resends)
+
+
+@dataclass
+class _Job:
+    world_size: int
+    slot_base: int
+    slot_count: int
+    sets: dict = field(default_factory=dict)  # (slot, shadow) -> _Set
+    addresses: dict = field(default_factory=dict)  # rank -> address first seen
+    rejected: int = 0
+    duplicates: int = 0
+    completions: int = 0
+
+
+class FakeAggregator:
+    def __init__(self) -> None:
+        self.jobs: dict[int, _Job] = {}
+        self.malformed = 0
+
+    def add_job(self, job_id: int, world_size: int, slot_base: int, slot_count: int) -> None:
+        self.jobs[job_id] = _Job(world_size, slot_base, slot_count)
+
+    def remove_job(self, job_id: int) -> None:
+        del self.jobs[job_id]
+
+    def receive(self, datagram: bytes, src: Address, now: float) -> list[tuple[bytes, Address]]:
+        try:
+            hdr, values = wire.decode(datagram)
+        except wire.WireError:
+            self.malformed += 1
+            return []
+        job = self.jobs.get(hdr.job)
+        if job is None or hdr.type not in (PacketType.CONTRIB, PacketType.PARTIAL):
+            return []
+        if not self._admissible(job, hdr, src):
+            job.rejected += 1
+            return []
+        s = job.sets.setdefault((hdr.slot, hdr.shadow), _Set())
+        other = job.sets.setdefault((hdr.slot, 1 - hdr.shadow), _Set())
+        bit = 1 << hdr.rank
+        if s.bitmap & bit:  # a duplicate only reads
+            job.duplicates += 1
+            if s.counter == 0 and s.last is not None:
+                return [(self._result(job, s, hdr), src)]
+            return []
+        s.bitmap |= bit
+        other.bitmap &= ~bit
+        first = s.counter == 0
+        s.counter = (s.counter + hdr.count) % job.world_size
+        lanes = values.astype(np.int32)
+        if first:
+            s.lanes = lanes.copy()
+            s.max_exp = hdr.exp
+        else:
+            s.lanes = s.lanes + lanes  # int32 wraps
+            s.max_exp = max(s.max_exp, hdr.exp)
+        if s.counter != 0:
+            return []
+        s.last = hdr
+        job.completions += 1
+        result = self._result(job, s, hdr)
+        return [(result, addr) for _, addr in sorted(job.addresses.items())]
+
+    @staticmethod
+    def _admissible(job: _Job, hdr: wire.Header, src: Address) -> bool:
+        if hdr.rank >= job.world_size or hdr.count == 0:
+            return False
+        if not job.slot_base <= hdr.slot < job.slot_base + job.slot_count:
+            return False
+        known = job.addresses.setdefault(hdr.rank, src)
+        return known == src
+
+    @staticmethod
+    def _result(job: _Job, s: _Set, hdr: wire.Header) -> bytes:
+        out = wire.Header(
+            type=PacketType.RESULT, job=hdr.job, rank=NO_RANK, slot=hdr.slot, chunk=hdr.chunk,
+            nelem=hdr.nelem, exp=s.max_exp, count=job.world_size, shadow=hdr.shadow,
+            priority=hdr.priority,
+        )  # fmt: skip
+        return wire.encode(out, s.lanes)
