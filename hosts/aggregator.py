@@ -5,6 +5,9 @@ This is the PBox's core and the reference model for the switch program
 The rules are those of the shared protocol semantics (docs/DESIGN.md):
 
 * a job is (job id, world size n <= 32, slot range [slot_base, slot_base+slot_count));
+* a contribution is rejected (dropped, counted per job) for a RESULT type, a rank >= n,
+  a slot outside the range, a count outside 1..n (p4src/aggregate.p4 checks the same),
+  or a source address (host, port) other than the one the rank used first;
 * each slot has two shadow sets; per (slot, set) a worker bitmap, a contribution
   counter (mod n), a max exponent and K int32 lanes, which double as the stored
   result once the set is complete;
@@ -198,7 +201,7 @@ class Aggregator:
         local, misplaced = divmod(slot - state.first_owned, state.stride)
         if misplaced:
             return state.reject("shard")
-        if count == 0:
+        if not 1 <= count <= state.n:  # as the switch: a packet cannot stand for more than n
             return state.reject("count")
         known = state.addresses[rank]
         if known is None:

@@ -147,6 +147,7 @@ def test_result_copies_flags_and_echo_fields():
         (dict(rank=3, slot=0), 0, "rank"),
         (dict(rank=0, slot=4), 0, "slot"),
         (dict(rank=0, slot=0, count=0), 0, "count"),
+        (dict(rank=0, slot=0, count=4, ptype=PacketType.PARTIAL), 0, "count"),
         (dict(rank=0, slot=0, ptype=PacketType.RESULT), 0, "type"),
     ],
 )
