@@ -678,6 +678,7 @@ class Program(Node):
 
     declarations: list[Declaration] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------- visitor

@@ -1,0 +1,1145 @@
+"""The P4_16 parser: preprocessed tokens to an ``ast.Program``.
+
+Hand-written recursive descent, one ``_parse_<rule>`` per grammar rule under a
+``# BNF:`` comment, with binary operators parsed by precedence climbing over
+``_BINARY_PRECEDENCE`` (P4's table, where ``& ^ |`` bind tighter than
+comparisons, unlike C).
+
+P4's grammar needs to know which names are types (``T x;`` versus ``f(x);``,
+``(T) e`` versus ``(e)``), so the parser records every type it declares, as
+p4c's parser driver does. ``<`` after a name starts type arguments only when a
+type follows and the list is closed by ``>`` then ``(``; otherwise it is
+less-than. Two adjacent ``>`` tokens are a right shift.
+
+Valid P4_16 outside p4lite's subset raises ``not_supported`` at its location.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+from p4lite.compiler import ast
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.lexer import SOFT_KEYWORDS, Token, parse_int, unquote
+from p4lite.compiler.preprocess import Preprocessor
+
+
+def parse_text(
+    text: str,
+    filename: str = "<string>",
+    include_dirs: tuple[str, ...] | list[str] = (),
+    defines: dict[str, str] | None = None,
+) -> ast.Program:
+    """Preprocess and parse P4 source text; errors name the original file:line:col."""
+    result = Preprocessor(include_dirs, defines).run_text(text, filename)
+    program = P4Parser(result.tokens).parse_program()
+    program.files = list(dict.fromkeys(result.files))
+    program.warnings = result.warnings
+    return program
+
+
+def parse_file(
+    path: str | Path,
+    include_dirs: tuple[str, ...] | list[str] = (),
+    defines: dict[str, str] | None = None,
+) -> ast.Program:
+    """Preprocess and parse a P4 file."""
+    result = Preprocessor(include_dirs, defines).run_file(path)
+    program = P4Parser(result.tokens).parse_program()
+    program.files = list(dict.fromkeys(result.files))
+    program.warnings = result.warnings
+    return program
+
+
+class P4Parser:
+    """Recursive-descent parser over a token list ending with EOF."""
+
+    def __init__(self, tokens: list[Token], type_names: set[str] | None = None) -> None:
+        self._toks = tokens
+        self._pos = 0
+        self._last = len(tokens) - 1
+        self._types: set[str] = type_names if type_names is not None else set()
+        self._type_params: list[str] = []  # type variables in scope, innermost last
+
+    # ------------------------------------------------------------ token access
+
+    def _peek(self, k: int = 0) -> Token:
+        return self._toks[min(self._pos + k, self._last)]
+
+    def _kind(self, k: int = 0) -> str:
+        return self._toks[min(self._pos + k, self._last)].kind
+
+    def _advance(self) -> Token:
+        tok = self._toks[self._pos]
+        if self._pos < self._last:
+            self._pos += 1
+        return tok
+
+    def _accept(self, kind: str) -> Token | None:
+        if self._toks[self._pos].kind == kind:
+            return self._advance()
+        return None
+
+    def _expect(self, kind: str, what: str | None = None) -> Token:
+        if self._toks[self._pos].kind == kind:
+            return self._advance()
+        self._unexpected(what or f"'{kind}'")
+
+    def _unexpected(self, expected: str) -> NoReturn:
+        tok = self._peek()
+        found = "end of input" if tok.kind == "EOF" else f"'{tok.value}'"
+        raise CompileError(f"expected {expected}, found {found}", tok.loc)
+
+    def _is_name(self, k: int = 0) -> bool:
+        kind = self._kind(k)
+        return kind == "ID" or kind in SOFT_KEYWORDS
+
+    def _parse_name(self, what: str = "a name") -> Token:
+        if self._is_name():
+            return self._advance()
+        self._unexpected(what)
+
+    def _is_type_name(self, name: str) -> bool:
+        return name in self._types or name in self._type_params
+
+    def _starts_type(self, k: int = 0) -> bool:
+        tok = self._peek(k)
+        if tok.kind in _TYPE_KEYWORDS:
+            return tok.kind != "error" or self._kind(k + 1) != "."
+        return tok.kind == "ID" and self._is_type_name(tok.value)
+
+    def _declare_type(self, name: str) -> None:
+        self._types.add(name)
+
+    # ------------------------------------------------------------ declarations
+
+    # BNF: program : declaration* EOF
+    def parse_program(self) -> ast.Program:
+        """Parse the whole token list."""
+        start = self._peek().loc
+        decls: list[ast.Declaration] = []
+        while self._kind() != "EOF":
+            decl = self._parse_declaration()
+            if decl is not None:
+                decls.append(decl)
+        return ast.Program(decls, loc=start)
+
+    # BNF: declaration : annotations ( const_decl | header_decl | struct_decl | header_union_decl
+    # BNF:   | enum_decl | error_decl | match_kind_decl | typedef_decl | newtype_decl | extern_decl
+    # BNF:   | parser_decl | control_decl | package_decl | action_decl | instantiation ) | ';'
+    def _parse_declaration(self) -> ast.Declaration | None:
+        annotations = self._parse_annotations()
+        kind = self._kind()
+        if kind == ";" and not annotations:
+            self._advance()
+            return None
+        method = _TOP_LEVEL.get(kind)
+        if method is None and kind == "type" and not self._kind(1) == "(":
+            method = P4Parser._parse_newtype_decl
+        if method is not None:
+            decl = method(self)
+        elif kind == "value_set":
+            raise not_supported("value_set declarations", self._peek().loc)
+        elif self._starts_type() or self._is_name():
+            decl = self._parse_top_level_instantiation()
+        else:
+            self._unexpected("a declaration")
+        decl.annotations = annotations + decl.annotations
+        return decl
+
+    # BNF: instantiation : type '(' args ')' name ';'
+    def _parse_top_level_instantiation(self) -> ast.Declaration:
+        start = self._peek()
+        type_ = self._parse_type()
+        if self._kind() == "(":
+            return self._finish_instantiation(type_, start)
+        if self._is_name() and self._kind(1) in ("(", "<"):
+            raise not_supported("function declarations", start.loc)
+        raise CompileError(
+            "only constants, types, externs, actions, parsers, controls and instantiations "
+            "may be declared at top level",
+            start.loc,
+        )
+
+    def _finish_instantiation(self, type_: ast.Type, start: Token) -> ast.Instantiation:
+        args = self._parse_arguments()
+        name = self._parse_name("an instance name")
+        if self._kind() == "{":
+            raise not_supported("instantiations with an initializer block", self._peek().loc)
+        self._expect(";")
+        return ast.Instantiation(name.value, type_, args, loc=start.loc)
+
+    # BNF: const_decl : 'const' type name '=' expression ';'
+    def _parse_const_decl(self) -> ast.ConstDecl:
+        start = self._expect("const")
+        type_ = self._parse_type()
+        name = self._parse_name("a constant name")
+        self._expect("=")
+        value = self._parse_expression()
+        self._expect(";")
+        return ast.ConstDecl(name.value, type_, value, loc=start.loc)
+
+    # BNF: struct_like : ('header' | 'header_union' | 'struct') name '{' struct_field* '}'
+    # BNF: struct_field : annotations type name ';'
+    def _parse_struct_like(self) -> ast.Declaration:
+        start = self._advance()
+        name = self._parse_name(f"a {start.kind} name")
+        if self._kind() == "<":
+            raise not_supported(f"generic {start.kind} types", self._peek().loc)
+        self._declare_type(name.value)
+        self._expect("{")
+        fields: list[ast.StructField] = []
+        while not self._accept("}"):
+            annotations = self._parse_annotations()
+            field_start = self._peek()
+            type_ = self._parse_type()
+            field_name = self._parse_name("a field name")
+            self._expect(";")
+            fields.append(
+                ast.StructField(
+                    field_name.value, type_, annotations=annotations, loc=field_start.loc
+                )
+            )
+        node_class = _STRUCT_LIKE[start.kind]
+        return node_class(name.value, fields, loc=start.loc)
+
+    # BNF: enum_decl : 'enum' [type] name '{' enum_member (',' enum_member)* [','] '}'
+    # BNF: enum_member : annotations name ['=' expression]
+    def _parse_enum_decl(self) -> ast.EnumDecl:
+        start = self._expect("enum")
+        underlying = None
+        if not (self._is_name() and self._kind(1) == "{"):
+            underlying = self._parse_type()
+        name = self._parse_name("an enum name")
+        self._declare_type(name.value)
+        members = self._parse_member_list(allow_values=underlying is not None)
+        return ast.EnumDecl(name.value, members, underlying, loc=start.loc)
+
+    def _parse_member_list(self, allow_values: bool) -> list[ast.EnumMember]:
+        self._expect("{")
+        members: list[ast.EnumMember] = []
+        while not self._accept("}"):
+            annotations = self._parse_annotations()
+            tok = self._parse_name("a member name")
+            value = None
+            if allow_values and self._accept("="):
+                value = self._parse_expression()
+            members.append(ast.EnumMember(tok.value, value, annotations=annotations, loc=tok.loc))
+            if not self._accept(","):
+                self._expect("}", "',' or '}'")
+                break
+        return members
+
+    # BNF: error_decl : 'error' '{' name (',' name)* '}'
+    def _parse_error_decl(self) -> ast.ErrorDecl:
+        start = self._expect("error")
+        return ast.ErrorDecl(self._parse_member_list(allow_values=False), loc=start.loc)
+
+    # BNF: match_kind_decl : 'match_kind' '{' name (',' name)* '}'
+    def _parse_match_kind_decl(self) -> ast.MatchKindDecl:
+        start = self._expect("match_kind")
+        return ast.MatchKindDecl(self._parse_member_list(allow_values=False), loc=start.loc)
+
+    # BNF: typedef_decl : 'typedef' type name ';'
+    def _parse_typedef_decl(self) -> ast.TypedefDecl:
+        start = self._expect("typedef")
+        if self._kind() in _STRUCT_LIKE or self._kind() == "enum":
+            raise not_supported("typedef of an inline type declaration", self._peek().loc)
+        type_ = self._parse_type()
+        name = self._parse_name("a type name")
+        self._expect(";")
+        self._declare_type(name.value)
+        return ast.TypedefDecl(name.value, type_, loc=start.loc)
+
+    # BNF: newtype_decl : 'type' type name ';'
+    def _parse_newtype_decl(self) -> ast.NewTypeDecl:
+        start = self._expect("type")
+        type_ = self._parse_type()
+        name = self._parse_name("a type name")
+        self._expect(";")
+        self._declare_type(name.value)
+        return ast.NewTypeDecl(name.value, type_, loc=start.loc)
+
+    # BNF: extern_decl : 'extern' name [type_params] '{' method_proto* '}'
+    # BNF:             | 'extern' type name [type_params] params ';'
+    def _parse_extern_decl(self) -> ast.Declaration:
+        start = self._expect("extern")
+        if self._is_name() and (
+            self._kind(1) == "{" or (self._kind(1) == "<" and self._kind(3) in (",", ">"))
+        ):
+            return self._parse_extern_object(start)
+        return_type = self._parse_type(allow_void=True)
+        name = self._parse_name("an extern function name")
+        with _TypeParamScope(self, self._parse_type_params()) as type_params:
+            params = self._parse_params()
+        self._expect(";")
+        return ast.ExternFunctionDecl(name.value, return_type, params, type_params, loc=start.loc)
+
+    def _parse_extern_object(self, start: Token) -> ast.ExternDecl:
+        name = self._advance()
+        self._declare_type(name.value)
+        with _TypeParamScope(self, self._parse_type_params()) as type_params:
+            self._expect("{")
+            methods: list[ast.MethodDecl] = []
+            while not self._accept("}"):
+                methods.append(self._parse_method_proto(name.value))
+        return ast.ExternDecl(name.value, methods, type_params, loc=start.loc)
+
+    # BNF: method_proto : annotations ( name params ';'
+    # BNF:              | ['abstract'] type name [type_params] params ';' )
+    def _parse_method_proto(self, extern_name: str) -> ast.MethodDecl:
+        annotations = self._parse_annotations()
+        start = self._peek()
+        if start.kind == "ID" and start.value == extern_name and self._kind(1) == "(":
+            self._advance()
+            params = self._parse_params()
+            self._expect(";")
+            return ast.MethodDecl(start.value, None, params, annotations=annotations, loc=start.loc)
+        abstract = self._accept("abstract") is not None
+        return_type = self._parse_type(allow_void=True)
+        name = self._parse_name("a method name")
+        with _TypeParamScope(self, self._parse_type_params()) as type_params:
+            params = self._parse_params()
+        self._expect(";")
+        return ast.MethodDecl(
+            name.value, return_type, params, type_params, abstract,
+            annotations=annotations, loc=start.loc,
+        )  # fmt: skip
+
+    # BNF: type_params : '<' name (',' name)* '>'
+    def _parse_type_params(self) -> list[str]:
+        if not self._accept("<"):
+            return []
+        names = [self._parse_name("a type parameter").value]
+        while self._accept(","):
+            names.append(self._parse_name("a type parameter").value)
+        self._expect(">")
+        return names
+
+    # BNF: params : '(' [param (',' param)*] ')'
+    # BNF: param : annotations ['in' | 'out' | 'inout'] type name ['=' expression]
+    def _parse_params(self) -> list[ast.Param]:
+        self._expect("(")
+        params: list[ast.Param] = []
+        if self._accept(")"):
+            return params
+        while True:
+            annotations = self._parse_annotations()
+            start = self._peek()
+            direction = ""
+            if start.kind in ("in", "out", "inout"):
+                direction = self._advance().kind
+            type_ = self._parse_type()
+            name = self._parse_name("a parameter name")
+            default = self._parse_expression() if self._accept("=") else None
+            params.append(
+                ast.Param(
+                    name.value, type_, direction, default, annotations=annotations, loc=start.loc
+                )
+            )
+            if not self._accept(","):
+                self._expect(")", "',' or ')'")
+                return params
+
+    # BNF: parser_decl : 'parser' name [type_params] params
+    # BNF:               ( ';' | [params] '{' parser_local* parser_state* '}' )
+    def _parse_parser_decl(self) -> ast.Declaration:
+        start = self._expect("parser")
+        name = self._parse_name("a parser name")
+        self._declare_type(name.value)
+        with _TypeParamScope(self, self._parse_type_params()) as type_params:
+            params = self._parse_params()
+            if self._accept(";"):
+                return ast.ParserTypeDecl(name.value, params, type_params, loc=start.loc)
+            ctor_params = self._parse_params() if self._kind() == "(" else []
+            self._expect("{", "'{' or ';'")
+            locals_: list[ast.Declaration] = []
+            states: list[ast.ParserState] = []
+            while not self._accept("}"):
+                annotations = self._parse_annotations()
+                if self._kind() == "state":
+                    states.append(self._parse_parser_state(annotations))
+                elif states:
+                    self._unexpected("'state' or '}'")
+                else:
+                    local = self._parse_local_declaration("a parser local or 'state'")
+                    local.annotations = annotations + local.annotations
+                    locals_.append(local)
+        return ast.ParserDecl(
+            name.value, params, ctor_params, locals_, states, type_params, loc=start.loc
+        )
+
+    # BNF: parser_state : annotations 'state' name '{' statement_or_decl* [transition] '}'
+    # BNF: transition : 'transition' ( name ';' | select_expr )
+    def _parse_parser_state(self, annotations: list[ast.Annotation]) -> ast.ParserState:
+        start = self._expect("state")
+        name = self._parse_name("a state name")
+        self._expect("{")
+        statements: list[ast.Node] = []
+        transition: ast.Expression | None = None
+        while not self._accept("}"):
+            if self._kind() == "transition":
+                transition = self._parse_transition()
+                self._expect("}", "'}' after the transition")
+                break
+            statements.append(self._parse_statement_or_decl())
+        return ast.ParserState(
+            name.value, statements, transition, annotations=annotations, loc=start.loc
+        )
+
+    def _parse_transition(self) -> ast.Expression:
+        self._expect("transition")
+        if self._kind() == "select":
+            return self._parse_select()
+        target = self._parse_name("a state name or 'select'")
+        self._expect(";")
+        return ast.Name(target.value, loc=target.loc)
+
+    # BNF: select_expr : 'select' '(' expression (',' expression)* ')' '{' select_case* '}'
+    # BNF: select_case : keyset ':' name ';'
+    def _parse_select(self) -> ast.SelectExpr:
+        start = self._expect("select")
+        self._expect("(")
+        keys = self._parse_expression_list(")")
+        self._expect("{")
+        cases: list[ast.SelectCase] = []
+        while not self._accept("}"):
+            case_start = self._peek()
+            keysets = self._parse_keyset()
+            self._expect(":")
+            target = self._parse_name("a state name")
+            self._expect(";")
+            cases.append(ast.SelectCase(keysets, target.value, loc=case_start.loc))
+        return ast.SelectExpr(keys, cases, loc=start.loc)
+
+    # BNF: keyset : '(' simple_keyset (',' simple_keyset)* ')' ':' | simple_keyset
+    def _parse_keyset(self) -> list[ast.Expression]:
+        if self._kind() == "(":
+            mark = self._pos
+            self._advance()
+            try:
+                items = [self._parse_simple_keyset()]
+                while self._accept(","):
+                    items.append(self._parse_simple_keyset())
+                self._expect(")")
+                if self._kind() == ":":
+                    return items
+            except CompileError:
+                pass
+            self._pos = mark
+        return [self._parse_simple_keyset()]
+
+    # BNF: simple_keyset : 'default' | '_' | expression ['&&&' expression | '..' expression]
+    def _parse_simple_keyset(self) -> ast.Expression:
+        tok = self._peek()
+        if tok.kind == "default":
+            self._advance()
+            return ast.Default(loc=tok.loc)
+        if tok.kind == "ID" and tok.value == "_" and self._kind(1) in (",", ")", ":"):
+            self._advance()
+            return ast.DontCare(loc=tok.loc)
+        value = self._parse_expression()
+        if self._accept("&&&"):
+            return ast.Mask("&&&", value, self._parse_expression(), loc=tok.loc)
+        if self._accept(".."):
+            return ast.Range("..", value, self._parse_expression(), loc=tok.loc)
+        return value
+
+    # BNF: control_decl : 'control' name [type_params] params
+    # BNF:                ( ';' | [params] '{' control_local* 'apply' block '}' )
+    def _parse_control_decl(self) -> ast.Declaration:
+        start = self._expect("control")
+        name = self._parse_name("a control name")
+        self._declare_type(name.value)
+        with _TypeParamScope(self, self._parse_type_params()) as type_params:
+            params = self._parse_params()
+            if self._accept(";"):
+                return ast.ControlTypeDecl(name.value, params, type_params, loc=start.loc)
+            ctor_params = self._parse_params() if self._kind() == "(" else []
+            self._expect("{", "'{' or ';'")
+            locals_: list[ast.Declaration] = []
+            while not (self._kind() == "apply" and self._kind(1) == "{"):
+                locals_.append(self._parse_control_local())
+            self._advance()
+            body = self._parse_block()
+            self._expect("}", "'}' after the apply block")
+        return ast.ControlDecl(
+            name.value, params, ctor_params, locals_, body, type_params, loc=start.loc
+        )
+
+    # BNF: control_local : annotations ( const_decl | action_decl | table_decl
+    # BNF:                | variable_decl | instantiation )
+    def _parse_control_local(self) -> ast.Declaration:
+        annotations = self._parse_annotations()
+        kind = self._kind()
+        if kind == "action":
+            decl: ast.Declaration = self._parse_action_decl()
+        elif kind == "table":
+            decl = self._parse_table_decl()
+        else:
+            decl = self._parse_local_declaration("a control local or 'apply'")
+        decl.annotations = annotations + decl.annotations
+        return decl
+
+    def _parse_local_declaration(self, what: str) -> ast.Declaration:
+        if self._kind() == "value_set":
+            raise not_supported("value_set declarations", self._peek().loc)
+        if self._kind() == "const":
+            return self._parse_const_decl()
+        if not (self._starts_type() or (self._is_name() and self._is_name(1))):
+            self._unexpected(what)
+        return self._parse_variable_or_instance()
+
+    # BNF: variable_decl : type name ['=' expression] ';'
+    # BNF: instantiation : type '(' args ')' name ';'
+    def _parse_variable_or_instance(self) -> ast.Declaration:
+        start = self._peek()
+        type_ = self._parse_type()
+        if self._kind() == "(":
+            return self._finish_instantiation(type_, start)
+        name = self._parse_name("a variable name")
+        init = self._parse_expression() if self._accept("=") else None
+        self._expect(";")
+        return ast.VarDecl(name.value, type_, init, loc=start.loc)
+
+    # BNF: action_decl : 'action' name params block
+    def _parse_action_decl(self) -> ast.ActionDecl:
+        start = self._expect("action")
+        name = self._parse_name("an action name")
+        params = self._parse_params()
+        body = self._parse_block()
+        return ast.ActionDecl(name.value, params, body, loc=start.loc)
+
+    # BNF: table_decl : 'table' name '{' table_property* '}'
+    # BNF: table_property : annotations ( 'key' '=' '{' key_element* '}'
+    # BNF:   | 'actions' '=' '{' (action_ref ';')* '}' | ['const'] 'entries' '=' '{' entry* '}'
+    # BNF:   | ['const'] name '=' expression ';' )
+    def _parse_table_decl(self) -> ast.TableDecl:
+        start = self._expect("table")
+        name = self._parse_name("a table name")
+        table = ast.TableDecl(name.value, loc=start.loc)
+        self._expect("{")
+        seen: set[str] = set()
+        while not self._accept("}"):
+            annotations = self._parse_annotations()
+            is_const = self._accept("const") is not None
+            prop = self._parse_name("a table property")
+            if prop.value in seen:
+                raise CompileError(f"duplicate table property '{prop.value}'", prop.loc)
+            seen.add(prop.value)
+            self._expect("=")
+            self._parse_table_property(table, prop, is_const, annotations)
+        return table
+
+    def _parse_table_property(
+        self, table: ast.TableDecl, prop: Token, is_const: bool, annotations: list[ast.Annotation]
+    ) -> None:
+        name = prop.value
+        if name == "key":
+            table.keys = self._parse_braced(self._parse_key_element)
+        elif name == "actions":
+            table.actions = self._parse_braced(self._parse_action_list_element)
+        elif name == "entries":
+            table.entries = self._parse_braced(self._parse_entry)
+            table.entries_const = is_const
+        elif name == "default_action":
+            table.default_action = self._parse_action_ref()
+            table.default_action_const = is_const
+            self._expect(";")
+        elif name == "size":
+            table.size = self._parse_expression()
+            self._expect(";")
+        else:
+            value = self._parse_expression()
+            self._expect(";")
+            table.properties.append(
+                ast.TableProperty(name, value, is_const, annotations=annotations, loc=prop.loc)
+            )
+            return
+        if is_const and name not in ("entries", "default_action"):
+            raise CompileError(f"table property '{name}' cannot be const", prop.loc)
+        if annotations:
+            raise not_supported(f"annotations on table property '{name}'", annotations[0].loc)
+
+    def _parse_braced(self, parse_item: Callable[[], ast.Declaration]) -> list:
+        self._expect("{")
+        items = []
+        while not self._accept("}"):
+            items.append(parse_item())
+        return items
+
+    # BNF: key_element : annotations expression ':' name annotations ';'
+    def _parse_key_element(self) -> ast.KeyElement:
+        annotations = self._parse_annotations()
+        start_pos = self._pos
+        start = self._peek()
+        expr = self._parse_expression()
+        text = _source_text(self._toks[start_pos : self._pos])
+        self._expect(":")
+        match_kind = self._parse_name("a match kind")
+        annotations += self._parse_annotations()
+        self._expect(";")
+        return ast.KeyElement(expr, match_kind.value, text, annotations=annotations, loc=start.loc)
+
+    def _parse_action_list_element(self) -> ast.ActionRef:
+        ref = self._parse_action_ref()
+        self._expect(";")
+        return ref
+
+    # BNF: action_ref : annotations ['.'] name ['(' args ')']
+    def _parse_action_ref(self) -> ast.ActionRef:
+        annotations = self._parse_annotations()
+        start = self._peek()
+        self._accept(".")
+        name = self._parse_name("an action name")
+        has_parens = self._kind() == "("
+        args = self._parse_arguments() if has_parens else []
+        return ast.ActionRef(name.value, args, has_parens, annotations=annotations, loc=start.loc)
+
+    # BNF: entry : annotations ['priority' '=' expression ':'] keyset ':' action_ref annotations ';'
+    def _parse_entry(self) -> ast.Entry:
+        annotations = self._parse_annotations()
+        start = self._peek()
+        priority = None
+        if start.kind == "priority" and self._kind(1) == "=":
+            self._advance()
+            self._advance()
+            priority = self._parse_expression()
+            self._expect(":")
+        keysets = self._parse_keyset()
+        self._expect(":")
+        action = self._parse_action_ref()
+        annotations += self._parse_annotations()
+        self._expect(";")
+        return ast.Entry(keysets, action, priority, annotations=annotations, loc=start.loc)
+
+    # BNF: package_decl : 'package' name [type_params] params ';'
+    def _parse_package_decl(self) -> ast.PackageTypeDecl:
+        start = self._expect("package")
+        name = self._parse_name("a package name")
+        self._declare_type(name.value)
+        with _TypeParamScope(self, self._parse_type_params()) as type_params:
+            params = self._parse_params()
+        self._expect(";")
+        return ast.PackageTypeDecl(name.value, params, type_params, loc=start.loc)
+
+    # ------------------------------------------------------------- annotations
+
+    # BNF: annotations : ( '@' name [ '(' token* ')' | '[' token* ']' ] )*
+    def _parse_annotations(self) -> list[ast.Annotation]:
+        annotations: list[ast.Annotation] = []
+        while self._kind() == "@":
+            annotations.append(self._parse_annotation())
+        return annotations
+
+    def _parse_annotation(self) -> ast.Annotation:
+        at = self._advance()
+        name = self._peek()
+        if not (name.kind == "ID" or name.value.isidentifier()):
+            self._unexpected("an annotation name")
+        self._advance()
+        if name.value == "pragma":  # @pragma runs to the end of the line
+            body = []
+            while not self._peek().bol:
+                body.append(self._advance())
+            return ast.Annotation("pragma", [], _source_text(body), loc=at.loc)
+        if self._kind() == "[":
+            raise not_supported("structured annotations @name[...]", self._peek().loc)
+        if self._kind() != "(":
+            return ast.Annotation(name.value, loc=at.loc)
+        body = self._balanced_body()
+        return ast.Annotation(
+            name.value, self._annotation_args(body), _source_text(body), loc=at.loc
+        )
+
+    def _balanced_body(self) -> list[Token]:
+        opening = self._expect("(")
+        depth = 0
+        body: list[Token] = []
+        while True:
+            tok = self._advance()
+            if tok.kind == "EOF":
+                raise CompileError("unterminated annotation: missing ')'", opening.loc)
+            if tok.kind == "(":
+                depth += 1
+            elif tok.kind == ")":
+                if depth == 0:
+                    return body
+                depth -= 1
+            body.append(tok)
+
+    def _annotation_args(self, body: list[Token]) -> list[ast.Expression]:
+        """The annotation body as expressions, or [] when it is not an expression list."""
+        if not body:
+            return []
+        end = Token("EOF", "", body[-1].loc, True)
+        sub = P4Parser([*body, end], self._types)
+        try:
+            return sub._parse_expression_list("EOF")
+        except CompileError:
+            return []
+
+    # ------------------------------------------------------------------- types
+
+    # BNF: type : base_type | name ['<' type_arg (',' type_arg)* '>'] | 'tuple' '<' ... '>'
+    # BNF:        followed by ['[' expression ']'] for a header stack
+    def _parse_type(self, allow_void: bool = False) -> ast.Type:
+        tok = self._peek()
+        kind = tok.kind
+        if kind == "void" and not allow_void:
+            raise CompileError("'void' is only a return type", tok.loc)
+        simple = _SIMPLE_TYPES.get(kind)
+        if simple is not None:
+            self._advance()
+            type_: ast.Type = simple(loc=tok.loc)
+        elif kind in ("bit", "int", "varbit"):
+            type_ = self._parse_sized_type()
+        elif kind == "tuple":
+            self._advance()
+            type_ = ast.TupleType(self._parse_type_args(), loc=tok.loc)
+        elif kind == "ID" or kind in SOFT_KEYWORDS:
+            self._advance()
+            type_ = ast.TypeName(tok.value, loc=tok.loc)
+            if self._kind() == "<":
+                type_ = ast.SpecializedType(type_, self._parse_type_args(), loc=tok.loc)
+        else:
+            self._unexpected("a type")
+        if self._kind() == "[":
+            self._advance()
+            size = self._parse_expression()
+            self._expect("]")
+            type_ = ast.HeaderStackType(type_, size, loc=tok.loc)
+        return type_
+
+    # BNF: sized_type : ('bit' | 'int' | 'varbit') ['<' (INT | name | '(' expression ')') '>']
+    def _parse_sized_type(self) -> ast.Type:
+        tok = self._advance()
+        if not self._accept("<"):
+            if tok.kind == "bit":
+                return ast.BitType(ast.IntLiteral(1, loc=tok.loc), loc=tok.loc)
+            if tok.kind == "int":
+                return ast.IntType(loc=tok.loc)
+            self._unexpected("'<' after varbit")
+        width_tok = self._peek()
+        if width_tok.kind == "INT":
+            width: ast.Expression = self._parse_int(self._advance())
+        elif width_tok.kind == "(":
+            self._advance()
+            width = self._parse_expression()
+            self._expect(")")
+        elif self._is_name():
+            self._advance()
+            width = ast.Name(width_tok.value, loc=width_tok.loc)
+        else:
+            self._unexpected("a width")
+        self._expect(">")
+        if tok.kind == "varbit":
+            return ast.VarbitType(width, loc=tok.loc)
+        return ast.BitType(width, tok.kind == "int", loc=tok.loc)
+
+    # BNF: type_args : '<' (type | '_') (',' (type | '_'))* '>'
+    def _parse_type_args(self) -> list[ast.Type]:
+        self._expect("<")
+        args: list[ast.Type] = []
+        while True:
+            tok = self._peek()
+            if tok.kind == "ID" and tok.value == "_":
+                self._advance()
+                args.append(ast.DontCareType(loc=tok.loc))
+            else:
+                args.append(self._parse_type())
+            if not self._accept(","):
+                self._expect(">", "',' or '>'")
+                return args
+
+    # -------------------------------------------------------------- statements
+
+    # BNF: block : '{' statement_or_decl* '}'
+    def _parse_block(self) -> ast.Block:
+        return self._parse_block_body(self._expect("{"))
+
+    def _parse_block_body(self, opening: Token) -> ast.Block:
+        statements: list[ast.Node] = []
+        while not self._accept("}"):
+            if self._kind() == "EOF":
+                raise CompileError("missing '}' for this '{'", opening.loc)
+            statements.append(self._parse_statement_or_decl())
+        return ast.Block(statements, loc=opening.loc)
+
+    # BNF: statement_or_decl : annotations ( const_decl | variable_decl | instantiation | statement )
+    def _parse_statement_or_decl(self) -> ast.Node:
+        annotations = self._parse_annotations()
+        kind = self._kind()
+        if kind == "const":
+            decl: ast.Declaration = self._parse_const_decl()
+        elif self._is_declaration_start():
+            decl = self._parse_variable_or_instance()
+        else:
+            return self._parse_statement()
+        decl.annotations = annotations + decl.annotations
+        return decl
+
+    def _is_declaration_start(self) -> bool:
+        tok = self._peek()
+        if tok.kind in _TYPE_KEYWORDS:
+            return tok.kind != "error" or self._kind(1) != "."
+        if tok.kind != "ID" and tok.kind not in SOFT_KEYWORDS:
+            return False
+        if self._is_type_name(tok.value):
+            return self._kind(1) != "."
+        return self._is_name(1)  # an unknown type: `foo_t x;`
+
+    # BNF: statement : block | if_statement | switch_statement | 'exit' ';'
+    # BNF:           | 'return' [expression] ';' | ';' | assignment_or_call
+    def _parse_statement(self) -> ast.Statement:
+        tok = self._peek()
+        kind = tok.kind
+        if kind == "{":
+            return self._parse_block()
+        if kind == "if":
+            return self._parse_if()
+        if kind == "switch":
+            return self._parse_switch()
+        if kind == "exit":
+            self._advance()
+            self._expect(";")
+            return ast.Exit(loc=tok.loc)
+        if kind == "return":
+            self._advance()
+            value = None if self._kind() == ";" else self._parse_expression()
+            self._expect(";")
+            return ast.Return(value, loc=tok.loc)
+        if kind == ";":
+            self._advance()
+            return ast.Block([], loc=tok.loc)
+        if kind == "ID" and tok.value in _UNSUPPORTED_STATEMENTS and self._kind(1) in ("(", ";"):
+            raise not_supported(f"'{tok.value}' statements", tok.loc)
+        return self._parse_assignment_or_call()
+
+    # BNF: assignment_or_call : postfix '=' expression ';' | postfix_call ';'
+    def _parse_assignment_or_call(self) -> ast.Statement:
+        start = self._peek()
+        if start.kind == "transition":
+            raise CompileError("'transition' must be the last statement of a state", start.loc)
+        target = self._parse_postfix()
+        if self._accept("="):
+            value = self._parse_expression()
+            self._expect(";")
+            return ast.Assign(target, value, loc=start.loc)
+        if not isinstance(target, ast.Call):
+            self._unexpected("'=' or '(' (a statement is an assignment or a call)")
+        self._expect(";")
+        return ast.CallStmt(target, loc=start.loc)
+
+    # BNF: if_statement : 'if' '(' expression ')' statement ['else' statement]
+    def _parse_if(self) -> ast.If:
+        start = self._expect("if")
+        self._expect("(")
+        cond = self._parse_expression()
+        self._expect(")")
+        then = self._parse_statement_or_block_decl()
+        orelse = self._parse_statement_or_block_decl() if self._accept("else") else None
+        return ast.If(cond, then, orelse, loc=start.loc)
+
+    def _parse_statement_or_block_decl(self) -> ast.Statement:
+        node = self._parse_statement_or_decl()
+        if not isinstance(node, ast.Statement):
+            raise CompileError("a declaration cannot be the body of if/else", node.loc)
+        return node
+
+    # BNF: switch_statement : 'switch' '(' expression ')' '{' switch_case* '}'
+    # BNF: switch_case : ('default' | expression) ':' [block]
+    def _parse_switch(self) -> ast.Switch:
+        start = self._expect("switch")
+        self._expect("(")
+        expr = self._parse_expression()
+        self._expect(")")
+        self._expect("{")
+        cases: list[ast.SwitchCase] = []
+        while not self._accept("}"):
+            tok = self._peek()
+            if tok.kind == "default":
+                self._advance()
+                label: ast.Expression = ast.Default(loc=tok.loc)
+            else:
+                label = self._parse_expression()
+            self._expect(":")
+            body = self._parse_block() if self._kind() == "{" else None
+            cases.append(ast.SwitchCase(label, body, loc=tok.loc))
+        return ast.Switch(expr, cases, loc=start.loc)
+
+    # ------------------------------------------------------------- expressions
+
+    # BNF: expression : binary ['?' expression ':' expression]
+    def _parse_expression(self) -> ast.Expression:
+        cond = self._parse_binary(1)
+        if self._kind() != "?":
+            return cond
+        self._advance()
+        then = self._parse_expression()
+        self._expect(":")
+        orelse = self._parse_expression()
+        return ast.Ternary(cond, then, orelse, loc=cond.loc)
+
+    def _parse_expression_list(self, closing: str) -> list[ast.Expression]:
+        items: list[ast.Expression] = []
+        if self._accept(closing):
+            return items
+        while True:
+            items.append(self._parse_expression())
+            if not self._accept(","):
+                self._expect(closing, f"',' or '{closing}'")
+                return items
+
+    # BNF: binary : unary (binary_op unary)*      (precedence climbing, _BINARY_PRECEDENCE)
+    def _parse_binary(self, min_prec: int) -> ast.Expression:
+        left = self._parse_unary()
+        while True:
+            tok = self._toks[self._pos]
+            op = tok.kind
+            if op == ">" and self._kind(1) == ">" and not self._peek(1).space:
+                op = ">>"
+            prec = _BINARY_PRECEDENCE.get(op)
+            if prec is None or prec < min_prec:
+                return left
+            self._advance()
+            if op == ">>":
+                self._advance()
+            right = self._parse_binary(prec + 1)
+            left = ast.Binary(op, left, right, loc=left.loc)
+
+    # BNF: unary : ('!' | '~' | '-' | '+') unary | '(' type ')' unary | postfix
+    def _parse_unary(self) -> ast.Expression:
+        tok = self._toks[self._pos]
+        if tok.kind in _UNARY_OPS:
+            self._advance()
+            return ast.Unary(tok.kind, self._parse_unary(), loc=tok.loc)
+        if tok.kind == "(" and self._starts_type(1):
+            cast = self._try_parse_cast()
+            if cast is not None:
+                return cast
+        return self._parse_postfix()
+
+    def _try_parse_cast(self) -> ast.Expression | None:
+        mark = self._pos
+        start = self._advance()
+        try:
+            type_ = self._parse_type()
+            self._expect(")")
+        except CompileError:
+            self._pos = mark
+            return None
+        return ast.Cast(type_, self._parse_unary(), loc=start.loc)
+
+    # BNF: postfix : primary ( '.' name | '[' expression [':' expression] ']'
+    # BNF:                   | [type_args] '(' args ')' )*
+    def _parse_postfix(self) -> ast.Expression:
+        expr = self._parse_primary()
+        while True:
+            kind = self._toks[self._pos].kind
+            if kind == ".":
+                self._advance()
+                member = self._peek()
+                if not (member.kind == "ID" or member.value.isidentifier()):
+                    self._unexpected("a member name")
+                self._advance()
+                expr = ast.Member(expr, member.value, loc=expr.loc)
+            elif kind == "[":
+                expr = self._parse_index_or_slice(expr)
+            elif kind == "(":
+                expr = ast.Call(expr, self._parse_arguments(), loc=expr.loc)
+            elif kind == "<" and self._starts_type_args():
+                type_args = self._parse_type_args()
+                expr = ast.Call(expr, self._parse_arguments(), type_args, loc=expr.loc)
+            else:
+                return expr
+
+    def _parse_index_or_slice(self, expr: ast.Expression) -> ast.Expression:
+        self._expect("[")
+        index = self._parse_expression()
+        if self._accept(":"):
+            lo = self._parse_expression()
+            self._expect("]")
+            return ast.Slice(expr, index, lo, loc=expr.loc)
+        self._expect("]")
+        return ast.Index(expr, index, loc=expr.loc)
+
+    def _starts_type_args(self) -> bool:
+        """After a name: is this '<' a type-argument list followed by '(' (not less-than)?"""
+        nxt = self._peek(1)
+        if not (
+            self._starts_type(1) or nxt.kind == "tuple" or (nxt.kind == "ID" and nxt.value == "_")
+        ):
+            return False
+        mark = self._pos
+        try:
+            self._parse_type_args()
+            return self._kind() == "("
+        except CompileError:
+            return False
+        finally:
+            self._pos = mark
+
+    # BNF: args : '(' [argument (',' argument)*] ')'
+    # BNF: argument : [name '='] (expression | '_')
+    def _parse_arguments(self) -> list[ast.Argument]:
+        self._expect("(")
+        args: list[ast.Argument] = []
+        if self._accept(")"):
+            return args
+        while True:
+            start = self._peek()
+            name = None
+            if self._is_name() and self._kind(1) == "=":
+                name = self._advance().value
+                self._advance()
+            tok = self._peek()
+            if tok.kind == "ID" and tok.value == "_" and self._kind(1) in (",", ")"):
+                self._advance()
+                value: ast.Expression = ast.DontCare(loc=tok.loc)
+            else:
+                value = self._parse_expression()
+            args.append(ast.Argument(value, name, loc=start.loc))
+            if not self._accept(","):
+                self._expect(")", "',' or ')'")
+                return args
+
+    # BNF: primary : INT | STRING | 'true' | 'false' | name | '.' name | 'error' '.' name
+    # BNF:         | '(' expression ')' | '{' [expression_list | kv_list] '}' | type_name
+    def _parse_primary(self) -> ast.Expression:
+        tok = self._advance()
+        kind = tok.kind
+        if kind == "ID" or kind in SOFT_KEYWORDS:
+            if tok.value == "_":
+                return ast.DontCare(loc=tok.loc)
+            return ast.Name(tok.value, loc=tok.loc)
+        if kind == "INT":
+            return self._parse_int(tok)
+        if kind == "(":
+            expr = self._parse_expression()
+            self._expect(")")
+            return expr
+        if kind == "true" or kind == "false":
+            return ast.BoolLiteral(kind == "true", loc=tok.loc)
+        if kind == "STRING":
+            return ast.StringLiteral(unquote(tok.value), loc=tok.loc)
+        if kind == "error":
+            self._expect(".", "'.' after error")
+            return ast.ErrorMember(self._parse_name("an error name").value, loc=tok.loc)
+        if kind == "{":
+            return self._parse_brace_expression(tok)
+        if kind == ".":
+            name = self._parse_name()
+            return ast.Name(name.value, top_level=True, loc=tok.loc)
+        if kind == "this":
+            raise not_supported("'this'", tok.loc)
+        if kind in ("bit", "int", "varbit", "bool", "tuple"):
+            raise CompileError(
+                f"type '{tok.value}' used as a value (missing parentheses for a cast?)", tok.loc
+            )
+        self._pos -= 1
+        self._unexpected("an expression")
+
+    def _parse_brace_expression(self, opening: Token) -> ast.Expression:
+        if self._is_name() and self._kind(1) == "=":
+            fields: list[ast.NamedExpr] = []
+            while True:
+                name = self._parse_name("a field name")
+                self._expect("=")
+                fields.append(ast.NamedExpr(name.value, self._parse_expression(), loc=name.loc))
+                if not self._accept(","):
+                    self._expect("}", "',' or '}'")
+                    return ast.StructExpr(fields, loc=opening.loc)
+        items = self._parse_expression_list("}")
+        return ast.ListExpr(items, loc=opening.loc)
+
+    def _parse_int(self, tok: Token) -> ast.IntLiteral:
+        value, width, signed = parse_int(tok.value, tok.loc)
+        return ast.IntLiteral(value, width, signed, tok.value, loc=tok.loc)
+
+
+class _TypeParamScope:
+    """Makes type parameters count as type names while a generic declaration is parsed."""
+
+    def __init__(self, parser: P4Parser, names: list[str]) -> None:
+        self.parser = parser
+        self.names = names
+
+    def __enter__(self) -> list[str]:
+        self.parser._type_params.extend(self.names)
+        return self.names
+
+    def __exit__(self, *exc: object) -> None:
+        if self.names:
+            del self.parser._type_params[-len(self.names) :]
+
+
+def _source_text(tokens: list[Token]) -> str:
+    """Tokens joined as written, with one space where the source had whitespace."""
+    parts: list[str] = []
+    for tok in tokens:
+        if parts and tok.space:
+            parts.append(" ")
+        parts.append(tok.value)
+    return "".join(parts)
+
+
+# P4_16 binary operators, loosest first (p4c's p4parser.ypp / the P4_16 spec, section 8).
+_BINARY_PRECEDENCE = {
+    "||": 1,
+    "&&": 2,
+    "==": 3, "!=": 3,
+    "<": 4, ">": 4, "<=": 4, ">=": 4,
+    "|": 5,
+    "^": 6,
+    "&": 7,
+    "<<": 8, ">>": 8,
+    "++": 9, "+": 9, "-": 9, "|+|": 9, "|-|": 9,
+    "*": 10, "/": 10, "%": 10,
+}  # fmt: skip
+
+_UNARY_OPS = frozenset("! ~ - +".split())
+
+_TYPE_KEYWORDS = frozenset("bit int varbit bool error string void tuple match_kind".split())
+
+_SIMPLE_TYPES: dict[str, type[ast.Type]] = {
+    "bool": ast.BoolType,
+    "error": ast.ErrorType,
+    "string": ast.StringType,
+    "void": ast.VoidType,
+    "match_kind": ast.MatchKindType,
+}
+
+_STRUCT_LIKE: dict[str, type] = {
+    "header": ast.HeaderDecl,
+    "header_union": ast.HeaderUnionDecl,
+    "struct": ast.StructDecl,
+}
+
+_UNSUPPORTED_STATEMENTS = frozenset(["for", "while", "break", "continue"])
+
+_TOP_LEVEL: dict[str, Callable[[P4Parser], ast.Declaration]] = {
+    "const": P4Parser._parse_const_decl,
+    "header": P4Parser._parse_struct_like,
+    "header_union": P4Parser._parse_struct_like,
+    "struct": P4Parser._parse_struct_like,
+    "enum": P4Parser._parse_enum_decl,
+    "match_kind": P4Parser._parse_match_kind_decl,
+    "typedef": P4Parser._parse_typedef_decl,
+    "extern": P4Parser._parse_extern_decl,
+    "parser": P4Parser._parse_parser_decl,
+    "control": P4Parser._parse_control_decl,
+    "package": P4Parser._parse_package_decl,
+    "action": P4Parser._parse_action_decl,
+}
+
+
+def _top_level_error(parser: P4Parser) -> ast.Declaration:
+    if parser._kind(1) == "{":
+        return parser._parse_error_decl()
+    return parser._parse_top_level_instantiation()
+
+
+_TOP_LEVEL["error"] = _top_level_error
