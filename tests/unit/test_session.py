@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from hosts import quantize, wire
+from hosts.aggregator import Aggregator
 from hosts.errors import QuantizeError, SessionError
 from hosts.events import TensorCompleted, TensorFailed
 from hosts.session import Session
@@ -22,6 +23,8 @@ from hosts.wire import K, PacketType
 from tests.unit.fake_aggregator import FakeAggregator
 
 JOB = 7
+# Run the protocol tests against the reference reading of the rules and the PBox core.
+AGGREGATORS = pytest.mark.parametrize("factory", [FakeAggregator, Aggregator], ids=["fake", "pbox-core"])
 
 
 @dataclass
@@ -49,9 +52,9 @@ class Link:
 class Net:
     """N sessions and an aggregator joined by two links; time is a plain float."""
 
-    def __init__(self, sessions, agg=None, up=None, down=None, alive=None):
+    def __init__(self, sessions, factory=FakeAggregator, up=None, down=None, alive=None):
         self.sessions = sessions
-        self.agg = agg or FakeAggregator()
+        self.agg = factory()
         self.up, self.down = up or Link(), down or Link()
         self.alive = alive if alive is not None else set(range(len(sessions)))
         self.now = 0.0
@@ -144,8 +147,9 @@ def start_all(net: Net, tid, inputs, **kw) -> None:
         s.start(tid, inputs[r], net.now, **kw)
 
 
-def test_clean_network_gives_the_quantized_reference_on_every_worker():
-    net = make_net()
+@AGGREGATORS
+def test_clean_network_gives_the_quantized_reference_on_every_worker(factory):
+    net = make_net(factory=factory)
     inputs = gradients(4, (10, 77))  # 770 values: 13 chunks, the last one partial
     start_all(net, "g", inputs)
     net.run()
@@ -156,11 +160,12 @@ def test_clean_network_gives_the_quantized_reference_on_every_worker():
     assert np.max(np.abs(completed(net, 0)["g"] - exact)) < 1e-5
 
 
+@AGGREGATORS
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_loss_reordering_and_duplication_do_not_change_the_result(seed):
+def test_loss_reordering_and_duplication_do_not_change_the_result(factory, seed):
     up = Link(loss=0.15, dup=0.1, reorder=True, rng=random.Random(seed))
     down = Link(loss=0.15, dup=0.1, reorder=True, rng=random.Random(seed + 100))
-    net = make_net(up=up, down=down)
+    net = make_net(up=up, down=down, factory=factory)
     inputs = gradients(4, 3000, seed=seed)
     start_all(net, "g", inputs)
     net.run()
@@ -169,8 +174,9 @@ def test_loss_reordering_and_duplication_do_not_change_the_result(seed):
     assert sum(s.stats.duplicates for s in net.sessions) > 0
 
 
-def test_several_tensors_in_flight_share_the_slot_pool():
-    net = make_net(window=8)
+@AGGREGATORS
+def test_several_tensors_in_flight_share_the_slot_pool(factory):
+    net = make_net(window=8, factory=factory)
     rng = np.random.default_rng(5)
     sizes = [1, 64, 65, 8 * 64, 3000, 0]  # shorter, equal and longer than the window
     floats = {f"f{i}": gradients(4, s, seed=i, scale=10.0 ** rng.integers(-20, 20)) for i, s in enumerate(sizes)}
@@ -187,8 +193,9 @@ def test_several_tensors_in_flight_share_the_slot_pool():
     assert_all_equal_reference(net, "mean", reference_sum(means, mean=True))
 
 
-def test_int32_sums_are_exact_and_wrap_like_the_switch():
-    net = make_net(n=2)
+@AGGREGATORS
+def test_int32_sums_are_exact_and_wrap_like_the_switch(factory):
+    net = make_net(n=2, factory=factory)
     a = np.array([2**31 - 1, -5, 7, 0], dtype=np.int32)
     b = np.array([1, 5, -9, 123456789], dtype=np.int32)
     start_all(net, "i", [a, b])
@@ -196,10 +203,11 @@ def test_int32_sums_are_exact_and_wrap_like_the_switch():
     assert_all_equal_reference(net, "i", np.array([-(2**31), 0, -2, 123456789], dtype=np.int32))
 
 
-def test_window_reuse_never_overwrites_a_set_someone_still_needs():
+@AGGREGATORS
+def test_window_reuse_never_overwrites_a_set_someone_still_needs(factory):
     up = Link(loss=0.2, reorder=True, rng=random.Random(11))
     down = Link(loss=0.3, reorder=True, rng=random.Random(12))
-    net = make_net(window=4, up=up, down=down)
+    net = make_net(window=4, up=up, down=down, factory=factory)
     contents: dict = {}  # (slot, shadow) -> chunk id of the round the set holds
     violations = []
 

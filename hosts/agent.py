@@ -1,0 +1,179 @@
+"""The host agent: all-reduce numpy arrays through a p4hub aggregator.
+
+Usage::
+
+    from hosts.agent import Agent
+
+    with Agent(job_id=1, rank=r, world_size=4, aggregator=("10.0.0.100", 48879)) as agent:
+        total = agent.allreduce(grad)                 # float32 (quantized) or int32 (exact)
+        avg = agent.allreduce(grad, op="mean")
+        handles = [agent.allreduce_async(g) for g in grads]   # several in flight
+        results = [h.wait() for h in handles]
+
+Every rank must reduce tensors of the same sizes in the same order (as with any
+collective). The job (id, world size, slot range) must be configured on the
+aggregator (switch controller or PBox) with the same ``slot_base``/``slot_count``.
+
+An all-reduce never hangs: if no result arrives for ``timeout`` seconds while work is
+outstanding (the aggregator or a peer is silent), every pending handle fails with
+``AllreduceError`` and the agent is unusable afterwards (its slots are out of step
+with its peers'); make a new agent, for example with a fresh job.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from hosts import chunking
+from hosts.errors import AllreduceError
+from hosts.events import Event, TensorCompleted, TensorFailed
+from hosts.session import Session
+from hosts.transport import UdpTransport
+from hosts.wire import AGG_UDP_PORT
+
+DEFAULT_SLOT_COUNT = 64
+
+
+class Handle:
+    """One all-reduce in progress."""
+
+    def __init__(self, tensor_id: int) -> None:
+        self.tensor_id = tensor_id
+        self._done = threading.Event()
+        self._result: np.ndarray | None = None
+        self._error: str | None = None
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> np.ndarray:
+        """The reduced array; raises AllreduceError if it failed or ``timeout`` passed."""
+        if not self._done.wait(timeout):
+            raise AllreduceError(f"all-reduce {self.tensor_id} not done after {timeout} s")
+        if self._error is not None:
+            raise AllreduceError(f"all-reduce {self.tensor_id} failed: {self._error}")
+        assert self._result is not None
+        return self._result
+
+    def _complete(self, result: np.ndarray) -> None:
+        self._result = result
+        self._done.set()
+
+    def _fail(self, reason: str) -> None:
+        if not self._done.is_set():
+            self._error = reason
+            self._done.set()
+
+
+class Agent:
+    """One worker of an all-reduce job, talking UDP to one aggregator."""
+
+    def __init__(
+        self,
+        job_id: int,
+        rank: int,
+        world_size: int,
+        aggregator: tuple[str, int] = ("127.0.0.1", AGG_UDP_PORT),
+        *,
+        slot_base: int = 0,
+        slot_count: int = DEFAULT_SLOT_COUNT,
+        window: int | None = None,
+        timeout: float = 10.0,
+        rto: float = 0.02,
+        rto_max: float = 1.0,
+        bind: tuple[str, int] = ("0.0.0.0", 0),
+    ) -> None:
+        """``timeout``: seconds without any result before pending all-reduces fail.
+        ``rto``/``rto_max``: first and largest retransmission timeout (seconds).
+        ``window``: slots kept in flight (default: all ``slot_count``)."""
+        self._session = Session(
+            job_id, rank, world_size, slot_base, slot_count, window,
+            rto=rto, rto_max=rto_max, deadline=timeout,
+        )  # fmt: skip
+        self._lock = threading.Lock()
+        self._handles: dict[int, Handle] = {}
+        self._next_id = 0
+        self._closed = False
+        self._transport = UdpTransport(
+            self._session, aggregator, self._on_event, bind=bind, on_crash=self._crashed,
+            name=f"p4hub-agent-{job_id}-{rank}",
+        )  # fmt: skip
+
+    @property
+    def local_address(self) -> tuple[str, int]:
+        return self._transport.local_address
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Session counters (a snapshot; read from another thread, so approximate)."""
+        return self._session.stats.as_dict() | {"send_errors": self._transport.send_errors}
+
+    def allreduce(self, array: np.ndarray, op: str = "sum", *, priority: int = 0) -> np.ndarray:
+        """Reduce ``array`` over all ranks and return the result (same shape).
+
+        float arrays come back as float32 (quantized, see hosts/quantize.py for the
+        error bound); int32 arrays are summed exactly. Raises AllreduceError on failure.
+        """
+        return self.allreduce_async(array, op, priority=priority).wait()
+
+    def allreduce_async(self, array: np.ndarray, op: str = "sum", *, priority: int = 0) -> Handle:
+        """Start an all-reduce and return at once; input errors raise here, synchronously.
+
+        The array is copied before this returns, so the caller may reuse it.
+        """
+        prepared = chunking.prepare(array, op, priority)  # QuantizeError/SessionError here
+        with self._lock:
+            if self._closed:
+                raise AllreduceError("the agent is closed")
+            tensor_id = self._next_id
+            self._next_id += 1
+            handle = self._handles[tensor_id] = Handle(tensor_id)
+        self._transport.submit(lambda: self._start(tensor_id, prepared))
+        return handle
+
+    def close(self) -> None:
+        """Stop the agent; all-reduces still pending fail with AllreduceError."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._transport.close()
+        self._fail_all("the agent was closed")
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- on the transport thread -------------------------------------------------------
+
+    def _start(self, tensor_id: int, prepared: chunking.PreparedTensor) -> None:
+        try:
+            self._session.start(tensor_id, prepared, time.monotonic())
+        except Exception as exc:  # never leave a handle waiting
+            self._on_event(TensorFailed(tensor_id, str(exc)))
+
+    def _on_event(self, event: Event) -> None:
+        with self._lock:
+            handle = self._handles.pop(event.tensor_id, None)
+        if handle is None:
+            return
+        if isinstance(event, TensorCompleted):
+            handle._complete(event.result)
+        else:
+            handle._fail(event.reason)
+
+    def _crashed(self, reason: str) -> None:
+        with self._lock:
+            self._closed = True
+        self._fail_all(reason)
+
+    def _fail_all(self, reason: str) -> None:
+        with self._lock:
+            handles, self._handles = list(self._handles.values()), {}
+        for h in handles:
+            h._fail(reason)

@@ -1,0 +1,182 @@
+"""The UDP adapter around a Session: one socket, one thread, nothing else.
+
+The thread owns the session (no locks on the hot path): it runs the commands other
+threads submit (``submit``), sends what the session wants to send, drains every
+datagram waiting on the socket into a preallocated buffer and hands the whole
+batch to ``Session.receive_batch``, fires timers, and sleeps in ``select`` until the
+session's next timer, a datagram or a wake-up. Events go to the ``on_event``
+callback, on this thread.
+
+The socket is connected to the aggregator, so the kernel drops datagrams from any
+other source and ``send`` skips the address lookup. Send failures (a full socket
+buffer, an ICMP "port unreachable" from a dead aggregator) count as losses: the
+session's retransmission and deadline handle them like any other loss.
+"""
+
+from __future__ import annotations
+
+import errno
+import queue
+import selectors
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from hosts.errors import AllreduceError
+from hosts.events import Event
+from hosts.session import Session
+from hosts.wire import PACKET_LEN
+
+BATCH = 512  # datagrams read per receive_batch at most
+SOCKET_BUFFER = 4 << 20  # absorbs a window of results from every slot at once
+_LOST_ON_SEND = (errno.EAGAIN, errno.ENOBUFS, errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
+
+
+class UdpTransport:
+    """Drive ``session`` over UDP to ``aggregator`` from a background thread."""
+
+    def __init__(
+        self,
+        session: Session,
+        aggregator: tuple[str, int],
+        on_event: Callable[[Event], None],
+        *,
+        bind: tuple[str, int] = ("0.0.0.0", 0),
+        on_crash: Callable[[str], None] | None = None,
+        name: str = "p4hub-agent",
+    ) -> None:
+        self.session = session
+        self.send_errors = 0
+        self._on_event = on_event
+        self._on_crash = on_crash
+        self._sock = _open_socket(aggregator, bind)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._rx = bytearray(BATCH * PACKET_LEN + 1)  # +1 byte tells an oversized datagram
+        self._rxview = memoryview(self._rx)
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def local_address(self) -> tuple[str, int]:
+        return self._sock.getsockname()
+
+    def submit(self, command: Callable[[], None]) -> None:
+        """Run ``command`` on the transport thread (commands run in submission order)."""
+        if self._stopping:
+            raise AllreduceError("the agent is closed")
+        self._commands.put(command)
+        self._wake()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the thread and close the socket; pending work is abandoned."""
+        self._stopping = True
+        self._wake()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+        for s in (self._sock, self._wake_r, self._wake_w):
+            s.close()
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass  # already awake (buffer full) or closing
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception as exc:  # a bug must fail the callers, not hang them
+            self._stopping = True
+            if self._on_crash is not None:
+                self._on_crash(f"transport thread crashed: {exc!r}")
+            raise
+
+    def _loop(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self._sock, selectors.EVENT_READ, "udp")
+        sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        session = self.session
+        while not self._stopping:
+            now = time.monotonic()
+            self._run_commands()
+            self._send(session.datagrams_to_send(now))
+            self._dispatch_events()
+            timer = session.get_timer()
+            wait = None if timer is None else max(0.0, timer - time.monotonic())
+            for key, _ in sel.select(wait):
+                if key.data == "udp":
+                    self._drain_socket()
+                else:
+                    self._drain_wake()
+            timer = session.get_timer()
+            now = time.monotonic()
+            if timer is not None and now >= timer:
+                session.handle_timer(now)
+        sel.close()
+
+    def _run_commands(self) -> None:
+        while True:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            command()
+
+    def _dispatch_events(self) -> None:
+        while (event := self.session.next_event()) is not None:
+            self._on_event(event)
+
+    def _send(self, datagrams: list[bytes]) -> None:
+        send = self._sock.send
+        for d in datagrams:
+            try:
+                send(d)
+            except OSError as exc:
+                if exc.errno not in _LOST_ON_SEND:
+                    raise
+                self.send_errors += 1
+
+    def _drain_socket(self) -> None:
+        """Read every waiting datagram (up to BATCH) and hand them over as one batch."""
+        view, n = self._rxview, 0
+        recv_into = self._sock.recv_into
+        while n < BATCH:
+            off = n * PACKET_LEN
+            try:
+                got = recv_into(view[off : off + PACKET_LEN + 1])
+            except (BlockingIOError, InterruptedError):
+                break
+            except ConnectionRefusedError:  # ICMP unreachable for an earlier send
+                continue
+            if got == PACKET_LEN:
+                n += 1
+            else:
+                self.session.receive(view[off : off + got], time.monotonic())  # counted as foreign
+        if n:
+            self.session.receive_batch(view, n, time.monotonic())
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+
+def _open_socket(aggregator: tuple[str, int], bind: tuple[str, int]) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+            sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
+        sock.bind(bind)
+        sock.connect(aggregator)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock

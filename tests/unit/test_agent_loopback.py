@@ -1,0 +1,168 @@
+"""N Agents in threads and an aggregator over real UDP on 127.0.0.1, in one process."""
+
+from __future__ import annotations
+
+import random
+import selectors
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hosts.agent import Agent
+from hosts.aggregator import Aggregator
+from hosts.errors import AllreduceError, QuantizeError
+from tests.unit.fake_aggregator import FakeAggregator
+from tests.unit.test_session import gradients, reference_sum
+
+JOB = 3
+N = 4
+SLOTS = 32
+
+
+class UdpAggregator:
+    """A sans-I/O aggregator behind a UDP socket, served from a thread; optional loss."""
+
+    def __init__(self, core, loss: float = 0.0, seed: int = 0) -> None:
+        self.core = core
+        self.loss = loss
+        self.rng = random.Random(seed)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.sock.bind(("127.0.0.1", 0))
+        self.address = self.sock.getsockname()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self.sock, selectors.EVENT_READ)
+        while not self._stop.is_set():
+            if not sel.select(0.05):
+                continue
+            data, src = self.sock.recvfrom(2048)
+            if self.rng.random() < self.loss:
+                continue
+            for out, dst in self.core.receive(data, src, time.monotonic()):
+                if self.rng.random() >= self.loss:
+                    self.sock.sendto(out, dst)
+        sel.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+
+
+def serve(factory, loss=0.0) -> UdpAggregator:
+    core = factory()
+    core.add_job(JOB, N, 0, SLOTS)
+    return UdpAggregator(core, loss)
+
+
+def run_ranks(address, work, n=N, **agent_kw) -> list:
+    """Run ``work(agent, rank)`` for every rank in its own thread; return results by rank."""
+    results: list = [None] * n
+    errors: list = []
+
+    def worker(rank: int) -> None:
+        try:
+            with Agent(JOB, rank, N, address, slot_count=SLOTS, **agent_kw) as agent:
+                results[rank] = work(agent, rank)
+        except Exception as exc:
+            errors.append((rank, exc))
+            results[rank] = exc
+
+    threads = [threading.Thread(target=worker, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "an agent hung"
+    return results
+
+
+@pytest.mark.parametrize("factory", [FakeAggregator, Aggregator], ids=["fake", "pbox-core"])
+@pytest.mark.parametrize("loss", [0.0, 0.05])
+def test_four_agents_get_the_exact_quantized_sum(factory, loss):
+    agg = serve(factory, loss)
+    floats = gradients(N, (50, 41), seed=4)  # 2050 values: 33 chunks
+    small = gradients(N, 10, seed=5, scale=1e-30)
+    ints = [np.arange(1000, dtype=np.int32) * (r + 1) for r in range(N)]
+
+    def work(agent, rank):
+        handles = [
+            agent.allreduce_async(floats[rank]),
+            agent.allreduce_async(small[rank], "mean"),
+            agent.allreduce_async(ints[rank]),
+        ]
+        return [h.wait() for h in handles] + [agent.stats]
+
+    try:
+        results = run_ranks(agg.address, work, rto=0.005)
+    finally:
+        agg.close()
+    expected = [reference_sum(floats), reference_sum(small, mean=True), np.sum(ints, axis=0, dtype=np.int32)]
+    for rank, res in enumerate(results):
+        assert not isinstance(res, Exception), f"rank {rank}: {res!r}"
+        for got, want in zip(res[:3], expected, strict=True):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert got.tobytes() == want.tobytes(), f"rank {rank} differs"
+    if loss:
+        assert sum(r[3]["retransmitted"] for r in results) > 0
+
+
+def test_silent_aggregator_raises_allreduce_error_within_the_deadline():
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))  # receives, never answers
+    try:
+        with Agent(JOB, 0, 2, silent.getsockname(), slot_count=8, timeout=0.5, rto=0.01) as agent:
+            t0 = time.monotonic()
+            with pytest.raises(AllreduceError, match="silent"):
+                agent.allreduce(np.ones(100, dtype=np.float32))
+            assert time.monotonic() - t0 < 1.5
+            with pytest.raises(AllreduceError):  # the agent stays failed, at once
+                agent.allreduce_async(np.ones(3, dtype=np.float32)).wait(timeout=1.0)
+    finally:
+        silent.close()
+
+
+def test_no_aggregator_at_all_also_fails_cleanly():
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.bind(("127.0.0.1", 0))
+    address = probe.getsockname()
+    probe.close()  # nobody listens: sends draw ICMP port-unreachable
+    with Agent(JOB, 0, 2, address, slot_count=8, timeout=0.3, rto=0.01) as agent:
+        with pytest.raises(AllreduceError):
+            agent.allreduce(np.ones(10, dtype=np.float32))
+
+
+def test_a_missing_peer_fails_the_others_instead_of_hanging():
+    agg = serve(FakeAggregator)
+    try:
+        results = run_ranks(
+            agg.address, lambda a, r: a.allreduce(np.ones(300, np.float32)), n=N - 1, timeout=0.5
+        )
+    finally:
+        agg.close()
+    assert all(isinstance(r, AllreduceError) for r in results), results
+
+
+def test_bad_input_raises_in_the_caller_and_close_fails_pending_work():
+    agg = serve(FakeAggregator)
+    try:
+        agent = Agent(JOB, 0, N, agg.address, slot_count=SLOTS)
+        with pytest.raises(QuantizeError, match="Inf"):
+            agent.allreduce_async(np.array([1.0, np.inf]))
+        pending = agent.allreduce_async(np.ones(10, dtype=np.float32))  # peers never come
+        agent.close()
+        assert pending.done()
+        with pytest.raises(AllreduceError, match="closed"):
+            pending.wait()
+        with pytest.raises(AllreduceError, match="closed"):
+            agent.allreduce_async(np.ones(3, dtype=np.float32))
+    finally:
+        agg.close()
