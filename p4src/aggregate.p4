@@ -48,13 +48,20 @@
  *   slot_counter   bit<8>   contributions mod n (0 = idle or complete)
  *   slot_exp       bit<8>   max block exponent (int8 stored as bits)
  *   lane_0..63     bit<32>  the running sum, then the stored result
+ *   slot_owner     bit<32>  epoch of the job instance that last used the cell.
+ *     Slot ranges are reused by later jobs and registers cannot be reset over
+ *     P4Runtime on simple_switch_grpc, so a cell whose owner differs from the
+ *     job's epoch (a jobs-entry parameter, never 0) is treated as fresh
+ *     (bitmap 0, counter 0) and claimed. The other set's bit-clear may land on
+ *     a stale cell; that cell is reset on its own first use, so it is harmless.
  *
  * Control-plane conventions (controller/program.py holds the same names)
  *   job ids 1..MAX_JOBS-1; a job's multicast group is its job id; the flood
  *   group is FLOOD_GROUP; a RESULT copy's egress_rid is job*32 + rank, so
  *   result_dst entries say which worker they address. Everything the controller
  *   needs to rebuild its state after a restart is in the entries: jobs (world
- *   size, slot range, a 32-bit tag of the job's name), members and result_dst.
+ *   size, slot range, a 32-bit tag of the job's name, the epoch), members and
+ *   result_dst.
  *
  * Counters (P4 counters, packets and bytes, readable over P4Runtime)
  *   job_stats[job*8 + kind]  kind: STAT_* below
@@ -174,6 +181,8 @@ struct metadata_t {
     bit<32> slot_count;
     bit<16> mcast_grp;
     bit<32> stat_base;      /* job * 8 */
+    bit<32> epoch;          /* the job instance owning its slot range (never 0) */
+    bit<32> owner;
     bit<32> idx;            /* slot * 2 + shadow */
     bit<32> worker_bit;
     bit<32> bitmap;
@@ -253,6 +262,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<32>>(SLOT_CELLS) slot_bitmap;
     register<bit<8>>(SLOT_CELLS) slot_counter;
     register<bit<8>>(SLOT_CELLS) slot_exp;
+    register<bit<32>>(SLOT_CELLS) slot_owner;
     LANE_REGISTER(lane_0) LANE_REGISTER(lane_1) LANE_REGISTER(lane_2) LANE_REGISTER(lane_3)
     LANE_REGISTER(lane_4) LANE_REGISTER(lane_5) LANE_REGISTER(lane_6) LANE_REGISTER(lane_7)
     LANE_REGISTER(lane_8) LANE_REGISTER(lane_9) LANE_REGISTER(lane_10) LANE_REGISTER(lane_11)
@@ -321,8 +331,9 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     action job_on_switch(bit<8> world_size, bit<32> slot_base, bit<32> slot_count,
-                         bit<16> mcast_grp, bit<32> name_tag) {
+                         bit<16> mcast_grp, bit<32> name_tag, bit<32> epoch) {
         meta.job_mode = MODE_SWITCH;
+        meta.epoch = epoch;
         meta.world_size = world_size;
         meta.slot_base = slot_base;
         meta.slot_count = slot_count;
@@ -478,12 +489,20 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.idx = (hdr.p4hub.slot << 1) | ((bit<32>)hdr.p4hub.shadow);
                 meta.worker_bit = ((bit<32>)1) << hdr.p4hub.rank;
                 slot_bitmap.read(meta.bitmap, meta.idx);
+                slot_counter.read(meta.contributions, meta.idx);
+                slot_owner.read(meta.owner, meta.idx);
+                if (meta.owner != meta.epoch) {
+                    /* first use of this cell by this job instance: whatever an
+                     * earlier job left here counts as zero (a fresh slot) */
+                    meta.bitmap = 0;
+                    meta.contributions = 0;
+                    slot_owner.write(meta.idx, meta.epoch);
+                }
                 if ((meta.bitmap & meta.worker_bit) == 0) {
                     job_stats.count(meta.stat_base + STAT_CONTRIB);
                     slot_bitmap.write(meta.idx, meta.bitmap | meta.worker_bit);
                     slot_bitmap.read(meta.other_bitmap, meta.idx ^ 1);
                     slot_bitmap.write(meta.idx ^ 1, meta.other_bitmap & ~meta.worker_bit);
-                    slot_counter.read(meta.contributions, meta.idx);
                     slot_exp.read(meta.max_exp, meta.idx);
                     if (meta.contributions == 0) {
                         meta.keep_mask = 0;
@@ -513,7 +532,6 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                     }
                 } else {
                     job_stats.count(meta.stat_base + STAT_DUPLICATE);
-                    slot_counter.read(meta.contributions, meta.idx);
                     if (meta.contributions == 0) {
                         job_stats.count(meta.stat_base + STAT_RESENT);
                         slot_exp.read(meta.max_exp, meta.idx);

@@ -1,0 +1,409 @@
+"""The job registry: joins, leaves, barriers and liveness, sans-I/O.
+
+Like faucet's valves, every method takes an event (and ``now`` where time
+matters) and returns the list of updates (controller/updates.py) that bring the
+switches and PBoxes in line; nothing here touches a socket, a clock or gRPC.
+
+A job lives on one rack (the switch its first worker hangs off). It aggregates
+on the switch when the switch's slot pool has ``job_slots`` contiguous free
+slots, otherwise on the rack's PBox (same wire protocol, same aggregator
+address, so agents never notice). Per job the switch holds::
+
+    jobs        job id -> job_on_switch(n, slot_base, slot_count, group, name_tag, epoch)
+                        | job_on_pbox(n, slot_base, slot_count, name_tag)
+    members     (job, rank, worker IPv4) -> is_member
+    result_dst  egress_rid = job*32 + rank -> set_result_dst(mac, ip, udp_port)
+    multicast group <job id>: (worker port, rid) per worker   (switch jobs only)
+
+That is everything needed to rebuild the registry after a restart
+(``rebuild_from_entries``); only liveness deadlines and barrier progress are
+lost, and restart fresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller import program as p
+from controller import rack
+from controller.slots import SlotPool, SlotRange
+from controller.topology import Topology, format_ipv4, parse_ipv4
+from controller.updates import (
+    DELETE,
+    INSERT,
+    MODIFY,
+    Entry,
+    FieldMatch,
+    GroupWrite,
+    PBoxJobWrite,
+    TableWrite,
+    Update,
+)
+
+ON_SWITCH = "switch"
+ON_PBOX = "pbox"
+
+
+class JobError(ValueError):
+    """A request the registry refuses (bad arguments, unknown job, no room)."""
+
+
+@dataclass
+class Worker:
+    rank: int
+    ip: int
+    port: int
+    mac: int
+    switch_port: int
+    last_seen: float
+
+
+@dataclass
+class Job:
+    job_id: int
+    name: str | None  # None after a rebuild until some worker joins by name again
+    tag: int
+    world_size: int
+    switch: str
+    where: str  # ON_SWITCH | ON_PBOX
+    slots: SlotRange
+    epoch: int
+    pbox: str | None
+    workers: dict[int, Worker] = field(default_factory=dict)
+    barrier_generation: int = 0
+    barrier_waiting: set[int] = field(default_factory=set)
+
+    @property
+    def window(self) -> int:
+        return self.slots.count
+
+
+@dataclass(frozen=True)
+class JoinReply:
+    job_id: int
+    world_size: int
+    rank: int
+    aggregator_ip: str
+    aggregator_port: int
+    slot_base: int
+    slot_count: int
+    k: int
+    window: int
+    where: str
+
+
+class JobRegistry:
+    """All jobs of all racks. ``epoch_seed`` makes slot epochs unique across restarts
+    (pass something like the time in milliseconds; tests pass a constant)."""
+
+    def __init__(self, topo: Topology, epoch_seed: int = 1) -> None:
+        self.topo = topo
+        self.timeout = topo.controller.worker_timeout
+        self.switch_pools = {name: SlotPool(sw.slots) for name, sw in topo.switches.items()}
+        self.pbox_pools = {name: SlotPool(pb.slots) for name, pb in topo.pboxes.items()}
+        self.jobs: dict[int, Job] = {}
+        self._next_epoch = _valid_epoch(epoch_seed)
+
+    # -- queries -----------------------------------------------------------------
+
+    def job(self, job_id: int) -> Job:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise JobError(f"no job {job_id}")
+        return job
+
+    def job_by_name(self, name: str) -> Job | None:
+        tag = p.name_tag(name)
+        for job in self.jobs.values():
+            if job.tag == tag and job.name in (name, None):
+                return job
+        return None
+
+    def reply(self, job: Job, rank: int) -> JoinReply:
+        pbox = self.topo.pbox_of(job.switch)
+        assert pbox is not None  # a job is only created on a rack with a PBox
+        return JoinReply(
+            job_id=job.job_id, world_size=job.world_size, rank=rank,
+            aggregator_ip=format_ipv4(pbox.ip), aggregator_port=p.AGG_UDP_PORT,
+            slot_base=job.slots.base, slot_count=job.slots.count, k=p.K,
+            window=job.window, where=job.where,
+        )
+
+    # -- events ------------------------------------------------------------------
+
+    def join(
+        self, name: str, world_size: int, rank: int, address: tuple[str, int], now: float
+    ) -> tuple[JoinReply, list[Update]]:
+        """A worker joins job ``name``; creates the job on first join. Idempotent per
+        (rank, address): a retried join gets the same reply and no updates."""
+        ip, port = _check_join(name, world_size, rank, address)
+        host = self.topo.host_by_ip(ip)
+        if host is None:
+            raise JobError(f"{format_ipv4(ip)} is not a host of the topology")
+        updates: list[Update] = []
+        job = self.job_by_name(name)
+        if job is None:
+            job, updates = self._create(name, world_size, host.switch)
+        elif job.name is None:
+            job.name = name  # adopted after a rebuild
+        if job.world_size != world_size:
+            raise JobError(f"job {name!r} has world size {job.world_size}, not {world_size}")
+        if job.switch != host.switch:
+            raise JobError(f"job {name!r} runs on rack {job.switch}; {format_ipv4(ip)} is on "
+                           f"{host.switch} (one rack per job)")
+        known = job.workers.get(rank)
+        if known is not None:
+            if (known.ip, known.port) != (ip, port):
+                raise JobError(f"rank {rank} of job {name!r} is already taken by "
+                               f"{format_ipv4(known.ip)}:{known.port}")
+            known.last_seen = now
+            return self.reply(job, rank), updates
+        worker = Worker(rank, ip, port, host.mac, host.port, now)
+        job.workers[rank] = worker
+        updates += self._member_writes(job, worker, INSERT)
+        if job.where == ON_SWITCH:
+            op = INSERT if len(job.workers) == 1 else MODIFY
+            updates.append(self._group_write(job, op))
+        return self.reply(job, rank), updates
+
+    def heartbeat(self, job_id: int, rank: int, now: float) -> None:
+        self._worker(job_id, rank).last_seen = now
+
+    def leave(self, job_id: int, rank: int) -> list[Update]:
+        """A worker leaves; the job ends with its last worker."""
+        job = self.job(job_id)
+        worker = self._worker(job_id, rank)
+        if len(job.workers) == 1:
+            return self.kill(job_id)
+        del job.workers[rank]
+        job.barrier_waiting.discard(rank)
+        updates = self._member_writes(job, worker, DELETE)
+        if job.where == ON_SWITCH:
+            updates.append(self._group_write(job, MODIFY))
+        return updates
+
+    def kill(self, job_id: int) -> list[Update]:
+        """End a job: remove every entry, free its slots."""
+        job = self.jobs.pop(job_id, None)
+        if job is None:
+            raise JobError(f"no job {job_id}")
+        updates: list[Update] = [TableWrite(job.switch, DELETE, _job_key(job.job_id))]
+        for worker in job.workers.values():
+            updates += self._member_writes(job, worker, DELETE)
+        if job.where == ON_SWITCH:
+            self.switch_pools[job.switch].free(job.job_id)
+            if job.workers:
+                updates.append(GroupWrite(job.switch, DELETE, job.job_id))
+        else:
+            assert job.pbox is not None
+            self.pbox_pools[job.pbox].free(job.job_id)
+            updates.append(PBoxJobWrite(job.pbox, DELETE, job.job_id))
+        return updates
+
+    def expire(self, now: float) -> list[Update]:
+        """Remove every worker not heard from for ``worker_timeout`` seconds."""
+        updates: list[Update] = []
+        for job in list(self.jobs.values()):
+            for rank, worker in sorted(job.workers.items()):
+                if now - worker.last_seen > self.timeout and job.job_id in self.jobs:
+                    updates += self.leave(job.job_id, rank)
+        return updates
+
+    def barrier(self, job_id: int, rank: int, now: float) -> int:
+        """Rank arrives at the job's barrier; returns the generation it waits on.
+        The barrier is passed once ``barrier_passed(job_id, generation)``."""
+        job = self.job(job_id)
+        self._worker(job_id, rank).last_seen = now
+        generation = job.barrier_generation
+        job.barrier_waiting.add(rank)
+        if len(job.barrier_waiting) == job.world_size:
+            job.barrier_waiting.clear()
+            job.barrier_generation += 1
+        return generation
+
+    def barrier_passed(self, job_id: int, generation: int) -> bool:
+        return self.job(job_id).barrier_generation > generation
+
+    # -- internals ---------------------------------------------------------------
+
+    def _worker(self, job_id: int, rank: int) -> Worker:
+        worker = self.job(job_id).workers.get(rank)
+        if worker is None:
+            raise JobError(f"job {job_id} has no rank {rank}")
+        return worker
+
+    def _free_job_id(self) -> int:
+        for job_id in range(1, p.MAX_JOBS):
+            if job_id not in self.jobs:
+                return job_id
+        raise JobError(f"all {p.MAX_JOBS - 1} job ids are in use")
+
+    def _take_epoch(self) -> int:
+        epoch = self._next_epoch
+        self._next_epoch = _valid_epoch(epoch + 1)
+        return epoch
+
+    def _create(self, name: str, world_size: int, switch: str) -> tuple[Job, list[Update]]:
+        tag = p.name_tag(name)
+        if any(job.tag == tag for job in self.jobs.values()):
+            raise JobError(f"job name {name!r} collides with a running job's name tag; rename it")
+        pbox = self.topo.pbox_of(switch)
+        if pbox is None:
+            raise JobError(f"rack {switch} has no PBox, so no aggregator address")
+        job_id = self._free_job_id()
+        want = self.topo.switches[switch].job_slots
+        got = self.switch_pools[switch].allocate(job_id, want)
+        where = ON_SWITCH
+        if got is None:
+            got = self.pbox_pools[pbox.name].allocate(job_id, want)
+            where = ON_PBOX
+            if got is None:
+                raise JobError(f"no room for {want} slots on switch {switch} or PBox {pbox.name}")
+        job = Job(job_id, name, tag, world_size, switch, where, got, self._take_epoch(), pbox.name)
+        self.jobs[job_id] = job
+        updates: list[Update] = [TableWrite(switch, INSERT, _job_entry(job))]
+        if where == ON_PBOX:
+            updates.append(PBoxJobWrite(pbox.name, INSERT, job_id, world_size, got.base, got.count))
+        return job, updates
+
+    def _member_writes(self, job: Job, worker: Worker, op: str) -> list[Update]:
+        return [
+            TableWrite(job.switch, op, _member_entry(job.job_id, worker, op)),
+            TableWrite(job.switch, op, _result_dst_entry(job.job_id, worker, op)),
+        ]
+
+    def _group_write(self, job: Job, op: str) -> GroupWrite:
+        replicas = tuple(
+            (w.switch_port, p.result_rid(job.job_id, w.rank))
+            for w in sorted(job.workers.values(), key=lambda w: w.rank)
+        )
+        return GroupWrite(job.switch, op, job.job_id, replicas)
+
+
+# -- entries ---------------------------------------------------------------------
+
+
+def _job_key(job_id: int) -> Entry:
+    return Entry(p.JOBS, (FieldMatch(p.JOBS_JOB, job_id),))
+
+
+def _job_entry(job: Job) -> Entry:
+    common = (("world_size", job.world_size), ("slot_base", job.slots.base),
+              ("slot_count", job.slots.count))
+    if job.where == ON_SWITCH:
+        params = (*common, ("mcast_grp", job.job_id), ("name_tag", job.tag), ("epoch", job.epoch))
+        return Entry(p.JOBS, _job_key(job.job_id).match, p.ACT_JOB_ON_SWITCH, params)
+    return Entry(p.JOBS, _job_key(job.job_id).match, p.ACT_JOB_ON_PBOX,
+                 (*common, ("name_tag", job.tag)))
+
+
+def _member_entry(job_id: int, worker: Worker, op: str) -> Entry:
+    match = (FieldMatch(p.MEMBERS_JOB, job_id), FieldMatch(p.MEMBERS_RANK, worker.rank),
+             FieldMatch(p.MEMBERS_SRC, worker.ip))
+    return Entry(p.MEMBERS, match, "" if op == DELETE else p.ACT_IS_MEMBER)
+
+
+def _result_dst_entry(job_id: int, worker: Worker, op: str) -> Entry:
+    match = (FieldMatch(p.RESULT_DST_RID, p.result_rid(job_id, worker.rank)),)
+    if op == DELETE:
+        return Entry(p.RESULT_DST, match)
+    params = (("mac", worker.mac), ("ip", worker.ip), ("udp_port", worker.port))
+    return Entry(p.RESULT_DST, match, p.ACT_SET_RESULT_DST, params)
+
+
+def _valid_epoch(value: int) -> int:
+    """Epochs are 32-bit and never 0 (0 is a register's initial owner)."""
+    value &= 0xFFFF_FFFF
+    return value or 1
+
+
+def _check_join(name: str, world_size: int, rank: int, address: tuple[str, int]) -> tuple[int, int]:
+    if not isinstance(name, str) or not 1 <= len(name) <= 255:
+        raise JobError("a job name is 1..255 characters")
+    if not 1 <= world_size <= p.MAX_WORKERS:
+        raise JobError(f"world size {world_size} outside 1..{p.MAX_WORKERS}")
+    if not 0 <= rank < world_size:
+        raise JobError(f"rank {rank} outside 0..{world_size - 1}")
+    host, port = address
+    try:
+        ip = parse_ipv4(host)
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
+    if not 1 <= port <= 0xFFFF:
+        raise JobError(f"UDP port {port} outside 1..65535")
+    return ip, port
+
+
+# -- rebuild after a restart -------------------------------------------------------
+
+
+def rebuild_from_entries(
+    topo: Topology, entries: dict[str, list[Entry]], now: float, epoch_seed: int = 1
+) -> tuple[JobRegistry, list[Update]]:
+    """Rebuild the registry from the table entries read back from each switch.
+
+    Returns the registry and the repair writes: static rack entries that are
+    missing, and member/result entries that belong to no job (deleted). Every
+    rebuilt worker counts as seen at ``now``; barriers start over.
+    """
+    registry = JobRegistry(topo, epoch_seed)
+    repairs: list[Update] = []
+    max_epoch = 0
+    for switch, switch_entries in sorted(entries.items()):
+        if switch not in topo.switches:
+            raise JobError(f"entries for switch {switch!r}, which the topology does not have")
+        by_table: dict[str, list[Entry]] = {}
+        for entry in switch_entries:
+            by_table.setdefault(entry.table, []).append(entry)
+        for entry in by_table.get(p.JOBS, []):
+            job = _rebuild_job(registry, switch, entry)
+            max_epoch = max(max_epoch, job.epoch)
+        repairs += _rebuild_workers(registry, switch, by_table, now)
+        repairs += rack.reconcile(topo, switch, switch_entries)
+    registry._next_epoch = _valid_epoch(max(registry._next_epoch, max_epoch + 1))
+    return registry, repairs
+
+
+def _rebuild_job(registry: JobRegistry, switch: str, entry: Entry) -> Job:
+    job_id = entry.match_value(p.JOBS_JOB)
+    base, count = entry.param("slot_base"), entry.param("slot_count")
+    pbox = registry.topo.pbox_of(switch)
+    if entry.action == p.ACT_JOB_ON_SWITCH:
+        where, epoch = ON_SWITCH, entry.param("epoch")
+        slots = registry.switch_pools[switch].reserve(job_id, base, count)
+    elif entry.action == p.ACT_JOB_ON_PBOX and pbox is not None:
+        where, epoch = ON_PBOX, 0
+        slots = registry.pbox_pools[pbox.name].reserve(job_id, base, count)
+    else:
+        raise JobError(f"jobs entry for job {job_id} on {switch} has action {entry.action!r}")
+    if job_id in registry.jobs:
+        raise JobError(f"job {job_id} appears on two switches")
+    job = Job(job_id, None, entry.param("name_tag"), entry.param("world_size"), switch, where,
+              slots, epoch, pbox.name if pbox else None)
+    registry.jobs[job_id] = job
+    return job
+
+
+def _rebuild_workers(
+    registry: JobRegistry, switch: str, by_table: dict[str, list[Entry]], now: float
+) -> list[Update]:
+    members = {
+        (e.match_value(p.MEMBERS_JOB), e.match_value(p.MEMBERS_RANK)): e
+        for e in by_table.get(p.MEMBERS, [])
+    }
+    stale: list[Update] = []
+    for entry in by_table.get(p.RESULT_DST, []):
+        job_id, rank = p.split_rid(entry.match_value(p.RESULT_DST_RID))
+        member = members.pop((job_id, rank), None)
+        job = registry.jobs.get(job_id)
+        host = registry.topo.host_by_ip(entry.param("ip"))
+        if job is None or job.switch != switch or member is None or host is None:
+            stale.append(TableWrite(switch, DELETE, Entry(entry.table, entry.match)))
+            if member is not None:
+                stale.append(TableWrite(switch, DELETE, Entry(member.table, member.match)))
+            continue
+        job.workers[rank] = Worker(rank, entry.param("ip"), entry.param("udp_port"),
+                                   entry.param("mac"), host.port, now)
+    for member in members.values():  # members without a result_dst entry
+        stale.append(TableWrite(switch, DELETE, Entry(member.table, member.match)))
+    return stale

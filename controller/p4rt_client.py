@@ -1,0 +1,216 @@
+"""A thin P4Runtime client: one object per switch, no globals.
+
+``connect`` opens the StreamChannel and wins arbitration as primary (or raises);
+the stream stays open for the client's lifetime because the switch demotes a
+controller whose stream closes. Every failure is a ``P4RuntimeError`` carrying
+the gRPC code and, for Write, the per-update errors unpacked from the
+``grpc-status-details-bin`` trailer (p4.v1.Error per update, in order).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import grpc
+from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+_DETAILS_KEY = "grpc-status-details-bin"
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateError:
+    index: int  # position of the update in the Write request
+    code: int  # google.rpc.Code (canonical_code)
+    message: str
+
+    @property
+    def code_name(self) -> str:
+        return code_pb2.Code.Name(self.code) if self.code in code_pb2.Code.values() else str(self.code)
+
+
+class P4RuntimeError(Exception):
+    """A failed P4Runtime call: ``code`` is the gRPC status name, ``errors`` the
+    failed updates of a Write (only those not OK)."""
+
+    def __init__(self, code: str, message: str, errors: tuple[UpdateError, ...] = ()) -> None:
+        detail = "; ".join(f"#{e.index} {e.code_name}: {e.message}" for e in errors)
+        super().__init__(f"{code}: {message}" + (f" [{detail}]" if detail else ""))
+        self.code = code
+        self.message = message
+        self.errors = errors
+
+
+def _from_rpc_error(exc: grpc.RpcError) -> P4RuntimeError:
+    code = exc.code().name if exc.code() is not None else "UNKNOWN"  # type: ignore[attr-defined]
+    message = exc.details() or ""  # type: ignore[attr-defined]
+    errors: list[UpdateError] = []
+    for key, value in exc.trailing_metadata() or ():  # type: ignore[attr-defined]
+        if key != _DETAILS_KEY:
+            continue
+        status = status_pb2.Status.FromString(value)
+        for i, detail in enumerate(status.details):
+            err = p4runtime_pb2.Error()
+            if detail.Unpack(err) and err.canonical_code != code_pb2.OK:
+                errors.append(UpdateError(i, err.canonical_code, err.message))
+    return P4RuntimeError(code, message, tuple(errors))
+
+
+class P4RuntimeClient:
+    def __init__(
+        self, address: str, device_id: int = 0, election_id: tuple[int, int] = (0, 1),
+        timeout: float = 10.0,
+    ) -> None:
+        self.address = address
+        self.device_id = device_id
+        self.election_id = p4runtime_pb2.Uint128(high=election_id[0], low=election_id[1])
+        self.timeout = timeout
+        self._channel: grpc.Channel | None = None
+        self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
+        self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
+        self._arbitration: queue.Queue[p4runtime_pb2.StreamMessageResponse | Exception] = queue.Queue()
+        self._reader: threading.Thread | None = None
+        self.stream_error: Exception | None = None
+
+    # -- connection --------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Open the channel and the stream, and become primary; raises P4RuntimeError."""
+        self._channel = grpc.insecure_channel(self.address)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
+        except grpc.FutureTimeoutError:
+            self.close()
+            raise P4RuntimeError("UNAVAILABLE", f"no P4Runtime server at {self.address}") from None
+        self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        responses = self._stub.StreamChannel(self._request_iter())
+        self._reader = threading.Thread(target=self._read_stream, args=(responses,),
+                                        name=f"p4rt-stream-{self.address}", daemon=True)
+        self._reader.start()
+        request = p4runtime_pb2.StreamMessageRequest()
+        request.arbitration.device_id = self.device_id
+        request.arbitration.election_id.CopyFrom(self.election_id)
+        self._requests.put(request)
+        self._await_primary()
+
+    def _await_primary(self) -> None:
+        try:
+            reply = self._arbitration.get(timeout=self.timeout)
+        except queue.Empty:
+            self.close()
+            raise P4RuntimeError("DEADLINE_EXCEEDED", "no arbitration reply") from None
+        if isinstance(reply, Exception):
+            self.close()
+            raise reply
+        status = reply.arbitration.status
+        if status.code != code_pb2.OK:
+            self.close()
+            name = code_pb2.Code.Name(status.code) if status.code in code_pb2.Code.values() else status.code
+            raise P4RuntimeError(str(name), f"not primary for device {self.device_id}: "
+                                 f"{status.message}")
+
+    def _request_iter(self) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
+        while True:
+            request = self._requests.get()
+            if request is None:
+                return
+            yield request
+
+    def _read_stream(self, responses: Iterable[p4runtime_pb2.StreamMessageResponse]) -> None:
+        try:
+            for response in responses:
+                if response.WhichOneof("update") == "arbitration":
+                    self._arbitration.put(response)
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:  # type: ignore[attr-defined]
+                self.stream_error = _from_rpc_error(exc)
+                self._arbitration.put(self.stream_error)
+
+    def close(self) -> None:
+        self._requests.put(None)
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+        if self._reader is not None:
+            self._reader.join(timeout=self.timeout)
+            self._reader = None
+
+    def __enter__(self) -> P4RuntimeClient:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- RPCs --------------------------------------------------------------------
+
+    @property
+    def stub(self) -> p4runtime_pb2_grpc.P4RuntimeStub:
+        if self._stub is None:
+            raise P4RuntimeError("FAILED_PRECONDITION", "not connected")
+        return self._stub
+
+    def _call(self, method, request):  # type: ignore[no-untyped-def]
+        try:
+            return method(request, timeout=self.timeout)
+        except grpc.RpcError as exc:
+            raise _from_rpc_error(exc) from None
+
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes,
+                     cookie: int = 0) -> None:
+        """VERIFY_AND_COMMIT the P4Info and the raw BMv2 JSON (what p4runtime-shell sends)."""
+        request = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=self.device_id, election_id=self.election_id,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
+        )
+        request.config.p4info.CopyFrom(p4info)
+        request.config.p4_device_config = device_config
+        request.config.cookie.cookie = cookie
+        self._call(self.stub.SetForwardingPipelineConfig, request)
+
+    def get_p4info(self) -> p4info_pb2.P4Info | None:
+        """The installed P4Info, or None when the switch has no pipeline yet."""
+        request = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE,
+        )
+        try:
+            reply = self._call(self.stub.GetForwardingPipelineConfig, request)
+        except P4RuntimeError as exc:
+            if exc.code == "FAILED_PRECONDITION":
+                return None
+            raise
+        return reply.config.p4info if reply.config.HasField("p4info") else None
+
+    def write(self, updates: list[p4runtime_pb2.Update]) -> None:
+        """One Write with all updates; raises P4RuntimeError listing the failed ones."""
+        if not updates:
+            return
+        request = p4runtime_pb2.WriteRequest(device_id=self.device_id, election_id=self.election_id)
+        request.updates.extend(updates)
+        self._call(self.stub.Write, request)
+
+    def read(self, entities: list[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        request.entities.extend(entities)
+        try:
+            return [e for reply in self.stub.Read(request, timeout=self.timeout)
+                    for e in reply.entities]
+        except grpc.RpcError as exc:
+            raise _from_rpc_error(exc) from None
+
+    def read_table_entries(self, table_id: int = 0) -> list[p4runtime_pb2.TableEntry]:
+        entity = p4runtime_pb2.Entity()
+        entity.table_entry.table_id = table_id
+        return [e.table_entry for e in self.read([entity])]
+
+    def read_counters(self, counter_id: int, index: int | None = None) -> list[p4runtime_pb2.CounterEntry]:
+        entity = p4runtime_pb2.Entity()
+        entity.counter_entry.counter_id = counter_id
+        if index is not None:
+            entity.counter_entry.index.index = index
+        return [e.counter_entry for e in self.read([entity])]

@@ -1,0 +1,75 @@
+"""The control-plane interface of p4src/aggregate.p4, by name.
+
+Everything the controller writes to or reads from a switch is named here, once,
+so the job logic never spells a P4 name inline. Names are P4Info full names
+(what p4c and p4lite-c both emit); ``controller.p4info_index`` also resolves
+aliases.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+# Tables and their actions / match fields / parameters.
+L2_FWD = "MyIngress.l2_fwd"
+L2_DST = "hdr.ethernet.dstAddr"
+ACT_FORWARD = "MyIngress.forward"  # (port)
+ACT_FLOOD = "MyIngress.flood"  # (group)
+
+AGGREGATORS = "MyIngress.aggregators"
+AGG_DST = "hdr.ipv4.dstAddr"
+ACT_IS_AGGREGATOR = "MyIngress.is_aggregator"
+
+JOBS = "MyIngress.jobs"
+JOBS_JOB = "hdr.p4hub.job"
+ACT_JOB_ON_SWITCH = "MyIngress.job_on_switch"  # (world_size, slot_base, slot_count, mcast_grp, name_tag)
+ACT_JOB_ON_PBOX = "MyIngress.job_on_pbox"  # (world_size, slot_base, slot_count, name_tag)
+
+MEMBERS = "MyIngress.members"
+MEMBERS_JOB = "hdr.p4hub.job"
+MEMBERS_RANK = "hdr.p4hub.rank"
+MEMBERS_SRC = "hdr.ipv4.srcAddr"
+ACT_IS_MEMBER = "MyIngress.is_member"
+
+RESULT_DST = "MyEgress.result_dst"
+RESULT_DST_RID = "standard_metadata.egress_rid"
+ACT_SET_RESULT_DST = "MyEgress.set_result_dst"  # (mac, ip, udp_port)
+
+# Counters (P4 counters, packets and bytes).
+JOB_STATS = "MyIngress.job_stats"
+AGG_ERRORS = "MyIngress.agg_errors"
+PORT_RX = "MyIngress.port_rx"
+PORT_TX = "MyEgress.port_tx"
+
+# job_stats[job * JOB_STAT_KINDS + kind]
+JOB_STAT_KINDS = 8
+JOB_STAT_NAMES = ("contributions", "duplicates", "completions", "resent", "rejected", "forwarded")
+ERR_UNKNOWN_JOB = 0
+
+# Sizes compiled into the program (#defines in aggregate.p4).
+NUM_SLOTS = 1024
+MAX_JOBS = 1024  # job ids 1..MAX_JOBS-1
+MAX_WORKERS = 32
+NUM_PORTS = 512
+FLOOD_GROUP = MAX_JOBS  # job groups are the job ids, so the flood group sits above them
+BROADCAST_MAC = 0xFFFF_FFFF_FFFF
+
+K = 64  # lanes per packet
+AGG_UDP_PORT = 48879
+
+
+def result_rid(job_id: int, rank: int) -> int:
+    """The egress_rid of the RESULT copy for (job, rank); result_dst is keyed on it."""
+    return job_id * MAX_WORKERS + rank
+
+
+def split_rid(rid: int) -> tuple[int, int]:
+    """Inverse of result_rid: (job id, rank)."""
+    return divmod(rid, MAX_WORKERS)
+
+
+def name_tag(name: str) -> int:
+    """A 32-bit tag of a job name, stored in the jobs entry so that a restarted
+    controller can map JoinJob(name) back to the job (the name itself has no
+    place in a table entry that real simple_switch_grpc keeps)."""
+    return zlib.crc32(name.encode("utf-8")) & 0xFFFF_FFFF

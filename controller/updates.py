@@ -1,0 +1,80 @@
+"""Name-level descriptions of what the controller changes on switches and PBoxes.
+
+The job logic (controller/jobs.py) returns lists of these; controller/entries.py
+turns the switch ones into P4Runtime messages with the P4Info, and reads table
+entries back into ``Entry`` for a restart. Values are plain non-negative ints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INSERT = "INSERT"
+MODIFY = "MODIFY"
+DELETE = "DELETE"
+OPS = (INSERT, MODIFY, DELETE)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldMatch:
+    """One match field by name. Exact: value only; LPM: prefix_len; ternary: mask."""
+
+    name: str
+    value: int
+    prefix_len: int | None = None
+    mask: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A table entry by name: table, match fields, action and its parameters."""
+
+    table: str
+    match: tuple[FieldMatch, ...]
+    action: str = ""
+    params: tuple[tuple[str, int], ...] = ()
+    priority: int = 0
+
+    def match_value(self, name: str) -> int:
+        for field in self.match:
+            if field.name == name:
+                return field.value
+        raise KeyError(name)
+
+    def param(self, name: str) -> int:
+        for key, value in self.params:
+            if key == name:
+                return value
+        raise KeyError(name)
+
+
+@dataclass(frozen=True, slots=True)
+class TableWrite:
+    switch: str
+    op: str  # INSERT | MODIFY | DELETE
+    entry: Entry
+
+
+@dataclass(frozen=True, slots=True)
+class GroupWrite:
+    """A multicast group; replicas are (egress port, instance = egress_rid)."""
+
+    switch: str
+    op: str
+    group: int
+    replicas: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PBoxJobWrite:
+    """Configure (op=INSERT) or drop (op=DELETE) a job on a PBox."""
+
+    pbox: str
+    op: str
+    job_id: int
+    world_size: int = 0
+    slot_base: int = 0
+    slot_count: int = 0
+
+
+Update = TableWrite | GroupWrite | PBoxJobWrite
