@@ -259,7 +259,8 @@ class JobRegistry:
             where = ON_PBOX
             if got is None:
                 raise JobError(f"no room for {want} slots on switch {switch} or PBox {pbox.name}")
-        job = Job(job_id, name, tag, world_size, switch, where, got, self._take_epoch(), pbox.name)
+        epoch = self._take_epoch() if where == ON_SWITCH else 0  # epochs only matter for registers
+        job = Job(job_id, name, tag, world_size, switch, where, got, epoch, pbox.name)
         self.jobs[job_id] = job
         updates: list[Update] = [TableWrite(switch, INSERT, _job_entry(job))]
         if where == ON_PBOX:

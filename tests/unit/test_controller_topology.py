@@ -1,0 +1,128 @@
+"""controller.topology: schema validation, cross checks, lookups."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from controller import topology
+from controller.topology import ConfigError
+
+RACK = {
+    "switches": {"s1": {"grpc_addr": "127.0.0.1:50051", "device_id": 0, "slots": 64, "job_slots": 16}},
+    "hosts": {
+        "h1": {"ip": "10.0.0.1", "mac": "08:00:00:00:01:01", "switch": "s1", "port": 1},
+        "h2": {"ip": "10.0.0.2", "mac": "08:00:00:00:01:02", "switch": "s1", "port": 2},
+    },
+    "pboxes": {"pb1": {"ip": "10.0.0.100", "mac": "08:00:00:00:01:64", "switch": "s1", "port": 5}},
+}
+
+
+def rack(**changes) -> dict:
+    raw = copy.deepcopy(RACK)
+    for path, value in changes.items():
+        node = raw
+        keys = path.split("__")
+        for key in keys[:-1]:
+            node = node[key]
+        if value is None:
+            del node[keys[-1]]
+        else:
+            node[keys[-1]] = value
+    return raw
+
+
+def errors_of(raw) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        topology.from_dict(raw)
+    return info.value.errors
+
+
+def test_valid_rack_parses_with_defaults():
+    topo = topology.from_dict(rack())
+    sw = topo.switches["s1"]
+    assert (sw.grpc_addr, sw.device_id, sw.slots, sw.job_slots) == ("127.0.0.1:50051", 0, 64, 16)
+    assert topo.hosts["h1"].ip == 0x0A000001
+    assert topo.hosts["h1"].mac == 0x080000000101
+    assert topo.pboxes["pb1"].slots == 4096  # default
+    assert topo.controller.worker_timeout == 30.0
+    assert topo.host_by_ip(0x0A000002).name == "h2"
+    assert topo.host_by_ip(0x0A0000FF) is None
+    assert topo.pbox_of("s1").name == "pb1"
+    assert [n.name for n in topo.endpoints_of("s1")] == ["h1", "h2", "pb1"]
+
+
+def test_load_reads_a_file(tmp_path):
+    path = tmp_path / "rack.json"
+    path.write_text(json.dumps(rack()))
+    assert topology.load(path).hosts.keys() == {"h1", "h2"}
+
+
+def test_load_reports_json_position(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"switches": {,}}')
+    with pytest.raises(ConfigError, match=r"bad.json:1:\d+"):
+        topology.load(path)
+
+
+def test_missing_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="nope.json"):
+        topology.load(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"hosts__h1__ip": "10.0.0.300"}, "hosts.h1.ip: not an IPv4 address"),
+        ({"hosts__h1__mac": "08:00:00:00:01"}, "hosts.h1.mac: not a MAC address"),
+        ({"hosts__h1__port": 511}, "hosts.h1.port: 511 outside 0..510"),
+        ({"hosts__h1__port": "1"}, "hosts.h1.port: expected an integer"),
+        ({"hosts__h1__colour": "red"}, "hosts.h1.colour: unknown key"),
+        ({"hosts__h1__switch": None}, "hosts.h1.switch: missing"),
+        ({"switches__s1__grpc_addr": "localhost"}, "switches.s1.grpc_addr: expected host:port"),
+        ({"switches__s1__slots": 4096}, "switches.s1.slots: 4096 outside 1..1024"),
+        ({"controller": {"worker_timeout": 0}}, "controller.worker_timeout: expected a positive"),
+        ({"extras": {}}, "extras: unknown section"),
+    ],
+)
+def test_schema_errors_name_the_path(changes, expected):
+    assert any(e.startswith(expected) for e in errors_of(rack(**changes))), errors_of(rack(**changes))
+
+
+def test_every_error_is_reported_at_once():
+    errs = errors_of(rack(hosts__h1__ip="x", hosts__h2__mac="y"))
+    assert len(errs) == 2
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"hosts__h2__ip": "10.0.0.1"}, "hosts.h2.ip: also used by hosts.h1"),
+        ({"hosts__h2__mac": "08:00:00:00:01:01"}, "hosts.h2.mac: also used by hosts.h1"),
+        ({"pboxes__pb1__port": 1}, "pboxes.pb1.port: s1 port 1 also used by hosts.h1"),
+        ({"hosts__h2__switch": "s9"}, "hosts.h2.switch: no switch named 's9'"),
+        ({"switches__s1__job_slots": 65}, "switches.s1.job_slots: 65 exceeds slots 64"),
+        ({"switches": {}}, "switches: at least one switch"),
+    ],
+)
+def test_cross_checks(changes, expected):
+    assert any(e.startswith(expected) for e in errors_of(rack(**changes))), errors_of(rack(**changes))
+
+
+def test_one_pbox_per_rack():
+    raw = rack()
+    raw["pboxes"]["pb2"] = {"ip": "10.0.0.101", "mac": "08:00:00:00:01:65", "switch": "s1", "port": 6}
+    assert any("already has PBox" in e for e in errors_of(raw))
+
+
+def test_two_switches_may_not_share_a_grpc_target():
+    raw = rack()
+    raw["switches"]["s2"] = dict(raw["switches"]["s1"])
+    assert any("same grpc_addr and device_id" in e for e in errors_of(raw))
+
+
+def test_format_helpers_round_trip():
+    assert topology.format_ipv4(topology.parse_ipv4("10.1.2.3")) == "10.1.2.3"
+    assert topology.format_mac(topology.parse_mac("0a:1b:2c:3d:4e:5f")) == "0a:1b:2c:3d:4e:5f"
