@@ -32,7 +32,9 @@ The first term is n roundings of at most half a quantum ``2**-s = 2**(e+b-30)``;
 second is the single rounding of the exact value ``sum q * 2**-s`` to float32
 (``|sum q * 2**-s| <= 2**(e+b)``). Dequantization rounds exactly once (it is computed
 so that the result is the correctly rounded float32 of ``sum q * 2**-s``), so all
-workers get bit-identical results. For ``mean`` the value ``sum q * 2**-s / n`` is
+workers get bit-identical results. A sum whose magnitude exceeds float32's range
+(possible only when inputs come near 2**127) comes back as +-Inf, as a float32 sum
+would. For ``mean`` the value ``sum q * 2**-s / n`` is
 formed in float64 and rounded to float32: the bound is divided by n, plus ``ulp32(y)/2``
 and float64's negligible ``2**-53`` relative error.
 
@@ -173,7 +175,13 @@ def dequantize(
 
     ``sums`` may be native or big-endian int32. With ``mean`` the sum is divided by n.
     """
-    s = shifts(exps, world_size)[:, None]
+    with np.errstate(over="ignore"):  # a sum beyond float32's range is +-Inf, as in float32
+        return _dequantize(sums, shifts(exps, world_size)[:, None], world_size, mean, out)
+
+
+def _dequantize(
+    sums: np.ndarray, s: np.ndarray, world_size: int, mean: bool, out: np.ndarray | None
+) -> np.ndarray:
     if out is None:
         out = np.empty(sums.shape, dtype=np.float32)
     if not mean and s.size and int(s.max()) <= 126:

@@ -1,0 +1,191 @@
+"""The wire format, frozen: golden bytes written by hand from the offsets table."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from hosts import wire
+from hosts.errors import HostError
+from hosts.wire import PACKET_LEN, Header, K, PacketType, WireError
+
+ZERO_LANE = "00000000"
+
+# CONTRIB v1, flags = priority 5 (0xa0) | retransmit (0x02) | shadow (0x01), job 0x1234,
+# rank 5, count 1, slot 0x102, chunk 0xdeadbeef, exp -3, reserved 0, nelem 3, lanes 1 -1 max
+GOLDEN_CONTRIB = (
+    "11" "a3" "1234" "0005" "0001" "00000102" "deadbeef" "fd" "00" "0003"
+    + "00000001" "ffffffff" "7fffffff" + ZERO_LANE * (K - 3)
+)  # fmt: skip
+# RESULT v1, flags = fallback (0x04), job 7, rank 0xffff, count 4, slot 0, chunk 0,
+# exp 127, nelem 64, every lane 0x01020304
+GOLDEN_RESULT = (
+    "12" "04" "0007" "ffff" "0004" "00000000" "00000000" "7f" "00" "0040" + "01020304" * K
+)  # fmt: skip
+# PARTIAL v1, flags = priority 7 (0xe0), job 1, child 2, count 3, slot 0xffffffff,
+# chunk 1, exp -128, nelem 0, no lanes
+GOLDEN_PARTIAL = (
+    "13" "e0" "0001" "0002" "0003" "ffffffff" "00000001" "80" "00" "0000" + ZERO_LANE * K
+)  # fmt: skip
+
+CASES = [
+    (
+        Header(PacketType.CONTRIB, job=0x1234, rank=5, slot=0x102, chunk=0xDEADBEEF, nelem=3,
+               exp=-3, count=1, shadow=1, retransmit=True, priority=5),
+        np.array([1, -1, 2**31 - 1], dtype=np.int32),
+        GOLDEN_CONTRIB,
+    ),
+    (
+        Header(PacketType.RESULT, job=7, rank=0xFFFF, slot=0, chunk=0, nelem=64, exp=127,
+               count=4, fallback=True),
+        np.full(K, 0x01020304, dtype=np.int32),
+        GOLDEN_RESULT,
+    ),
+    (
+        Header(PacketType.PARTIAL, job=1, rank=2, slot=0xFFFFFFFF, chunk=1, nelem=0, exp=-128,
+               count=3, priority=7),
+        None,
+        GOLDEN_PARTIAL,
+    ),
+]  # fmt: skip
+
+
+def test_sizes():
+    assert (wire.HEADER_LEN, K, PACKET_LEN) == (20, 64, 276)
+    assert len(bytes.fromhex(GOLDEN_CONTRIB)) == PACKET_LEN
+
+
+@pytest.mark.parametrize("header,values,golden", CASES)
+def test_encode_gives_the_golden_bytes(header, values, golden):
+    assert wire.encode(header, values).hex() == golden
+
+
+@pytest.mark.parametrize("header,values,golden", CASES)
+def test_decode_of_the_golden_bytes(header, values, golden):
+    got, lanes = wire.decode(bytes.fromhex(golden))
+    assert got == header
+    expected = np.zeros(K, dtype=np.int32)
+    if values is not None:
+        expected[: values.size] = values
+    assert np.array_equal(lanes, expected)
+    assert wire.HEADER_STRUCT.unpack_from(bytes.fromhex(golden))[1] == header.flags
+
+
+def _random_header(rng: random.Random) -> Header:
+    return Header(
+        type=rng.choice(list(PacketType)),
+        job=rng.randrange(1 << 16),
+        rank=rng.randrange(1 << 16),
+        slot=rng.randrange(1 << 32),
+        chunk=rng.randrange(1 << 32),
+        nelem=rng.randrange(K + 1),
+        exp=rng.randrange(-128, 128),
+        count=rng.randrange(1 << 16),
+        shadow=rng.randrange(2),
+        retransmit=rng.random() < 0.5,
+        fallback=rng.random() < 0.5,
+        priority=rng.randrange(8),
+    )
+
+
+def test_round_trip_of_random_packets():
+    rng = random.Random(0)
+    nrng = np.random.default_rng(0)
+    for _ in range(200):
+        h = _random_header(rng)
+        vals = nrng.integers(-(2**31), 2**31, size=rng.randrange(K + 1), dtype=np.int64)
+        got, lanes = wire.decode(wire.encode(h, vals))
+        assert got == h
+        assert np.array_equal(lanes[: vals.size], vals) and not lanes[vals.size :].any()
+
+
+def test_batch_helpers_agree_with_the_single_packet_codec():
+    rng = random.Random(1)
+    headers = [_random_header(rng) for _ in range(20)]
+    for h in headers:
+        h.type, h.job, h.rank, h.count = PacketType.CONTRIB, 9, 3, 1
+    values = np.random.default_rng(1).integers(-1000, 1000, size=(20, K), dtype=np.int32)
+    batch = wire.packet_array(20)
+    wire.fill_headers(
+        batch, ptype=PacketType.CONTRIB, job=9, rank=3, count=1,
+        slot=[h.slot for h in headers], chunk=[h.chunk for h in headers],
+        exp=[h.exp for h in headers], nelem=[h.nelem for h in headers],
+        flags=[h.flags for h in headers],
+    )  # fmt: skip
+    batch["values"] = values
+    datagrams = wire.split_datagrams(batch)
+    assert datagrams == [wire.encode(h, v) for h, v in zip(headers, values, strict=True)]
+    view = wire.decode_batch(b"".join(datagrams), 20)
+    assert np.array_equal(view["values"], values)
+    assert list(view["hdr"]["chunk"]) == [h.chunk for h in headers]
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (dict(priority=8), "priority"),
+        (dict(priority=-1), "priority"),
+        (dict(nelem=K + 1), "element count"),
+        (dict(nelem=-1), "element count"),
+        (dict(exp=128), "exponent"),
+        (dict(exp=-129), "exponent"),
+        (dict(job=1 << 16), "job"),
+        (dict(rank=-1), "rank"),
+        (dict(count=1 << 16), "count"),
+        (dict(slot=1 << 32), "slot"),
+        (dict(chunk=-1), "chunk"),
+    ],
+)
+def test_encode_rejects_fields_out_of_range(change, message):
+    fields = dict(type=PacketType.CONTRIB, job=1, rank=0, slot=0, chunk=0, nelem=0) | change
+    with pytest.raises(WireError, match=message):
+        wire.encode(Header(**fields))
+
+
+@pytest.mark.parametrize(
+    "values,message",
+    [
+        (np.zeros(K + 1, dtype=np.int32), "at most"),
+        (np.zeros((2, 2), dtype=np.int32), "at most"),
+        (np.ones(3, dtype=np.float32), "integers"),
+        (np.array([2**31], dtype=np.int64), "int32"),
+        (np.array([-(2**31) - 1], dtype=np.int64), "int32"),
+    ],
+)
+def test_encode_rejects_bad_lanes(values, message):
+    h = Header(PacketType.CONTRIB, job=1, rank=0, slot=0, chunk=0, nelem=0)
+    with pytest.raises(WireError, match=message):
+        wire.encode(h, values)
+
+
+def _patched(offset: int, byte: int) -> bytes:
+    raw = bytearray.fromhex(GOLDEN_CONTRIB)
+    raw[offset] = byte
+    return bytes(raw)
+
+
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        (b"", "0 bytes"),
+        (bytes.fromhex(GOLDEN_CONTRIB)[:-1], "275 bytes"),
+        (bytes.fromhex(GOLDEN_CONTRIB) + b"\0", "277 bytes"),
+        (_patched(0, 0x21), "version 2"),
+        (_patched(0, 0x01), "version 0"),
+        (_patched(0, 0x10), "unknown packet type 0"),
+        (_patched(0, 0x14), "unknown packet type 4"),
+        (_patched(0, 0x1F), "unknown packet type 15"),
+        (_patched(19, K + 1), "element count 65"),
+    ],
+)
+def test_decode_rejects_what_is_not_a_packet(data, message):
+    with pytest.raises(WireError, match=message):
+        wire.decode(data)
+
+
+def test_decode_batch_needs_enough_bytes_and_errors_are_host_errors():
+    with pytest.raises(WireError, match="fewer than 2"):
+        wire.decode_batch(bytes.fromhex(GOLDEN_CONTRIB), 2)
+    assert issubclass(WireError, HostError) and issubclass(WireError, ValueError)
