@@ -22,7 +22,7 @@ from p4.v1 import p4runtime_pb2
 from p4lite.switch.p4runtime_codec import struct_data
 from p4lite.switch.p4runtime_errors import P4RuntimeError
 from p4lite.switch.p4runtime_packetio import build_packet_out, parse_packet_in
-from p4lite.switch.p4runtime_pipeline import CoreFactory, Pipeline, build_pipeline
+from p4lite.switch.p4runtime_pipeline import CoreFactory, Pipeline, build_pipeline, cli_pipeline
 from p4lite.switch.queues import EgressQueues
 from p4lite.switch.runtime_api import SwitchRuntimeError
 
@@ -84,11 +84,11 @@ class Device:
 
     def _reconcile(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:
         current = self.pipeline
-        if (current is not None and config.p4info == current.config.p4info
+        if (current is not None and current.p4runtime_ready and config.p4info == current.config.p4info
                 and config.p4_device_config == current.config.p4_device_config):
             current.config.cookie.CopyFrom(config.cookie)  # same program: keep all state
             return
-        if current is None:
+        if current is None or not current.p4runtime_ready:
             self._commit(build_pipeline(config, self.core_factory))
             return
         raise P4RuntimeError(code_pb2.UNIMPLEMENTED,
@@ -97,9 +97,13 @@ class Device:
 
     def require_pipeline(self) -> Pipeline:
         pipeline = self.pipeline
-        if pipeline is None:
+        if pipeline is None or not pipeline.p4runtime_ready:
             raise P4RuntimeError(code_pb2.FAILED_PRECONDITION, "no forwarding pipeline config set")
         return pipeline
+
+    def load_json(self, bmv2_json: dict) -> None:
+        """Run a program given on the command line until a controller sets a pipeline."""
+        self._commit(cli_pipeline(bmv2_json, self.core_factory))
 
     # -- packet path ----------------------------------------------------------
     def receive(self, frame: bytes, port: int) -> None:

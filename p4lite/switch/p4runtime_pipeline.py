@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -24,6 +25,9 @@ class Pipeline:
     device_config: DeviceConfig
     digests: DigestBuffer = field(default_factory=DigestBuffer)
     digest_names: dict[str, int] = field(default_factory=dict)  # core learn-list name -> P4Info id
+    # False for a program loaded from the command line: it forwards packets, but
+    # P4Runtime has no P4Info for it until a controller sets a pipeline.
+    p4runtime_ready: bool = True
 
     def digest_id_for(self, name: str, list_id: int) -> int | None:
         """The P4Info digest for a learn list the core reported."""
@@ -49,6 +53,15 @@ def build_pipeline(config: p4runtime_pb2.ForwardingPipelineConfig,
     saved = p4runtime_pb2.ForwardingPipelineConfig()
     saved.CopyFrom(config)
     return Pipeline(core, index, saved, device_config)
+
+
+def cli_pipeline(bmv2_json: dict, core_factory: CoreFactory) -> Pipeline:
+    """The program given as PROG.json on the command line (dataplane only)."""
+    raw = json.dumps(bmv2_json).encode()
+    config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=raw)
+    core = core_factory(bmv2_json)
+    index = build_index(config.p4info, {})
+    return Pipeline(core, index, config, DeviceConfig(bmv2_json, raw, False), p4runtime_ready=False)
 
 
 def _match_digest_name(index: P4InfoIndex, name: str, list_id: int) -> int | None:

@@ -1,0 +1,233 @@
+"""Packet I/O for the switch process: raw AF_PACKET sockets, or pcap files (--use-files).
+
+Each ``-i N@iface`` port gets an AF_PACKET socket bound to the interface,
+promiscuous, with PACKET_IGNORE_OUTGOING so the switch never reads back what
+it sent, a large receive buffer so bursts wait in the kernel rather than being
+lost, and the NIC offloads turned off with ethtool (a veth hands over
+un-checksummed, GRO-merged super-frames otherwise). ``--pcap DIR`` records
+``<iface>_in.pcap`` / ``<iface>_out.pcap`` like BMv2.
+
+The loop itself (``PacketLoop``) is a plain epoll loop; frames go to a
+``deliver(frame, port)`` callback (the Device), and the Device calls
+``send(port, frame)`` back. Nothing here raises on a bad frame or a failed send.
+"""
+
+from __future__ import annotations
+
+import errno
+import heapq
+import logging
+import os
+import select
+import shutil
+import socket
+import struct
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from p4lite.switch.pcap import PcapWriter, read_pcap
+
+log = logging.getLogger("p4lite.switch.io")
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_IGNORE_OUTGOING = 23
+PACKET_OUTGOING = 4  # sll_pkttype of our own transmissions (older kernels)
+SO_RCVBUFFORCE = 33
+SO_SNDBUFFORCE = 32
+RCVBUF_BYTES = 32 << 20
+MAX_FRAME = 65535
+BATCH = 64  # frames drained from one socket before looking at the others
+_OFFLOADS = ("rx", "tx", "sg", "tso", "gso", "gro", "lro", "rxvlan", "txvlan")
+
+Deliver = Callable[[bytes, int], None]
+
+
+class PortError(OSError):
+    """An interface that cannot be opened."""
+
+
+def disable_offloads(iface: str) -> None:
+    """Best effort: ethtool -K iface rx off tx off ... (missing ethtool or feature is fine)."""
+    ethtool = shutil.which("ethtool") or "/usr/sbin/ethtool"
+    if not os.path.exists(ethtool):
+        return
+    for feature in _OFFLOADS:
+        subprocess.run([ethtool, "-K", iface, feature, "off"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
+
+
+class Port:
+    """One switch port: its socket (or none, for --use-files) and its pcap recorders."""
+
+    def __init__(self, number: int, iface: str) -> None:
+        self.number = number
+        self.iface = iface
+        self.sock: socket.socket | None = None
+        self.pcap_in: PcapWriter | None = None
+        self.pcap_out: PcapWriter | None = None
+        self.rx = self.tx = self.tx_errors = 0
+
+    def open_socket(self) -> None:
+        try:
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        except OSError as exc:
+            raise PortError(f"port {self.number}: cannot open a raw socket: {exc}") from None
+        try:
+            sock.bind((self.iface, ETH_P_ALL))
+            ifindex = socket.if_nametoindex(self.iface)
+            mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+            sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+        except OSError as exc:
+            sock.close()
+            raise PortError(f"port {self.number}: cannot bind to {self.iface}: {exc}") from None
+        for level, opt, value in ((SOL_PACKET, PACKET_IGNORE_OUTGOING, 1),
+                                  (socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF_BYTES),
+                                  (socket.SOL_SOCKET, SO_SNDBUFFORCE, RCVBUF_BYTES)):
+            try:
+                sock.setsockopt(level, opt, value)
+            except OSError:
+                pass  # an old kernel or no CAP_NET_ADMIN: recvfrom filters outgoing frames anyway
+        sock.setblocking(False)
+        disable_offloads(self.iface)
+        self.sock = sock
+
+    def record(self, pcap_dir: Path) -> None:
+        self.pcap_in = PcapWriter(pcap_dir / f"{self.iface}_in.pcap")
+        self.pcap_out = PcapWriter(pcap_dir / f"{self.iface}_out.pcap")
+
+    def close(self) -> None:
+        for f in (self.pcap_in, self.pcap_out):
+            if f is not None:
+                f.close()
+        if self.sock is not None:
+            self.sock.close()
+
+
+class PacketLoop:
+    """The switch's I/O: ``run`` blocks until ``stop`` is called (from a signal handler)."""
+
+    def __init__(self, ports: dict[int, str], deliver: Deliver, *, pcap_dir: str | None = None,
+                 use_files: int | None = None, tick: Callable[[], None] | None = None,
+                 dump_bytes: int = 0) -> None:
+        self.ports = {n: Port(n, iface) for n, iface in ports.items()}
+        self.deliver = deliver
+        self.tick = tick or (lambda: None)
+        self.use_files = use_files
+        self.dump_bytes = dump_bytes
+        self.pcap_dir = Path(pcap_dir) if pcap_dir is not None else None
+        self.start_ns = time.monotonic_ns()
+        self._stopping = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+
+    def now_us(self) -> int:
+        return (time.monotonic_ns() - self.start_ns) // 1000
+
+    def open(self) -> None:
+        if self.pcap_dir is not None:
+            self.pcap_dir.mkdir(parents=True, exist_ok=True)
+        for port in self.ports.values():
+            if self.use_files is None:
+                port.open_socket()
+                log.info("Adding interface %s as port %d", port.iface, port.number)
+            else:
+                port.pcap_out = PcapWriter(Path(f"{port.iface}_out.pcap"))
+            if self.pcap_dir is not None and self.use_files is None:
+                port.record(self.pcap_dir)
+
+    def send(self, port_no: int, frame: bytes) -> None:
+        """Transmit on a port; a port with no interface discards silently (as BMv2 does)."""
+        port = self.ports.get(port_no)
+        if port is None:
+            return
+        if port.pcap_out is not None:
+            port.pcap_out.write(frame, self.now_us())
+        if port.sock is None:
+            port.tx += 1
+            return
+        try:
+            port.sock.send(frame)
+            port.tx += 1
+        except OSError as exc:
+            port.tx_errors += 1
+            if port.tx_errors == 1 or exc.errno not in (errno.ENOBUFS, errno.EAGAIN):
+                log.warning("send on %s failed: %s", port.iface, exc)
+
+    def stop(self) -> None:
+        """Safe from a signal handler: sets a flag and wakes the loop."""
+        self._stopping = True
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+
+    def run(self) -> None:
+        if self.use_files is not None:
+            self._replay_files()
+        poller = select.epoll()
+        by_fd: dict[int, Port] = {}
+        for port in self.ports.values():
+            if port.sock is not None:
+                poller.register(port.sock.fileno(), select.EPOLLIN)
+                by_fd[port.sock.fileno()] = port
+        poller.register(self._wake_r, select.EPOLLIN)
+        try:
+            while not self._stopping:
+                for fd, _ in poller.poll(0.01):
+                    port = by_fd.get(fd)
+                    if port is not None:
+                        self._drain(port)
+                self.tick()
+        finally:
+            poller.close()
+
+    def _drain(self, port: Port) -> None:
+        sock = port.sock
+        assert sock is not None
+        for _ in range(BATCH):
+            try:
+                frame, addr = sock.recvfrom(MAX_FRAME)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                log.warning("receive on %s failed: %s", port.iface, exc)
+                return
+            if addr[2] == PACKET_OUTGOING:
+                continue
+            self._receive(port, frame)
+
+    def _receive(self, port: Port, frame: bytes) -> None:
+        port.rx += 1
+        if port.pcap_in is not None:
+            port.pcap_in.write(frame, self.now_us())
+        if self.dump_bytes and log.isEnabledFor(logging.DEBUG):
+            log.debug("port %d in %d bytes: %s", port.number, len(frame), frame[:self.dump_bytes].hex())
+        self.deliver(frame, port.number)
+
+    def _replay_files(self) -> None:
+        """--use-files WAIT: after WAIT seconds feed every <iface>_in.pcap, oldest first."""
+        deadline = time.monotonic() + self.use_files
+        while not self._stopping and time.monotonic() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        streams = []
+        for port in self.ports.values():
+            path = Path(f"{port.iface}_in.pcap")
+            if path.exists():
+                streams.append(((ts, port.number, frame) for ts, frame in read_pcap(path)))
+        for _ts, port_no, frame in heapq.merge(*streams, key=lambda r: (r[0], r[1])):
+            if self._stopping:
+                return
+            self._receive(self.ports[port_no], frame)
+            self.tick()
+
+    def close(self) -> None:
+        for port in self.ports.values():
+            port.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)

@@ -1,0 +1,38 @@
+"""The p4lite-switch command line (simple_switch_grpc's layout)."""
+
+from __future__ import annotations
+
+import pytest
+
+from p4lite.switch.main import UsageError, parse_args
+
+TUTORIAL = ("-i 1@s1-eth1 -i 2@s1-eth2 --pcap /tmp/pcaps --nanolog ipc:///tmp/bm-0-log.ipc "
+            "--device-id 0 build/basic.json --log-console --thrift-port 9090 -- "
+            "--grpc-server-addr 0.0.0.0:50051 --cpu-port 510")
+
+
+def test_tutorial_command_line():
+    o = parse_args(TUTORIAL.split())
+    assert o.interfaces == {1: "s1-eth1", 2: "s1-eth2"}
+    assert (o.json_path, o.pcap_dir, o.device_id, o.log_console) == ("build/basic.json", "/tmp/pcaps", 0, True)
+    assert (o.grpc_addr, o.cpu_port, o.priority_queues, o.drop_port) == ("0.0.0.0:50051", 510, 1, 511)
+    assert set(o.ignored) == {"--thrift-port", "--nanolog"}
+
+
+def test_defaults_and_unknown_flags_are_reported_not_fatal():
+    o = parse_args("-i 0@veth0 --no-p4 --some-new-flag 3 -- --max-mc-groups 8 --enable-swap".split())
+    assert o.grpc_addr == "0.0.0.0:9559" and o.no_p4 and o.json_path is None
+    assert o.ignored == ["--some-new-flag 3", "--max-mc-groups 8", "--enable-swap"]
+
+
+def test_bare_pcap_and_priority_queues():
+    o = parse_args("--pcap prog.json -- --priority-queues 8 --drop-port 100".split())
+    assert (o.pcap_dir, o.json_path, o.priority_queues, o.drop_port) == (".", "prog.json", 8, 100)
+
+
+@pytest.mark.parametrize("argv", [
+    "-i 1@a -- --cpu-port 1", "-- --cpu-port 0", "-- --cpu-port 512", "-i 1 --no-p4",
+    "-i 1@a -i 1@b", "x.json --no-p4", "-L chatty"])
+def test_bad_command_lines(argv):
+    with pytest.raises(UsageError):
+        parse_args(argv.split())
