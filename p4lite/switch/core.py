@@ -1,0 +1,403 @@
+"""The p4lite switch core: a BMv2 JSON program compiled into Python, run sans-I/O.
+
+``Switch(program)`` loads and validates the JSON once and compiles it (see
+program.py, codegen.py, parsegen.py, pipeline.py); ``process(packet, port,
+now_us)`` then runs v1model's packet life cycle (reference section 3.2) and
+returns the packets to send. ``ingress``/``egress`` expose the two halves for a
+switch process with its own queues. Control-plane state is driven through the
+RuntimeOps methods of runtime_api (the mixin in control.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+import random
+from typing import Any
+
+from p4lite.switch import hashes
+from p4lite.switch.codegen import CodeGen, PacketAssertion, PacketExit, TooShort
+from p4lite.switch.control import ControlPlane
+from p4lite.switch.parsegen import (
+    calculation_source,
+    checksum_sources,
+    deparser_source,
+    lookahead,
+    parser_source,
+)
+from p4lite.switch.pipeline import build_table, conditional_source, finish_table, table_source
+from p4lite.switch.primitives import RUNTIME_HELPERS, action_source
+from p4lite.switch.program import (
+    STANDARD_HEADER,
+    SwitchLoadError,
+    build_layout,
+    by_name,
+    check_version,
+    fail,
+    need,
+    read_program,
+)
+from p4lite.switch.runtime_api import Digest, Queued
+from p4lite.switch.state import CounterArray, MeterArray, Pre, RegisterArray
+from p4lite.switch.tables import TableState
+
+__all__ = ["Switch", "SwitchLoadError"]
+
+log = logging.getLogger("p4lite.switch")
+p4_log = logging.getLogger("p4lite.switch.log_msg")
+
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
+MAX_LOOPS = 16  # resubmit / recirculate / egress-clone depth before a packet is dropped
+
+
+class Pkt:
+    """One packet's life-cycle record (the ``P`` of generated code)."""
+
+    __slots__ = ("F", "data", "payload", "port", "now", "ilen", "depth", "clone_i", "clone_e",
+                 "resubmit", "recirculate", "digest", "truncate")
+
+    def __init__(self, F: list, data: bytes, port: int, now: int, depth: int) -> None:
+        self.F, self.data, self.payload, self.port, self.now = F, data, b"", port, now
+        self.ilen, self.depth = len(data), depth
+        self.clone_i = self.clone_e = self.resubmit = self.recirculate = None
+        self.digest = self.truncate = 0
+
+    def copy(self, F: list) -> Pkt:
+        p = Pkt(F, self.data, self.port, self.now, self.depth)
+        p.payload, p.ilen = self.payload, self.ilen
+        return p
+
+
+def _log_msg(fmt: str, args: tuple) -> None:
+    parts = fmt.split("{}")
+    text = parts[0] + "".join(str(a) + p for a, p in zip(args, parts[1:], strict=False))
+    p4_log.info("%s", text)
+
+
+class Switch(ControlPlane):
+    """A v1model switch running one BMv2 JSON program (implements runtime_api.RuntimeOps)."""
+
+    def __init__(self, program: dict | str | pathlib.Path, *, drop_port: int = 511,
+                 cpu_port: int | None = None) -> None:
+        self.drop_port, self.cpu_port = drop_port, cpu_port
+        self.errors = 0  # packets dropped because of an internal error
+        self._digests: list[Digest] = []
+        self.pre = Pre()
+        doc = read_program(program)
+        try:
+            self._load(doc)
+        except SwitchLoadError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise SwitchLoadError(f"malformed program: {exc!r}") from exc
+
+    # -- loading ---------------------------------------------------------------------
+
+    def _load(self, doc: dict) -> None:
+        check_version(doc)
+        for kind in ("parse_vsets", "extern_instances"):
+            if doc.get(kind):
+                raise fail(kind, "not supported by p4lite")
+        self.layout = layout = build_layout(doc)
+        self.std = layout.standard
+        ns: dict[str, Any] = dict(RUNTIME_HELPERS)
+        ns.update(_Exit=PacketExit, _Assert=PacketAssertion, _TooShort=TooShort,
+                  _lookahead=lookahead, _csum16_int=hashes.csum16_int, _log_msg=_log_msg,
+                  _randint=random.randint)
+        self._ns = ns
+        gen = CodeGen(layout, ns, self.drop_port)
+        self._load_stateful(doc, gen)
+        self._load_lists(doc, gen)
+        for i, calc in enumerate(doc.get("calculations") or []):
+            cname = need(calc, "name", f"calculations[{i}]", str)
+            fname = f"_calc{i}"
+            gen.define(calculation_source(gen, fname, calc), fname)
+            gen.calcs[cname] = fname
+        actions_by_id = {}
+        for i, act in enumerate(need(doc, "actions", "program", list)):
+            where = f"action '{act.get('name', i)}'"
+            aid = need(act, "id", where, int)
+            fname = f"_act{i}"
+            actions_by_id[aid] = (act, gen.define(action_source(gen, fname, act, where), fname))
+        self._parse = gen.define(parser_source(gen, self._pick(doc, "parsers", "parser")), "parse")
+        self._deparse = gen.define(deparser_source(gen, self._pick(doc, "deparsers", "deparser")),
+                                   "deparse")
+        verify, update = checksum_sources(gen, doc.get("checksums") or [])
+        self._verify = gen.define(verify, "verify_checksums")
+        self._update = gen.define(update, "update_checksums")
+        self.tables: dict[str, TableState] = {}
+        pipes = by_name(need(doc, "pipelines", "program", list), "pipelines")
+        self._ingress_init = self._load_pipeline(gen, pipes, "ingress", actions_by_id)
+        self._egress_init = self._load_pipeline(gen, pipes, "egress", actions_by_id)
+        self._template = list(layout.template)
+        self._meta_slots = tuple(s for s, owner in enumerate(layout.owner)
+                                 if owner in layout.headers and layout.headers[owner].metadata
+                                 or owner == STANDARD_HEADER)
+        self._espec_reset = (self.drop_port + 1) & ((1 << layout.width[self.std["egress_spec"]]) - 1)
+
+    @staticmethod
+    def _pick(doc: dict, kind: str, name: str) -> dict:
+        items = need(doc, kind, "program", list)
+        named = by_name(items, kind)
+        if name in named:
+            return named[name]
+        if not items:
+            raise fail(kind, f"no {name}")
+        return items[0]
+
+    def _load_stateful(self, doc: dict, gen: CodeGen) -> None:
+        self.registers: dict[str, RegisterArray] = {}
+        self.counters: dict[str, CounterArray] = {}
+        self.meters: dict[str, MeterArray] = {}
+        self._direct_meter_targets: dict[str, int] = {}
+        for i, r in enumerate(doc.get("register_arrays") or []):
+            where = f"register_array '{r.get('name', i)}'"
+            name = need(r, "name", where, str)
+            self.registers[name] = RegisterArray(name, need(r, "size", where, int),
+                                                 need(r, "bitwidth", where, int))
+        for i, c in enumerate(doc.get("counter_arrays") or []):
+            where = f"counter_array '{c.get('name', i)}'"
+            name = need(c, "name", where, str)
+            self.counters[name] = CounterArray(name, int(c.get("size") or 0),
+                                               bool(c.get("is_direct")), c.get("binding"))
+        for i, m in enumerate(doc.get("meter_arrays") or []):
+            where = f"meter_array '{m.get('name', i)}'"
+            name = need(m, "name", where, str)
+            mtype = m.get("type", "packets")
+            if mtype not in ("packets", "bytes"):
+                raise fail(where, f"meter type '{mtype}'")
+            arr = MeterArray(name, int(m.get("size") or 0), mtype == "bytes",
+                             int(m.get("rate_count", 2)), bool(m.get("is_direct")), m.get("binding"))
+            self.meters[name] = arr
+            if arr.is_direct:
+                target = need(m, "result_target", where)
+                self._direct_meter_targets[name] = self.layout.field_slot(target, where)
+        gen.registers, gen.counters, gen.meters = self.registers, self.counters, self.meters
+
+    def _load_lists(self, doc: dict, gen: CodeGen) -> None:
+        self._field_lists: dict[int, tuple[int, ...]] = {}
+        for i, fl in enumerate(doc.get("field_lists") or []):
+            where = f"field_list '{fl.get('name', i)}'"
+            slots = [self.layout.field_slot(need(el, "value", where), where)
+                     for el in need(fl, "elements", where, list) if el.get("type") == "field"]
+            self._field_lists[need(fl, "id", where, int)] = tuple(slots)
+        self._learn_lists: dict[int, tuple[str, tuple[int, ...]]] = {}
+        for i, ll in enumerate(doc.get("learn_lists") or []):
+            where = f"learn_list '{ll.get('name', i)}'"
+            slots = [self.layout.field_slot(need(el, "value", where), where)
+                     for el in need(ll, "elements", where, list)]
+            self._learn_lists[need(ll, "id", where, int)] = (need(ll, "name", where, str),
+                                                             tuple(slots))
+
+    def _load_pipeline(self, gen: CodeGen, pipes: dict, name: str, actions_by_id: dict) -> Any:
+        if name not in pipes:
+            raise fail("pipelines", f"no pipeline named '{name}'")
+        pipe = pipes[name]
+        where = f"pipeline '{name}'"
+        if pipe.get("action_profiles"):
+            raise fail(where, "action profiles are not supported by p4lite")
+        tables = need(pipe, "tables", where, list)
+        conds = pipe.get("conditionals") or []
+        node_names: dict[str, str] = {}
+        for i, t in enumerate(tables):
+            node_names[need(t, "name", f"{where} tables[{i}]", str)] = f"_{name}_t{i}"
+        for i, c in enumerate(conds):
+            cname = need(c, "name", f"{where} conditionals[{i}]", str)
+            if cname in node_names:
+                raise fail(where, f"duplicate node name '{cname}'")
+            node_names[cname] = f"_{name}_c{i}"
+        built = []
+        for i, tj in enumerate(tables):
+            state, codes, _ = build_table(gen, tj, actions_by_id, self._direct_meter_targets)
+            if state.name in self.tables:
+                raise fail(f"table '{state.name}'", "duplicate table name")
+            target = self._direct_meter_targets.get(tj.get("direct_meters") or "")
+            gen.define(table_source(gen, f"_{name}_t{i}", state, codes, target), f"_{name}_t{i}")
+            self.tables[state.name] = state
+            built.append((state, tj))
+        for i, c in enumerate(conds):
+            gen.define(conditional_source(gen, f"_{name}_c{i}", c, node_names), f"_{name}_c{i}")
+        for state, tj in built:
+            finish_table(state, tj, self._ns, node_names)
+        for arr in self.meters.values():
+            if arr.is_direct and arr.binding in self.tables:
+                self.tables[arr.binding].has_meter = True
+        init = pipe.get("init_table")
+        if init is None:
+            return None
+        if init not in node_names:
+            raise fail(where, f"unknown init_table '{init}'")
+        return self._ns[node_names[init]]
+
+    # -- packet path -----------------------------------------------------------------
+
+    def process(self, packet: bytes, port: int, now_us: int = 0) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        for item in self.ingress(packet, port, now_us):
+            out += self.egress(item, now_us)
+        return out
+
+    def ingress(self, packet: bytes, port: int, now_us: int = 0) -> list[Queued]:
+        try:
+            return self._ingress(bytes(packet), port, now_us, NORMAL, (), 0)
+        except Exception:
+            self.errors += 1
+            log.exception("packet dropped: internal error in ingress (port %s)", port)
+            return []
+
+    def egress(self, item: Queued, now_us: int = 0, *, enq_timestamp: int = 0, enq_qdepth: int = 0,
+               deq_qdepth: int = 0, deq_timedelta: int = 0) -> list[tuple[int, bytes]]:
+        try:
+            return self._egress(item, now_us, (enq_timestamp, enq_qdepth, deq_qdepth, deq_timedelta))
+        except Exception:
+            self.errors += 1
+            log.exception("packet dropped: internal error in egress (port %s)", item.egress_port)
+            return []
+
+    def take_digests(self) -> list[Digest]:
+        out, self._digests = self._digests, []
+        return out
+
+    def _run(self, node: Any, F: list, P: Pkt) -> None:
+        try:
+            while node is not None:
+                node = node(F, P)
+        except PacketExit:
+            pass
+
+    def _new_packet(self, data: bytes, port: int, now: int, itype: int,
+                    preserved: tuple, depth: int) -> Pkt:
+        F = self._template[:]
+        std = self.std
+        F[std["ingress_port"]] = port
+        F[std["packet_length"]] = len(data)
+        F[std["instance_type"]] = itype
+        F[std["ingress_global_timestamp"]] = now
+        for slot, value in preserved:
+            F[slot] = value
+        P = Pkt(F, data, port, now, depth)
+        offset, error = self._parse(F, data, P)
+        if error:
+            F[std["parser_error"]] = error
+        P.payload = data[offset:]
+        self._verify(F, P)
+        return P
+
+    def _preserve(self, F: list, field_list: Any) -> tuple:
+        slots = self._field_lists.get(field_list, ())
+        return tuple((s, F[s]) for s in slots)
+
+    def _ingress(self, data: bytes, port: int, now: int, itype: int, preserved: tuple,
+                 depth: int) -> list[Queued]:
+        P = self._new_packet(data, port, now, itype, preserved, depth)
+        F = P.F
+        self._run(self._ingress_init, F, P)
+        out: list[Queued] = []
+        std = self.std
+        if P.clone_i is not None:
+            session, field_list = P.clone_i
+            kept = self._preserve(F, field_list)
+            for rep_port, rid, trunc in self._session_replicas(session):
+                C = self._new_packet(data, port, now, INGRESS_CLONE, kept, depth)
+                C.F[std["instance_type"]] = INGRESS_CLONE
+                C.F[std["egress_rid"]] = rid
+                C.truncate = trunc
+                out.append(Queued(rep_port, C.F[std["priority"]], len(data), C))
+        if P.digest:
+            self._collect_digest(F, P.digest)
+        if P.resubmit is not None:
+            if depth >= MAX_LOOPS:
+                log.warning("packet dropped: more than %d resubmits", MAX_LOOPS)
+                return out
+            return out + self._ingress(data, port, now, RESUBMIT,
+                                       self._preserve(F, P.resubmit), depth + 1)
+        group = F[std["mcast_grp"]]
+        if group:
+            for rep in self.pre.replicas(group):
+                G = F[:]
+                G[std["egress_rid"]] = rep.rid
+                G[std["instance_type"]] = REPLICATION
+                out.append(Queued(rep.port, G[std["priority"]], len(data), P.copy(G)))
+            return out
+        spec = F[std["egress_spec"]]
+        if spec == self.drop_port:
+            return out
+        P.truncate = P.truncate or 0
+        out.append(Queued(spec, F[std["priority"]], len(data), P))
+        return out
+
+    def _collect_digest(self, F: list, list_id: int) -> None:
+        learn = self._learn_lists.get(list_id)
+        if learn is None:
+            log.warning("digest with unknown learn list id %s ignored", list_id)
+            return
+        name, slots = learn
+        width = self.layout.width
+        self._digests.append(Digest(name, list_id, tuple(F[s] & ((1 << width[s]) - 1)
+                                                         for s in slots)))
+
+    def _egress(self, item: Queued, now: int, queueing: tuple[int, int, int, int]) -> list[
+            tuple[int, bytes]]:
+        P: Pkt = item.state  # type: ignore[assignment]
+        F, std = P.F, self.std
+        F[std["egress_port"]] = item.egress_port
+        F[std["egress_spec"]] = self._espec_reset
+        F[std["egress_global_timestamp"]] = now
+        (F[std["enq_timestamp"]], F[std["enq_qdepth"]], F[std["deq_qdepth"]],
+         F[std["deq_timedelta"]]) = queueing
+        F[std["packet_length"]] = item.length
+        P.clone_e = P.recirculate = None
+        P.now = now
+        self._run(self._egress_init, F, P)
+        out: list[tuple[int, bytes]] = []
+        clones = self._egress_clones(P, now) if P.clone_e is not None else []
+        if F[std["egress_spec"]] != self.drop_port:
+            self._update(F, P)
+            packet = b"".join(self._deparse(F)) + P.payload
+            if P.truncate:
+                packet = packet[:P.truncate]
+            if P.recirculate is not None:
+                if P.depth >= MAX_LOOPS:
+                    log.warning("packet dropped: more than %d recirculations", MAX_LOOPS)
+                else:
+                    kept = self._preserve(F, P.recirculate)
+                    for q in self._ingress(packet, P.port, now, RECIRC, kept, P.depth + 1):
+                        out += self._egress(q, now, queueing)
+            else:
+                out.append((item.egress_port, packet))
+        for q in clones:
+            out += self._egress(q, now, queueing)
+        return out
+
+    def _egress_clones(self, P: Pkt, now: int) -> list[Queued]:
+        if P.depth >= MAX_LOOPS:
+            log.warning("egress clone dropped: more than %d nested clones", MAX_LOOPS)
+            return []
+        session, field_list = P.clone_e
+        F, std = P.F, self.std
+        kept = self._preserve(F, field_list)
+        out = []
+        for port, rid, trunc in self._session_replicas(session):
+            G = F[:]
+            for s in self._meta_slots:  # headers stay as egress left them; metadata resets
+                G[s] = self._template[s]
+            for s, v in kept:
+                G[s] = v
+            G[std["instance_type"]] = EGRESS_CLONE
+            G[std["egress_rid"]] = rid
+            C = P.copy(G)
+            C.depth = P.depth + 1
+            C.truncate = trunc
+            out.append(Queued(port, G[std["priority"]], P.ilen, C))
+        return out
+
+    def _session_replicas(self, session: int) -> list[tuple[int, int, int]]:
+        """(port, rid, truncate length) per copy of a clone session; none if unknown."""
+        if session in self.pre.session_groups:
+            group = self.pre.session_groups[session]
+            return [(r.port, r.rid, 0) for r in self.pre.replicas(group)]
+        entry = self.pre.sessions.get(session)
+        if entry is None:
+            return []
+        replicas, length = entry
+        return [(r.port, r.rid, length) for r in replicas]

@@ -1,0 +1,287 @@
+"""Compiling the parser, the deparser, calculations and checksums into Python.
+
+The parser becomes one function ``parse(F, B, P) -> (offset, error)``: a loop
+over numbered states, each extracting headers with one ``int.from_bytes`` and
+shifts. On an error it stops where it is: headers extracted so far stay valid
+and the bytes from ``offset`` on are the payload (v1model does not drop). The
+deparser becomes ``deparse(F) -> list[bytes]`` over the valid headers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4lite.switch import hashes
+from p4lite.switch.codegen import CodeGen, TooShort
+from p4lite.switch.primitives import primitive_lines
+from p4lite.switch.program import HeaderInfo, fail, need, parse_hexstr
+
+# BMv2's core error codes, used when the JSON has no ``errors`` list.
+CORE_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
+               "ParserTimeout", "ParserInvalidArgument"]
+MAX_PARSER_STEPS = 1000  # a parser loop that consumes nothing ends in ParserTimeout
+
+
+def error_code(gen: CodeGen, name: str) -> int:
+    return gen.layout.error_value(name, CORE_ERRORS.index(name))
+
+
+def lookahead(B: bytes, pos: int, offset: int, width: int) -> int:
+    start = pos * 8 + offset
+    first, last = start // 8, (start + width + 7) // 8
+    if last > len(B):
+        raise TooShort
+    value = int.from_bytes(B[first:last], "big")
+    return (value >> (last * 8 - start - width)) & ((1 << width) - 1)
+
+
+def _unpack_lines(h: HeaderInfo) -> list[str]:
+    """Lines that set h's fields from ``_x`` (the header as one big-endian int)."""
+    lines, shift = [], h.nbits
+    for slot, width, signed in zip(h.slots, h.widths, h.signed, strict=True):
+        shift -= width
+        mask = (1 << width) - 1
+        value = "_x" if h.nbits == width else f"_x >> {shift}" if shift + width == h.nbits else (
+            f"(_x >> {shift}) & {mask}" if shift else f"_x & {mask}")
+        if signed:
+            half = 1 << (width - 1)
+            value = f"((({value}) + {half}) & {mask}) - {half}"
+        lines.append(f"F[{slot}] = {value}")
+    lines.append(f"F[{h.valid_slot}] = 1")
+    return lines
+
+
+def _extract_lines(h: HeaderInfo, too_short: int) -> list[str]:
+    nbytes = h.nbits // 8
+    return [f"if pos + {nbytes} > _n:", f"    return pos, {too_short}",
+            f"_x = int.from_bytes(B[pos:pos + {nbytes}], 'big')"] + _unpack_lines(h) + [
+            f"pos += {nbytes}"]
+
+
+def pack_expr(h: HeaderInfo) -> str:
+    """A Python expression: h's fields as one big-endian int."""
+    parts, shift = [], h.nbits
+    for slot, width, signed in zip(h.slots, h.widths, h.signed, strict=True):
+        shift -= width
+        value = f"(F[{slot}] & {(1 << width) - 1})" if signed else f"F[{slot}]"
+        parts.append(f"({value} << {shift})" if shift else value)
+    return " | ".join(parts) if parts else "0"
+
+
+def _op_lines(gen: CodeGen, op: Any, where: str, errors: dict[str, int]) -> list[str]:
+    kind = need(op, "op", where, str)
+    params = op.get("parameters") or []
+    if kind == "extract":
+        target = need(params[0] if params else None, "type", where, str)
+        if target == "regular":
+            return _extract_lines(gen.layout.header(params[0].get("value"), where),
+                                  errors["PacketTooShort"])
+        if target == "stack":
+            return _extract_stack(gen, params[0].get("value"), where, errors)
+        raise fail(where, f"extract into a {target} is not supported by p4lite")
+    if kind == "set":
+        if len(params) != 2:
+            raise fail(where, "set needs 2 parameters")
+        return [gen.assign(params[0], params[1], where)]
+    if kind == "verify":
+        if len(params) != 2:
+            raise fail(where, "verify needs 2 parameters")
+        return [f"if not {gen.expr(params[0], where)}:",
+                f"    return pos, {gen.expr(params[1], where)}"]
+    if kind in ("advance", "shift"):
+        amount = gen.expr(params[0] if params else None, where)
+        nbytes = f"({amount}) >> 3" if kind == "advance" else amount
+        lines = [f"_a = {nbytes}"]
+        if kind == "advance":
+            lines += [f"if ({amount}) & 7:", f"    return pos, {errors['ParserInvalidArgument']}"]
+        return lines + ["if pos + _a > _n:", f"    return pos, {errors['PacketTooShort']}",
+                        "pos += _a"]
+    if kind == "primitive":
+        return primitive_lines(gen, params[0] if params else None, where)
+    raise fail(where, f"parser op '{kind}' is not supported by p4lite")
+
+
+def _extract_stack(gen: CodeGen, name: Any, where: str, errors: dict[str, int]) -> list[str]:
+    stack = gen.layout.stack(name, where)
+    lines = [f"_k = F[{stack.next_slot}]"]
+    for i, hname in enumerate(stack.headers):
+        lines.append(f"{'if' if i == 0 else 'elif'} _k == {i}:")
+        lines += ["    " + line for line in _extract_lines(gen.layout.headers[hname],
+                                                            errors["PacketTooShort"])]
+    lines += ["else:", f"    return pos, {errors['StackOutOfBounds']}",
+              f"F[{stack.next_slot}] = _k + 1"]
+    return lines
+
+
+def _key_parts(gen: CodeGen, keys: list, where: str) -> tuple[str, int]:
+    """The transition key expression (parts padded to whole bytes) and its byte count."""
+    parts, total = [], 0
+    for k in reversed(keys):
+        t = need(k, "type", where, str)
+        if t == "lookahead":
+            width = int(need(k, "value", where, list)[1])
+        elif t == "field":
+            width = gen.layout.width[gen.layout.field_slot(k.get("value"), where)]
+        elif t == "stack_field":
+            stack = gen.layout.stack(k["value"][0], where)
+            width = gen.layout.width[gen.layout.field_slot([stack.headers[0], k["value"][1]], where)]
+        else:
+            raise fail(where, f"transition key of type '{t}' is not supported by p4lite")
+        code = gen.expr(k, where)
+        if t == "field" and gen.layout.signed[gen.layout.field_slot(k["value"], where)]:
+            code = f"({code} & {(1 << width) - 1})"
+        parts.append(f"({code} << {total * 8})" if total else code)
+        total += (width + 7) // 8
+    return " | ".join(reversed(parts)), total
+
+
+def _transition_lines(gen: CodeGen, state: dict, index: dict[str | None, int], where: str,
+                      no_match: int) -> list[str]:
+    keys = state.get("transition_key") or []
+    transitions = need(state, "transitions", where, list)
+
+    def goto(t: dict) -> str:
+        nxt = t.get("next_state")
+        if nxt is None:
+            return "return pos, 0"
+        if nxt not in index:
+            raise fail(where, f"unknown next state '{nxt}'")
+        return f"_st = {index[nxt]}; continue"
+
+    lines = []
+    if keys:
+        key, _ = _key_parts(gen, keys, where)
+        lines.append(f"_key = {key}")
+    for t in transitions:
+        kind = t.get("type", "hexstr")
+        if kind == "default":
+            lines.append(goto(t))
+            return lines
+        if kind != "hexstr":
+            raise fail(where, f"transition of type '{kind}' is not supported by p4lite")
+        value = parse_hexstr(t.get("value"), where)
+        mask = t.get("mask")
+        test = (f"_key == {value}" if mask is None
+                else f"_key & {parse_hexstr(mask, where)} == {value}")
+        lines += [f"if {test}:", f"    {goto(t)}"]
+    lines.append(f"return pos, {no_match}")
+    return lines
+
+
+def parser_source(gen: CodeGen, parser: dict) -> str:
+    where = f"parser '{parser.get('name')}'"
+    states = need(parser, "parse_states", where, list)
+    init = need(parser, "init_state", where, str)
+    names = [need(s, "name", f"{where} state", str) for s in states]
+    if init not in names:
+        raise fail(where, f"unknown init_state '{init}'")
+    order = [init] + [n for n in names if n != init]
+    index: dict[str | None, int] = {n: i for i, n in enumerate(order)}
+    errors = {name: error_code(gen, name) for name in CORE_ERRORS}
+    body = []
+    for name in order:
+        state = states[names.index(name)]
+        w = f"{where} state '{name}'"
+        gen.in_parser = True
+        try:
+            lines: list[str] = []
+            for i, op in enumerate(need(state, "parser_ops", w, list)):
+                lines += _op_lines(gen, op, f"{w} op {i}", errors)
+            lines += _transition_lines(gen, state, index, w, errors["NoMatch"])
+        finally:
+            gen.in_parser = False
+        body.append(f"        if _st == {index[name]}:")
+        body += ["            " + line for line in lines]
+    head = ["def parse(F, B, P):", "    _n = len(B)", "    pos = 0", "    _st = 0", "    _steps = 0",
+            "    try:", "      while True:", "        _steps += 1",
+            f"        if _steps > {MAX_PARSER_STEPS}:",
+            f"            return pos, {errors['ParserTimeout']}"]
+    tail = [f"        return pos, {errors['NoMatch']}", "    except _TooShort:",
+            f"        return pos, {errors['PacketTooShort']}"]
+    return "\n".join(head + body + tail) + "\n"
+
+
+def deparser_source(gen: CodeGen, deparser: dict) -> str:
+    where = f"deparser '{deparser.get('name')}'"
+    lines = ["def deparse(F):", "    _out = []"]
+    for hname in need(deparser, "order", where, list):
+        h = gen.layout.header(hname, where)
+        if h.metadata:
+            raise fail(where, f"cannot emit metadata '{hname}'")
+        lines += [f"    if F[{h.valid_slot}]:",
+                  f"        _out.append(({pack_expr(h)}).to_bytes({h.nbits // 8}, 'big'))"]
+    lines.append("    return _out")
+    return "\n".join(lines) + "\n"
+
+
+def calculation_source(gen: CodeGen, fname: str, calc: dict) -> str:
+    """``def fname(F, P) -> int`` for one JSON calculation."""
+    where = f"calculation '{calc.get('name')}'"
+    algo = need(calc, "algo", where, str)
+    fn = hashes.algorithm(algo)
+    if fn is None:
+        raise fail(where, f"hash algorithm '{algo}' is not supported by p4lite")
+    alg = gen.bind(fn, "alg")
+    lines, fixed_bits, payload = [f"def {fname}(F, P):", "    _x = 0", "    _b = 0"], 0, False
+    for i, item in enumerate(need(calc, "input", where, list)):
+        w = f"{where} input {i}"
+        kind = need(item, "type", w, str)
+        if payload:
+            raise fail(w, "inputs after 'payload' are not supported")
+        if kind == "field":
+            slot = gen.layout.field_slot(item.get("value"), w)
+            owner = gen.layout.headers.get(gen.layout.owner[slot])
+            width = gen.layout.width[slot]
+            value = f"(F[{slot}] & {(1 << width) - 1})" if gen.layout.signed[slot] else f"F[{slot}]"
+            add = [f"_x = (_x << {width}) | {value}", f"_b += {width}"]
+            if owner is not None and not owner.metadata:  # BMv2 skips invalid headers' fields
+                lines += [f"    if F[{owner.valid_slot}]:"] + ["        " + a for a in add]
+            else:
+                lines += ["    " + a for a in add]
+        elif kind == "hexstr":
+            width = need(item, "bitwidth", w, int)
+            value = parse_hexstr(item.get("value"), w) & ((1 << width) - 1)
+            lines += [f"    _x = (_x << {width}) | {value}", f"    _b += {width}"]
+        elif kind == "header":
+            h = gen.layout.header(item.get("value"), w)
+            lines += [f"    if F[{h.valid_slot}]:", f"        _x = (_x << {h.nbits}) | {pack_expr(h)}",
+                      f"        _b += {h.nbits}"]
+        elif kind == "payload":
+            payload = True
+        else:
+            raise fail(w, f"calculation input of type '{kind}' is not supported by p4lite")
+    del fixed_bits
+    lines += ["    _pad = -_b % 8", "    _x <<= _pad", "    _nb = (_b + _pad) >> 3"]
+    if algo in ("csum16", "cksum16") and not payload:
+        lines.append("    return _csum16_int(_x, _nb)")
+    elif payload:
+        lines.append(f"    return {alg}(_x.to_bytes(_nb, 'big') + P.payload)")
+    else:
+        lines.append(f"    return {alg}(_x.to_bytes(_nb, 'big'))")
+    return "\n".join(lines) + "\n"
+
+
+def checksum_sources(gen: CodeGen, checksums: list) -> tuple[str, str]:
+    """Sources of ``verify_checksums(F, P)`` and ``update_checksums(F, P)``."""
+    verify, update = ["def verify_checksums(F, P):", "    pass"], ["def update_checksums(F, P):",
+                                                                      "    pass"]
+    err = gen.layout.standard["checksum_error"]
+    for i, ck in enumerate(checksums or []):
+        where = f"checksum '{ck.get('name', i)}'"
+        kind = ck.get("type", "generic")
+        if kind != "generic":
+            raise fail(where, f"checksum type '{kind}' is not supported by p4lite")
+        calc = gen.calcs.get(need(ck, "calculation", where, str))
+        if calc is None:
+            raise fail(where, f"unknown calculation '{ck['calculation']}'")
+        target = gen.layout.field_slot(need(ck, "target", where), where)
+        owner = gen.layout.headers[gen.layout.owner[target]]
+        cond = gen.expr(ck["if_cond"], where) if ck.get("if_cond") is not None else "True"
+        mask = (1 << gen.layout.width[target]) - 1
+        if ck.get("verify", True):
+            verify += [f"    if F[{owner.valid_slot}] and {cond}:",
+                       f"        if {calc}(F, P) & {mask} != F[{target}]:",
+                       f"            F[{err}] = 1"]
+        if ck.get("update", True):
+            update += [f"    if {cond}:", f"        F[{target}] = {calc}(F, P) & {mask}"]
+    return "\n".join(verify) + "\n", "\n".join(update) + "\n"
