@@ -1,0 +1,97 @@
+"""Start topologies.worker on every rack worker and gather their JSON lines.
+
+Lines from all workers are read on threads; an iteration is handed to ``on_iteration``
+as soon as every rank has reported it, so the driver can print its table live.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from topologies.rack import PYTHON, Rack
+
+
+@dataclass
+class WorkerRun:
+    """What the workers of one run reported."""
+
+    iterations: dict[tuple, dict[int, dict]] = field(default_factory=dict)  # key -> rank -> line
+    errors: dict[int, str] = field(default_factory=dict)
+    returncodes: dict[int, int | None] = field(default_factory=dict)
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and not self.timed_out and all(
+            code == 0 for code in self.returncodes.values())
+
+
+def iteration_key(line: dict) -> tuple:
+    return (line.get("size_mb"), line["iteration"])
+
+
+def run_workers(
+    rack: Rack,
+    worker_args: Callable[[int], list[str]],
+    timeout: float,
+    on_iteration: Callable[[tuple, dict[int, dict]], None] | None = None,
+    tag: str = "",
+) -> WorkerRun:
+    """Run ``python -m topologies.worker <worker_args(rank)>`` on every worker host."""
+    lines: queue.Queue[tuple[int, dict | None]] = queue.Queue()
+    procs: dict[int, subprocess.Popen] = {}
+    for rank, host in enumerate(rack.workers):
+        args = [PYTHON, "-m", "topologies.worker", *worker_args(rank)]
+        procs[rank] = rack.popen(host, args, f"{host.name}{tag}")
+        threading.Thread(target=_pump, args=(rank, procs[rank], lines), daemon=True).start()
+    run = WorkerRun()
+    running = set(procs)
+    deadline = time.monotonic() + timeout
+    while running:
+        try:
+            rank, line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            run.timed_out = True
+            break
+        if line is None:
+            running.discard(rank)
+            continue
+        _record(run, rank, line, len(procs), on_iteration)
+    for rank, proc in procs.items():
+        if run.timed_out and proc.poll() is None:
+            proc.kill()
+        try:
+            run.returncodes[rank] = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            run.returncodes[rank] = None
+    return run
+
+
+def _record(run: WorkerRun, rank: int, line: dict, world: int, on_iteration) -> None:
+    event = line.get("event")
+    if event == "error":
+        run.errors[rank] = line.get("error", "?")
+    elif event == "iteration":
+        key = iteration_key(line)
+        by_rank = run.iterations.setdefault(key, {})
+        by_rank[rank] = line
+        if len(by_rank) == world and on_iteration is not None:
+            on_iteration(key, by_rank)
+
+
+def _pump(rank: int, proc: subprocess.Popen, out: queue.Queue) -> None:
+    for text in proc.stdout:
+        text = text.strip()
+        if text.startswith("{"):
+            try:
+                out.put((rank, json.loads(text)))
+            except ValueError:
+                pass
+    out.put((rank, None))

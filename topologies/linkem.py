@@ -1,0 +1,94 @@
+"""Link emulation for the Mininet rack: bandwidth, loss, offloads.
+
+* Bandwidth: Mininet's TCLink ``bw=`` (an htb qdisc on both ends of every link).
+* Loss: this kernel has no netem (``tc qdisc ... netem`` fails) and no tc classifiers
+  or gact, so loss is emulated with netfilter inside each host's network namespace, in
+  both directions of the host's link, each with probability P:
+  - switch-to-host: iptables ``INPUT ! -i lo -m statistic --mode random --probability P
+    -j DROP``;
+  - host-to-switch: by default an nftables ``netdev`` table with an ``egress`` hook on the
+    host's interface (``numgen random mod 1000000 < P*1e6 drop``). A drop there looks to
+    the sender like a full device queue, which UDP swallows, so ``sendto`` succeeds, as on
+    a real lossy wire. ``method="iptables"`` uses an iptables OUTPUT rule instead, as
+    first specified; a netfilter DROP on OUTPUT makes the sender's ``sendto`` fail with
+    EPERM, so senders must then count EPERM as a lost packet.
+* Delay: not available without netem; asking for it prints a warning and is ignored.
+* Offloads (TSO/GSO/GRO, checksum) are turned off so htb shapes real frames.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Protocol
+
+
+class Node(Protocol):
+    """The part of a Mininet node this module needs."""
+
+    name: str
+
+    def cmd(self, *args: str) -> str: ...
+
+
+class LinkEmulationError(RuntimeError):
+    """A link setting could not be applied."""
+
+
+def check_loss(loss_percent: float) -> float:
+    """Loss in percent -> probability, validated."""
+    if not 0.0 <= loss_percent < 100.0:
+        raise LinkEmulationError(f"loss {loss_percent}% outside [0, 100)")
+    return loss_percent / 100.0
+
+
+def warn_if_delay(delay_ms: float | None) -> None:
+    if delay_ms:
+        print(
+            f"warning: delay {delay_ms} ms requested but this kernel has no netem; "
+            "links get no added delay",
+            file=sys.stderr,
+        )
+
+
+LOSS_METHODS = ("nft", "iptables")
+NFT_TABLE = "p4hub_loss"
+
+
+def loss_rules(probability: float, interfaces: list[str], method: str = "nft") -> list[str]:
+    """Shell commands that drop ``probability`` of the packets in and out (never on lo)."""
+    if method not in LOSS_METHODS:
+        raise LinkEmulationError(f"unknown loss method {method!r}, choose from {LOSS_METHODS}")
+    if probability <= 0.0:
+        return []
+    drop = f"-m statistic --mode random --probability {probability:.6f} -j DROP"
+    rules = [f"iptables -w -A INPUT ! -i lo {drop}"]
+    if method == "iptables":
+        return [*rules, f"iptables -w -A OUTPUT ! -o lo {drop}"]
+    threshold = round(probability * 1_000_000)
+    chains = " ".join(
+        f'chain egress_{i} {{ type filter hook egress device "{intf}" priority 0; '
+        f"numgen random mod 1000000 < {threshold} counter drop; }};"
+        for i, intf in enumerate(interfaces)
+    )
+    return [*rules, f"nft 'add table netdev {NFT_TABLE} {{ {chains} }}'"]
+
+
+def apply_loss(host: Node, probability: float, interfaces: list[str],
+               method: str = "nft") -> None:
+    """Install the loss rules in ``host``'s namespace; raises if one fails."""
+    for rule in loss_rules(probability, interfaces, method):
+        out = host.cmd(rule, "&& echo __ok")
+        if "__ok" not in out:
+            raise LinkEmulationError(f"{host.name}: {rule} failed: {out.strip()}")
+
+
+def clear_loss(host: Node) -> None:
+    host.cmd("iptables -w -F INPUT; iptables -w -F OUTPUT")
+    host.cmd(f"nft delete table netdev {NFT_TABLE} 2>/dev/null")
+
+
+def disable_offloads(node: Node, interfaces: list[str]) -> None:
+    """Turn off segmentation/checksum offloads (best effort: veth may refuse some)."""
+    for intf in interfaces:
+        node.cmd("ethtool", "-K", intf, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
+                 "gro", "off", ">/dev/null 2>&1")

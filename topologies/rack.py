@@ -1,0 +1,263 @@
+"""A Mininet rack: N workers (w1..wN, 10.0.0.1..N), a PBox host (pbox, 10.0.0.100), one switch s1.
+
+    with Rack(RackConfig(workers=4, bw=100, loss=1.0)) as rack:
+        rack.start_pbox(jobs=["1:4"])
+        procs = [rack.popen(w, [...], "w1") for w in rack.workers]
+
+The switch is pluggable (``RackConfig.switch_cls``/``switch_opts``): a Linux bridge
+today, the P4 switch later. The context manager always stops Mininet and every
+process it started, even when the body raises; it never runs ``mn -c`` (other
+engineers' networks may be up): it removes only its own leftovers (s1, s1-eth*,
+w*-eth0, pbox-eth0) before it starts.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from topologies import linkem
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+PBOX_IP = "10.0.0.100"
+MAX_WORKERS = 8  # names w1..w8 are ours
+SWITCH_NAME = "s1"
+PBOX_NAME = "pbox"
+CONTROL_PORT = 48880  # the PBox's JSON control channel, inside the pbox host
+
+
+class RackError(RuntimeError):
+    """The rack could not be built or a process in it failed to start."""
+
+
+def worker_ip(rank: int) -> str:
+    return f"10.0.0.{rank + 1}"
+
+
+def _linux_bridge() -> type:
+    from mininet.nodelib import LinuxBridge
+
+    return LinuxBridge
+
+
+@dataclass
+class RackConfig:
+    workers: int = 4
+    bw: float | None = 100.0  # Mbit/s per link, None = unshaped
+    loss: float = 0.0  # percent, on every link in each direction
+    loss_method: str = "nft"  # see topologies/linkem.py
+    delay_ms: float | None = None  # not supported (no netem): warns
+    switch_cls: type | None = None  # default: mininet.nodelib.LinuxBridge
+    switch_opts: dict[str, Any] = field(default_factory=dict)
+    log_root: Path = REPO / "logs"
+    run_name: str = "rack"
+    max_queue_size: int | None = None  # htb/link queue (packets), None = Mininet's default
+
+
+class Rack:
+    """Context manager owning one Mininet rack and the processes started in it."""
+
+    def __init__(self, config: RackConfig) -> None:
+        if not 1 <= config.workers <= MAX_WORKERS:
+            raise RackError(f"workers must be 1..{MAX_WORKERS}, got {config.workers}")
+        self.config = config
+        self.loss_probability = linkem.check_loss(config.loss)
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        self.log_dir = config.log_root / f"{stamp}-{config.run_name}"
+        self.net = None
+        self.workers: list = []
+        self.pbox = None
+        self.switch = None
+        self._procs: list[tuple[str, subprocess.Popen]] = []
+        self._pbox_proc: subprocess.Popen | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def __enter__(self) -> Rack:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        from mininet.link import TCLink
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+
+        if os.geteuid() != 0:
+            raise RackError("the Mininet rack needs root")
+        setLogLevel("error")
+        linkem.warn_if_delay(self.config.delay_ms)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        remove_leftovers()
+        switch_cls = self.config.switch_cls or _linux_bridge()
+        self.net = Mininet(topo=None, controller=None, link=TCLink, build=False,
+                           autoSetMacs=True, waitConnected=False)
+        self.switch = self.net.addSwitch(SWITCH_NAME, cls=switch_cls, **self.config.switch_opts)
+        link_opts = self._link_opts()
+        for rank in range(self.config.workers):
+            host = self.net.addHost(f"w{rank + 1}", ip=f"{worker_ip(rank)}/24")
+            self.net.addLink(host, self.switch, **link_opts)
+            self.workers.append(host)
+        self.pbox = self.net.addHost(PBOX_NAME, ip=f"{PBOX_IP}/24")
+        self.net.addLink(self.pbox, self.switch, **link_opts)
+        self.net.build()
+        self.net.start()
+        self._configure_hosts()
+        self._write_manifest()
+
+    def _link_opts(self) -> dict[str, Any]:
+        opts: dict[str, Any] = {}
+        if self.config.bw:
+            opts["bw"] = self.config.bw
+        if self.config.max_queue_size:
+            opts["max_queue_size"] = self.config.max_queue_size
+        return opts
+
+    def _configure_hosts(self) -> None:
+        for host in self.hosts:
+            intfs = [intf.name for intf in host.intfList() if intf.name != "lo"]
+            linkem.disable_offloads(host, intfs)
+            linkem.apply_loss(host, self.loss_probability, intfs, self.config.loss_method)
+            host.cmd("sysctl -qw net.core.rmem_max=8388608 net.core.wmem_max=8388608")
+        switch_intfs = [i.name for i in self.switch.intfList() if i.name != "lo"]
+        linkem.disable_offloads(self.switch, switch_intfs)
+        # Static ARP: nothing waits on ARP under loss, and the first packet is not a flood.
+        for host in self.hosts:
+            for other in self.hosts:
+                if other is not host:
+                    host.setARP(other.IP(), other.MAC())
+
+    def _write_manifest(self) -> None:
+        manifest = {
+            "workers": {h.name: h.IP() for h in self.workers},
+            "pbox": PBOX_IP,
+            "bw_mbit": self.config.bw,
+            "loss_percent": self.config.loss,
+            "switch": getattr(self.config.switch_cls, "__name__", "LinuxBridge"),
+        }
+        (self.log_dir / "rack.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+    @property
+    def hosts(self) -> list:
+        return [*self.workers, self.pbox] if self.pbox is not None else list(self.workers)
+
+    def stop(self) -> None:
+        """Kill what we started, stop Mininet, remove our leftovers. Safe to call twice."""
+        for name, proc in reversed(self._procs):
+            _terminate(name, proc)
+        self._procs = []
+        self._pbox_proc = None
+        if self.net is not None:
+            net, self.net = self.net, None
+            try:
+                net.stop()
+            except Exception as exc:  # a half-built net: fall back to removing our links
+                print(f"warning: mininet stop failed: {exc}", file=sys.stderr)
+            remove_leftovers()
+
+    # -- processes ------------------------------------------------------------------
+
+    def popen(self, host, args: list[str], log_name: str, **kwargs: Any) -> subprocess.Popen:
+        """Start ``args`` in ``host``; stderr goes to logs/<run>/<log_name>.err.
+
+        stdout is a pipe (the caller reads JSON lines) unless ``stdout=`` is given.
+        """
+        kwargs.setdefault("stdout", subprocess.PIPE)
+        err = open(self.log_dir / f"{log_name}.err", "w")  # noqa: SIM115 - closed with proc
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
+        env.update(kwargs.pop("env", {}))
+        proc = host.popen(args, stderr=err, cwd=str(REPO), env=env, text=True, **kwargs)
+        err.close()  # the child holds its own descriptor
+        self._procs.append((log_name, proc))
+        return proc
+
+    def start_pbox(self, jobs: list[str] = (), workers: int = 2, timeout: float = 10.0,
+                   extra: list[str] = ()) -> dict:
+        """Start p4hub-pbox in the pbox host; returns its ready line (raises if it fails)."""
+        args = [PYTHON, "-m", "hosts.pbox_cli", "--listen", f"{PBOX_IP}:48879",
+                "--workers", str(workers), "--control", f"{PBOX_IP}:{CONTROL_PORT}", *extra]
+        for job in jobs:
+            args += ["--job", job]
+        out = open(self.log_dir / "pbox.out", "w")  # noqa: SIM115 - closed below
+        proc = self.popen(self.pbox, args, "pbox", stdout=out)
+        out.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = (self.log_dir / "pbox.out").read_text().splitlines()
+            if lines:
+                self._pbox_proc = proc
+                return json.loads(lines[0])
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        err = (self.log_dir / "pbox.err").read_text()
+        raise RackError(f"p4hub-pbox did not come up: {err.strip()[-2000:]}")
+
+    def stop_pbox(self) -> list[dict]:
+        """SIGTERM the PBox; returns its JSON output lines (the last one has final counters)."""
+        if self._pbox_proc is None:
+            return []
+        _terminate("pbox", self._pbox_proc)
+        self._pbox_proc = None
+        text = (self.log_dir / "pbox.out").read_text()
+        return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+    def pbox_request(self, request: dict) -> dict:
+        """One control request to the PBox, sent from inside the pbox host."""
+        code = (
+            "import json,socket,sys;"
+            f"c=socket.create_connection(('{PBOX_IP}',{CONTROL_PORT}),timeout=5);"
+            "c.sendall(sys.argv[1].encode()+b'\\n');"
+            "print(c.makefile().readline().strip())"
+        )
+        out = self.pbox.cmd(PYTHON, "-c", _shell_quote(code), _shell_quote(json.dumps(request)))
+        return json.loads(out.strip().splitlines()[-1])
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _terminate(name: str, proc: subprocess.Popen, grace: float = 5.0) -> None:
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            print(f"warning: {name} ignored SIGTERM; killing it", file=sys.stderr)
+            proc.kill()
+            proc.wait(timeout=grace)
+        except ProcessLookupError:
+            pass
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def remove_leftovers() -> None:
+    """Delete our own interfaces and bridge left by a crashed run (never anyone else's)."""
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    ours = []
+    for line in links.splitlines():
+        name = line.split(":")[1].strip().split("@")[0]
+        if name == SWITCH_NAME or name.startswith(f"{SWITCH_NAME}-eth") or name in {
+            f"w{i}-eth0" for i in range(1, MAX_WORKERS + 1)
+        } | {f"{PBOX_NAME}-eth0"}:
+            ours.append(name)
+    for name in ours:
+        subprocess.run(["ip", "link", "del", name], capture_output=True)

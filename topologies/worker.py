@@ -1,0 +1,200 @@
+"""The program each rack worker runs: all-reduce iterations, JSON lines out.
+
+    python -m topologies.worker --backend pbox --job 1 --rank 0 --world 4 \
+        --pbox 10.0.0.100:48879 --scale 0.02 --iterations 10 --check
+    python -m topologies.worker --backend gloo --rank 0 --world 4 \
+        --master 10.0.0.1:29500 --sizes-mb 1,4,16 --repeat 3
+
+Training mode (default) all-reduces a synthetic gradient set shaped like a model
+(topologies/workload.py) once per iteration; ``--sizes-mb`` instead all-reduces one
+flat float32 tensor of each size (the benchmark). Each timed all-reduce starts after
+a barrier, so the time is the collective's, not a peer's late start.
+
+Output, one JSON object per line on stdout: ``{"event": "ready"}``, then per
+all-reduce ``{"event": "iteration", "iteration", "rank", "seconds", "bytes", ...}``
+(with ``--check``: ``max_abs_err`` against the float64 sum of the unquantized inputs,
+``exact`` = bit-identical to the sum of the quantized inputs, ``digest``), then
+``{"event": "done"}`` or ``{"event": "error", "error": ...}`` (exit status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from topologies import workload
+
+TensorList = list[np.ndarray]
+
+
+def emit(record: dict) -> None:
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+class PBoxBackend:
+    """All-reduce through an aggregator (PBox or switch) with the host agent."""
+
+    name = "pbox"
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from hosts.agent import Agent
+
+        host, _, port = args.pbox.rpartition(":")
+        options = {"slot_base": args.slot_base, "timeout": args.timeout}
+        if args.slot_count:
+            options["slot_count"] = args.slot_count
+        if args.window:
+            options["window"] = args.window
+        self.agent = Agent(args.job, args.rank, args.world, aggregator=(host, int(port)),
+                           **options)
+        self.fuse = args.fuse
+
+    def allreduce(self, tensors: TensorList) -> TensorList:
+        if self.fuse or len(tensors) == 1:
+            flat = self.agent.allreduce(np.concatenate(tensors) if len(tensors) > 1
+                                        else tensors[0], op="sum")
+            return _split(flat, tensors)
+        handles = [self.agent.allreduce_async(t, op="sum") for t in tensors]
+        return [handle.wait() for handle in handles]
+
+    def barrier(self) -> None:
+        self.agent.allreduce(np.zeros(1, dtype=np.int32), op="sum")
+
+    def close(self) -> None:
+        self.agent.close()
+
+
+class GlooBackend:
+    """torch.distributed with the Gloo backend over TCP, on the same hosts and links."""
+
+    name = "gloo"
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        import datetime
+
+        import torch.distributed as dist
+
+        self.dist = dist
+        dist.init_process_group("gloo", init_method=f"tcp://{args.master}", rank=args.rank,
+                                world_size=args.world,
+                                timeout=datetime.timedelta(seconds=args.timeout))
+
+    def allreduce(self, tensors: TensorList) -> TensorList:
+        import torch
+
+        flat = torch.from_numpy(np.concatenate(tensors) if len(tensors) > 1 else tensors[0].copy())
+        self.dist.all_reduce(flat)  # one fused bucket, like DDP
+        return _split(flat.numpy(), tensors)
+
+    def barrier(self) -> None:
+        self.dist.barrier()
+
+    def close(self) -> None:
+        self.dist.destroy_process_group()
+
+
+def _split(flat: np.ndarray, like: TensorList) -> TensorList:
+    out, start = [], 0
+    for t in like:
+        out.append(flat[start : start + t.size].reshape(t.shape))
+        start += t.size
+    return out
+
+
+def run_training(backend, args: argparse.Namespace) -> None:
+    sizes = workload.layer_sizes(args.model, args.scale)
+    for it in range(args.iterations):
+        inputs = workload.gradients(sizes, args.seed, it, args.rank)
+        seconds, result = _timed(backend, inputs)
+        record = {"event": "iteration", "iteration": it, "rank": args.rank, "seconds": seconds,
+                  "bytes": 4 * sum(sizes), "backend": backend.name}
+        if args.check:
+            record.update(_check(sizes, args, it, result, exact=backend.name == "pbox"))
+        emit(record)
+
+
+def run_sizes(backend, args: argparse.Namespace) -> None:
+    rng = np.random.default_rng([args.seed, args.rank])
+    for size_mb in args.sizes_mb:
+        count = int(size_mb * (1 << 20)) // 4
+        tensor = rng.standard_normal(count, dtype=np.float32)
+        for rep in range(args.repeat):
+            seconds, _ = _timed(backend, [tensor])
+            emit({"event": "iteration", "iteration": rep, "rank": args.rank, "size_mb": size_mb,
+                  "seconds": seconds, "bytes": 4 * count, "backend": backend.name})
+
+
+def _timed(backend, tensors: TensorList) -> tuple[float, TensorList]:
+    backend.barrier()
+    start = time.perf_counter()
+    result = backend.allreduce(tensors)
+    return time.perf_counter() - start, result
+
+
+def _check(sizes: list[int], args: argparse.Namespace, it: int, result: TensorList,
+           exact: bool) -> dict:
+    """Compare with the references every rank can recompute from the seed."""
+    everyone = [workload.gradients(sizes, args.seed, it, r) for r in range(args.world)]
+    got = np.concatenate([r.reshape(-1) for r in result])
+    reference = workload.float64_sum([np.concatenate(x) for x in everyone])
+    report = {"max_abs_err": float(np.max(np.abs(got.astype(np.float64) - reference))),
+              "digest": workload.digest(got)}
+    if exact:
+        per_tensor = [workload.quantized_sum([x[i] for x in everyone]) for i in range(len(sizes))]
+        if args.fuse:
+            per_tensor = [workload.quantized_sum([np.concatenate(x) for x in everyone])]
+        report["exact"] = bool(np.array_equal(np.concatenate(per_tensor).view(np.int32),
+                                              got.view(np.int32)))
+    return report
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="topologies.worker")
+    parser.add_argument("--backend", choices=("pbox", "gloo"), default="pbox")
+    parser.add_argument("--job", type=int, default=1)
+    parser.add_argument("--rank", type=int, required=True)
+    parser.add_argument("--world", type=int, required=True)
+    parser.add_argument("--pbox", default="10.0.0.100:48879", help="aggregator HOST:PORT")
+    parser.add_argument("--master", default="10.0.0.1:29500", help="Gloo rendezvous HOST:PORT")
+    parser.add_argument("--slot-base", type=int, default=0)
+    parser.add_argument("--slot-count", type=int, default=0, help="0: the agent's default")
+    parser.add_argument("--window", type=int, default=0, help="0: the agent's default")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds without progress")
+    parser.add_argument("--model", default=str(workload.DEFAULT_MODEL))
+    parser.add_argument("--scale", type=float, default=0.02)
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fuse", action="store_true", help="one flat tensor, not one per layer")
+    parser.add_argument("--check", action="store_true", help="compare with the references")
+    parser.add_argument("--sizes-mb", type=lambda s: [float(x) for x in s.split(",")],
+                        default=None, help="benchmark mode: flat tensors of these sizes")
+    parser.add_argument("--repeat", type=int, default=3)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    backends: dict[str, Callable] = {"pbox": PBoxBackend, "gloo": GlooBackend}
+    backend = None
+    try:
+        backend = backends[args.backend](args)
+        emit({"event": "ready", "rank": args.rank, "backend": args.backend})
+        (run_sizes if args.sizes_mb else run_training)(backend, args)
+        emit({"event": "done", "rank": args.rank})
+        return 0
+    except Exception as exc:  # report any failure as a JSON line the driver can show
+        emit({"event": "error", "rank": args.rank, "error": f"{type(exc).__name__}: {exc}"})
+        return 1
+    finally:
+        if backend is not None:
+            backend.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
