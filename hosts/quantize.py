@@ -53,6 +53,9 @@ EXP_ZERO = -128  # local exponent of an all-zero block (smaller than any real on
 EXP_SUBNORMAL = -126  # local exponent of a block whose largest value is subnormal
 MAX_ABS_EXCLUSIVE = 2.0**127  # |x| must stay below this: exponent 128 is not an int8
 HEADROOM_TOP = 30  # s = 30 - b - e, see the module docstring
+# Blocks per pass: temporaries of 1 MB stay in cache and are reused, instead of
+# tensor-sized temporaries that page-fault on every call.
+STRIPE = 4096
 
 _ABS_MASK = np.int32(0x7FFFFFFF)
 _EXP_FIELD_SHIFT = 23
@@ -109,10 +112,15 @@ def local_exponents(blocks: np.ndarray) -> np.ndarray:
 
     Raises QuantizeError if a value is NaN, Inf or has ``|x| >= 2**127``.
     """
-    bits = np.bitwise_and(blocks.view(np.int32), _ABS_MASK)
-    # For non-negative IEEE floats the bit pattern orders like the value, so the
-    # integer max is the magnitude max, and its exponent field is the exponent.
-    top = bits.max(axis=1) if bits.size else np.zeros(0, dtype=np.int32)
+    top = np.empty(blocks.shape[0], dtype=np.int32)
+    bits = blocks.view(np.int32)
+    scratch = np.empty((min(blocks.shape[0], STRIPE), K), dtype=np.int32)
+    for lo in range(0, blocks.shape[0], STRIPE):
+        t = scratch[: min(STRIPE, blocks.shape[0] - lo)]
+        np.bitwise_and(bits[lo : lo + STRIPE], _ABS_MASK, out=t)
+        # For non-negative IEEE floats the bit pattern orders like the value, so the
+        # integer max is the magnitude max, and its exponent field is the exponent.
+        np.max(t, axis=1, out=top[lo : lo + STRIPE])
     if top.size and int(top.max()) >= _TOO_BIG_BITS:
         _raise_unrepresentable(blocks, top)
     biased = top >> _EXP_FIELD_SHIFT
@@ -155,11 +163,15 @@ def quantize(
             f"agreed exponent {int(exps[block])} of block {block} is below its local"
             f" exponent {int(local[block])}: the aggregator returned a wrong maximum"
         )
-    scaled = np.ldexp(blocks, shifts(exps, world_size)[:, None])
-    np.rint(scaled, out=scaled)
+    s = shifts(exps, world_size)[:, None]
     if out is None:
-        return scaled.astype(np.int32)
-    np.copyto(out, scaled, casting="unsafe")
+        out = np.empty(blocks.shape, dtype=np.int32)
+    scratch = np.empty((min(blocks.shape[0], STRIPE), K), dtype=np.float32)
+    for lo in range(0, blocks.shape[0], STRIPE):
+        t = scratch[: min(STRIPE, blocks.shape[0] - lo)]
+        np.ldexp(blocks[lo : lo + STRIPE], s[lo : lo + STRIPE], out=t)
+        np.rint(t, out=t)
+        np.copyto(out[lo : lo + STRIPE], t, casting="unsafe")
     return out
 
 
@@ -192,8 +204,12 @@ def _dequantize(
         return out
     # Tiny exponents (subnormal results) or a mean: go through float64, where both
     # the int32 and the scaling are exact, and round once at the end.
-    wide = np.ldexp(sums.astype(np.float64), -s)
-    if mean:
-        wide /= world_size
-    np.copyto(out, wide, casting="same_kind")
+    scratch = np.empty((min(sums.shape[0], STRIPE), K), dtype=np.float64)
+    for lo in range(0, sums.shape[0], STRIPE):
+        t = scratch[: min(STRIPE, sums.shape[0] - lo)]
+        np.copyto(t, sums[lo : lo + STRIPE], casting="unsafe")
+        np.ldexp(t, -s[lo : lo + STRIPE], out=t)
+        if mean:
+            t /= world_size
+        np.copyto(out[lo : lo + STRIPE], t, casting="same_kind")
     return out

@@ -43,7 +43,7 @@ class SlotTimers:
         """Results arrived for ``slots``: stop their timers and learn the RTT."""
         fresh = slots[self.retries[slots] == 0]
         if fresh.size:
-            self._sample(float(np.mean(now - self.sent_at[fresh])))
+            self._sample(now - float(self.sent_at[fresh].sum()) / fresh.size)
         self.deadline[slots] = np.inf
 
     def expired(self, now: float) -> np.ndarray:

@@ -81,6 +81,12 @@ class Session:
         self._slot_pos = np.full(window, -1, dtype=np.int64)  # position in flight, or -1
         self._slot_next = np.arange(window, dtype=np.int64)  # next position of each slot
         self._slot_pkts = wire.packet_array(window)  # last packet sent, for resending
+        # the header fields that never change, written once; batches start as copies
+        self._template = wire.packet_array(window)
+        wire.fill_headers(
+            self._template, ptype=PacketType.CONTRIB, job=job_id, rank=rank, count=1,
+            slot=0, chunk=0, exp=0, nelem=0, flags=0,
+        )  # fmt: skip
         self._retransmit = np.zeros(0, dtype=np.int64)  # slots due for a resend
         self._total = 0  # positions handed out so far
         self._tensors: list[chunking.TensorStream] = []  # started, unfinished, by start
@@ -202,7 +208,7 @@ class Session:
         return ok
 
     def _send_new(self, positions: np.ndarray, now: float) -> list[bytes]:
-        batch = wire.packet_array(positions.size)
+        batch = self._template[: positions.size].copy()
         exp = np.zeros(positions.size, dtype=np.int8)
         nelem = np.zeros(positions.size, dtype=np.int64)
         flags = ((positions // self.window) & 1).astype(np.uint8)
@@ -220,11 +226,12 @@ class Session:
                 nelem[first_data:hi] = t.nelem(chunks)
                 t.lanes(chunks, self.world_size, batch["values"][first_data:hi])
         slots = positions % self.window
-        wire.fill_headers(
-            batch, ptype=PacketType.CONTRIB, job=self.job_id, rank=self.rank, count=1,
-            slot=self.slot_base + slots, chunk=positions & _CHUNK_MASK, exp=exp,
-            nelem=nelem, flags=flags,
-        )  # fmt: skip
+        hdr = batch["hdr"]
+        hdr["slot"] = self.slot_base + slots
+        hdr["chunk"] = positions & _CHUNK_MASK
+        hdr["exp"] = exp
+        hdr["nelem"] = nelem
+        hdr["flags"] = flags
         self._slot_pkts[slots] = batch
         self._slot_pos[slots] = positions
         self._slot_next[slots] = positions + self.window
@@ -257,8 +264,11 @@ class Session:
         live &= ((pos & _CHUNK_MASK) == hdr["chunk"]) & (((pos // self.window) & 1) == (hdr["flags"] & 1))
         idx = np.flatnonzero(live)
         if idx.size > 1:  # the same result twice in one batch: keep the first
-            _, first = np.unique(slots[idx], return_index=True)
-            idx = idx[np.sort(first)]
+            order = np.argsort(slots[idx], kind="stable")
+            ordered = slots[idx][order]
+            repeat = ordered[1:] == ordered[:-1]
+            if repeat.any():
+                idx = np.sort(idx[order[np.concatenate(([True], ~repeat))]])
         self.stats.duplicates += int(np.count_nonzero(ours)) - idx.size
         return idx, slots[idx]
 

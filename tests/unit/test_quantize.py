@@ -172,3 +172,17 @@ def test_quantize_writes_big_endian_lanes_in_place():
     out = np.zeros((5, K), dtype=">i4")
     qz.quantize(x, exps, 4, out=out)
     assert np.array_equal(out, qz.quantize(x, exps, 4))
+
+
+def test_long_tensors_are_processed_in_stripes_with_the_same_result():
+    rng = np.random.default_rng(8)
+    blocks = random_blocks(rng, 2 * qz.STRIPE + 77)
+    exps = qz.local_exponents(blocks)
+    pieces = [slice(0, 1000), slice(1000, 5000), slice(5000, None)]
+    assert np.array_equal(exps, np.concatenate([qz.local_exponents(blocks[p]) for p in pieces]))
+    q = qz.quantize(blocks, exps, 5)
+    assert np.array_equal(q, np.concatenate([qz.quantize(blocks[p], exps[p], 5) for p in pieces]))
+    for mean in (False, True):
+        y = qz.dequantize(q, exps, 5, mean=mean)
+        parts = [qz.dequantize(q[p], exps[p], 5, mean=mean) for p in pieces]
+        assert np.array_equal(y, np.concatenate(parts), equal_nan=True)

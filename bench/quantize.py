@@ -1,0 +1,137 @@
+"""Quantize+packetize and depacketize+dequantize throughput on one core.
+
+Measures, in one run on the same array, GB/s of float32 input through:
+
+* ``copy``: ``np.copyto`` of the array (numpy's own memory bandwidth: the yardstick);
+* ``quantize+packetize``: blocking, local exponents, fixed point into the big-endian
+  lanes of a packet array, and every header (the packet array *is* the wire bytes);
+* ``+ datagrams``: the same plus cutting it into one ``bytes`` per packet;
+* ``depacketize+dequantize``: from received wire bytes back to a float32 array.
+
+The figure is each rate divided by the copy rate. Writes bench/results/quantize.json.
+
+    .venv/bin/python -m bench.quantize [--mb 64] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hosts import quantize, wire
+from hosts.wire import K, PacketType
+
+RESULTS = Path(__file__).resolve().parent / "results" / "quantize.json"
+WORLD_SIZE = 8
+
+
+def packetize(x: np.ndarray, packets: np.ndarray) -> np.ndarray:
+    """float32 tensor -> a ready packet array (one worker, agreed = local exponents).
+
+    Blocking copies the whole tensor (the agent keeps that copy); the rest runs in
+    stripes of quantize.STRIPE packets so that each stripe's lanes and headers are
+    still in cache for the next step.
+    """
+    blocks = quantize.to_blocks(x, "float")
+    n = blocks.shape[0]
+    for lo in range(0, n, quantize.STRIPE):
+        hi = min(n, lo + quantize.STRIPE)
+        part = packets[lo:hi]
+        exps = quantize.local_exponents(blocks[lo:hi])
+        quantize.quantize(blocks[lo:hi], exps, WORLD_SIZE, out=part["values"])
+        chunk = np.arange(lo, hi, dtype=np.int64)
+        wire.fill_headers(
+            part, ptype=PacketType.CONTRIB, job=1, rank=0, count=1, slot=chunk % 256,
+            chunk=chunk, exp=exps, nelem=np.minimum(K, x.size - chunk * K), flags=0,
+        )  # fmt: skip
+    return packets
+
+
+def depacketize(raw: bytes, n_packets: int, size: int) -> np.ndarray:
+    """Received wire bytes -> float32 tensor, using each packet's exponent."""
+    pkts = wire.decode_batch(raw, n_packets)
+    out = quantize.dequantize(pkts["values"], pkts["hdr"]["exp"], WORLD_SIZE)
+    return out.reshape(-1)[:size]
+
+
+def best_seconds(fn, repeat: int) -> float:
+    fn()  # warm up (page faults, caches)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def run(mb: int, repeat: int) -> dict:
+    size = mb * (1 << 20) // 4
+    x = np.random.default_rng(0).standard_normal(size).astype(np.float32)
+    x[::1000] *= 1e6  # a few outliers, so block exponents differ
+    dst = np.empty_like(x)
+    n_packets = -(-size // K)
+    packets = wire.packet_array(n_packets)
+    raw = packetize(x, packets).tobytes()
+    # correctness guard: one worker's round trip is within half a quantum per value
+    back = depacketize(raw, n_packets, size)
+    bound = quantize.error_bound(packets["hdr"]["exp"], WORLD_SIZE).max()
+    assert float(np.max(np.abs(back - x))) <= bound, "round trip outside the error bound"
+
+    timings = {
+        "copy": best_seconds(lambda: np.copyto(dst, x), repeat),
+        "quantize+packetize": best_seconds(lambda: packetize(x, packets), repeat),
+        "quantize+packetize+datagrams": best_seconds(
+            lambda: wire.split_datagrams(packetize(x, packets)), repeat
+        ),
+        "depacketize+dequantize": best_seconds(lambda: depacketize(raw, n_packets, size), repeat),
+    }
+    copy_rate = x.nbytes / timings["copy"] / 1e9
+    rows = {
+        name: {
+            "seconds": t,
+            "gb_per_s": x.nbytes / t / 1e9,
+            "ratio_to_copy": x.nbytes / t / 1e9 / copy_rate,
+        }
+        for name, t in timings.items()
+    }
+    return {
+        "benchmark": "quantize",
+        "array_mb": mb,
+        "float32_elements": size,
+        "packets": n_packets,
+        "world_size": WORLD_SIZE,
+        "repeat": repeat,
+        "numpy": np.__version__,
+        "machine": platform.processor() or platform.machine(),
+        "results": rows,
+    }
+
+
+def print_table(report: dict) -> None:
+    print(f"float32 array: {report['array_mb']} MB, {report['packets']} packets of {K} lanes")
+    print(f"{'stage':32} {'GB/s':>8} {'x copy':>8}")
+    for name, row in report["results"].items():
+        print(f"{name:32} {row['gb_per_s']:8.2f} {row['ratio_to_copy']:8.3f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=64, help="array size in MB (default 64)")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    report = run(args.mb, args.repeat)
+    print_table(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
