@@ -1,0 +1,503 @@
+"""Controls to BMv2 pipelines: actions, tables, conditionals and the apply graph.
+
+The apply block is lowered forward into fragments ``(entry, exits)``: ``exits``
+are setters still waiting for the node that follows. Straight-line statements
+become hidden actions in hidden keyless tables (``tbl_<name>``), as p4c's
+SynthesizeActions/MoveActionsToTables do. Sub-controls are inlined with their
+instance name as prefix (``MyIngress.sub.t``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from p4lite.compiler import ast
+from p4lite.compiler.bindings import Binding, ConstB, DeclB, ExternB, ParamB, Scope
+from p4lite.compiler.cpmodel import CpAction
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.externs import Externs, match_args
+from p4lite.compiler.lower_expr import ExprCompiler, hexstr
+from p4lite.compiler.lower_stmt import StmtLowerer
+from p4lite.compiler.lower_table import TableLowerer
+from p4lite.compiler.types import BitT, BoolT, width_of
+
+if TYPE_CHECKING:
+    from p4lite.compiler.context import Lowering
+
+Json = dict[str, Any]
+Setter = Callable[[Any], None]
+
+PASS = object()  # an empty fragment: falls through
+EXIT = object()  # `exit`: the pipeline ends (next node null)
+RETURN = object()  # `return`: the control ends
+
+
+@dataclass(slots=True)
+class Frag:
+    entry: Any
+    exits: list[Setter] = field(default_factory=list)
+
+
+class ControlLowerer:
+    """One control instance (top-level or inlined) of a pipeline."""
+
+    def __init__(self, lw: Lowering, externs: Externs, pipeline: PipelineBuilder,
+                 decl: ast.ControlDecl, prefix: str, param_bindings: dict[str, Binding]) -> None:
+        self.lw = lw
+        self.externs = externs
+        self.pipeline = pipeline
+        self.decl = decl
+        self.prefix = prefix
+        self.scope = Scope(lw.env.global_scope)
+        for name, binding in param_bindings.items():
+            self.scope.bind(name, binding)
+        self.return_exits: list[Setter] = []
+        self.init_stmts: list[ast.Node] = []
+        self.tables = TableLowerer(lw, self)
+        self._declare_locals()
+
+    # --------------------------------------------------------------- names
+    def cp_name(self, decl: ast.Declaration, local: str) -> str:
+        """The control-plane name of a local declaration (``@name`` honoured)."""
+        ann = decl.annotation("name")
+        if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
+            given = ann.args[0].value
+            return given[1:] if given.startswith(".") else f"{self.prefix}.{given}"
+        return f"{self.prefix}.{local}"
+
+    # -------------------------------------------------------------- locals
+    def _declare_locals(self) -> None:
+        comp = ExprCompiler(self.lw.env, self.scope)
+        for local in self.decl.locals:
+            if isinstance(local, ast.ConstDecl):
+                t = self.lw.env.resolve(local.type)
+                self.scope.bind(local.name, ConstB(comp.const_value(local.value, t), t))
+            elif isinstance(local, ast.VarDecl):
+                t = self.lw.env.resolve(local.type)
+                binding = self.lw.storage.bind_local(self._local_name(local.name), t, local.loc)
+                self.scope.bind(local.name, binding)
+                if local.init is not None:
+                    self.init_stmts.append(
+                        ast.Assign(ast.Name(local.name, loc=local.loc), local.init, loc=local.loc))
+            elif isinstance(local, ast.ActionDecl):
+                self.scope.bind(local.name, DeclB("action", local, self))
+            elif isinstance(local, ast.TableDecl):
+                self.scope.bind(local.name, DeclB("table", local, self))
+            elif isinstance(local, ast.Instantiation):
+                self._instantiate(local, comp)
+            else:
+                raise not_supported(f"{type(local).__name__} inside a control", local.loc)
+
+    def _local_name(self, name: str) -> str:
+        return name if self.prefix.count(".") == 0 else f"{self.prefix.split('.', 1)[1]}.{name}"
+
+    def _instantiate(self, inst: ast.Instantiation, comp: ExprCompiler) -> None:
+        type_name = inst.type.name if isinstance(inst.type, ast.TypeName) else None
+        control = self.lw.env.controls.get(type_name) if type_name else None
+        if control is not None:
+            if inst.args or control.ctor_params:
+                raise not_supported("control constructor parameters", inst.loc)
+            self.scope.bind(inst.name, DeclB("control_instance", control, inst))
+            return
+        binding = self.externs.declare(inst, self.cp_name(inst, inst.name), comp)
+        self.scope.bind(inst.name, binding)
+
+    # ------------------------------------------------------------- actions
+    def action_for(self, target: DeclB, loc) -> tuple[int, str, ast.ActionDecl]:
+        """The JSON action (created once) for a table or direct call of ``target``."""
+        decl: ast.ActionDecl = target.decl
+        key = id(decl), self.prefix if target.owner is not None else ""
+        cached = self.lw.action_cache.get(key)
+        if cached is not None:
+            return cached
+        owner = target.owner
+        scope = owner.scope.child() if owner is not None else self.lw.env.global_scope.child()
+        name = owner.cp_name(decl, decl.name) if owner is not None else _global_name(decl)
+        runtime_data: list[Json] = []
+        params: list[tuple[str, int]] = []
+        for param in decl.params:
+            if param.direction:
+                raise not_supported(f"directional parameter {param.name} of an action used in a "
+                                    "table or called from apply", param.loc)
+            t = self.lw.env.resolve(param.type)
+            if not isinstance(t, BitT | BoolT):
+                raise not_supported(f"action parameter of type {t}", param.loc)
+            width = width_of(t)
+            scope.bind(param.name, ParamB(len(runtime_data), t))
+            runtime_data.append({"name": param.name, "bitwidth": width})
+            params.append((param.name, width))
+        lowerer = StmtLowerer(self.lw, self.externs, scope)
+        prims = lowerer.lower_body(decl.body.statements)
+        action_id = self.lw.add_action(name, runtime_data, prims, decl.loc)
+        fixed = decl.annotation("id")
+        fixed_id = int(ExprCompiler(self.lw.env, scope).const_value(fixed.args[0])) if (
+            fixed and fixed.args) else None
+        annotations = [_annotation_text(a) for a in decl.annotations
+                       if a.name not in _HIDDEN_ANNOTATIONS]
+        self.lw.cp_actions[action_id] = CpAction(name, params, fixed_id, annotations)
+        result = (action_id, name, decl)
+        self.lw.action_cache[key] = result
+        return result
+
+    def resolve_action(self, name: str, loc) -> DeclB:
+        binding = self.scope.lookup(name)
+        if isinstance(binding, DeclB) and binding.kind == "action":
+            return binding
+        action = self.lw.env.actions.get(name)
+        if action is not None:
+            return DeclB("action", action, None)
+        raise CompileError(f"unknown action {name}", loc)
+
+    def action_data(self, decl: ast.ActionDecl, args: list[ast.Argument], loc) -> list[str]:
+        """Constant arguments of a default action or entry, as hex strings."""
+        comp = ExprCompiler(self.lw.env, self.scope)
+        values = match_args(decl.params, args, f"action {decl.name}", loc)
+        data = []
+        for param, arg in zip(decl.params, values, strict=True):
+            if arg is None:
+                raise CompileError(f"missing argument for parameter {param.name}", loc)
+            t = self.lw.env.resolve(param.type)
+            value = comp.const_value(arg, t)
+            data.append(hexstr(int(value), width_of(t))["value"])
+        return data
+
+    # --------------------------------------------------------------- apply
+    def lower(self) -> Frag:
+        """The fragment of this control's apply block (init of locals first)."""
+        body = self.decl.body.statements if self.decl.body else []
+        frag = self.lower_stmts(self.init_stmts + list(body), self.scope)
+        if frag.entry is RETURN:
+            return Frag(PASS, [])
+        frag.exits += self.return_exits
+        self.return_exits = []
+        if frag.entry is not PASS and frag.entry is not EXIT and not frag.exits:
+            return frag
+        return frag
+
+    def lower_stmts(self, stmts: list[ast.Node], scope: Scope) -> Frag:
+        result = Frag(PASS)
+        group: list[ast.Node] = []
+        inner = scope.child()
+
+        def flush() -> None:
+            nonlocal result
+            if group:
+                result = self.seq(result, self.pipeline.hidden_action(self, list(group), inner))
+                group.clear()
+
+        for stmt in stmts:
+            if self._is_straight_line(stmt, inner):
+                group.append(stmt)
+                if isinstance(stmt, ast.VarDecl | ast.ConstDecl):
+                    self._declare_in_block(stmt, inner, group)
+                continue
+            flush()
+            result = self.seq(result, self.lower_stmt(stmt, inner))
+            if result.entry is not PASS and not result.exits:
+                break  # everything after exit/return is unreachable
+        flush()
+        return result
+
+    def _declare_in_block(self, stmt, scope: Scope, group: list[ast.Node]) -> None:
+        group.pop()
+        if isinstance(stmt, ast.ConstDecl):
+            t = self.lw.env.resolve(stmt.type)
+            scope.bind(stmt.name, ConstB(ExprCompiler(self.lw.env, scope).const_value(
+                stmt.value, t), t))
+            return
+        t = self.lw.env.resolve(stmt.type)
+        scope.bind(stmt.name, self.lw.storage.bind_local(self._local_name(stmt.name), t, stmt.loc))
+        if stmt.init is not None:
+            group.append(ast.Assign(ast.Name(stmt.name, loc=stmt.loc), stmt.init, loc=stmt.loc))
+
+    def _is_straight_line(self, stmt: ast.Node, scope: Scope) -> bool:
+        if isinstance(stmt, ast.Assign | ast.VarDecl | ast.ConstDecl):
+            return True
+        if isinstance(stmt, ast.CallStmt):
+            func = stmt.call.func
+            if isinstance(func, ast.Member) and func.member == "apply":
+                return False
+            if isinstance(func, ast.Name):
+                binding = scope.lookup(func.name)
+                if isinstance(binding, DeclB) and binding.kind == "action":
+                    return False
+                if func.name in self.lw.env.actions:
+                    return False
+            return True
+        return False
+
+    def lower_stmt(self, stmt: ast.Node, scope: Scope) -> Frag:
+        if isinstance(stmt, ast.Block):
+            return self.lower_stmts(stmt.statements, scope)
+        if isinstance(stmt, ast.CallStmt):
+            return self._call(stmt.call, scope)
+        if isinstance(stmt, ast.If):
+            return self._if(stmt, scope)
+        if isinstance(stmt, ast.Switch):
+            return self._switch(stmt, scope)
+        if isinstance(stmt, ast.Exit):
+            return Frag(EXIT)
+        if isinstance(stmt, ast.Return):
+            if stmt.value is not None:
+                raise CompileError("a control cannot return a value", stmt.loc)
+            return Frag(RETURN)
+        raise not_supported(f"statement {type(stmt).__name__} in an apply block", stmt.loc)
+
+    def _call(self, call: ast.Call, scope: Scope) -> Frag:
+        func = call.func
+        if isinstance(func, ast.Member) and func.member == "apply":
+            target = ExprCompiler(self.lw.env, scope).compile(func.expr).binding
+            if isinstance(target, DeclB) and target.kind == "table":
+                node, exits = self.tables.apply(target.decl, call.loc)
+                return Frag(node, exits)
+            if isinstance(target, DeclB) and target.kind == "control_instance":
+                return self._apply_subcontrol(target, call, scope)
+            raise CompileError("only tables and controls can be applied", call.loc)
+        if isinstance(func, ast.Name):
+            action = self.resolve_action(func.name, call.loc)
+            return self.pipeline.direct_action(self, action, call)
+        raise not_supported("this call in an apply block", call.loc)
+
+    def _apply_subcontrol(self, target: DeclB, call: ast.Call, scope: Scope) -> Frag:
+        decl: ast.ControlDecl = target.decl
+        inst: ast.Instantiation = target.owner
+        args = match_args(decl.params, call.args, f"control {decl.name}", call.loc)
+        bindings: dict[str, Binding] = {}
+        prims: list[Json] = []
+        binder = StmtLowerer(self.lw, self.externs, scope)
+        for param, arg in zip(decl.params, args, strict=True):
+            if arg is None:
+                raise CompileError(f"missing argument for parameter {param.name}", call.loc)
+            bindings[param.name] = binder.bind_argument(param, arg, prims)
+        if prims:
+            raise not_supported("a sub-control argument that is not an l-value or constant",
+                                call.loc)
+        name = self.cp_name(inst, inst.name)
+        sub = ControlLowerer(self.lw, self.externs, self.pipeline, decl, name, bindings)
+        return sub.lower()
+
+    def _if(self, stmt: ast.If, scope: Scope) -> Frag:
+        hit = _table_hit_condition(stmt.cond)
+        if hit is not None:
+            table_expr, want_hit = hit
+            target = ExprCompiler(self.lw.env, scope).compile(table_expr).binding
+            if not (isinstance(target, DeclB) and target.kind == "table"):
+                raise CompileError(".hit/.miss need a table", stmt.cond.loc)
+            then = self.lower_stmt(stmt.then, scope)
+            orelse = self.lower_stmt(stmt.orelse, scope) if stmt.orelse else Frag(PASS)
+            hit_frag, miss_frag = (then, orelse) if want_hit else (orelse, then)
+            node, exits = self.tables.apply_hit_miss(target.decl, stmt.cond.loc)
+            table = self.tables.json_of(target.decl)
+            out: list[Setter] = [exits]
+            self.connect(_dict_setter(table["next_tables"], "__HIT__"), hit_frag, out)
+            self.connect(_dict_setter(table["next_tables"], "__MISS__"), miss_frag, out)
+            return Frag(node, out)
+        comp = ExprCompiler(self.lw.env, scope)
+        cond_val = comp.rvalue(stmt.cond)
+        if not isinstance(cond_val.type, BoolT):
+            raise CompileError(f"condition must be bool, not {cond_val.type}", stmt.cond.loc)
+        if cond_val.const is not None and cond_val.binding is None:
+            branch = stmt.then if cond_val.const else stmt.orelse
+            return self.lower_stmt(branch, scope) if branch is not None else Frag(PASS)
+        conditional = self.pipeline.conditional(comp.condition(stmt.cond), stmt.cond.loc)
+        then = self.lower_stmt(stmt.then, scope)
+        orelse = self.lower_stmt(stmt.orelse, scope) if stmt.orelse else Frag(PASS)
+        out = []
+        self.connect(_dict_setter(conditional, "true_next"), then, out)
+        self.connect(_dict_setter(conditional, "false_next"), orelse, out)
+        return Frag(conditional["name"], out)
+
+    def _switch(self, stmt: ast.Switch, scope: Scope) -> Frag:
+        expr = stmt.expr
+        if not (isinstance(expr, ast.Member) and expr.member == "action_run"
+                and isinstance(expr.expr, ast.Call) and isinstance(expr.expr.func, ast.Member)
+                and expr.expr.func.member == "apply"):
+            raise not_supported("switch on anything but table.apply().action_run", stmt.loc)
+        target = ExprCompiler(self.lw.env, scope).compile(expr.expr.func.expr).binding
+        if not (isinstance(target, DeclB) and target.kind == "table"):
+            raise CompileError("switch needs table.apply().action_run", stmt.loc)
+        node, base_exit = self.tables.apply(target.decl, stmt.loc, plain=False)
+        table = self.tables.json_of(target.decl)
+        out: list[Setter] = [base_exit]
+        pending: list[str] = []
+        covered: set[str] = set()
+        default_frag: Frag | None = None
+        for case in stmt.cases:
+            if isinstance(case.label, ast.Default):
+                labels = None
+            elif isinstance(case.label, ast.Name):
+                labels = self.tables.action_name_in(target.decl, case.label.name, case.label.loc)
+            else:
+                raise CompileError("switch labels must be action names or default", case.loc)
+            if case.body is None:
+                if labels is None:
+                    raise CompileError("default cannot fall through", case.loc)
+                pending.append(labels)
+                continue
+            frag = self.lower_stmt(case.body, scope)
+            if labels is None:
+                default_frag = frag
+                continue
+            for name in pending + [labels]:
+                if name in covered:
+                    raise CompileError(f"action {name} appears twice in the switch", case.loc)
+                covered.add(name)
+                self.connect(_dict_setter(table["next_tables"], name), frag, out)
+            pending = []
+        for name in list(table["next_tables"]):
+            if name in covered:
+                continue
+            setter = _dict_setter(table["next_tables"], name)
+            if default_frag is not None:
+                self.connect(setter, default_frag, out)
+            else:
+                out.append(setter)
+        return Frag(node, out)
+
+    # ------------------------------------------------------------ plumbing
+    def target(self, setter: Setter, entry: Any) -> None:
+        if entry is EXIT:
+            setter(None)
+        elif entry is RETURN:
+            self.return_exits.append(setter)
+        else:
+            setter(entry)
+
+    def connect(self, setter: Setter, frag: Frag, out: list[Setter]) -> None:
+        """Point ``setter`` at ``frag``; what still falls through goes to ``out``."""
+        if frag.entry is PASS:
+            out.append(setter)
+            return
+        self.target(setter, frag.entry)
+        out.extend(frag.exits)
+
+    def seq(self, first: Frag, second: Frag) -> Frag:
+        if first.entry is PASS:
+            return second
+        if not first.exits or second.entry is PASS:
+            return first
+        for setter in first.exits:
+            self.target(setter, second.entry)
+        return Frag(first.entry, second.exits)
+
+
+def _dict_setter(obj: dict, key: str) -> Setter:
+    def setter(value: Any) -> None:
+        obj[key] = value
+    return setter
+
+
+def _table_hit_condition(cond: ast.Expression) -> tuple[ast.Expression, bool] | None:
+    """``t.apply().hit`` -> (t, True); ``.miss`` or ``!...hit`` -> (t, False)."""
+    negate = False
+    while isinstance(cond, ast.Unary) and cond.op == "!":
+        negate = not negate
+        cond = cond.operand
+    if (isinstance(cond, ast.Member) and cond.member in ("hit", "miss")
+            and isinstance(cond.expr, ast.Call) and isinstance(cond.expr.func, ast.Member)
+            and cond.expr.func.member == "apply"):
+        want_hit = (cond.member == "hit") != negate
+        return cond.expr.func.expr, want_hit
+    return None
+
+
+def _global_name(decl: ast.ActionDecl) -> str:
+    ann = decl.annotation("name")
+    if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
+        return ann.args[0].value.lstrip(".")
+    return decl.name
+
+
+_HIDDEN_ANNOTATIONS = {"name", "id", "hidden", "defaultonly", "tableonly"}
+
+
+def _annotation_text(ann: ast.Annotation) -> str:
+    return f"@{ann.name}({ann.raw})" if ann.raw else f"@{ann.name}"
+
+
+def synthesized_name(loc) -> str:
+    """p4c's name for a synthesized action: file stem (alphanumerics) + 'l'? + line."""
+    stem = loc.file.rsplit("/", 1)[-1]
+    if stem.endswith(".p4"):
+        stem = stem[:-3]
+    stem = re.sub(r"[^A-Za-z0-9_]", "", stem) or "act"
+    sep = "l" if stem[-1].isdigit() else ""
+    return f"{stem}{sep}{loc.line}"
+
+
+class PipelineBuilder:
+    """Collects the tables and conditionals of one pipeline (ingress or egress)."""
+
+    def __init__(self, lw: Lowering, externs: Externs, name: str) -> None:
+        self.lw = lw
+        self.externs = externs
+        self.name = name
+        self.tables: list[Json] = []
+        self.conditionals: list[Json] = []
+
+    def conditional(self, expression: Json, loc) -> Json:
+        name = f"node_{self.lw.next_node_number()}"
+        cond = {"name": name, "id": self.lw.conditional_count,
+                "source_info": self.lw.source_info(loc, self.lw.source.fragment(loc, ")")),
+                "expression": expression, "true_next": None, "false_next": None}
+        self.lw.conditional_count += 1
+        self.conditionals.append(cond)
+        return cond
+
+    def hidden_action(self, control: ControlLowerer, stmts: list[ast.Node], scope: Scope) -> Frag:
+        """Straight-line statements as a hidden action in a hidden keyless table."""
+        base = synthesized_name(stmts[0].loc)
+        action_name = self.lw.action_names.fresh(base)
+        lowerer = StmtLowerer(self.lw, self.externs, scope)
+        prims = lowerer.lower_body(stmts)
+        action_id = self.lw.add_action(action_name, [], prims, stmts[0].loc)
+        return self.hidden_table(f"tbl_{base}", action_id, action_name, [], stmts[0].loc)
+
+    def direct_action(self, control: ControlLowerer, action: DeclB, call: ast.Call) -> Frag:
+        action_id, name, decl = control.action_for(action, call.loc)
+        data = control.action_data(decl, call.args, call.loc)
+        return self.hidden_table(f"tbl_{decl.name}", action_id, name, data, call.loc)
+
+    def hidden_table(self, base: str, action_id: int, action_name: str, data: list[str],
+                     loc) -> Frag:
+        name = self.lw.node_names.fresh(base)
+        self.lw.next_node_number()
+        table = {
+            "name": name, "id": self.lw.table_count,
+            "source_info": self.lw.source_info(loc),
+            "key": [], "match_type": "exact", "type": "simple", "max_size": 1024,
+            "with_counters": False, "support_timeout": False, "direct_meters": None,
+            "action_ids": [action_id], "actions": [action_name], "base_default_next": None,
+            "next_tables": {action_name: None},
+            "default_entry": {"action_id": action_id, "action_const": True, "action_data": data,
+                              "action_entry_const": True},
+        }
+        self.lw.table_count += 1
+        self.tables.append(table)
+        return Frag(name, [_dict_setter(table, "base_default_next"),
+                           _dict_setter(table["next_tables"], action_name)])
+
+    def to_json(self, pipeline_id: int, init: Any, loc) -> Json:
+        init_table = None if init in (PASS, EXIT, RETURN) else init
+        return {"name": self.name, "id": pipeline_id, "source_info": self.lw.source_info(loc, ""),
+                "init_table": init_table, "tables": self.tables, "action_profiles": [],
+                "conditionals": self.conditionals}
+
+
+def pipeline_from_control(lw: Lowering, externs: Externs, name: str, decl: ast.ControlDecl,
+                          bindings: dict[str, Binding], pipeline_id: int) -> Json:
+    builder = PipelineBuilder(lw, externs, name)
+    control = ControlLowerer(lw, externs, builder, decl, decl.name, bindings)
+    frag = control.lower()
+    for setter in frag.exits:
+        setter(None)
+    info_loc = decl.loc
+    result = builder.to_json(pipeline_id, frag.entry, info_loc)
+    result["source_info"] = lw.source_info(info_loc, decl.name)
+    return result
+
+
+__all__ = ["ExternB", "pipeline_from_control", "ControlLowerer", "PipelineBuilder"]

@@ -1,0 +1,598 @@
+"""Expressions to BMv2 JSON, with type/width inference and constant folding.
+
+BMv2 evaluates expressions in infinite precision and truncates only on store,
+so, like p4c, we wrap every unsigned ``+ - * << ~`` and negation in ``& mask``
+and every signed one in ``two_comp_mod``. Booleans and bit strings never mix
+implicitly in BMv2: a bool stored in a field is data (``b2d`` to store,
+``d2b`` to test), a comparison is a boolean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from p4lite.compiler import ast
+from p4lite.compiler.bindings import (
+    Binding,
+    ConstB,
+    DeclB,
+    ExternB,
+    FieldB,
+    HeaderB,
+    ParamB,
+    Scope,
+    StackB,
+    StructB,
+    TypeB,
+)
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.program_env import ProgramEnv
+from p4lite.compiler.types import (
+    BitT,
+    BoolT,
+    EnumT,
+    ErrorT,
+    HeaderT,
+    IntT,
+    P4Type,
+    StackT,
+    StringT,
+    StructT,
+    same_type,
+    width_of,
+)
+
+Json = dict[str, Any]
+
+
+@dataclass(slots=True)
+class Val:
+    """A compiled expression: its type, its JSON operand, its constant value if known."""
+
+    type: P4Type
+    json: Json | None = None
+    const: int | bool | None = None
+    binding: Binding | None = None
+    is_data: bool = True  # for bool: json is a 1-bit data value (a field), not a boolean
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not None
+
+
+def hex_text(value: int, width: int | None) -> str:
+    """p4c's hexstr text: big-endian, zero-padded to whole bytes of ``width``."""
+    sign = "-" if value < 0 else ""
+    magnitude = -value if value < 0 else value
+    nbytes = max(1, ((width or magnitude.bit_length()) + 7) // 8)
+    digits = f"{magnitude:x}".rjust(2 * nbytes, "0")
+    return f"{sign}0x{digits}"
+
+
+def hexstr(value: int, width: int | None) -> Json:
+    return {"type": "hexstr", "value": hex_text(value, width)}
+
+
+def expr_json(op: str, left: Json | None, right: Json | None, cond: Json | None = None) -> Json:
+    value: Json = {"op": op, "left": left, "right": right}
+    if cond is not None:
+        value["cond"] = cond
+    return {"type": "expression", "value": value}
+
+
+def wrap_const(value: int, t: P4Type) -> int:
+    """Truncate an infinite-precision value to ``t`` (two's complement when signed)."""
+    if not isinstance(t, BitT):
+        return value
+    value &= (1 << t.width) - 1
+    if t.signed and value >> (t.width - 1):
+        value -= 1 << t.width
+    return value
+
+
+def to_param(json: Json) -> Json:
+    """An operand as a primitive parameter: action parameters become runtime_data."""
+    if json.get("type") == "local":
+        return {"type": "runtime_data", "value": json["value"]}
+    return json
+
+
+@dataclass(slots=True)
+class StackElemB(Binding):
+    """``stack.next`` / ``stack.last`` inside a parser."""
+
+    stack: StackB
+    which: str
+
+
+_ARITH = {"+", "-", "*", "<<"}
+_BITWISE = {"&": "&", "|": "|", "^": "^"}
+_COMPARE = {"==", "!=", "<", "<=", ">", ">="}
+_LOGIC = {"&&": "and", "||": "or"}
+
+
+class ExprCompiler:
+    """Compiles expressions in one scope. ``in_action`` turns parameters into ``local``."""
+
+    def __init__(self, env: ProgramEnv, scope: Scope, *, lookahead: Callable | None = None) -> None:
+        self.env = env
+        self.scope = scope
+        self.lookahead = lookahead  # parser context: (type, loc) -> Json
+        self.parser_mode = lookahead is not None
+
+    # ------------------------------------------------------------ entry points
+    def compile(self, e: ast.Expression, expected: P4Type | None = None) -> Val:
+        method = getattr(self, "_c_" + type(e).__name__, None)
+        if method is None:
+            raise not_supported(f"expression {type(e).__name__}", e.loc)
+        val: Val = method(e)
+        if expected is not None:
+            val = self.coerce(val, expected, e.loc)
+        return val
+
+    def rvalue(self, e: ast.Expression, expected: P4Type | None = None) -> Val:
+        """A scalar value (bit, int, bool, error, enum) with JSON."""
+        val = self.compile(e, expected)
+        if val.json is None and val.const is None:
+            raise CompileError(f"{describe(val)} is not a value here", e.loc)
+        if val.json is None:
+            val.json = self._const_json(val.const, val.type)
+        return val
+
+    def condition(self, e: ast.Expression) -> Json:
+        """A boolean expression as JSON (``d2b`` around bool fields)."""
+        val = self.rvalue(e)
+        if not isinstance(val.type, BoolT):
+            raise CompileError(f"condition must be bool, not {val.type}", e.loc)
+        return as_bool(val)
+
+    def const_value(self, e: ast.Expression, expected: P4Type | None = None) -> int | bool:
+        val = self.compile(e, expected)
+        if val.const is None:
+            raise CompileError("expected a compile-time constant", e.loc)
+        return val.const
+
+    def coerce(self, val: Val, t: P4Type, loc) -> Val:
+        """Give an untyped constant the type ``t``; check the others match."""
+        if isinstance(val.type, IntT) and isinstance(t, BitT) and val.const is not None:
+            value = wrap_const(int(val.const), t)
+            return Val(t, hexstr(value, t.width), value)
+        if isinstance(val.type, IntT) and isinstance(t, IntT):
+            return val
+        if not same_type(val.type, t):
+            raise CompileError(f"type mismatch: expected {t}, got {val.type}", loc)
+        return val
+
+    # ----------------------------------------------------------------- leaves
+    def _c_IntLiteral(self, e: ast.IntLiteral) -> Val:
+        if e.width is None:
+            return Val(IntT(), None, e.value)
+        t = BitT(e.width, e.signed)
+        value = wrap_const(e.value, t)
+        return Val(t, hexstr(value, e.width), value)
+
+    def _c_BoolLiteral(self, e: ast.BoolLiteral) -> Val:
+        return Val(BoolT(), {"type": "bool", "value": e.value}, e.value, is_data=False)
+
+    def _c_StringLiteral(self, e: ast.StringLiteral) -> Val:
+        return Val(StringT(), {"type": "string", "value": e.value})
+
+    def _c_ErrorMember(self, e: ast.ErrorMember) -> Val:
+        code = self.env.error_value(e.member, e.loc)
+        return Val(ErrorT(), hexstr(code, 32), code)
+
+    def _c_Name(self, e: ast.Name) -> Val:
+        binding = self.env.global_scope.lookup(e.name) if e.top_level else self.scope.lookup(e.name)
+        if binding is None:
+            if e.name in self.env.type_decls:
+                return Val(self.env.resolve(ast.TypeName(e.name, loc=e.loc)), None, None, TypeB(
+                    self.env.resolve(ast.TypeName(e.name, loc=e.loc))))
+            raise CompileError(f"unknown name {e.name}", e.loc)
+        return binding_val(binding)
+
+    def _c_Member(self, e: ast.Member) -> Val:
+        base = self.compile(e.expr)
+        return self.member_of(base, e.member, e.loc)
+
+    def member_of(self, base: Val, member: str, loc) -> Val:
+        binding = base.binding
+        if isinstance(binding, TypeB):
+            return _enum_member(binding.type, member, loc)
+        if isinstance(binding, HeaderB):
+            ftype = binding.type.field_type(member)
+            if ftype is None:
+                raise CompileError(f"header {binding.type.name} has no field {member}", loc)
+            return binding_val(FieldB(binding.instance, member, ftype))
+        if isinstance(binding, StructB):
+            inner = binding.members.get(member)
+            if inner is None:
+                raise CompileError(f"struct {binding.type.name} has no field {member}", loc)
+            return binding_val(inner)
+        if isinstance(binding, StackB):
+            if member == "size":
+                return Val(BitT(32), hexstr(binding.type.size, 32), binding.type.size)
+            if member in ("next", "last") and self.parser_mode:
+                return Val(binding.type.element, None, None, StackElemB(binding, member))
+            raise not_supported(f"header stack member .{member} here", loc)
+        if isinstance(binding, StackElemB):
+            ftype = binding.stack.type.element.field_type(member)
+            if ftype is None or binding.which != "last":
+                raise not_supported(f"field {member} of {binding.stack.name}.{binding.which}", loc)
+            json = {"type": "stack_field", "value": [binding.stack.name, member]}
+            return Val(ftype, json)
+        raise CompileError(f"{describe(base)} has no member {member}", loc)
+
+    def _c_Index(self, e: ast.Index) -> Val:
+        base = self.compile(e.expr)
+        if not isinstance(base.binding, StackB):
+            raise CompileError(f"{describe(base)} cannot be indexed", e.loc)
+        index = self.compile(e.index)
+        if index.const is None:
+            raise not_supported("a header stack index that is not a compile-time constant", e.loc)
+        stack = base.binding
+        if not 0 <= int(index.const) < stack.type.size:
+            raise CompileError(
+                f"index {index.const} out of range for {stack.name}[{stack.type.size}]", e.loc
+            )
+        return binding_val(HeaderB(f"{stack.name}[{index.const}]", stack.type.element))
+
+    # ------------------------------------------------------------- operators
+    def _c_Slice(self, e: ast.Slice) -> Val:
+        base = self.rvalue(e.expr)
+        hi, lo = int(self.const_value(e.hi)), int(self.const_value(e.lo))
+        if not isinstance(base.type, BitT):
+            raise CompileError(f"cannot slice a value of type {base.type}", e.loc)
+        if not base.type.width > hi >= lo >= 0:
+            raise CompileError(f"slice [{hi}:{lo}] out of range for {base.type}", e.loc)
+        t = BitT(hi - lo + 1)
+        mask = (1 << t.width) - 1
+        if base.const is not None:
+            value = (int(base.const) >> lo) & mask
+            return Val(t, hexstr(value, t.width), value)
+        shifted = base.json if lo == 0 else expr_json(">>", base.json, hexstr(lo, 8))
+        return Val(t, expr_json("&", shifted, hexstr(mask, t.width)))
+
+    def _c_Unary(self, e: ast.Unary) -> Val:
+        operand = self.rvalue(e.operand)
+        if e.op == "!":
+            if not isinstance(operand.type, BoolT):
+                raise CompileError(f"! needs a bool operand, not {operand.type}", e.loc)
+            if operand.const is not None:
+                return _bool_const(not operand.const)
+            return Val(BoolT(), expr_json("not", None, as_bool(operand)), is_data=False)
+        if not isinstance(operand.type, BitT | IntT):
+            raise CompileError(f"{e.op} needs a numeric operand, not {operand.type}", e.loc)
+        if e.op == "+":
+            return operand
+        if operand.const is not None:
+            raw = -int(operand.const) if e.op == "-" else ~int(operand.const)
+            if isinstance(operand.type, IntT):
+                if e.op == "~":
+                    raise CompileError("~ needs a value with a width", e.loc)
+                return Val(IntT(), None, raw)
+            value = wrap_const(raw, operand.type)
+            return Val(operand.type, hexstr(value, operand.type.width), value)
+        if e.op == "-":
+            json = expr_json("-", None, operand.json)
+        else:
+            json = expr_json("~", None, operand.json)
+        return Val(operand.type, wrap(json, operand.type))
+
+    def _c_Binary(self, e: ast.Binary) -> Val:
+        if e.op in _LOGIC:
+            return self._logic(e)
+        left, right = self.rvalue(e.left), self.rvalue(e.right)
+        if e.op == "++":
+            return self._concat(left, right, e.loc)
+        if e.op in ("<<", ">>"):
+            return self._shift(e.op, left, right, e.loc)
+        left, right = self._unify(left, right, e)
+        if e.op in _COMPARE:
+            return self._compare(e.op, left, right, e.loc)
+        if e.op in ("|+|", "|-|"):
+            return self._saturating(e.op, left, right, e.loc)
+        if e.op in _ARITH or e.op in _BITWISE or e.op in ("/", "%"):
+            return self._arith(e.op, left, right, e.loc)
+        raise not_supported(f"operator {e.op}", e.loc)
+
+    def _unify(self, left: Val, right: Val, e: ast.Binary) -> tuple[Val, Val]:
+        if isinstance(left.type, IntT) and not isinstance(right.type, IntT):
+            left = self.coerce(left, right.type, e.left.loc)
+        elif isinstance(right.type, IntT) and not isinstance(left.type, IntT):
+            right = self.coerce(right, left.type, e.right.loc)
+        if not same_type(left.type, right.type):
+            raise CompileError(
+                f"operands of {e.op} have different types: {left.type} and {right.type}", e.loc
+            )
+        return left, right
+
+    def _logic(self, e: ast.Binary) -> Val:
+        left, right = self.rvalue(e.left), self.rvalue(e.right)
+        for side, val in (("left", left), ("right", right)):
+            if not isinstance(val.type, BoolT):
+                raise CompileError(f"{side} operand of {e.op} must be bool, not {val.type}", e.loc)
+        if left.const is not None and right.const is not None:
+            value = (left.const and right.const) if e.op == "&&" else (left.const or right.const)
+            return _bool_const(bool(value))
+        return Val(BoolT(), expr_json(_LOGIC[e.op], as_bool(left), as_bool(right)), is_data=False)
+
+    def _compare(self, op: str, left: Val, right: Val, loc) -> Val:
+        if not isinstance(left.type, BitT | IntT | BoolT | ErrorT | EnumT):
+            raise not_supported(f"comparing values of type {left.type}", loc)
+        if op not in ("==", "!=") and not isinstance(left.type, BitT | IntT):
+            raise CompileError(f"{op} needs numeric operands, not {left.type}", loc)
+        if left.const is not None and right.const is not None:
+            return _bool_const(_PY_COMPARE[op](left.const, right.const))
+        if isinstance(left.type, BoolT):
+            lj, rj = as_data(left), as_data(right)
+        else:
+            lj, rj = left.json, right.json
+        return Val(BoolT(), expr_json(op, lj, rj), is_data=False)
+
+    def _arith(self, op: str, left: Val, right: Val, loc) -> Val:
+        if not isinstance(left.type, BitT | IntT):
+            raise CompileError(f"{op} needs numeric operands, not {left.type}", loc)
+        if left.const is not None and right.const is not None:
+            if op in ("/", "%") and right.const == 0:
+                raise CompileError("division by zero", loc)
+            raw = _PY_ARITH[op](int(left.const), int(right.const))
+            if isinstance(left.type, IntT):
+                return Val(IntT(), None, raw)
+            value = wrap_const(raw, left.type)
+            return Val(left.type, hexstr(value, left.type.width), value)
+        if op in ("/", "%"):
+            raise not_supported(f"{op} on values that are not compile-time constants", loc)
+        json = expr_json(op, left.json, right.json)
+        if op in _ARITH:
+            json = wrap(json, left.type)
+        return Val(left.type, json)
+
+    def _shift(self, op: str, left: Val, right: Val, loc) -> Val:
+        if not isinstance(left.type, BitT | IntT) or not isinstance(right.type, BitT | IntT):
+            raise CompileError(f"{op} needs numeric operands", loc)
+        if isinstance(right.type, BitT) and right.type.signed:
+            raise CompileError("a shift amount must be unsigned", loc)
+        if left.const is not None and right.const is not None:
+            raw = int(left.const) << int(right.const) if op == "<<" else int(left.const) >> int(
+                right.const
+            )
+            if isinstance(left.type, IntT):
+                return Val(IntT(), None, raw)
+            value = wrap_const(raw, left.type)
+            return Val(left.type, hexstr(value, left.type.width), value)
+        if isinstance(left.type, IntT):
+            raise CompileError(f"the left operand of {op} needs a width", loc)
+        rj = right.json if right.json is not None else hexstr(int(right.const), 8)
+        json = expr_json(op, left.json, rj)
+        if op == "<<":
+            json = wrap(json, left.type)
+        return Val(left.type, json)
+
+    def _concat(self, left: Val, right: Val, loc) -> Val:
+        if not isinstance(left.type, BitT) or not isinstance(right.type, BitT):
+            raise CompileError("++ needs bit<N> operands with known widths", loc)
+        t = BitT(left.type.width + right.type.width, left.type.signed)
+        if left.const is not None and right.const is not None:
+            lo_mask = (1 << right.type.width) - 1
+            value = wrap_const((int(left.const) << right.type.width) | (int(right.const) & lo_mask), t)
+            return Val(t, hexstr(value, t.width), value)
+        shifted = expr_json("<<", left.json, hexstr(right.type.width, 8))
+        json = expr_json("|", wrap(shifted, BitT(t.width)), right.json)
+        return Val(t, json)
+
+    def _saturating(self, op: str, left: Val, right: Val, loc) -> Val:
+        t = left.type
+        if not isinstance(t, BitT):
+            raise CompileError(f"{op} needs bit<N> or int<N> operands", loc)
+        lo, hi = ((-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, (1 << t.width) - 1))
+        if left.const is not None and right.const is not None:
+            raw = left.const + right.const if op == "|+|" else left.const - right.const
+            value = min(hi, max(lo, int(raw)))
+            return Val(t, hexstr(value, t.width), value)
+        # No BMv2 op saturates, so clamp the infinite-precision result with ?:.
+        raw_json = expr_json("+" if op == "|+|" else "-", left.json, right.json)
+        hi_json, lo_json = hexstr(hi, t.width), hexstr(lo, t.width)
+        clamp_lo = expr_json("?", lo_json, raw_json, expr_json("<", raw_json, lo_json))
+        json = expr_json("?", hi_json, clamp_lo, expr_json(">", raw_json, hi_json))
+        return Val(t, json)
+
+    def _c_Ternary(self, e: ast.Ternary) -> Val:
+        cond = self.rvalue(e.cond)
+        if not isinstance(cond.type, BoolT):
+            raise CompileError(f"?: condition must be bool, not {cond.type}", e.cond.loc)
+        then, orelse = self.rvalue(e.then), self.rvalue(e.orelse)
+        then, orelse = self._unify(then, orelse, ast.Binary("?:", e.then, e.orelse, loc=e.loc))
+        if cond.const is not None:
+            return then if cond.const else orelse
+        if isinstance(then.type, IntT):
+            raise CompileError("?: branches need a width (cast one of them)", e.loc)
+        if isinstance(then.type, BoolT):
+            json = expr_json("?", as_bool(then), as_bool(orelse), as_bool(cond))
+            return Val(BoolT(), json, is_data=False)
+        return Val(then.type, expr_json("?", then.json, orelse.json, as_bool(cond)))
+
+    def _c_Cast(self, e: ast.Cast) -> Val:
+        target = self.env.resolve(e.type)
+        val = self.rvalue(e.expr)
+        return cast(val, target, e.loc)
+
+    def _c_Call(self, e: ast.Call) -> Val:
+        func = e.func
+        if isinstance(func, ast.Member) and func.member == "isValid" and not e.args:
+            base = self.compile(func.expr)
+            if not isinstance(base.binding, HeaderB):
+                raise CompileError(f"isValid() needs a header, not {describe(base)}", e.loc)
+            valid = {"type": "field", "value": [base.binding.instance, "$valid$"]}
+            return Val(BoolT(), expr_json("d2b", None, valid), is_data=False)
+        if isinstance(func, ast.Member) and func.member == "lookahead" and self.lookahead:
+            if len(e.type_args) != 1:
+                raise CompileError("lookahead needs one type argument", e.loc)
+            t = self.env.resolve(e.type_args[0])
+            return Val(t, self.lookahead(t, e.loc))
+        raise not_supported("this call inside an expression", e.loc)
+
+    def _c_StructExpr(self, e: ast.StructExpr) -> Val:
+        raise not_supported("a struct expression here", e.loc)
+
+    def _c_ListExpr(self, e: ast.ListExpr) -> Val:
+        raise not_supported("a list expression here", e.loc)
+
+    def _const_json(self, value: int | bool, t: P4Type) -> Json:
+        if isinstance(value, bool):
+            return {"type": "bool", "value": value}
+        if isinstance(t, IntT):
+            return hexstr(value, None)
+        return hexstr(value, width_of(t))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def binding_val(binding: Binding) -> Val:
+    if isinstance(binding, ConstB):
+        t = binding.type
+        if isinstance(binding.value, bool):
+            return _bool_const(binding.value)
+        json = None if isinstance(t, IntT) else hexstr(binding.value, width_of(t))
+        return Val(t, json, binding.value, binding)
+    if isinstance(binding, FieldB):
+        return Val(binding.type, {"type": "field", "value": [binding.header, binding.field]},
+                   None, binding)
+    if isinstance(binding, ParamB):
+        return Val(binding.type, {"type": "local", "value": binding.index}, None, binding)
+    if isinstance(binding, HeaderB):
+        return Val(binding.type, None, None, binding)
+    if isinstance(binding, StackB):
+        return Val(binding.type, None, None, binding)
+    if isinstance(binding, StructB):
+        return Val(binding.type, None, None, binding)
+    if isinstance(binding, ExternB):
+        return Val(binding.type, None, None, binding)
+    if isinstance(binding, TypeB):
+        return Val(binding.type, None, None, binding)
+    if isinstance(binding, DeclB):
+        return Val(IntT(), None, None, binding)
+    if isinstance(binding, StackElemB):
+        return Val(binding.stack.type.element, None, None, binding)
+    raise TypeError(binding)
+
+
+def describe(val: Val) -> str:
+    b = val.binding
+    if isinstance(b, HeaderB):
+        return f"header {b.instance}"
+    if isinstance(b, StructB):
+        return f"struct of type {b.type.name}"
+    if isinstance(b, StackB):
+        return f"header stack {b.name}"
+    if isinstance(b, ExternB):
+        return f"extern {b.name}"
+    if isinstance(b, TypeB):
+        return f"type {b.type}"
+    if isinstance(b, DeclB):
+        return f"{b.kind} {getattr(b.decl, 'name', '')}"
+    return f"a value of type {val.type}"
+
+
+def _enum_member(t: P4Type, member: str, loc) -> Val:
+    if not isinstance(t, EnumT):
+        raise CompileError(f"type {t} has no member {member}", loc)
+    if member not in t.members:
+        raise CompileError(f"enum {t.name} has no member {member}", loc)
+    if t.underlying is not None:
+        value = t.values[member]
+        return Val(t.underlying, hexstr(value, t.underlying.width), value)
+    index = t.members.index(member)
+    return Val(t, hexstr(index, 32), index)
+
+
+def _bool_const(value: bool) -> Val:
+    return Val(BoolT(), {"type": "bool", "value": value}, value, is_data=False)
+
+
+def as_bool(val: Val) -> Json:
+    """A bool value as a boolean expression."""
+    if val.const is not None and val.binding is None:
+        return {"type": "bool", "value": bool(val.const)}
+    if val.is_data:
+        return expr_json("d2b", None, val.json)
+    return val.json
+
+
+def as_data(val: Val) -> Json:
+    """A value as data to store in a field (bools become 0/1 with ``b2d``)."""
+    if isinstance(val.type, BoolT):
+        if val.const is not None and val.binding is None:
+            return hexstr(int(bool(val.const)), 1)
+        if not val.is_data:
+            return expr_json("b2d", None, val.json)
+    return val.json
+
+
+def wrap(json: Json, t: P4Type) -> Json:
+    """Truncate an infinite-precision result to ``t`` as p4c does."""
+    if not isinstance(t, BitT):
+        return json
+    if t.signed:
+        return expr_json("two_comp_mod", json, hexstr(t.width, 8))
+    return expr_json("&", json, hexstr((1 << t.width) - 1, t.width))
+
+
+def cast(val: Val, target: P4Type, loc) -> Val:
+    source = val.type
+    if isinstance(target, BoolT):
+        if isinstance(source, BoolT):
+            return val
+        if isinstance(source, BitT) and source.width == 1 and not source.signed:
+            if val.const is not None:
+                return _bool_const(bool(val.const))
+            return Val(BoolT(), expr_json("d2b", None, val.json), is_data=False)
+        raise CompileError(f"cannot cast {source} to bool", loc)
+    if isinstance(target, BitT):
+        if isinstance(source, BoolT):
+            if target.width != 1:
+                raise CompileError(f"cannot cast bool to {target}", loc)
+            if val.const is not None:
+                return Val(target, hexstr(int(bool(val.const)), 1), int(bool(val.const)))
+            return Val(target, as_data(val))
+        if isinstance(source, EnumT) and source.underlying is None:
+            raise CompileError(f"cannot cast enum {source.name} to {target}", loc)
+        if not isinstance(source, BitT | IntT | EnumT):
+            raise CompileError(f"cannot cast {source} to {target}", loc)
+        if val.const is not None:
+            value = wrap_const(int(val.const), target)
+            return Val(target, hexstr(value, target.width), value)
+        src_width = width_of(source) if not isinstance(source, IntT) else None
+        src_signed = isinstance(source, BitT) and source.signed
+        if src_width is not None and target.width >= src_width and src_signed == target.signed:
+            return Val(target, val.json)
+        if src_width is not None and target.width >= src_width and not src_signed:
+            return Val(target, val.json)
+        return Val(target, wrap(val.json, target))
+    if isinstance(target, EnumT | ErrorT | StructT | HeaderT | StackT):
+        if same_type(source, target):
+            return val
+    raise not_supported(f"cast from {source} to {target}", loc)
+
+
+_PY_COMPARE = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+_PY_ARITH = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+    "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b,
+}

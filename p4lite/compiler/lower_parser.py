@@ -1,0 +1,325 @@
+"""The v1model parser to BMv2's ``parser`` object, and select keysets to value/mask.
+
+A select case's value and mask are the key parts, each padded to whole bytes,
+then concatenated (12-bit 0xaba and 2-bit 0x3 give ``0x0aba03``). Ranges are
+expanded into value/mask pairs, ``_`` is mask 0, and ``accept`` (and, as in
+p4c, ``reject``) is ``next_state: null``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+from p4lite.compiler import ast
+from p4lite.compiler.bindings import ConstB, ExternB, FieldB, HeaderB, Scope, StackB
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.externs import Externs
+from p4lite.compiler.lower_expr import (
+    ExprCompiler,
+    StackElemB,
+    as_bool,
+    as_data,
+    hexstr,
+    to_param,
+)
+from p4lite.compiler.lower_stmt import StmtLowerer
+from p4lite.compiler.types import BitT, BoolT, P4Type, width_of
+
+if TYPE_CHECKING:
+    from p4lite.compiler.context import Lowering
+
+Json = dict[str, Any]
+
+
+def expand_range(low: int, high: int, width: int) -> list[tuple[int, int]]:
+    """Cover [low, high] with aligned power-of-two blocks as (value, mask) pairs."""
+    full = (1 << width) - 1
+    pairs = []
+    while low <= high:
+        size = low & -low if low else 1 << width
+        while size > high - low + 1:
+            size >>= 1
+        pairs.append((low, full ^ (size - 1)))
+        low += size
+    return pairs
+
+
+def encode_keyset(parts: list[tuple[int, int]], widths: list[int]) -> tuple[str, str | None]:
+    """Concatenate byte-padded parts into p4c's value and mask hex strings."""
+    value_hex, mask_hex, all_exact = "", "", True
+    for (value, mask), width in zip(parts, widths, strict=True):
+        nbytes = (width + 7) // 8
+        full = (1 << width) - 1
+        value_hex += f"{value & mask & full:0{2 * nbytes}x}"
+        mask_hex += f"{mask & full:0{2 * nbytes}x}"
+        all_exact = all_exact and (mask & full) == full
+    return "0x" + value_hex, (None if all_exact else "0x" + mask_hex)
+
+
+class ParserLowerer:
+    def __init__(self, lw: Lowering, externs: Externs, decl: ast.ParserDecl,
+                 bindings: dict[str, Any]) -> None:
+        self.lw = lw
+        self.externs = externs
+        self.decl = decl
+        self.scope = Scope(lw.env.global_scope)
+        for name, binding in bindings.items():
+            self.scope.bind(name, binding)
+        self.state_names = [s.name for s in decl.states]
+        self.comp = ExprCompiler(lw.env, self.scope, lookahead=self._lookahead)
+        self._lookahead_offset = 0
+
+    def lower(self) -> Json:
+        if "start" not in self.state_names:
+            raise CompileError(f"parser {self.decl.name} has no start state", self.decl.loc)
+        init_ops = self._locals()
+        states = []
+        for index, state in enumerate(self.decl.states):
+            if state.name in ("accept", "reject"):
+                raise CompileError(f"a state cannot be named {state.name}", state.loc)
+            ops = init_ops if state.name == "start" else []
+            states.append(self._state(state, index, list(ops)))
+        return {"name": "parser", "id": 0, "init_state": "start", "parse_states": states}
+
+    def _locals(self) -> list[Json]:
+        ops: list[Json] = []
+        for local in self.decl.locals:
+            if isinstance(local, ast.ConstDecl):
+                t = self.lw.env.resolve(local.type)
+                self.scope.bind(local.name, ConstB(self.comp.const_value(local.value, t), t))
+            elif isinstance(local, ast.VarDecl):
+                t = self.lw.env.resolve(local.type)
+                binding = self.lw.storage.bind_local(local.name, t, local.loc)
+                self.scope.bind(local.name, binding)
+                if local.init is not None:
+                    ops += self._set(ast.Name(local.name, loc=local.loc), local.init, local.loc)
+            else:
+                raise not_supported(f"{type(local).__name__} inside a parser", local.loc)
+        return ops
+
+    # --------------------------------------------------------------- states
+    def _state(self, state: ast.ParserState, index: int, ops: list[Json]) -> Json:
+        self._lookahead_offset = 0
+        for stmt in state.statements:
+            ops += self._statement(stmt)
+        key, transitions = self._transition(state, ops)
+        return {"name": state.name, "id": index, "parser_ops": ops,
+                "transitions": transitions, "transition_key": key}
+
+    def _statement(self, stmt: ast.Node) -> list[Json]:
+        if isinstance(stmt, ast.Assign):
+            return self._set(stmt.lhs, stmt.rhs, stmt.loc)
+        if isinstance(stmt, ast.VarDecl):
+            t = self.lw.env.resolve(stmt.type)
+            self.scope.bind(stmt.name, self.lw.storage.bind_local(stmt.name, t, stmt.loc))
+            return self._set(ast.Name(stmt.name, loc=stmt.loc), stmt.init, stmt.loc) if (
+                stmt.init is not None) else []
+        if isinstance(stmt, ast.ConstDecl):
+            t = self.lw.env.resolve(stmt.type)
+            self.scope.bind(stmt.name, ConstB(self.comp.const_value(stmt.value, t), t))
+            return []
+        if isinstance(stmt, ast.Block):
+            out = []
+            for inner in stmt.statements:
+                out += self._statement(inner)
+            return out
+        if isinstance(stmt, ast.CallStmt):
+            return self._call(stmt.call, stmt.loc)
+        raise not_supported(f"statement {type(stmt).__name__} in a parser state", stmt.loc)
+
+    def _set(self, lhs: ast.Expression, rhs: ast.Expression, loc) -> list[Json]:
+        target = self.comp.compile(lhs)
+        if not isinstance(target.binding, FieldB):
+            return self._primitives([ast.Assign(lhs, rhs, loc=loc)])
+        value = self.comp.rvalue(rhs, target.type)
+        return [{"op": "set", "parameters": [
+            {"type": "field", "value": [target.binding.header, target.binding.field]},
+            to_param(as_data(value))]}]
+
+    def _call(self, call: ast.Call, loc) -> list[Json]:
+        func = call.func
+        if isinstance(func, ast.Name) and func.name == "verify":
+            if len(call.args) != 2:
+                raise CompileError("verify takes 2 arguments", call.loc)
+            cond = self.comp.condition(call.args[0].value)
+            err = self.comp.rvalue(call.args[1].value)
+            if not isinstance(err.json, dict) or err.const is None:
+                raise not_supported("verify with an error that is not a constant", call.loc)
+            return [{"op": "verify", "parameters": [cond, err.json]}]
+        if isinstance(func, ast.Member):
+            base = self.comp.compile(func.expr)
+            if isinstance(base.binding, ExternB) and base.binding.kind == "packet_in":
+                return self._packet_method(func.member, call)
+        return self._primitives([ast.CallStmt(call, loc=loc)])
+
+    def _primitives(self, stmts: list[ast.Node]) -> list[Json]:
+        lowerer = StmtLowerer(self.lw, self.externs, self.scope, lookahead=self._lookahead)
+        prims = lowerer.lower_body(stmts)
+        for prim in prims:
+            if prim["op"].startswith("_jump") or prim["op"] == "exit":
+                raise not_supported("control flow inside a parser state", stmts[0].loc)
+        return [{"op": "primitive", "parameters": [p]} for p in prims]
+
+    def _packet_method(self, method: str, call: ast.Call) -> list[Json]:
+        if method == "extract":
+            if len(call.args) != 1:
+                raise not_supported("extract with a variable-size argument (varbit)", call.loc)
+            target = self.comp.compile(call.args[0].value)
+            binding = target.binding
+            if isinstance(binding, HeaderB):
+                self._lookahead_offset = 0
+                return [{"op": "extract", "parameters": [
+                    {"type": "regular", "value": binding.instance}]}]
+            if isinstance(binding, StackElemB) and binding.which == "next":
+                return [{"op": "extract", "parameters": [
+                    {"type": "stack", "value": binding.stack.name}]}]
+            raise CompileError("extract needs a header or stack.next", call.args[0].loc)
+        if method == "advance":
+            if len(call.args) != 1:
+                raise CompileError("advance takes 1 argument", call.loc)
+            bits = self.comp.rvalue(call.args[0].value, BitT(32))
+            return [{"op": "advance", "parameters": [to_param(bits.json)]}]
+        raise not_supported(f"packet_in.{method} as a statement", call.loc)
+
+    def _lookahead(self, t: P4Type, loc) -> Json:
+        if not isinstance(t, BitT | BoolT):
+            raise not_supported(f"lookahead of type {t}", loc)
+        return {"type": "lookahead", "value": [0, width_of(t)]}
+
+    # ---------------------------------------------------------- transitions
+    def _transition(self, state: ast.ParserState, ops: list[Json]):
+        trans = state.transition
+        if trans is None:
+            return [], [_default(None)]
+        if isinstance(trans, ast.Name):
+            return [], [_default(self._next(trans.name, trans.loc))]
+        if not isinstance(trans, ast.SelectExpr):
+            raise not_supported("this transition", trans.loc)
+        keys, widths = [], []
+        for key_expr in trans.keys:
+            key_json, width = self._select_key(key_expr, ops)
+            keys.append(key_json)
+            widths.append(width)
+        transitions = []
+        for case in trans.cases:
+            target = self._next(case.next_state, case.loc)
+            keysets = case.keysets
+            if len(keysets) == 1 and isinstance(keysets[0], ast.Default | ast.DontCare) and (
+                    len(widths) != 1 or isinstance(keysets[0], ast.Default)):
+                transitions.append(_default(target))
+                continue
+            if len(keysets) != len(widths):
+                raise CompileError(f"select has {len(widths)} keys, case has {len(keysets)}",
+                                   case.loc)
+            options = [self._keyset_options(ks, w) for ks, w in zip(keysets, widths, strict=True)]
+            for parts in itertools.product(*options):
+                if all(m == 0 for _, m in parts):
+                    transitions.append(_default(target))
+                    continue
+                value, mask = encode_keyset(list(parts), widths)
+                transitions.append({"type": "hexstr", "value": value, "mask": mask,
+                                    "next_state": target})
+        return keys, transitions
+
+    def _next(self, name: str, loc) -> str | None:
+        if name in ("accept", "reject"):
+            return None  # p4c: BMv2 has no explicit reject transition
+        if name not in self.state_names:
+            raise CompileError(f"unknown parser state {name}", loc)
+        return name
+
+    def _select_key(self, e: ast.Expression, ops: list[Json]) -> tuple[Json, int]:
+        val = self.comp.rvalue(e)
+        if isinstance(val.type, BoolT):
+            width = 1
+        else:
+            if not isinstance(val.type, BitT):
+                raise not_supported(f"select on a value of type {val.type}", e.loc)
+            width = val.type.width
+        json = val.json
+        if json.get("type") in ("field", "stack_field", "lookahead"):
+            return json, width
+        # p4c evaluates other key expressions into a temporary first.
+        temp = self.lw.storage.add_scalar("tmp", val.type if width != 1 else BitT(1))
+        value = as_data(val) if isinstance(val.type, BoolT) else val.json
+        ops.append({"op": "set", "parameters": [
+            {"type": "field", "value": [temp.header, temp.field]}, to_param(value)]})
+        return {"type": "field", "value": [temp.header, temp.field]}, width
+
+    def _keyset_options(self, ks: ast.Expression, width: int) -> list[tuple[int, int]]:
+        full = (1 << width) - 1
+        t = BitT(width)
+        if isinstance(ks, ast.DontCare | ast.Default):
+            return [(0, 0)]
+        if isinstance(ks, ast.Mask):
+            return [(self._int(ks.left, t), self._int(ks.right, t))]
+        if isinstance(ks, ast.Range):
+            low, high = self._int(ks.left, t), self._int(ks.right, t)
+            if low > high:
+                return []
+            return expand_range(low, high, width)
+        return [(self._int(ks, t), full)]
+
+    def _int(self, e: ast.Expression, t: BitT) -> int:
+        val = self.comp.compile(e)
+        if isinstance(val.type, BoolT):
+            if val.const is None:
+                raise CompileError("select case values must be constants", e.loc)
+            return int(bool(val.const))
+        value = self.comp.const_value(e, t if not isinstance(val.type, BitT) else None)
+        return int(value) & ((1 << t.width) - 1)
+
+
+def _default(target: str | None) -> Json:
+    return {"type": "default", "value": None, "mask": None, "next_state": target}
+
+
+def deparser_order(lw: Lowering, decl: ast.ControlDecl, bindings: dict[str, Any]) -> list[str]:
+    """Header instances in the order the deparser emits them."""
+    scope = Scope(lw.env.global_scope)
+    for name, binding in bindings.items():
+        scope.bind(name, binding)
+    comp = ExprCompiler(lw.env, scope)
+    order: list[str] = []
+    for stmt in _flatten(decl.body.statements if decl.body else []):
+        if not (isinstance(stmt, ast.CallStmt) and isinstance(stmt.call.func, ast.Member)
+                and stmt.call.func.member == "emit"):
+            raise not_supported("deparser statements other than packet.emit(...)", stmt.loc)
+        packet = comp.compile(stmt.call.func.expr).binding
+        if not (isinstance(packet, ExternB) and packet.kind == "packet_out"):
+            raise CompileError("emit needs the packet_out parameter", stmt.loc)
+        if len(stmt.call.args) != 1:
+            raise CompileError("emit takes 1 argument", stmt.loc)
+        _emit_binding(comp.compile(stmt.call.args[0].value).binding, order, stmt.loc)
+    return order
+
+
+def _emit_binding(binding: Any, order: list[str], loc) -> None:
+    from p4lite.compiler.bindings import StructB
+
+    if isinstance(binding, HeaderB):
+        order.append(binding.instance)
+    elif isinstance(binding, StackB):
+        order.extend(f"{binding.name}[{i}]" for i in range(binding.type.size))
+    elif isinstance(binding, StructB):
+        for fname, _ in binding.type.fields:
+            member = binding.members[fname]
+            if isinstance(member, HeaderB | StackB | StructB):
+                _emit_binding(member, order, loc)
+    else:
+        raise CompileError("emit needs a header, a header stack or a struct of headers", loc)
+
+
+def _flatten(stmts: list[ast.Node]) -> list[ast.Node]:
+    out: list[ast.Node] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.Block):
+            out += _flatten(stmt.statements)
+        else:
+            out.append(stmt)
+    return out
+
+
+__all__ = ["ParserLowerer", "deparser_order", "expand_range", "encode_keyset", "as_bool",
+           "hexstr"]

@@ -1,0 +1,189 @@
+"""The whole program: find ``V1Switch(...) main``, lay out storage, lower each block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4lite.compiler import ast
+from p4lite.compiler.bindings import Binding, ConstB, ExternB, FieldB, StructB
+from p4lite.compiler.bmv2_json import assemble
+from p4lite.compiler.context import Lowering, SourceText
+from p4lite.compiler.cpmodel import ControlPlaneModel, CpControllerHeader
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.externs import Externs
+from p4lite.compiler.lower_checksum import lower_checksums
+from p4lite.compiler.lower_control import pipeline_from_control
+from p4lite.compiler.lower_expr import ExprCompiler
+from p4lite.compiler.lower_parser import ParserLowerer, deparser_order
+from p4lite.compiler.program_env import ProgramEnv
+from p4lite.compiler.types import EnumT, ExternT, HeaderT, IntT, StructT
+
+Json = dict[str, Any]
+_BLOCKS = ("parser", "verifyChecksum", "ingress", "egress", "computeChecksum", "deparser")
+
+
+def lower_program(program: ast.Program, main_file: str,
+                  source: SourceText) -> tuple[Json, ControlPlaneModel]:
+    env = ProgramEnv(program, main_file)
+    env.const_folder = lambda expr, scope: ExprCompiler(env, scope).const_value(expr)
+    env.bind_constants(lambda expr, t: _fold_const(env, expr, t))
+    lw = Lowering(env, source)
+    externs = Externs(lw)
+    blocks = _main_blocks(env)
+    parser = blocks["parser"]
+    if not isinstance(parser, ast.ParserDecl) or len(parser.params) != 4:
+        raise CompileError("V1Switch's first argument must be a parser with 4 parameters",
+                           parser.loc)
+    headers_t = env.resolve(parser.params[1].type)
+    meta_t = env.resolve(parser.params[2].type)
+    std_t = env.resolve(parser.params[3].type)
+    for t, what, p in ((headers_t, "headers", 1), (meta_t, "metadata", 2),
+                       (std_t, "standard_metadata", 3)):
+        if not isinstance(t, StructT):
+            raise CompileError(f"the parser's {what} parameter must be a struct",
+                               parser.params[p].loc)
+    shared = {
+        id(std_t): lw.storage.add_standard_metadata(std_t),
+        id(headers_t): lw.storage.bind_headers_struct(headers_t),
+    }
+    meta = lw.storage.bind_user_metadata(meta_t)
+    shared[id(meta_t)] = meta
+    _collect_field_lists(lw, meta_t, meta)
+
+    def bindings(decl: ast.Declaration) -> dict[str, Binding]:
+        return _param_bindings(env, decl, shared)
+
+    parser_json = ParserLowerer(lw, externs, parser, bindings(parser)).lower()
+    lower_checksums(lw, externs, blocks["verifyChecksum"], bindings(blocks["verifyChecksum"]),
+                    verify_block=True)
+    pipelines = [
+        pipeline_from_control(lw, externs, "ingress", blocks["ingress"],
+                              bindings(blocks["ingress"]), 0),
+        pipeline_from_control(lw, externs, "egress", blocks["egress"],
+                              bindings(blocks["egress"]), 1),
+    ]
+    lower_checksums(lw, externs, blocks["computeChecksum"], bindings(blocks["computeChecksum"]),
+                    verify_block=False)
+    deparser = blocks["deparser"]
+    order = deparser_order(lw, deparser, bindings(deparser))
+    deparser_json = {"name": "deparser", "id": 0,
+                     "source_info": lw.source_info(deparser.loc, deparser.name),
+                     "order": order, "primitives": []}
+    lw.enums = _user_enums(env)
+    _control_plane_extras(lw)
+    bmv2 = assemble(lw, program=main_file, parser=parser_json, deparser=deparser_json,
+                    pipelines=pipelines, field_aliases=_field_aliases(std_t))
+    return bmv2, lw.cp
+
+
+def _fold_const(env: ProgramEnv, expr: ast.Expression, t) -> ConstB:
+    comp = ExprCompiler(env, env.global_scope)
+    value = comp.const_value(expr, None if isinstance(t, IntT) else t)
+    return ConstB(value, t)
+
+
+def _main_blocks(env: ProgramEnv) -> dict[str, ast.Declaration]:
+    main = next((i for i in env.instantiations if i.name == "main"), None)
+    if main is None:
+        raise CompileError("the program has no `main` package instance", None)
+    type_name = main.type.name if isinstance(main.type, ast.TypeName) else (
+        main.type.base.name if isinstance(main.type, ast.SpecializedType) else "?")
+    if type_name != "V1Switch":
+        raise not_supported(f"package {type_name} (only V1Switch)", main.loc)
+    if len(main.args) != 6:
+        raise CompileError(f"V1Switch takes 6 arguments, got {len(main.args)}", main.loc)
+    blocks: dict[str, ast.Declaration] = {}
+    for role, arg in zip(_BLOCKS, main.args, strict=True):
+        blocks[role] = _block_decl(env, arg.value, role)
+    return blocks
+
+
+def _block_decl(env: ProgramEnv, expr: ast.Expression, role: str) -> ast.Declaration:
+    name = None
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+        if expr.args:
+            raise not_supported("constructor arguments for V1Switch blocks", expr.loc)
+        name = expr.func.name
+    elif isinstance(expr, ast.Name):
+        inst = next((i for i in env.instantiations if i.name == expr.name), None)
+        if inst is not None and isinstance(inst.type, ast.TypeName):
+            name = inst.type.name
+    decl = env.parsers.get(name) if role == "parser" else env.controls.get(name)
+    if decl is None:
+        kind = "parser" if role == "parser" else "control"
+        raise CompileError(f"V1Switch's {role} argument must be a {kind}", expr.loc)
+    return decl
+
+
+def _param_bindings(env: ProgramEnv, decl, shared: dict[int, Binding]) -> dict[str, Binding]:
+    out: dict[str, Binding] = {}
+    for param in decl.params:
+        t = env.resolve(param.type)
+        if isinstance(t, ExternT) and t.name in ("packet_in", "packet_out"):
+            out[param.name] = ExternB(t.name, param.name, t, param)
+        elif id(t) in shared:
+            out[param.name] = shared[id(t)]
+        else:
+            raise CompileError(f"parameter {param.name} of {decl.name} has type {t}, which does "
+                               "not match the parser's", param.loc)
+    return out
+
+
+def _collect_field_lists(lw: Lowering, meta_t: StructT, meta: StructB) -> None:
+    comp = ExprCompiler(lw.env, lw.env.global_scope)
+
+    def walk(t: StructT, binding: StructB) -> None:
+        if t.decl is None:
+            return
+        for field_decl in t.decl.fields:
+            member = binding.members.get(field_decl.name)
+            if isinstance(member, StructB):
+                walk(member.type, member)
+                continue
+            for ann in field_decl.annotations:
+                if ann.name != "field_list" or not isinstance(member, FieldB):
+                    continue
+                for arg in ann.args:
+                    index = int(comp.const_value(arg))
+                    lw.meta_field_lists.setdefault(index, []).append(
+                        (member.header, member.field))
+
+    walk(meta_t, meta)
+
+
+def _field_aliases(std_t: StructT) -> list[list[Any]]:
+    aliases: list[list[Any]] = []
+    if std_t.decl is None:
+        return aliases
+    for field_decl in std_t.decl.fields:
+        ann = field_decl.annotation("alias")
+        if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
+            aliases.append([ann.args[0].value, ["standard_metadata", field_decl.name]])
+    return aliases
+
+
+def _user_enums(env: ProgramEnv) -> list[Json]:
+    out = []
+    for decl in env.type_decls.values():
+        if isinstance(decl, ast.EnumDecl) and decl.underlying is None and env.is_user_decl(decl):
+            t = env.resolve(ast.TypeName(decl.name, loc=decl.loc))
+            assert isinstance(t, EnumT)
+            out.append({"name": t.name, "entries": [[m, i] for i, m in enumerate(t.members)]})
+    return out
+
+
+def _control_plane_extras(lw: Lowering) -> None:
+    lw.cp.actions = [lw.cp_actions[i] for i in sorted(lw.cp_used_actions)]
+    comp = ExprCompiler(lw.env, lw.env.global_scope)
+    for decl in lw.env.type_decls.values():
+        if not isinstance(decl, ast.HeaderDecl):
+            continue
+        ann = decl.annotation("controller_header")
+        if ann is None or not ann.args or not isinstance(ann.args[0], ast.StringLiteral):
+            continue
+        t = lw.env.resolve(ast.TypeName(decl.name, loc=decl.loc))
+        assert isinstance(t, HeaderT)
+        fixed = decl.annotation("id")
+        fixed_id = int(comp.const_value(fixed.args[0])) if fixed and fixed.args else None
+        fields = [(name, ft.width) for name, ft in t.fields]  # header fields are bit<N>
+        lw.cp.controller_headers.append(CpControllerHeader(ann.args[0].value, fields, fixed_id))

@@ -1,0 +1,302 @@
+"""Statements inside actions (and straight-line code of controls) to BMv2 primitives.
+
+``if`` inside an action becomes ``_jump_if_zero``/``_jump`` with absolute
+primitive indices (as p4c has emitted since late 2024); calls of other actions
+are inlined with their parameters bound to the arguments.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from p4lite.compiler import ast
+from p4lite.compiler.bindings import (
+    ConstB,
+    DeclB,
+    ExternB,
+    FieldB,
+    HeaderB,
+    ParamB,
+    Scope,
+    StackB,
+    StructB,
+)
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.externs import Externs, match_args
+from p4lite.compiler.lower_expr import (
+    ExprCompiler,
+    Val,
+    as_data,
+    describe,
+    expr_json,
+    hexstr,
+    to_param,
+)
+from p4lite.compiler.types import BitT, BoolT, same_type, width_of
+
+if TYPE_CHECKING:
+    from p4lite.compiler.context import Lowering
+
+Json = dict[str, Any]
+
+
+class StmtLowerer:
+    """Lowers statements in ``scope`` to a list of primitives."""
+
+    def __init__(self, lw: Lowering, externs: Externs, scope: Scope, *, local_prefix: str = "",
+                 lookahead=None) -> None:
+        self.lw = lw
+        self.externs = externs
+        self.scope = scope
+        self.local_prefix = local_prefix
+        self.comp = ExprCompiler(lw.env, scope, lookahead=lookahead)
+        self._returns: list[int] = []
+
+    # -------------------------------------------------------------- blocks
+    def lower_body(self, stmts: list[ast.Node]) -> list[Json]:
+        """Primitives for a whole action body; ``return`` jumps to the end."""
+        prims: list[Json] = []
+        self._returns = []
+        self.lower_block(stmts, prims)
+        for index in self._returns:
+            prims[index]["parameters"][0] = hexstr(len(prims), None)
+        return prims
+
+    def lower_block(self, stmts: list[ast.Node], prims: list[Json]) -> None:
+        outer = self.scope
+        self.scope = outer.child()
+        self.comp.scope = self.scope
+        try:
+            for stmt in stmts:
+                self.lower_stmt(stmt, prims)
+        finally:
+            self.scope = outer
+            self.comp.scope = outer
+
+    def lower_stmt(self, stmt: ast.Node, prims: list[Json]) -> None:
+        if isinstance(stmt, ast.Block):
+            self.lower_block(stmt.statements, prims)
+        elif isinstance(stmt, ast.Assign):
+            self._emit(prims, self.assign(stmt.lhs, stmt.rhs, stmt.loc), stmt.loc)
+        elif isinstance(stmt, ast.CallStmt):
+            self._emit(prims, self.call(stmt.call), stmt.loc)
+        elif isinstance(stmt, ast.VarDecl):
+            self.declare_var(stmt, prims)
+        elif isinstance(stmt, ast.ConstDecl):
+            t = self.lw.env.resolve(stmt.type)
+            value = self.comp.const_value(stmt.value, t)
+            self.scope.bind(stmt.name, ConstB(value, t))
+        elif isinstance(stmt, ast.If):
+            self._if(stmt, prims)
+        elif isinstance(stmt, ast.Exit):
+            self._emit(prims, [{"op": "exit", "parameters": []}], stmt.loc, "exit")
+        elif isinstance(stmt, ast.Return):
+            if stmt.value is not None:
+                raise CompileError("an action cannot return a value", stmt.loc)
+            self._returns.append(len(prims))
+            self._emit(prims, [{"op": "_jump", "parameters": [None]}], stmt.loc, "return")
+        else:
+            raise not_supported(f"statement {type(stmt).__name__} here", stmt.loc)
+
+    def _emit(self, prims: list[Json], new: list[Json], loc, fragment: str | None = None) -> None:
+        info = self.lw.source_info(loc, fragment)
+        for prim in new:
+            if "source_info" not in prim and info is not None:
+                prim["source_info"] = info
+            prims.append(prim)
+
+    def declare_var(self, stmt: ast.VarDecl, prims: list[Json]) -> None:
+        t = self.lw.env.resolve(stmt.type)
+        binding = self.lw.storage.bind_local(self.local_prefix + stmt.name, t, stmt.loc)
+        self.scope.bind(stmt.name, binding)
+        if stmt.init is not None:
+            self._emit(prims, self.assign(ast.Name(stmt.name, loc=stmt.loc), stmt.init, stmt.loc),
+                       stmt.loc)
+
+    def _if(self, stmt: ast.If, prims: list[Json]) -> None:
+        cond = self.comp.rvalue(stmt.cond)
+        if not isinstance(cond.type, BoolT):
+            raise CompileError(f"condition must be bool, not {cond.type}", stmt.cond.loc)
+        if cond.const is not None and cond.binding is None:
+            branch = stmt.then if cond.const else stmt.orelse
+            if branch is not None:
+                self.lower_stmt(branch, prims)
+            return
+        jz = {"op": "_jump_if_zero", "parameters": [as_data(cond), None]}
+        self._emit(prims, [jz], stmt.cond.loc, self.lw.source.fragment(stmt.cond.loc, ")"))
+        self.lower_stmt(stmt.then, prims)
+        if stmt.orelse is None:
+            jz["parameters"][1] = hexstr(len(prims), None)
+            return
+        jump = {"op": "_jump", "parameters": [None]}
+        self._emit(prims, [jump], stmt.loc, "else")
+        jz["parameters"][1] = hexstr(len(prims), None)
+        self.lower_stmt(stmt.orelse, prims)
+        jump["parameters"][0] = hexstr(len(prims), None)
+
+    # ---------------------------------------------------------- assignment
+    def assign(self, lhs: ast.Expression, rhs: ast.Expression, loc) -> list[Json]:
+        if isinstance(lhs, ast.Slice):
+            return self._assign_slice(lhs, rhs, loc)
+        target = self.comp.compile(lhs)
+        binding = target.binding
+        if isinstance(binding, FieldB):
+            value = self.comp.rvalue(rhs, target.type)
+            return [_assign_prim(binding, value)]
+        if isinstance(binding, HeaderB):
+            source = self.comp.compile(rhs)
+            if not isinstance(source.binding, HeaderB) or source.binding.type is not binding.type:
+                raise CompileError(f"cannot assign {describe(source)} to header {binding.instance}",
+                                   loc)
+            return [{"op": "assign_header", "parameters": [
+                {"type": "header", "value": binding.instance},
+                {"type": "header", "value": source.binding.instance}]}]
+        if isinstance(binding, StructB):
+            return self._assign_struct(binding, rhs, loc)
+        if isinstance(binding, StackB):
+            source = self.comp.compile(rhs)
+            if not isinstance(source.binding, StackB) or not same_type(source.type, target.type):
+                raise CompileError("header stacks must have the same type to be assigned", loc)
+            return [{"op": "assign_header_stack", "parameters": [
+                {"type": "header_stack", "value": binding.name},
+                {"type": "header_stack", "value": source.binding.name}]}]
+        if isinstance(binding, ConstB):
+            raise CompileError("cannot assign to a constant", lhs.loc)
+        if isinstance(binding, ParamB):
+            raise CompileError("cannot assign to a directionless action parameter", lhs.loc)
+        raise CompileError(f"cannot assign to {describe(target)}", lhs.loc)
+
+    def _assign_struct(self, target: StructB, rhs: ast.Expression, loc) -> list[Json]:
+        prims: list[Json] = []
+        if isinstance(rhs, ast.StructExpr):
+            given = {f.name: f.value for f in rhs.fields}
+            if set(given) != {f for f, _ in target.type.fields}:
+                raise CompileError(f"the initializer must set every field of {target.type.name}",
+                                   loc)
+            for fname, _ in target.type.fields:
+                prims += self._assign_binding(target.members[fname], given[fname], loc)
+            return prims
+        source = self.comp.compile(rhs)
+        if not isinstance(source.binding, StructB) or source.binding.type is not target.type:
+            raise CompileError(f"cannot assign {describe(source)} to struct {target.type.name}", loc)
+        for fname, _ in target.type.fields:
+            prims += self._copy_binding(target.members[fname], source.binding.members[fname], loc)
+        return prims
+
+    def _assign_binding(self, binding, rhs: ast.Expression, loc) -> list[Json]:
+        if isinstance(binding, FieldB):
+            return [_assign_prim(binding, self.comp.rvalue(rhs, binding.type))]
+        if isinstance(binding, StructB):
+            return self._assign_struct(binding, rhs, loc)
+        raise not_supported("initializing a header or stack inside a struct initializer", loc)
+
+    def _copy_binding(self, dst, src, loc) -> list[Json]:
+        if isinstance(dst, FieldB) and isinstance(src, FieldB):
+            return [{"op": "assign", "parameters": [_field(dst), _field(src)]}]
+        if isinstance(dst, HeaderB) and isinstance(src, HeaderB):
+            return [{"op": "assign_header", "parameters": [
+                {"type": "header", "value": dst.instance}, {"type": "header", "value": src.instance}]}]
+        if isinstance(dst, StructB) and isinstance(src, StructB):
+            out: list[Json] = []
+            for fname, _ in dst.type.fields:
+                out += self._copy_binding(dst.members[fname], src.members[fname], loc)
+            return out
+        raise not_supported("copying this struct member", loc)
+
+    def _assign_slice(self, lhs: ast.Slice, rhs: ast.Expression, loc) -> list[Json]:
+        target = self.comp.compile(lhs.expr)
+        if not isinstance(target.binding, FieldB) or not isinstance(target.type, BitT):
+            raise not_supported("assigning to a slice of something that is not a field", lhs.loc)
+        hi, lo = int(self.comp.const_value(lhs.hi)), int(self.comp.const_value(lhs.lo))
+        width = target.type.width
+        if not width > hi >= lo >= 0:
+            raise CompileError(f"slice [{hi}:{lo}] out of range for {target.type}", lhs.loc)
+        value = self.comp.rvalue(rhs, BitT(hi - lo + 1))
+        mask = ((1 << (hi - lo + 1)) - 1) << lo
+        keep = expr_json("&", target.json, hexstr(((1 << width) - 1) ^ mask, width))
+        shifted = value.json if lo == 0 else expr_json("<<", value.json, hexstr(lo, 8))
+        new = expr_json("|", keep, expr_json("&", shifted, hexstr(mask, width)))
+        return [{"op": "assign", "parameters": [_field(target.binding), new]}]
+
+    # --------------------------------------------------------------- calls
+    def call(self, call: ast.Call) -> list[Json]:
+        func = call.func
+        if isinstance(func, ast.Member):
+            base = self.comp.compile(func.expr)
+            return self._method(base, func.member, call)
+        if isinstance(func, ast.Name):
+            binding = self.scope.lookup(func.name)
+            if isinstance(binding, DeclB) and binding.kind == "action":
+                return self.inline_action(binding, call)
+            if func.name in self.lw.env.extern_functions:
+                return self.externs.function_call(func.name, call, self.comp, "")
+            action = self.lw.env.actions.get(func.name)
+            if action is not None:
+                return self.inline_action(DeclB("action", action, None), call)
+            if func.name == "verify":
+                raise not_supported("verify() outside a parser", call.loc)
+        raise not_supported("this call", call.loc)
+
+    def _method(self, base: Val, method: str, call: ast.Call) -> list[Json]:
+        binding = base.binding
+        if isinstance(binding, HeaderB) and method in ("setValid", "setInvalid"):
+            op = "add_header" if method == "setValid" else "remove_header"
+            return [{"op": op, "parameters": [{"type": "header", "value": binding.instance}]}]
+        if isinstance(binding, StackB) and method in ("push_front", "pop_front"):
+            count = int(self.comp.const_value(call.args[0].value)) if call.args else 1
+            op = "push" if method == "push_front" else "pop"
+            return [{"op": op, "parameters": [{"type": "header_stack", "value": binding.name},
+                                               hexstr(count, None)]}]
+        if isinstance(binding, ExternB):
+            return self.externs.method_call(binding, method, call, self.comp)
+        if isinstance(binding, DeclB) and method == "apply":
+            raise not_supported(f"applying a {binding.kind} inside an action", call.loc)
+        raise not_supported(f"method {method} of {describe(base)}", call.loc)
+
+    def inline_action(self, target: DeclB, call: ast.Call) -> list[Json]:
+        """The primitives of an action called from another action, parameters bound."""
+        decl: ast.ActionDecl = target.decl
+        scope = (target.owner.scope if target.owner is not None else self.lw.env.global_scope)
+        inner = scope.child()
+        prims: list[Json] = []
+        args = match_args(decl.params, call.args, f"action {decl.name}", call.loc)
+        for param, arg in zip(decl.params, args, strict=True):
+            if arg is None:
+                raise CompileError(f"missing argument for parameter {param.name}", call.loc)
+            inner.bind(param.name, self.bind_argument(param, arg, prims))
+        sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix)
+        prims += sub.lower_body(decl.body.statements)
+        if sub._returns:
+            raise not_supported("return inside an action called from another action", call.loc)
+        return prims
+
+    def bind_argument(self, param: ast.Param, arg: ast.Expression, prims: list[Json]):
+        """Bind an argument: out/inout alias the l-value, in values go through a temporary."""
+        t = self.lw.env.resolve(param.type)
+        if param.direction in ("out", "inout"):
+            val = self.comp.compile(arg)
+            if val.binding is None or isinstance(val.binding, ConstB | ParamB):
+                raise CompileError(f"argument for {param.direction} parameter {param.name} "
+                                   "must be an l-value", arg.loc)
+            return val.binding
+        val = self.comp.compile(arg, t if isinstance(t, BitT) else None)
+        if val.const is not None and val.binding is None or isinstance(val.binding, ConstB):
+            return ConstB(val.const, t)
+        if isinstance(val.binding, FieldB | HeaderB | StructB | StackB | ParamB | ExternB):
+            return val.binding
+        temp = self.lw.storage.add_scalar(f"{param.name}_tmp", t)
+        prims.append(_assign_prim(temp, self.comp.rvalue(arg, t)))
+        return temp
+
+
+def _field(binding: FieldB) -> Json:
+    return {"type": "field", "value": [binding.header, binding.field]}
+
+
+def _assign_prim(binding: FieldB, value: Val) -> Json:
+    if isinstance(binding.type, BoolT) != isinstance(value.type, BoolT):
+        raise CompileError(f"cannot assign a {value.type} to a {binding.type}", None)
+    json = to_param(as_data(value))
+    if json.get("type") == "hexstr" and isinstance(binding.type, BitT):
+        json = hexstr(int(value.const), width_of(binding.type)) if value.const is not None else json
+    return {"op": "assign", "parameters": [_field(binding), json]}

@@ -1,0 +1,157 @@
+"""Semantic types of the back end (resolved, unlike the syntactic ``ast.Type``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from p4lite.compiler import ast
+
+
+class P4Type:
+    """Base of semantic types."""
+
+
+@dataclass(frozen=True, slots=True)
+class BitT(P4Type):
+    width: int
+    signed: bool = False
+
+    def __str__(self) -> str:
+        return f"{'int' if self.signed else 'bit'}<{self.width}>"
+
+
+@dataclass(frozen=True, slots=True)
+class IntT(P4Type):
+    """The infinite-precision type of untyped integer constants."""
+
+    def __str__(self) -> str:
+        return "int"
+
+
+@dataclass(frozen=True, slots=True)
+class BoolT(P4Type):
+    def __str__(self) -> str:
+        return "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorT(P4Type):
+    def __str__(self) -> str:
+        return "error"
+
+
+@dataclass(frozen=True, slots=True)
+class StringT(P4Type):
+    def __str__(self) -> str:
+        return "string"
+
+
+@dataclass(frozen=True, slots=True)
+class VoidT(P4Type):
+    def __str__(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchKindT(P4Type):
+    def __str__(self) -> str:
+        return "match_kind"
+
+
+@dataclass(eq=False, slots=True)
+class EnumT(P4Type):
+    """An enum; serializable enums have ``underlying`` and explicit member values."""
+
+    name: str
+    members: list[str]
+    underlying: BitT | None = None
+    values: dict[str, int] = field(default_factory=dict)
+    from_user_file: bool = True
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(eq=False, slots=True)
+class HeaderT(P4Type):
+    name: str
+    fields: list[tuple[str, P4Type]]
+    decl: ast.HeaderDecl | None = None
+
+    def field_type(self, name: str) -> P4Type | None:
+        for fname, ftype in self.fields:
+            if fname == name:
+                return ftype
+        return None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(eq=False, slots=True)
+class StructT(P4Type):
+    name: str
+    fields: list[tuple[str, P4Type]]
+    decl: ast.StructDecl | None = None
+
+    def field_type(self, name: str) -> P4Type | None:
+        for fname, ftype in self.fields:
+            if fname == name:
+                return ftype
+        return None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(eq=False, slots=True)
+class StackT(P4Type):
+    element: HeaderT
+    size: int
+
+    def __str__(self) -> str:
+        return f"{self.element.name}[{self.size}]"
+
+
+@dataclass(eq=False, slots=True)
+class TupleT(P4Type):
+    elements: list[P4Type]
+
+    def __str__(self) -> str:
+        return "tuple<" + ", ".join(str(e) for e in self.elements) + ">"
+
+
+@dataclass(eq=False, slots=True)
+class ExternT(P4Type):
+    """An extern type (``register``, ``packet_in`` ...), possibly specialized."""
+
+    name: str
+    decl: ast.ExternDecl
+    type_args: list[P4Type] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def is_scalar(t: P4Type) -> bool:
+    """True for types stored as one BMv2 field (bit/int/bool/error/enum)."""
+    return isinstance(t, BitT | BoolT | ErrorT | EnumT)
+
+
+def width_of(t: P4Type) -> int:
+    """The width in bits of a scalar type as stored in BMv2 (bool 1, error/enum 32)."""
+    if isinstance(t, BitT):
+        return t.width
+    if isinstance(t, BoolT):
+        return 1
+    if isinstance(t, EnumT):
+        return t.underlying.width if t.underlying else 32
+    if isinstance(t, ErrorT):
+        return 32
+    raise TypeError(f"{t} has no bit width")
+
+
+def same_type(a: P4Type, b: P4Type) -> bool:
+    if isinstance(a, BitT | BoolT | ErrorT | StringT | IntT | VoidT):
+        return a == b
+    return a is b
