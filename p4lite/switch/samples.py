@@ -263,3 +263,115 @@ def register_lanes(lanes: int = 32, width: int = 32, size: int = 1024) -> dict:
     b.table("ingress", "tbl_aggregate", [], [("MyIngress.aggregate", aid)], default=(aid, []),
             default_const=True)
     return b.doc
+
+
+PROBE = [["itype", 32, False], ["rid", 16, False], ["perr", 32, False], ["ckerr", 8, False],
+         ["espec", 16, False], ["eport", 16, False], ["iport", 16, False], ["mcast", 16, False],
+         ["plen", 32, False], ["x", 8, False]]
+H = [["a", 8, False], ["b", 8, False], ["c", 16, False], ["d", 16, False]]
+SM = "standard_metadata"
+
+
+def lifecycle_program() -> dict:
+    """A program that exercises v1model's life cycle and reports it in a ``probe`` header.
+
+    Parser: ``h`` (a, b, c, d: 6 bytes); ``a == 0xEE`` then extracts ``h2`` (8 bytes),
+    ``a == 0xDD`` verifies ``b == 0`` (ParserInvalidArgument), ``a < 0x10`` accepts, any
+    other ``a`` is NoMatch. ``h.d`` is a csum16 of a, b, c verified when ``a == 0xCC``.
+    Ingress: on a first pass, table ``ingress.ctl`` (exact ``h.a``) picks one of the
+    actions below; on a resubmitted or recirculated pass, ``ingress.again`` sends to
+    port 7 with ``h.c = instance_type`` and ``h.b = meta.x`` (field list 1 keeps x).
+    Egress: first-pass packets apply ``egress.ectl`` (exact ``h.a``), then every packet
+    gets ``probe`` (made valid, emitted first) filled from standard_metadata.
+    """
+    b = ProgramBuilder()
+    x = b.scalar("x", 8)
+    b.header("h", H)
+    b.header("h2", [["w", 64, False]])
+    b.header("probe", PROBE)
+    done = {"type": "default", "value": None, "mask": None, "next_state": None}
+    b.set_parser([
+        {"name": "start", "id": 0, "parser_ops": [
+            {"op": "extract", "parameters": [{"type": "regular", "value": "h"}]}],
+         "transition_key": [fld("h", "a")], "transitions": [
+             {"type": "hexstr", "value": "0xee", "mask": None, "next_state": "deep"},
+             {"type": "hexstr", "value": "0xdd", "mask": None, "next_state": "check"},
+             {"type": "hexstr", "value": "0xcc", "mask": None, "next_state": None},
+             {"type": "hexstr", "value": "0x00", "mask": "0xf0", "next_state": None}]},
+        {"name": "deep", "id": 1, "parser_ops": [
+            {"op": "extract", "parameters": [{"type": "regular", "value": "h2"}]}],
+         "transition_key": [], "transitions": [done]},
+        {"name": "check", "id": 2, "parser_ops": [
+            {"op": "verify", "parameters": [expr("==", fld("h", "b"), hexstr(0)), hexstr(6)]}],
+         "transition_key": [], "transitions": [done]},
+    ], ["probe", "h", "h2"])
+    b.calculation("hcalc", "csum16", [fld("h", "a"), fld("h", "b"), fld("h", "c")])
+    b.doc["checksums"].append({"name": "hck", "id": 0, "target": ["h", "d"], "type": "generic",
+                               "calculation": "hcalc", "verify": True, "update": False,
+                               "if_cond": expr("==", fld("h", "a"), hexstr(0xCC))})
+    b.doc["field_lists"].append({"id": 1, "name": "field_list1",
+                                 "elements": [{"type": "field", "value": ["scalars", "x"]}]})
+    b.doc["learn_lists"].append({"id": 1, "name": "digest_t", "elements": [
+        {"type": "field", "value": ["h", "a"]}, {"type": "field", "value": ["h", "b"]},
+        {"type": "field", "value": [SM, "ingress_port"]}]})
+    std = {"type": "header", "value": SM}
+    espec = fld(SM, "egress_spec")
+    a = {
+        "fwd": b.action("ingress.fwd", [("port", 9)], [prim("assign", espec, param(0))]),
+        "mc": b.action("ingress.mc", [("grp", 16)], [prim("assign", fld(SM, "mcast_grp"), param(0))]),
+        "drop": b.action("ingress.drop", [], [prim("mark_to_drop", std)]),
+        "mc_drop": b.action("ingress.mc_drop", [("grp", 16)], [
+            prim("assign", fld(SM, "mcast_grp"), param(0)), prim("mark_to_drop", std)]),
+        "clone": b.action("ingress.clone", [("session", 32)], [
+            prim("assign", x, hexstr(0x5A)), prim("assign", espec, hexstr(1)),
+            prim("clone_ingress_pkt_to_egress", param(0), hexstr(1))]),
+        "resub": b.action("ingress.resub", [("v", 8)], [
+            prim("assign", x, param(0)), prim("assign", espec, hexstr(1)),
+            prim("resubmit", hexstr(1))]),
+        "digest": b.action("ingress.digest", [], [
+            prim("assign", espec, hexstr(1)), prim("generate_digest", hexstr(0x512), hexstr(1))]),
+        "noop": b.action("NoAction", [], []),
+    }
+    b.conditional("ingress", "first_pass", expr("==", fld(SM, "instance_type"), hexstr(0)),
+                  "ingress.ctl", "ingress.again")
+    b.table("ingress", "ingress.ctl", [key("exact", "h", "a")],
+            [(f"ingress.{n}", i) for n, i in a.items() if n != "noop"] + [("NoAction", a["noop"])],
+            default=(a["fwd"], [1]))
+    again = b.action("ingress.again_act", [], [
+        prim("assign", espec, hexstr(7)),
+        prim("assign", fld("h", "c"), masked(fld(SM, "instance_type"), 16)),
+        prim("assign", fld("h", "b"), x)])
+    b.table("ingress", "ingress.again", [], [("ingress.again_act", again)], default=(again, []))
+    b._pipe("ingress")["init_table"] = "first_pass"
+    e = {
+        "eclone": b.action("egress.eclone", [("session", 32)], [
+            prim("assign", x, hexstr(0x77)), prim("clone_egress_pkt_to_egress", param(0), hexstr(1))]),
+        "edrop": b.action("egress.edrop", [], [prim("mark_to_drop", std)]),
+        "recirc": b.action("egress.recirc", [("v", 8)], [
+            prim("assign", x, param(0)), prim("recirculate", hexstr(1))]),
+        "enoop": b.action("NoAction", [], []),
+    }
+    probe_fields = [("itype", "instance_type"), ("rid", "egress_rid"), ("perr", "parser_error"),
+                    ("ckerr", "checksum_error"), ("espec", "egress_spec"), ("eport", "egress_port"),
+                    ("iport", "ingress_port"), ("mcast", "mcast_grp"), ("plen", "packet_length")]
+    probe = b.action("egress.probe", [], [prim("add_header", {"type": "header", "value": "probe"})] + [
+        prim("assign", fld("probe", p), fld(SM, s)) for p, s in probe_fields] + [
+        prim("assign", fld("probe", "x"), x)])
+    b.conditional("egress", "egress_first", expr("==", fld(SM, "instance_type"), hexstr(0)),
+                  "egress.ectl", "egress.probe_tbl")
+    b.table("egress", "egress.ectl", [key("exact", "h", "a")],
+            [(f"egress.{n}", i) for n, i in e.items() if n != "enoop"] + [("NoAction", e["enoop"])],
+            default=(e["enoop"], []), base_default_next="egress.probe_tbl")
+    b.table("egress", "egress.probe_tbl", [], [("egress.probe", probe)], default=(probe, []))
+    b._pipe("egress")["init_table"] = "egress_first"
+    return b.doc
+
+
+def read_probe(packet: bytes) -> dict[str, int]:
+    """The probe fields at the front of a packet of ``lifecycle_program``."""
+    value, nbits = int.from_bytes(packet[:24], "big"), 192
+    out = {}
+    for name, width, _ in PROBE:
+        nbits -= width
+        out[name] = (value >> nbits) & ((1 << width) - 1)
+    return out
