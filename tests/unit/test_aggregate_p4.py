@@ -1,0 +1,379 @@
+"""p4src/aggregate.p4 compiled by p4lite and run in p4lite's switch core, in process.
+
+The switch is configured exactly as the controller would configure it (the
+registry's name-level updates applied through runtime_api), and every
+aggregation output is compared byte for byte with hosts.aggregator (the PBox
+core) fed the same datagrams.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from controller import program as p
+from controller import rack, topology
+from controller.entries import EntryCodec
+from controller.jobs import ON_PBOX, ON_SWITCH, JobRegistry
+from controller.p4info_index import P4InfoIndex
+from controller.updates import DELETE, INSERT, GroupWrite, PBoxJobWrite, TableWrite
+from hosts import wire
+from hosts.aggregator import Aggregator
+from hosts.wire import Header, K, PacketType
+from p4lite.compiler import driver
+from p4lite.switch.core import Switch
+from p4lite.switch.runtime_api import ActionCall, MatchField, Replica, TableEntry
+
+PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "aggregate.p4"
+PBOX_PORT = 9
+OUTSIDER = 5  # h5 is on the rack but in no job
+
+RACK = {
+    "switches": {"s1": {"grpc_addr": "127.0.0.1:50051", "slots": 64, "job_slots": 32}},
+    "hosts": {
+        f"h{i}": {"ip": f"10.0.0.{i}", "mac": f"08:00:00:00:01:{i:02x}", "switch": "s1", "port": i}
+        for i in range(1, 9)
+    },
+    "pboxes": {"pb1": {"ip": "10.0.0.100", "mac": "08:00:00:00:01:64", "switch": "s1",
+                       "port": PBOX_PORT, "slots": 64}},
+}
+TOPO = topology.from_dict(RACK)
+PBOX = TOPO.pboxes["pb1"]
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return driver.compile_file(PROGRAM)
+
+
+# -- packets --------------------------------------------------------------------------
+
+
+def _csum(data: bytes) -> int:
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total ^ 0xFFFF
+
+
+def udp_frame(src: tuple[int, int, int], dst: tuple[int, int, int], payload: bytes) -> bytes:
+    """src/dst = (mac, ip, udp port)."""
+    udp_len = 8 + len(payload)
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 7, 0x4000, 64, 17, 0,
+                               src[1].to_bytes(4, "big"), dst[1].to_bytes(4, "big")))
+    ip[10:12] = _csum(bytes(ip)).to_bytes(2, "big")
+    udp = struct.pack("!HHHH", src[2], dst[2], udp_len, 0x1234)
+    return dst[0].to_bytes(6, "big") + src[0].to_bytes(6, "big") + b"\x08\x00" + bytes(ip) + udp + payload
+
+
+def parse_frame(frame: bytes) -> dict:
+    ip = frame[14:34]
+    assert _csum(ip) == 0, "IPv4 header checksum is wrong"
+    sport, dport, length, checksum = struct.unpack("!HHHH", frame[34:42])
+    return {
+        "dst_mac": int.from_bytes(frame[0:6], "big"), "src_mac": int.from_bytes(frame[6:12], "big"),
+        "src_ip": int.from_bytes(ip[12:16], "big"), "dst_ip": int.from_bytes(ip[16:20], "big"),
+        "sport": sport, "dport": dport, "udp_checksum": checksum, "payload": frame[42:],
+    }
+
+
+def host(i: int, port: int = 40000) -> tuple[int, int, int]:
+    h = TOPO.hosts[f"h{i}"]
+    return (h.mac, h.ip, port + i)
+
+
+AGG = (PBOX.mac, PBOX.ip, p.AGG_UDP_PORT)
+
+
+def contrib(job: int, rank: int, slot: int, shadow: int = 0, values=None, exp: int = 0,
+            chunk: int = 0, nelem: int = K, count: int = 1, ptype=PacketType.CONTRIB,
+            retransmit: bool = False) -> bytes:
+    header = Header(type=ptype, job=job, rank=rank, slot=slot, chunk=chunk, nelem=nelem, exp=exp,
+                    count=count, shadow=shadow, retransmit=retransmit)
+    return wire.encode(header, None if values is None else np.asarray(values, np.int32))
+
+
+# -- a rack: switch core + registry + reference PBox -------------------------------------
+
+
+def _runtime_entry(entry) -> TableEntry:
+    match = tuple(MatchField("exact", f.value) for f in entry.match)
+    return TableEntry(entry.table, match, ActionCall(entry.action, tuple(v for _, v in entry.params)))
+
+
+class Rack:
+    """The switch configured through the controller's own updates."""
+
+    def __init__(self, compiled) -> None:
+        self.switch = Switch(compiled.bmv2)
+        self.codec = EntryCodec(P4InfoIndex(compiled.p4info))
+        self.registry = JobRegistry(TOPO, epoch_seed=77)
+        self.pbox = Aggregator()  # the real PBox's core, for jobs placed on it
+        self.apply(rack.rack_writes(TOPO, "s1"))
+
+    def apply(self, updates) -> None:
+        self.codec.updates([u for u in updates if not isinstance(u, PBoxJobWrite)])  # P4Info check
+        for u in updates:
+            if isinstance(u, TableWrite):
+                if u.op == INSERT:
+                    self.switch.table_add(_runtime_entry(u.entry))
+                elif u.op == DELETE:
+                    match = tuple(MatchField("exact", f.value) for f in u.entry.match)
+                    self.switch.table_delete(u.entry.table, match)
+                else:
+                    self.switch.table_modify(_runtime_entry(u.entry))
+            elif isinstance(u, GroupWrite):
+                if u.op == DELETE:
+                    self.switch.mc_group_delete(u.group)
+                else:
+                    self.switch.mc_group_set(u.group, [Replica(port, rid) for port, rid in u.replicas])
+            elif u.op == INSERT:
+                self.pbox.add_job(u.job_id, u.world_size, u.slot_base, u.slot_count)
+            else:
+                self.pbox.remove_job(u.job_id)
+
+    def job(self, name: str, hosts: list[int]):
+        replies = []
+        for rank, i in enumerate(hosts):
+            mac, ip, port = host(i)
+            reply, updates = self.registry.join(name, len(hosts), rank,
+                                                (topology.format_ipv4(ip), port), now=0.0)
+            self.apply(updates)
+            replies.append(reply)
+        return replies[0]
+
+    def send(self, i: int, payload: bytes, dst=AGG) -> list[tuple[int, bytes]]:
+        return self.switch.process(udp_frame(host(i), dst, payload), TOPO.hosts[f"h{i}"].port)
+
+    def job_stat(self, job_id: int, kind: str) -> int:
+        index = job_id * p.JOB_STAT_KINDS + p.JOB_STAT_NAMES.index(kind)
+        return self.switch.counter_read(p.JOB_STATS, index)[1]
+
+
+@pytest.fixture
+def rk(compiled) -> Rack:
+    return Rack(compiled)
+
+
+def reference(job_id: int, n: int, base: int, count: int) -> Aggregator:
+    agg = Aggregator()
+    agg.add_job(job_id, n, base, count)
+    return agg
+
+
+def as_results(outputs: list[tuple[int, bytes]]) -> list[tuple[bytes, tuple[str, int]]]:
+    """Switch output frames as (datagram, (dst ip, dst port)), checking result framing."""
+    results = []
+    for port, frame in outputs:
+        f = parse_frame(frame)
+        assert (f["src_mac"], f["src_ip"], f["sport"]) == AGG, "results must come from the PBox"
+        node = TOPO.host_by_ip(f["dst_ip"])
+        assert node is not None and node.port == port and node.mac == f["dst_mac"]
+        assert f["udp_checksum"] == 0
+        results.append((f["payload"], (topology.format_ipv4(f["dst_ip"]), f["dport"])))
+    return sorted(results)
+
+
+def pbox_says(ref: Aggregator, i: int, payload: bytes) -> list[tuple[bytes, tuple[str, int]]]:
+    _, ip, port = host(i)
+    return sorted(ref.receive(payload, (topology.format_ipv4(ip), port), 0.0))
+
+
+# -- the control-plane interface ----------------------------------------------------------
+
+
+def test_p4info_has_every_name_the_controller_uses(compiled):
+    index = P4InfoIndex(compiled.p4info)
+    for name in (p.L2_FWD, p.AGGREGATORS, p.JOBS, p.MEMBERS, p.RESULT_DST):
+        index.table(name)
+    assert index.counter(p.JOB_STATS).size == p.MAX_JOBS * p.JOB_STAT_KINDS
+    assert index.counter(p.PORT_RX).size == index.counter(p.PORT_TX).size == p.NUM_PORTS
+    index.counter(p.AGG_ERRORS)
+    # every kind of write the registry produces encodes against the real P4Info
+    rk = Rack(compiled)
+    rk.job("a", [1, 2])
+    rk.job("b", [3])
+    rk.job("c", [4])  # on the PBox
+    rk.apply(rk.registry.kill(1))
+
+
+# -- aggregation ---------------------------------------------------------------------------
+
+
+def test_four_workers_get_the_exact_sum_by_multicast_bit_identical_to_the_pbox(rk):
+    reply = rk.job("resnet", [1, 2, 3, 4])
+    assert reply.where == ON_SWITCH
+    ref = reference(reply.job_id, 4, reply.slot_base, reply.slot_count)
+    rng = np.random.default_rng(5)
+    inputs = rng.integers(-(2**28), 2**28, (4, K), dtype=np.int32)
+    exps = [3, -7, 12, 5]
+    for rank in range(3):
+        pkt = contrib(reply.job_id, rank, 3, values=inputs[rank], exp=exps[rank], chunk=11, nelem=K)
+        assert rk.send(rank + 1, pkt) == []
+        assert pbox_says(ref, rank + 1, pkt) == []
+    last = contrib(reply.job_id, 3, 3, values=inputs[3], exp=exps[3], chunk=11, nelem=K)
+    out = rk.send(4, last)
+    assert sorted(port for port, _ in out) == [1, 2, 3, 4]
+    results = as_results(out)
+    assert results == pbox_says(ref, 4, last)
+    header, lanes = wire.decode(results[0][0])
+    assert (header.type, header.rank, header.count, header.exp) == (PacketType.RESULT, 0xFFFF, 4, 12)
+    assert (header.job, header.slot, header.chunk) == (reply.job_id, 3, 11)
+    np.testing.assert_array_equal(lanes, inputs.astype(np.int64).sum(axis=0))
+    assert rk.job_stat(reply.job_id, "contributions") == 4
+    assert rk.job_stat(reply.job_id, "completions") == 1
+
+
+def test_duplicates_are_silent_until_complete_then_get_the_stored_result_by_unicast(rk):
+    reply = rk.job("dup", [1, 2, 3])
+    ref = reference(reply.job_id, 3, reply.slot_base, reply.slot_count)
+    vals = [np.full(K, v, np.int32) for v in (5, -9, 100)]
+    pkts = [contrib(reply.job_id, r, 0, shadow=1, values=vals[r], exp=r, chunk=4) for r in range(3)]
+    for r in range(2):
+        rk.send(r + 1, pkts[r])
+        pbox_says(ref, r + 1, pkts[r])
+    retry = contrib(reply.job_id, 0, 0, shadow=1, values=vals[0], exp=0, chunk=4, retransmit=True)
+    assert rk.send(1, retry) == [] and pbox_says(ref, 1, retry) == []
+    assert len(rk.send(3, pkts[2])) == 3
+    pbox_says(ref, 3, pkts[2])
+    late = contrib(reply.job_id, 1, 0, shadow=1, values=vals[1], exp=1, chunk=4, retransmit=True)
+    out = rk.send(2, late)
+    assert [port for port, _ in out] == [2]
+    assert as_results(out) == pbox_says(ref, 2, late)
+    _, lanes = wire.decode(as_results(out)[0][0])
+    assert set(lanes.tolist()) == {96}
+    assert rk.job_stat(reply.job_id, "duplicates") == 2
+    assert rk.job_stat(reply.job_id, "resent") == 1
+
+
+def test_a_partial_counts_for_several_workers(rk):
+    reply = rk.job("tree", [1, 2, 3, 4])
+    ref = reference(reply.job_id, 4, reply.slot_base, reply.slot_count)
+    partial = contrib(reply.job_id, 0, 1, values=np.arange(K), count=3, ptype=PacketType.PARTIAL)
+    single = contrib(reply.job_id, 3, 1, values=np.ones(K))
+    assert rk.send(1, partial) == [] and pbox_says(ref, 1, partial) == []
+    out = rk.send(4, single)
+    assert len(out) == 4
+    # the PBox only answers the ranks it has heard from; compare the datagram itself
+    assert {d for d, _ in as_results(out)} == {d for d, _ in pbox_says(ref, 4, single)}
+
+
+def test_random_schedules_match_the_pbox_packet_for_packet(rk):
+    n, window, rounds = 4, 4, 6
+    reply = rk.job("random", [1, 2, 3, 4])
+    ref = reference(reply.job_id, n, reply.slot_base, reply.slot_count)
+    rng = random.Random(3)
+    data = np.random.default_rng(4)
+    packets: dict[tuple[int, int], bytes] = {}  # (rank, chunk) -> datagram
+    mismatches = completed = 0
+    for rnd in range(rounds):
+        sequences = []
+        for rank in range(n):
+            for k in range(window):
+                chunk = rnd * window + k
+                values = data.integers(-(2**20), 2**20, K, dtype=np.int32)
+                nelem = rng.randint(0, K)
+                values[nelem:] = 0
+                packets[(rank, chunk)] = contrib(
+                    reply.job_id, rank, reply.slot_base + k, shadow=rnd % 2, values=values,
+                    exp=rng.randint(-128, 127), chunk=chunk, nelem=nelem)
+                seq = []
+                if rnd and rng.random() < 0.3:  # a retransmission of the chunk before
+                    seq.append((rank, chunk - window))
+                seq.append((rank, chunk))
+                if rng.random() < 0.3:
+                    seq.append((rank, chunk))
+                sequences.append(seq)
+        # interleave the per-(rank, slot) sequences at random, keeping each one's order
+        while sequences:
+            seq = rng.choice(sequences)
+            rank, chunk = seq.pop(0)
+            if not seq:
+                sequences.remove(seq)
+            pkt = packets[(rank, chunk)]
+            got = as_results(rk.send(rank + 1, pkt))
+            mismatches += got != pbox_says(ref, rank + 1, pkt)
+            completed += len(got) == n
+    assert mismatches == 0
+    assert completed == rounds * window
+
+
+# -- what must not aggregate -----------------------------------------------------------------
+
+
+def test_foreign_jobs_ranks_and_slots_are_dropped_counted_and_touch_nothing(rk):
+    a = rk.job("a", [1, 2])
+    b = rk.job("b", [3, 4])
+    assert (a.slot_base, b.slot_base) == (0, 32)
+    bad = [
+        (OUTSIDER, contrib(a.job_id, 0, 0)),  # not a member (source address)
+        (1, contrib(a.job_id, 1, 0)),  # h1 claims h2's rank
+        (1, contrib(a.job_id, 0, b.slot_base)),  # a slot of job b
+        (1, contrib(a.job_id, 0, 0, count=0)),
+        (1, contrib(a.job_id, 0, 0, count=3)),  # more workers than the job has
+        (1, contrib(a.job_id, 0, 0, ptype=PacketType.RESULT)),
+        (1, bytes([0x21]) + contrib(a.job_id, 0, 0)[1:]),  # version 2
+    ]
+    for i, pkt in bad:
+        assert rk.send(i, pkt) == []
+    assert rk.job_stat(a.job_id, "rejected") == len(bad)
+    assert rk.job_stat(b.job_id, "rejected") == 0
+    assert rk.send(1, contrib(999, 0, 0)) == []
+    assert rk.switch.counter_read(p.AGG_ERRORS, p.ERR_UNKNOWN_JOB)[1] == 1
+    for reg in ("MyIngress.slot_bitmap", "MyIngress.slot_counter", "MyIngress.slot_owner"):
+        assert all(rk.switch.register_read(reg, i) == 0 for i in range(2 * 64)), reg
+    # the job still works afterwards
+    rk.send(1, contrib(a.job_id, 0, 0, values=np.ones(K)))
+    assert len(rk.send(2, contrib(a.job_id, 1, 0, values=np.ones(K)))) == 2
+
+
+def test_a_job_without_switch_slots_is_just_forwarded_to_the_pbox(rk):
+    rk.job("a", [1])
+    rk.job("b", [2])
+    c = rk.job("c", [3, 4])
+    assert c.where == ON_PBOX
+    pkt = contrib(c.job_id, 0, c.slot_base, values=np.arange(K))
+    frame = udp_frame(host(3), AGG, pkt)
+    assert rk.switch.process(frame, 3) == [(PBOX_PORT, frame)]
+    assert rk.job_stat(c.job_id, "forwarded") == 1
+    # and the PBox's result goes back to a worker as plain forwarding
+    result = udp_frame(AGG, host(4), pkt)
+    assert rk.switch.process(result, PBOX_PORT) == [(4, result)]
+
+
+def test_slots_reused_by_a_new_job_start_fresh(rk):
+    a = rk.job("a", [1, 2])
+    rk.send(1, contrib(a.job_id, 0, 0, values=np.full(K, 7)))  # half a round, left behind
+    rk.apply(rk.registry.kill(a.job_id))
+    d = rk.job("d", [3, 4])
+    assert d.slot_base == 0
+    ref = reference(d.job_id, 2, d.slot_base, d.slot_count)
+    p1 = contrib(d.job_id, 0, 0, values=np.full(K, 1))
+    p2 = contrib(d.job_id, 1, 0, values=np.full(K, 2))
+    assert rk.send(3, p1) == [] and pbox_says(ref, 3, p1) == []
+    out = as_results(rk.send(4, p2))
+    assert out == pbox_says(ref, 4, p2)
+    assert set(wire.decode(out[0][0])[1].tolist()) == {3}
+
+
+# -- plain forwarding ---------------------------------------------------------------------------
+
+
+def test_l2_forwarding_flooding_and_port_counters(rk):
+    frame = udp_frame(host(1), host(2), b"hello")
+    assert rk.switch.process(frame, 1) == [(2, frame)]
+    arp = (b"\xff" * 6 + host(1)[0].to_bytes(6, "big") + b"\x08\x06" + bytes(28))
+    out = rk.switch.process(arp, 1)
+    assert sorted(port for port, _ in out) == [2, 3, 4, 5, 6, 7, 8, PBOX_PORT]
+    assert all(data == arp for _, data in out)
+    unknown = udp_frame(host(1), (0x0A0B0C0D0E0F, 1, 1), b"x")
+    assert rk.switch.process(unknown, 1) == []
+    assert rk.switch.counter_read(p.PORT_RX, 1)[1] == 3
+    assert rk.switch.counter_read(p.PORT_TX, 2)[1] == 2
+    # a p4hub datagram to a worker (not an aggregator) is just forwarded
+    to_worker = udp_frame(AGG, host(2, port=p.AGG_UDP_PORT - 2), contrib(1, 0, 0))
+    assert rk.switch.process(to_worker, PBOX_PORT) == [(2, to_worker)]
