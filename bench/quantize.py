@@ -6,7 +6,11 @@ Measures, in one run on the same array, GB/s of float32 input through:
 * ``quantize+packetize``: blocking, local exponents, fixed point into the big-endian
   lanes of a packet array, and every header (the packet array *is* the wire bytes);
 * ``+ datagrams``: the same plus cutting it into one ``bytes`` per packet;
-* ``depacketize+dequantize``: from received wire bytes back to a float32 array.
+* ``depacketize+dequantize``: from received wire bytes back to a float32 array;
+* ``session path``: a whole ``hosts.session.Session`` (one worker, window 256) with an
+  in-memory echo for an aggregator (for n = 1 a result is the contribution itself):
+  priming, per-window quantization, packet building, result checking and placing,
+  dequantization; no sockets. This is the per-packet Python cost of the agent.
 
 The figure is each rate divided by the copy rate. Writes bench/results/quantize.json.
 
@@ -24,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from hosts import quantize, wire
+from hosts.session import Session
 from hosts.wire import K, PacketType
 
 RESULTS = Path(__file__).resolve().parent / "results" / "quantize.json"
@@ -59,6 +64,20 @@ def depacketize(raw: bytes, n_packets: int, size: int) -> np.ndarray:
     return out.reshape(-1)[:size]
 
 
+def session_echo(x: np.ndarray, window: int = 256) -> np.ndarray:
+    """All-reduce ``x`` through a Session whose aggregator is an in-memory echo (n = 1)."""
+    session = Session(1, 0, 1, 0, window)
+    session.start("x", x, 0.0)
+    result_vt = wire.ver_type(PacketType.RESULT)
+    while not session.idle:
+        out = session.datagrams_to_send(0.0)
+        raw = bytearray(b"".join(out))
+        wire.decode_batch(raw, len(out))["hdr"]["ver_type"] = result_vt
+        session.receive_batch(raw, len(out), 0.0)
+    event = session.next_event()
+    return event.result
+
+
 def best_seconds(fn, repeat: int) -> float:
     fn()  # warm up (page faults, caches)
     best = float("inf")
@@ -81,6 +100,8 @@ def run(mb: int, repeat: int) -> dict:
     back = depacketize(raw, n_packets, size)
     bound = quantize.error_bound(packets["hdr"]["exp"], WORLD_SIZE).max()
     assert float(np.max(np.abs(back - x))) <= bound, "round trip outside the error bound"
+    echoed = session_echo(x[: 64 * K])
+    assert float(np.max(np.abs(echoed - x[: 64 * K]))) <= bound, "session result outside the bound"
 
     timings = {
         "copy": best_seconds(lambda: np.copyto(dst, x), repeat),
@@ -89,6 +110,7 @@ def run(mb: int, repeat: int) -> dict:
             lambda: wire.split_datagrams(packetize(x, packets)), repeat
         ),
         "depacketize+dequantize": best_seconds(lambda: depacketize(raw, n_packets, size), repeat),
+        "session path (echo, W=256)": best_seconds(lambda: session_echo(x[: size // 4]), 1) * 4,
     }
     copy_rate = x.nbytes / timings["copy"] / 1e9
     rows = {
