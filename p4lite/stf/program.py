@@ -90,10 +90,10 @@ class ProgramInfo:
         return _resolve(name, list(table.actions), f"action of table {table.name}")
 
     def key_index(self, table: TableInfo, name: str) -> int:
-        name = re.sub(r"\$(\d+)", r"[\1]", name) if not name.endswith("$valid$") else name
+        name = _normal_key(name)
         candidates = []
         for i, key in enumerate(table.keys):
-            for full in (key.name, key.alt_name):
+            for full in (_normal_key(key.name), key.alt_name):
                 if _name_matches(full, name) or _name_matches(full, name + ".$valid$"):
                     candidates.append(i)
                     break
@@ -105,6 +105,12 @@ class ProgramInfo:
 
     def object_name(self, name: str, known: list[str], what: str) -> str:
         return _resolve(name, known, what)
+
+
+def _normal_key(name: str) -> str:
+    """``hdr$0`` -> ``hdr[0]`` (as bmv2stf) and ``h.isValid()`` -> ``h.$valid$``."""
+    name = name.replace(".isValid()", ".$valid$")
+    return re.sub(r"\$(\d+)", r"[\1]", name)
 
 
 def _name_matches(full: str, name: str) -> bool:

@@ -6,7 +6,7 @@
 header h_t {
     bit<8> k;
     bit<8> x;
-    bit<8> out;
+    bit<8> res;
 }
 
 struct headers_t { h_t h; }
@@ -35,14 +35,14 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         sm.egress_spec = 1;
         switch (t.apply().action_run) {
             a1: {
-                hdr.h.out = 1;
+                hdr.h.res = 1;
             }
             a2: {
-                hdr.h.out = 2;
+                hdr.h.res = 2;
                 sm.egress_spec = 2;
             }
             default: {
-                hdr.h.out = 9;
+                hdr.h.res = 9;
             }
         }
     }

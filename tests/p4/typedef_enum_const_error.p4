@@ -20,7 +20,7 @@ error { BadMagic }
 header h_t {
     byte_t magic;
     bit<8> color;
-    bit<8> out;
+    bit<8> res;
     bit<8> err;
 }
 
@@ -54,9 +54,9 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             m = Mode.FAST;
         }
         if (m == Mode.FAST) {
-            hdr.h.out = 0x0f;
+            hdr.h.res = 0x0f;
         } else {
-            hdr.h.out = (bit<8>) Color.BLUE;
+            hdr.h.res = (bit<8>) Color.BLUE;
         }
         if (sm.parser_error == error.BadMagic) {
             hdr.h.err = 1;
