@@ -4,7 +4,8 @@
              [--p4runtime-format text|json|binary] -o OUT.json PROG.p4
     p4lite-c --target bmv2 --arch v1model -o OUTDIR PROG.p4        (p4c driver form)
 
-When ``-o`` names a directory (it exists, ends with '/', or has no suffix) the
+The JSON is laid out like p4c's (the back end's ``bmv2_text()``; plain
+``json.dumps(indent=2)`` for a result without it). When ``-o`` names a directory (it exists, ends with '/', or has no suffix) the
 BMv2 JSON goes to ``OUTDIR/PROG.json``, as the p4c driver does. The P4Info
 format follows the file extension unless ``--p4runtime-format`` is given.
 Options p4c accepts but p4lite ignores get a one-line warning. Errors print
@@ -140,7 +141,7 @@ def _compile_and_write(args: argparse.Namespace) -> int:
     for warning in getattr(result, "warnings", None) or []:
         print(warning, file=sys.stderr)
     json_path = output_json_path(args.output, program)
-    _write(json_path, lambda f: _dump_json(result.bmv2, f), "w")
+    _write(json_path, lambda f: f.write(bmv2_json_text(result)), "w")
     for path in _p4info_paths(args):
         fmt = args.p4runtime_format or p4info_format(path)
         data = serialize_p4info(result.p4info, fmt)
@@ -196,9 +197,11 @@ def serialize_p4info(p4info: Any, fmt: str) -> str | bytes:
     return p4info.SerializeToString()
 
 
-def _dump_json(data: Any, stream: Any) -> None:
-    json.dump(data, stream, indent=2)
-    stream.write("\n")
+def bmv2_json_text(result: Any) -> str:
+    """The BMv2 JSON text: the back end's p4c-style layout when it has one, else indent=2."""
+    formatter = getattr(result, "bmv2_text", None)
+    text = formatter() if callable(formatter) else json.dumps(result.bmv2, indent=2)
+    return text if text.endswith("\n") else text + "\n"
 
 
 def _write(path: Path, writer: Any, mode: str) -> None:

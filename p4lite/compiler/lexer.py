@@ -112,14 +112,14 @@ def tokenize(text: str, filename: str, first_line: int = 1) -> list[Token]:
             if kind == "id":
                 kind = value if value in KEYWORDS else "ID"
             elif kind == "op":
+                if value == "/" and text.startswith("/*", pos):
+                    raise CompileError("unterminated /* comment", loc)
                 kind = value
             elif kind == "string":
                 kind = "STRING"
             elif kind == "int":
                 kind = "INT"
             elif kind == "unknown":
-                if value == "/" and text.startswith("/*", pos):
-                    raise CompileError("unterminated /* comment", loc)
                 if value == '"':
                     raise CompileError("unterminated string literal", loc)
                 kind = "UNKNOWN"

@@ -89,6 +89,8 @@ class P4Parser:
 
     def _unexpected(self, expected: str) -> NoReturn:
         tok = self._peek()
+        if tok.kind == "UNKNOWN":
+            raise CompileError(f"unexpected character '{tok.value}'", tok.loc)
         found = "end of input" if tok.kind == "EOF" else f"'{tok.value}'"
         raise CompileError(f"expected {expected}, found {found}", tok.loc)
 
@@ -166,7 +168,7 @@ class P4Parser:
     def _finish_instantiation(self, type_: ast.Type, start: Token) -> ast.Instantiation:
         args = self._parse_arguments()
         name = self._parse_name("an instance name")
-        if self._kind() == "{":
+        if self._kind() in ("{", "="):
             raise not_supported("instantiations with an initializer block", self._peek().loc)
         self._expect(";")
         return ast.Instantiation(name.value, type_, args, loc=start.loc)
@@ -636,10 +638,7 @@ class P4Parser:
 
     def _parse_annotation(self) -> ast.Annotation:
         at = self._advance()
-        name = self._peek()
-        if not (name.kind == "ID" or name.value.isidentifier()):
-            self._unexpected("an annotation name")
-        self._advance()
+        name = self._parse_name("an annotation name")
         if name.value == "pragma":  # @pragma runs to the end of the line
             body = []
             while not self._peek().bol:
@@ -925,6 +924,10 @@ class P4Parser:
     def _try_parse_cast(self) -> ast.Expression | None:
         mark = self._pos
         start = self._advance()
+        if self._kind() in _TYPE_KEYWORDS:  # `(bit<8> ...` cannot be a parenthesized value
+            type_ = self._parse_type()
+            self._expect(")", "')' after the cast type")
+            return ast.Cast(type_, self._parse_unary(), loc=start.loc)
         try:
             type_ = self._parse_type()
             self._expect(")")

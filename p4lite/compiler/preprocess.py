@@ -89,15 +89,14 @@ class Preprocessor:
     def run_text(self, text: str, filename: str) -> PreprocessResult:
         """Preprocess source text that came from ``filename``."""
         out: list[Token] = []
-        self._process(text, filename, out)
-        eof = out[-1] if out else None
-        end_loc = eof.loc if eof is not None else SourceLoc(filename, 1, 1)
-        out.append(Token("EOF", "", end_loc, True, True))
+        eof = self._process(text, filename, out)
+        out.append(eof)
         return PreprocessResult(out, self.files, self.warnings)
 
     # ---------------------------------------------------------------- one file
 
-    def _process(self, text: str, filename: str, out: list[Token]) -> None:
+    def _process(self, text: str, filename: str, out: list[Token]) -> Token:
+        """Append the file's expanded tokens to ``out``; returns its EOF token."""
         self.files.append(filename)
         tokens = tokenize(text, filename)
         conds: list[_Cond] = []
@@ -127,6 +126,7 @@ class Preprocessor:
             out.extend(self._expand(chunk))
         if conds:
             raise CompileError("unterminated conditional directive", conds[-1].loc)
+        return tokens[-1] if line_map is None else _remap(tokens[-1], line_map)
 
     def _directive(
         self,
@@ -157,9 +157,9 @@ class Preprocessor:
         elif name == "include":
             self._include(name_tok, args, out, filename)
         elif name == "error":
-            raise CompileError(f"#error {_join(args)}".rstrip(), hash_tok.loc)
+            raise CompileError(f"#error {_join(args)}".rstrip(), name_tok.loc)
         elif name == "warning":
-            self.warnings.append(f"{hash_tok.loc}: warning: {_join(args)}")
+            self.warnings.append(f"{name_tok.loc}: warning: {_join(args)}")
         elif name == "pragma":
             if [t.value for t in args] == ["once"]:
                 self._once.add(Path(filename).resolve())
