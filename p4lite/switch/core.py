@@ -211,8 +211,11 @@ class Switch(ControlPlane):
             state, codes, _ = build_table(gen, tj, actions_by_id, self._direct_meter_targets)
             if state.name in self.tables:
                 raise fail(f"table '{state.name}'", "duplicate table name")
-            target = self._direct_meter_targets.get(tj.get("direct_meters") or "")
-            gen.define(table_source(gen, f"_{name}_t{i}", state, codes, target), f"_{name}_t{i}")
+            dm = tj.get("direct_meters") or ""
+            target = self._direct_meter_targets.get(dm)
+            by_bytes = dm in self.meters and self.meters[dm].by_bytes
+            gen.define(table_source(gen, f"_{name}_t{i}", state, codes, target, by_bytes),
+                       f"_{name}_t{i}")
             self.tables[state.name] = state
             built.append((state, tj))
         for i, c in enumerate(conds):

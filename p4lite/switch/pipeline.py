@@ -71,7 +71,7 @@ def _lookup_lines(t: TableState, codes: list[str], names: dict[str, str]) -> lis
 
 
 def table_source(gen: CodeGen, fname: str, t: TableState, codes: list[str],
-                 meter_target: int | None) -> str:
+                 meter_target: int | None, meter_by_bytes: bool = False) -> str:
     names = {"exact": gen.bind(t.exact, "ex"), "lpm": gen.bind(t.lpm, "lpm"),
              "ternary": gen.bind(t.ternary, "tern")}
     tbl = gen.bind(t, "tbl")
@@ -81,7 +81,8 @@ def table_source(gen: CodeGen, fname: str, t: TableState, codes: list[str],
     if t.with_counters:
         body += ["_e.bytes += P.ilen", "_e.packets += 1"]
     if meter_target is not None:
-        body += ["_mt = _e.meter", f"F[{meter_target}] = _mt.execute(P.now, P.ilen) if _mt else 0"]
+        size = "P.ilen" if meter_by_bytes else "1"
+        body += ["_mt = _e.meter", f"F[{meter_target}] = _mt.execute(P.now, {size}) if _mt else 0"]
     body += ["_e.fn(F, P, _e.args)", "return _e.next"]
     return "\n".join([f"def {fname}(F, P):"] + ["    " + line for line in body]) + "\n"
 

@@ -1,0 +1,114 @@
+"""Loading BMv2 JSON: the L3 sample end to end, and clear SwitchLoadErrors for bad programs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pathlib
+
+import pytest
+
+from p4lite.switch import hashes
+from p4lite.switch.core import Switch, SwitchLoadError
+from p4lite.switch.runtime_api import ActionCall, MatchField, TableEntry
+from p4lite.switch.samples import l3_router, prim
+
+ETH = bytes.fromhex("aabbccddeeff0011223344550800")
+
+
+def ipv4(ttl: int = 64, dst: bytes = bytes([10, 0, 0, 2]), good: bool = True) -> bytes:
+    hdr = bytes.fromhex("4500001c00004000") + bytes([ttl, 17]) + b"\0\0" + bytes([192, 168, 0, 1]) + dst
+    ck = hashes.csum16(hdr) ^ (0 if good else 1)
+    return hdr[:10] + ck.to_bytes(2, "big") + hdr[12:]
+
+
+def router() -> Switch:
+    sw = Switch(l3_router())
+    sw.table_add(TableEntry("MyIngress.ipv4_lpm", (MatchField("lpm", 0x0A000000, prefix_len=8),),
+                            ActionCall("MyIngress.ipv4_forward", (0x020000000001, 3))))
+    return sw
+
+
+def test_l3_router_rewrites_decrements_ttl_and_updates_checksum() -> None:
+    out = router().process(ETH + ipv4() + b"payload!", 1)
+    assert [p for p, _ in out] == [3]
+    data = out[0][1]
+    assert data[:12] == bytes.fromhex("020000000001aabbccddeeff")
+    assert data[22] == 63
+    assert hashes.csum16(data[14:34]) == 0  # a valid header sums to 0xffff
+    assert data[34:] == b"payload!"
+
+
+def test_l3_router_miss_drops_and_non_ipv4_round_trips() -> None:
+    sw = router()
+    assert sw.process(ETH + ipv4(dst=bytes([11, 0, 0, 1])), 1) == []
+    arp = ETH[:12] + b"\x08\x06" + bytes(range(28))
+    assert sw.process(arp, 1) == [(0, arp)]  # no table applies: egress_spec 0, unchanged
+
+
+def test_ttl_wraps_at_zero() -> None:
+    out = router().process(ETH + ipv4(ttl=0), 1)
+    assert out[0][1][22] == 255
+
+
+def test_load_from_path_and_text(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "prog.json"
+    path.write_text(json.dumps(l3_router()))
+    assert Switch(path).tables.keys() == Switch(str(path)).tables.keys()
+    assert "MyIngress.ipv4_lpm" in Switch(json.dumps(l3_router())).tables
+
+
+def broken(change) -> dict:
+    doc = copy.deepcopy(l3_router())
+    change(doc)
+    return doc
+
+
+def _action(doc: dict, name: str) -> dict:
+    return next(a for a in doc["actions"] if a["name"] == name)
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda d: d["__meta__"].update(version=[3, 0]), "version"),
+    (lambda d: d["__meta__"].update(version=[2, 25]), "version"),
+    (lambda d: d["headers"][2].update(header_type="nope_t"), "unknown header type 'nope_t'"),
+    (lambda d: d["header_types"][2]["fields"].append(["opts", "*", False]), "varbit"),
+    (lambda d: _action(d, "MyIngress.drop")["primitives"].append(prim("frobnicate")),
+     "primitive 'frobnicate' is not supported"),
+    (lambda d: _action(d, "MyIngress.ipv4_forward")["primitives"].append(
+        prim("assign", {"type": "field", "value": ["ipv4", "nope"]}, {"type": "hexstr", "value": "0x1"})),
+     "header 'ipv4' has no field 'nope'"),
+    (lambda d: d["pipelines"][0]["tables"][0]["key"][0].update(match_type="fuzzy"),
+     "match type 'fuzzy'"),
+    (lambda d: d["pipelines"][0]["tables"][0].update(type="indirect"), "action profiles"),
+    (lambda d: d["pipelines"][0]["conditionals"][0].update(true_next="nowhere"), "nowhere"),
+    (lambda d: d["pipelines"][0]["tables"][0]["action_ids"].append(99), "differ in length"),
+    (lambda d: d.pop("parsers"), "missing 'parsers'"),
+    (lambda d: d["parsers"][0]["parse_states"][0]["transitions"][0].update(next_state="nope"),
+     "unknown next state 'nope'"),
+    (lambda d: d["calculations"][0].update(algo="md5"), "hash algorithm 'md5'"),
+    (lambda d: d["pipelines"].pop(), "no pipeline named 'egress'"),
+    (lambda d: d["header_unions"].append({"name": "u"}), "header unions"),
+    (lambda d: d["pipelines"][0]["tables"][0]["default_entry"].update(action_id=42),
+     "default action id 42"),
+])
+def test_bad_programs_raise_a_load_error_naming_the_object(change, message: str) -> None:
+    with pytest.raises(SwitchLoadError, match=message):
+        Switch(broken(change))
+
+
+def test_unreadable_program() -> None:
+    with pytest.raises(SwitchLoadError):
+        Switch("/nonexistent/prog.json")
+    with pytest.raises(SwitchLoadError):
+        Switch("{not json")
+    with pytest.raises(SwitchLoadError):
+        Switch({"header_types": "oops"})
+
+
+def test_json_without_meta_and_aliases_loads() -> None:
+    doc = l3_router()
+    del doc["__meta__"]
+    del doc["field_aliases"]
+    assert router().process(ETH + ipv4(), 1)[0][0] == 3
+    assert Switch(doc).process(ETH + ipv4(), 1) == []  # no entries: default drop
