@@ -45,3 +45,41 @@ def test_digest_program():
     assert [d.values for d in digests] == [(0xAA, 7), (0xBB, 3)]
     assert all(d.list_id == digests[0].list_id for d in digests)
     assert switch.take_digests() == []
+
+
+def test_cli_runs_a_json_file_and_reports_failures(tmp_path, capsys):
+    """`python -m p4lite.stf --json`: 0 on success, 1 with a diff on failure, 2 on bad input."""
+    import json
+
+    from p4lite.stf.__main__ import main
+
+    program = compile_program(str(P4_DIR / "basic_exact.p4"))
+    json_path = tmp_path / "basic_exact.json"
+    json_path.write_text(json.dumps(program))
+    stf = str(P4_DIR / "basic_exact.stf")
+    assert main(["--json", str(json_path), stf]) == 0
+    assert "4 passed, 0 failed" in capsys.readouterr().out
+
+    wrong = tmp_path / "wrong.stf"
+    wrong.write_text("add fwd dstAddr:2 set_port(port:2)\npacket 0 000000000002 000000000001 0800\n"
+                     "expect 2 000000000002 000000000001 0801\n")
+    assert main(["--json", str(json_path), str(wrong)]) == 1
+    out = capsys.readouterr().out
+    assert "wrong.stf:3: port 2, packet #1" in out and "0 passed, 1 failed" in out
+
+    broken = tmp_path / "broken.stf"
+    broken.write_text("packet 0 0a0\n")
+    assert main(["--json", str(json_path), str(broken)]) == 2
+    assert "broken.stf:1: packet data has an odd number" in capsys.readouterr().err
+
+
+def test_cli_compiles_with_include_dirs_and_defines(tmp_path, capsys):
+    from p4lite.stf.__main__ import main
+
+    prog = tmp_path / "defs.p4"
+    prog.write_text((P4_DIR / "log_msg.p4").read_text().replace(
+        "sm.egress_spec = 3;", "sm.egress_spec = OUT_PORT;"))
+    stf = str(P4_DIR / "log_msg.stf")
+    assert main(["-I", str(P4_DIR), "-D", "OUT_PORT=3", str(prog), stf]) == 0
+    assert main(["-D", "OUT_PORT=4", str(prog), stf]) == 1
+    capsys.readouterr()

@@ -1,6 +1,7 @@
 // Tests: a header stack parsed in a loop with extract(hdr.tags.next) and a
 // select on hdr.tags.last.bos, constant-index access tags[0..2], isValid on an
-// element, setInvalid on an element, and emitting the whole stack.
+// element, setInvalid on an element, emitting the whole stack, and a table keyed
+// on a stack element field (STF key `tags$0.val`).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -33,8 +34,17 @@ control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {
 }
 
 control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action set_port(bit<9> port) {
+        sm.egress_spec = port;
+    }
+    table by_first {
+        key = { hdr.tags[0].val : exact; }
+        actions = { set_port; NoAction; }
+        default_action = NoAction();
+    }
     apply {
         sm.egress_spec = 1;
+        by_first.apply();
         if (hdr.tags[1].isValid()) {
             hdr.tags[1].val = hdr.tags[0].val + hdr.tags[1].val;
         }
