@@ -166,3 +166,26 @@ def test_bad_input_raises_in_the_caller_and_close_fails_pending_work():
             agent.allreduce_async(np.ones(3, dtype=np.float32))
     finally:
         agg.close()
+
+
+def test_agents_through_the_multi_process_pbox():
+    from hosts.pbox import PBox, PBoxConfig
+
+    box = PBox(PBoxConfig(host="127.0.0.1", port=0, workers=2))
+    box.start()
+    try:
+        box.add_job(JOB, N, 0, SLOTS)
+        inputs = gradients(N, 20000, seed=9)
+        results = run_ranks(box.address, lambda a, r: a.allreduce(inputs[r]))
+        stats = box.stats()
+    finally:
+        box.stop()
+    expected = reference_sum(inputs)
+    for rank, got in enumerate(results):
+        assert not isinstance(got, Exception), f"rank {rank}: {got!r}"
+        assert got.tobytes() == expected.tobytes()
+    # both processes served slots (chunk-to-core affinity), and every chunk completed:
+    # 20000 values = 313 chunks + 32 priming packets per rank
+    job = stats["jobs"][str(JOB)]
+    assert job["completions"] == 313 + 32
+    assert all(w["jobs"][str(JOB)]["completions"] > 0 for w in stats["workers"])
