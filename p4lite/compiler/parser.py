@@ -122,10 +122,13 @@ class P4Parser:
         """Parse the whole token list."""
         start = self._peek().loc
         decls: list[ast.Declaration] = []
-        while self._kind() != "EOF":
-            decl = self._parse_declaration()
-            if decl is not None:
-                decls.append(decl)
+        try:
+            while self._kind() != "EOF":
+                decl = self._parse_declaration()
+                if decl is not None:
+                    decls.append(decl)
+        except RecursionError:
+            raise CompileError("nested too deeply for p4lite's parser", self._peek().loc) from None
         return ast.Program(decls, loc=start)
 
     # BNF: declaration : annotations ( const_decl | header_decl | struct_decl | header_union_decl

@@ -496,3 +496,37 @@ def test_json_text_prefers_the_back_ends_layout() -> None:
 
     assert cli.bmv2_json_text(WithText()) == '{\n  "a" : 1\n}\n'
     assert cli.bmv2_json_text(FakeResult({"a": 1}, p4info_pb2.P4Info())) == '{\n  "a": 1\n}\n'
+
+
+def test_deep_nesting_is_a_compile_error_not_a_crash() -> None:
+    deep = "control c() { apply { x = " + "(" * 400 + "1" + ")" * 400 + "; } }"
+    err = error_of(deep)
+    assert err.message == "nested too deeply for p4lite's parser"
+    assert err.loc is not None and err.loc.file == "e.p4"
+
+
+def test_command_line_end_to_end_with_the_real_back_end(tmp_path: Path) -> None:
+    fixture = Path(__file__).parent / "fixtures" / "frontend" / "basic_l3.p4"
+    out, info = tmp_path / "basic.json", tmp_path / "basic.p4info.txtpb"
+    argv = ["--p4v", "16", "--p4runtime-files", str(info), "-o", str(out), str(fixture)]
+    assert cli.main(argv) == 0
+    bmv2 = json.loads(out.read_text())
+    assert [p["name"] for p in bmv2["pipelines"]] == ["ingress", "egress"]
+    p4info = text_format.Parse(info.read_text(), p4info_pb2.P4Info())
+    assert "MyIngress.ipv4_lpm" in {t.preamble.name for t in p4info.tables}
+
+
+def test_python_dash_m_entry_point(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.p4"
+    bad.write_text("header h_t { bit<8> f }\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "p4lite.compiler", "-o", str(tmp_path / "o.json"), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr == f"{bad}:1:23: error: expected ';', found '}}'\n"

@@ -844,3 +844,46 @@ def test_warnings_reach_the_program() -> None:
 def test_syntax_error_is_a_compile_error() -> None:
     with pytest.raises(CompileError):
         parse_text("header {")
+
+
+def test_annotated_externs_blocks_and_constants() -> None:
+    program = parse_text(
+        "@annotest const bit b = 1;\n"
+        '@size(100) extern Annotated { @name("annotated") Annotated(); '
+        '@name("exe") void execute(bit<8> index); }\n'
+        "@cycles(10) extern bit<32> log(in bit<32> data);\n"
+        "control c() { apply { @blockAnnotation { } } }\n"
+    )
+    const, ext, fn, ctl = program.declarations
+    assert const.annotation("annotest") is not None and show(const.type) == "bit<1>"
+    assert ext.annotation("size").args[0].value == 100
+    assert [m.annotation("name").args[0].value for m in ext.methods] == ["annotated", "exe"]
+    assert isinstance(fn, ast.ExternFunctionDecl) and fn.annotation("cycles") is not None
+    assert isinstance(ctl.body.statements[0], ast.Block)
+
+
+def test_switch_with_trailing_fall_through_label() -> None:
+    (stmt,) = body("switch (s.x) { 1: 2: { s.x = 0; } 3: }")
+    assert isinstance(stmt, ast.Switch)
+    assert [(show(c.label), c.body is None) for c in stmt.cases] == [
+        ("1", True), ("2", False), ("3", True),
+    ]  # fmt: skip
+
+
+def test_keyset_in_parentheses_followed_by_a_mask() -> None:
+    prs = parse_text(
+        "parser p(in bit<8> x) { state start { transition select(x) {"
+        " (8w1 << 2) &&& 0xf: accept; default: reject; } } }"
+    ).declarations[0]
+    case = prs.states[0].transition.cases[0]
+    assert [show(k) for k in case.keysets] == ["(&&& (<< 8w1 2) 15)"]
+
+
+def test_soft_keywords_as_field_and_member_names() -> None:
+    program = parse_text(
+        "header h { bit<8> type; bit<8> key; bit<3> priority; bit<1> state; }\n"
+        "control c(inout h x) { apply { x.type = x.key; x.priority = 1; x.state = 0; } }"
+    )
+    hdr, ctl = program.declarations
+    assert [f.name for f in hdr.fields] == ["type", "key", "priority", "state"]
+    assert [show(s.lhs) for s in ctl.body.statements] == ["x.type", "x.priority", "x.state"]
