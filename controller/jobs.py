@@ -344,7 +344,8 @@ def rebuild_from_entries(
     """Rebuild the registry from the table entries read back from each switch.
 
     Returns the registry and the repair writes: static rack entries that are
-    missing, and member/result entries that belong to no job (deleted). Every
+    missing, member/result entries that belong to no job (deleted), and a
+    PBoxJobWrite MODIFY ("make sure it is there") per PBox job. Every
     rebuilt worker counts as seen at ``now``; barriers start over.
     """
     registry = JobRegistry(topo, epoch_seed)
@@ -362,6 +363,10 @@ def rebuild_from_entries(
         repairs += _rebuild_workers(registry, switch, by_table, now)
         repairs += rack.reconcile(topo, switch, switch_entries)
     registry._next_epoch = _valid_epoch(max(registry._next_epoch, max_epoch + 1))
+    for job in sorted(registry.jobs.values(), key=lambda j: j.job_id):
+        if job.where == ON_PBOX and job.pbox is not None:  # make sure the PBox still has it
+            repairs.append(PBoxJobWrite(job.pbox, MODIFY, job.job_id, job.world_size,
+                                        job.slots.base, job.slots.count))
     return registry, repairs
 
 

@@ -8,12 +8,15 @@ Example (every key shown; optional ones have the defaults of the schemas below):
       "hosts":    {"h1": {"ip": "10.0.0.1", "mac": "08:00:00:00:01:01",
                           "switch": "s1", "port": 1}},
       "pboxes":   {"pb1": {"ip": "10.0.0.100", "mac": "08:00:00:00:01:64",
-                           "switch": "s1", "port": 5, "slots": 4096}},
+                           "switch": "s1", "port": 5, "slots": 4096,
+                           "control": "10.0.0.100:50070"}},
       "controller": {"listen": "0.0.0.0:50060", "worker_timeout": 30.0}
     }
 
 ``slots`` is the switch's aggregation pool (at most the program's NUM_SLOTS) and
-``job_slots`` what one job asks for; a PBox's ``slots`` is its own pool. Each
+``job_slots`` what one job asks for; a PBox's ``slots`` is its own pool and
+``control`` its JSON control channel (hosts/pbox.py), through which the
+controller adds and removes the jobs placed on it. Each
 switch is one rack with at most one PBox. Validation is declarative (a schema per
 section, as faucet's ``Conf.defaults_types``) plus cross checks; every problem
 found is reported at once in one ``ConfigError``.
@@ -123,7 +126,11 @@ HOST_SCHEMA = {
     "switch": _Field(_name),
     "port": _Field(_PORT),
 }
-PBOX_SCHEMA = {**HOST_SCHEMA, "slots": _Field(_int_in(1, 2**32 - 1), 4096)}
+PBOX_SCHEMA = {
+    **HOST_SCHEMA,
+    "slots": _Field(_int_in(1, 2**32 - 1), 4096),
+    "control": _Field(parse_hostport, ""),  # the PBox's JSON control channel; "" = none
+}
 CONTROLLER_SCHEMA = {
     "listen": _Field(parse_hostport, "0.0.0.0:50060"),
     "worker_timeout": _Field(_positive_float, 30.0),
@@ -156,6 +163,7 @@ class PBoxConf:
     switch: str
     port: int
     slots: int
+    control: str = ""
 
 
 @dataclass(frozen=True)

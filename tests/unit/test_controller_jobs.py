@@ -204,8 +204,11 @@ def test_rebuild_from_entries_restores_jobs_and_keeps_them_running(topo, reg):
     join_all(reg, sw, "c", 1, hosts=(5,))  # on the PBox
     entries = {"s1": list(sw.tables.values())}
     rebuilt, repairs = rebuild_from_entries(topo, entries, now=50.0, epoch_seed=1)
-    # only the flood group is rewritten (groups cannot be read back)
-    assert repairs == [GroupWrite("s1", MODIFY, p.FLOOD_GROUP, rack.flood_group(topo, "s1").replicas)]
+    # only the flood group is rewritten (groups cannot be read back); the PBox job is re-asserted
+    c_id = reg.job_by_name("c").job_id
+    assert repairs == [GroupWrite("s1", MODIFY, p.FLOOD_GROUP, rack.flood_group(topo, "s1").replicas),
+                       PBoxJobWrite("pb1", MODIFY, c_id, 1, 0, 32)]
+    sw.apply(repairs)
     assert sorted(rebuilt.jobs) == sorted(reg.jobs)
     for job_id, job in reg.jobs.items():
         again = rebuilt.jobs[job_id]

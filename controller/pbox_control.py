@@ -1,0 +1,115 @@
+"""Jobs placed on a PBox: the client side of the PBox's JSON control channel.
+
+The PBox (hosts/pbox.py) serves newline-delimited JSON over TCP:
+``{"cmd": "add_job", "job", "world_size", "slot_base", "slot_count"}``,
+``{"cmd": "remove_job", "job"}``, ``{"cmd": "list_jobs"}``; each answer is one
+line, ``{"ok": true, ...}`` or ``{"error": "..."}``. ``PBoxControl`` is the
+``pbox_sink`` of controller.driver: it turns PBoxJobWrites into those requests
+(INSERT: add_job, DELETE: remove_job, MODIFY: add the job unless the PBox
+already has it exactly so, which is what a rebuilt controller sends).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+
+from controller.topology import Topology
+from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
+
+
+class PBoxControlError(Exception):
+    """A PBox could not be reached or refused a request."""
+
+
+class PBoxChannel:
+    """One TCP connection to one PBox, reopened on demand."""
+
+    def __init__(self, address: str, timeout: float = 5.0) -> None:
+        host, _, port = address.rpartition(":")
+        self.address = (host, int(port))
+        self.timeout = timeout
+        self._sock: socket.socket | None = None
+        self._file = None
+        self._lock = threading.Lock()
+
+    def request(self, request: dict) -> dict:
+        with self._lock:
+            try:
+                return self._exchange(request)
+            except OSError:
+                self.close()  # one retry on a fresh connection (the PBox may have restarted)
+                try:
+                    return self._exchange(request)
+                except OSError as exc:
+                    self.close()
+                    raise PBoxControlError(f"PBox at {self.address[0]}:{self.address[1]}: {exc}") \
+                        from None
+
+    def _exchange(self, request: dict) -> dict:
+        if self._sock is None:
+            self._sock = socket.create_connection(self.address, timeout=self.timeout)
+            self._file = self._sock.makefile("rb")
+        self._sock.sendall(json.dumps(request).encode() + b"\n")
+        line = self._file.readline()  # type: ignore[union-attr]
+        if not line:
+            raise ConnectionResetError("connection closed by the PBox")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise PBoxControlError(f"PBox answered something that is not JSON: {line[:80]!r}") from None
+        if not isinstance(reply, dict) or "error" in reply:
+            raise PBoxControlError(f"PBox refused {request.get('cmd')}: "
+                                   f"{reply.get('error') if isinstance(reply, dict) else reply}")
+        return reply
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+class PBoxControl:
+    """Applies PBoxJobWrites to the PBoxes of a topology (a ``pbox_sink``)."""
+
+    def __init__(self, topo: Topology, timeout: float = 5.0) -> None:
+        self.channels = {
+            name: PBoxChannel(pbox.control, timeout)
+            for name, pbox in topo.pboxes.items() if pbox.control
+        }
+
+    def __call__(self, write: PBoxJobWrite) -> None:
+        channel = self.channels.get(write.pbox)
+        if channel is None:
+            raise PBoxControlError(f"PBox {write.pbox} has no control address in the topology")
+        add = {"cmd": "add_job", "job": write.job_id, "world_size": write.world_size,
+               "slot_base": write.slot_base, "slot_count": write.slot_count}
+        if write.op == INSERT:
+            channel.request(add)
+        elif write.op == MODIFY:  # make sure the PBox has the job as described (after a rebuild)
+            want = {"job_id": write.job_id, "world_size": write.world_size,
+                    "slot_base": write.slot_base, "slot_count": write.slot_count}
+            have = [job for job in self.jobs(write.pbox) if job.get("job_id") == write.job_id]
+            if have and have[0] == want:
+                return
+            if have:
+                channel.request({"cmd": "remove_job", "job": write.job_id})
+            channel.request(add)
+        elif write.op == DELETE:
+            channel.request({"cmd": "remove_job", "job": write.job_id})
+        else:
+            raise PBoxControlError(f"unsupported PBox job op {write.op!r}")
+
+    def jobs(self, pbox: str) -> list[dict]:
+        channel = self.channels.get(pbox)
+        if channel is None:
+            raise PBoxControlError(f"PBox {pbox} has no control address in the topology")
+        return list(channel.request({"cmd": "list_jobs"}).get("jobs", []))
+
+    def close(self) -> None:
+        for channel in self.channels.values():
+            channel.close()
