@@ -114,6 +114,7 @@ class Lowering:
         self.cp_actions: dict[int, CpAction] = {}
         self.cp_used_actions: set[int] = set()
         self.meta_field_lists: dict[int, list[tuple[str, str]]] = {}
+        self.cp_positions: dict[str, SourceLoc] = {}
 
     def next_node_number(self) -> int:
         """p4c numbers control-flow nodes (tables and conditionals) in one sequence."""

@@ -44,6 +44,7 @@ class CpTable:
     direct_meter: str | None = None
     support_timeout: bool = False
     fixed_id: int | None = None
+    default_explicit: bool = True  # p4c writes initial_default_action only for these
 
 
 @dataclass(slots=True)

@@ -34,7 +34,8 @@ class CompileResult:
 
     def p4info_text(self) -> str:
         """The P4Info in protobuf text format (what p4c writes to ``.p4info.txtpb``)."""
-        return text_format.MessageToString(self.p4info)
+        header = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
+        return header + text_format.MessageToString(self.p4info)
 
 
 def compile_file(path: str | Path, include_dirs=(), defines: dict[str, str] | None = None

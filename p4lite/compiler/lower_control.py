@@ -138,6 +138,7 @@ class ControlLowerer:
         annotations = [_annotation_text(a) for a in decl.annotations
                        if a.name not in _HIDDEN_ANNOTATIONS]
         self.lw.cp_actions[action_id] = CpAction(name, params, fixed_id, annotations)
+        self.lw.cp_positions[name] = decl.loc
         result = (action_id, name, decl)
         self.lw.action_cache[key] = result
         return result

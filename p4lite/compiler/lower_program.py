@@ -173,7 +173,19 @@ def _user_enums(env: ProgramEnv) -> list[Json]:
 
 
 def _control_plane_extras(lw: Lowering) -> None:
-    lw.cp.actions = [lw.cp_actions[i] for i in sorted(lw.cp_used_actions)]
+    files = list(dict.fromkeys(d.loc.file for d in lw.env.program.declarations if d.loc))
+
+    def position(name: str) -> tuple[int, int, int]:
+        loc = lw.cp_positions.get(name)
+        if loc is None:
+            return (len(files) + 1, 0, 0)
+        index = files.index(loc.file) if loc.file in files else len(files)
+        return (index, loc.line, loc.col)
+
+    # p4c lists P4Info entities in declaration order.
+    actions = [lw.cp_actions[i] for i in sorted(lw.cp_used_actions)]
+    lw.cp.actions = sorted(actions, key=lambda a: position(a.name))
+    lw.cp.tables.sort(key=lambda t: position(t.name))
     comp = ExprCompiler(lw.env, lw.env.global_scope)
     for decl in lw.env.type_decls.values():
         if not isinstance(decl, ast.HeaderDecl):

@@ -235,6 +235,8 @@ class StmtLowerer:
                 return self.inline_action(DeclB("action", action, None), call)
             if func.name == "verify":
                 raise not_supported("verify() outside a parser", call.loc)
+            if binding is None:
+                raise CompileError(f"unknown action or function {func.name}", func.loc)
         raise not_supported("this call", call.loc)
 
     def _method(self, base: Val, method: str, call: ast.Call) -> list[Json]:

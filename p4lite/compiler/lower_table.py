@@ -88,7 +88,8 @@ class TableLowerer:
         lw.table_count += 1
         cp = CpTable(name, cp_keys, cp_actions, default_name,
                      [int(v, 16) for v in default_data], default_const, size,
-                     decl.entries_const, bool(decl.entries), fixed_id=_fixed_id(decl, comp))
+                     decl.entries_const, bool(decl.entries), fixed_id=_fixed_id(decl, comp),
+                     default_explicit=decl.default_action is not None)
         self._properties(decl, table, cp, comp)
         if decl.entries:
             table["entries"] = self._entries(decl, keys, actions, comp)
@@ -96,6 +97,7 @@ class TableLowerer:
         control.pipeline.tables.append(table)
         if decl.annotation("hidden") is None:
             lw.cp.tables.append(cp)
+            lw.cp_positions[name] = decl.loc
             for action_id, _, _ in actions:
                 lw.cp_used_actions.add(action_id)
         return table

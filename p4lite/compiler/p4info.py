@@ -77,6 +77,7 @@ def build_p4info(model: ControlPlaneModel) -> p4info_pb2.P4Info:
         msg = info.digests.add()
         preamble(msg.preamble, ids.PREFIX_DIGEST, digest.name)
         msg.type_spec.struct.name = digest.type_name
+    info.type_info.SetInParent()
     _add_type_info(info.type_info, model)
     return info
 
@@ -130,10 +131,11 @@ def _add_table(info: p4info_pb2.P4Info, table: CpTable, id_of, preamble) -> None
     default_id = id_of[(ids.PREFIX_ACTION, table.default_action)]
     if table.default_is_const:
         msg.const_default_action_id = default_id
-    msg.initial_default_action.action_id = default_id
-    for index, value in enumerate(table.default_args, start=1):
-        arg = msg.initial_default_action.arguments.add(param_id=index)
-        arg.value = _canonical_bytes(value)
+    if table.default_explicit:
+        msg.initial_default_action.action_id = default_id
+        for index, value in enumerate(table.default_args, start=1):
+            arg = msg.initial_default_action.arguments.add(param_id=index)
+            arg.value = _canonical_bytes(value)
     for resource in (table.direct_counter, table.direct_meter):
         if resource is None:
             continue

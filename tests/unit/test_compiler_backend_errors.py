@@ -1,0 +1,104 @@
+"""Back-end diagnostics: every error names file:line:col and says what is wrong."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from p4lite.compiler.driver import compile_text
+from p4lite.compiler.errors import CompileError
+from tests.unit.test_compiler_backend_json import program
+
+LOCALS = """
+    action drop() { mark_to_drop(sm); }
+    table t { key = { hdr.h.v: exact; } actions = { drop; } }
+"""
+
+
+def _error(text: str) -> CompileError:
+    with pytest.raises(CompileError) as info:
+        compile_text(text, filename="bad.p4")
+    return info.value
+
+
+def _line_of(text: str, needle: str) -> int:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return number
+    raise AssertionError(needle)
+
+
+@pytest.mark.parametrize(
+    ("body", "locals_", "needle", "message"),
+    [
+        ("hdr.h.v = hdr.h.w;", "", "hdr.h.v = hdr.h.w;",
+         "type mismatch: expected bit<8>, got bit<16>"),
+        ("hdr.h.v = nosuch;", "", "nosuch", "unknown name nosuch"),
+        ("hdr.h.vv = 1;", "", "hdr.h.vv", "header h_t has no field vv"),
+        ("hdr.h.v = true;", "", "hdr.h.v = true", "expected bit<8>, got bool"),
+        ("if (hdr.h.v) { }", "", "if (hdr.h.v)", "condition must be bool, not bit<8>"),
+        ("hdr.h.v = hdr.h.v / 3;", "", "hdr.h.v / 3", "not supported by p4lite: /"),
+        ("t.apply(); t.apply();", LOCALS, "t.apply(); t.apply();",
+         "not supported by p4lite: applying table t more than once"),
+        ("hdr.h.v = hdr.h.v[8:1];", "", "hdr.h.v[8:1]", "slice [8:1] out of range for bit<8>"),
+        ("hdr.h.w = hdr.h.v + hdr.h.w;", "", "hdr.h.v + hdr.h.w",
+         "operands of + have different types: bit<8> and bit<16>"),
+        ("nosuch_action();", "", "nosuch_action", "unknown action or function nosuch_action"),
+        ("hdr.vlan[2].tci = 1;", "", "hdr.vlan[2]", "index 2 out of range for vlan[2]"),
+    ],
+)
+def test_errors_point_at_the_offending_line(body: str, locals_: str, needle: str,
+                                            message: str) -> None:
+    text = program(body, locals_)
+    err = _error(text)
+    assert message in str(err)
+    match = re.match(r"bad\.p4:(\d+):(\d+): error: ", str(err))
+    assert match, str(err)
+    assert int(match.group(1)) == _line_of(text, needle)
+    line_text = text.splitlines()[int(match.group(1)) - 1]
+    start = line_text.index(needle)
+    assert start <= int(match.group(2)) - 1 < start + len(needle)
+
+
+def test_unknown_parser_state() -> None:
+    parser = "state start { pkt.extract(hdr.h); transition nowhere; }"
+    text = program(parser=parser, deparse="pkt.emit(hdr.h);")
+    err = _error(text)
+    assert "unknown parser state nowhere" in str(err)
+    assert err.loc is not None and err.loc.line == _line_of(text, "transition nowhere")
+
+
+def test_table_key_expression_outside_subset() -> None:
+    local = "table t2 { key = { hdr.h.v + 1: exact; } actions = { NoAction; } }"
+    text = program("t2.apply();", local)
+    err = _error(text)
+    assert str(err).startswith(f"bad.p4:{_line_of(text, 'hdr.h.v + 1')}:")
+    assert "not supported by p4lite: a table key" in str(err)
+
+
+def test_assigning_a_constant_or_a_table_parameter() -> None:
+    text = program("K = 1;", top="const bit<8> K = 3;")
+    assert "cannot assign to a constant" in str(_error(text))
+    local = "action a(bit<8> x) { x = 1; } table t3 { actions = { a; } }"
+    assert "cannot assign to a directionless action parameter" in str(
+        _error(program("t3.apply();", local)))
+
+
+def test_default_action_must_be_listed() -> None:
+    local = """
+    action a() { } action b() { }
+    table t { key = { hdr.h.v: exact; } actions = { a; } default_action = b(); }
+"""
+    text = program("t.apply();", local)
+    err = _error(text)
+    assert "default action I.b is not in the table's actions" in str(err)
+    assert err.loc.line == _line_of(text, "table t {")
+
+
+def test_unsupported_package_and_constructs() -> None:
+    text = program().replace("V1Switch(P(), VC(), I(), E(), CC(), D()) main;",
+                             "V1Switch(P(), VC(), I(), E(), CC()) main;")
+    assert "V1Switch takes 6 arguments, got 5" in str(_error(text))
+    text = program("hdr.h.v = (bit<8>) hdr.h.isValid();")
+    assert "cannot cast bool to bit<8>" in str(_error(text))
