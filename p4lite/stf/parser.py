@@ -140,7 +140,7 @@ class StfFile:
 
 # --- lexical helpers -------------------------------------------------------------
 
-_NAME = r"[A-Za-z_$][A-Za-z0-9_$.\[\]]*"
+_NAME = r"[A-Za-z_$][A-Za-z0-9_$.\[\]:]*"  # ":" for sliced keys: h.f[7:4]
 _NAME_RE = re.compile(_NAME + r"$")
 _ACTION_RE = re.compile(r"(" + _NAME + r")\s*\((.*)\)\s*(?:=\s*([A-Za-z_$][A-Za-z0-9_$]*))?\s*$")
 _CHECK_RE = re.compile(

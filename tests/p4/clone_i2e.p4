@@ -1,7 +1,8 @@
 // Tests: clone(CloneType.I2E, session) to a mirroring_add port (the clone is
 // the packet as received, re-parsed, instance_type 1), to an unconfigured
 // session (no clone), and to a session with mirroring_add_mc (one copy per
-// multicast port); egress sees instance_type and egress_port.
+// multicast port); a clone of a packet dropped by mark_to_drop still goes
+// out; egress sees instance_type and egress_port.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -42,6 +43,9 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             clone(CloneType.I2E, 6);
         } else if (hdr.h.sel == 3) {
             clone(CloneType.I2E, 7);
+        } else if (hdr.h.sel == 4) {
+            clone(CloneType.I2E, 5);
+            mark_to_drop(sm);
         }
     }
 }
