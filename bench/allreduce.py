@@ -1,0 +1,209 @@
+"""All-reduce time and goodput over the PBox on the Mininet rack, beside Gloo and the floors.
+
+For each worker count N, one rack (N workers, the PBox host, links shaped to --bw
+Mbit/s) runs, on the same hosts and links in the same run:
+
+* ``pbox``: the host agent (hosts/agent.py) through p4hub-pbox, one float32 tensor
+  of each size, quantized, summed in fixed point by the PBox;
+* ``gloo``: torch.distributed with the Gloo backend (ring all-reduce over TCP).
+
+Each timed all-reduce starts after a barrier; its time is the slowest rank's. The
+floors are link-bandwidth bounds: single PBox ``N x size / bw`` (its one link carries
+every worker's contribution in and every result out), ring ``2(N-1)/N x size / bw``.
+Goodput is tensor bytes / time (what each worker gets reduced per second).
+
+    .venv/bin/python -m bench.allreduce [--quick] [--workers 2,4,8] [--sizes-mb 1,4,16,64]
+                                        [--bw 100] [--repeat 1] [--backends pbox,gloo]
+
+Needs root (Mininet) and, for Gloo, torch (``make torch``). Writes
+bench/results/allreduce.json and bench/results/allreduce.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from topologies.launch import WorkerRun, run_workers
+from topologies.rack import PBOX_IP, Rack, RackConfig, RackError
+
+RESULTS = Path(__file__).resolve().parent / "results"
+MB = 1 << 20
+
+
+def floors(workers: int, size_mb: float, bw_mbit: float) -> dict[str, float]:
+    bits = size_mb * MB * 8
+    return {
+        "pbox": workers * bits / (bw_mbit * 1e6),
+        "gloo": 2 * (workers - 1) / workers * bits / (bw_mbit * 1e6),
+    }
+
+
+def _worker_args(backend: str, workers: int, args: argparse.Namespace):
+    def build(rank: int) -> list[str]:
+        common = ["--rank", str(rank), "--world", str(workers), "--repeat", str(args.repeat),
+                  "--sizes-mb", ",".join(str(s) for s in args.sizes_mb), "--timeout", "60"]
+        if backend == "gloo":
+            return ["--backend", "gloo", "--master", "10.0.0.1:29500", *common]
+        extra = ["--window", str(args.window), "--slot-count", str(args.window)] if args.window \
+            else []
+        return ["--backend", "pbox", "--job", "1", "--pbox", f"{PBOX_IP}:48879", *extra, *common]
+    return build
+
+
+def _run_timeout(workers: int, args: argparse.Namespace) -> float:
+    # Generous: 30x the PBox floor of every size and repetition, plus start-up.
+    total = sum(floors(workers, s, args.bw)["pbox"] for s in args.sizes_mb) * args.repeat
+    return 120.0 + 30.0 * total
+
+
+def _rows(backend: str, workers: int, run: WorkerRun, args: argparse.Namespace) -> list[dict]:
+    rows = []
+    for size_mb in args.sizes_mb:
+        times = [max(line["seconds"] for line in by_rank.values())
+                 for (size, _), by_rank in sorted(run.iterations.items())
+                 if size == size_mb and len(by_rank) == workers]
+        floor = floors(workers, size_mb, args.bw)
+        median = statistics.median(times) if times else None
+        rows.append({
+            "backend": backend, "workers": workers, "size_mb": size_mb,
+            "seconds": median, "seconds_all": times,
+            "goodput_mbit": size_mb * MB * 8 / median / 1e6 if median else None,
+            "floor_pbox_s": floor["pbox"], "floor_ring_s": floor["gloo"],
+            "floor_own_s": floor[backend],
+            "complete": len(times) == args.repeat,
+            "errors": sorted(set(run.errors.values())),
+        })
+    return rows
+
+
+def bench_workers(workers: int, args: argparse.Namespace) -> list[dict]:
+    rows: list[dict] = []
+    config = RackConfig(workers=workers, bw=args.bw, loss=args.loss, run_name=f"bench-n{workers}")
+    with Rack(config) as rack:
+        for backend in args.backends:
+            if backend == "pbox":
+                rack.start_pbox(jobs=[f"1:{workers}:0:4096"], workers=args.pbox_workers)
+            run = run_workers(rack, _worker_args(backend, workers, args),
+                              timeout=_run_timeout(workers, args), tag=f"-{backend}")
+            if backend == "pbox":
+                rack.stop_pbox()
+            for row in _rows(backend, workers, run, args):
+                rows.append(row)
+                _print_row(row)
+    return rows
+
+
+def _print_row(row: dict) -> None:
+    if row["seconds"] is None:
+        print(f"{row['backend']:>5} N={row['workers']} {row['size_mb']:>5g} MB   FAILED "
+              f"{'; '.join(row['errors'])[:200]}", flush=True)
+        return
+    print(f"{row['backend']:>5} N={row['workers']} {row['size_mb']:>5g} MB "
+          f"{row['seconds']:>8.3f} s {row['goodput_mbit']:>7.1f} Mbit/s   floor: own "
+          f"{row['floor_own_s']:.3f} s (x{row['seconds'] / row['floor_own_s']:.1f}), "
+          f"single PBox {row['floor_pbox_s']:.3f} s, ring {row['floor_ring_s']:.3f} s",
+          flush=True)
+
+
+def plot(rows: list[dict], path: Path, bw: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
+
+    counts = sorted({r["workers"] for r in rows})
+    fig, axes = plt.subplots(1, len(counts), figsize=(5 * len(counts), 4), squeeze=False)
+    for ax, n in zip(axes[0], counts, strict=True):
+        for backend, style in (("pbox", "o-"), ("gloo", "s-")):
+            pts = [(r["size_mb"], r["seconds"]) for r in rows
+                   if r["workers"] == n and r["backend"] == backend and r["seconds"]]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), style, label=f"{backend} measured")
+        sizes = sorted({r["size_mb"] for r in rows if r["workers"] == n})
+        ax.plot(sizes, [floors(n, s, bw)["pbox"] for s in sizes], "k--", label="single-PBox floor")
+        ax.plot(sizes, [floors(n, s, bw)["gloo"] for s in sizes], "k:", label="ring floor")
+        ax.set(xscale="log", yscale="log", xlabel="tensor size (MB)", ylabel="all-reduce time (s)",
+               title=f"N = {n}, {bw:g} Mbit/s links")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(ScalarFormatter())
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    def numbers(cast):
+        return lambda text: [cast(x) for x in text.split(",")]
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="N = 2, 4; 1 and 4 MB; 2 repeats")
+    parser.add_argument("--workers", type=numbers(int), default=None)
+    parser.add_argument("--sizes-mb", type=numbers(float), default=None)
+    parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--bw", type=float, default=100.0, help="link bandwidth, Mbit/s")
+    parser.add_argument("--loss", type=float, default=0.0, help="percent, every link")
+    parser.add_argument("--backends", type=lambda s: s.split(","), default=["pbox", "gloo"])
+    parser.add_argument("--window", type=int, default=0, help="agent window (0: its default)")
+    parser.add_argument("--pbox-workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS / "allreduce.json")
+    args = parser.parse_args(argv)
+    quick = {"workers": [2, 4], "sizes_mb": [1.0, 4.0], "repeat": 2}
+    full = {"workers": [2, 4, 8], "sizes_mb": [1.0, 4.0, 16.0, 64.0], "repeat": 1}
+    for key, value in (quick if args.quick else full).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if "gloo" in args.backends and not _have_torch():
+        print("warning: torch is not installed (make torch): skipping the Gloo comparison",
+              file=sys.stderr)
+        args.backends = [b for b in args.backends if b != "gloo"]
+    return args
+
+
+def _have_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if os.geteuid() != 0:
+        print("bench.allreduce needs root (Mininet)", file=sys.stderr)
+        return 2
+    started = time.time()
+    rows: list[dict] = []
+    try:
+        for workers in args.workers:
+            rows += bench_workers(workers, args)
+    except RackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "benchmark": "allreduce",
+        "config": {"workers": args.workers, "sizes_mb": args.sizes_mb, "repeat": args.repeat,
+                   "bw_mbit": args.bw, "loss_percent": args.loss, "backends": args.backends,
+                   "pbox_workers": args.pbox_workers, "agent_window": args.window or "default"},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "kernel": platform.release()},
+        "seconds_total": time.time() - started,
+        "results": rows,
+    }
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    plot(rows, args.out.with_suffix(".png"), args.bw)
+    print(f"wrote {args.out} and {args.out.with_suffix('.png')}")
+    return 0 if all(r["complete"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

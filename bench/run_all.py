@@ -1,0 +1,71 @@
+"""Run every benchmark in bench/ one after the other, with quick settings by default.
+
+    .venv/bin/python -m bench.run_all [--full] [--only quantize,allreduce]
+
+Each benchmark runs as its own process (``python -m bench.<name>``), so one that
+crashes or fails does not stop the others; the summary says which failed. The known
+ones run first, in this order, with these quick arguments; any other bench/*.py
+module found runs afterwards with its defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ORDER = ["quantize", "switch_core", "switch_io", "allreduce"]
+QUICK_ARGS: dict[str, list[str]] = {
+    "quantize": ["--mb", "16", "--repeat", "3"],
+    "switch_core": ["--reps", "3"],
+    "switch_io": [],
+    "allreduce": ["--quick"],
+}
+NOT_BENCHMARKS = {"__init__", "run_all"}
+
+
+def discover() -> list[str]:
+    found = {p.stem for p in HERE.glob("*.py")} - NOT_BENCHMARKS
+    return [name for name in ORDER if name in found] + sorted(found - set(ORDER))
+
+
+def run_one(name: str, full: bool, timeout: float) -> tuple[bool, float, str]:
+    args = [] if full else QUICK_ARGS.get(name, [])
+    cmd = [sys.executable, "-m", f"bench.{name}", *args]
+    print(f"\n=== bench.{name} {' '.join(args)}", flush=True)
+    started = time.monotonic()
+    try:
+        code = subprocess.run(cmd, cwd=HERE.parent, timeout=timeout).returncode
+        why = f"exit status {code}" if code else ""
+    except subprocess.TimeoutExpired:
+        code, why = -1, f"timed out after {timeout:.0f} s"
+    return code == 0, time.monotonic() - started, why
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="each benchmark's full defaults")
+    parser.add_argument("--only", type=lambda s: s.split(","), default=None)
+    parser.add_argument("--timeout", type=float, default=3600.0, help="per benchmark, seconds")
+    args = parser.parse_args(argv)
+    names = discover()
+    if args.only:
+        unknown = set(args.only) - set(names)
+        if unknown:
+            parser.error(f"no such benchmark(s): {sorted(unknown)}; have {names}")
+        names = [n for n in names if n in args.only]
+    outcomes = {name: run_one(name, args.full, args.timeout) for name in names}
+    print("\n=== summary")
+    for name, (ok, seconds, why) in outcomes.items():
+        print(f"  {name:<14} {'ok' if ok else 'FAILED':<7} {seconds:7.1f} s  {why}")
+    failed = [name for name, (ok, _, _) in outcomes.items() if not ok]
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
