@@ -118,7 +118,7 @@ class Preprocessor:
             if chunk:
                 out.extend(self._expand(chunk))
                 chunk = []
-            mapped = self._directive(tok, directive, conds, out, filename)
+            mapped = self._directive(directive, conds, out, filename)
             if mapped is not None:
                 line_map = mapped
             i = j
@@ -130,7 +130,6 @@ class Preprocessor:
 
     def _directive(
         self,
-        hash_tok: Token,
         line: list[Token],
         conds: list[_Cond],
         out: list[Token],
