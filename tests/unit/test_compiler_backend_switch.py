@@ -103,3 +103,79 @@ def test_l3_program_drops_on_miss_and_non_ip() -> None:
     assert switch.process(_ipv4_packet(b"\x0b\x00\x00\x01", ttl=64), port=1) == []
     assert switch.process(b"\x00" * 12 + b"\x86\xdd" + b"\x00" * 40, port=1) == []
     assert switch.register_read("I.seen", 0) == 0
+
+
+EXPR = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; bit<8> sat; bit<8> sub; bit<16> cat; bit<8> sl; int<8> s;
+             bit<8> mode; bit<8> res; }
+struct headers { h_t h; }
+struct meta_t { bool flag; }
+parser P(packet_in pkt, out headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers hdr, inout meta_t meta) { apply { } }
+control Sub(inout bit<8> v) {
+    apply { if (v == 0) { return; } v = v + 100; }
+}
+control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    Sub() sub;
+    action pick(bit<8> k) {
+        if (k == 1) { hdr.h.res = 11; } else { hdr.h.res = 22; }
+    }
+    action stop() { hdr.h.res = 99; }
+    table modes {
+        key = { hdr.h.mode: exact; }
+        actions = { pick; stop; }
+        const entries = { 1: pick(1); 2: pick(2); 3: stop(); }
+        default_action = pick(0);
+    }
+    apply {
+        sm.egress_spec = 2;
+        hdr.h.sat = hdr.h.a |+| hdr.h.b;
+        hdr.h.sub = hdr.h.a |-| hdr.h.b;
+        hdr.h.cat = hdr.h.a ++ hdr.h.b;
+        hdr.h.sl = hdr.h.cat[11:4];
+        hdr.h.s = hdr.h.s - 8s100;
+        meta.flag = hdr.h.a > hdr.h.b;
+        switch (modes.apply().action_run) {
+            stop: { exit; }
+        }
+        if (meta.flag) { sub.apply(hdr.h.sl); }
+        hdr.h.sl[0:0] = 1w1;
+    }
+}
+control E(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def _run(a: int, b: int, s: int, mode: int) -> bytes:
+    switch = Switch(compile_text(EXPR, filename="expr.p4").bmv2)
+    packet = bytes([a, b, 0, 0, 0, 0, 0, s & 0xFF, mode, 0])
+    ((port, data),) = switch.process(packet, port=1)
+    assert port == 2
+    return data
+
+
+def test_expression_semantics_on_the_switch() -> None:
+    data = _run(200, 100, -100, 1)
+    assert data[2] == 255  # |+| saturates
+    assert data[3] == 100  # |-|
+    assert data[4:6] == bytes([200, 100])  # ++
+    cat = (200 << 8) | 100
+    assert data[6] == (((cat >> 4) & 0xFF) + 100) & 0xFF | 1  # slice, sub-control, slice store
+    assert struct.unpack("b", data[7:8])[0] == 56  # int<8>: -100 - 100 wraps to 56
+    assert data[9] == 11  # if inside an action (_jump_if_zero / _jump)
+
+
+def test_exit_and_return_paths_on_the_switch() -> None:
+    data = _run(1, 5, 0, 3)  # stop: exit before the sub-control and the slice store
+    assert data[9] == 99 and data[6] == ((1 << 8 | 5) >> 4) & 0xFF
+    data = _run(1, 5, 0, 2)
+    assert data[3] == 0 and data[9] == 22
+    data = _run(5, 1, 0, 7)  # default pick(0); flag true; sl == 0x50 -> +100
+    assert data[9] == 22 and data[6] == (0x50 + 100) | 1
