@@ -46,7 +46,9 @@ struct learn_t {
 }
 
 struct metadata {
-    bit<1> learn;
+    bit<1>  learn;
+    bit<48> src;
+    bit<9>  port;
 }
 
 struct headers {
@@ -109,7 +111,10 @@ control MyIngress(inout headers hdr, inout metadata meta,
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
     action learn() {
+        // digests carry end-of-ingress values (as in BMv2): keep the original source
         meta.learn = 1;
+        meta.src = hdr.ethernet.srcAddr;
+        meta.port = standard_metadata.ingress_port;
     }
     action acl_drop() {
         mark_to_drop(standard_metadata);
@@ -176,7 +181,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
         }
         smac_learn.apply();
         if (meta.learn == 1) {
-            digest<learn_t>(1, {hdr.ethernet.srcAddr, standard_metadata.ingress_port});
+            digest<learn_t>(1, {meta.src, meta.port});
         }
         if (!l2_exact.apply().hit) {
             if (hdr.ipv4.isValid()) {

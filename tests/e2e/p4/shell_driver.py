@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import p4runtime_sh.shell as sh
+from google.protobuf.json_format import MessageToDict
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
 HERE = Path(__file__).resolve().parent
@@ -28,8 +29,9 @@ def connect(p: dict, push: bool) -> None:
     sh.setup(device_id=0, grpc_addr=p["addr"], election_id=(0, 1), config=config, verbose=False)
 
 
-def entries(table: str) -> list[str]:
-    return [str(e) for e in sh.TableEntry(table).read()]
+def entries(table: str) -> list[dict]:
+    """The table's entries as protobuf JSON (bytes base64-encoded)."""
+    return [MessageToDict(e.msg()) for e in sh.TableEntry(table).read()]
 
 
 def route(host: dict, port: int | None = None, mac: str | None = None, modify: bool = False) -> None:
@@ -68,7 +70,7 @@ def scenario_program(p: dict) -> dict:
     proto.match["hdr.ipv4.protocol"] = "0x99"
     proto.priority = 1
     proto.insert()
-    groups = [str(g) for g in sh.MulticastGroupEntry(1).read()]
+    groups = [MessageToDict(g.msg()) for g in sh.MulticastGroupEntry(1).read()]
     result = {t: entries(f"MyIngress.{t}") for t in
               ("ipv4_lpm", "l2_exact", "acl_ternary", "ttl_range", "proto_optional")}
     result["groups"] = groups
@@ -121,7 +123,7 @@ def scenario_default_action(p: dict) -> dict:
     te.action["dstAddr"] = p["hosts"][2]["mac"]
     te.action["port"] = "3"
     te.modify()
-    read = [str(e) for e in sh.TableEntry("MyIngress.ipv4_lpm")(is_default=True).read()]
+    read = [MessageToDict(e.msg()) for e in sh.TableEntry("MyIngress.ipv4_lpm")(is_default=True).read()]
     sh.teardown()
     return {"default": read}
 
