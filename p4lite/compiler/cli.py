@@ -5,9 +5,10 @@
     p4lite-c --target bmv2 --arch v1model -o OUTDIR PROG.p4        (p4c driver form)
 
 The JSON is laid out like p4c's (the back end's ``bmv2_text()``; plain
-``json.dumps(indent=2)`` for a result without it). When ``-o`` names a directory (it exists, ends with '/', or has no suffix) the
-BMv2 JSON goes to ``OUTDIR/PROG.json``, as the p4c driver does. The P4Info
-format follows the file extension unless ``--p4runtime-format`` is given.
+``json.dumps(indent=2)`` for a result without it). When ``-o`` names a
+directory (it exists, ends with '/', or has no suffix) the BMv2 JSON goes to
+``OUTDIR/PROG.json``, as the p4c driver does. The P4Info format follows the
+file extension unless ``--p4runtime-format`` is given.
 Options p4c accepts but p4lite ignores get a one-line warning. Errors print
 ``file:line:col: error: message`` and exit 1.
 """
