@@ -314,7 +314,7 @@ class Preprocessor:
         while pending:
             tok = pending.pop()
             name = tok.value
-            macro = macros.get(name) if tok.kind == "ID" else None
+            macro = macros.get(name)  # keywords may be macro names too, as in cpp
             if macro is None or (tok.hide is not None and name in tok.hide):
                 out.append(_builtin(tok) if name in _BUILTINS else tok)
                 continue

@@ -365,3 +365,35 @@ def test_eof_token_ends_the_stream() -> None:
 
 def where_loc(info: pytest.ExceptionInfo[CompileError]) -> str:
     return str(info.value.loc)
+
+
+def test_keywords_can_be_macro_names() -> None:
+    assert text_of("#define true 1\n#define bool bit<1>\nbool x = true;") == "bit < 1 > x = 1 ;"
+
+
+def test_skeleton_guarded_by_core_is_active_only_after_core(tmp_path: Path) -> None:
+    (tmp_path / "skeleton.p4").write_text("#ifdef _CORE_P4_\nskeleton_body\n#endif")
+    before = Preprocessor().run_text('#include "skeleton.p4"\n', str(tmp_path / "m.p4"))
+    assert [t.value for t in before.tokens[:-1]] == []
+    after = Preprocessor().run_text(
+        '#include <core.p4>\n#include "skeleton.p4"\n', str(tmp_path / "m.p4")
+    )
+    assert after.tokens[-2].value == "skeleton_body"
+
+
+def test_file_without_trailing_newline_and_directive_at_the_end() -> None:
+    assert text_of("#if 1\nlast\n#endif") == "last"
+    assert text_of("a\n#define X 1") == "a"
+
+
+def test_object_macro_expanding_to_a_function_macro_name() -> None:
+    assert text_of("#define F(x) [x]\n#define G F\nG(3)") == "[ 3 ]"
+
+
+def test_function_macro_argument_with_nested_parens_and_commas_in_braces() -> None:
+    assert text_of("#define A(x, y) x | y\nA(f(1, 2), (3, 4))") == "f ( 1 , 2 ) | ( 3 , 4 )"
+
+
+def test_eof_location_is_the_end_of_the_main_file() -> None:
+    eof = Preprocessor().run_text("a\n  b  ", "m.p4").tokens[-1]
+    assert (eof.kind, eof.loc.line, eof.loc.col) == ("EOF", 2, 6)
