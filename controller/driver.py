@@ -176,16 +176,43 @@ class Controller:
 
     # -- observation ---------------------------------------------------------------
 
+    def switch_view(self, name: str) -> dict:
+        """Tables (read back), multicast groups (as the controller wrote them) and
+        per-port counters of one switch, as plain JSON-able data."""
+        with self.lock:
+            entries = self._read_entries(name)
+            groups = {p.FLOOD_GROUP: list(rack.flood_group(self.topo, name).replicas)}
+            for job in self.registry.jobs.values():
+                if job.switch == name and job.where == "switch" and job.workers:
+                    groups[job.job_id] = [(w.switch_port, p.result_rid(job.job_id, w.rank))
+                                          for _, w in sorted(job.workers.items())]
+            ports = {}
+            for node in self.topo.endpoints_of(name):
+                rx = self._counter(name, p.PORT_RX, node.port)
+                tx = self._counter(name, p.PORT_TX, node.port)
+                ports[node.port] = {"node": node.name, "rx": rx, "tx": tx}
+            return {
+                "name": name,
+                "entries": [{"table": e.table, "match": {f.name: f.value for f in e.match},
+                             "action": e.action, "params": dict(e.params)} for e in entries],
+                "groups": {str(g): [{"port": port, "rid": rid} for port, rid in reps]
+                           for g, reps in sorted(groups.items())},
+                "ports": {str(port): info for port, info in sorted(ports.items())},
+            }
+
+    def _counter(self, switch: str, name: str, index: int) -> dict[str, int]:
+        counter_id = self.codec.index.counter(name).id
+        cells = self._call(switch, self.clients[switch].read_counters, counter_id, index)
+        data = cells[0].data if cells else None
+        return {"packets": data.packet_count if data else 0, "bytes": data.byte_count if data else 0}
+
     def job_counters(self, job_id: int) -> dict[str, tuple[int, int]]:
         """kind -> (packets, bytes) from the switch's job_stats counter."""
         with self.lock:
             job = self.registry.job(job_id)
-            counter_id = self.codec.index.counter(p.JOB_STATS).id
             base = job_id * p.JOB_STAT_KINDS
             out = {}
             for i, kind in enumerate(p.JOB_STAT_NAMES):
-                cells = self._call(job.switch, self.clients[job.switch].read_counters,
-                                   counter_id, base + i)
-                data = cells[0].data if cells else None
-                out[kind] = (data.packet_count, data.byte_count) if data else (0, 0)
+                cell = self._counter(job.switch, p.JOB_STATS, base + i)
+                out[kind] = (cell["packets"], cell["bytes"])
             return out

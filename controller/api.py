@@ -1,0 +1,288 @@
+"""The job API: gRPC service ``p4hub.JobService`` with JSON messages.
+
+Every method is unary; requests and responses are UTF-8 JSON objects (no
+generated stubs needed on either side; any gRPC client can call
+``/p4hub.JobService/<Method>`` with a JSON body). Methods:
+
+  JoinJob    {name, world_size, rank, address: "ip:port"} -> {job_id, world_size, rank,
+             aggregator: "ip:port", slot_base, slot_count, k, window, where}
+  LeaveJob   {job_id, rank} -> {}
+  Heartbeat  {job_id, rank} -> {}
+  Barrier    {job_id, rank, timeout?} -> {generation}   (blocks until every rank arrived)
+  ListJobs   {} -> {jobs: [job summary]}
+  ShowJob    {job_id} -> job summary + {workers, counters}
+  KillJob    {job_id} -> {}
+  Status     {} -> {switches, jobs, slots}
+  ShowSwitch {name} -> {entries, groups, ports}
+
+Errors: a refused request is INVALID_ARGUMENT (NOT_FOUND for an unknown job),
+a switch or PBox failure UNAVAILABLE, a barrier timeout DEADLINE_EXCEEDED; the
+status details carry the reason. ``now`` comes from ``clock`` (monotonic
+seconds), the only clock in the controller.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+from controller.driver import Controller, ControllerError
+from controller.jobs import Job, JobError
+from controller.pbox_control import PBoxControlError
+from controller.topology import format_ipv4, format_mac
+
+log = logging.getLogger("p4hub.controller")
+
+SERVICE = "p4hub.JobService"
+METHODS = ("JoinJob", "LeaveJob", "Heartbeat", "Barrier", "ListJobs", "ShowJob", "KillJob",
+           "Status", "ShowSwitch")
+MAX_BARRIER_WAIT = 3600.0
+
+
+class ApiError(Exception):
+    """A request the API refuses, with the gRPC code to answer."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _int(request: dict, key: str) -> int:
+    value = request.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, f"{key!r} must be an integer")
+    return value
+
+
+def _address(text: Any) -> tuple[str, int]:
+    if not isinstance(text, str) or ":" not in text:
+        raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "address must be 'ip:port'")
+    host, _, port = text.rpartition(":")
+    if not port.isdigit():
+        raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "address must be 'ip:port'")
+    return host, int(port)
+
+
+def job_summary(job: Job) -> dict:
+    return {
+        "job_id": job.job_id, "name": job.name, "world_size": job.world_size,
+        "workers": len(job.workers), "switch": job.switch, "where": job.where,
+        "pbox": job.pbox, "slot_base": job.slots.base, "slot_count": job.slots.count,
+    }
+
+
+class JobService:
+    """The handlers; ``handle(method, body)`` is what the gRPC adapter calls."""
+
+    def __init__(self, controller: Controller, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ctl = controller
+        self.clock = clock
+        self.barriers = threading.Condition(controller.lock)
+
+    def handle(self, method: str, body: bytes) -> dict:
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError as exc:
+            raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, f"request is not JSON: {exc}") from None
+        if not isinstance(request, dict):
+            raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "request must be a JSON object")
+        handler = getattr(self, f"_{method}")
+        try:
+            return handler(request)
+        except JobError as exc:
+            code = grpc.StatusCode.NOT_FOUND if str(exc).startswith("no job") else \
+                grpc.StatusCode.INVALID_ARGUMENT
+            raise ApiError(code, str(exc)) from None
+        except (ControllerError, PBoxControlError) as exc:
+            raise ApiError(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
+
+    # -- workers -------------------------------------------------------------------
+
+    def _JoinJob(self, r: dict) -> dict:  # noqa: N802
+        name = r.get("name")
+        if not isinstance(name, str):
+            raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "'name' must be a string")
+        reply = self.ctl.join(name, _int(r, "world_size"), _int(r, "rank"), _address(r.get("address")),
+                              self.clock())
+        return {
+            "job_id": reply.job_id, "world_size": reply.world_size, "rank": reply.rank,
+            "aggregator": f"{reply.aggregator_ip}:{reply.aggregator_port}",
+            "slot_base": reply.slot_base, "slot_count": reply.slot_count, "k": reply.k,
+            "window": reply.window, "where": reply.where,
+        }
+
+    def _LeaveJob(self, r: dict) -> dict:  # noqa: N802
+        with self.barriers:
+            self.ctl.leave(_int(r, "job_id"), _int(r, "rank"))
+            self.barriers.notify_all()
+        return {}
+
+    def _Heartbeat(self, r: dict) -> dict:  # noqa: N802
+        with self.ctl.lock:
+            self.ctl.registry.heartbeat(_int(r, "job_id"), _int(r, "rank"), self.clock())
+        return {}
+
+    def _Barrier(self, r: dict) -> dict:  # noqa: N802
+        job_id, rank = _int(r, "job_id"), _int(r, "rank")
+        timeout = r.get("timeout", MAX_BARRIER_WAIT)
+        if not isinstance(timeout, int | float) or not 0 < timeout <= MAX_BARRIER_WAIT:
+            raise ApiError(grpc.StatusCode.INVALID_ARGUMENT,
+                           f"'timeout' must be in (0, {MAX_BARRIER_WAIT}] seconds")
+        registry = self.ctl.registry
+        with self.barriers:
+            generation = registry.barrier(job_id, rank, self.clock())
+            self.barriers.notify_all()
+            passed = self.barriers.wait_for(
+                lambda: job_id not in registry.jobs or registry.barrier_passed(job_id, generation),
+                timeout=timeout)
+            if job_id not in registry.jobs:
+                raise ApiError(grpc.StatusCode.NOT_FOUND, f"job {job_id} ended during the barrier")
+            if not passed:
+                raise ApiError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                               f"barrier {generation} of job {job_id} not passed in {timeout} s")
+        return {"generation": generation}
+
+    # -- operators -----------------------------------------------------------------
+
+    def _ListJobs(self, r: dict) -> dict:  # noqa: N802
+        with self.ctl.lock:
+            return {"jobs": [job_summary(j) for _, j in sorted(self.ctl.registry.jobs.items())]}
+
+    def _ShowJob(self, r: dict) -> dict:  # noqa: N802
+        with self.ctl.lock:
+            job = self.ctl.registry.job(_int(r, "job_id"))
+            now = self.clock()
+            workers = [
+                {"rank": w.rank, "address": f"{format_ipv4(w.ip)}:{w.port}", "mac": format_mac(w.mac),
+                 "switch_port": w.switch_port, "idle_s": round(now - w.last_seen, 3)}
+                for _, w in sorted(job.workers.items())
+            ]
+            counters = {kind: {"packets": pk, "bytes": by}
+                        for kind, (pk, by) in self.ctl.job_counters(job.job_id).items()}
+            return {**job_summary(job), "epoch": job.epoch, "worker_list": workers,
+                    "counters": counters}
+
+    def _KillJob(self, r: dict) -> dict:  # noqa: N802
+        with self.barriers:
+            self.ctl.kill(_int(r, "job_id"))
+            self.barriers.notify_all()
+        return {}
+
+    def _Status(self, r: dict) -> dict:  # noqa: N802
+        with self.ctl.lock:
+            registry = self.ctl.registry
+            switches = {
+                name: {"grpc_addr": conf.grpc_addr, "device_id": conf.device_id,
+                       "connected": name in self.ctl.clients, "slots": conf.slots,
+                       "free_slots": registry.switch_pools[name].free_slots(),
+                       "jobs": sum(1 for j in registry.jobs.values() if j.switch == name)}
+                for name, conf in sorted(self.ctl.topo.switches.items())
+            }
+            pboxes = {name: {"slots": pool.size, "free_slots": pool.free_slots()}
+                      for name, pool in sorted(registry.pbox_pools.items())}
+            return {"switches": switches, "pboxes": pboxes, "jobs": len(registry.jobs)}
+
+    def _ShowSwitch(self, r: dict) -> dict:  # noqa: N802
+        name = r.get("name")
+        if name not in self.ctl.topo.switches:
+            raise ApiError(grpc.StatusCode.NOT_FOUND, f"no switch {name!r}")
+        return self.ctl.switch_view(name)
+
+
+# -- the gRPC adapter -------------------------------------------------------------------
+
+
+def _encode(reply: dict) -> bytes:
+    return json.dumps(reply).encode()
+
+
+def _unary(service: JobService, method: str):  # type: ignore[no-untyped-def]
+    def call(body: bytes, context: grpc.ServicerContext) -> dict:
+        try:
+            return service.handle(method, body)
+        except ApiError as exc:
+            context.abort(exc.code, str(exc))
+        raise AssertionError("unreachable")  # context.abort raises
+
+    return grpc.unary_unary_rpc_method_handler(
+        call, request_deserializer=lambda raw: raw, response_serializer=_encode)
+
+
+def serve(service: JobService, address: str, max_workers: int = 32) -> tuple[grpc.Server, int]:
+    """Start the job API on ``address`` (port 0 picks one); returns the server and port.
+    Barrier calls hold a thread each, hence the generous pool."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
+                                                    thread_name_prefix="p4hub-api"))
+    handlers = {m: _unary(service, m) for m in METHODS}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}")
+    server.start()
+    return server, port
+
+
+class JobClient:
+    """What agents and the CLI use: ``JobClient("10.0.0.254:50060").join(...)``."""
+
+    def __init__(self, address: str, timeout: float = 10.0) -> None:
+        self.channel = grpc.insecure_channel(address)
+        self.timeout = timeout
+        self._calls = {
+            m: self.channel.unary_unary(f"/{SERVICE}/{m}", request_serializer=_encode,
+                                        response_deserializer=json.loads)
+            for m in METHODS
+        }
+
+    def call(self, method: str, deadline: float | None = None, **request: Any) -> dict:
+        """Raises grpc.RpcError with the API's code and reason."""
+        return self._calls[method](request, timeout=deadline or self.timeout)
+
+    def join(self, name: str, world_size: int, rank: int, address: str) -> dict:
+        return self.call("JoinJob", name=name, world_size=world_size, rank=rank, address=address)
+
+    def leave(self, job_id: int, rank: int) -> dict:
+        return self.call("LeaveJob", job_id=job_id, rank=rank)
+
+    def heartbeat(self, job_id: int, rank: int) -> dict:
+        return self.call("Heartbeat", job_id=job_id, rank=rank)
+
+    def barrier(self, job_id: int, rank: int, timeout: float = 60.0) -> dict:
+        return self.call("Barrier", deadline=timeout + 5.0, job_id=job_id, rank=rank,
+                         timeout=timeout)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class Expirer:
+    """Calls ``Controller.expire(clock())`` every ``interval`` seconds in a thread."""
+
+    def __init__(self, service: JobService, interval: float = 1.0) -> None:
+        self.service = service
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="p4hub-expirer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                with self.service.barriers:
+                    self.service.ctl.expire(self.service.clock())
+                    self.service.barriers.notify_all()
+            except (ControllerError, PBoxControlError) as exc:
+                log.warning("expiring workers failed (retried next tick): %s", exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()

@@ -1,0 +1,134 @@
+"""``p4hub``: look at and steer a running p4hub controller through its job API.
+
+    p4hub [--controller HOST:PORT] status | jobs | job show ID | job kill ID
+                                   | switch list | switch show NAME      [--json]
+
+The controller address defaults to $P4HUB_CONTROLLER, else 127.0.0.1:50060.
+For low-level work on one switch use p4runtime-shell directly (README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+
+import grpc
+
+from controller.api import JobClient
+
+DEFAULT_CONTROLLER = "127.0.0.1:50060"
+
+
+def _table(rows: list[list], header: list[str]) -> str:
+    cells = [header, *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                     for row in cells)
+
+
+def show_status(reply: dict) -> str:
+    lines = [f"jobs: {reply['jobs']}"]
+    rows = [[name, s["grpc_addr"], s["device_id"], "up" if s["connected"] else "down",
+             f"{s['free_slots']}/{s['slots']}", s["jobs"]] for name, s in reply["switches"].items()]
+    lines.append(_table(rows, ["switch", "grpc", "device", "state", "free slots", "jobs"]))
+    for name, pb in reply["pboxes"].items():
+        lines.append(f"pbox {name}: {pb['free_slots']}/{pb['slots']} slots free")
+    return "\n".join(lines)
+
+
+def show_jobs(reply: dict) -> str:
+    rows = [[j["job_id"], j["name"] or "?", f"{j['workers']}/{j['world_size']}", j["where"],
+             j["switch"], f"{j['slot_base']}+{j['slot_count']}"] for j in reply["jobs"]]
+    return _table(rows, ["id", "name", "workers", "where", "rack", "slots"]) if rows else "no jobs"
+
+
+def show_job(reply: dict) -> str:
+    where = reply["where"] + (f" (PBox {reply['pbox']})" if reply["where"] == "pbox" else "")
+    lines = [
+        f"job {reply['job_id']} {reply['name'] or '?'}: {reply['workers']}/{reply['world_size']} "
+        f"workers, rack {reply['switch']}, aggregated on {where}, slots "
+        f"{reply['slot_base']}..{reply['slot_base'] + reply['slot_count'] - 1}",
+        _table([[w["rank"], w["address"], w["mac"], w["switch_port"], w["idle_s"]]
+                for w in reply["worker_list"]], ["rank", "address", "mac", "port", "idle s"]),
+        _table([[kind, c["packets"], c["bytes"]] for kind, c in reply["counters"].items()],
+               ["counter", "packets", "bytes"]),
+    ]
+    return "\n".join(lines)
+
+
+def show_switches(reply: dict) -> str:
+    return _table([[name, s["grpc_addr"], s["device_id"], "up" if s["connected"] else "down"]
+                   for name, s in reply["switches"].items()], ["switch", "grpc", "device", "state"])
+
+
+def show_switch(reply: dict) -> str:
+    lines = [f"switch {reply['name']}", "tables:"]
+    for e in reply["entries"]:
+        match = " ".join(f"{k}={v:#x}" for k, v in e["match"].items())
+        params = ", ".join(f"{k}={v}" for k, v in e["params"].items())
+        lines.append(f"  {e['table']}  {match}  -> {e['action']}({params})")
+    lines.append("multicast groups:")
+    for group, replicas in reply["groups"].items():
+        lines.append(f"  {group}: " + " ".join(f"{r['port']}/{r['rid']}" for r in replicas))
+    lines.append(_table([[port, info["node"], info["rx"]["packets"], info["rx"]["bytes"],
+                          info["tx"]["packets"], info["tx"]["bytes"]]
+                         for port, info in reply["ports"].items()],
+                        ["port", "node", "rx pkts", "rx bytes", "tx pkts", "tx bytes"]))
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print the raw reply as JSON")
+    parser = argparse.ArgumentParser(prog="p4hub", description="p4hub controller client")
+    # a separate dest: subcommand defaults would overwrite a shared one
+    parser.add_argument("--json", dest="json_first", action="store_true")
+    parser.add_argument("--controller", default=os.environ.get("P4HUB_CONTROLLER",
+                                                               DEFAULT_CONTROLLER))
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("status", parents=[common])
+    sub.add_parser("jobs", parents=[common])
+    job = sub.add_parser("job").add_subparsers(dest="action", required=True)
+    for action in ("show", "kill"):
+        job.add_parser(action, parents=[common]).add_argument("job_id", type=int)
+    switch = sub.add_parser("switch").add_subparsers(dest="action", required=True)
+    switch.add_parser("list", parents=[common])
+    switch.add_parser("show", parents=[common]).add_argument("name")
+    return parser
+
+
+def _request(args: argparse.Namespace) -> tuple[str, dict, Callable[[dict], str]]:
+    if args.command == "status":
+        return "Status", {}, show_status
+    if args.command == "jobs":
+        return "ListJobs", {}, show_jobs
+    if args.command == "job":
+        if args.action == "show":
+            return "ShowJob", {"job_id": args.job_id}, show_job
+        return "KillJob", {"job_id": args.job_id}, lambda _: f"job {args.job_id} killed"
+    if args.action == "list":
+        return "Status", {}, show_switches
+    return "ShowSwitch", {"name": args.name}, show_switch
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    method, request, render = _request(args)
+    client = JobClient(args.controller, timeout=10.0)
+    try:
+        reply = client.call(method, **request)
+    except grpc.RpcError as exc:
+        print(f"p4hub: {exc.code().name}: {exc.details()}", file=sys.stderr)  # type: ignore[attr-defined]
+        return 1
+    finally:
+        client.close()
+    as_json = args.json or args.json_first
+    print(json.dumps(reply, indent=2, sort_keys=True) if as_json else render(reply))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

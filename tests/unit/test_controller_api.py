@@ -1,0 +1,147 @@
+"""The job API (controller.api) and the p4hub CLI, end to end in process:
+p4lite's P4Runtime server running aggregate.p4, the controller, the API on port 0."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import grpc
+import numpy as np
+import pytest
+
+from controller import api, cli, topology
+from controller import program as p
+from controller.driver import Controller
+from hosts.wire import K
+from p4lite.switch.core import Switch
+from p4lite.switch.p4runtime_device import Device
+from p4lite.switch.p4runtime_server import serve as serve_p4runtime
+from tests.unit.test_aggregate_p4 import contrib, udp_frame
+from tests.unit.test_controller_driver import RACK, pipeline  # noqa: F401 (fixture)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def stack(pipeline):  # noqa: F811
+    device = Device(0, Switch)
+    p4rt, p4rt_port = serve_p4runtime(device, "127.0.0.1:0")
+    raw = dict(RACK, switches={"s1": {**RACK["switches"]["s1"], "grpc_addr": f"127.0.0.1:{p4rt_port}"}},
+               controller={"worker_timeout": 10.0})
+    topo = topology.from_dict(raw)
+    ctl = Controller(topo, pipeline)
+    ctl.start(now=0.0)
+    clock = Clock()
+    service = api.JobService(ctl, clock)
+    server, port = api.serve(service, "127.0.0.1:0")
+    client = api.JobClient(f"127.0.0.1:{port}", timeout=5.0)
+    yield device, topo, ctl, service, clock, client, f"127.0.0.1:{port}"
+    client.close()
+    server.stop(grace=None)
+    ctl.close()
+    p4rt.stop(grace=None)
+
+
+def test_join_barrier_show_and_kill(stack):
+    device, topo, ctl, service, clock, client, _ = stack
+    first = client.join("resnet", 2, 0, "10.0.0.1:4001")
+    second = client.join("resnet", 2, 1, "10.0.0.2:4002")
+    assert first["job_id"] == second["job_id"] == 1
+    assert first["aggregator"] == "10.0.0.100:48879" and first["where"] == "switch"
+    assert (first["k"], first["window"], first["slot_count"]) == (64, 32, 32)
+
+    results: list = []
+    waiter = threading.Thread(target=lambda: results.append(client.barrier(1, 0, timeout=5)))
+    waiter.start()
+    while not ctl.registry.jobs[1].barrier_waiting:  # rank 0 is inside the barrier
+        threading.Event().wait(0.01)
+    assert client.barrier(1, 1, timeout=5) == {"generation": 0}
+    waiter.join(5)
+    assert results == [{"generation": 0}]
+
+    pbox = topo.pboxes["pb1"]
+    for rank in (0, 1):
+        h = topo.hosts[f"h{rank + 1}"]
+        frame = udp_frame((h.mac, h.ip, 4001 + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
+                          contrib(1, rank, 0, values=np.ones(K)))
+        device.receive(frame, rank + 1)
+    shown = client.call("ShowJob", job_id=1)
+    assert shown["counters"]["contributions"]["packets"] == 2
+    assert shown["counters"]["completions"]["packets"] == 1
+    assert [w["address"] for w in shown["worker_list"]] == ["10.0.0.1:4001", "10.0.0.2:4002"]
+    assert client.call("ListJobs")["jobs"][0]["name"] == "resnet"
+    view = client.call("ShowSwitch", name="s1")
+    assert view["groups"]["1"] == [{"port": 1, "rid": 32}, {"port": 2, "rid": 33}]
+    assert view["ports"]["1"]["rx"]["packets"] == 1
+    assert any(e["table"] == p.JOBS for e in view["entries"])
+    client.call("KillJob", job_id=1)
+    assert client.call("Status")["switches"]["s1"]["free_slots"] == 32
+
+
+@pytest.mark.parametrize(("method", "request_", "code"), [
+    ("ShowJob", {"job_id": 42}, grpc.StatusCode.NOT_FOUND),
+    ("JoinJob", {"name": "x", "world_size": 2, "rank": 5, "address": "10.0.0.1:1"},
+     grpc.StatusCode.INVALID_ARGUMENT),
+    ("JoinJob", {"name": "x", "world_size": 2, "rank": 0, "address": "nowhere"},
+     grpc.StatusCode.INVALID_ARGUMENT),
+    ("LeaveJob", {"job_id": "1", "rank": 0}, grpc.StatusCode.INVALID_ARGUMENT),
+    ("ShowSwitch", {"name": "s9"}, grpc.StatusCode.NOT_FOUND),
+])
+def test_refusals_carry_their_grpc_code(stack, method, request_, code):
+    client = stack[5]
+    with pytest.raises(grpc.RpcError) as info:
+        client.call(method, **request_)
+    assert info.value.code() == code
+
+
+def test_a_request_that_is_not_json_is_invalid(stack):
+    address = stack[6]
+    channel = grpc.insecure_channel(address)
+    call = channel.unary_unary(f"/{api.SERVICE}/Status")
+    with pytest.raises(grpc.RpcError) as info:
+        call(b"{nope", timeout=5)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    channel.close()
+
+
+def test_barrier_times_out_and_workers_expire(stack):
+    _, _, ctl, service, clock, client, _ = stack
+    client.join("a", 2, 0, "10.0.0.1:4001")
+    client.join("a", 2, 1, "10.0.0.2:4002")
+    with pytest.raises(grpc.RpcError) as info:
+        client.barrier(1, 0, timeout=0.2)
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    clock.now = 9.0
+    client.heartbeat(1, 0)
+    clock.now = 15.0  # rank 1 silent for 15 s > 10 s
+    ctl.expire(clock.now)
+    assert list(ctl.registry.jobs[1].workers) == [0]
+    clock.now = 19.5
+    ctl.expire(clock.now)
+    assert ctl.registry.jobs == {}
+
+
+def test_cli_renders_and_prints_json(stack, capsys):
+    client, address = stack[5], stack[6]
+    client.join("bert", 1, 0, "10.0.0.3:5000")
+    assert cli.main(["--controller", address, "jobs"]) == 0
+    out = capsys.readouterr().out
+    assert "bert" in out and "switch" in out
+    assert cli.main(["--controller", address, "job", "show", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["worker_list"][0]["address"] == "10.0.0.3:5000"
+    assert cli.main(["--controller", address, "--json", "status"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs"] == 1
+    assert cli.main(["--controller", address, "switch", "show", "s1"]) == 0
+    assert "MyIngress.jobs" in capsys.readouterr().out
+    assert cli.main(["--controller", address, "switch", "list"]) == 0
+    assert "up" in capsys.readouterr().out
+    assert cli.main(["--controller", address, "job", "kill", "1"]) == 0
+    assert cli.main(["--controller", address, "job", "show", "1"]) == 1
+    assert "NOT_FOUND" in capsys.readouterr().err

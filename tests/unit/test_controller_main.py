@@ -1,0 +1,111 @@
+"""p4hub-controller as a process (python -m controller.main) against p4lite's
+P4Runtime server in this process: compile, configure, serve, stop, restart, rebuild."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from controller import api
+from controller.main import main
+from p4lite.switch.core import Switch
+from p4lite.switch.p4runtime_device import Device
+from p4lite.switch.p4runtime_server import serve as serve_p4runtime
+from tests.unit.test_aggregate_p4 import PROGRAM
+from tests.unit.test_controller_driver import RACK
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def rack_file(tmp_path):
+    device = Device(0, Switch)
+    server, port = serve_p4runtime(device, "127.0.0.1:0")
+    api_address = f"127.0.0.1:{free_port()}"
+    raw = dict(RACK, switches={"s1": {**RACK["switches"]["s1"], "grpc_addr": f"127.0.0.1:{port}"}},
+               controller={"listen": api_address})
+    path = tmp_path / "rack.json"
+    path.write_text(json.dumps(raw))
+    yield path, api_address, tmp_path
+    server.stop(grace=None)
+
+
+def start_controller(path: Path, build: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "controller.main", "--topology", str(path), "--p4", str(PROGRAM),
+           "--build-dir", str(build), "--connect-timeout", "10"]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def wait_for_api(client: api.JobClient, proc: subprocess.Popen, timeout: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return client.call("Status", deadline=1.0)
+        except grpc.RpcError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(f"controller did not come up:\n{proc.communicate()[0]}") from None
+            time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0, out
+    return out
+
+
+def test_controller_process_restarts_without_losing_jobs(rack_file):
+    path, address, tmp = rack_file
+    client = api.JobClient(address)
+    proc = start_controller(path, tmp / "build")
+    try:
+        assert wait_for_api(client, proc)["switches"]["s1"]["connected"]
+        joined = client.join("resnet", 2, 0, "10.0.0.1:4001")
+        client.join("resnet", 2, 1, "10.0.0.2:4002")
+    finally:
+        out = stop(proc)
+    assert "switch s1: configured" in out
+    assert (tmp / "build" / "aggregate.json").exists()
+    proc = start_controller(path, tmp / "build")
+    try:
+        wait_for_api(client, proc)
+        jobs = client.call("ListJobs")["jobs"]
+        assert [(j["job_id"], j["workers"], j["slot_base"]) for j in jobs] == [
+            (joined["job_id"], 2, joined["slot_base"])]
+        assert client.join("resnet", 2, 1, "10.0.0.2:4002")["job_id"] == joined["job_id"]
+    finally:
+        out = stop(proc)
+        client.close()
+    assert "switch s1: rebuilt" in out
+
+
+def test_bad_arguments_fail_cleanly(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"switches": {}}')
+    assert main(["--topology", str(bad), "--bmv2-json", "x", "--p4info", "y"]) == 1
+    assert "at least one switch" in capsys.readouterr().err
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(RACK))
+    assert main(["--topology", str(good)]) == 1
+    assert "give --p4" in capsys.readouterr().err
+    broken = tmp_path / "broken.p4"
+    broken.write_text("control {")
+    assert main(["--topology", str(good), "--p4", str(broken), "--build-dir", str(tmp_path)]) == 1
+    assert "failed" in capsys.readouterr().err
