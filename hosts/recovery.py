@@ -4,7 +4,8 @@ Time is an argument; nothing here reads a clock. Each of the window's slots hold
 most one chunk in flight, so the state is a few arrays indexed by slot. The base
 timeout follows RFC 6298 (``srtt + 4 * rttvar``), sampled only from chunks that were
 not retransmitted (Karn's rule), and never below ``rto_min`` nor above ``rto_max``.
-A chunk's k-th retransmission waits ``min(rto * 2**k, rto_max)``.
+Each timeout event doubles the base timeout (capped at ``rto_max``) until a fresh
+sample resets it, so a chunk's k-th retransmission waits ``min(rto * 2**k, rto_max)``.
 
 The "RTT" of a chunk is the time to its result, which includes waiting for the
 slowest peer: a late peer therefore raises the timeout (fewer useless resends)
@@ -14,8 +15,6 @@ rather than lowering it.
 from __future__ import annotations
 
 import numpy as np
-
-MAX_BACKOFF_DOUBLINGS = 16  # 2**16 x rto is beyond any sane rto_max anyway
 
 
 class SlotTimers:
@@ -51,10 +50,19 @@ class SlotTimers:
         return np.flatnonzero(self.deadline <= now)
 
     def on_retransmitted(self, slots: np.ndarray, now: float) -> None:
-        """``slots`` were resent at ``now``: back off their next deadline."""
+        """``slots`` timed out and are resent at ``now``: back off (RFC 6298, 5.5).
+
+        The base timeout doubles once per timeout event and the resent slots wait for
+        the doubled value; it stays backed off until a chunk that was never resent
+        gives a fresh RTT sample. So the k-th resend of a lone chunk waits
+        ``rto * 2**k``, and when a whole window times out because the aggregator is
+        slower than the timeout (all samples then come from resent chunks, which Karn's
+        rule discards), the next window is sent with the backed-off timeout instead of
+        timing out again.
+        """
         self.retries[slots] += 1
-        doublings = np.minimum(self.retries[slots], MAX_BACKOFF_DOUBLINGS)
-        self.deadline[slots] = now + np.minimum(self.rto * np.exp2(doublings), self.rto_max)
+        self.rto = min(self.rto * 2, self.rto_max)
+        self.deadline[slots] = now + self.rto
 
     def stop(self, slots: np.ndarray | slice) -> None:
         self.deadline[slots] = np.inf
