@@ -363,3 +363,19 @@ def test_bad_inputs_raise_clear_errors_and_change_nothing():
         params = dict(job_id=1, rank=0, world_size=2, slot_base=0, slot_count=8) | kwargs
         with pytest.raises(SessionError):
             Session(**params)
+
+
+def test_timers_stay_backed_off_until_a_fresh_sample():
+    from hosts.recovery import SlotTimers
+
+    t = SlotTimers(4, rto_min=0.01, rto_max=1.0)
+    t.on_sent(np.arange(4), 0.0)
+    assert list(t.expired(0.01)) == [0, 1, 2, 3]  # the aggregator is slower than 10 ms
+    t.on_retransmitted(np.arange(4), 0.01)
+    assert t.rto == 0.02 and t.next_deadline() == pytest.approx(0.03)
+    t.on_result(np.arange(4), 0.025)  # results of resent chunks: no sample (Karn)
+    assert t.rto == 0.02 and t.srtt is None
+    t.on_sent(np.arange(2), 0.03)  # the next window goes out with the backed-off timeout
+    assert t.next_deadline() == pytest.approx(0.05)
+    t.on_result(np.arange(2), 0.045)  # a fresh sample of 15 ms resets the estimate
+    assert t.srtt == pytest.approx(0.015) and t.rto == pytest.approx(0.015 + 4 * 0.0075)
