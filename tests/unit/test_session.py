@@ -379,3 +379,22 @@ def test_timers_stay_backed_off_until_a_fresh_sample():
     assert t.next_deadline() == pytest.approx(0.05)
     t.on_result(np.arange(2), 0.045)  # a fresh sample of 15 ms resets the estimate
     assert t.srtt == pytest.approx(0.015) and t.rto == pytest.approx(0.015 + 4 * 0.0075)
+
+
+def test_odd_shapes_layouts_and_priority_reach_the_wire_and_back():
+    net = make_net(n=2)
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    inputs = {"scalar": [np.float32(1.5), np.float32(2.25)], "strided": [base.T, 2 * base.T]}
+    seen_priorities = set()
+    net.on_contribution = lambda rank, h: seen_priorities.add(h.priority)
+    for tid, xs in inputs.items():
+        start_all(net, tid, xs, priority=5)
+    net.run()
+    assert seen_priorities == {5}
+    for tid, xs in inputs.items():
+        want = reference_sum([np.asarray(x) for x in xs])
+        assert want.shape == np.shape(xs[0])
+        assert_all_equal_reference(net, tid, want)
+    assert completed(net, 0)["strided"][1, 2] == 3 * base.T[1, 2]
+    with pytest.raises(SessionError, match="priority"):
+        net.sessions[0].start("p", np.ones(2), 0.0, priority=8)
