@@ -120,3 +120,24 @@ def test_garbage_through_the_real_core_never_raises(setup):
         device.receive(junk, 1)
     device.receive(good, 1)
     assert sent[-1][0] == 2
+
+
+def test_priority_queue_path_with_the_real_core():
+    from p4lite.switch.queues import EgressQueues
+
+    sent: list[tuple[int, bytes]] = []
+    device = Device(0, lambda j: Switch(j), transmit=lambda port, data: sent.append((port, data)),
+                    queues=EgressQueues(priorities=8, depth=4))
+    config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=json.dumps(l3_router()).encode())
+    config.p4info.CopyFrom(text_format.Parse(P4INFO, p4info_pb2.P4Info()))
+    device.set_pipeline(p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, config)
+    from p4lite.switch.p4runtime_write import apply_update
+
+    apply_update(device.pipeline, update(p4runtime_pb2.Update.INSERT,
+                                         table_entry=route(b"\x0a\x00\x02\x00", 24, b"\x02", 2)))
+    for _ in range(6):
+        device.receive(ipv4_frame(b"\x0a\x00\x02\x02"), 1)
+    assert sent == []  # queued, not yet served
+    assert device.service_queues() == 4 and device.queues.dropped == 2  # depth 4: tail drop
+    assert [p for p, _ in sent] == [2, 2, 2, 2]
+    assert sent[0][1][14 + 8] == 63

@@ -534,3 +534,21 @@ def test_core_failure_on_a_packet_never_escapes(hp):
     hp.core.handler = lambda packet, port: [(2, packet)]
     hp.device.receive(b"ok", 1)
     assert hp.sent == [(2, b"ok")]
+
+
+def test_strict_priority_queues_in_the_device():
+    from p4lite.switch.p4runtime_device import Device
+    from p4lite.switch.queues import EgressQueues
+    from tests.unit.fakes_switch import FakeSwitch, p4info
+
+    sent: list[tuple[int, bytes]] = []
+    device = Device(0, FakeSwitch, transmit=lambda port, data: sent.append((port, data)),
+                    queues=EgressQueues(priorities=8))
+    config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=bmv2_json_bytes())
+    config.p4info.CopyFrom(p4info())
+    device.set_pipeline(Cfg.VERIFY_AND_COMMIT, config)
+    device.pipeline.core.handler = lambda packet, port: [(2, packet)]
+    for prio in (0, 7, 3, 7):  # FakeSwitch: priority = first byte & 7
+        device.receive(bytes([prio, len(sent)]), 1)
+    device.service_queues()
+    assert [data[0] for _, data in sent] == [7, 7, 3, 0]

@@ -1,0 +1,82 @@
+"""p4lite-switch offline: --use-files reads <iface>_in.pcap and writes <iface>_out.pcap (no root)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import grpc
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from p4lite.switch.pcap import PcapWriter, read_pcap
+from tests.e2e.p4.netns import VENV_BIN, compile_program, free_port
+
+P4 = Path(__file__).parent / "p4" / "p4l_switch.p4"
+H2_MAC = bytes.fromhex("080000000222")
+
+
+def ipv4_frame(dst: bytes, tag: bytes) -> bytes:
+    header = bytearray([0x45, 0, 0, 20 + len(tag), 0, 1, 0, 0, 64, 0x11, 0, 0, 10, 0, 1, 1]) + dst
+    total = sum(int.from_bytes(header[i:i + 2], "big") for i in range(0, 20, 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    header[10:12] = (~total & 0xFFFF).to_bytes(2, "big")
+    return bytes.fromhex("0800000000fe080000000111" "0800") + bytes(header) + tag
+
+
+def push_routes(port: int, json_path: Path, p4info_path: Path) -> None:
+    p4info = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info())
+    lpm = next(t for t in p4info.tables if t.preamble.name == "MyIngress.ipv4_lpm")
+    fwd = next(a for a in p4info.actions if a.preamble.name == "MyIngress.ipv4_forward")
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=0, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = json_path.read_bytes()
+        stub.SetForwardingPipelineConfig(req, timeout=10)
+        te = p4runtime_pb2.TableEntry(table_id=lpm.preamble.id)
+        fm = te.match.add(field_id=1)
+        fm.lpm.value, fm.lpm.prefix_len = b"\x0a\x00\x02\x00", 24
+        te.action.action.action_id = fwd.preamble.id
+        te.action.action.params.add(param_id=1, value=H2_MAC)
+        te.action.action.params.add(param_id=2, value=b"\x02")
+        stub.Write(p4runtime_pb2.WriteRequest(device_id=0, updates=[p4runtime_pb2.Update(
+            type=p4runtime_pb2.Update.INSERT, entity=p4runtime_pb2.Entity(table_entry=te))]), timeout=10)
+
+
+def test_use_files_replays_input_pcaps_and_writes_output_pcaps(tmp_path):
+    json_path, p4info_path = compile_program(P4, tmp_path / "build")
+    frames = [ipv4_frame(b"\x0a\x00\x02\x02", b"file-%d" % i) for i in range(5)]
+    with PcapWriter(tmp_path / "p4lf1_in.pcap") as w:
+        for i, f in enumerate(frames):
+            w.write(f, 1000 * i)
+        w.write(ipv4_frame(b"\x0a\x00\x09\x09", b"no-route"), 9000)
+        w.write(b"\x08\x00", 9500)  # truncated junk
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "p4lite-switch"), "--use-files", "2", "-i", "1@p4lf1", "-i", "2@p4lf2",
+         "--no-p4", "--log-file", str(tmp_path / "sw.log"), "--",
+         "--grpc-server-addr", f"127.0.0.1:{port}"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout.readline().startswith("Server listening on")
+        push_routes(port, json_path, p4info_path)  # within the 2 s wait
+        out = tmp_path / "p4lf2_out.pcap"
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if out.exists() and len(list(read_pcap(out))) >= 5:
+                break
+            time.sleep(0.1)
+        got = [f for _, f in read_pcap(out)]
+        assert len(got) == 5
+        assert all(f[:6] == H2_MAC and f[14 + 8] == 63 for f in got)
+        assert [f[-6:] for f in got] == [b"file-%d" % i for i in range(5)]
+        assert list(read_pcap(tmp_path / "p4lf1_out.pcap")) == []
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
