@@ -26,14 +26,18 @@ from p4lite.compiler.errors import CompileError
 
 _VERSION = "p4lite-c 0.1.0 (P4_16, target bmv2, arch v1model)"
 
-# p4c options that take a value, which p4lite accepts and ignores (with a warning).
+# p4c options that p4lite accepts and ignores (with a warning): with a value...
 _IGNORED_WITH_VALUE = (
-    "--p4runtime-entries-files", "--Wdisable", "--Wwarn", "--Werror", "--Winfo",
-    "--emit-externs", "--pp", "--toJSON", "--dump", "--top4", "--maxErrorCount",
-    "--parser-inline-opt", "--loopsUnroll", "-T", "--testJson", "--fromJSON",
-    "--disable-annotations", "--preferSwitch", "--p4runtime-entries-file", "-x",
+    "--p4runtime-entries-files", "--p4runtime-entries-file", "--pp", "--toJSON", "--dump",
+    "--top4", "--maxErrorCount", "-T", "--fromJSON", "--disable-annotations",
 )  # fmt: skip
-_IGNORED_FLAGS = ("-g", "--ndebug", "-v", "--debug", "--nocpp", "-S", "--emit-externs")
+# ... without a value ...
+_IGNORED_FLAGS = (
+    "-g", "--ndebug", "-v", "--debug", "--nocpp", "-S", "--emit-externs",
+    "--parser-inline-opt", "--loopsUnroll", "--testJson", "--preferSwitch",
+)  # fmt: skip
+# ... and diagnostics switches whose value is optional (only the --opt=value form).
+_IGNORED_PREFIXES = ("--Wdisable", "--Wwarn", "--Werror", "--Winfo")
 
 _TEXT_SUFFIXES = (".txt", ".txtpb", ".pb.txt", ".textproto", ".prototxt")
 _BINARY_SUFFIXES = (".bin", ".pb")
@@ -42,6 +46,9 @@ _BINARY_SUFFIXES = (".bin", ".pb")
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the compiler; returns the process exit status."""
     parser = _build_arg_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    diagnostics = [a for a in argv if a.split("=", 1)[0] in _IGNORED_PREFIXES]
+    argv = [a for a in argv if a not in diagnostics]
     try:
         args, unknown = parser.parse_known_args(argv)
     except SystemExit as exc:  # argparse already printed the reason
@@ -54,8 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
     try:
         _check_target(args)
-        for option in args.ignored:
-            _warn(f"ignoring option {option} (not used by p4lite)")
+        for option in [*diagnostics, *args.ignored]:
+            _warn(f"ignoring option {option.split('=', 1)[0]} (not used by p4lite)")
         return _compile_and_write(args)
     except CompileError as exc:
         print(str(exc), file=sys.stderr)
@@ -95,8 +102,7 @@ def _build_arg_parser() -> argparse.ArgumentParser:
     for option in _IGNORED_WITH_VALUE:
         parser.add_argument(option, action=_RecordIgnored, dest="ignored", nargs=1)
     for option in _IGNORED_FLAGS:
-        if option not in _IGNORED_WITH_VALUE:
-            parser.add_argument(option, action=_RecordIgnored, dest="ignored", nargs=0)
+        parser.add_argument(option, action=_RecordIgnored, dest="ignored", nargs=0)
     return parser
 
 

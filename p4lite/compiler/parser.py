@@ -424,15 +424,18 @@ class P4Parser:
         if self._kind() == "(":
             mark = self._pos
             self._advance()
+            is_tuple = False  # a ',' at the top level settles it: report errors inside
             try:
                 items = [self._parse_simple_keyset()]
                 while self._accept(","):
+                    is_tuple = True
                     items.append(self._parse_simple_keyset())
-                self._expect(")")
+                self._expect(")", "',' or ')'")
                 if self._kind() == ":":
                     return items
             except CompileError:
-                pass
+                if is_tuple:
+                    raise
             self._pos = mark
         return [self._parse_simple_keyset()]
 

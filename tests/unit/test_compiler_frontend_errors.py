@@ -96,6 +96,16 @@ def test_source_loc_is_frozen_and_hashable() -> None:
             "a declaration cannot be the body",
         ),
         ("@ header h {}", "1:3", "expected an annotation name"),
+        (
+            "parser p() { state s { transition select(a, b) { (1, 2 3): s; } } }",
+            "1:57",
+            "expected ',' or ')', found '3'",
+        ),
+        (
+            "parser p() { state s { transition select(a) { (1 +): s; } } }",
+            "1:51",
+            "expected an expression, found ')'",
+        ),
         ("42", "1:1", "expected a declaration, found '42'"),
     ],
 )
@@ -393,12 +403,18 @@ def test_output_path_rules(tmp_path: Path) -> None:
 
 
 def test_unknown_and_ignored_options_warn(compiled, prog: Path, tmp_path: Path, capsys) -> None:
-    argv = ["--Wdisable=unused", "-g", "--frobnicate", "-o", str(tmp_path / "o.json"), str(prog)]
+    argv = ["--Wdisable=unused", "-g", "--frobnicate", "--Wwarn", "--emit-externs",
+            "--pp", "pretty.p4", "-o", str(tmp_path / "o.json"), str(prog)]  # fmt: skip
     assert cli.main(argv) == 0
+    assert compiled[0][0] == str(prog)
     err = capsys.readouterr().err.splitlines()
     assert "p4lite-c: warning: ignoring unknown option --frobnicate" in err
     assert "p4lite-c: warning: ignoring option --Wdisable (not used by p4lite)" in err
     assert "p4lite-c: warning: ignoring option -g (not used by p4lite)" in err
+    assert "p4lite-c: warning: ignoring option --Wwarn (not used by p4lite)" in err
+    assert "p4lite-c: warning: ignoring option --emit-externs (not used by p4lite)" in err
+    assert "p4lite-c: warning: ignoring option --pp (not used by p4lite)" in err
+    assert len(err) == 6
 
 
 def test_undefine_removes_a_define(compiled, prog: Path, tmp_path: Path) -> None:
