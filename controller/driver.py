@@ -1,8 +1,9 @@
 """The controller's I/O adapter: the job registry's updates onto real switches.
 
 The only place where the controller core meets P4Runtime. ``Controller.start``
-connects to every switch as primary; a switch without our pipeline gets it
-pushed plus the rack's static entries, a switch that already runs it has its
+connects to every switch as primary; a switch without our pipeline (told by
+the pipeline cookie, a digest of P4Info and JSON) gets it pushed plus the
+rack's static entries, a switch that already runs it has its
 table entries read back and the registry rebuilt from them (so a restarted
 controller picks running jobs up). Afterwards every registry event is applied
 under one lock: switch writes go out as one Write per switch, PBox writes go to
@@ -11,6 +12,7 @@ the ``pbox_sink`` callable (the PBox's control API is not part of this module).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +42,14 @@ class ControllerError(Exception):
 class PipelineConfig:
     p4info: p4info_pb2.P4Info
     bmv2_json: bytes
+
+    @property
+    def cookie(self) -> int:
+        """A 64-bit digest of the program, stored on the switch with it: a restarted
+        controller keeps a switch's state only if the switch runs this very program."""
+        digest = hashlib.sha256(self.p4info.SerializeToString(deterministic=True))
+        digest.update(self.bmv2_json)
+        return int.from_bytes(digest.digest()[:8], "big")
 
     @classmethod
     def from_files(cls, bmv2_json: str | Path, p4info_txt: str | Path) -> PipelineConfig:
@@ -81,7 +91,7 @@ class Controller:
                     existing[name] = self._read_entries(name)
                 else:
                     self._call(name, client.set_pipeline, self.pipeline.p4info,
-                               self.pipeline.bmv2_json)
+                               self.pipeline.bmv2_json, self.pipeline.cookie)
                     fresh.append(name)
             self.registry, repairs = rebuild_from_entries(self.topo, existing, now, self.epoch_seed)
             for name in fresh:
@@ -104,12 +114,8 @@ class Controller:
         return client
 
     def _runs_our_pipeline(self, name: str, client: P4RuntimeClient) -> bool:
-        installed = self._call(name, client.get_p4info)
-        if installed is None:
-            return False
-        ours = {t.preamble.name for t in self.pipeline.p4info.tables}
-        theirs = {t.preamble.name for t in installed.tables}
-        return ours == theirs
+        installed = self._call(name, client.get_pipeline)
+        return installed is not None and installed[1] == self.pipeline.cookie
 
     def _read_entries(self, name: str) -> list[Entry]:
         raw = self._call(name, self.clients[name].read_table_entries)

@@ -172,8 +172,8 @@ class P4RuntimeClient:
         request.config.cookie.cookie = cookie
         self._call(self.stub.SetForwardingPipelineConfig, request)
 
-    def get_p4info(self) -> p4info_pb2.P4Info | None:
-        """The installed P4Info, or None when the switch has no pipeline yet."""
+    def get_pipeline(self) -> tuple[p4info_pb2.P4Info, int] | None:
+        """(installed P4Info, cookie), or None when the switch has no pipeline yet."""
         request = p4runtime_pb2.GetForwardingPipelineConfigRequest(
             device_id=self.device_id,
             response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE,
@@ -184,7 +184,14 @@ class P4RuntimeClient:
             if exc.code == "FAILED_PRECONDITION":
                 return None
             raise
-        return reply.config.p4info if reply.config.HasField("p4info") else None
+        if not reply.config.HasField("p4info"):
+            return None
+        return reply.config.p4info, reply.config.cookie.cookie
+
+    def get_p4info(self) -> p4info_pb2.P4Info | None:
+        """The installed P4Info, or None when the switch has no pipeline yet."""
+        installed = self.get_pipeline()
+        return installed[0] if installed else None
 
     def write(self, updates: list[p4runtime_pb2.Update]) -> None:
         """One Write with all updates; raises P4RuntimeError listing the failed ones."""

@@ -193,6 +193,9 @@ def test_p4info_has_every_name_the_controller_uses(compiled):
     assert index.counter(p.JOB_STATS).size == p.MAX_JOBS * p.JOB_STAT_KINDS
     assert index.counter(p.PORT_RX).size == index.counter(p.PORT_TX).size == p.NUM_PORTS
     index.counter(p.AGG_ERRORS)
+    switch = Switch(compiled.bmv2)
+    for reg in ("slot_bitmap", "slot_counter", "slot_exp", "slot_owner", "lane_0", "lane_63"):
+        assert switch.register_size(f"MyIngress.{reg}") == 2 * p.NUM_SLOTS
     # every kind of write the registry produces encodes against the real P4Info
     rk = Rack(compiled)
     rk.job("a", [1, 2])

@@ -107,3 +107,18 @@ def test_unreachable_switch_is_a_controller_error(pipeline):
                      client_factory=lambda conf: P4RuntimeClient(conf.grpc_addr, timeout=0.3))
     with pytest.raises(ControllerError, match="switch s1 at 127.0.0.1:1"):
         ctl.start(now=0.0)
+
+
+def test_a_switch_running_another_program_gets_ours_pushed(switch, pipeline):
+    _, _, topo = switch
+    first = Controller(topo, pipeline)
+    first.start(now=0.0)
+    first.join("a", 1, 0, ("10.0.0.1", 4001), now=0.0)
+    first.close()
+    changed = PipelineConfig(pipeline.p4info, pipeline.bmv2_json + b" ")  # same tables, other bytes
+    assert changed.cookie != pipeline.cookie
+    second = Controller(topo, changed)
+    assert second.start(now=1.0) == {"s1": "configured"}
+    assert second.registry.jobs == {}
+    assert not [e for e in second._read_entries("s1") if e.table == p.JOBS]
+    second.close()
