@@ -54,6 +54,7 @@ class CodeGen:
         self.field_lists: dict[int, tuple[int, ...]] = {}
         self.learn_lists: dict[int, Any] = {}
         self._count = 0
+        self.sources: dict[str, str] = {}  # generated function name -> source (for debugging)
         self.params: list[int] | None = None  # widths of the action's runtime data
         self.in_parser = False
 
@@ -72,6 +73,7 @@ class CodeGen:
         except SyntaxError as exc:  # a bug in the generator, not in the JSON
             raise fail(name, f"internal code generation error: {exc}\n{source}") from exc
         exec(code, self.ns)
+        self.sources[name] = source
         return self.ns[name]
 
     # -- expressions -----------------------------------------------------------------
@@ -84,6 +86,15 @@ class CodeGen:
         if t == "field":
             slot = self.layout.field_slot(v["value"], "field")
             return None if self.layout.signed[slot] else self.layout.width[slot]
+        if t == "expression":
+            e = v.get("value") or {}
+            if e.get("op") == "&":  # p4c's mask after arithmetic bounds the width
+                for side in (e.get("right"), e.get("left")):
+                    if isinstance(side, dict) and side.get("type") == "hexstr":
+                        const = parse_hexstr(side.get("value"), "mask")
+                        if const >= 0:
+                            return const.bit_length()
+            return None
         if t in ("runtime_data", "local") and self.params is not None:
             i = v.get("value")
             if isinstance(i, int) and 0 <= i < len(self.params):

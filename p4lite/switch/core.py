@@ -13,11 +13,13 @@ from __future__ import annotations
 import logging
 import pathlib
 import random
+from types import SimpleNamespace
 from typing import Any
 
 from p4lite.switch import hashes
 from p4lite.switch.codegen import CodeGen, PacketAssertion, PacketExit, TooShort
 from p4lite.switch.control import ControlPlane
+from p4lite.switch.lifecycle import egress_source, receive_source
 from p4lite.switch.parsegen import (
     calculation_source,
     checksum_sources,
@@ -100,12 +102,14 @@ class Switch(ControlPlane):
                 raise fail(kind, "not supported by p4lite")
         self.layout = layout = build_layout(doc)
         self.std = layout.standard
+        self._S = SimpleNamespace(**layout.standard)  # standard_metadata slots as attributes
         ns: dict[str, Any] = dict(RUNTIME_HELPERS)
         ns.update(_Exit=PacketExit, _Assert=PacketAssertion, _TooShort=TooShort,
                   _lookahead=lookahead, _csum16_int=hashes.csum16_int, _log_msg=_log_msg,
                   _randint=random.randint)
         self._ns = ns
         gen = CodeGen(layout, ns, self.drop_port)
+        self.generated = gen.sources  # name -> generated Python source, for debugging
         self._load_stateful(doc, gen)
         self._load_lists(doc, gen)
         for i, calc in enumerate(doc.get("calculations") or []):
@@ -119,12 +123,13 @@ class Switch(ControlPlane):
             aid = need(act, "id", where, int)
             fname = f"_act{i}"
             actions_by_id[aid] = (act, gen.define(action_source(gen, fname, act, where), fname))
-        self._parse = gen.define(parser_source(gen, self._pick(doc, "parsers", "parser")), "parse")
-        self._deparse = gen.define(deparser_source(gen, self._pick(doc, "deparsers", "deparser")),
+        gen.define(parser_source(gen, self._pick(doc, "parsers", "parser")), "parse")
+        gen.define(deparser_source(gen, self._pick(doc, "deparsers", "deparser")),
                                    "deparse")
         verify, update = checksum_sources(gen, doc.get("checksums") or [])
-        self._verify = gen.define(verify, "verify_checksums")
-        self._update = gen.define(update, "update_checksums")
+        gen.define(verify, "verify_checksums")
+        gen.define(update, "update_checksums")
+        checks = doc.get("checksums") or []
         self.tables: dict[str, TableState] = {}
         pipes = by_name(need(doc, "pipelines", "program", list), "pipelines")
         self._ingress_init = self._load_pipeline(gen, pipes, "ingress", actions_by_id)
@@ -133,7 +138,13 @@ class Switch(ControlPlane):
         self._meta_slots = tuple(s for s, owner in enumerate(layout.owner)
                                  if owner in layout.headers and layout.headers[owner].metadata
                                  or owner == STANDARD_HEADER)
-        self._espec_reset = (self.drop_port + 1) & ((1 << layout.width[self.std["egress_spec"]]) - 1)
+        espec_reset = (self.drop_port + 1) & ((1 << layout.width[self._S.egress_spec]) - 1)
+        ns.update(_template=self._template, _Pkt=Pkt)
+        self._receive = gen.define(receive_source(
+            self.std, any(c.get("verify", True) for c in checks)), "receive")
+        self._egress_run = gen.define(egress_source(
+            self.std, self.drop_port, espec_reset, any(c.get("update", True) for c in checks)),
+            "egress_run")
 
     @staticmethod
     def _pick(doc: dict, kind: str, name: str) -> dict:
@@ -242,7 +253,8 @@ class Switch(ControlPlane):
 
     def ingress(self, packet: bytes, port: int, now_us: int = 0) -> list[Queued]:
         try:
-            return self._ingress(bytes(packet), port, now_us, NORMAL, (), 0)
+            data = packet if type(packet) is bytes else bytes(packet)
+            return self._ingress(data, port, now_us, NORMAL, (), 0)
         except Exception:
             self.errors += 1
             log.exception("packet dropped: internal error in ingress (port %s)", port)
@@ -261,51 +273,25 @@ class Switch(ControlPlane):
         out, self._digests = self._digests, []
         return out
 
-    def _run(self, node: Any, F: list, P: Pkt) -> None:
-        try:
-            while node is not None:
-                node = node(F, P)
-        except PacketExit:
-            pass
-
-    def _new_packet(self, data: bytes, port: int, now: int, itype: int,
-                    preserved: tuple, depth: int) -> Pkt:
-        F = self._template[:]
-        std = self.std
-        F[std["ingress_port"]] = port
-        F[std["packet_length"]] = len(data)
-        F[std["instance_type"]] = itype
-        F[std["ingress_global_timestamp"]] = now
-        for slot, value in preserved:
-            F[slot] = value
-        P = Pkt(F, data, port, now, depth)
-        offset, error = self._parse(F, data, P)
-        if error:
-            F[std["parser_error"]] = error
-        P.payload = data[offset:]
-        self._verify(F, P)
-        return P
-
     def _preserve(self, F: list, field_list: Any) -> tuple:
         slots = self._field_lists.get(field_list, ())
         return tuple((s, F[s]) for s in slots)
 
     def _ingress(self, data: bytes, port: int, now: int, itype: int, preserved: tuple,
                  depth: int) -> list[Queued]:
-        P = self._new_packet(data, port, now, itype, preserved, depth)
+        P = self._receive(data, port, now, itype, preserved, depth, self._ingress_init)
         F = P.F
-        self._run(self._ingress_init, F, P)
         out: list[Queued] = []
-        std = self.std
+        S = self._S
         if P.clone_i is not None:
             session, field_list = P.clone_i
             kept = self._preserve(F, field_list)
             for rep_port, rid, trunc in self._session_replicas(session):
-                C = self._new_packet(data, port, now, INGRESS_CLONE, kept, depth)
-                C.F[std["instance_type"]] = INGRESS_CLONE
-                C.F[std["egress_rid"]] = rid
+                C = self._receive(data, port, now, INGRESS_CLONE, kept, depth, None)
+                C.F[S.instance_type] = INGRESS_CLONE
+                C.F[S.egress_rid] = rid
                 C.truncate = trunc
-                out.append(Queued(rep_port, C.F[std["priority"]], len(data), C))
+                out.append(Queued(rep_port, C.F[S.priority], len(data), C))
         if P.digest:
             self._collect_digest(F, P.digest)
         if P.resubmit is not None:
@@ -314,19 +300,19 @@ class Switch(ControlPlane):
                 return out
             return out + self._ingress(data, port, now, RESUBMIT,
                                        self._preserve(F, P.resubmit), depth + 1)
-        group = F[std["mcast_grp"]]
+        group = F[S.mcast_grp]
         if group:
             for rep in self.pre.replicas(group):
                 G = F[:]
-                G[std["egress_rid"]] = rep.rid
-                G[std["instance_type"]] = REPLICATION
-                out.append(Queued(rep.port, G[std["priority"]], len(data), P.copy(G)))
+                G[S.egress_rid] = rep.rid
+                G[S.instance_type] = REPLICATION
+                out.append(Queued(rep.port, G[S.priority], len(data), P.copy(G)))
             return out
-        spec = F[std["egress_spec"]]
+        spec = F[S.egress_spec]
         if spec == self.drop_port:
             return out
         P.truncate = P.truncate or 0
-        out.append(Queued(spec, F[std["priority"]], len(data), P))
+        out.append(Queued(spec, F[S.priority], len(data), P))
         return out
 
     def _collect_digest(self, F: list, list_id: int) -> None:
@@ -342,28 +328,18 @@ class Switch(ControlPlane):
     def _egress(self, item: Queued, now: int, queueing: tuple[int, int, int, int]) -> list[
             tuple[int, bytes]]:
         P: Pkt = item.state  # type: ignore[assignment]
-        F, std = P.F, self.std
-        F[std["egress_port"]] = item.egress_port
-        F[std["egress_spec"]] = self._espec_reset
-        F[std["egress_global_timestamp"]] = now
-        (F[std["enq_timestamp"]], F[std["enq_qdepth"]], F[std["deq_qdepth"]],
-         F[std["deq_timedelta"]]) = queueing
-        F[std["packet_length"]] = item.length
-        P.clone_e = P.recirculate = None
-        P.now = now
-        self._run(self._egress_init, F, P)
+        packet = self._egress_run(P, item.egress_port, now, item.length, queueing,
+                                  self._egress_init)
+        if P.clone_e is None and P.recirculate is None:  # the common case
+            return [] if packet is None else [(item.egress_port, packet)]
         out: list[tuple[int, bytes]] = []
         clones = self._egress_clones(P, now) if P.clone_e is not None else []
-        if F[std["egress_spec"]] != self.drop_port:
-            self._update(F, P)
-            packet = b"".join(self._deparse(F)) + P.payload
-            if P.truncate:
-                packet = packet[:P.truncate]
+        if packet is not None:
             if P.recirculate is not None:
                 if P.depth >= MAX_LOOPS:
                     log.warning("packet dropped: more than %d recirculations", MAX_LOOPS)
                 else:
-                    kept = self._preserve(F, P.recirculate)
+                    kept = self._preserve(P.F, P.recirculate)
                     for q in self._ingress(packet, P.port, now, RECIRC, kept, P.depth + 1):
                         out += self._egress(q, now, queueing)
             else:
@@ -377,7 +353,7 @@ class Switch(ControlPlane):
             log.warning("egress clone dropped: more than %d nested clones", MAX_LOOPS)
             return []
         session, field_list = P.clone_e
-        F, std = P.F, self.std
+        F, S = P.F, self._S
         kept = self._preserve(F, field_list)
         out = []
         for port, rid, trunc in self._session_replicas(session):
@@ -386,12 +362,12 @@ class Switch(ControlPlane):
                 G[s] = self._template[s]
             for s, v in kept:
                 G[s] = v
-            G[std["instance_type"]] = EGRESS_CLONE
-            G[std["egress_rid"]] = rid
+            G[S.instance_type] = EGRESS_CLONE
+            G[S.egress_rid] = rid
             C = P.copy(G)
             C.depth = P.depth + 1
             C.truncate = trunc
-            out.append(Queued(port, G[std["priority"]], P.ilen, C))
+            out.append(Queued(port, G[S.priority], P.ilen, C))
         return out
 
     def _session_replicas(self, session: int) -> list[tuple[int, int, int]]:

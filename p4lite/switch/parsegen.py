@@ -203,15 +203,63 @@ def parser_source(gen: CodeGen, parser: dict) -> str:
 
 def deparser_source(gen: CodeGen, deparser: dict) -> str:
     where = f"deparser '{deparser.get('name')}'"
-    lines = ["def deparse(F):", "    _out = []"]
+    lines = ["def deparse(F, payload):", "    _out = []"]
     for hname in need(deparser, "order", where, list):
         h = gen.layout.header(hname, where)
         if h.metadata:
             raise fail(where, f"cannot emit metadata '{hname}'")
         lines += [f"    if F[{h.valid_slot}]:",
                   f"        _out.append(({pack_expr(h)}).to_bytes({h.nbits // 8}, 'big'))"]
-    lines.append("    return _out")
+    lines += ["    _out.append(payload)", "    return b''.join(_out)"]
     return "\n".join(lines) + "\n"
+
+
+def _concat(parts: list[tuple[str, int]]) -> str:
+    """Bit-concatenation of (value source, width) parts as one expression."""
+    terms, shift = [], 0
+    for code, width in reversed(parts):
+        if code != "0":
+            terms.append(f"({code} << {shift})" if shift else code)
+        shift += width
+    return "(" + " | ".join(reversed(terms)) + ")" if terms else "0"
+
+
+def _calc_chunks(gen: CodeGen, inputs: list, where: str) -> tuple[list, bool]:
+    """Calculation inputs as [(validity slot or None, [(value source, width)])], merged
+    where consecutive inputs share a header; and whether the payload follows them."""
+    chunks: list[tuple[int | None, list[tuple[str, int]]]] = []
+    payload = False
+
+    def push(guard: int | None, parts: list[tuple[str, int]]) -> None:
+        if chunks and chunks[-1][0] == guard:
+            chunks[-1][1].extend(parts)
+        else:
+            chunks.append((guard, list(parts)))
+
+    for i, item in enumerate(inputs):
+        w = f"{where} input {i}"
+        kind = need(item, "type", w, str)
+        if payload:
+            raise fail(w, "inputs after 'payload' are not supported")
+        if kind == "field":
+            slot = gen.layout.field_slot(item.get("value"), w)
+            owner = gen.layout.headers.get(gen.layout.owner[slot])
+            width = gen.layout.width[slot]
+            value = f"(F[{slot}] & {(1 << width) - 1})" if gen.layout.signed[slot] else f"F[{slot}]"
+            # BMv2 skips the fields of invalid headers
+            push(owner.valid_slot if owner is not None and not owner.metadata else None,
+                 [(value, width)])
+        elif kind == "hexstr":
+            width = need(item, "bitwidth", w, int)
+            push(None, [(str(parse_hexstr(item.get("value"), w) & ((1 << width) - 1)), width)])
+        elif kind == "header":
+            h = gen.layout.header(item.get("value"), w)
+            push(h.valid_slot, [(f"({pack_expr(h)})", h.nbits)])
+        elif kind == "payload":
+            payload = True
+        else:
+            raise fail(w, f"calculation input of type '{kind}' is not supported by p4lite")
+    return chunks, payload
 
 
 def calculation_source(gen: CodeGen, fname: str, calc: dict) -> str:
@@ -222,36 +270,23 @@ def calculation_source(gen: CodeGen, fname: str, calc: dict) -> str:
     if fn is None:
         raise fail(where, f"hash algorithm '{algo}' is not supported by p4lite")
     alg = gen.bind(fn, "alg")
-    lines, fixed_bits, payload = [f"def {fname}(F, P):", "    _x = 0", "    _b = 0"], 0, False
-    for i, item in enumerate(need(calc, "input", where, list)):
-        w = f"{where} input {i}"
-        kind = need(item, "type", w, str)
-        if payload:
-            raise fail(w, "inputs after 'payload' are not supported")
-        if kind == "field":
-            slot = gen.layout.field_slot(item.get("value"), w)
-            owner = gen.layout.headers.get(gen.layout.owner[slot])
-            width = gen.layout.width[slot]
-            value = f"(F[{slot}] & {(1 << width) - 1})" if gen.layout.signed[slot] else f"F[{slot}]"
-            add = [f"_x = (_x << {width}) | {value}", f"_b += {width}"]
-            if owner is not None and not owner.metadata:  # BMv2 skips invalid headers' fields
-                lines += [f"    if F[{owner.valid_slot}]:"] + ["        " + a for a in add]
+    chunks, payload = _calc_chunks(gen, need(calc, "input", where, list), where)
+    lines = [f"def {fname}(F, P):"]
+    if all(guard is None for guard, _ in chunks):  # every width is known at load time
+        total = sum(w for _, parts in chunks for _, w in parts)
+        pad = -total % 8
+        packed = _concat([p for _, parts in chunks for p in parts] + [("0", pad)])
+        lines += [f"    _x = {packed}", f"    _nb = {(total + pad) // 8}"]
+    else:
+        lines += ["    _x = 0", "    _b = 0"]
+        for guard, parts in chunks:
+            width = sum(w for _, w in parts)
+            body = [f"_x = (_x << {width}) | {_concat(parts)}", f"_b += {width}"]
+            if guard is None:
+                lines += ["    " + b for b in body]
             else:
-                lines += ["    " + a for a in add]
-        elif kind == "hexstr":
-            width = need(item, "bitwidth", w, int)
-            value = parse_hexstr(item.get("value"), w) & ((1 << width) - 1)
-            lines += [f"    _x = (_x << {width}) | {value}", f"    _b += {width}"]
-        elif kind == "header":
-            h = gen.layout.header(item.get("value"), w)
-            lines += [f"    if F[{h.valid_slot}]:", f"        _x = (_x << {h.nbits}) | {pack_expr(h)}",
-                      f"        _b += {h.nbits}"]
-        elif kind == "payload":
-            payload = True
-        else:
-            raise fail(w, f"calculation input of type '{kind}' is not supported by p4lite")
-    del fixed_bits
-    lines += ["    _pad = -_b % 8", "    _x <<= _pad", "    _nb = (_b + _pad) >> 3"]
+                lines += [f"    if F[{guard}]:"] + ["        " + b for b in body]
+        lines += ["    _pad = -_b % 8", "    _x <<= _pad", "    _nb = (_b + _pad) >> 3"]
     if algo in ("csum16", "cksum16") and not payload:
         lines.append("    return _csum16_int(_x, _nb)")
     elif payload:

@@ -8,6 +8,7 @@ program-counter loop instead of straight-line code.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -278,9 +279,33 @@ def action_source(gen: CodeGen, fname: str, action: dict, where: str) -> str:
             body = []
             for i, prim in enumerate(prims):
                 body += primitive_lines(gen, prim, f"{where} primitive {i}")
+            body = localize(body)
     finally:
         gen.params = None
     return "\n".join([f"def {fname}(F, P, A):"] + _indent(body or ["pass"], 1)) + "\n"
+
+
+_SLOT = re.compile(r"\bF\[(\d+)\]")
+_STORE = re.compile(r"^\s*_f(\d+) = ")
+
+
+def localize(body: list[str]) -> list[str]:
+    """Straight-line action code with its field slots held in locals.
+
+    Each slot the action touches is loaded once into a local, and each slot it may
+    write is stored back at the end: locals are much cheaper than list subscripts
+    when an action makes many accesses (e.g. register lanes). Code that passes F
+    on, indexes it dynamically or raises keeps the plain form.
+    """
+    text = [_SLOT.sub(r"_f\1", line) for line in body]
+    if any(re.search(r"\bF\b", line) or "raise" in line for line in text):
+        return body
+    slots = sorted({int(m) for line in body for m in _SLOT.findall(line)})
+    stored = sorted({int(m.group(1)) for line in text if (m := _STORE.match(line))})
+    uses = sum(len(_SLOT.findall(line)) for line in body)
+    if uses < 2 * (len(slots) + len(stored)):  # too few repeated accesses to pay off
+        return body
+    return ([f"_f{n} = F[{n}]" for n in slots] + text + [f"F[{n}] = _f{n}" for n in stored])
 
 
 def _jump_body(gen: CodeGen, prims: list, where: str) -> list[str]:

@@ -1,0 +1,80 @@
+"""Generated receive and egress halves of v1model's life cycle.
+
+The generic decisions after ingress and egress (clone, digest, resubmit,
+multicast, recirculate) stay in core.py; the per-packet steps every packet
+takes are generated here with the standard_metadata slots inlined, so a
+packet pays no attribute or dict lookups for them.
+"""
+
+from __future__ import annotations
+
+
+def receive_source(std: dict[str, int], has_verify: bool) -> str:
+    """``receive(data, port, now, itype, preserved, depth, init) -> Pkt``.
+
+    Builds F (metadata zeroed, headers invalid), sets the receive fields, parses
+    (a parser error is recorded, never dropped), verifies checksums and, when
+    ``init`` is a node, runs the ingress pipeline from it.
+    """
+    lines = [
+        "def receive(data, port, now, itype, preserved, depth, init):",
+        "    F = _template[:]",
+        f"    F[{std['ingress_port']}] = port",
+        f"    F[{std['packet_length']}] = len(data)",
+        f"    F[{std['instance_type']}] = itype",
+        f"    F[{std['ingress_global_timestamp']}] = now",
+        "    for _s, _v in preserved:",
+        "        F[_s] = _v",
+        "    P = _Pkt(F, data, port, now, depth)",
+        "    _off, _err = parse(F, data, P)",
+        "    if _err:",
+        f"        F[{std['parser_error']}] = _err",
+        "    P.payload = data[_off:] if _off else data",
+    ]
+    if has_verify:
+        lines.append("    verify_checksums(F, P)")
+    lines += [
+        "    try:",
+        "        while init is not None:",
+        "            init = init(F, P)",
+        "    except _Exit:",
+        "        pass",
+        "    return P",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def egress_source(std: dict[str, int], drop_port: int, espec_reset: int, has_update: bool) -> str:
+    """``egress_run(P, port, now, length, q, init) -> bytes | None`` (None: dropped).
+
+    Sets the egress fields (egress_spec reset to drop_port + 1), runs egress, and
+    unless the packet is dropped updates checksums and deparses it.
+    """
+    lines = [
+        "def egress_run(P, port, now, length, q, init):",
+        "    F = P.F",
+        f"    F[{std['egress_port']}] = port",
+        f"    F[{std['egress_spec']}] = {espec_reset}",
+        f"    F[{std['egress_global_timestamp']}] = now",
+        f"    F[{std['enq_timestamp']}], F[{std['enq_qdepth']}], F[{std['deq_qdepth']}], "
+        f"F[{std['deq_timedelta']}] = q",
+        f"    F[{std['packet_length']}] = length",
+        "    P.clone_e = P.recirculate = None",
+        "    P.now = now",
+        "    try:",
+        "        while init is not None:",
+        "            init = init(F, P)",
+        "    except _Exit:",
+        "        pass",
+        f"    if F[{std['egress_spec']}] == {drop_port}:",
+        "        return None",
+    ]
+    if has_update:
+        lines.append("    update_checksums(F, P)")
+    lines += [
+        "    _out = deparse(F, P.payload)",
+        "    if P.truncate:",
+        "        _out = _out[:P.truncate]",
+        "    return _out",
+    ]
+    return "\n".join(lines) + "\n"
