@@ -196,20 +196,29 @@ def _dequantize(
 ) -> np.ndarray:
     if out is None:
         out = np.empty(sums.shape, dtype=np.float32)
-    if not mean and s.size and int(s.max()) <= 126:
-        # The int32 -> float32 conversion is the one rounding; scaling by 2**-s is exact
-        # because every non-zero result stays >= 2**-126 (a normal float32).
-        np.copyto(out, sums, casting="unsafe")
-        np.ldexp(out, -s, out=out)
+    if mean:
+        _dequantize_wide(sums, s, world_size, out)
         return out
-    # Tiny exponents (subnormal results) or a mean: go through float64, where both
-    # the int32 and the scaling are exact, and round once at the end.
+    # The int32 -> float32 conversion is the one rounding; scaling by 2**-s is exact
+    # as long as every non-zero result stays >= 2**-126 (a normal float32), i.e. s <= 126.
+    np.copyto(out, sums, casting="unsafe")
+    np.ldexp(out, -s, out=out)
+    tiny = np.flatnonzero(s[:, 0] > 126)  # subnormal results (or all-zero blocks)
+    if tiny.size:
+        wide = np.empty((tiny.size, sums.shape[1]), dtype=np.float32)
+        _dequantize_wide(sums[tiny], s[tiny], 1, wide)
+        out[tiny] = wide
+    return out
+
+
+def _dequantize_wide(sums: np.ndarray, s: np.ndarray, divisor: int, out: np.ndarray) -> None:
+    """``sums * 2**-s / divisor`` through float64 (the int32 and the scaling are exact
+    there), rounded once to float32 at the end."""
     scratch = np.empty((min(sums.shape[0], STRIPE), K), dtype=np.float64)
     for lo in range(0, sums.shape[0], STRIPE):
         t = scratch[: min(STRIPE, sums.shape[0] - lo)]
         np.copyto(t, sums[lo : lo + STRIPE], casting="unsafe")
         np.ldexp(t, -s[lo : lo + STRIPE], out=t)
-        if mean:
-            t /= world_size
+        if divisor != 1:
+            t /= divisor
         np.copyto(out[lo : lo + STRIPE], t, casting="same_kind")
-    return out
