@@ -98,7 +98,7 @@ def test_source_loc_is_frozen_and_hashable() -> None:
         ("@ header h {}", "1:3", "expected an annotation name"),
         (
             "parser p() { state s { transition select(a, b) { (1, 2 3): s; } } }",
-            "1:57",
+            "1:56",
             "expected ',' or ')', found '3'",
         ),
         (
