@@ -262,6 +262,19 @@ def core_pps(bmv2: dict, p4info: p4info_pb2.P4Info, seconds: float) -> float:
     return n / (time.perf_counter() - t0)
 
 
+def _switch_core_l3() -> dict | None:
+    """The L3 case of bench/results/switch_core.json (part 1's benchmark), if it ran."""
+    path = HERE / "results" / "switch_core.json"
+    try:
+        cases = json.loads(path.read_text()).get("cases", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    for case in cases if isinstance(cases, list) else []:
+        if isinstance(case, dict) and "l3" in str(case.get("name", "")):
+            return case
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--burst", type=int, default=20000)
@@ -296,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"program": source, "routes": N_ROUTES, "frame_bytes": len(frame(0)),
               "latency": lat, "bursts": bursts, "io_pps": io_pps, "core_pps": core,
               "io_over_core": io_pps / core if core else None,
+              "switch_core_json": _switch_core_l3(),
               "host": {"python": platform.python_version(), "machine": platform.machine(),
                        "cpus": os.cpu_count()},
               "seconds": time.monotonic() - started}

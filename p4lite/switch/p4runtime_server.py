@@ -38,6 +38,7 @@ log = logging.getLogger("p4lite.p4runtime")
 
 API_VERSION = "1.3.0"  # what PI's server reports
 READ_BATCH = 100  # entities per ReadResponse
+MAX_PENDING = 10_000  # PacketIns / DigestLists queued for one slow client before dropping
 _CLOSE = object()
 
 
@@ -54,9 +55,18 @@ class _Stream:
         self.out: queue.Queue = queue.Queue()
         self.device_id: int | None = None
         self.role = ""
+        self.dropped = 0
 
     def send(self, item: object) -> None:
         self.out.put(item)
+
+    def offer(self, item: object) -> bool:
+        """Queue a PacketIn / DigestList unless the client is that far behind (then drop it)."""
+        if self.out.qsize() >= MAX_PENDING:
+            self.dropped += 1
+            return False
+        self.out.put(item)
+        return True
 
 
 class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
@@ -273,11 +283,11 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         with self._arb_lock:
             primaries = [arb.primary() for arb in self._arbitrations.values()]
         for primary in primaries:
-            if isinstance(primary, _Stream):
-                primary.send(reply)
+            if isinstance(primary, _Stream) and not primary.offer(reply) and primary.dropped == 1:
+                log.warning("a slow P4Runtime client: dropping PacketIn/DigestList messages")
 
 
-def serve(device: Device, address: str, max_workers: int = 16) -> tuple[grpc.Server, int]:
+def serve(device: Device, address: str, max_workers: int = 32) -> tuple[grpc.Server, int]:
     """Start a P4Runtime server on ``address`` ("host:port", port 0 picks one); returns it and the port."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="p4rt"))

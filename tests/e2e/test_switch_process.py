@@ -19,6 +19,7 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from p4lite.switch.device_config import encode_p4_device_config
 from tests.e2e.p4 import frames as F
 from tests.e2e.p4.netns import (
     CPU_PORT,
@@ -207,7 +208,8 @@ def test_status_codes_from_the_real_process(rack, tmp_path, program):
             device_id=0, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         cfg.election_id.low = 2
         cfg.config.p4info.CopyFrom(p4info)
-        cfg.config.p4_device_config = json_path.read_bytes()
+        # the tutorials' form: a serialized p4.tmp.P4DeviceConfig around the JSON
+        cfg.config.p4_device_config = encode_p4_device_config(json_path.read_bytes())
         stub.SetForwardingPipelineConfig(cfg, timeout=10)
         assert write(entry(b"\x0a\x00\x01\x00"), election=1).code() == grpc.StatusCode.PERMISSION_DENIED
         assert write(entry(b"\x0a\x00\x01\x00"), election=2) is None
