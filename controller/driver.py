@@ -58,8 +58,13 @@ class PipelineConfig:
         return cls(info, Path(bmv2_json).read_bytes())
 
 
+# The controller's election id. Operators' p4runtime-shell sessions with a lower one
+# (e.g. (0, 1)) are backups that can read; a higher one would demote the controller.
+ELECTION_ID = (0, 100)
+
+
 def default_client(conf: SwitchConf) -> P4RuntimeClient:
-    return P4RuntimeClient(conf.grpc_addr, conf.device_id, election_id=(0, 1))
+    return P4RuntimeClient(conf.grpc_addr, conf.device_id, election_id=ELECTION_ID)
 
 
 class Controller:
