@@ -287,25 +287,38 @@ def action_source(gen: CodeGen, fname: str, action: dict, where: str) -> str:
 
 _SLOT = re.compile(r"\bF\[(\d+)\]")
 _STORE = re.compile(r"^\s*_f(\d+) = ")
+_LOCAL = re.compile(r"\b_f(\d+)\b")
 
 
 def localize(body: list[str]) -> list[str]:
     """Straight-line action code with its field slots held in locals.
 
-    Each slot the action touches is loaded once into a local, and each slot it may
-    write is stored back at the end: locals are much cheaper than list subscripts
-    when an action makes many accesses (e.g. register lanes). Code that passes F
-    on, indexes it dynamically or raises keeps the plain form.
+    A slot is loaded into a local once (only if the action may read it before
+    writing it) and stored back at the end if the action may write it: locals
+    are much cheaper than list subscripts when an action makes many accesses
+    (e.g. register lanes). Code that passes F on, indexes it dynamically or
+    raises keeps the plain form.
     """
     text = [_SLOT.sub(r"_f\1", line) for line in body]
     if any(re.search(r"\bF\b", line) or "raise" in line for line in text):
         return body
-    slots = sorted({int(m) for line in body for m in _SLOT.findall(line)})
-    stored = sorted({int(m.group(1)) for line in text if (m := _STORE.match(line))})
+    defined: set[int] = set()
+    loads: set[int] = set()
+    stored: set[int] = set()
+    for line in text:
+        m = _STORE.match(line)
+        if m:
+            stored.add(int(m.group(1)))
+        if m and not line.startswith(" "):  # an unconditional store defines the slot
+            loads.update(int(n) for n in _LOCAL.findall(line[m.end():]) if int(n) not in defined)
+            defined.add(int(m.group(1)))
+        else:
+            loads.update(int(n) for n in _LOCAL.findall(line) if int(n) not in defined)
     uses = sum(len(_SLOT.findall(line)) for line in body)
-    if uses < 2 * (len(slots) + len(stored)):  # too few repeated accesses to pay off
+    if uses <= len(loads) + len(stored):  # no repeated access: nothing to gain
         return body
-    return ([f"_f{n} = F[{n}]" for n in slots] + text + [f"F[{n}] = _f{n}" for n in stored])
+    return ([f"_f{n} = F[{n}]" for n in sorted(loads)] + text
+            + [f"F[{n}] = _f{n}" for n in sorted(stored)])
 
 
 def _jump_body(gen: CodeGen, prims: list, where: str) -> list[str]:
