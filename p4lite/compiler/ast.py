@@ -333,6 +333,7 @@ class Block(Statement):
     """``{ statements }``; statements may include VarDecl, ConstDecl and Instantiation."""
 
     statements: list[Node] = field(default_factory=list)
+    annotations: list[Annotation] = field(default_factory=list, kw_only=True)
 
 
 @dataclass(slots=True)

@@ -782,7 +782,10 @@ class P4Parser:
         elif self._is_declaration_start():
             decl = self._parse_variable_or_instance()
         else:
-            return self._parse_statement()
+            stmt = self._parse_statement()
+            if isinstance(stmt, ast.Block):  # e.g. @atomic { ... }; other statements drop them
+                stmt.annotations = annotations
+            return stmt
         decl.annotations = annotations + decl.annotations
         return decl
 
@@ -793,7 +796,7 @@ class P4Parser:
         if tok.kind != "ID" and tok.kind not in SOFT_KEYWORDS:
             return False
         if self._is_type_name(tok.value):
-            return self._kind(1) != "."
+            return self._kind(1) not in (".", "=")
         return self._is_name(1)  # an unknown type: `foo_t x;`
 
     # BNF: statement : block | if_statement | switch_statement | 'exit' ';'

@@ -859,7 +859,8 @@ def test_annotated_externs_blocks_and_constants() -> None:
     assert ext.annotation("size").args[0].value == 100
     assert [m.annotation("name").args[0].value for m in ext.methods] == ["annotated", "exe"]
     assert isinstance(fn, ast.ExternFunctionDecl) and fn.annotation("cycles") is not None
-    assert isinstance(ctl.body.statements[0], ast.Block)
+    block = ctl.body.statements[0]
+    assert isinstance(block, ast.Block) and block.annotations[0].name == "blockAnnotation"
 
 
 def test_switch_with_trailing_fall_through_label() -> None:
@@ -887,3 +888,30 @@ def test_soft_keywords_as_field_and_member_names() -> None:
     hdr, ctl = program.declarations
     assert [f.name for f in hdr.fields] == ["type", "key", "priority", "state"]
     assert [show(s.lhs) for s in ctl.body.statements] == ["x.type", "x.priority", "x.state"]
+
+
+def test_action_refs_with_arguments_and_empty_lists() -> None:
+    program = parse_text(
+        "#include <v1model.p4>\n"
+        "action my_drop(inout standard_metadata_t smeta) { mark_to_drop(smeta); }\n"
+        "control ing(inout standard_metadata_t standard_metadata) {\n"
+        "    action again() { resubmit({}); }\n"
+        "    table t {\n"
+        "        key = { standard_metadata.ingress_port : exact; }\n"
+        "        actions = { again; my_drop(standard_metadata); }\n"
+        "        default_action = my_drop(standard_metadata);\n"
+        "    }\n"
+        "    apply { t.apply(); }\n"
+        "}\n"
+    )
+    top_action, control = program.declarations[-2:]
+    assert isinstance(top_action, ast.ActionDecl) and top_action.params[0].direction == "inout"
+    again, table = control.locals
+    assert show(again.body.statements[0].call) == "resubmit({})"
+    assert [(a.name, [show(x) for x in a.args]) for a in table.actions] == [
+        ("again", []), ("my_drop", ["standard_metadata"]),
+    ]  # fmt: skip
+    assert (
+        table.default_action.has_parens
+        and show(table.default_action.args[0]) == "standard_metadata"
+    )
