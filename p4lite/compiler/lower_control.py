@@ -106,10 +106,15 @@ class ControlLowerer:
         self.scope.bind(inst.name, binding)
 
     # ------------------------------------------------------------- actions
-    def action_for(self, target: DeclB, loc) -> tuple[int, str, ast.ActionDecl]:
-        """The JSON action (created once) for a table or direct call of ``target``."""
+    def action_for(self, target: DeclB, loc, bound: list[ast.Argument] | tuple = ()
+                   ) -> tuple[int, str, ast.ActionDecl]:
+        """The JSON action (created once per binding) for a table or direct call of ``target``.
+
+        ``bound`` are the arguments a table's action list gives to the leading
+        (directional) parameters; the remaining parameters come from the control plane.
+        """
         decl: ast.ActionDecl = target.decl
-        key = id(decl), self.prefix if target.owner is not None else ""
+        key = id(decl), (self.prefix if target.owner is not None else ""), repr(list(bound))
         cached = self.lw.action_cache.get(key)
         if cached is not None:
             return cached
@@ -118,10 +123,20 @@ class ControlLowerer:
         name = owner.cp_name(decl, decl.name) if owner is not None else _global_name(decl)
         runtime_data: list[Json] = []
         params: list[tuple[str, int]] = []
-        for param in decl.params:
+        if len(bound) > len(decl.params):
+            raise CompileError(f"too many arguments for action {decl.name}", loc)
+        binder = StmtLowerer(self.lw, self.externs, self.scope)
+        setup: list[Json] = []
+        for param, arg in zip(decl.params, bound, strict=False):
+            if arg.name is not None:
+                raise not_supported("named arguments in a table's action list", arg.loc)
+            scope.bind(param.name, binder.bind_argument(param, arg.value, setup))
+        if setup:
+            raise not_supported("an action-list argument that is not an l-value or constant", loc)
+        for param in decl.params[len(bound):]:
             if param.direction:
-                raise not_supported(f"directional parameter {param.name} of an action used in a "
-                                    "table or called from apply", param.loc)
+                raise not_supported(f"directional parameter {param.name} without an argument "
+                                    "in a table's action list", param.loc)
             t = self.lw.env.resolve(param.type)
             if not isinstance(t, BitT | BoolT):
                 raise not_supported(f"action parameter of type {t}", param.loc)
@@ -152,12 +167,22 @@ class ControlLowerer:
             return DeclB("action", action, None)
         raise CompileError(f"unknown action {name}", loc)
 
-    def action_data(self, decl: ast.ActionDecl, args: list[ast.Argument], loc) -> list[str]:
-        """Constant arguments of a default action or entry, as hex strings."""
+    def action_data(self, decl: ast.ActionDecl, args: list[ast.Argument], loc,
+                    skip: int = 0) -> list[str]:
+        """Constant arguments of a default action or entry, as hex strings.
+
+        ``skip`` leading parameters were bound in the table's action list; their
+        arguments may be repeated here (as P4 requires for default actions) or left out.
+        """
         comp = ExprCompiler(self.lw.env, self.scope)
-        values = match_args(decl.params, args, f"action {decl.name}", loc)
+        params = decl.params
+        if len(args) == len(params) - skip:
+            params = params[skip:]
+        elif skip and len(args) == len(params):
+            args, params = args[skip:], params[skip:]
+        values = match_args(params, args, f"action {decl.name}", loc)
         data = []
-        for param, arg in zip(decl.params, values, strict=True):
+        for param, arg in zip(params, values, strict=True):
             if arg is None:
                 raise CompileError(f"missing argument for parameter {param.name}", loc)
             t = self.lw.env.resolve(param.type)
@@ -223,10 +248,12 @@ class ControlLowerer:
                 return False
             if isinstance(func, ast.Name):
                 binding = scope.lookup(func.name)
-                if isinstance(binding, DeclB) and binding.kind == "action":
-                    return False
-                if func.name in self.lw.env.actions:
-                    return False
+                decl = binding.decl if isinstance(binding, DeclB) and (
+                    binding.kind == "action") else self.lw.env.actions.get(func.name)
+                # An action with directional parameters is inlined into a hidden action,
+                # one without gets its own hidden table (as p4c does).
+                if decl is not None:
+                    return any(p.direction for p in decl.params)
             return True
         return False
 

@@ -187,8 +187,8 @@ class ExprCompiler:
         binding = self.env.global_scope.lookup(e.name) if e.top_level else self.scope.lookup(e.name)
         if binding is None:
             if e.name in self.env.type_decls:
-                return Val(self.env.resolve(ast.TypeName(e.name, loc=e.loc)), None, None, TypeB(
-                    self.env.resolve(ast.TypeName(e.name, loc=e.loc))))
+                t = self.env.resolve_named(ast.TypeName(e.name, loc=e.loc))
+                return Val(t, None, None, TypeB(t))
             raise CompileError(f"unknown name {e.name}", e.loc)
         return binding_val(binding)
 
@@ -274,8 +274,8 @@ class ExprCompiler:
                 return Val(IntT(), None, raw)
             value = wrap_const(raw, operand.type)
             return Val(operand.type, hexstr(value, operand.type.width), value)
-        if e.op == "-":
-            json = expr_json("-", None, operand.json)
+        if e.op == "-":  # BMv2 has no unary minus: 0 - x
+            json = expr_json("-", hexstr(0, operand.type.width), operand.json)
         else:
             json = expr_json("~", None, operand.json)
         return Val(operand.type, wrap(json, operand.type))
@@ -571,6 +571,8 @@ def cast(val: Val, target: P4Type, loc) -> Val:
         if src_width is not None and target.width >= src_width and not src_signed:
             return Val(target, val.json)
         return Val(target, wrap(val.json, target))
+    if isinstance(target, EnumT) and target.underlying is not None:
+        return cast(val, target.underlying, loc)
     if isinstance(target, EnumT | ErrorT | StructT | HeaderT | StackT):
         if same_type(source, target):
             return val

@@ -32,6 +32,7 @@ class TableLowerer:
         self.control = control
         self._tables: dict[int, Json] = {}
         self._keys: dict[int, list[tuple[str, int]]] = {}
+        self._bound: dict[int, tuple[int, str, int]] = {}
 
     def json_of(self, decl: ast.TableDecl) -> Json:
         return self._tables[id(decl)]
@@ -62,6 +63,7 @@ class TableLowerer:
         if id(decl) in self._tables:
             raise not_supported(f"applying table {decl.name} more than once", loc)
         lw, control = self.lw, self.control
+        self._bound = {}  # per table: its action list's argument bindings
         name = control.cp_name(decl, decl.name)
         lw.node_names.reserve(name)
         lw.next_node_number()
@@ -156,9 +158,9 @@ class TableLowerer:
                                       annotations=[ast.Annotation("defaultonly", loc=decl.loc)]))
         for ref in refs:
             action = self.control.resolve_action(ref.name, ref.loc)
-            action_id, json_name, action_decl = self.control.action_for(action, ref.loc)
-            if ref.args:
-                raise not_supported("action arguments in a table's action list", ref.loc)
+            action_id, json_name, action_decl = self.control.action_for(action, ref.loc,
+                                                                        ref.args)
+            self._bound[id(action_decl)] = (action_id, json_name, len(ref.args))
             if any(a[0] == action_id for a in actions):
                 raise CompileError(f"action {ref.name} listed twice", ref.loc)
             actions.append((action_id, json_name, action_decl))
@@ -174,10 +176,18 @@ class TableLowerer:
         ref = decl.default_action
         if ref is None:
             ref = ast.ActionRef("NoAction", loc=decl.loc, has_parens=True)
-        action = self.control.resolve_action(ref.name, ref.loc)
-        action_id, json_name, action_decl = self.control.action_for(action, ref.loc)
-        data = self.control.action_data(action_decl, ref.args, ref.loc)
+        action_id, json_name, action_decl, skip = self._listed_action(ref)
+        data = self.control.action_data(action_decl, ref.args, ref.loc, skip)
         return action_id, data, bool(decl.default_action_const), json_name
+
+    def _listed_action(self, ref: ast.ActionRef):
+        """The table's own (possibly argument-bound) version of the action ``ref`` names."""
+        action = self.control.resolve_action(ref.name, ref.loc)
+        listed = self._bound.get(id(action.decl))
+        if listed is not None:
+            return listed[0], listed[1], action.decl, listed[2]
+        action_id, json_name, action_decl = self.control.action_for(action, ref.loc)
+        return action_id, json_name, action_decl, 0
 
     # ----------------------------------------------------------- properties
     def _properties(self, decl: ast.TableDecl, table: Json, cp: CpTable,
@@ -223,12 +233,12 @@ class TableLowerer:
                                    f"{len(keys)}", entry.loc)
             match_key = [self._match(ks, kind, w, comp)
                          for ks, kind, (_, w) in zip(entry.keysets, kinds, widths, strict=True)]
-            action = self.control.resolve_action(entry.action.name, entry.action.loc)
-            action_id, json_name, action_decl = self.control.action_for(action, entry.action.loc)
+            action_id, json_name, action_decl, skip = self._listed_action(entry.action)
             if all(action_id != a[0] for a in actions):
                 raise CompileError(f"action {entry.action.name} is not in the table's actions",
                                    entry.action.loc)
-            data = self.control.action_data(action_decl, entry.action.args, entry.action.loc)
+            data = self.control.action_data(action_decl, entry.action.args, entry.action.loc,
+                                            skip)
             priority = index + 1
             prio_expr = entry.priority
             ann = entry.annotation("priority")

@@ -87,7 +87,8 @@ class ProgramEnv:
         """Evaluate top-level constants in order; ``fold(expr, type) -> ConstB``."""
         for name, decl in self.type_decls.items():
             if isinstance(decl, ast.EnumDecl):
-                self.global_scope.bind(name, TypeB(self.resolve(ast.TypeName(name, loc=decl.loc))))
+                self.global_scope.bind(name, TypeB(self._resolve_named(ast.TypeName(name,
+                                                                                    loc=decl.loc))))
         for decl in self.program.declarations:
             if isinstance(decl, ast.ConstDecl):
                 self.global_scope.bind(decl.name, fold(decl.value, self.resolve(decl.type)))
@@ -115,7 +116,11 @@ class ProgramEnv:
         if isinstance(t, ast.TypeName):
             if type_params and t.name in type_params:
                 return type_params[t.name]
-            return self._resolve_named(t)
+            named = self._resolve_named(t)
+            # Serializable enum values are their underlying bits (as in BMv2).
+            if isinstance(named, EnumT) and named.underlying is not None:
+                return named.underlying
+            return named
         if isinstance(t, ast.SpecializedType):
             base = self._resolve_named(t.base)
             if not isinstance(base, ExternT):
@@ -132,6 +137,10 @@ class ProgramEnv:
         if isinstance(t, ast.VarbitType):
             raise not_supported("varbit", t.loc)
         raise not_supported(f"type {type(t).__name__}", t.loc)
+
+    def resolve_named(self, t: ast.TypeName) -> P4Type:
+        """A named type as declared (serializable enums stay enums)."""
+        return self._resolve_named(t)
 
     def _resolve_named(self, t: ast.TypeName) -> P4Type:
         cached = self._resolved.get(t.name)
