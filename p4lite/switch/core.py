@@ -39,7 +39,7 @@ from p4lite.switch.program import (
     need,
     read_program,
 )
-from p4lite.switch.runtime_api import Digest, Queued
+from p4lite.switch.runtime_api import CODE_INVALID_ARGUMENT, Digest, Queued, SwitchRuntimeError
 from p4lite.switch.state import CounterArray, MeterArray, Pre, RegisterArray
 from p4lite.switch.tables import TableState
 
@@ -49,6 +49,7 @@ log = logging.getLogger("p4lite.switch")
 p4_log = logging.getLogger("p4lite.switch.log_msg")
 
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
+MAX_PORT = (1 << 9) - 1
 MAX_LOOPS = 16  # resubmit / recirculate / egress-clone depth before a packet is dropped
 
 
@@ -66,7 +67,7 @@ class Pkt:
 
     def copy(self, F: list) -> Pkt:
         p = Pkt(F, self.data, self.port, self.now, self.depth)
-        p.payload, p.ilen = self.payload, self.ilen
+        p.payload, p.ilen, p.truncate = self.payload, self.ilen, self.truncate
         return p
 
 
@@ -252,6 +253,8 @@ class Switch(ControlPlane):
         return out
 
     def ingress(self, packet: bytes, port: int, now_us: int = 0) -> list[Queued]:
+        if type(port) is not int or not 0 <= port <= MAX_PORT:
+            raise SwitchRuntimeError(CODE_INVALID_ARGUMENT, f"ingress port {port!r} outside 0..{MAX_PORT}")
         try:
             data = packet if type(packet) is bytes else bytes(packet)
             return self._ingress(data, port, now_us, NORMAL, (), 0)
@@ -311,7 +314,6 @@ class Switch(ControlPlane):
         spec = F[S.egress_spec]
         if spec == self.drop_port:
             return out
-        P.truncate = P.truncate or 0
         out.append(Queued(spec, F[S.priority], len(data), P))
         return out
 

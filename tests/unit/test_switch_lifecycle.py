@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from p4lite.switch.core import Switch
-from p4lite.switch.runtime_api import ActionCall, MatchField, Replica, TableEntry
+from p4lite.switch.runtime_api import (
+    CODE_INVALID_ARGUMENT,
+    ActionCall,
+    MatchField,
+    Replica,
+    SwitchRuntimeError,
+    TableEntry,
+)
 from p4lite.switch.samples import lifecycle_program, read_probe
 
 
@@ -196,6 +203,21 @@ def test_checksum_verify_sets_checksum_error(sw: Switch) -> None:
     good = (~(0xCC01 + 0x0203) & 0xFFFF)
     assert read_probe(sw.process(pkt(0xCC, 1, 0x0203, good), 0)[0][1])["ckerr"] == 0
     assert read_probe(sw.process(pkt(0xCC, 1, 0x0203, good ^ 1), 0)[0][1])["ckerr"] == 1
+
+
+def test_error_values_come_from_the_json() -> None:
+    doc = lifecycle_program()
+    doc["errors"] = [[name, value + 1] for name, value in doc["errors"]]  # 1-based, as some p4c
+    sw = Switch(doc)
+    assert read_probe(sw.process(pkt(0x77), 0)[0][1])["perr"] == 3  # NoMatch
+    assert read_probe(sw.process(pkt(0xEE), 0)[0][1])["perr"] == 2  # PacketTooShort
+    assert read_probe(sw.process(pkt(1), 0)[0][1])["perr"] == 0  # no error: the field stays 0
+
+
+def test_bad_ingress_port_is_refused(sw: Switch) -> None:
+    with pytest.raises(SwitchRuntimeError) as info:
+        sw.process(pkt(1), 512)
+    assert info.value.code == CODE_INVALID_ARGUMENT
 
 
 @pytest.mark.parametrize("data", [b"", b"\x01", bytes(5), b"\xee" * 7, bytes(range(256)) * 6])
