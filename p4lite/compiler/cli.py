@@ -3,6 +3,7 @@
     p4lite-c --p4v 16 [-I DIR] [-D NAME[=VAL]] [--p4runtime-files OUT.p4info.txtpb]
              [--p4runtime-format text|json|binary] -o OUT.json PROG.p4
     p4lite-c --target bmv2 --arch v1model -o OUTDIR PROG.p4        (p4c driver form)
+    p4lite-c -E [-I DIR] [-D NAME[=VAL]] PROG.p4                   (preprocess only)
 
 The JSON is laid out like p4c's (the back end's ``bmv2_text()``; plain
 ``json.dumps(indent=2)`` for a result without it). When ``-o`` names a
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from p4lite.compiler.errors import CompileError
+from p4lite.compiler.preprocess import Preprocessor, render_tokens
 
 _VERSION = "p4lite-c 0.1.0 (P4_16, target bmv2, arch v1model)"
 
@@ -97,6 +99,9 @@ def _build_arg_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--p4runtime-format", dest="p4runtime_format", choices=["text", "json", "binary"]
     )
+    parser.add_argument(
+        "-E", dest="preprocess_only", action="store_true", help="preprocess only, to stdout"
+    )
     parser.add_argument("--version", action="version", version=_VERSION)
     parser.set_defaults(ignored=[])
     for option in _IGNORED_WITH_VALUE:
@@ -144,6 +149,10 @@ def _compile_and_write(args: argparse.Namespace) -> int:
     if not program.is_file():
         raise _UsageError(f"cannot open input file {program}")
     defines = parse_defines(args.defines, args.undefines)
+    if args.preprocess_only:
+        tokens = Preprocessor(args.include_dirs, defines).run_file(program).tokens
+        sys.stdout.write(render_tokens(tokens))
+        return 0
     result = _compile(str(program), tuple(args.include_dirs), defines)
     for warning in getattr(result, "warnings", None) or []:
         print(warning, file=sys.stderr)

@@ -16,12 +16,11 @@ while macro arguments keep theirs.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from p4lite.compiler.errors import CompileError, SourceLoc
-from p4lite.compiler.lexer import Token, parse_int, tokenize
+from p4lite.compiler.lexer import Token, parse_int, tokenize, unquote
 
 _BUILTINS = ("__LINE__", "__FILE__")
 BUNDLED_INCLUDE_DIR = Path(__file__).resolve().parent.parent / "p4include"
@@ -267,7 +266,7 @@ class Preprocessor:
         number = parse_int(args[0].value, args[0].loc)[0]
         filename = tok.loc.file
         if len(args) > 1 and args[1].kind == "STRING":
-            filename = args[1].value[1:-1]
+            filename = unquote(args[1].value)
         return (tok.loc.line + 1, number, filename)
 
     # ------------------------------------------------------------ conditions
@@ -535,7 +534,41 @@ def _stringify(tokens: list[Token]) -> str:
     return f'"{text}"'
 
 
-def print_warnings(result: PreprocessResult) -> None:
-    """Print #warning texts to stderr (the CLI's job; kept here with the format)."""
-    for warning in result.warnings:
-        print(warning, file=sys.stderr)
+def render_tokens(tokens: list[Token]) -> str:
+    """Preprocessed tokens as source text with gcc-style ``# LINE "FILE"`` markers,
+    so that preprocessing the text again puts every token on its original line."""
+    out: list[str] = []
+    file, line, column = None, 0, 1
+    prev: Token | None = None
+    for tok in tokens:
+        if tok.kind == "EOF":
+            break
+        loc = tok.loc
+        if loc.file != file or loc.line < line or loc.line > line + 8:
+            if out:
+                out.append("\n")
+            out.append(f'# {loc.line} "{_escape(loc.file)}"\n')
+            file, line, column, prev = loc.file, loc.line, 1, None
+        elif loc.line > line:
+            out.append("\n" * (loc.line - line))
+            line, column, prev = loc.line, 1, None
+        if loc.col > column or prev is None:
+            pad = max(loc.col - column, 0)  # back to the token's own column
+        elif tok.space or (prev is not None and _would_merge(prev, tok)):
+            pad = 1  # macro output shares one location: keep tokens apart
+        else:
+            pad = 0
+        out.append(" " * pad + tok.value)
+        column += pad + len(tok.value)
+        prev = tok
+    out.append("\n")
+    return "".join(out)
+
+
+def _would_merge(left: Token, right: Token) -> bool:
+    """Would writing the two tokens without a space lex differently?"""
+    return len(tokenize(left.value + right.value, "<render>")) != 3
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')

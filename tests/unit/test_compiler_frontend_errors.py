@@ -546,3 +546,12 @@ def test_python_dash_m_entry_point(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr == f"{bad}:1:23: error: expected ';', found '}}'\n"
+
+
+def test_dash_e_prints_the_preprocessed_program(compiled, tmp_path: Path, capsys) -> None:
+    src = tmp_path / "m.p4"
+    src.write_text("#define W 8\n#ifdef X\nconst bit<W> a = X;\n#endif\n")
+    assert cli.main(["-E", "-D", "X=3", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert out == f'# 3 "{src}"\nconst bit<8> a = 3;\n'
+    assert compiled == []  # the back end is not run

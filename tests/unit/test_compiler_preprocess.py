@@ -9,7 +9,7 @@ import pytest
 
 from p4lite.compiler.errors import CompileError
 from p4lite.compiler.lexer import Token
-from p4lite.compiler.preprocess import BUNDLED_INCLUDE_DIR, Preprocessor
+from p4lite.compiler.preprocess import BUNDLED_INCLUDE_DIR, Preprocessor, render_tokens
 
 
 def pp(text: str, defines: dict[str, str] | None = None, include_dirs=()) -> list[Token]:
@@ -397,3 +397,23 @@ def test_function_macro_argument_with_nested_parens_and_commas_in_braces() -> No
 def test_eof_location_is_the_end_of_the_main_file() -> None:
     eof = Preprocessor().run_text("a\n  b  ", "m.p4").tokens[-1]
     assert (eof.kind, eof.loc.line, eof.loc.col) == ("EOF", 2, 6)
+
+
+def test_rendered_output_preprocesses_back_to_the_same_lines() -> None:
+    fixture = Path(__file__).parent / "fixtures" / "frontend" / "basic_l3.p4"
+    src = fixture.read_text() + "#define SH(a) a >> 2\n#define F(x) y x\nq = SH(8w8); F(abc)\n"
+    first = Preprocessor().run_text(src, "basic.p4").tokens
+    text = render_tokens(first)
+    again = Preprocessor().run_text(text, "rendered.p4").tokens
+    assert [(t.kind, t.value, t.loc.file, t.loc.line) for t in again] == [
+        (t.kind, t.value, t.loc.file, t.loc.line) for t in first
+    ]
+    # tokens not produced by macros also keep their columns
+    plain = [(a.loc, b.loc) for a, b in zip(first, again, strict=True) if a.loc.line < 200]
+    assert all(a == b for a, b in plain)
+    assert "8w8 >> 2; y abc" in text
+
+
+def test_line_marker_file_names_are_unescaped() -> None:
+    toks = pp('# 7 "dir\\\\with \\"quote\\".p4"\nx')
+    assert toks[0].loc.file == 'dir\\with "quote".p4'
