@@ -47,5 +47,38 @@ def assemble(lw: Lowering, *, program: str, parser: Json, deparser: Json,
 
 
 def to_text(bmv2: Json) -> str:
-    """The JSON text, indented like p4c's output."""
-    return json.dumps(bmv2, indent=2, separators=(",", " : ")) + "\n"
+    """The JSON text laid out like p4c's: 2-space indent, arrays of scalars on one line."""
+    out: list[str] = []
+    _write(bmv2, 0, out)
+    out.append("\n")
+    return "".join(out)
+
+
+def _is_flat(value: Any) -> bool:
+    return isinstance(value, list) and all(not isinstance(v, dict | list) for v in value)
+
+
+def _write(value: Any, depth: int, out: list[str]) -> None:
+    pad = "  " * (depth + 1)
+    if isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        out.append("{\n")
+        items = list(value.items())
+        for i, (key, item) in enumerate(items):
+            out.append(f"{pad}{json.dumps(key)} : ")
+            _write(item, depth + 1, out)
+            out.append(",\n" if i + 1 < len(items) else "\n")
+        out.append("  " * depth + "}")
+    elif isinstance(value, list) and value and not _is_flat(value):
+        out.append("[\n")
+        for i, item in enumerate(value):
+            out.append(pad)
+            _write(item, depth + 1, out)
+            out.append(",\n" if i + 1 < len(value) else "\n")
+        out.append("  " * depth + "]")
+    elif isinstance(value, list):
+        out.append("[" + ", ".join(json.dumps(v) for v in value) + "]")
+    else:
+        out.append(json.dumps(value))

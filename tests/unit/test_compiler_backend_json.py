@@ -516,3 +516,13 @@ def test_compile_time_for_a_long_program_is_small() -> None:
     body = "\n".join(f"hdr.h.v = hdr.h.v + {i % 200};" for i in range(1000))
     result = compile_program(program(body))
     assert len(result.bmv2["actions"][0]["primitives"]) == 1000
+
+
+def test_json_text_round_trips_and_keeps_scalar_arrays_inline() -> None:
+    import json
+
+    result = compile_program(program("hdr.h.v = 1;"))
+    text = result.bmv2_text()
+    assert json.loads(text) == result.bmv2
+    assert '        ["ingress_port", 9, false],\n' in text
+    assert '"version" : [2, 23]' in text
