@@ -287,14 +287,7 @@ class Switch(ControlPlane):
         out: list[Queued] = []
         S = self._S
         if P.clone_i is not None:
-            session, field_list = P.clone_i
-            kept = self._preserve(F, field_list)
-            for rep_port, rid, trunc in self._session_replicas(session):
-                C = self._receive(data, port, now, INGRESS_CLONE, kept, depth, None)
-                C.F[S.instance_type] = INGRESS_CLONE
-                C.F[S.egress_rid] = rid
-                C.truncate = trunc
-                out.append(Queued(rep_port, C.F[S.priority], len(data), C))
+            out += self._ingress_clones(P)
         if P.digest:
             self._collect_digest(F, P.digest)
         if P.resubmit is not None:
@@ -314,7 +307,29 @@ class Switch(ControlPlane):
         spec = F[S.egress_spec]
         if spec == self.drop_port:
             return out
+        F[S.instance_type] = NORMAL  # simple_switch re-marks every unicast packet NORMAL
         out.append(Queued(spec, F[S.priority], len(data), P))
+        return out
+
+    def _ingress_clones(self, P: Pkt) -> list[Queued]:
+        """Copies of the packet as received, re-parsed (with its ingress_port, which
+        the parser may branch on), then with metadata reset to the preserved fields."""
+        session, field_list = P.clone_i
+        S, template = self._S, self._template
+        kept = self._preserve(P.F, field_list)
+        out = []
+        for port, rid, trunc in self._session_replicas(session):
+            C = self._receive(P.data, 0, P.now, INGRESS_CLONE, ((S.ingress_port, P.port),),
+                              P.depth, None)
+            G = C.F
+            for s in self._meta_slots:
+                G[s] = template[s]
+            for s, v in kept:
+                G[s] = v
+            G[S.instance_type] = INGRESS_CLONE
+            G[S.egress_rid] = rid
+            C.truncate = trunc
+            out.append(Queued(port, G[S.priority], P.ilen, C))
         return out
 
     def _collect_digest(self, F: list, list_id: int) -> None:

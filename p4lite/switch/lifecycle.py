@@ -14,21 +14,25 @@ def receive_source(std: dict[str, int], has_verify: bool) -> str:
 
     Builds F (metadata zeroed, headers invalid), sets the receive fields, parses
     (a parser error is recorded, never dropped), verifies checksums and, when
-    ``init`` is a node, runs the ingress pipeline from it.
+    ``init`` is a node, runs the ingress pipeline from it. As in simple_switch,
+    only a newly received packet (itype 0) gets ingress_port and the ingress
+    timestamp: resubmitted and recirculated packets start from reset metadata
+    plus their preserved fields.
     """
     lines = [
         "def receive(data, port, now, itype, preserved, depth, init):",
         "    F = _template[:]",
-        f"    F[{std['ingress_port']}] = port",
         f"    F[{std['packet_length']}] = len(data)",
-        f"    F[{std['instance_type']}] = itype",
-        f"    F[{std['ingress_global_timestamp']}] = now",
+        "    if itype:",
+        f"        F[{std['instance_type']}] = itype",
+        "    else:",
+        f"        F[{std['ingress_port']}] = port",
+        f"        F[{std['ingress_global_timestamp']}] = now",
         "    for _s, _v in preserved:",
         "        F[_s] = _v",
         "    P = _Pkt(F, data, port, now, depth)",
         "    _off, _err = parse(F, data, P)",
-        "    if _err:",
-        f"        F[{std['parser_error']}] = _err",
+        f"    F[{std['parser_error']}] = _err",
         "    P.payload = data[_off:] if _off else data",
     ]
     if has_verify:

@@ -136,14 +136,14 @@ def _key_parts(gen: CodeGen, keys: list, where: str) -> tuple[str, int]:
 
 
 def _transition_lines(gen: CodeGen, state: dict, index: dict[str | None, int], where: str,
-                      no_match: int) -> list[str]:
+                      no_match: int, no_error: int) -> list[str]:
     keys = state.get("transition_key") or []
     transitions = need(state, "transitions", where, list)
 
     def goto(t: dict) -> str:
         nxt = t.get("next_state")
         if nxt is None:
-            return "return pos, 0"
+            return f"return pos, {no_error}"
         if nxt not in index:
             raise fail(where, f"unknown next state '{nxt}'")
         return f"_st = {index[nxt]}; continue"
@@ -187,7 +187,7 @@ def parser_source(gen: CodeGen, parser: dict) -> str:
             lines: list[str] = []
             for i, op in enumerate(need(state, "parser_ops", w, list)):
                 lines += _op_lines(gen, op, f"{w} op {i}", errors)
-            lines += _transition_lines(gen, state, index, w, errors["NoMatch"])
+            lines += _transition_lines(gen, state, index, w, errors["NoMatch"], errors["NoError"])
         finally:
             gen.in_parser = False
         body.append(f"        if _st == {index[name]}:")
