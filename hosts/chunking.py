@@ -106,8 +106,9 @@ class TensorStream:
         return np.minimum(K, self.prepared.size - chunks * K)
 
     def lanes(self, chunks: np.ndarray, world_size: int, out: np.ndarray) -> None:
-        """Write the lanes of data ``chunks`` into ``out`` (an (len, K) integer view)."""
+        """Write the lanes of data ``chunks`` (ascending) into ``out`` (a (len, K) view)."""
         p = self.prepared
+        chunks = _as_index(chunks)
         if p.kind == "int32":
             out[...] = p.blocks[chunks]
             return
@@ -116,13 +117,13 @@ class TensorStream:
         )
 
     def store_results(self, offsets: np.ndarray, exps: np.ndarray, lanes: np.ndarray) -> None:
-        """Record the results at local ``offsets`` (exps and lanes in the same order)."""
+        """Record the results at ascending local ``offsets`` (exps and lanes alike)."""
         known = offsets < self.chunks
         self.agreed[offsets[known]] = exps[known]
         data = offsets >= self.primes
         chunks = offsets[data] - self.primes
-        self.sums[chunks] = lanes[data]
         self.received += int(chunks.size)
+        self.sums[_as_index(chunks)] = lanes[data]
 
     def result(self, world_size: int) -> np.ndarray:
         """The reduced tensor (float32 or int32), shaped like the input."""
@@ -137,3 +138,10 @@ class TensorStream:
 def primes_for(prepared: PreparedTensor, window: int) -> int:
     """Priming packets a tensor needs: one per chunk of its first window (float only)."""
     return min(window, prepared.blocks.shape[0]) if prepared.kind == "float" else 0
+
+
+def _as_index(chunks: np.ndarray) -> np.ndarray | slice:
+    """A slice for an ascending run without gaps (the common case): views, not gathers."""
+    if chunks.size and int(chunks[-1]) - int(chunks[0]) + 1 == chunks.size:
+        return slice(int(chunks[0]), int(chunks[-1]) + 1)
+    return chunks
