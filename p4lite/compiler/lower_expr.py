@@ -352,7 +352,8 @@ class ExprCompiler:
     def _shift(self, op: str, left: Val, right: Val, loc) -> Val:
         if not isinstance(left.type, BitT | IntT) or not isinstance(right.type, BitT | IntT):
             raise CompileError(f"{op} needs numeric operands", loc)
-        if isinstance(right.type, BitT) and right.type.signed:
+        if isinstance(right.type, BitT) and right.type.signed or (
+                right.const is not None and int(right.const) < 0):
             raise CompileError("a shift amount must be unsigned", loc)
         if left.const is not None and right.const is not None:
             raw = int(left.const) << int(right.const) if op == "<<" else int(left.const) >> int(

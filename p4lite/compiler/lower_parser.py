@@ -24,7 +24,7 @@ from p4lite.compiler.lower_expr import (
     to_param,
 )
 from p4lite.compiler.lower_stmt import StmtLowerer
-from p4lite.compiler.types import BitT, BoolT, P4Type, width_of
+from p4lite.compiler.types import BitT, BoolT, ErrorT, P4Type, width_of
 
 if TYPE_CHECKING:
     from p4lite.compiler.context import Lowering
@@ -144,6 +144,9 @@ class ParserLowerer:
                 raise CompileError("verify takes 2 arguments", call.loc)
             cond = self.comp.condition(call.args[0].value)
             err = self.comp.rvalue(call.args[1].value)
+            if not isinstance(err.type, ErrorT):
+                raise CompileError(f"verify needs an error code, not {err.type}",
+                                   call.args[1].value.loc)
             if not isinstance(err.json, dict) or err.const is None:
                 raise not_supported("verify with an error that is not a constant", call.loc)
             return [{"op": "verify", "parameters": [cond, err.json]}]

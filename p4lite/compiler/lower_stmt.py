@@ -196,6 +196,10 @@ class StmtLowerer:
         if isinstance(dst, HeaderB) and isinstance(src, HeaderB):
             return [{"op": "assign_header", "parameters": [
                 {"type": "header", "value": dst.instance}, {"type": "header", "value": src.instance}]}]
+        if isinstance(dst, StackB) and isinstance(src, StackB):
+            return [{"op": "assign_header_stack", "parameters": [
+                {"type": "header_stack", "value": dst.name},
+                {"type": "header_stack", "value": src.name}]}]
         if isinstance(dst, StructB) and isinstance(src, StructB):
             out: list[Json] = []
             for fname, _ in dst.type.fields:

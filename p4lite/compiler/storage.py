@@ -97,7 +97,8 @@ class Storage:
             elif is_scalar(ftype):
                 members[fname] = self.add_scalar(f"{name}", ftype)
             else:
-                raise not_supported(f"field {fname} of type {ftype} in the headers struct", None)
+                raise not_supported(f"field {fname} of type {ftype} in the headers struct",
+                                    _field_loc(t, fname))
         return StructB(t, members)
 
     def bind_user_metadata(self, t: StructT) -> StructB:
@@ -121,7 +122,8 @@ class Storage:
                     name = f"userMetadata.{fname}"
                 members[fname] = self.add_scalar(name, ftype)
             else:
-                raise not_supported(f"metadata field {fname} of type {ftype}", None)
+                raise not_supported(f"metadata field {fname} of type {ftype}",
+                                    _field_loc(t, fname))
         return StructB(t, members)
 
     def bind_local(self, name: str, t: P4Type, loc) -> Binding:
@@ -197,6 +199,15 @@ class Storage:
             if field == "$valid$":
                 return 1
         raise KeyError((header, field))
+
+
+def _field_loc(t: StructT, name: str):
+    if t.decl is None:
+        return None
+    for field_decl in t.decl.fields:
+        if field_decl.name == name:
+            return field_decl.loc
+    return t.decl.loc
 
 
 def _pad(fields: list[list[Any]], name: str) -> None:

@@ -102,3 +102,26 @@ def test_unsupported_package_and_constructs() -> None:
     assert "V1Switch takes 6 arguments, got 5" in str(_error(text))
     text = program("hdr.h.v = (bit<8>) hdr.h.isValid();")
     assert "cannot cast bool to bit<8>" in str(_error(text))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle", "message"),
+    [
+        ({"body": "hdr.h.v = hdr.h.v >> -1;"}, "hdr.h.v >> -1", "a shift amount must be unsigned"),
+        ({"parser": "state start { verify(true, 1); transition accept; }"}, "verify(true, 1)",
+         "verify needs an error code, not int"),
+        ({"meta": "bit<8> m; vlan_t[2] st;"}, "vlan_t[2] st",
+         "not supported by p4lite: metadata field st of type vlan_t[2]"),
+        ({"body": "mark_to_drop(hdr);"}, "mark_to_drop(hdr)", "mark_to_drop needs standard_metadata"),
+        ({"deparse": "pkt.emit(hdr.h.v);"}, "pkt.emit(hdr.h.v)",
+         "emit needs a header, a header stack or a struct of headers"),
+        ({"compute": "verify_checksum(true, {hdr.h.v}, hdr.h.w, HashAlgorithm.csum16);"},
+         "verify_checksum", "verify_checksum belongs in the verifyChecksum control"),
+    ],
+)
+def test_more_errors_name_their_location(kwargs: dict, needle: str, message: str) -> None:
+    body = kwargs.pop("body", "")
+    text = program(body, **kwargs)
+    err = _error(text)
+    assert message in str(err)
+    assert err.loc is not None and err.loc.line == _line_of(text, needle)
