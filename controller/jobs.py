@@ -103,6 +103,7 @@ class JobRegistry:
         self.pbox_pools = {name: SlotPool(pb.slots) for name, pb in topo.pboxes.items()}
         self.jobs: dict[int, Job] = {}
         self._next_epoch = _valid_epoch(epoch_seed)
+        self._last_job_id = 0
 
     # -- queries -----------------------------------------------------------------
 
@@ -233,8 +234,12 @@ class JobRegistry:
         return worker
 
     def _free_job_id(self) -> int:
-        for job_id in range(1, p.MAX_JOBS):
+        """The next free id after the last one handed out (round robin), so an id is
+        reused as late as possible: stragglers of an ended job then find no job."""
+        for step in range(p.MAX_JOBS - 1):
+            job_id = (self._last_job_id + step) % (p.MAX_JOBS - 1) + 1
             if job_id not in self.jobs:
+                self._last_job_id = job_id
                 return job_id
         raise JobError(f"all {p.MAX_JOBS - 1} job ids are in use")
 
@@ -363,6 +368,7 @@ def rebuild_from_entries(
         repairs += _rebuild_workers(registry, switch, by_table, now)
         repairs += rack.reconcile(topo, switch, switch_entries)
     registry._next_epoch = _valid_epoch(max(registry._next_epoch, max_epoch + 1))
+    registry._last_job_id = max(registry.jobs, default=0)
     for job in sorted(registry.jobs.values(), key=lambda j: j.job_id):
         if job.where == ON_PBOX and job.pbox is not None:  # make sure the PBox still has it
             repairs.append(PBoxJobWrite(job.pbox, MODIFY, job.job_id, job.world_size,

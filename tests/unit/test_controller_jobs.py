@@ -147,9 +147,21 @@ def test_leave_shrinks_the_group_and_the_last_leave_frees_everything(reg):
     sw.apply(reg.leave(1, 2))
     assert sw.tables == {} and sw.groups == {} and reg.jobs == {}
     assert reg.switch_pools["s1"].free_slots() == 64
-    # the same range goes to the next job, under a new epoch
+    # the same range goes to the next job, under a new epoch and a new job id
     reply, updates = reg.join("b", 2, 0, ("10.0.0.1", 1), now=5.0)
     assert reply.slot_base == 0 and dict(updates[0].entry.params)["epoch"] == 101
+    assert reply.job_id == 2
+
+
+def test_job_ids_are_reused_as_late_as_possible(reg, monkeypatch):
+    monkeypatch.setattr(p, "MAX_JOBS", 4)  # ids 1..3
+    assert reg.join("a", 1, 0, ("10.0.0.1", 1), now=0.0)[0].job_id == 1
+    assert reg.join("b", 1, 0, ("10.0.0.1", 2), now=0.0)[0].job_id == 2
+    reg.kill(1)
+    assert reg.join("c", 1, 0, ("10.0.0.1", 3), now=0.0)[0].job_id == 3  # not the freed 1
+    assert reg.join("d", 1, 0, ("10.0.0.2", 9), now=0.0)[0].job_id == 1  # wraps to the freed id
+    with pytest.raises(JobError, match="all 3 job ids"):
+        reg.join("e", 1, 0, ("10.0.0.3", 9), now=0.0)
 
 
 def test_kill_of_a_pbox_job_tells_the_pbox(reg):
