@@ -324,7 +324,8 @@ class Session:
             f" {(pos // self.window) & 1}) resent {int(self._timers.retries[k])} times,"
             f" {in_flight.size} slots waiting; the aggregator or a peer is silent (are all"
             f" {self.world_size} ranks running and reducing the same tensor sizes in the"
-            " same order?)"
+            " same order? is the job configured on the aggregator with this slot range,"
+            " and is this rank's source address the one it used before?)"
         )
 
 
