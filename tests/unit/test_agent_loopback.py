@@ -25,13 +25,13 @@ SLOTS = 32
 class UdpAggregator:
     """A sans-I/O aggregator behind a UDP socket, served from a thread; optional loss."""
 
-    def __init__(self, core, loss: float = 0.0, seed: int = 0) -> None:
+    def __init__(self, core, loss: float = 0.0, seed: int = 0, address=("127.0.0.1", 0)) -> None:
         self.core = core
         self.loss = loss
         self.rng = random.Random(seed)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind(address)
         self.address = self.sock.getsockname()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -189,3 +189,29 @@ def test_agents_through_the_multi_process_pbox():
     job = stats["jobs"][str(JOB)]
     assert job["completions"] == 313 + 32
     assert all(w["jobs"][str(JOB)]["completions"] > 0 for w in stats["workers"])
+
+
+def test_agents_started_before_the_aggregator_recover_by_retransmission():
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.bind(("127.0.0.1", 0))
+    address = probe.getsockname()
+    probe.close()  # for now nobody listens there: sends draw ICMP port-unreachable
+    inputs = gradients(N, 700, seed=12)
+    late: list = []
+
+    def start_late():
+        time.sleep(0.3)
+        core = FakeAggregator()
+        core.add_job(JOB, N, 0, SLOTS)
+        late.append(UdpAggregator(core, address=address))
+
+    starter = threading.Thread(target=start_late)
+    starter.start()
+    try:
+        results = run_ranks(address, lambda a, r: a.allreduce(inputs[r]), rto=0.01, timeout=5.0)
+    finally:
+        starter.join()
+        for agg in late:
+            agg.close()
+    expected = reference_sum(inputs)
+    assert all(not isinstance(r, Exception) and r.tobytes() == expected.tobytes() for r in results)
