@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -555,3 +556,46 @@ def test_dash_e_prints_the_preprocessed_program(compiled, tmp_path: Path, capsys
     out = capsys.readouterr().out
     assert out == f'# 3 "{src}"\nconst bit<8> a = 3;\n'
     assert compiled == []  # the back end is not run
+
+
+_FUZZ_PIECES = (
+    '( ) { } < > ; , : = &&& .. _ default @ @name("x") . [ ] bit error select transition '
+    "state apply table key actions entries 8w1 0x1 ? |+| ++ const extern header struct parser "
+    "control action x y void in out if else switch return exit enum typedef package priority "
+    '1 - ! tuple int varbit type value_set Z( "s"'
+).split() + ["\n#define Z(a) a a\n", "\n#if 1\n", "\n#endif\n", "\n#else\n", "\\\n", "\n"]
+
+
+def test_random_token_soup_only_ever_raises_compile_errors_with_locations() -> None:
+    rng = random.Random(2026)
+    outcomes = {"ok": 0, "error": 0}
+    for _ in range(400):
+        text = " ".join(rng.choice(_FUZZ_PIECES) for _ in range(rng.randint(1, 25)))
+        try:
+            parse_text(text, "fuzz.p4")
+            outcomes["ok"] += 1
+        except CompileError as err:
+            assert err.loc is not None and err.loc.file == "fuzz.p4", (text, str(err))
+            assert err.loc.line >= 1 and err.loc.col >= 1
+            outcomes["error"] += 1
+    assert outcomes["error"] > 300
+
+
+def test_mutated_real_program_only_ever_raises_compile_errors() -> None:
+    fixture = Path(__file__).parent / "fixtures" / "frontend" / "basic_l3.p4"
+    lines = fixture.read_text().splitlines()
+    rng = random.Random(7)
+    failures = 0
+    for _ in range(40):
+        mutated = list(lines)
+        for _ in range(rng.randint(1, 3)):
+            j = rng.randrange(len(mutated))
+            line = mutated[j]
+            k = rng.randrange(len(line) + 1)
+            mutated[j] = line[:k] + rng.choice(_FUZZ_PIECES) + line[k + 1 :]
+        try:
+            parse_text("\n".join(mutated), "mut.p4")
+        except CompileError as err:
+            assert err.loc is not None, str(err)
+            failures += 1
+    assert failures > 15
