@@ -23,6 +23,7 @@ from p4lite.compiler.errors import CompileError, SourceLoc
 from p4lite.compiler.lexer import Token, parse_int, tokenize, unquote
 
 _BUILTINS = ("__LINE__", "__FILE__")
+_CONDITIONALS = frozenset(["if", "ifdef", "ifndef", "elif", "else", "endif"])
 BUNDLED_INCLUDE_DIR = Path(__file__).resolve().parent.parent / "p4include"
 _MAX_INCLUDE_DEPTH = 200
 
@@ -114,7 +115,9 @@ class Preprocessor:
             while j < n and not tokens[j].bol:
                 j += 1
             directive = tokens[i + 1 : j]
-            if chunk:
+            # Conditionals do not change macros, so text around them is expanded in one
+            # piece: a macro call may span #if/#else/#endif lines, as gcc allows.
+            if chunk and (not directive or directive[0].value not in _CONDITIONALS):
                 out.extend(self._expand(chunk))
                 chunk = []
             mapped = self._directive(directive, conds, out, filename)

@@ -417,3 +417,13 @@ def test_rendered_output_preprocesses_back_to_the_same_lines() -> None:
 def test_line_marker_file_names_are_unescaped() -> None:
     toks = pp('# 7 "dir\\\\with \\"quote\\".p4"\nx')
     assert toks[0].loc.file == 'dir\\with "quote".p4'
+
+
+def test_macro_call_spanning_conditional_lines() -> None:
+    src = "#define F(a, b) a + b\nF(1,\n#ifdef X\n  2\n#else\n  3\n#endif\n)"
+    assert text_of(src) == "1 + 3"
+    assert text_of(src, defines={"X": "1"}) == "1 + 2"
+
+
+def test_define_between_uses_still_takes_effect_in_order() -> None:
+    assert text_of("A\n#if 1\n#define A 5\n#endif\nA") == "A 5"
