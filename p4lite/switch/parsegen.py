@@ -13,6 +13,7 @@ from typing import Any
 
 from p4lite.switch import hashes
 from p4lite.switch.codegen import CodeGen, TooShort
+from p4lite.switch.headercodec import emit_expr, extract_lines
 from p4lite.switch.primitives import primitive_lines
 from p4lite.switch.program import HeaderInfo, fail, need, parse_hexstr
 
@@ -35,29 +36,6 @@ def lookahead(B: bytes, pos: int, offset: int, width: int) -> int:
     return (value >> (last * 8 - start - width)) & ((1 << width) - 1)
 
 
-def _unpack_lines(h: HeaderInfo) -> list[str]:
-    """Lines that set h's fields from ``_x`` (the header as one big-endian int)."""
-    lines, shift = [], h.nbits
-    for slot, width, signed in zip(h.slots, h.widths, h.signed, strict=True):
-        shift -= width
-        mask = (1 << width) - 1
-        value = "_x" if h.nbits == width else f"_x >> {shift}" if shift + width == h.nbits else (
-            f"(_x >> {shift}) & {mask}" if shift else f"_x & {mask}")
-        if signed:
-            half = 1 << (width - 1)
-            value = f"((({value}) + {half}) & {mask}) - {half}"
-        lines.append(f"F[{slot}] = {value}")
-    lines.append(f"F[{h.valid_slot}] = 1")
-    return lines
-
-
-def _extract_lines(h: HeaderInfo, too_short: int) -> list[str]:
-    nbytes = h.nbits // 8
-    return [f"if pos + {nbytes} > _n:", f"    return pos, {too_short}",
-            f"_x = int.from_bytes(B[pos:pos + {nbytes}], 'big')"] + _unpack_lines(h) + [
-            f"pos += {nbytes}"]
-
-
 def pack_expr(h: HeaderInfo) -> str:
     """A Python expression: h's fields as one big-endian int."""
     parts, shift = [], h.nbits
@@ -74,8 +52,8 @@ def _op_lines(gen: CodeGen, op: Any, where: str, errors: dict[str, int]) -> list
     if kind == "extract":
         target = need(params[0] if params else None, "type", where, str)
         if target == "regular":
-            return _extract_lines(gen.layout.header(params[0].get("value"), where),
-                                  errors["PacketTooShort"])
+            return extract_lines(gen, gen.layout.header(params[0].get("value"), where),
+                                 errors["PacketTooShort"])
         if target == "stack":
             return _extract_stack(gen, params[0].get("value"), where, errors)
         raise fail(where, f"extract into a {target} is not supported by p4lite")
@@ -106,8 +84,8 @@ def _extract_stack(gen: CodeGen, name: Any, where: str, errors: dict[str, int]) 
     lines = [f"_k = F[{stack.next_slot}]"]
     for i, hname in enumerate(stack.headers):
         lines.append(f"{'if' if i == 0 else 'elif'} _k == {i}:")
-        lines += ["    " + line for line in _extract_lines(gen.layout.headers[hname],
-                                                            errors["PacketTooShort"])]
+        lines += ["    " + line for line in extract_lines(gen, gen.layout.headers[hname],
+                                                           errors["PacketTooShort"])]
     lines += ["else:", f"    return pos, {errors['StackOutOfBounds']}",
               f"F[{stack.next_slot}] = _k + 1"]
     return lines
@@ -209,7 +187,7 @@ def deparser_source(gen: CodeGen, deparser: dict) -> str:
         if h.metadata:
             raise fail(where, f"cannot emit metadata '{hname}'")
         lines += [f"    if F[{h.valid_slot}]:",
-                  f"        _out.append(({pack_expr(h)}).to_bytes({h.nbits // 8}, 'big'))"]
+                  f"        _out.append({emit_expr(gen, h)})"]
     lines += ["    _out.append(payload)", "    return b''.join(_out)"]
     return "\n".join(lines) + "\n"
 
@@ -262,6 +240,40 @@ def _calc_chunks(gen: CodeGen, inputs: list, where: str) -> tuple[list, bool]:
     return chunks, payload
 
 
+def _csum16_sum(parts: list[tuple[str, int]]) -> str:
+    """Sum congruent (mod 0xffff) to the zero-padded concatenation of parts.
+
+    2**16 is 1 modulo 0xffff, so each part only needs its bit position modulo 16:
+    the sum stays a small integer instead of one big concatenated number.
+    """
+    total = sum(w for _, w in parts)
+    nbytes = (total + 7) // 8
+    after = (nbytes * 8 - total) + (8 if nbytes % 2 else 0)  # byte pad, then word pad
+    terms = []
+    for code, width in reversed(parts):
+        shift = after % 16
+        if code != "0":
+            terms.append(f"({code} << {shift})" if shift else code)
+        after += width
+    return " + ".join(reversed(terms)) if terms else "0"
+
+
+def _csum16_lines(chunks: list, guards: set[int]) -> list[str]:
+    """Internet checksum of the inputs when at most one header's validity varies."""
+    always = [p for guard, parts in chunks for p in parts]
+    lines = []
+    if guards:
+        guard = next(iter(guards))
+        unguarded = [p for g, parts in chunks if g is None for p in parts]
+        lines += [f"    if F[{guard}]:", f"        _s = {_csum16_sum(always)}",
+                  "    else:", f"        _s = {_csum16_sum(unguarded)}"]
+    else:
+        lines.append(f"    _s = {_csum16_sum(always)}")
+    # ones'-complement sum: 0 only for all-zero input, else 1..0xffff
+    return lines + ["    _r = _s % 65535", "    if not _r and _s:", "        return 0",
+                    "    return 65535 - _r"]
+
+
 def calculation_source(gen: CodeGen, fname: str, calc: dict) -> str:
     """``def fname(F, P) -> int`` for one JSON calculation."""
     where = f"calculation '{calc.get('name')}'"
@@ -272,6 +284,9 @@ def calculation_source(gen: CodeGen, fname: str, calc: dict) -> str:
     alg = gen.bind(fn, "alg")
     chunks, payload = _calc_chunks(gen, need(calc, "input", where, list), where)
     lines = [f"def {fname}(F, P):"]
+    guards = {guard for guard, _ in chunks if guard is not None}
+    if algo in ("csum16", "cksum16") and not payload and len(guards) <= 1:
+        return "\n".join(lines + _csum16_lines(chunks, guards)) + "\n"
     if all(guard is None for guard, _ in chunks):  # every width is known at load time
         total = sum(w for _, parts in chunks for _, w in parts)
         pad = -total % 8

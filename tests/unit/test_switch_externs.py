@@ -223,3 +223,33 @@ def test_hash_base_and_max_and_bit_padding() -> None:
     out = fields_of(Switch(doc).process(packet(0), 0)[0][1])
     assert out["out48"] == 1000 + (0x55 << 1) % 100
     assert out["out65"] == 7
+
+
+def test_csum16_update_matches_the_byte_definition_on_odd_layouts() -> None:
+    import random
+
+    rng = random.Random(7)
+    for trial in range(60):
+        widths = [rng.choice([1, 3, 4, 5, 8, 12, 13, 16, 24, 32, 48, 64])
+                  for _ in range(rng.randint(1, 8))]
+        total = sum(widths)
+        pad = -total % 8
+        fields = [[f"f{i}", w, False] for i, w in enumerate(widths)]
+        b = ProgramBuilder()
+        b.header("h", fields + ([["pad", pad, False]] if pad else []))
+        b.header("o", [["ck", 16, False]])
+        b.set_parser([{"name": "start", "id": 0, "parser_ops": [
+            {"op": "extract", "parameters": [{"type": "regular", "value": "h"}]},
+            {"op": "extract", "parameters": [{"type": "regular", "value": "o"}]}],
+            "transition_key": [], "transitions": [
+                {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["h", "o"])
+        b.calculation("c", "csum16", [fld("h", f"f{i}") for i in range(len(widths))])
+        b.doc["checksums"].append({"name": "k", "id": 0, "target": ["o", "ck"], "type": "generic",
+                                   "calculation": "c", "verify": False, "update": True,
+                                   "if_cond": None})
+        nbytes = (total + pad) // 8
+        data = bytes(nbytes) if trial % 7 == 0 else bytes(rng.getrandbits(8) for _ in range(nbytes))
+        out = Switch(b.doc).process(data + b"\0\0", 0)[0][1]
+        concat = int.from_bytes(data, "big") >> pad  # the fields without the header padding
+        expected = hashes.csum16((concat << pad).to_bytes(nbytes, "big"))
+        assert int.from_bytes(out[nbytes:nbytes + 2], "big") == expected, (widths, data.hex())
