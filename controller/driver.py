@@ -12,7 +12,9 @@ the ``pbox_sink`` callable (the PBox's control API is not part of this module).
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +30,19 @@ from controller.jobs import JobRegistry, JoinReply, rebuild_from_entries
 from controller.p4info_index import EntryError, P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
 from controller.topology import SwitchConf, Topology
-from controller.updates import Entry, PBoxJobWrite, Update
+from controller.updates import (
+    DELETE,
+    INSERT,
+    MODIFY,
+    Entry,
+    GroupWrite,
+    PBoxJobWrite,
+    TableWrite,
+    Update,
+)
+
+log = logging.getLogger("p4hub.controller")
+JOB_TABLES = (p.JOBS, p.MEMBERS, p.RESULT_DST)  # wholly owned by the job registry
 
 PBoxSink = Callable[[PBoxJobWrite], None]
 ClientFactory = Callable[[SwitchConf], P4RuntimeClient]
@@ -139,13 +153,19 @@ class Controller:
                 if isinstance(update, PBoxJobWrite):
                     self._flush(batch)
                     batch = []
-                    self.pbox_sink(update)
+                    self._to_pbox(update)
                 elif batch and batch[0].switch != update.switch:  # type: ignore[union-attr]
                     self._flush(batch)
                     batch = [update]
                 else:
                     batch.append(update)
             self._flush(batch)
+
+    def _to_pbox(self, update: PBoxJobWrite) -> None:
+        try:
+            self.pbox_sink(update)
+        except Exception as exc:  # the sink is injected: whatever it raises is a PBox failure
+            raise ControllerError(f"PBox {update.pbox}: {exc}") from None
 
     def _flush(self, batch: list[Update]) -> None:
         if not batch:
@@ -168,22 +188,79 @@ class Controller:
 
     def join(self, name: str, world_size: int, rank: int, address: tuple[str, int],
              now: float) -> JoinReply:
-        with self.lock:
-            reply, updates = self.registry.join(name, world_size, rank, address, now)
-            self.apply(updates)
-            return reply
+        return self._event(lambda reg: reg.join(name, world_size, rank, address, now))
 
     def leave(self, job_id: int, rank: int) -> None:
-        with self.lock:
-            self.apply(self.registry.leave(job_id, rank))
+        self._event(lambda reg: (None, reg.leave(job_id, rank)))
 
     def kill(self, job_id: int) -> None:
-        with self.lock:
-            self.apply(self.registry.kill(job_id))
+        self._event(lambda reg: (None, reg.kill(job_id)))
 
     def expire(self, now: float) -> None:
+        self._event(lambda reg: (None, reg.expire(now)))
+
+    def _event(self, event):  # type: ignore[no-untyped-def]
+        """Run a registry event and apply its updates, all or nothing: if a write
+        fails, the registry goes back to where it was and the switches and PBoxes
+        touched are brought back in line with it; the error is raised."""
         with self.lock:
-            self.apply(self.registry.expire(now))
+            before = copy.deepcopy(self.registry)
+            result, updates = event(self.registry)
+            try:
+                self.apply(updates)
+            except ControllerError:
+                self.registry = before
+                self._resync(updates)
+                raise
+            return result
+
+    def _resync(self, failed: list[Update]) -> None:
+        for name in sorted({u.switch for u in failed if not isinstance(u, PBoxJobWrite)}):
+            try:
+                self._resync_switch(name, failed)
+            except ControllerError as exc:
+                log.error("switch %s may differ from the controller's view: %s", name, exc)
+        for write in failed:
+            if not isinstance(write, PBoxJobWrite):
+                continue
+            job = self.registry.jobs.get(write.job_id)
+            if job is not None and job.pbox == write.pbox and job.where == "pbox":
+                fix = PBoxJobWrite(write.pbox, MODIFY, job.job_id, job.world_size,
+                                   job.slots.base, job.slots.count)
+            else:
+                fix = PBoxJobWrite(write.pbox, DELETE, write.job_id)
+            try:
+                self._to_pbox(fix)
+            except ControllerError as exc:
+                log.error("PBox %s may differ from the controller's view: %s", write.pbox, exc)
+
+    def _resync_switch(self, name: str, failed: list[Update]) -> None:
+        """Write the difference between the switch's entries and the registry's."""
+        have = {(e.table, e.match): e for e in self._read_entries(name)}
+        want = {(e.table, e.match): e for e in self.registry.expected_entries(name)}
+        writes: list[Update] = [
+            TableWrite(name, DELETE, Entry(table, match))
+            for (table, match) in have.keys() - want.keys() if table in JOB_TABLES
+        ]
+        for key, entry in want.items():
+            if key not in have:
+                writes.append(TableWrite(name, INSERT, entry))
+            elif (have[key].action, have[key].params) != (entry.action, entry.params):
+                writes.append(TableWrite(name, MODIFY, entry))
+        self.apply(writes)
+        groups = self.registry.expected_groups(name)
+        touched = {u.group for u in failed if isinstance(u, GroupWrite) and u.switch == name}
+        for group in sorted(touched | {p.FLOOD_GROUP}):  # groups cannot be read everywhere
+            replicas = groups.get(group)
+            attempts = ([GroupWrite(name, DELETE, group)] if replicas is None else
+                        [GroupWrite(name, MODIFY, group, replicas),
+                         GroupWrite(name, INSERT, group, replicas)])
+            for attempt in attempts:
+                try:
+                    self._flush([attempt])
+                    break
+                except ControllerError:
+                    continue  # not there (DELETE / MODIFY) or already there (INSERT)
 
     # -- observation ---------------------------------------------------------------
 

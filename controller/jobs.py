@@ -225,6 +225,28 @@ class JobRegistry:
     def barrier_passed(self, job_id: int, generation: int) -> bool:
         return self.job(job_id).barrier_generation > generation
 
+    # -- the state a switch should be in (for resynchronising it) ---------------------
+
+    def expected_entries(self, switch: str) -> list[Entry]:
+        """Every entry ``switch`` should hold: the rack's static ones and the jobs'."""
+        entries = rack.rack_entries(self.topo, switch)
+        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
+            if job.switch != switch:
+                continue
+            entries.append(_job_entry(job))
+            for _, worker in sorted(job.workers.items()):
+                entries.append(_member_entry(job.job_id, worker, INSERT))
+                entries.append(_result_dst_entry(job.job_id, worker, INSERT))
+        return entries
+
+    def expected_groups(self, switch: str) -> dict[int, tuple[tuple[int, int], ...]]:
+        """Multicast groups ``switch`` should hold: flood, and one per switch job."""
+        groups = {p.FLOOD_GROUP: rack.flood_group(self.topo, switch).replicas}
+        for job in self.jobs.values():
+            if job.switch == switch and job.where == ON_SWITCH and job.workers:
+                groups[job.job_id] = self._group_write(job, MODIFY).replicas
+        return groups
+
     # -- internals ---------------------------------------------------------------
 
     def _worker(self, job_id: int, rank: int) -> Worker:

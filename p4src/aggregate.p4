@@ -377,7 +377,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             is_member;
             NoAction;
         }
-        size = 4096;
+        size = 32768;           /* MAX_JOBS * 32 workers */
         default_action = NoAction();
     }
 
@@ -577,7 +577,7 @@ control MyEgress(inout headers_t hdr, inout metadata_t meta,
             set_result_dst;
             drop_copy;
         }
-        size = 4096;
+        size = 32768;
         default_action = drop_copy();
     }
 

@@ -17,7 +17,7 @@ from controller import program as p
 from controller import topology
 from controller.driver import Controller, ControllerError, PipelineConfig
 from controller.jobs import ON_PBOX, ON_SWITCH
-from controller.p4rt_client import P4RuntimeClient
+from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
 from hosts import wire
 from hosts.wire import K
 from p4lite.compiler import driver as compiler
@@ -122,3 +122,67 @@ def test_a_switch_running_another_program_gets_ours_pushed(switch, pipeline):
     assert second.registry.jobs == {}
     assert not [e for e in second._read_entries("s1") if e.table == p.JOBS]
     second.close()
+
+
+class FlakyClient(P4RuntimeClient):
+    """Applies only the first ``keep`` updates of the next Write, then fails it."""
+
+    keep: int | None = None
+
+    def write(self, updates):
+        if self.keep is None:
+            return super().write(updates)
+        keep, self.keep = self.keep, None
+        super().write(updates[:keep])
+        raise P4RuntimeError("UNKNOWN", "injected failure")
+
+
+def in_line(ctl: Controller) -> bool:
+    have = {(e.table, e.match, e.action, e.params) for e in ctl._read_entries("s1")}
+    want = {(e.table, e.match, e.action, e.params) for e in ctl.registry.expected_entries("s1")}
+    return have == want
+
+
+def test_a_failed_write_rolls_the_registry_back_and_resyncs_the_switch(switch, pipeline):
+    device, sent, topo = switch
+    clients: list[FlakyClient] = []
+
+    def factory(conf):
+        clients.append(FlakyClient(conf.grpc_addr, conf.device_id, election_id=(0, 100)))
+        return clients[-1]
+
+    failures = []
+
+    def pbox_sink(write):
+        if failures:
+            raise RuntimeError(failures.pop())
+
+    ctl = Controller(topo, pipeline, client_factory=factory, pbox_sink=pbox_sink)
+    ctl.start(now=0.0)
+    # the job's first join fails after its jobs entry went in
+    clients[0].keep = 1
+    with pytest.raises(ControllerError, match="injected"):
+        ctl.join("a", 2, 0, ("10.0.0.1", 4001), now=0.0)
+    assert ctl.registry.jobs == {} and in_line(ctl)
+    a = ctl.join("a", 2, 0, ("10.0.0.1", 4001), now=0.0)
+    # a second worker's join fails half way (member in, result_dst and group not)
+    clients[0].keep = 1
+    with pytest.raises(ControllerError):
+        ctl.join("a", 2, 1, ("10.0.0.2", 4002), now=0.0)
+    assert list(ctl.registry.jobs[a.job_id].workers) == [0] and in_line(ctl)
+    ctl.join("a", 2, 1, ("10.0.0.2", 4002), now=0.0)
+    assert in_line(ctl)
+    # the multicast group was rewritten as the registry has it: both workers get results
+    pbox = topo.pboxes["pb1"]
+    sent.clear()
+    for rank in (0, 1):
+        h = topo.hosts[f"h{rank + 1}"]
+        device.receive(udp_frame((h.mac, h.ip, 4001 + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
+                                 contrib(a.job_id, rank, 0, values=np.ones(K))), rank + 1)
+    assert sorted(port for port, _ in sent) == [1, 2]
+    # a PBox that refuses a job: nothing of it stays on the switch
+    failures.append("PBox says no")
+    with pytest.raises(ControllerError, match="PBox pb1: PBox says no"):
+        ctl.join("c", 1, 0, ("10.0.0.3", 4003), now=0.0)
+    assert sorted(ctl.registry.jobs) == [a.job_id] and in_line(ctl)
+    ctl.close()
