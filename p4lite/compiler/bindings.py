@@ -93,6 +93,15 @@ class Scope:
     def __init__(self, parent: Scope | None = None) -> None:
         self.parent = parent
         self.names: dict[str, Binding] = {}
+        self.readonly: set[str] = set()  # `in` parameters bound to the caller's storage
+
+    def is_readonly(self, name: str) -> bool:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return name in scope.readonly
+            scope = scope.parent
+        return False
 
     def lookup(self, name: str) -> Binding | None:
         scope: Scope | None = self

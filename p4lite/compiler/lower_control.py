@@ -45,7 +45,8 @@ class ControlLowerer:
     """One control instance (top-level or inlined) of a pipeline."""
 
     def __init__(self, lw: Lowering, externs: Externs, pipeline: PipelineBuilder,
-                 decl: ast.ControlDecl, prefix: str, param_bindings: dict[str, Binding]) -> None:
+                 decl: ast.ControlDecl, prefix: str, param_bindings: dict[str, Binding],
+                 readonly: set[str] | None = None) -> None:
         self.lw = lw
         self.externs = externs
         self.pipeline = pipeline
@@ -54,6 +55,7 @@ class ControlLowerer:
         self.scope = Scope(lw.env.global_scope)
         for name, binding in param_bindings.items():
             self.scope.bind(name, binding)
+        self.scope.readonly = set(readonly or ())
         self.return_exits: list[Setter] = []
         self.init_stmts: list[ast.Node] = []
         self.tables = TableLowerer(lw, self)
@@ -131,6 +133,8 @@ class ControlLowerer:
             if arg.name is not None:
                 raise not_supported("named arguments in a table's action list", arg.loc)
             scope.bind(param.name, binder.bind_argument(param, arg.value, setup))
+            if param.direction not in ("out", "inout"):
+                scope.readonly.add(param.name)
         if setup:
             raise not_supported("an action-list argument that is not an l-value or constant", loc)
         for param in decl.params[len(bound):]:
@@ -304,7 +308,8 @@ class ControlLowerer:
             raise not_supported("a sub-control argument that is not an l-value or constant",
                                 call.loc)
         name = self.cp_name(inst, inst.name)
-        sub = ControlLowerer(self.lw, self.externs, self.pipeline, decl, name, bindings)
+        readonly = {p.name for p in decl.params if p.direction not in ("out", "inout")}
+        sub = ControlLowerer(self.lw, self.externs, self.pipeline, decl, name, bindings, readonly)
         return sub.lower()
 
     def _if(self, stmt: ast.If, scope: Scope) -> Frag:
@@ -518,7 +523,8 @@ class PipelineBuilder:
 def pipeline_from_control(lw: Lowering, externs: Externs, name: str, decl: ast.ControlDecl,
                           bindings: dict[str, Binding], pipeline_id: int) -> Json:
     builder = PipelineBuilder(lw, externs, name)
-    control = ControlLowerer(lw, externs, builder, decl, decl.name, bindings)
+    readonly = {p.name for p in decl.params if p.direction == "in"}
+    control = ControlLowerer(lw, externs, builder, decl, decl.name, bindings, readonly)
     frag = control.lower()
     for setter in frag.exits:
         setter(None)

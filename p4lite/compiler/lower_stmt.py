@@ -135,7 +135,16 @@ class StmtLowerer:
         jump["parameters"][0] = hexstr(len(prims), None)
 
     # ---------------------------------------------------------- assignment
+    def check_writable(self, target: ast.Expression) -> None:
+        """`in` parameters (and their fields) cannot be written."""
+        root = target
+        while isinstance(root, ast.Member | ast.Index | ast.Slice):
+            root = root.expr
+        if isinstance(root, ast.Name) and self.scope.is_readonly(root.name):
+            raise CompileError(f"cannot write to in parameter {root.name}", target.loc)
+
     def assign(self, lhs: ast.Expression, rhs: ast.Expression, loc) -> list[Json]:
+        self.check_writable(lhs)
         if isinstance(lhs, ast.Slice):
             return self._assign_slice(lhs, rhs, loc)
         target = self.comp.compile(lhs)
@@ -226,6 +235,8 @@ class StmtLowerer:
     def call(self, call: ast.Call) -> list[Json]:
         func = call.func
         if isinstance(func, ast.Member):
+            if func.member in ("setValid", "setInvalid", "push_front", "pop_front"):
+                self.check_writable(func.expr)
             base = self.comp.compile(func.expr)
             return self._method(base, func.member, call)
         if isinstance(func, ast.Name):
@@ -270,6 +281,8 @@ class StmtLowerer:
             if arg is None:
                 raise CompileError(f"missing argument for parameter {param.name}", call.loc)
             inner.bind(param.name, self.bind_argument(param, arg, prims))
+            if param.direction not in ("out", "inout"):
+                inner.readonly.add(param.name)
         sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix)
         prims += sub.lower_body(decl.body.statements)
         if sub._returns:

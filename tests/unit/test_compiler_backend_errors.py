@@ -125,3 +125,18 @@ def test_more_errors_name_their_location(kwargs: dict, needle: str, message: str
     err = _error(text)
     assert message in str(err)
     assert err.loc is not None and err.loc.line == _line_of(text, needle)
+
+
+def test_in_parameters_cannot_be_written() -> None:
+    top = """
+control Sub(in bit<8> x, inout bit<8> y) {
+    apply { y = x; x = 1; }
+}
+"""
+    text = program("sub.apply(hdr.h.v, meta.m);", "Sub() sub;", top=top)
+    err = _error(text)
+    assert "cannot write to in parameter x" in str(err)
+    assert err.loc.line == _line_of(text, "x = 1;")
+    local = "action set(in bit<8> v) { v = 3; }"
+    err = _error(program("set(hdr.h.v);", local))
+    assert "cannot write to in parameter v" in str(err)
