@@ -236,3 +236,48 @@ def test_truncated_packet_is_parsed_as_too_short(sw: Switch) -> None:
     out = sw.process(b"\x01\x02\x03", 0)
     probe = read_probe(out[0][1])
     assert probe["perr"] == 1 and out[0][1][24:] == b"\x01\x02\x03"
+
+
+def _code(fn, *args) -> str:
+    with pytest.raises(SwitchRuntimeError) as info:
+        fn(*args)
+    return info.value.code
+
+
+def test_pre_control_plane_checks_and_readback(sw: Switch) -> None:
+    from p4lite.switch.runtime_api import CODE_ALREADY_EXISTS, CODE_NOT_FOUND
+
+    assert _code(sw.mc_group_set, 0, []) == CODE_INVALID_ARGUMENT
+    assert _code(sw.mc_group_set, 1, [Replica(512, 0)]) == CODE_INVALID_ARGUMENT
+    assert _code(sw.mc_group_set, 1, [Replica(1, 0), Replica(1, 0)]) == CODE_INVALID_ARGUMENT
+    assert _code(sw.mc_group_delete, 5) == CODE_NOT_FOUND
+    sw.mc_mgrp_create(5)
+    assert _code(sw.mc_mgrp_create, 5) == CODE_ALREADY_EXISTS
+    assert _code(sw.mc_node_associate, 5, 99) == CODE_NOT_FOUND
+    assert _code(sw.mc_node_associate, 6, sw.mc_node_create(1, [2])) == CODE_NOT_FOUND
+    handle = sw.mc_node_create(3, [4, 1])
+    assert handle == 1  # handles count 0, 1, ... in creation order
+    sw.mc_node_associate(5, handle)
+    assert _code(sw.mc_node_associate, 5, handle) == CODE_ALREADY_EXISTS
+    assert sw.mc_groups() == {5: [Replica(1, 3), Replica(4, 3)]}
+    sw.mc_group_delete(5)
+    assert sw.mc_groups() == {}
+    sw.clone_session_set(7, [Replica(2, 9)], packet_length=100)
+    assert sw.clone_sessions() == {7: ([Replica(2, 9)], 100)}
+    assert _code(sw.clone_session_delete, 8) == CODE_NOT_FOUND
+    sw.clone_session_delete(7)
+    assert sw.clone_sessions() == {}
+    sw.mc_group_set(3, [Replica(6, 1)])
+    sw.mirroring_add_mc(4, 3)
+    assert sw.clone_sessions() == {4: ([Replica(6, 1)], 0)}
+    sw.reset_state()
+    assert sw.mc_groups() == {} and sw.clone_sessions() == {}
+
+
+def test_clone_session_to_a_multicast_group(sw: Switch) -> None:
+    add(sw, "ingress.ctl", 5, "ingress.clone", 21)
+    sw.mc_group_set(2, [Replica(10, 4), Replica(11, 4)])
+    sw.mirroring_add_mc(21, 2)
+    out = sw.process(pkt(5), 0)
+    assert sorted(p for p, _ in out) == [1, 10, 11]
+    assert {read_probe(o)["rid"] for p, o in out if p != 1} == {4}
