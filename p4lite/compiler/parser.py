@@ -98,6 +98,7 @@ class P4Parser:
         kind = self._kind(k)
         return kind == "ID" or kind in SOFT_KEYWORDS
 
+    # BNF: name : ID | 'apply' | 'key' | 'actions' | 'state' | 'entries' | 'type' | 'priority'
     def _parse_name(self, what: str = "a name") -> Token:
         if self._is_name():
             return self._advance()
@@ -222,6 +223,7 @@ class P4Parser:
         members = self._parse_member_list(allow_values=underlying is not None)
         return ast.EnumDecl(name.value, members, underlying, loc=start.loc)
 
+    # BNF: member_list : '{' enum_member (',' enum_member)* [','] '}'
     def _parse_member_list(self, allow_values: bool) -> list[ast.EnumMember]:
         self._expect("{")
         members: list[ast.EnumMember] = []
@@ -282,6 +284,7 @@ class P4Parser:
         self._expect(";")
         return ast.ExternFunctionDecl(name.value, return_type, params, type_params, loc=start.loc)
 
+    # BNF: extern_object : name [type_params] '{' method_proto* '}'
     def _parse_extern_object(self, start: Token) -> ast.ExternDecl:
         name = self._advance()
         self._declare_type(name.value)
@@ -377,7 +380,6 @@ class P4Parser:
         )
 
     # BNF: parser_state : annotations 'state' name '{' statement_or_decl* [transition] '}'
-    # BNF: transition : 'transition' ( name ';' | select_expr )
     def _parse_parser_state(self, annotations: list[ast.Annotation]) -> ast.ParserState:
         start = self._expect("state")
         name = self._parse_name("a state name")
@@ -394,6 +396,7 @@ class P4Parser:
             name.value, statements, transition, annotations=annotations, loc=start.loc
         )
 
+    # BNF: transition : 'transition' ( name ';' | select_expr )
     def _parse_transition(self) -> ast.Expression:
         self._expect("transition")
         if self._kind() == "select":
@@ -491,6 +494,7 @@ class P4Parser:
         decl.annotations = annotations + decl.annotations
         return decl
 
+    # BNF: local_declaration : const_decl | variable_decl | instantiation
     def _parse_local_declaration(self, what: str) -> ast.Declaration:
         if self._kind() == "value_set":
             raise not_supported("value_set declarations", self._peek().loc)
@@ -541,6 +545,7 @@ class P4Parser:
             self._parse_table_property(table, prop, is_const, annotations)
         return table
 
+    # BNF: table_property_value : (see table_property): fills the TableDecl field it names
     def _parse_table_property(
         self, table: ast.TableDecl, prop: Token, is_const: bool, annotations: list[ast.Annotation]
     ) -> None:
@@ -571,6 +576,7 @@ class P4Parser:
         if annotations:
             raise not_supported(f"annotations on table property '{name}'", annotations[0].loc)
 
+    # BNF: braced_list(item) : '{' item* '}'
     def _parse_braced(self, parse_item: Callable[[], ast.Declaration]) -> list:
         self._expect("{")
         items = []
@@ -591,6 +597,7 @@ class P4Parser:
         self._expect(";")
         return ast.KeyElement(expr, match_kind.value, text, annotations=annotations, loc=start.loc)
 
+    # BNF: action_list_element : action_ref ';'
     def _parse_action_list_element(self) -> ast.ActionRef:
         ref = self._parse_action_ref()
         self._expect(";")
@@ -642,6 +649,7 @@ class P4Parser:
             annotations.append(self._parse_annotation())
         return annotations
 
+    # BNF: annotation : '@' name [ '(' balanced_tokens ')' ] | '@pragma' tokens-to-end-of-line
     def _parse_annotation(self) -> ast.Annotation:
         at = self._advance()
         name = self._parse_name("an annotation name")
@@ -765,6 +773,7 @@ class P4Parser:
     def _parse_block(self) -> ast.Block:
         return self._parse_block_body(self._expect("{"))
 
+    # BNF: block_body : statement_or_decl* '}'         (after the opening '{')
     def _parse_block_body(self, opening: Token) -> ast.Block:
         statements: list[ast.Node] = []
         while not self._accept("}"):
@@ -851,6 +860,7 @@ class P4Parser:
         orelse = self._parse_statement_or_block_decl() if self._accept("else") else None
         return ast.If(cond, then, orelse, loc=start.loc)
 
+    # BNF: branch : statement_or_decl                 (a declaration is rejected)
     def _parse_statement_or_block_decl(self) -> ast.Statement:
         node = self._parse_statement_or_decl()
         if not isinstance(node, ast.Statement):
@@ -891,6 +901,7 @@ class P4Parser:
         orelse = self._parse_expression()
         return ast.Ternary(cond, then, orelse, loc=cond.loc)
 
+    # BNF: expression_list(close) : [expression (',' expression)*] close
     def _parse_expression_list(self, closing: str) -> list[ast.Expression]:
         items: list[ast.Expression] = []
         if self._accept(closing):
@@ -968,6 +979,7 @@ class P4Parser:
             else:
                 return expr
 
+    # BNF: index_or_slice : '[' expression [':' expression] ']'
     def _parse_index_or_slice(self, expr: ast.Expression) -> ast.Expression:
         self._expect("[")
         index = self._parse_expression()
@@ -1054,6 +1066,7 @@ class P4Parser:
         self._pos -= 1
         self._unexpected("an expression")
 
+    # BNF: brace_expression : [expression_list | name '=' expression (',' name '=' expression)*] '}'
     def _parse_brace_expression(self, opening: Token) -> ast.Expression:
         if self._is_name() and self._kind(1) == "=":
             fields: list[ast.NamedExpr] = []
@@ -1067,6 +1080,7 @@ class P4Parser:
         items = self._parse_expression_list("}")
         return ast.ListExpr(items, loc=opening.loc)
 
+    # BNF: integer : INT  (value, width and signedness from the literal's text)
     def _parse_int(self, tok: Token) -> ast.IntLiteral:
         value, width, signed = parse_int(tok.value, tok.loc)
         return ast.IntLiteral(value, width, signed, tok.value, loc=tok.loc)
