@@ -98,7 +98,7 @@ class Preprocessor:
     def _process(self, text: str, filename: str, out: list[Token]) -> Token:
         """Append the file's expanded tokens to ``out``; returns its EOF token."""
         self.files.append(filename)
-        tokens = tokenize(text, filename)
+        tokens = tokenize(text.removeprefix("\ufeff"), filename)  # editors may add a BOM
         conds: list[_Cond] = []
         chunk: list[Token] = []  # active text between directives, expanded in one go
         line_map: tuple[int, int, str] | None = None  # (physical line, #line number, file)

@@ -427,3 +427,10 @@ def test_macro_call_spanning_conditional_lines() -> None:
 
 def test_define_between_uses_still_takes_effect_in_order() -> None:
     assert text_of("A\n#if 1\n#define A 5\n#endif\nA") == "A 5"
+
+
+def test_byte_order_mark_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "bom.p4"
+    path.write_bytes("\ufeffconst bit<8> X = 1;\n".encode())
+    toks = Preprocessor().run_file(path).tokens
+    assert toks[0].value == "const" and (toks[0].loc.line, toks[0].loc.col) == (1, 1)
