@@ -791,8 +791,12 @@ class P4Parser:
         elif self._is_declaration_start():
             decl = self._parse_variable_or_instance()
         else:
+            if annotations and self._kind() != "{":
+                raise not_supported(
+                    "annotations on a statement other than a block", annotations[0].loc
+                )
             stmt = self._parse_statement()
-            if isinstance(stmt, ast.Block):  # e.g. @atomic { ... }; other statements drop them
+            if isinstance(stmt, ast.Block):  # e.g. @atomic { ... }
                 stmt.annotations = annotations
             return stmt
         decl.annotations = annotations + decl.annotations

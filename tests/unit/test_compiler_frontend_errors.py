@@ -143,6 +143,11 @@ def test_syntax_errors_name_the_location(source: str, where: str, message: str) 
         ("control c() { apply {\n    for (x in y) {} } }", "2:5", "'for' statements"),
         ("control c() { apply { while (true) {} } }", "1:23", "'while' statements"),
         (
+            "control c() { apply { @likely x = 1; } }",
+            "1:23",
+            "annotations on a statement other than a block",
+        ),
+        (
             'control c() { table t { @name("k") key = { a: exact; } } apply {} }',
             "1:25",
             "annotations on table property 'key'",
