@@ -45,23 +45,31 @@ def rack_file(tmp_path):
     server.stop(grace=None)
 
 
-def start_controller(path: Path, build: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "controller.main", "--topology", str(path), "--p4", str(PROGRAM),
-           "--build-dir", str(build), "--connect-timeout", "10"]
+def start_controller(path: Path, build: Path, compiled: bool = False) -> subprocess.Popen:
+    """Compile first (``--p4``), or take the compiler's outputs from ``build``."""
+    program = (["--bmv2-json", str(build / "aggregate.json"),
+                "--p4info", str(build / "aggregate.p4info.txtpb")] if compiled else
+               ["--p4", str(PROGRAM), "--build-dir", str(build)])
+    cmd = [sys.executable, "-m", "controller.main", "--topology", str(path), *program,
+           "--connect-timeout", "10"]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def wait_for_api(client: api.JobClient, proc: subprocess.Popen, timeout: float = 60.0) -> dict:
+def wait_for_api(client: api.JobClient, address: str, proc: subprocess.Popen,
+                 timeout: float = 60.0) -> dict:
+    """Poll the port with plain TCP first: a gRPC channel that failed backs off for seconds."""
+    host, _, port = address.rpartition(":")
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return client.call("Status", deadline=1.0)
-        except grpc.RpcError:
+            socket.create_connection((host, int(port)), timeout=1.0).close()
+            return client.call("Status")
+        except (OSError, grpc.RpcError):
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
                 raise AssertionError(f"controller did not come up:\n{proc.communicate()[0]}") from None
-            time.sleep(0.1)
+            time.sleep(0.05)
 
 
 def stop(proc: subprocess.Popen) -> str:
@@ -73,19 +81,19 @@ def stop(proc: subprocess.Popen) -> str:
 
 def test_controller_process_restarts_without_losing_jobs(rack_file):
     path, address, tmp = rack_file
-    client = api.JobClient(address)
     proc = start_controller(path, tmp / "build")
+    client = api.JobClient(address)
     try:
-        assert wait_for_api(client, proc)["switches"]["s1"]["connected"]
+        assert wait_for_api(client, address, proc)["switches"]["s1"]["connected"]
         joined = client.join("resnet", 2, 0, "10.0.0.1:4001")
         client.join("resnet", 2, 1, "10.0.0.2:4002")
     finally:
         out = stop(proc)
     assert "switch s1: configured" in out
     assert (tmp / "build" / "aggregate.json").exists()
-    proc = start_controller(path, tmp / "build")
+    proc = start_controller(path, tmp / "build", compiled=True)
     try:
-        wait_for_api(client, proc)
+        wait_for_api(client, address, proc)
         jobs = client.call("ListJobs")["jobs"]
         assert [(j["job_id"], j["workers"], j["slot_base"]) for j in jobs] == [
             (joined["job_id"], 2, joined["slot_base"])]
