@@ -191,7 +191,7 @@ class ControlLowerer:
                 raise CompileError(f"missing argument for parameter {param.name}", loc)
             t = self.lw.env.resolve(param.type)
             value = comp.const_value(arg, t)
-            data.append(hexstr(int(value), width_of(t))["value"])
+            data.append(hexstr(int(value), None)["value"])  # p4c: minimal digits
         return data
 
     # --------------------------------------------------------------- apply

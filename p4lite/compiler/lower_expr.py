@@ -63,10 +63,15 @@ class Val:
 
 
 def hex_text(value: int, width: int | None) -> str:
-    """p4c's hexstr text: big-endian, zero-padded to whole bytes of ``width``."""
+    """p4c's hexstr text: big-endian, zero-padded to whole bytes of ``width``.
+
+    Without a width the digits are minimal (p4c's ``stringRepr(v, 0)``: ``0x3``).
+    """
     sign = "-" if value < 0 else ""
     magnitude = -value if value < 0 else value
-    nbytes = max(1, ((width or magnitude.bit_length()) + 7) // 8)
+    if width is None:
+        return f"{sign}0x{magnitude:x}"
+    nbytes = max(1, (width + 7) // 8)
     digits = f"{magnitude:x}".rjust(2 * nbytes, "0")
     return f"{sign}0x{digits}"
 
