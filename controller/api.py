@@ -232,9 +232,12 @@ def serve(service: JobService, address: str, max_workers: int = 32) -> tuple[grp
 class JobClient:
     """What agents and the CLI use: ``JobClient("10.0.0.254:50060").join(...)``."""
 
-    def __init__(self, address: str, timeout: float = 10.0) -> None:
+    def __init__(self, address: str, timeout: float = 10.0, wait_for_ready: bool = False) -> None:
+        """``wait_for_ready``: calls wait (up to their deadline) for a controller that is
+        not up yet, instead of failing at once; what agents starting with it want."""
         self.channel = grpc.insecure_channel(address)
         self.timeout = timeout
+        self.wait_for_ready = wait_for_ready
         self._calls = {
             m: self.channel.unary_unary(f"/{SERVICE}/{m}", request_serializer=_encode,
                                         response_deserializer=json.loads)
@@ -243,7 +246,8 @@ class JobClient:
 
     def call(self, method: str, deadline: float | None = None, **request: Any) -> dict:
         """Raises grpc.RpcError with the API's code and reason."""
-        return self._calls[method](request, timeout=deadline or self.timeout)
+        return self._calls[method](request, timeout=deadline or self.timeout,
+                                   wait_for_ready=self.wait_for_ready)
 
     def join(self, name: str, world_size: int, rank: int, address: str) -> dict:
         return self.call("JoinJob", name=name, world_size=world_size, rank=rank, address=address)

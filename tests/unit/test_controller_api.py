@@ -145,3 +145,27 @@ def test_cli_renders_and_prints_json(stack, capsys):
     assert cli.main(["--controller", address, "job", "kill", "1"]) == 0
     assert cli.main(["--controller", address, "job", "show", "1"]) == 1
     assert "NOT_FOUND" in capsys.readouterr().err
+
+
+def test_an_agent_client_waits_for_a_controller_that_starts_late(stack):
+    service = stack[3]
+    port = _free_port()
+    client = api.JobClient(f"127.0.0.1:{port}", timeout=10.0, wait_for_ready=True)
+    started: list = []
+    timer = threading.Timer(0.5, lambda: started.append(api.serve(service, f"127.0.0.1:{port}")))
+    timer.start()
+    try:
+        assert client.join("late", 1, 0, "10.0.0.4:4000")["job_id"] >= 1
+    finally:
+        timer.join()
+        client.close()
+        for server, _ in started:
+            server.stop(grace=None)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
