@@ -148,14 +148,28 @@ def _p_log_msg(gen: CodeGen, p: list, where: str) -> list[str]:
     return [f"_log_msg({fmt!r}, ({', '.join(args)}{',' if args else ''}))"]
 
 
+def _index(gen: CodeGen, v: Any, where: str) -> tuple[list[str], str]:
+    """(setup lines, index source): a field or constant index is used in place, so a
+    localized action reads it from a local; anything else is computed once into _i."""
+    code = gen.expr(v, where)
+    if gen.width_of(v) is not None or (
+            isinstance(v, dict) and v.get("type") == "hexstr" and int(code) >= 0):
+        if isinstance(v, dict) and v.get("type") in ("field", "hexstr"):
+            return [], code
+        return [f"_i = {code}"], "_i"
+    # possibly negative (a signed field or expression): keep Python from indexing backwards
+    return [f"_i = {code}", "if _i < 0:", "    _i = 1 << 64"], "_i"
+
+
 def _p_register_read(gen: CodeGen, p: list, where: str) -> list[str]:
     _n(p, 3, "register_read", where)
     reg = _named(gen, p[1], "register_array", gen.registers, where)
     values = gen.bind(reg.values, "reg")
     lv = gen.lvalue(p[0], where)
+    setup, i = _index(gen, p[2], where)
     # Out of range: BMv2 logs an error and leaves the destination unchanged.
-    return [f"_i = {gen.expr(p[2], where)}", f"if _i < {reg.size}:",
-            "    " + gen.store_code(lv, f"{values}[_i]", reg.bitwidth)]
+    return setup + [f"if {i} < {reg.size}:",
+                    "    " + gen.store_code(lv, f"{values}[{i}]", reg.bitwidth)]
 
 
 def _p_register_write(gen: CodeGen, p: list, where: str) -> list[str]:
@@ -164,15 +178,16 @@ def _p_register_write(gen: CodeGen, p: list, where: str) -> list[str]:
     values = gen.bind(reg.values, "reg")
     src, width = gen.expr(p[2], where), gen.width_of(p[2])
     value = src if width is not None and width <= reg.bitwidth else f"({src}) & {reg.mask}"
-    return [f"_i = {gen.expr(p[1], where)}", f"if _i < {reg.size}:", f"    {values}[_i] = {value}"]
+    setup, i = _index(gen, p[1], where)
+    return setup + [f"if {i} < {reg.size}:", f"    {values}[{i}] = {value}"]
 
 
 def _p_count(gen: CodeGen, p: list, where: str) -> list[str]:
     _n(p, 2, "count", where)
     ctr = _named(gen, p[0], "counter_array", gen.counters, where)
     b, k = gen.bind(ctr.bytes, "cb"), gen.bind(ctr.packets, "cp")
-    return [f"_i = {gen.expr(p[1], where)}", f"if _i < {ctr.size}:",
-            f"    {b}[_i] += P.ilen", f"    {k}[_i] += 1"]
+    setup, i = _index(gen, p[1], where)
+    return setup + [f"if {i} < {ctr.size}:", f"    {b}[{i}] += P.ilen", f"    {k}[{i}] += 1"]
 
 
 def _p_execute_meter(gen: CodeGen, p: list, where: str) -> list[str]:

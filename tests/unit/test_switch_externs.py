@@ -253,3 +253,21 @@ def test_csum16_update_matches_the_byte_definition_on_odd_layouts() -> None:
         concat = int.from_bytes(data, "big") >> pad  # the fields without the header padding
         expected = hashes.csum16((concat << pad).to_bytes(nbytes, "big"))
         assert int.from_bytes(out[nbytes:nbytes + 2], "big") == expected, (widths, data.hex())
+
+
+def test_negative_register_index_from_a_signed_field_is_out_of_range() -> None:
+    def extra(b: ProgramBuilder) -> None:
+        b.register("ingress.r", 4, 8)
+        b.scalar("neg", 8, signed=True)
+
+    doc = one_action_program([
+        prim("assign", fld("scalars", "neg"), hexstr(0xFF)),  # -1 as int<8>
+        prim("register_write", {"type": "register_array", "value": "ingress.r"},
+             fld("scalars", "neg"), hexstr(9)),
+        prim("register_read", fld("k", "out48"), {"type": "register_array", "value": "ingress.r"},
+             fld("scalars", "neg")),
+    ], extra)
+    sw = Switch(doc)
+    out = fields_of(sw.process(packet(0), 0)[0][1])
+    assert [sw.register_read("ingress.r", i) for i in range(4)] == [0, 0, 0, 0]
+    assert out["out48"] == 0 and sw.errors == 0
