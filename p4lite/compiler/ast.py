@@ -621,7 +621,7 @@ class KeyElement(Declaration):
 
 @dataclass(slots=True)
 class ActionRef(Declaration):
-    """An action named in ``actions``, ``default_action`` or an entry: ``name`` or ``name(args)``."""
+    """An action in ``actions``/``default_action``/an entry: ``name`` or ``name(args)`` (no ``.``)."""
 
     name: str
     args: list[Argument] = field(default_factory=list)
@@ -630,7 +630,7 @@ class ActionRef(Declaration):
 
 @dataclass(slots=True)
 class Entry(Declaration):
-    """A const entry ``[priority=N:] keysets : action;``; priority also comes from @priority."""
+    """A table entry ``[priority = N:] keysets : action;``; ``@priority(N)`` stays an annotation."""
 
     keysets: list[Expression]
     action: ActionRef
