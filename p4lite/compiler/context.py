@@ -115,6 +115,7 @@ class Lowering:
         self.cp_used_actions: set[int] = set()
         self.meta_field_lists: dict[int, list[tuple[str, str]]] = {}
         self.cp_positions: dict[str, SourceLoc] = {}
+        self.action_locs: list[SourceLoc | None] = []
 
     def next_node_number(self) -> int:
         """p4c numbers control-flow nodes (tables and conditionals) in one sequence."""
@@ -138,6 +139,7 @@ class Lowering:
         entry: Json = {"name": name, "id": action_id, "runtime_data": runtime_data,
                        "primitives": primitives}
         self.actions.append(entry)
+        self.action_locs.append(loc)
         return action_id
 
     def user_file(self, node: ast.Node) -> bool:

@@ -71,6 +71,7 @@ def lower_program(program: ast.Program, main_file: str,
                      "order": order, "primitives": []}
     lw.enums = _user_enums(env)
     _control_plane_extras(lw)
+    _renumber_actions(lw, pipelines)
     bmv2 = assemble(lw, program=main_file, parser=parser_json, deparser=deparser_json,
                     pipelines=pipelines, field_aliases=_field_aliases(std_t))
     return bmv2, lw.cp
@@ -199,3 +200,29 @@ def _control_plane_extras(lw: Lowering) -> None:
         fixed_id = int(comp.const_value(fixed.args[0])) if fixed and fixed.args else None
         fields = [(name, ft.width) for name, ft in t.fields]  # header fields are bit<N>
         lw.cp.controller_headers.append(CpControllerHeader(ann.args[0].value, fields, fixed_id))
+
+
+def _renumber_actions(lw: Lowering, pipelines: list[Json]) -> None:
+    """Give actions p4c's order: declaration order (core.p4's NoAction first)."""
+    files = list(dict.fromkeys(d.loc.file for d in lw.env.program.declarations if d.loc))
+
+    def position(index: int) -> tuple[int, int, int, int]:
+        loc = lw.action_locs[index]
+        if loc is None:
+            return (len(files) + 1, 0, 0, index)
+        file_index = files.index(loc.file) if loc.file in files else len(files)
+        return (file_index, loc.line, loc.col, index)
+
+    order = sorted(range(len(lw.actions)), key=position)
+    new_id = {old: new for new, old in enumerate(order)}
+    lw.actions = [lw.actions[old] for old in order]
+    for action in lw.actions:
+        action["id"] = new_id[action["id"]]
+    for pipeline in pipelines:
+        for table in pipeline["tables"]:
+            table["action_ids"] = [new_id[i] for i in table["action_ids"]]
+            default = table.get("default_entry")
+            if default is not None:
+                default["action_id"] = new_id[default["action_id"]]
+            for entry in table.get("entries", []):
+                entry["action_entry"]["action_id"] = new_id[entry["action_entry"]["action_id"]]
