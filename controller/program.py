@@ -29,6 +29,7 @@ MEMBERS = "MyIngress.members"
 MEMBERS_JOB = "hdr.p4hub.job"
 MEMBERS_RANK = "hdr.p4hub.rank"
 MEMBERS_SRC = "hdr.ipv4.srcAddr"
+MEMBERS_SPORT = "hdr.udp.srcPort"
 ACT_IS_MEMBER = "MyIngress.is_member"
 
 RESULT_DST = "MyEgress.result_dst"

@@ -14,7 +14,8 @@
  *   3. `jobs` (exact on job id) says where the job aggregates: job_on_switch
  *      (with its slot range and multicast group) or job_on_pbox. A miss drops
  *      and counts agg_errors[ERR_UNKNOWN_JOB].
- *   4. `members` (exact on job, rank, IPv4 source) must hit, the header must be
+ *   4. `members` (exact on job, rank, IPv4 source, UDP source port: the
+ *      worker's address as it joined) must hit, the header must be
  *      version 1 CONTRIB or PARTIAL with nelem <= 64, 1 <= count <= world size,
  *      and the slot inside the job's range; otherwise drop and count
  *      job_stats[job*8 + STAT_REJECTED]. A rejected packet touches no register.
@@ -372,6 +373,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.p4hub.job: exact;
             hdr.p4hub.rank: exact;
             hdr.ipv4.srcAddr: exact;
+            hdr.udp.srcPort: exact;
         }
         actions = {
             is_member;

@@ -323,7 +323,10 @@ def test_foreign_jobs_ranks_and_slots_are_dropped_counted_and_touch_nothing(rk):
     ]
     for i, pkt in bad:
         assert rk.send(i, pkt) == []
-    assert rk.job_stat(a.job_id, "rejected") == len(bad)
+    # h1's own rank, but from another UDP port than the one it joined with
+    wrong_port = udp_frame(host(1, port=30000), AGG, contrib(a.job_id, 0, 0))
+    assert rk.switch.process(wrong_port, 1) == []
+    assert rk.job_stat(a.job_id, "rejected") == len(bad) + 1
     assert rk.job_stat(b.job_id, "rejected") == 0
     assert rk.send(1, contrib(999, 0, 0)) == []
     assert rk.switch.counter_read(p.AGG_ERRORS, p.ERR_UNKNOWN_JOB)[1] == 1
