@@ -115,14 +115,17 @@ class Preprocessor:
             while j < n and not tokens[j].bol:
                 j += 1
             directive = tokens[i + 1 : j]
+            if line_map is not None:  # diagnostics after #line use the mapped lines
+                directive = [_remap(t, line_map) for t in directive]
             # Conditionals do not change macros, so text around them is expanded in one
             # piece: a macro call may span #if/#else/#endif lines, as gcc allows.
             if chunk and (not directive or directive[0].value not in _CONDITIONALS):
                 out.extend(self._expand(chunk))
                 chunk = []
             mapped = self._directive(directive, conds, out, filename)
-            if mapped is not None:
-                line_map = mapped
+            if mapped is not None:  # relative to physical lines: the next one gets `number`
+                number, mapped_file = mapped
+                line_map = (tok.loc.line + 1, number, mapped_file)
             i = j
         if chunk:
             out.extend(self._expand(chunk))
@@ -136,8 +139,8 @@ class Preprocessor:
         conds: list[_Cond],
         out: list[Token],
         filename: str,
-    ) -> tuple[int, int, str] | None:
-        """Run one directive line; returns a new #line mapping when it sets one."""
+    ) -> tuple[int, str] | None:
+        """Run one directive line; returns (line number, file) when it is a #line."""
         active = not conds or conds[-1].active
         if not line:
             return None  # the null directive
@@ -189,7 +192,7 @@ class Preprocessor:
     # ------------------------------------------------------------- directives
 
     def _macro_name(self, directive: Token, args: list[Token]) -> str:
-        if not args or args[0].kind not in ("ID",) and not args[0].value.isidentifier():
+        if not args or not args[0].value.isidentifier():
             raise CompileError(f"#{directive.value} needs a macro name", directive.loc)
         return args[0].value
 
@@ -263,14 +266,14 @@ class Preprocessor:
                 return candidate
         return None
 
-    def _line(self, tok: Token, args: list[Token]) -> tuple[int, int, str]:
+    def _line(self, tok: Token, args: list[Token]) -> tuple[int, str]:
         if not args or args[0].kind != "INT":
             raise CompileError("#line expects a line number", tok.loc)
         number = parse_int(args[0].value, args[0].loc)[0]
         filename = tok.loc.file
         if len(args) > 1 and args[1].kind == "STRING":
             filename = unquote(args[1].value)
-        return (tok.loc.line + 1, number, filename)
+        return number, filename
 
     # ------------------------------------------------------------ conditions
 

@@ -434,3 +434,17 @@ def test_byte_order_mark_is_ignored(tmp_path: Path) -> None:
     path.write_bytes("\ufeffconst bit<8> X = 1;\n".encode())
     toks = Preprocessor().run_file(path).tokens
     assert toks[0].value == "const" and (toks[0].loc.line, toks[0].loc.col) == (1, 1)
+
+
+def test_directive_errors_after_line_use_the_mapped_location() -> None:
+    with pytest.raises(CompileError) as info:
+        pp('#line 50 "gen.p4"\nx\n#error stop')
+    assert str(info.value) == "gen.p4:51:2: error: #error stop"
+
+
+def test_second_line_directive_after_a_first() -> None:
+    toks = pp('#line 10\na\n#line 20 "b.p4"\nb')
+    assert [(t.value, t.loc.file, t.loc.line) for t in toks] == [
+        ("a", "m.p4", 10),
+        ("b", "b.p4", 20),
+    ]
