@@ -1,7 +1,8 @@
 // Tests: verify_checksum and update_checksum with csum16 over the IPv4 header
-// (condition hdr.ipv4.isValid()), standard_metadata.checksum_error on a bad
-// checksum (dropped here by the program), TTL decrement with the checksum
-// recomputed at deparse, and a non-IPv4 frame passing untouched.
+// (condition: IPv4 valid and ihl == 5), standard_metadata.checksum_error on a
+// bad checksum (dropped here by the program), TTL decrement (and 0 -> 255
+// wrap) with the checksum recomputed at deparse, a false condition skipping
+// both verify and update, and a non-IPv4 frame passing untouched.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -51,7 +52,7 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
 
 control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {
     apply {
-        verify_checksum(hdr.ipv4.isValid(),
+        verify_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == 5,
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.totalLen,
               hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.ttl,
               hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr },
@@ -79,7 +80,7 @@ control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata
 
 control MyComputeChecksum(inout headers_t hdr, inout meta_t meta) {
     apply {
-        update_checksum(hdr.ipv4.isValid(),
+        update_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == 5,
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.totalLen,
               hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.ttl,
               hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr },

@@ -1,6 +1,8 @@
 // Tests: resubmit_preserving_field_list: ingress runs again on the original
 // packet (ingress changes to headers are lost) with instance_type 6 and the
-// @field_list(1) metadata preserved; the first pass emits nothing.
+// @field_list(1) metadata preserved; the first pass emits nothing itself, but
+// an I2E clone requested in the same pass still goes out (clone comes before
+// resubmit at the end of ingress).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -39,6 +41,7 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             hdr.h.first = 0x01;
             sm.egress_spec = 1;
             resubmit_preserving_field_list(1);
+            clone(CloneType.I2E, 5);
         } else {
             hdr.h.inst = (bit<8>) sm.instance_type;
             hdr.h.cnt = meta.count;
