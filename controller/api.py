@@ -267,7 +267,8 @@ class JobClient:
 
 
 class Expirer:
-    """Calls ``Controller.expire(clock())`` every ``interval`` seconds in a thread."""
+    """Every ``interval`` seconds, in a thread: ``Controller.check_switches()`` (a
+    restarted switch is reconfigured from the registry) and ``expire(clock())``."""
 
     def __init__(self, service: JobService, interval: float = 1.0) -> None:
         self.service = service
@@ -280,12 +281,18 @@ class Expirer:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            try:
-                with self.service.barriers:
-                    self.service.ctl.expire(self.service.clock())
-                    self.service.barriers.notify_all()
-            except (ControllerError, PBoxControlError) as exc:
-                log.warning("expiring workers failed (retried next tick): %s", exc)
+            self.tick()
+
+    def tick(self) -> None:
+        """Reattach lost switches, then expire silent workers."""
+        for name, state in self.service.ctl.check_switches().items():
+            log.warning("switch %s: %s", name, state)
+        try:
+            with self.service.barriers:
+                self.service.ctl.expire(self.service.clock())
+                self.service.barriers.notify_all()
+        except (ControllerError, PBoxControlError) as exc:
+            log.warning("expiring workers failed (retried next tick): %s", exc)
 
     def stop(self) -> None:
         self._stop.set()

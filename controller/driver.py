@@ -184,6 +184,37 @@ class Controller:
         except P4RuntimeError as exc:
             raise ControllerError(f"switch {name}: {exc}") from None
 
+    def check_switches(self) -> dict[str, str]:
+        """Reattach every switch whose stream died (it restarted, or someone took
+        primary): reconnect, push the pipeline if it no longer runs ours, and write
+        everything the registry says it holds. Returns switch -> what happened, for
+        the switches acted on (``down: ...`` when it is still unreachable)."""
+        with self.lock:
+            report = {}
+            for name, conf in sorted(self.topo.switches.items()):
+                client = self.clients.get(name)
+                if client is not None and client.alive:
+                    continue
+                try:
+                    report[name] = self._reattach(name, conf)
+                except ControllerError as exc:
+                    report[name] = f"down: {exc}"
+            return report
+
+    def _reattach(self, name: str, conf: SwitchConf) -> str:
+        old = self.clients.pop(name, None)
+        if old is not None:
+            old.close()
+        client = self._connect(conf)
+        self.clients[name] = client
+        state = "reconnected"
+        if not self._runs_our_pipeline(name, client):
+            self._call(name, client.set_pipeline, self.pipeline.p4info, self.pipeline.bmv2_json,
+                       self.pipeline.cookie)
+            state = "reconfigured"
+        self._resync_switch(name, set(self.registry.expected_groups(name)))
+        return state
+
     # -- job events (the job API server calls these) --------------------------------
 
     def join(self, name: str, world_size: int, rank: int, address: tuple[str, int],
@@ -216,8 +247,9 @@ class Controller:
 
     def _resync(self, failed: list[Update]) -> None:
         for name in sorted({u.switch for u in failed if not isinstance(u, PBoxJobWrite)}):
+            touched = {u.group for u in failed if isinstance(u, GroupWrite) and u.switch == name}
             try:
-                self._resync_switch(name, failed)
+                self._resync_switch(name, touched)
             except ControllerError as exc:
                 log.error("switch %s may differ from the controller's view: %s", name, exc)
         for write in failed:
@@ -234,8 +266,10 @@ class Controller:
             except ControllerError as exc:
                 log.error("PBox %s may differ from the controller's view: %s", write.pbox, exc)
 
-    def _resync_switch(self, name: str, failed: list[Update]) -> None:
-        """Write the difference between the switch's entries and the registry's."""
+    def _resync_switch(self, name: str, groups_to_write: set[int]) -> None:
+        """Write the difference between the switch's entries and the registry's, and
+        rewrite the given multicast groups (and the flood group) as the registry has
+        them: groups cannot be read back on every target."""
         have = {(e.table, e.match): e for e in self._read_entries(name)}
         want = {(e.table, e.match): e for e in self.registry.expected_entries(name)}
         writes: list[Update] = [
@@ -249,8 +283,7 @@ class Controller:
                 writes.append(TableWrite(name, MODIFY, entry))
         self.apply(writes)
         groups = self.registry.expected_groups(name)
-        touched = {u.group for u in failed if isinstance(u, GroupWrite) and u.switch == name}
-        for group in sorted(touched | {p.FLOOD_GROUP}):  # groups cannot be read everywhere
+        for group in sorted(groups_to_write | {p.FLOOD_GROUP}):
             replicas = groups.get(group)
             attempts = ([GroupWrite(name, DELETE, group)] if replicas is None else
                         [GroupWrite(name, MODIFY, group, replicas),

@@ -74,6 +74,7 @@ class P4RuntimeClient:
         self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
         self._arbitration: queue.Queue[p4runtime_pb2.StreamMessageResponse | Exception] = queue.Queue()
         self._reader: threading.Thread | None = None
+        self._closing = False
         self.stream_error: Exception | None = None
 
     # -- connection --------------------------------------------------------------
@@ -125,12 +126,20 @@ class P4RuntimeClient:
             for response in responses:
                 if response.WhichOneof("update") == "arbitration":
                     self._arbitration.put(response)
+            error = P4RuntimeError("UNAVAILABLE", "the switch closed the stream")
         except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED:  # type: ignore[attr-defined]
-                self.stream_error = _from_rpc_error(exc)
-                self._arbitration.put(self.stream_error)
+            error = _from_rpc_error(exc)
+        if not self._closing:  # the switch went away, or dropped us: we are no longer primary
+            self.stream_error = error
+            self._arbitration.put(error)
+
+    @property
+    def alive(self) -> bool:
+        """Connected, and the stream (hence primary status) has not been lost."""
+        return self._stub is not None and self.stream_error is None
 
     def close(self) -> None:
+        self._closing = True
         self._requests.put(None)
         if self._channel is not None:
             self._channel.close()

@@ -8,6 +8,7 @@ back, and a controller restart that rebuilds its jobs from the switch.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -186,3 +187,38 @@ def test_a_failed_write_rolls_the_registry_back_and_resyncs_the_switch(switch, p
         ctl.join("c", 1, 0, ("10.0.0.3", 4003), now=0.0)
     assert sorted(ctl.registry.jobs) == [a.job_id] and in_line(ctl)
     ctl.close()
+
+
+def test_a_restarted_switch_is_reconfigured_from_the_registry(pipeline):
+    def start_switch(address: str):
+        sent: list = []
+        device = Device(0, Switch, transmit=lambda port, frame: sent.append((port, frame)))
+        server, port = serve(device, address)
+        return device, sent, server, port
+
+    device, sent, server, port = start_switch("127.0.0.1:0")
+    topo = topology.from_dict(dict(RACK, switches={"s1": {"grpc_addr": f"127.0.0.1:{port}"}}))
+    ctl = Controller(topo, pipeline, client_factory=lambda conf: P4RuntimeClient(
+        conf.grpc_addr, conf.device_id, election_id=(0, 100), timeout=1.0))
+    ctl.start(now=0.0)
+    a = ctl.join("a", 2, 0, ("10.0.0.1", 4001), now=0.0)
+    ctl.join("a", 2, 1, ("10.0.0.2", 4002), now=0.0)
+    assert ctl.check_switches() == {}
+    server.stop(grace=None)  # the switch dies ...
+    deadline = time.monotonic() + 5
+    while ctl.clients["s1"].alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ctl.check_switches()["s1"].startswith("down")
+    device, sent, server, _ = start_switch(f"127.0.0.1:{port}")  # ... and comes back empty
+    try:
+        assert ctl.check_switches() == {"s1": "reconfigured"}
+        pbox = topo.pboxes["pb1"]
+        for rank in (0, 1):
+            h = topo.hosts[f"h{rank + 1}"]
+            device.receive(udp_frame((h.mac, h.ip, 4001 + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
+                                     contrib(a.job_id, rank, 0, values=np.ones(K))), rank + 1)
+        assert sorted(port for port, _ in sent) == [1, 2]
+        assert in_line(ctl)
+    finally:
+        ctl.close()
+        server.stop(grace=None)
