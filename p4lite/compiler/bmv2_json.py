@@ -46,6 +46,39 @@ def assemble(lw: Lowering, *, program: str, parser: Json, deparser: Json,
     }
 
 
+def with_p4c_nesting(bmv2: Json) -> Json:
+    """Wrap expression-valued primitive parameters once more, as p4c and BMv2 do.
+
+    BMv2 builds a primitive (or parser ``set``) ``expression`` parameter from its
+    ``value``, which must itself be ``{"type": "expression", "value": {op...}}``; p4c
+    therefore writes these parameters doubly wrapped (``stack_field`` too). p4lite's
+    switch reads the single wrapping, so the driver applies this only on request.
+    Conditionals, ``if_cond`` and ``verify`` conditions are not wrapped twice.
+    """
+    for action in bmv2["actions"]:
+        for prim in action["primitives"]:
+            _wrap_params(prim)
+    for parser in bmv2["parsers"]:
+        for state in parser["parse_states"]:
+            for op in state["parser_ops"]:
+                if op["op"] == "set":
+                    op["parameters"][1] = _wrapped(op["parameters"][1], ("expression",))
+                elif op["op"] == "primitive":
+                    _wrap_params(op["parameters"][0])
+    return bmv2
+
+
+def _wrap_params(prim: Json) -> None:
+    prim["parameters"] = [_wrapped(p, ("expression", "stack_field"))
+                          for p in prim["parameters"]]
+
+
+def _wrapped(param: Any, kinds: tuple[str, ...]) -> Any:
+    if isinstance(param, dict) and param.get("type") in kinds:
+        return {"type": "expression", "value": param}
+    return param
+
+
 def to_text(bmv2: Json) -> str:
     """The JSON text laid out like p4c's: 2-space indent, arrays of scalars on one line."""
     out: list[str] = []

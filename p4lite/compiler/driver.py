@@ -14,7 +14,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from p4lite.compiler import ast
-from p4lite.compiler.bmv2_json import to_text
+from p4lite.compiler.bmv2_json import to_text, with_p4c_nesting
 from p4lite.compiler.context import SourceText
 from p4lite.compiler.errors import CompileError
 from p4lite.compiler.lower_program import lower_program
@@ -38,22 +38,28 @@ class CompileResult:
         return header + text_format.MessageToString(self.p4info)
 
 
-def compile_file(path: str | Path, include_dirs=(), defines: dict[str, str] | None = None
-                 ) -> CompileResult:
+def compile_file(path: str | Path, include_dirs=(), defines: dict[str, str] | None = None, *,
+                 p4c_nesting: bool = False) -> CompileResult:
+    """Compile a P4 file. ``p4c_nesting`` wraps expression parameters of primitives
+    twice, exactly as p4c does and real BMv2 requires (see bmv2_json.with_p4c_nesting)."""
     program = parse_file(path, include_dirs, defines)
-    return _compile(program, str(path), SourceText())
+    return _compile(program, str(path), SourceText(), p4c_nesting)
 
 
 def compile_text(text: str, filename: str = "<string>", include_dirs=(),
-                 defines: dict[str, str] | None = None) -> CompileResult:
+                 defines: dict[str, str] | None = None, *, p4c_nesting: bool = False
+                 ) -> CompileResult:
     program = parse_text(text, filename, include_dirs, defines)
-    return _compile(program, filename, SourceText({filename: text}))
+    return _compile(program, filename, SourceText({filename: text}), p4c_nesting)
 
 
-def _compile(program: ast.Program, main_file: str, source: SourceText) -> CompileResult:
+def _compile(program: ast.Program, main_file: str, source: SourceText,
+             p4c_nesting: bool) -> CompileResult:
     try:
         bmv2, model = lower_program(program, main_file, source)
         info = build_p4info(model)
     except RecursionError as exc:
         raise CompileError("program too deeply nested") from exc
+    if p4c_nesting:
+        with_p4c_nesting(bmv2)
     return CompileResult(bmv2, info, program)

@@ -526,3 +526,41 @@ def test_json_text_round_trips_and_keeps_scalar_arrays_inline() -> None:
     assert json.loads(text) == result.bmv2
     assert '        ["ingress_port", 9, false],\n' in text
     assert '"version" : [2, 23]' in text
+
+
+def _bmv2_can_build(expr_json: dict) -> bool:
+    """BMv2's build_expression: every node it visits has a "type" (or is null)."""
+    if expr_json is None:
+        return True
+    if "type" not in expr_json:
+        return False
+    if expr_json["type"] != "expression":
+        return True
+    value = expr_json["value"]
+    if "op" not in value:
+        return False
+    return all(_bmv2_can_build(value.get(k)) for k in ("left", "right", "cond"))
+
+
+def test_p4c_nesting_wraps_expression_parameters_twice() -> None:
+    body = "hdr.h.v = hdr.h.v - 1; hdr.h.w = 16w7;"
+    parser = """
+    state start {
+        pkt.extract(hdr.h);
+        meta.m = hdr.h.v + 1;
+        transition accept;
+    }
+"""
+    text = program(body, parser=parser, deparse="pkt.emit(hdr.h);")
+    nested = compile_text(text, filename="prog.p4", p4c_nesting=True).bmv2
+    plain = compile_program(text).bmv2
+    prim = nested["actions"][-1]["primitives"][0]
+    value = prim["parameters"][1]
+    assert value["type"] == "expression" and value["value"]["type"] == "expression"
+    assert value["value"] == plain["actions"][-1]["primitives"][0]["parameters"][1]
+    assert prim["parameters"][0] == field("h", "v")  # fields stay as they are
+    # BMv2 passes a parameter's "value" to build_expression, which needs a typed node.
+    assert _bmv2_can_build(value["value"])
+    assert not _bmv2_can_build(plain["actions"][-1]["primitives"][0]["parameters"][1]["value"])
+    set_op = nested["parsers"][0]["parse_states"][0]["parser_ops"][1]
+    assert set_op["op"] == "set" and _bmv2_can_build(set_op["parameters"][1]["value"])
