@@ -179,3 +179,69 @@ def test_exit_and_return_paths_on_the_switch() -> None:
     assert data[3] == 0 and data[9] == 22
     data = _run(5, 1, 0, 7)  # default pick(0); flag true; sl == 0x50 -> +100
     assert data[9] == 22 and data[6] == (0x50 + 100) | 1
+
+
+FLOW = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> sel; bit<8> a; bit<8> b; bit<8> trace; }
+struct headers { h_t h; }
+struct meta_t { bit<8> unused; }
+parser P(packet_in pkt, out headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers hdr, inout meta_t meta) { apply { } }
+control Leaf(inout h_t h) {
+    apply {
+        if (h.sel == 3) { exit; }
+        if (h.sel == 4) { return; }
+        h.trace = h.trace | 8w0x10;
+    }
+}
+control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    Leaf() leaf;
+    action mark(bit<8> bitv) { hdr.h.trace = hdr.h.trace | bitv; }
+    table ta { key = { hdr.h.a: exact; } actions = { mark; NoAction; }
+               const entries = { 1: mark(1); 2: NoAction(); } }
+    table tb { key = { hdr.h.b: exact; } actions = { mark; NoAction; }
+               const entries = { 1: mark(2); } }
+    table tc { key = { hdr.h.b: exact; } actions = { mark; NoAction; }
+               const entries = { 1: mark(2); } }
+    apply {
+        sm.egress_spec = 1;
+        if (hdr.h.sel >= 2) {
+            leaf.apply(hdr.h);
+            hdr.h.trace = hdr.h.trace | 8w0x20;
+        } else if (ta.apply().hit) {
+            if (tb.apply().miss) { hdr.h.trace = hdr.h.trace | 8w0x40; }
+        } else {
+            switch (tc.apply().action_run) {
+                mark: { hdr.h.trace = hdr.h.trace | 8w0x04; }
+                default: { hdr.h.trace = hdr.h.trace | 8w0x08; }
+            }
+        }
+        hdr.h.trace = hdr.h.trace | 8w0x80;
+    }
+}
+control E(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_nested_control_flow_on_the_switch() -> None:
+    switch = Switch(compile_text(FLOW, filename="flow.p4").bmv2)
+
+    def trace(sel: int, a: int, b: int) -> int:
+        ((_, data),) = switch.process(bytes([sel, a, b, 0]), port=0)
+        return data[3]
+
+    assert trace(2, 0, 0) == 0x10 | 0x20 | 0x80  # sub-control runs to its end
+    assert trace(3, 0, 0) == 0x00  # exit inside the sub-control ends ingress
+    assert trace(4, 0, 0) == 0x20 | 0x80  # return ends only the sub-control
+    assert trace(0, 1, 1) == 0x01 | 0x02 | 0x80  # ta hit (mark 1), tb hit (mark 2)
+    assert trace(0, 1, 9) == 0x01 | 0x40 | 0x80  # ta hit, tb miss
+    assert trace(0, 2, 9) == 0x40 | 0x80  # ta hit with NoAction, tb miss
+    assert trace(0, 9, 1) == 0x02 | 0x04 | 0x80  # ta miss, switch: mark
+    assert trace(0, 9, 9) == 0x08 | 0x80  # ta miss, switch: default (NoAction)
