@@ -268,7 +268,8 @@ class JobClient:
 
 class Expirer:
     """Every ``interval`` seconds, in a thread: ``Controller.check_switches()`` (a
-    restarted switch is reconfigured from the registry) and ``expire(clock())``."""
+    restarted switch is reconfigured from the registry), ``check_pboxes()`` (a
+    restarted PBox gets its jobs back) and ``expire(clock())``."""
 
     def __init__(self, service: JobService, interval: float = 1.0) -> None:
         self.service = service
@@ -284,9 +285,11 @@ class Expirer:
             self.tick()
 
     def tick(self) -> None:
-        """Reattach lost switches, then expire silent workers."""
+        """Reattach lost switches, re-assert PBox jobs, then expire silent workers."""
         for name, state in self.service.ctl.check_switches().items():
             log.warning("switch %s: %s", name, state)
+        for problem in self.service.ctl.check_pboxes():
+            log.warning("%s", problem)
         try:
             with self.service.barriers:
                 self.service.ctl.expire(self.service.clock())

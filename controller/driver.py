@@ -201,6 +201,21 @@ class Controller:
                     report[name] = f"down: {exc}"
             return report
 
+    def check_pboxes(self) -> list[str]:
+        """Re-assert every PBox job (MODIFY: the PBox adds it back if it restarted
+        and lost it); returns the problems met."""
+        problems = []
+        with self.lock:
+            for _, job in sorted(self.registry.jobs.items()):
+                if job.where != "pbox" or job.pbox is None:
+                    continue
+                try:
+                    self._to_pbox(PBoxJobWrite(job.pbox, MODIFY, job.job_id, job.world_size,
+                                               job.slots.base, job.slots.count))
+                except ControllerError as exc:
+                    problems.append(str(exc))
+        return problems
+
     def _reattach(self, name: str, conf: SwitchConf) -> str:
         old = self.clients.pop(name, None)
         if old is not None:

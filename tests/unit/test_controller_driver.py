@@ -19,6 +19,7 @@ from controller import topology
 from controller.driver import Controller, ControllerError, PipelineConfig
 from controller.jobs import ON_PBOX, ON_SWITCH
 from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
+from controller.updates import MODIFY, PBoxJobWrite
 from hosts import wire
 from hosts.wire import K
 from p4lite.compiler import driver as compiler
@@ -70,6 +71,9 @@ def test_controller_configures_runs_jobs_and_rebuilds_after_a_restart(switch, pi
     c = ctl.join("c", 1, 0, ("10.0.0.3", 4003), now=1.0)  # the switch is full: PBox
     assert (a.where, c.where) == (ON_SWITCH, ON_PBOX)
     assert [w.job_id for w in pbox_jobs] == [c.job_id]
+    assert ctl.check_pboxes() == []
+    assert pbox_jobs[-1] == PBoxJobWrite("pb1", MODIFY, c.job_id, 1, c.slot_base, c.slot_count)
+    pbox_jobs.clear()
 
     def round_trip(value: int, chunk: int) -> list[tuple[int, bytes]]:
         sent.clear()
@@ -92,6 +96,7 @@ def test_controller_configures_runs_jobs_and_rebuilds_after_a_restart(switch, pi
     again = Controller(topo, pipeline, pbox_sink=pbox_jobs.append, epoch_seed=1)
     assert again.start(now=100.0) == {"s1": "rebuilt"}
     assert sorted(again.registry.jobs) == sorted([a.job_id, c.job_id])
+    assert [(w.op, w.job_id) for w in pbox_jobs] == [(MODIFY, c.job_id)]  # re-asserted
     assert again.join("a", 2, 1, ("10.0.0.2", 4002), now=101.0) == replace(a, rank=1)
     out = round_trip(5, chunk=1)
     assert sorted(port for port, _ in out) == [1, 2]
