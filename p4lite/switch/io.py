@@ -23,7 +23,9 @@ import shutil
 import socket
 import struct
 import subprocess
+import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -108,13 +110,63 @@ class Port:
             self.sock.close()
 
 
+def transmit(port: Port, frame: bytes) -> None:
+    try:
+        port.sock.send(frame)  # type: ignore[union-attr]
+        port.tx += 1
+    except OSError as exc:
+        port.tx_errors += 1
+        if port.tx_errors == 1 or exc.errno not in (errno.ENOBUFS, errno.EAGAIN):
+            log.warning("send on %s failed: %s", port.iface, exc)
+
+
+class Transmitter:
+    """One thread sending queued frames in order (FIFO over all ports)."""
+
+    def __init__(self) -> None:
+        self._queue: deque[tuple[Port, bytes]] = deque()
+        self._wake = threading.Event()
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="p4lite-tx", daemon=True)
+        self._thread.start()
+
+    def submit(self, port: Port, frame: bytes) -> None:
+        self._queue.append((port, frame))
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def _run(self) -> None:
+        queue = self._queue
+        while True:
+            try:
+                port, frame = queue.popleft()
+            except IndexError:
+                if self._closing:
+                    return
+                self._wake.clear()
+                if not queue:  # re-check: a submit may have raced the clear
+                    self._wake.wait(0.1)
+                continue
+            transmit(port, frame)
+
+    def close(self) -> None:
+        """Send what is queued, then stop."""
+        self._closing = True
+        self._wake.set()
+        self._thread.join(timeout=5)
+
+
 class PacketLoop:
     """The switch's I/O: ``run`` blocks until ``stop`` is called (from a signal handler)."""
 
     def __init__(self, ports: dict[int, str], deliver: Deliver, *, pcap_dir: str | None = None,
                  use_files: int | None = None, tick: Callable[[], None] | None = None,
-                 dump_bytes: int = 0) -> None:
+                 dump_bytes: int = 0, tx_thread: bool = True) -> None:
         self.ports = {n: Port(n, iface) for n, iface in ports.items()}
+        # send() on a veth runs the peer's receive path in the caller (~20 us): a
+        # transmit thread overlaps it with the next packets' processing (the GIL
+        # is released during the system call).
+        self.transmitter = Transmitter() if tx_thread and use_files is None else None
         self.deliver = deliver
         self.tick = tick or (lambda: None)
         self.use_files = use_files
@@ -150,14 +202,10 @@ class PacketLoop:
             port.pcap_out.write(frame, self.now_us())
         if port.sock is None:
             port.tx += 1
-            return
-        try:
-            port.sock.send(frame)
-            port.tx += 1
-        except OSError as exc:
-            port.tx_errors += 1
-            if port.tx_errors == 1 or exc.errno not in (errno.ENOBUFS, errno.EAGAIN):
-                log.warning("send on %s failed: %s", port.iface, exc)
+        elif self.transmitter is not None:
+            self.transmitter.submit(port, frame)
+        else:
+            transmit(port, frame)
 
     def stop(self) -> None:
         """Safe from a signal handler: sets a flag and wakes the loop."""
@@ -183,6 +231,9 @@ class PacketLoop:
                     port = by_fd.get(fd)
                     if port is not None:
                         self._drain(port)
+                        # Serve egress after each batch: a queue never holds more than
+                        # one batch per port, so bursts from several ports are not tail-dropped.
+                        self.tick()
                 self.tick()
         finally:
             poller.close()
@@ -211,22 +262,32 @@ class PacketLoop:
         self.deliver(frame, port.number)
 
     def _replay_files(self) -> None:
-        """--use-files WAIT: after WAIT seconds feed every <iface>_in.pcap, oldest first."""
-        deadline = time.monotonic() + self.use_files
+        """--use-files WAIT: after WAIT seconds feed every <iface>_in.pcap, oldest first.
+
+        Frames with the same timestamp arrive together: all of them are received
+        before the queues are served, so priority queueing applies among them.
+        """
+        deadline = time.monotonic() + (self.use_files or 0)
         while not self._stopping and time.monotonic() < deadline:
             time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
         streams = []
         for port in self.ports.values():
             path = Path(f"{port.iface}_in.pcap")
             if path.exists():
-                streams.append(((ts, port.number, frame) for ts, frame in read_pcap(path)))
-        for _ts, port_no, frame in heapq.merge(*streams, key=lambda r: (r[0], r[1])):
+                streams.append([(ts, port.number, frame) for ts, frame in read_pcap(path)])
+        last_ts = None
+        for ts, port_no, frame in heapq.merge(*streams, key=lambda r: (r[0], r[1])):
             if self._stopping:
                 return
+            if last_ts is not None and ts != last_ts:
+                self.tick()
+            last_ts = ts
             self._receive(self.ports[port_no], frame)
-            self.tick()
+        self.tick()
 
     def close(self) -> None:
+        if self.transmitter is not None:
+            self.transmitter.close()
         for port in self.ports.values():
             port.close()
         os.close(self._wake_r)

@@ -192,8 +192,8 @@ def run(opts: Options, make_core: Callable[[dict], object] | None = None) -> int
     from p4lite.switch.p4runtime_server import serve
     from p4lite.switch.queues import EgressQueues
 
-    queues = (EgressQueues(opts.priority_queues, opts.queue_depth)
-              if opts.priority_queues > 1 else None)
+    # Always queued, as in simple_switch: with one queue a priority >= 1 is dropped.
+    queues = EgressQueues(opts.priority_queues, opts.queue_depth)
     device = Device(opts.device_id, make_core or core_factory(opts), cpu_port=opts.cpu_port,
                     queues=queues)
     try:

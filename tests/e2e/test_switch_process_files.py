@@ -19,8 +19,8 @@ P4 = Path(__file__).parent / "p4" / "p4l_switch.p4"
 H2_MAC = bytes.fromhex("080000000222")
 
 
-def ipv4_frame(dst: bytes, tag: bytes) -> bytes:
-    header = bytearray([0x45, 0, 0, 20 + len(tag), 0, 1, 0, 0, 64, 0x11, 0, 0, 10, 0, 1, 1]) + dst
+def ipv4_frame(dst: bytes, tag: bytes, diffserv: int = 0) -> bytes:
+    header = bytearray([0x45, diffserv, 0, 20 + len(tag), 0, 1, 0, 0, 64, 0x11, 0, 0, 10, 0, 1, 1]) + dst
     total = sum(int.from_bytes(header[i:i + 2], "big") for i in range(0, 20, 2))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
@@ -49,34 +49,53 @@ def push_routes(port: int, json_path: Path, p4info_path: Path) -> None:
             type=p4runtime_pb2.Update.INSERT, entity=p4runtime_pb2.Entity(table_entry=te))]), timeout=10)
 
 
-def test_use_files_replays_input_pcaps_and_writes_output_pcaps(tmp_path):
+def run_offline(tmp_path: Path, records: list[tuple[int, bytes]], *target: str) -> list[bytes]:
+    """Replay ``records`` into port 1 of an offline switch; the frames port 2 wrote."""
     json_path, p4info_path = compile_program(P4, tmp_path / "build")
-    frames = [ipv4_frame(b"\x0a\x00\x02\x02", b"file-%d" % i) for i in range(5)]
     with PcapWriter(tmp_path / "p4lf1_in.pcap") as w:
-        for i, f in enumerate(frames):
-            w.write(f, 1000 * i)
-        w.write(ipv4_frame(b"\x0a\x00\x09\x09", b"no-route"), 9000)
-        w.write(b"\x08\x00", 9500)  # truncated junk
+        for ts, frame in records:
+            w.write(frame, ts)
     port = free_port()
     proc = subprocess.Popen(
         [str(VENV_BIN / "p4lite-switch"), "--use-files", "2", "-i", "1@p4lf1", "-i", "2@p4lf2",
          "--no-p4", "--log-file", str(tmp_path / "sw.log"), "--",
-         "--grpc-server-addr", f"127.0.0.1:{port}"],
+         "--grpc-server-addr", f"127.0.0.1:{port}", *target],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout.readline().startswith("Server listening on")
         push_routes(port, json_path, p4info_path)  # within the 2 s wait
         out = tmp_path / "p4lf2_out.pcap"
+        # wait for the first frame out, then until nothing more arrives for 0.5 s
         deadline = time.monotonic() + 15
+        seen, quiet_since = 0, time.monotonic()
         while time.monotonic() < deadline:
-            if out.exists() and len(list(read_pcap(out))) >= 5:
+            count = len(list(read_pcap(out))) if out.exists() else 0
+            if count != seen:
+                seen, quiet_since = count, time.monotonic()
+            elif seen and time.monotonic() - quiet_since > 0.5:
                 break
-            time.sleep(0.1)
-        got = [f for _, f in read_pcap(out)]
-        assert len(got) == 5
-        assert all(f[:6] == H2_MAC and f[14 + 8] == 63 for f in got)
-        assert [f[-6:] for f in got] == [b"file-%d" % i for i in range(5)]
+            time.sleep(0.05)
         assert list(read_pcap(tmp_path / "p4lf1_out.pcap")) == []
+        return [f for _, f in read_pcap(out)]
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0
+
+
+def test_use_files_replays_input_pcaps_and_writes_output_pcaps(tmp_path):
+    records = [(1000 * i, ipv4_frame(b"\x0a\x00\x02\x02", b"file%d" % i)) for i in range(5)]
+    records += [(9000, ipv4_frame(b"\x0a\x00\x09\x09", b"no-route")), (9500, b"\x08\x00")]
+    got = run_offline(tmp_path, records)
+    assert len(got) == 5
+    assert all(f[:6] == H2_MAC and f[14 + 8] == 63 for f in got)
+    assert [f[-5:] for f in got] == [b"file%d" % i for i in range(5)]
+
+
+def test_priority_queues_serve_higher_priority_first(tmp_path):
+    # Same timestamp: the frames arrive together, so the queues hold them all at once.
+    prios = [0, 5, 1, 7, 3, 5]
+    records = [(1000, ipv4_frame(b"\x0a\x00\x02\x02", b"file%d" % p, diffserv=p)) for p in prios]
+    got = run_offline(tmp_path, records, "--priority-queues", "8")
+    assert [f[-1] - ord("0") for f in got] == [7, 5, 5, 3, 1, 0]
+    single = run_offline(tmp_path / "one-queue", records)  # BMv2: priority >= queues is dropped
+    assert [f[-1] - ord("0") for f in single] == [0]

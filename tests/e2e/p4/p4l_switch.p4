@@ -174,6 +174,9 @@ control MyIngress(inout headers hdr, inout metadata meta,
 
     apply {
         port_counter.count((bit<32>)standard_metadata.ingress_port);
+        if (hdr.ipv4.isValid()) {
+            standard_metadata.priority = hdr.ipv4.diffserv[2:0];  // egress queue (--priority-queues)
+        }
         if (hdr.packet_out.isValid()) {
             standard_metadata.egress_spec = hdr.packet_out.egress_port;
             hdr.packet_out.setInvalid();
