@@ -2,6 +2,7 @@
 
     p4hub [--controller HOST:PORT] status | jobs | job show ID | job kill ID
                                    | switch list | switch show NAME      [--json]
+    p4hub check-topology FILE                  (offline: validate a rack description)
 
 The controller address defaults to $P4HUB_CONTROLLER, else 127.0.0.1:50060.
 For low-level work on one switch use p4runtime-shell directly (README).
@@ -17,6 +18,7 @@ from collections.abc import Callable
 
 import grpc
 
+from controller import topology
 from controller.api import JobClient
 
 DEFAULT_CONTROLLER = "127.0.0.1:50060"
@@ -97,7 +99,28 @@ def build_parser() -> argparse.ArgumentParser:
     switch = sub.add_parser("switch").add_subparsers(dest="action", required=True)
     switch.add_parser("list", parents=[common])
     switch.add_parser("show", parents=[common]).add_argument("name")
+    check = sub.add_parser("check-topology", parents=[common],
+                           help="validate a topology file (no controller needed)")
+    check.add_argument("path")
     return parser
+
+
+def check_topology(path: str, as_json: bool) -> int:
+    """Faucet's check_config: validate offline, report every problem at once."""
+    try:
+        topo = topology.load(path)
+    except topology.ConfigError as exc:
+        if as_json:
+            print(json.dumps({"ok": False, "errors": exc.errors}, indent=2))
+        else:
+            print(exc, file=sys.stderr)
+        return 1
+    summary = {"ok": True, "switches": sorted(topo.switches), "hosts": len(topo.hosts),
+               "pboxes": sorted(topo.pboxes)}
+    print(json.dumps(summary, indent=2) if as_json else
+          f"{path}: ok ({len(topo.switches)} switch(es), {len(topo.hosts)} host(s), "
+          f"{len(topo.pboxes)} PBox(es))")
+    return 0
 
 
 def _request(args: argparse.Namespace) -> tuple[str, dict, Callable[[dict], str]]:
@@ -116,6 +139,8 @@ def _request(args: argparse.Namespace) -> tuple[str, dict, Callable[[dict], str]
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "check-topology":
+        return check_topology(args.path, args.json or args.json_first)
     method, request, render = _request(args)
     client = JobClient(args.controller, timeout=10.0)
     try:

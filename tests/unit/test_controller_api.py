@@ -169,3 +169,15 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_cli_checks_a_topology_offline(tmp_path, capsys):
+    good = tmp_path / "rack.json"
+    good.write_text(json.dumps(RACK))
+    assert cli.main(["check-topology", str(good)]) == 0
+    assert "ok (1 switch(es), 4 host(s), 1 PBox(es))" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**RACK, "hosts": {"h1": {"ip": "10.0.0.1"}}}))
+    assert cli.main(["check-topology", str(bad), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert not report["ok"] and "hosts.h1.mac: missing" in report["errors"]
