@@ -200,6 +200,32 @@ class Topology:
         return sorted(nodes, key=lambda n: n.port)
 
 
+def rack_dict(
+    workers: int, grpc_addr: str, *, device_id: int = 0, pbox_control: str = "",
+    slots: int = program.NUM_SLOTS, job_slots: int = 128, pbox_slots: int = 4096,
+) -> dict:
+    """The description of a standard rack (for Mininet and tests): switch ``s1``;
+    workers ``w1..wN`` at 10.0.0.i, MAC 08:00:00:00:01:ii, switch port i; the
+    PBox ``pbox`` at 10.0.0.100, MAC 08:00:00:00:01:64, port N+1. A topology that
+    builds the rack must give its hosts exactly these addresses and ports."""
+    if not 1 <= workers <= 99:
+        raise ConfigError([f"workers: {workers} outside 1..99"])
+    hosts = {
+        f"w{i}": {"ip": f"10.0.0.{i}", "mac": f"08:00:00:00:01:{i:02x}", "switch": "s1", "port": i}
+        for i in range(1, workers + 1)
+    }
+    pbox = {"ip": "10.0.0.100", "mac": "08:00:00:00:01:64", "switch": "s1",
+            "port": workers + 1, "slots": pbox_slots}
+    if pbox_control:
+        pbox["control"] = pbox_control
+    return {
+        "switches": {"s1": {"grpc_addr": grpc_addr, "device_id": device_id, "slots": slots,
+                            "job_slots": job_slots}},
+        "hosts": hosts,
+        "pboxes": {"pbox": pbox},
+    }
+
+
 def load(path: str | Path) -> Topology:
     """Read and validate a topology file; raises ConfigError (also for I/O and JSON errors)."""
     try:

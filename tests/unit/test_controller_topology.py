@@ -126,3 +126,14 @@ def test_two_switches_may_not_share_a_grpc_target():
 def test_format_helpers_round_trip():
     assert topology.format_ipv4(topology.parse_ipv4("10.1.2.3")) == "10.1.2.3"
     assert topology.format_mac(topology.parse_mac("0a:1b:2c:3d:4e:5f")) == "0a:1b:2c:3d:4e:5f"
+
+
+def test_standard_rack_description_is_valid_and_predictable():
+    topo = topology.from_dict(topology.rack_dict(4, "127.0.0.1:9559", pbox_control="10.0.0.100:48880"))
+    assert [(h.name, topology.format_ipv4(h.ip), h.port) for h in topo.endpoints_of("s1")] == [
+        ("w1", "10.0.0.1", 1), ("w2", "10.0.0.2", 2), ("w3", "10.0.0.3", 3), ("w4", "10.0.0.4", 4),
+        ("pbox", "10.0.0.100", 5)]
+    assert topo.pboxes["pbox"].control == "10.0.0.100:48880"
+    assert topology.format_mac(topo.hosts["w3"].mac) == "08:00:00:00:01:03"
+    with pytest.raises(ConfigError):
+        topology.rack_dict(0, "127.0.0.1:9559")
