@@ -168,6 +168,7 @@ class Device:
                                  "no --cpu-port: packet I/O over P4Runtime is disabled")
         frame = build_packet_out(pipeline.index.packet_out, msg)
         self.receive(frame, self.cpu_port)
+        self.service_queues()  # do not wait for the packet loop's next turn
 
     # -- digests --------------------------------------------------------------
     def _collect_digests(self, pipeline: Pipeline) -> None:
