@@ -102,7 +102,7 @@ class ControlPlane:
 
     def table_get_default(self, table: str) -> ActionCall:
         t = self._table(table)
-        if t.default is None:
+        if t.default is None or not t.default.action.name:
             raise SwitchRuntimeError(CODE_NOT_FOUND, f"table '{table}' has no default action")
         return t.default.action
 

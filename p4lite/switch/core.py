@@ -91,7 +91,8 @@ class Switch(ControlPlane):
             self._load(doc)
         except SwitchLoadError:
             raise
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError,
+                SwitchRuntimeError) as exc:
             raise SwitchLoadError(f"malformed program: {exc!r}") from exc
 
     # -- loading ---------------------------------------------------------------------
@@ -142,10 +143,10 @@ class Switch(ControlPlane):
         espec_reset = (self.drop_port + 1) & ((1 << layout.width[self._S.egress_spec]) - 1)
         ns.update(_template=self._template, _Pkt=Pkt)
         self._receive = gen.define(receive_source(
-            self.std, any(c.get("verify", True) for c in checks)), "receive")
+            self.std, layout.width, any(c.get("verify", True) for c in checks)), "receive")
         self._egress_run = gen.define(egress_source(
-            self.std, self.drop_port, espec_reset, any(c.get("update", True) for c in checks)),
-            "egress_run")
+            self.std, layout.width, self.drop_port, espec_reset,
+            any(c.get("update", True) for c in checks)), "egress_run")
 
     @staticmethod
     def _pick(doc: dict, kind: str, name: str) -> dict:

@@ -9,7 +9,11 @@ packet pays no attribute or dict lookups for them.
 from __future__ import annotations
 
 
-def receive_source(std: dict[str, int], has_verify: bool) -> str:
+def _mask(std: dict[str, int], widths: list[int], name: str) -> int:
+    return (1 << widths[std[name]]) - 1
+
+
+def receive_source(std: dict[str, int], widths: list[int], has_verify: bool) -> str:
     """``receive(data, port, now, itype, preserved, depth, init) -> Pkt``.
 
     Builds F (metadata zeroed, headers invalid), sets the receive fields, parses
@@ -27,12 +31,12 @@ def receive_source(std: dict[str, int], has_verify: bool) -> str:
         f"        F[{std['instance_type']}] = itype",
         "    else:",
         f"        F[{std['ingress_port']}] = port",
-        f"        F[{std['ingress_global_timestamp']}] = now",
+        f"        F[{std['ingress_global_timestamp']}] = now & {_mask(std, widths, 'ingress_global_timestamp')}",
         "    for _s, _v in preserved:",
         "        F[_s] = _v",
         "    P = _Pkt(F, data, port, now, depth)",
         "    _off, _err = parse(F, data, P)",
-        f"    F[{std['parser_error']}] = _err",
+        f"    F[{std['parser_error']}] = _err & {_mask(std, widths, 'parser_error')}",
         "    P.payload = data[_off:] if _off else data",
     ]
     if has_verify:
@@ -48,7 +52,8 @@ def receive_source(std: dict[str, int], has_verify: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def egress_source(std: dict[str, int], drop_port: int, espec_reset: int, has_update: bool) -> str:
+def egress_source(std: dict[str, int], widths: list[int], drop_port: int, espec_reset: int,
+                  has_update: bool) -> str:
     """``egress_run(P, port, now, length, q, init) -> bytes | None`` (None: dropped).
 
     Sets the egress fields (egress_spec reset to drop_port + 1), runs egress, and
@@ -59,9 +64,12 @@ def egress_source(std: dict[str, int], drop_port: int, espec_reset: int, has_upd
         "    F = P.F",
         f"    F[{std['egress_port']}] = port",
         f"    F[{std['egress_spec']}] = {espec_reset}",
-        f"    F[{std['egress_global_timestamp']}] = now",
-        f"    F[{std['enq_timestamp']}], F[{std['enq_qdepth']}], F[{std['deq_qdepth']}], "
-        f"F[{std['deq_timedelta']}] = q",
+        f"    F[{std['egress_global_timestamp']}] = now & {_mask(std, widths, 'egress_global_timestamp')}",
+        "    _q0, _q1, _q2, _q3 = q",
+        f"    F[{std['enq_timestamp']}] = _q0 & {_mask(std, widths, 'enq_timestamp')}",
+        f"    F[{std['enq_qdepth']}] = _q1 & {_mask(std, widths, 'enq_qdepth')}",
+        f"    F[{std['deq_qdepth']}] = _q2 & {_mask(std, widths, 'deq_qdepth')}",
+        f"    F[{std['deq_timedelta']}] = _q3 & {_mask(std, widths, 'deq_timedelta')}",
         f"    F[{std['packet_length']}] = length",
         "    P.clone_e = P.recirculate = None",
         "    P.now = now",

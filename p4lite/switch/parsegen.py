@@ -137,6 +137,8 @@ def _transition_lines(gen: CodeGen, state: dict, index: dict[str | None, int], w
             return lines
         if kind != "hexstr":
             raise fail(where, f"transition of type '{kind}' is not supported by p4lite")
+        if not keys:
+            raise fail(where, "a hexstr transition needs a transition_key")
         value = parse_hexstr(t.get("value"), where)
         mask = t.get("mask")
         test = (f"_key == {value}" if mask is None

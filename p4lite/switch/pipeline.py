@@ -15,7 +15,7 @@ from typing import Any
 from p4lite.switch.codegen import CodeGen
 from p4lite.switch.program import fail, need, parse_hexstr
 from p4lite.switch.runtime_api import ActionCall, MatchField, SwitchRuntimeError, TableEntry
-from p4lite.switch.tables import ActionInfo, KeyElem, TableState
+from p4lite.switch.tables import ActionInfo, Entry, KeyElem, TableState
 
 _MATCH_TYPES = {"exact", "lpm", "ternary", "range", "valid", "optional"}
 
@@ -182,11 +182,14 @@ def finish_table(t: TableState, js: dict, ns: dict[str, Any], node_names: dict[s
         except SwitchRuntimeError as exc:
             raise fail(where, f"bad default entry: {exc.message}") from None
         t.default_const = bool(d.get("action_const"))
-    else:
-        t.initial_default = ActionCall(next(iter(t.actions))) if t.actions else None
-        if t.initial_default is not None:
-            t.set_default(t.initial_default, internal=True)
+    else:  # no default entry: a miss runs nothing (BMv2), until one is set
+        t.default = Entry((), ActionCall(""), 0, _no_action,
+                          t.miss_next if t.use_hit_miss else base, -1, ())
     install_const_entries(t, js)
+
+
+def _no_action(F: list, P: object, A: tuple) -> None:
+    return None
 
 
 def install_const_entries(t: TableState, js: dict) -> None:

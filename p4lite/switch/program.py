@@ -35,6 +35,7 @@ DEFAULT_ALIASES = {
     "intrinsic_metadata.priority": "priority",
 }
 MAX_MINOR_VERSION = 24
+MAX_FIELD_WIDTH = 1 << 16
 
 
 class SwitchLoadError(Exception):
@@ -179,6 +180,8 @@ def build_layout(doc: dict) -> Layout:
             if not isinstance(f[1], int) or isinstance(f[1], bool) or f[1] <= 0:
                 raise fail(f"header type '{name}'",
                            f"field '{f[0]}' has width {f[1]!r}: varbit fields are not supported by p4lite")
+            if f[1] > MAX_FIELD_WIDTH:
+                raise fail(f"header type '{name}'", f"field '{f[0]}' is wider than {MAX_FIELD_WIDTH} bits")
         types[name] = fields
     for i, h in enumerate(need(doc, "headers", "program", list)):
         where = f"headers[{i}]"
@@ -203,7 +206,8 @@ def build_layout(doc: dict) -> Layout:
             raise fail(kind, "header unions are not supported by p4lite")
     _add_standard_metadata(doc, layout)
     for i, e in enumerate(doc.get("errors") or []):
-        if not (isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], int)):
+        if not (isinstance(e, list) and len(e) == 2 and isinstance(e[0], str)
+                and isinstance(e[1], int) and 0 <= e[1] < 1 << 32):
             raise fail(f"errors[{i}]", f"bad error entry {e!r}")
         layout.errors[e[0]] = e[1]
     return layout

@@ -11,7 +11,7 @@ import pytest
 from p4lite.switch import hashes
 from p4lite.switch.core import Switch, SwitchLoadError
 from p4lite.switch.runtime_api import ActionCall, MatchField, TableEntry
-from p4lite.switch.samples import l3_router, prim
+from p4lite.switch.samples import l3_router, lifecycle_program, prim
 
 ETH = bytes.fromhex("aabbccddeeff0011223344550800")
 
@@ -112,3 +112,44 @@ def test_json_without_meta_and_aliases_loads() -> None:
     del doc["field_aliases"]
     assert router().process(ETH + ipv4(), 1)[0][0] == 3
     assert Switch(doc).process(ETH + ipv4(), 1) == []  # no entries: default drop
+
+
+def _paths(obj, prefix=()):
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, list):
+        items = enumerate(obj)
+    else:
+        return
+    for k, v in items:
+        yield prefix + (k,)
+        yield from _paths(v, prefix + (k,))
+
+
+@pytest.mark.parametrize("make", [l3_router, lifecycle_program])
+def test_mutated_programs_either_load_error_or_run_cleanly(make) -> None:
+    """Random damage to a program: loading fails with SwitchLoadError, or the switch
+    loads and then runs packets without an internal error."""
+    import random
+
+    rng = random.Random(11)
+    base = make()
+    paths = list(_paths(base))
+    junk = [None, 0, -1, 7, "x", "0xzz", [], {}, True, 2 ** 70, 1.5]
+    for _ in range(300):
+        doc = copy.deepcopy(base)
+        path = rng.choice(paths)
+        parent = doc
+        for k in path[:-1]:
+            parent = parent[k]
+        if rng.random() < 0.3:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = rng.choice(junk)
+        try:
+            sw = Switch(doc)
+        except SwitchLoadError:
+            continue
+        for data in (b"", bytes(20), bytes(range(60))):
+            sw.process(data, 1)
+        assert sw.errors == 0, path
