@@ -78,7 +78,7 @@ def deliver(src, dst, frames: list[bytes], tag: bytes, seconds: float = 1.5) -> 
 
 def test_p4runtime_shell_programs_the_switch_and_traffic_follows(rack, switch, program):
     h1, h2, h3 = rack.hosts
-    assert switch.listen_seconds < 2.0
+    assert switch.listen_seconds < 10.0  # the tutorials give a switch 10 s to listen
     got = shell(switch, rack, program, "program")
     assert len(got["ipv4_lpm"]) == 3 and len(got["l2_exact"]) == 2
     assert len(got["acl_ternary"]) == len(got["ttl_range"]) == len(got["proto_optional"]) == 1
