@@ -397,12 +397,10 @@ class ExprCompiler:
             raw = left.const + right.const if op == "|+|" else left.const - right.const
             value = min(hi, max(lo, int(raw)))
             return Val(t, hexstr(value, t.width), value)
-        # No BMv2 op saturates, so clamp the infinite-precision result with ?:.
+        # As p4c: (u)sat_cast of the infinite-precision sum/difference to the width.
         raw_json = expr_json("+" if op == "|+|" else "-", left.json, right.json)
-        hi_json, lo_json = hexstr(hi, t.width), hexstr(lo, t.width)
-        clamp_lo = expr_json("?", lo_json, raw_json, expr_json("<", raw_json, lo_json))
-        json = expr_json("?", hi_json, clamp_lo, expr_json(">", raw_json, hi_json))
-        return Val(t, json)
+        cast_op = "sat_cast" if t.signed else "usat_cast"
+        return Val(t, expr_json(cast_op, raw_json, hexstr(t.width, None)))
 
     def _c_Ternary(self, e: ast.Ternary) -> Val:
         cond = self.rvalue(e.cond)
@@ -542,7 +540,7 @@ def wrap(json: Json, t: P4Type) -> Json:
     if not isinstance(t, BitT):
         return json
     if t.signed:
-        return expr_json("two_comp_mod", json, hexstr(t.width, 8))
+        return expr_json("two_comp_mod", json, hexstr(t.width, None))
     return expr_json("&", json, hexstr((1 << t.width) - 1, t.width))
 
 

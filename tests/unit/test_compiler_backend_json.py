@@ -272,18 +272,19 @@ def test_bool_storage_uses_b2d_and_d2b() -> None:
     assert cond["expression"] == expr("d2b", None, field("scalars", "userMetadata.flag"))
 
 
-def test_saturating_add_is_clamped_with_conditionals() -> None:
-    prims = compile_program(program("hdr.h.v = hdr.h.v |+| 8w200;")).bmv2["actions"][0][
-        "primitives"]
-    value = prims[0]["parameters"][1]["value"]
-    assert value["op"] == "?" and value["left"] == hexstr("0xff")
-    assert value["cond"]["value"]["op"] == ">"
+def test_saturating_arithmetic_uses_usat_and_sat_cast() -> None:
+    body = "hdr.h.v = hdr.h.v |+| 8w200; meta.s = meta.s |-| 8s100;"
+    prims = compile_program(program(body, meta="int<8> s;")).bmv2["actions"][-1]["primitives"]
+    assert prims[0]["parameters"][1] == expr(
+        "usat_cast", expr("+", field("h", "v"), hexstr("0xc8")), hexstr("0x8"))
+    assert prims[1]["parameters"][1]["value"]["op"] == "sat_cast"
+    assert prims[1]["parameters"][1]["value"]["left"]["value"]["op"] == "-"
 
 
 def test_signed_arithmetic_uses_two_comp_mod() -> None:
     result = compile_program(program("meta.s = meta.s + 1;", meta="int<8> s;"))
     value = result.bmv2["actions"][0]["primitives"][0]["parameters"][1]["value"]
-    assert value["op"] == "two_comp_mod" and value["right"] == hexstr("0x08")
+    assert value["op"] == "two_comp_mod" and value["right"] == hexstr("0x8")
     assert result.bmv2["header_types"][0]["fields"][0] == ["userMetadata.s", 8, True]
 
 
