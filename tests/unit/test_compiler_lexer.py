@@ -127,7 +127,6 @@ def test_eof_token_is_last() -> None:
         ("8w0x1f", 31, 8, False),
         ("16w0x8100", 0x8100, 16, False),
         ("4s3", 3, 4, True),
-        ("4s-3", -3, 4, True),
         ("9w511", 511, 9, False),
         ("32w0b1", 1, 32, False),
         ("1w1", 1, 1, False),
@@ -140,12 +139,27 @@ def test_integer_literals(text: str, value: int, width: int | None, signed: bool
     assert parse_int(text, toks[0].loc) == (value, width, signed)
 
 
-@pytest.mark.parametrize("text", ["12ab", "0x", "8w", "0b102", "8x5", "4w-3"])
+@pytest.mark.parametrize("text", ["12ab", "0x", "8w", "0b102", "8x5", "4w-3", "4s-3", "8s-0x7f"])
 def test_malformed_integer_literals(text: str) -> None:
     loc = SourceLoc("t.p4", 3, 4)
     with pytest.raises(CompileError, match="malformed integer literal") as info:
         parse_int(text, loc)
     assert info.value.loc == loc
+
+
+def test_negative_value_after_the_width_is_one_literal_rejected_with_a_hint() -> None:
+    # p4c: "4s-3" is not a literal, -3 as int<4> is written -4s3 (unary minus).
+    toks = tokenize("x = 4s-3 + 8w-0x7f;", "t.p4")
+    assert [(t.kind, t.value) for t in toks[2:5]] == [
+        ("INT", "4s-3"),
+        ("+", "+"),
+        ("INT", "8w-0x7f"),
+    ]
+    with pytest.raises(CompileError, match=r"'4s-3': .*unsigned digits; write '-4s3'"):
+        parse_int("4s-3", toks[2].loc)
+    with pytest.raises(CompileError, match=r"write '-8w0x7f'"):
+        parse_int("8w-0x7f", toks[4].loc)
+    assert kinds("4s3-1") == ["INT", "-", "INT"]  # a minus after the digits is subtraction
 
 
 def test_string_literal_and_escapes() -> None:

@@ -173,7 +173,8 @@ def body(statements: str) -> list[ast.Node]:
         ("true && false", "(&& true false)"),
         ('"text"', "'text'"),
         ("8w0x1f", "8w31"),
-        ("4s-3", "4s-3"),
+        ("-4s3", "(- 4s3)"),
+        ("4s3-1", "(- 4s3 1)"),
         ("16w0x8100 & 0xff00", "(& 16w33024 65280)"),
         ("ext<bit<4>>(16)", "ext<bit<4>>(16)"),
     ],
@@ -844,6 +845,13 @@ def test_warnings_reach_the_program() -> None:
 def test_syntax_error_is_a_compile_error() -> None:
     with pytest.raises(CompileError):
         parse_text("header {")
+
+
+def test_minus_after_the_width_is_an_error_at_the_literal() -> None:
+    # p4c requires -4s3; 4s-3 is rejected where it starts, with the fix in the message.
+    with pytest.raises(CompileError, match=r"'4s-3': .*write '-4s3'") as info:
+        parse_text("const int<4> A = -4s3;\nconst int<4> B = 4s-3;\n", "neg.p4")
+    assert str(info.value).startswith("neg.p4:2:18: error: malformed integer literal")
 
 
 def test_annotated_externs_blocks_and_constants() -> None:
