@@ -27,7 +27,13 @@ from p4lite.switch.parsegen import (
     lookahead,
     parser_source,
 )
-from p4lite.switch.pipeline import build_table, conditional_source, finish_table, table_source
+from p4lite.switch.pipeline import (
+    build_table,
+    conditional_source,
+    finish_table,
+    fixed_action_source,
+    table_source,
+)
 from p4lite.switch.primitives import RUNTIME_HELPERS, action_source
 from p4lite.switch.program import (
     STANDARD_HEADER,
@@ -120,11 +126,13 @@ class Switch(ControlPlane):
             gen.define(calculation_source(gen, fname, calc), fname)
             gen.calcs[cname] = fname
         actions_by_id = {}
+        self._action_fnames: dict[int, str] = {}
         for i, act in enumerate(need(doc, "actions", "program", list)):
             where = f"action '{act.get('name', i)}'"
             aid = need(act, "id", where, int)
             fname = f"_act{i}"
             actions_by_id[aid] = (act, gen.define(action_source(gen, fname, act, where), fname))
+            self._action_fnames[aid] = fname
         gen.define(parser_source(gen, self._pick(doc, "parsers", "parser")), "parse")
         gen.define(deparser_source(gen, self._pick(doc, "deparsers", "deparser")),
                                    "deparse")
@@ -227,8 +235,9 @@ class Switch(ControlPlane):
             dm = tj.get("direct_meters") or ""
             target = self._direct_meter_targets.get(dm)
             by_bytes = dm in self.meters and self.meters[dm].by_bytes
-            gen.define(table_source(gen, f"_{name}_t{i}", state, codes, target, by_bytes),
-                       f"_{name}_t{i}")
+            fname = f"_{name}_t{i}"
+            fixed = fixed_action_source(gen, fname, tj, self._action_fnames, node_names)
+            gen.define(fixed or table_source(gen, fname, state, codes, target, by_bytes), fname)
             self.tables[state.name] = state
             built.append((state, tj))
         for i, c in enumerate(conds):

@@ -210,6 +210,36 @@ def reinstall_const(t: TableState) -> None:
         t.add(e, internal=True)
 
 
+def fixed_action_source(gen: CodeGen, fname: str, js: dict, action_fnames: dict[int, str],
+                        node_names: dict[str, str]) -> str | None:
+    """A keyless table whose const default can never change (p4c's hidden ``tbl_*`` for
+    action calls in a control body) becomes its action's body with the data bound,
+    followed by a constant next node; None if the table does not qualify."""
+    d = js.get("default_entry")
+    if js.get("key") or not isinstance(d, dict) or not d.get("action_const"):
+        return None
+    if js.get("with_counters") or js.get("direct_meters") or js.get("entries"):
+        return None
+    aid = d.get("action_id")
+    source = gen.sources.get(action_fnames.get(aid, ""))
+    if source is None or aid not in (js.get("action_ids") or []):
+        return None
+    action = js["actions"][js["action_ids"].index(aid)]
+    nxt = js.get("next_tables") or {}
+    target = nxt.get("__MISS__") if ("__HIT__" in nxt or "__MISS__" in nxt) else nxt.get(
+        action, js.get("base_default_next"))
+    if target is not None and target not in node_names:
+        return None  # finish_table reports the unknown node
+    where = f"table '{js.get('name')}' default_entry"
+    args = gen.bind(tuple(parse_hexstr(x, where) for x in d.get("action_data") or []), "args")
+    header, *body = source.rstrip("\n").split("\n")
+    if not header.endswith("(F, P, A):"):
+        return None
+    next_node = node_names[target] if target is not None else "None"
+    return "\n".join([f"def {fname}(F, P):", f"    A = {args}"] + body
+                     + [f"    return {next_node}"]) + "\n"
+
+
 def conditional_source(gen: CodeGen, fname: str, c: dict, node_names: dict[str, str]) -> str:
     name = need(c, "name", "conditional", str)
     where = f"conditional '{name}'"
