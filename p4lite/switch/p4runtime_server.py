@@ -38,6 +38,7 @@ log = logging.getLogger("p4lite.p4runtime")
 
 API_VERSION = "1.3.0"  # what PI's server reports
 READ_BATCH = 100  # entities per ReadResponse
+MAX_MESSAGE = 256 << 20  # a BMv2 JSON can exceed gRPC's 4 MB default (PI allows 256 MB)
 MAX_PENDING = 10_000  # PacketIns / DigestLists queued for one slow client before dropping
 _CLOSE = object()
 
@@ -290,7 +291,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 def serve(device: Device, address: str, max_workers: int = 32) -> tuple[grpc.Server, int]:
     """Start a P4Runtime server on ``address`` ("host:port", port 0 picks one); returns it and the port."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
-                                                    thread_name_prefix="p4rt"))
+                                                    thread_name_prefix="p4rt"),
+                         options=[("grpc.max_receive_message_length", MAX_MESSAGE),
+                                  ("grpc.max_send_message_length", MAX_MESSAGE)])
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(device), server)
     port = server.add_insecure_port(address)
     if port == 0:

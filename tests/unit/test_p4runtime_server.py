@@ -7,7 +7,7 @@ import json
 import grpc
 import pytest
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4lite.switch.device_config import encode_p4_device_config
 from p4lite.switch.runtime_api import Digest, MatchField
@@ -32,6 +32,7 @@ from tests.unit.fakes_switch import (
     T_TERNARY,
     Harness,
     bmv2_json_bytes,
+    p4info,
     update,
     write_errors,
 )
@@ -552,3 +553,18 @@ def test_strict_priority_queues_in_the_device():
         device.receive(bytes([prio, len(sent)]), 1)
     device.service_queues()
     assert [data[0] for _, data in sent] == [7, 7, 3, 0]
+
+
+def test_a_pipeline_larger_than_grpc_default_limit_is_accepted(h):
+    h.stream(1)
+    big = dict(BMV2_JSON, padding="x" * (5 << 20))  # > gRPC's 4 MB default
+    channel = grpc.insecure_channel(f"127.0.0.1:{h.port}",
+                                    options=[("grpc.max_send_message_length", 64 << 20)])
+    stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+    req = Cfg(device_id=DEVICE_ID, action=Cfg.VERIFY_AND_COMMIT)
+    req.election_id.low = 1
+    req.config.p4info.CopyFrom(p4info())
+    req.config.p4_device_config = json.dumps(big).encode()
+    stub.SetForwardingPipelineConfig(req, timeout=10)
+    channel.close()
+    assert h.device.pipeline is not None
