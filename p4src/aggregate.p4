@@ -1,7 +1,8 @@
 /*
  * aggregate.p4: p4hub in-network aggregation for one top-of-rack switch (v1model).
  *
- * Plain P4_16; real p4c (p4c-bm2-ss) and p4lite-c both compile it. The semantics
+ * Plain P4_16 for p4c-bm2-ss and p4lite-c (checked with p4lite-c only: no p4c
+ * on the machine it was written on; v1model's default version). The semantics
  * are those of the shared aggregation protocol (hosts/aggregator.py is the
  * software reference; for identical inputs both produce the same bytes).
  *
@@ -37,7 +38,9 @@
  *      port 48879 (the contribution's destination), so agents cannot tell the
  *      switch from the PBox.
  *   7. Everything else: `l2_fwd` (exact on destination MAC): forward(port),
- *      flood(group) for broadcast (ARP) or drop on a miss.
+ *      flood(group) or drop on a miss. ARP: the controller installs
+ *      ff:ff:ff:ff:ff:ff -> flood(FLOOD_GROUP), so hosts need no static ARP
+ *      and the PBox answers for the aggregator address itself.
  * Egress: flood copies going back out of their ingress port are dropped; each
  * multicast RESULT copy gets its destination MAC/IP/UDP port from `result_dst`
  * (exact on egress_rid; a miss drops the copy); every packet sent is counted
@@ -58,7 +61,8 @@
  *
  * Control-plane conventions (controller/program.py holds the same names)
  *   job ids 1..MAX_JOBS-1; a job's multicast group is its job id; the flood
- *   group is FLOOD_GROUP; a RESULT copy's egress_rid is job*32 + rank, so
+ *   group is MAX_JOBS (1024) with every attached port at rid 0; a RESULT
+ *   copy's egress_rid is job*32 + rank, so
  *   result_dst entries say which worker they address. Everything the controller
  *   needs to rebuild its state after a restart is in the entries: jobs (world
  *   size, slot range, a 32-bit tag of the job's name, the epoch), members and
