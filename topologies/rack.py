@@ -14,6 +14,7 @@ w*-eth0, pbox-eth0) before it starts.
 from __future__ import annotations
 
 import datetime
+import fcntl
 import json
 import os
 import signal
@@ -33,6 +34,9 @@ MAX_WORKERS = 8  # names w1..w8 are ours
 SWITCH_NAME = "s1"
 PBOX_NAME = "pbox"
 CONTROL_PORT = 48880  # the PBox's JSON control channel, inside the pbox host
+# One rack at a time on a machine: the names are fixed, and the leftover cleanup of a
+# second rack would tear down the first one's links.
+LOCK_PATH = Path("/tmp/p4hub-rack.lock")
 
 
 class RackError(RuntimeError):
@@ -61,6 +65,7 @@ class RackConfig:
     log_root: Path = REPO / "logs"
     run_name: str = "rack"
     max_queue_size: int | None = None  # htb/link queue (packets), None = Mininet's default
+    lock_timeout: float = 300.0  # seconds to wait for another rack on this machine to finish
 
 
 class Rack:
@@ -79,6 +84,7 @@ class Rack:
         self.switch = None
         self._procs: list[tuple[str, subprocess.Popen]] = []
         self._pbox_proc: subprocess.Popen | None = None
+        self._lock_file = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -100,8 +106,9 @@ class Rack:
 
         if os.geteuid() != 0:
             raise RackError("the Mininet rack needs root")
-        setLogLevel("error")
+        setLogLevel("critical")  # htb "quantum is big" chatter; failures raise anyway
         linkem.warn_if_delay(self.config.delay_ms)
+        self._lock()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         remove_leftovers()
         switch_cls = self.config.switch_cls or _linux_bridge()
@@ -120,6 +127,19 @@ class Rack:
         self._configure_hosts()
         self._write_manifest()
 
+    def _lock(self) -> None:
+        self._lock_file = open(LOCK_PATH, "a+")  # noqa: SIM115 - held until stop()
+        deadline = time.monotonic() + self.config.lock_timeout
+        while True:
+            try:
+                fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RackError(f"another p4hub rack is running ({LOCK_PATH} is locked)"
+                                    ) from None
+                time.sleep(0.5)
+
     def _link_opts(self) -> dict[str, Any]:
         opts: dict[str, Any] = {}
         if self.config.bw:
@@ -131,6 +151,8 @@ class Rack:
     def _configure_hosts(self) -> None:
         for host in self.hosts:
             intfs = [intf.name for intf in host.intfList() if intf.name != "lo"]
+            if self.config.bw and "htb" not in host.cmd("tc qdisc show dev", intfs[0]):
+                raise RackError(f"{host.name}: bandwidth shaping (htb) was not applied")
             linkem.disable_offloads(host, intfs)
             linkem.apply_loss(host, self.loss_probability, intfs, self.config.loss_method)
             host.cmd("sysctl -qw net.core.rmem_max=8388608 net.core.wmem_max=8388608")
@@ -169,6 +191,9 @@ class Rack:
             except Exception as exc:  # a half-built net: fall back to removing our links
                 print(f"warning: mininet stop failed: {exc}", file=sys.stderr)
             remove_leftovers()
+        if self._lock_file is not None:
+            self._lock_file.close()  # releases the flock
+            self._lock_file = None
 
     # -- processes ------------------------------------------------------------------
 
