@@ -371,10 +371,8 @@ class ExprCompiler:
         if isinstance(left.type, IntT):
             raise CompileError(f"the left operand of {op} needs a width", loc)
         rj = right.json if right.json is not None else hexstr(int(right.const), 8)
-        json = expr_json(op, left.json, rj)
-        if op == "<<":
-            json = wrap(json, left.type)
-        return Val(left.type, json)
+        # p4c's ArithmeticFixup truncates every bit-typed binary result but & | ^.
+        return Val(left.type, wrap(expr_json(op, left.json, rj), left.type))
 
     def _concat(self, left: Val, right: Val, loc) -> Val:
         if not isinstance(left.type, BitT) or not isinstance(right.type, BitT):
@@ -386,7 +384,7 @@ class ExprCompiler:
             return Val(t, hexstr(value, t.width), value)
         shifted = expr_json("<<", left.json, hexstr(right.type.width, 8))
         json = expr_json("|", wrap(shifted, BitT(t.width)), right.json)
-        return Val(t, json)
+        return Val(t, wrap(json, t))
 
     def _saturating(self, op: str, left: Val, right: Val, loc) -> Val:
         t = left.type
@@ -568,12 +566,7 @@ def cast(val: Val, target: P4Type, loc) -> Val:
         if val.const is not None:
             value = wrap_const(int(val.const), target)
             return Val(target, hexstr(value, target.width), value)
-        src_width = width_of(source) if not isinstance(source, IntT) else None
-        src_signed = isinstance(source, BitT) and source.signed
-        if src_width is not None and target.width >= src_width and src_signed == target.signed:
-            return Val(target, val.json)
-        if src_width is not None and target.width >= src_width and not src_signed:
-            return Val(target, val.json)
+        # As p4c's ArithmeticFixup: every cast to bit<N>/int<N> is truncated.
         return Val(target, wrap(val.json, target))
     if isinstance(target, EnumT) and target.underlying is not None:
         return cast(val, target.underlying, loc)

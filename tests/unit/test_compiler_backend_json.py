@@ -255,7 +255,8 @@ def test_slices_concat_and_constant_folding() -> None:
     assert prims[1]["parameters"][1] == expr(
         "|", expr("&", field("h", "w"), hexstr("0xfff0")),
         expr("&", hexstr("0x05"), hexstr("0x000f")))
-    assert prims[2]["parameters"][1]["value"]["op"] == "|"
+    concat = prims[2]["parameters"][1]["value"]
+    assert concat["op"] == "&" and concat["left"]["value"]["op"] == "|"
     assert prims[3]["parameters"][1] == hexstr("0x04")
 
 
