@@ -293,9 +293,14 @@ def serve(device: Device, address: str, max_workers: int = 32) -> tuple[grpc.Ser
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="p4rt"),
                          options=[("grpc.max_receive_message_length", MAX_MESSAGE),
-                                  ("grpc.max_send_message_length", MAX_MESSAGE)])
+                                  ("grpc.max_send_message_length", MAX_MESSAGE),
+                                  # never share the port with a stray switch (grpc's default)
+                                  ("grpc.so_reuseport", 0)])
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(device), server)
-    port = server.add_insecure_port(address)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as exc:  # grpcio raises when the port is taken
+        raise OSError(f"cannot listen on {address}: {exc}") from None
     if port == 0:
         raise OSError(f"cannot listen on {address}")
     server.start()

@@ -568,3 +568,11 @@ def test_a_pipeline_larger_than_grpc_default_limit_is_accepted(h):
     stub.SetForwardingPipelineConfig(req, timeout=10)
     channel.close()
     assert h.device.pipeline is not None
+
+
+def test_a_second_server_cannot_share_the_port(h):
+    from p4lite.switch.p4runtime_device import Device
+    from p4lite.switch.p4runtime_server import serve
+
+    with pytest.raises(OSError):
+        serve(Device(DEVICE_ID, lambda j: None), f"127.0.0.1:{h.port}")
