@@ -332,8 +332,40 @@ def localize(body: list[str]) -> list[str]:
     uses = sum(len(_SLOT.findall(line)) for line in body)
     if uses <= len(loads) + len(stored):  # no repeated access: nothing to gain
         return body
-    return ([f"_f{n} = F[{n}]" for n in sorted(loads)] + text
+    return ([f"_f{n} = F[{n}]" for n in sorted(loads)] + _hoist_bounds(text, stored)
             + [f"F[{n}] = _f{n}" for n in sorted(stored)])
+
+
+_GUARD = re.compile(r"^if _f(\d+) < (\d+):$")
+MIN_HOISTED_GUARDS = 4
+
+
+def _hoist_bounds(text: list[str], stored: set[int]) -> list[str]:
+    """Many index checks on fields the action never writes (register lanes indexed by
+    one slot) become one check in front of an unchecked copy of the code; the checked
+    code still runs when an index is out of range."""
+    limits: dict[int, int] = {}
+    for line in text:
+        m = _GUARD.match(line)
+        if m and int(m.group(1)) not in stored:
+            n, size = int(m.group(1)), int(m.group(2))
+            limits[n] = min(size, limits.get(n, size))
+    if sum(1 for line in text if _GUARD.match(line)) < MIN_HOISTED_GUARDS or not limits:
+        return text
+    fast, dedent = [], False
+    for line in text:
+        m = _GUARD.match(line)
+        if m and int(m.group(1)) in limits:
+            dedent = True
+            continue
+        if dedent and line.startswith("    "):
+            fast.append(line[4:])
+            continue
+        dedent = False
+        fast.append(line)
+    test = " and ".join(f"_f{n} < {size}" for n, size in sorted(limits.items()))
+    return ([f"if {test}:"] + ["    " + line for line in fast] + ["else:"]
+            + ["    " + line for line in text])
 
 
 def _jump_body(gen: CodeGen, prims: list, where: str) -> list[str]:
