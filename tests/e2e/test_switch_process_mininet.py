@@ -82,7 +82,8 @@ def test_mininet_pair_pings_after_p4runtime_routes(tmp_path):
         pa1 = net.addHost("pa1", cls=host_cls, ip="10.0.1.1/24", mac="08:00:00:00:01:11")
         pa2 = net.addHost("pa2", cls=host_cls, ip="10.0.2.2/24", mac="08:00:00:00:02:22")
         grpc_port = free_port()
-        ps1 = net.addSwitch("ps1", cls=switch_cls, grpc_port=grpc_port, workdir=tmp_path)
+        ps1 = net.addSwitch("ps1", cls=switch_cls, grpc_port=grpc_port, workdir=tmp_path,
+                            json_path=str(json_path))  # like run_exercise.py -j build/X.json
         net.addLink(pa1, ps1, port2=1)
         net.addLink(pa2, ps1, port2=2)
         net.build()
@@ -91,7 +92,7 @@ def test_mininet_pair_pings_after_p4runtime_routes(tmp_path):
             host.cmd(f"ip route add default via 10.0.{index}.254 dev {host.defaultIntf().name}")
             host.cmd(f"ip neigh add 10.0.{index}.254 lladdr {ROUTER_MAC} dev {host.defaultIntf().name}")
         before = pa1.cmd("ping -c 1 -W 1 10.0.2.2")
-        assert " 0% packet loss" not in before  # no pipeline yet: nothing forwarded
+        assert " 0% packet loss" not in before  # program loaded, no routes yet: dropped
         hosts = [{"index": 1, "ns": "", "mac": "08:00:00:00:01:11", "ip": "10.0.1.1"},
                  {"index": 2, "ns": "", "mac": "08:00:00:00:02:22", "ip": "10.0.2.2"}]
         run_shell(f"127.0.0.1:{grpc_port}", "program", json=str(json_path), p4info=str(p4info),
