@@ -171,6 +171,7 @@ class PacketLoop:
         self.tick = tick or (lambda: None)
         self.use_files = use_files
         self.dump_bytes = dump_bytes
+        self._trace = False  # per-packet log lines, decided once at open() (-L debug/trace)
         self.pcap_dir = Path(pcap_dir) if pcap_dir is not None else None
         self.start_ns = time.monotonic_ns()
         self._stopping = False
@@ -182,6 +183,7 @@ class PacketLoop:
         return (time.monotonic_ns() - self.start_ns) // 1000
 
     def open(self) -> None:
+        self._trace = log.isEnabledFor(logging.DEBUG)
         if self.pcap_dir is not None:
             self.pcap_dir.mkdir(parents=True, exist_ok=True)
         for port in self.ports.values():
@@ -200,6 +202,9 @@ class PacketLoop:
             return
         if port.pcap_out is not None:
             port.pcap_out.write(frame, self.now_us())
+        if self._trace:
+            log.debug("packet out on port %d (%s), %d bytes%s", port_no, port.iface, len(frame),
+                      ": " + frame[:self.dump_bytes].hex() if self.dump_bytes else "")
         if port.sock is None:
             port.tx += 1
         elif self.transmitter is not None:
@@ -257,8 +262,9 @@ class PacketLoop:
         port.rx += 1
         if port.pcap_in is not None:
             port.pcap_in.write(frame, self.now_us())
-        if self.dump_bytes and log.isEnabledFor(logging.DEBUG):
-            log.debug("port %d in %d bytes: %s", port.number, len(frame), frame[:self.dump_bytes].hex())
+        if self._trace:
+            log.debug("packet in on port %d (%s), %d bytes%s", port.number, port.iface, len(frame),
+                      ": " + frame[:self.dump_bytes].hex() if self.dump_bytes else "")
         self.deliver(frame, port.number)
 
     def _replay_files(self) -> None:
