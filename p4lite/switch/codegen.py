@@ -11,14 +11,18 @@ values (two's complement wrap on store), as BMv2's Data does.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from p4lite.switch.program import Layout, fail, need, parse_hexstr
+from p4lite.switch.program import MAX_FIELD_WIDTH, Layout, fail, need, parse_hexstr
 
 _ARITH = {"+": "+", "-": "-", "*": "*", "<<": "<<", ">>": ">>", "&": "&", "|": "|",
           "^": "^", "/": "//", "%": "%"}
 _COMPARE = {"==": "==", "!=": "!=", ">": ">", ">=": ">=", "<": "<", "<=": "<="}
+
+
+_INT_LITERAL = re.compile(r"^-?\d+$")
 
 
 class PacketExit(Exception):
@@ -170,7 +174,7 @@ class CodeGen:
     def _cast(self, op: str, left: Any, right: Any, where: str) -> str:
         width = parse_hexstr(need(right, "value", where), where)
         x = self.expr(left, where)
-        if width <= 0:
+        if width <= 0 or width > MAX_FIELD_WIDTH:
             raise fail(where, f"{op} to width {width}")
         half, mask = 1 << (width - 1), (1 << width) - 1
         if op == "two_comp_mod":
@@ -236,11 +240,9 @@ class CodeGen:
             return f"F[{lv.index}] = ((({src}) + {half}) & {mask}) - {half}"
         if src_width is not None and src_width <= lv.width:
             return f"F[{lv.index}] = {src}"
-        try:
-            const = int(eval(src, {}))  # noqa: S307 - src is generated here: a literal
-        except Exception:
-            return f"F[{lv.index}] = ({src}) & {mask}"
-        return f"F[{lv.index}] = {const & mask}"
+        if _INT_LITERAL.match(src):  # fold a constant at load time
+            return f"F[{lv.index}] = {int(src) & mask}"
+        return f"F[{lv.index}] = ({src}) & {mask}"
 
     def assign(self, dst: Any, src: Any, where: str) -> str:
         lv = self.lvalue(dst, where)
