@@ -308,6 +308,10 @@ class ControlLowerer:
             raise not_supported("a sub-control argument that is not an l-value or constant",
                                 call.loc)
         name = self.cp_name(inst, inst.name)
+        if name in self.pipeline.applied_controls:
+            raise not_supported(f"applying control instance {inst.name} more than once",
+                                call.loc)
+        self.pipeline.applied_controls.add(name)
         readonly = {p.name for p in decl.params if p.direction not in ("out", "inout")}
         sub = ControlLowerer(self.lw, self.externs, self.pipeline, decl, name, bindings, readonly)
         return sub.lower()
@@ -470,6 +474,7 @@ class PipelineBuilder:
         self.name = name
         self.tables: list[Json] = []
         self.conditionals: list[Json] = []
+        self.applied_controls: set[str] = set()
 
     def conditional(self, expression: Json, loc) -> Json:
         name = f"node_{self.lw.next_node_number()}"

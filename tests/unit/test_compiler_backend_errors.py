@@ -140,3 +140,16 @@ control Sub(in bit<8> x, inout bit<8> y) {
     local = "action set(in bit<8> v) { v = 3; }"
     err = _error(program("set(hdr.h.v);", local))
     assert "cannot write to in parameter v" in str(err)
+
+
+def test_control_instance_applied_twice() -> None:
+    top = """
+control Sub(inout headers hdr) {
+    action a() { }
+    table t { key = { hdr.h.v: exact; } actions = { a; } }
+    apply { t.apply(); }
+}
+"""
+    text = program("s.apply(hdr); s.apply(hdr);", "Sub() s;", top=top)
+    err = _error(text)
+    assert "not supported by p4lite: applying control instance s more than once" in str(err)
