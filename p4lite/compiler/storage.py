@@ -62,6 +62,11 @@ class Storage:
         return HeaderB(STANDARD_METADATA, header_t, metadata=True)
 
     def add_header(self, name: str, t: HeaderT, metadata: bool = False) -> HeaderB:
+        total = sum(width_of(ft) for _, ft in t.fields)
+        if not metadata and total % 8:
+            # BMv2 extracts and emits whole bytes; p4c rejects such headers too.
+            raise CompileError(f"header {t.name} is {total} bits long, not a whole number of "
+                               "bytes", t.decl.loc if t.decl else None)
         self._add_type(t)
         name = self._unique_instance(name)
         self.headers.append((name, t.name, metadata))

@@ -153,3 +153,11 @@ control Sub(inout headers hdr) {
     text = program("s.apply(hdr); s.apply(hdr);", "Sub() s;", top=top)
     err = _error(text)
     assert "not supported by p4lite: applying control instance s more than once" in str(err)
+
+
+def test_headers_must_be_whole_bytes() -> None:
+    text = program().replace("header vlan_t { bit<16> tci; bit<16> etype; }",
+                             "header vlan_t { bit<16> tci; bit<15> etype; }")
+    err = _error(text)
+    assert "header vlan_t is 31 bits long, not a whole number of bytes" in str(err)
+    assert err.loc.line == _line_of(text, "header vlan_t")
