@@ -97,6 +97,8 @@ class Externs:
                 entry.update({"rate_count": 2, "type": unit,
                               "size": int(comp.const_value(args[0]))})
             self.lw.meter_arrays.append(entry)
+            if direct:
+                self.lw.direct_meters.append((entry, inst))
             cp = CpMeter(name, entry["size"], unit.upper(), None, fixed_id)
             self.lw.cp.meters.append(cp)
             return ExternB(kind, name, t, inst, {"json": entry, "cp": cp})

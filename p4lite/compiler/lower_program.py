@@ -64,6 +64,7 @@ def lower_program(program: ast.Program, main_file: str,
     ]
     lower_checksums(lw, externs, blocks["computeChecksum"], bindings(blocks["computeChecksum"]),
                     verify_block=False)
+    _check_direct_meters(lw)
     deparser = blocks["deparser"]
     order = deparser_order(lw, deparser, bindings(deparser))
     deparser_json = {"name": "deparser", "id": 0,
@@ -226,3 +227,14 @@ def _renumber_actions(lw: Lowering, pipelines: list[Json]) -> None:
                 default["action_id"] = new_id[default["action_id"]]
             for entry in table.get("entries", []):
                 entry["action_entry"]["action_id"] = new_id[entry["action_entry"]["action_id"]]
+
+
+def _check_direct_meters(lw: Lowering) -> None:
+    """BMv2 needs a direct meter's table and the field its color is read into."""
+    for entry, inst in lw.direct_meters:
+        if entry["binding"] is None:
+            raise CompileError(f"direct_meter {inst.name} is not attached to a table "
+                               "(meters = ...)", inst.loc)
+        if entry["result_target"] is None:
+            raise CompileError(f"direct_meter {inst.name} is never read: call {inst.name}"
+                               ".read(...) in an action of its table", inst.loc)

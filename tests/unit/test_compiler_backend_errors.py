@@ -161,3 +161,19 @@ def test_headers_must_be_whole_bytes() -> None:
     err = _error(text)
     assert "header vlan_t is 31 bits long, not a whole number of bytes" in str(err)
     assert err.loc.line == _line_of(text, "header vlan_t")
+
+
+def test_direct_meter_must_be_bound_and_read() -> None:
+    local = """
+    direct_meter<bit<8>>(MeterType.packets) dm;
+    action a() { }
+    table t { key = { hdr.h.v: exact; } actions = { a; } meters = dm; }
+"""
+    text = program("t.apply();", local)
+    err = _error(text)
+    assert "direct_meter dm is never read" in str(err)
+    assert err.loc.line == _line_of(text, "direct_meter<bit<8>>")
+    unbound = local.replace(" meters = dm;", "").replace("action a() { }",
+                                                          "action a() { dm.read(meta.m); }")
+    assert "direct_meter dm is not attached to a table" in str(
+        _error(program("t.apply();", unbound)))
