@@ -23,6 +23,7 @@ _COMPARE = {"==": "==", "!=": "!=", ">": ">", ">=": ">=", "<": "<", "<=": "<="}
 
 
 _INT_LITERAL = re.compile(r"^-?\d+$")
+MAX_SHIFT = 1 << 17  # bits; wider than any field (program.MAX_FIELD_WIDTH is 2**16)
 
 
 class PacketExit(Exception):
@@ -140,6 +141,8 @@ class CodeGen:
     def _op(self, e: Any, where: str) -> str:
         op = need(e, "op", where, str)
         left, right = e.get("left"), e.get("right")
+        if op == "<<":
+            return self._shift_left(left, right, where)
         if op in _ARITH:
             return f"({self.expr(left, where)} {_ARITH[op]} {self.expr(right, where)})"
         if op in _COMPARE:
@@ -170,6 +173,16 @@ class CodeGen:
         if op == "size_stack":
             return f"F[{self._stack_of(right, where).next_slot}]"
         raise fail(where, f"expression operator '{op}' is not supported by p4lite")
+
+    def _shift_left(self, left: Any, right: Any, where: str) -> str:
+        """``left << right``, with a run-time amount capped so a packet cannot make the
+        switch build a gigabit integer; any amount past the cap already exceeds every
+        field, so stores (masked) and comparisons come out the same."""
+        x, n = self.expr(left, where), self.expr(right, where)
+        width = self.width_of(right)
+        if _INT_LITERAL.match(n) or (width is not None and (1 << width) <= MAX_SHIFT):
+            return f"({x} << {n})"
+        return f"({x} << min({n}, {MAX_SHIFT}))"
 
     def _cast(self, op: str, left: Any, right: Any, where: str) -> str:
         width = parse_hexstr(need(right, "value", where), where)

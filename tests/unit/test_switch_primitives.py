@@ -167,3 +167,21 @@ def test_p4_14_arithmetic_primitives() -> None:
                prim("bit_or", fld("d", "b"), hexstr(0xF0), hexstr(0x0F)),
                prim("shift_left", fld("d", "s"), hexstr(1), hexstr(3))])
     assert out[13] == 4 and out[14] == 0xFF and out[12] == 8
+
+
+def test_packet_controlled_shift_amount_cannot_blow_up() -> None:
+    """A 32-bit shift amount from the packet: p4c's mask makes the result 0, and the
+    switch must not build a 4-gigabit integer on the way."""
+    b = ProgramBuilder()
+    b.header("n", [["amount", 32, False], ["out", 32, False]])
+    b.set_parser([{"name": "start", "id": 0, "parser_ops": [
+        {"op": "extract", "parameters": [{"type": "regular", "value": "n"}]}],
+        "transition_key": [], "transitions": [
+            {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["n"])
+    aid = b.action("ingress.act", [], [
+        prim("assign", fld("n", "out"), masked(expr("<<", hexstr(1), fld("n", "amount")), 32))])
+    b.table("ingress", "ingress.t", [], [("ingress.act", aid)], default=(aid, []))
+    sw = Switch(b.doc)
+    out = sw.process(b"\xff\xff\xff\xff" + bytes(4), 0)
+    assert out[0][1] == b"\xff\xff\xff\xff" + bytes(4) and sw.errors == 0
+    assert sw.process(b"\x00\x00\x00\x1f" + bytes(4), 0)[0][1][4:] == b"\x80\x00\x00\x00"
