@@ -117,6 +117,7 @@ class Lowering:
         self.cp_positions: dict[str, SourceLoc] = {}
         self.action_locs: list[SourceLoc | None] = []
         self.direct_meters: list[tuple[Json, ast.Instantiation]] = []
+        self.direct_counters: list[tuple[Json, ast.Instantiation]] = []
 
     def next_node_number(self) -> int:
         """p4c numbers control-flow nodes (tables and conditionals) in one sequence."""

@@ -82,6 +82,8 @@ class Externs:
             else:
                 entry.update({"size": int(comp.const_value(args[0])), "is_direct": False})
             self.lw.counter_arrays.append(entry)
+            if direct:
+                self.lw.direct_counters.append((entry, inst))
             cp = CpCounter(name, entry.get("size", 0), _COUNTER_UNITS[unit], None, fixed_id)
             self.lw.cp.counters.append(cp)
             return ExternB(kind, name, t, inst, {"json": entry, "cp": cp})

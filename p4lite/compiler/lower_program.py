@@ -231,6 +231,10 @@ def _renumber_actions(lw: Lowering, pipelines: list[Json]) -> None:
 
 def _check_direct_meters(lw: Lowering) -> None:
     """BMv2 needs a direct meter's table and the field its color is read into."""
+    for entry, inst in lw.direct_counters:
+        if entry["binding"] is None:
+            raise CompileError(f"direct_counter {inst.name} is not attached to a table "
+                               "(counters = ...)", inst.loc)
     for entry, inst in lw.direct_meters:
         if entry["binding"] is None:
             raise CompileError(f"direct_meter {inst.name} is not attached to a table "

@@ -177,3 +177,15 @@ def test_direct_meter_must_be_bound_and_read() -> None:
                                                           "action a() { dm.read(meta.m); }")
     assert "direct_meter dm is not attached to a table" in str(
         _error(program("t.apply();", unbound)))
+
+
+def test_direct_counter_must_be_attached() -> None:
+    local = """
+    direct_counter(CounterType.packets) dc;
+    action a() { }
+    table t { key = { hdr.h.v: exact; } actions = { a; } }
+"""
+    text = program("t.apply();", local)
+    err = _error(text)
+    assert "direct_counter dc is not attached to a table" in str(err)
+    assert err.loc.line == _line_of(text, "direct_counter(")
