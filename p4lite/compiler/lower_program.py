@@ -9,7 +9,7 @@ from p4lite.compiler.bindings import Binding, ConstB, ExternB, FieldB, StructB
 from p4lite.compiler.bmv2_json import assemble
 from p4lite.compiler.context import Lowering, SourceText
 from p4lite.compiler.cpmodel import ControlPlaneModel, CpControllerHeader
-from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
 from p4lite.compiler.externs import Externs
 from p4lite.compiler.lower_checksum import lower_checksums
 from p4lite.compiler.lower_control import pipeline_from_control
@@ -87,7 +87,8 @@ def _fold_const(env: ProgramEnv, expr: ast.Expression, t) -> ConstB:
 def _main_blocks(env: ProgramEnv) -> dict[str, ast.Declaration]:
     main = next((i for i in env.instantiations if i.name == "main"), None)
     if main is None:
-        raise CompileError("the program has no `main` package instance", None)
+        raise CompileError("the program has no `main` package instance",
+                           SourceLoc(env.main_file, 1, 1))
     type_name = main.type.name if isinstance(main.type, ast.TypeName) else (
         main.type.base.name if isinstance(main.type, ast.SpecializedType) else "?")
     if type_name != "V1Switch":

@@ -151,7 +151,8 @@ class Storage:
             self._types[t.name] = fields
             self._type_order.append(t.name)
         elif existing != fields:
-            raise CompileError(f"two different header types are named {t.name}", None)
+            raise CompileError(f"two different header types are named {t.name}",
+                               t.decl.loc if t.decl else None)
 
     def _unique_instance(self, name: str) -> str:
         base, n = name, 0
