@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
               "io_over_core": io_pps / core if core else None,
               "switch_core_json": _switch_core_l3(),
               "host": {"python": platform.python_version(), "machine": platform.machine(),
-                       "cpus": os.cpu_count()},
+                       "cpus": os.cpu_count(), "loadavg_1min": os.getloadavg()[0]},
               "seconds": time.monotonic() - started}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
