@@ -83,7 +83,7 @@ def _decode_field(table: TableInfo, key: KeyField,
             raise invalid(f"{what}: the full range is a don't-care; leave the field out")
         return MatchField("range", low, high=high)
     value = decode_int(fm.optional.value, key.bitwidth, what)
-    return MatchField("optional", value, mask=full)
+    return MatchField(key.json_kind, value, mask=full)
 
 
 def _dont_care(key: KeyField, full: int, what: str) -> MatchField:
@@ -93,7 +93,7 @@ def _dont_care(key: KeyField, full: int, what: str) -> MatchField:
         return MatchField("lpm", 0, prefix_len=0)
     if key.kind == "range":
         return MatchField("range", 0, high=full)
-    return MatchField(key.kind, 0, mask=0)
+    return MatchField(key.json_kind, 0, mask=0)
 
 
 def _decode_lpm(key: KeyField, lpm: p4runtime_pb2.FieldMatch.LPM, what: str) -> MatchField:

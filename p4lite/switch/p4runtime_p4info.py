@@ -159,8 +159,7 @@ def _table_info(table: p4info_pb2.Table, json_kinds: list[str] | None) -> TableI
         if kind is None:
             raise invalid(f"table {name}: match field {mf.name} has an unsupported match type")
         json_kind = json_kinds[pos] if json_kinds is not None else kind
-        fields.append(KeyField(mf.id, mf.name, mf.bitwidth, kind,
-                               "valid" if json_kind == "valid" else kind))
+        fields.append(KeyField(mf.id, mf.name, mf.bitwidth, kind, _core_kind(kind, json_kind)))
     return TableInfo(
         id=table.preamble.id, name=name, fields=fields,
         fields_by_id={f.id: f for f in fields},
@@ -168,6 +167,18 @@ def _table_info(table: p4info_pb2.Table, json_kinds: list[str] | None) -> TableI
         const_default_action_id=table.const_default_action_id,
         is_const=table.is_const_table,
         needs_priority=any(f.kind in PRIORITY_KINDS for f in fields))
+
+
+def _core_kind(kind: str, json_kind: str) -> str:
+    """The kind the core gets: the JSON's where P4Info says something equivalent.
+
+    ``isValid()`` keys are 1-bit exact in P4Info but ``valid`` in the JSON; an
+    optional key may be written as ``ternary`` in the JSON (its value/mask pair
+    with mask 0 or all ones means the same).
+    """
+    if json_kind == "valid" or (kind == "optional" and json_kind == "ternary"):
+        return json_kind
+    return kind
 
 
 def _index_externs(index: P4InfoIndex, p4info: p4info_pb2.P4Info) -> None:

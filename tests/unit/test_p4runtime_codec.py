@@ -92,3 +92,16 @@ def test_controller_headers_bit_packing():
     msg.metadata.add(metadata_id=1, value=b"\x02\x00")
     with pytest.raises(P4RuntimeError):
         build_packet_out(fields, msg)  # 512 does not fit in 9 bits
+
+
+def test_optional_key_written_as_ternary_in_the_json_goes_to_the_core_as_ternary():
+    as_ternary = json.loads(json.dumps(BMV2_JSON))
+    as_ternary["pipelines"][0]["tables"][4]["key"][0]["match_type"] = "ternary"
+    opt = build_index(p4info(), as_ternary).table(T_OPTIONAL)
+    fm = p4runtime_pb2.FieldMatch(field_id=1)
+    fm.optional.value = b"\x06"
+    valid = p4runtime_pb2.FieldMatch(field_id=2)
+    valid.exact.value = b"\x01"
+    decoded = decode_match(opt, [fm, valid])
+    assert decoded == (MatchField("ternary", 6, mask=0xFF), MatchField("valid", 1))
+    assert [m.WhichOneof("field_match_type") for m in encode_match(opt, decoded)] == ["optional", "exact"]
