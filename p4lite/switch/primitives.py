@@ -341,19 +341,24 @@ MIN_HOISTED_GUARDS = 4
 
 
 def _hoist_bounds(text: list[str], stored: set[int]) -> list[str]:
-    """Many index checks on fields the action never writes (register lanes indexed by
-    one slot) become one check in front of an unchecked copy of the code; the checked
-    code still runs when an index is out of range."""
+    """Many index checks on fields the rest of the action never writes (register lanes
+    indexed by one slot) become one check in front of an unchecked copy of that rest;
+    the checked code still runs when an index is out of range."""
+    first = next((i for i, line in enumerate(text) if _GUARD.match(line)), None)
+    if first is None:
+        return text
+    prefix, rest = text[:first], text[first:]
+    written = {int(m.group(1)) for line in rest if (m := _STORE.match(line))}
     limits: dict[int, int] = {}
-    for line in text:
+    for line in rest:
         m = _GUARD.match(line)
-        if m and int(m.group(1)) not in stored:
+        if m and int(m.group(1)) not in written:
             n, size = int(m.group(1)), int(m.group(2))
             limits[n] = min(size, limits.get(n, size))
-    if sum(1 for line in text if _GUARD.match(line)) < MIN_HOISTED_GUARDS or not limits:
+    if sum(1 for line in rest if _GUARD.match(line)) < MIN_HOISTED_GUARDS or not limits:
         return text
     fast, dedent = [], False
-    for line in text:
+    for line in rest:
         m = _GUARD.match(line)
         if m and int(m.group(1)) in limits:
             dedent = True
@@ -364,8 +369,8 @@ def _hoist_bounds(text: list[str], stored: set[int]) -> list[str]:
         dedent = False
         fast.append(line)
     test = " and ".join(f"_f{n} < {size}" for n, size in sorted(limits.items()))
-    return ([f"if {test}:"] + ["    " + line for line in fast] + ["else:"]
-            + ["    " + line for line in text])
+    return (prefix + [f"if {test}:"] + ["    " + line for line in fast] + ["else:"]
+            + ["    " + line for line in rest])
 
 
 def _jump_body(gen: CodeGen, prims: list, where: str) -> list[str]:
