@@ -42,6 +42,12 @@ def lower_program(program: ast.Program, main_file: str,
         if not isinstance(t, StructT):
             raise CompileError(f"the parser's {what} parameter must be a struct",
                                parser.params[p].loc)
+    if std_t.name != "standard_metadata_t":
+        raise CompileError(f"the parser's last parameter must be standard_metadata_t, not "
+                           f"{std_t.name}", parser.params[3].loc)
+    if headers_t is meta_t:
+        raise not_supported("one struct type for both headers and metadata",
+                            parser.params[2].loc)
     shared = {
         id(std_t): lw.storage.add_standard_metadata(std_t),
         id(headers_t): lw.storage.bind_headers_struct(headers_t),
