@@ -254,12 +254,23 @@ class ControlLowerer:
                 binding = scope.lookup(func.name)
                 decl = binding.decl if isinstance(binding, DeclB) and (
                     binding.kind == "action") else self.lw.env.actions.get(func.name)
-                # An action with directional parameters is inlined into a hidden action,
-                # one without gets its own hidden table (as p4c does).
+                # An action with directional parameters or run-time arguments is inlined
+                # into a hidden action; otherwise it gets its own hidden table (as p4c).
                 if decl is not None:
-                    return any(p.direction for p in decl.params)
+                    return any(p.direction for p in decl.params) or not self._constant_args(
+                        stmt.call, scope)
             return True
         return False
+
+    def _constant_args(self, call: ast.Call, scope: Scope) -> bool:
+        comp = ExprCompiler(self.lw.env, scope)
+        for arg in call.args:
+            try:
+                if comp.compile(arg.value).const is None:
+                    return False
+            except CompileError:
+                return True  # let the real lowering report it
+        return True
 
     def lower_stmt(self, stmt: ast.Node, scope: Scope) -> Frag:
         if isinstance(stmt, ast.Block):

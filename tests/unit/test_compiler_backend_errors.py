@@ -189,3 +189,11 @@ def test_direct_counter_must_be_attached() -> None:
     err = _error(text)
     assert "direct_counter dc is not attached to a table" in str(err)
     assert err.loc.line == _line_of(text, "direct_counter(")
+
+
+def test_parser_needs_standard_metadata_last() -> None:
+    text = program().replace("inout meta_t meta, inout standard_metadata_t sm) {\n\n",
+                             "inout meta_t meta, inout headers sm) {\n\n", 1)
+    assert "inout headers sm" in text
+    err = _error(text)
+    assert "the parser's last parameter must be standard_metadata_t, not headers" in str(err)

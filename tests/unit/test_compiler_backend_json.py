@@ -566,3 +566,15 @@ def test_p4c_nesting_wraps_expression_parameters_twice() -> None:
     assert not _bmv2_can_build(plain["actions"][-1]["primitives"][0]["parameters"][1]["value"])
     set_op = nested["parsers"][0]["parse_states"][0]["parser_ops"][1]
     assert set_op["op"] == "set" and _bmv2_can_build(set_op["parameters"][1]["value"])
+
+
+def test_direct_call_with_runtime_argument_is_inlined() -> None:
+    local = "action setp(bit<9> p) { sm.egress_spec = p; }"
+    result = compile_program(program("setp(7); setp(sm.ingress_port);", local))
+    names = [t["name"] for t in ingress(result)["tables"]]
+    assert names[0] == "tbl_setp"
+    assert table(result, "tbl_setp")["default_entry"]["action_data"] == ["0x7"]
+    inlined = table(result, names[1])["actions"][0]
+    prims = action(result, inlined)["primitives"]
+    assert prims[-1]["parameters"] == [field("standard_metadata", "egress_spec"),
+                                       field("standard_metadata", "ingress_port")]
