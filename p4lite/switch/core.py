@@ -19,7 +19,7 @@ from typing import Any
 from p4lite.switch import hashes
 from p4lite.switch.codegen import CodeGen, PacketAssertion, PacketExit, TooShort
 from p4lite.switch.control import ControlPlane
-from p4lite.switch.lifecycle import egress_source, receive_source
+from p4lite.switch.lifecycle import egress_source, ingress_normal_source, receive_source
 from p4lite.switch.parsegen import (
     calculation_source,
     checksum_sources,
@@ -149,12 +149,14 @@ class Switch(ControlPlane):
                                  if owner in layout.headers and layout.headers[owner].metadata
                                  or owner == STANDARD_HEADER)
         espec_reset = (self.drop_port + 1) & ((1 << layout.width[self._S.egress_spec]) - 1)
-        ns.update(_template=self._template, _Pkt=Pkt)
+        ns.update(_template=self._template, _Pkt=Pkt, _Queued=Queued)
         self._receive = gen.define(receive_source(
             self.std, layout.width, any(c.get("verify", True) for c in checks)), "receive")
         self._egress_run = gen.define(egress_source(
             self.std, layout.width, self.drop_port, espec_reset,
             any(c.get("update", True) for c in checks)), "egress_run")
+        self._ingress_normal = gen.define(ingress_normal_source(self.std, self.drop_port),
+                                          "ingress_normal")
 
     @staticmethod
     def _pick(doc: dict, kind: str, name: str) -> dict:
@@ -267,7 +269,12 @@ class Switch(ControlPlane):
             raise SwitchRuntimeError(CODE_INVALID_ARGUMENT, f"ingress port {port!r} outside 0..{MAX_PORT}")
         try:
             data = packet if type(packet) is bytes else bytes(packet)
-            return self._ingress(data, port, now_us, NORMAL, (), 0)
+            result = self._ingress_normal(data, port, now_us, self._ingress_init)
+            if result is None:
+                return []
+            if type(result) is Queued:
+                return [result]
+            return self._after_ingress(result, data, port, now_us, 0)
         except Exception:
             self.errors += 1
             log.exception("packet dropped: internal error in ingress (port %s)", port)
@@ -293,6 +300,10 @@ class Switch(ControlPlane):
     def _ingress(self, data: bytes, port: int, now: int, itype: int, preserved: tuple,
                  depth: int) -> list[Queued]:
         P = self._receive(data, port, now, itype, preserved, depth, self._ingress_init)
+        return self._after_ingress(P, data, port, now, depth)
+
+    def _after_ingress(self, P: Pkt, data: bytes, port: int, now: int, depth: int) -> list[Queued]:
+        """v1model's decisions after ingress: clone, digest, resubmit, multicast, drop, unicast."""
         F = P.F
         out: list[Queued] = []
         S = self._S

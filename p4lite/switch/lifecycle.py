@@ -52,6 +52,29 @@ def receive_source(std: dict[str, int], widths: list[int], has_verify: bool) -> 
     return "\n".join(lines) + "\n"
 
 
+def ingress_normal_source(std: dict[str, int], drop_port: int) -> str:
+    """``ingress_normal(data, port, now, init) -> Queued | Pkt | None``.
+
+    A newly received packet through ingress, with the common endings decided here:
+    None when dropped, a Queued for plain unicast; the Pkt itself when it asked
+    for a clone, digest, resubmit or multicast (core.py decides those).
+    """
+    return "\n".join([
+        "def ingress_normal(data, port, now, init):",
+        "    P = receive(data, port, now, 0, (), 0, init)",
+        "    if P.clone_i is not None or P.digest or P.resubmit is not None:",
+        "        return P",
+        "    F = P.F",
+        f"    if F[{std['mcast_grp']}]:",
+        "        return P",
+        f"    _s = F[{std['egress_spec']}]",
+        f"    if _s == {drop_port}:",
+        "        return None",
+        f"    F[{std['instance_type']}] = 0",
+        f"    return _Queued(_s, F[{std['priority']}], P.ilen, P)",
+    ]) + "\n"
+
+
 def egress_source(std: dict[str, int], widths: list[int], drop_port: int, espec_reset: int,
                   has_update: bool) -> str:
     """``egress_run(P, port, now, length, q, init) -> bytes | None`` (None: dropped).
