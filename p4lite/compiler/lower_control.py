@@ -201,10 +201,9 @@ class ControlLowerer:
         frag = self.lower_stmts(self.init_stmts + list(body), self.scope)
         if frag.entry is RETURN:
             return Frag(PASS, [])
+        # `return` leaves this control: it continues wherever the control's end does.
         frag.exits += self.return_exits
         self.return_exits = []
-        if frag.entry is not PASS and frag.entry is not EXIT and not frag.exits:
-            return frag
         return frag
 
     def lower_stmts(self, stmts: list[ast.Node], scope: Scope) -> Frag:
