@@ -20,7 +20,15 @@ from p4lite.switch.runtime_api import (
     SwitchRuntimeError,
     TableEntry,
 )
-from p4lite.switch.state import CounterArray, MeterArray, Pre, RegisterArray, TrTcm
+from p4lite.switch.state import (
+    CounterArray,
+    MeterArray,
+    Pre,
+    RegisterArray,
+    TrTcm,
+    check_count,
+    check_rates,
+)
 from p4lite.switch.tables import TableState, bad
 
 MAX_PORT = (1 << 9) - 1
@@ -38,26 +46,6 @@ def _check_index(kind: str, name: str, index: object, size: int) -> int:
         raise SwitchRuntimeError(CODE_OUT_OF_RANGE,
                                  f"{kind} '{name}': index {index} outside 0..{size - 1}")
     return index
-
-
-def _check_count(value: object, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise bad(f"{what} must be a non-negative integer, got {value!r}")
-    return value
-
-
-def _check_rates(rates: object) -> tuple[tuple[int, int], ...] | None:
-    if rates is None:
-        return None
-    ok = (isinstance(rates, (tuple, list)) and len(rates) == 2
-          and all(isinstance(r, (tuple, list)) and len(r) == 2 for r in rates))
-    if not ok:
-        raise bad(f"meter rates must be ((cir, cburst), (pir, pburst)), got {rates!r}")
-    out = tuple((_check_count(r[0], "meter rate"), _check_count(r[1], "meter burst"))
-                for r in rates)
-    if out[0][0] > out[1][0]:
-        raise bad(f"meter CIR {out[0][0]} is above PIR {out[1][0]}")
-    return out
 
 
 def _check_port(port: object) -> int:
@@ -117,8 +105,8 @@ class ControlPlane:
         if not t.with_counters:
             raise bad(f"table '{table}' has no direct counter")
         e = t.find(match, priority)
-        e.bytes = _check_count(byte_count, "byte count")
-        e.packets = _check_count(packet_count, "packet count")
+        e.bytes = check_count(byte_count, "byte count")
+        e.packets = check_count(packet_count, "packet count")
 
     def direct_meter_set(self, table: str, match: tuple[MatchField, ...], priority: int,
                          rates: tuple[tuple[int, int], ...] | None) -> None:
@@ -126,7 +114,7 @@ class ControlPlane:
         if not t.has_meter:
             raise bad(f"table '{table}' has no direct meter")
         e = t.find(match, priority)
-        checked = _check_rates(rates)
+        checked = check_rates(rates)
         e.meter = TrTcm(checked) if checked is not None else None
 
     # -- indexed externs -------------------------------------------------------------
@@ -147,8 +135,8 @@ class ControlPlane:
     def counter_write(self, name: str, index: int, byte_count: int, packet_count: int) -> None:
         c = self._counter(name)
         i = _check_index("counter", name, index, c.size)
-        c.bytes[i] = _check_count(byte_count, "byte count")
-        c.packets[i] = _check_count(packet_count, "packet count")
+        c.bytes[i] = check_count(byte_count, "byte count")
+        c.packets[i] = check_count(packet_count, "packet count")
 
     def counter_size(self, name: str) -> int:
         return self._counter(name).size
@@ -164,7 +152,7 @@ class ControlPlane:
     def meter_set(self, name: str, index: int, rates: tuple[tuple[int, int], ...] | None) -> None:
         m = self._meter(name)
         i = _check_index("meter", name, index, m.size)
-        checked = _check_rates(rates)
+        checked = check_rates(rates)
         m.meters[i] = TrTcm(checked) if checked is not None else None
 
     def meter_get(self, name: str, index: int) -> tuple[tuple[int, int], ...] | None:
@@ -185,7 +173,7 @@ class ControlPlane:
     def register_write(self, name: str, index: int, value: int) -> None:
         r = self._register(name)
         i = _check_index("register", name, index, r.size)
-        if _check_count(value, "register value") > r.mask:
+        if check_count(value, "register value") > r.mask:
             raise bad(f"value {value:#x} does not fit register '{name}' ({r.bitwidth} bits)")
         r.values[i] = value
 
@@ -204,7 +192,7 @@ class ControlPlane:
         by_rid: dict[int, list[int]] = {}
         for r in replicas:
             _check_port(r.port)
-            _check_count(r.rid, "replica rid")
+            check_count(r.rid, "replica rid")
             if (r.port, r.rid) in seen:
                 raise bad(f"duplicate replica (port {r.port}, rid {r.rid}) in group {group}")
             seen.add((r.port, r.rid))
@@ -223,11 +211,11 @@ class ControlPlane:
         return {g: list(r) for g, r in self.pre.groups.items()}
 
     def clone_session_set(self, session: int, replicas: list[Replica], packet_length: int = 0) -> None:
-        _check_count(session, "clone session id")
-        _check_count(packet_length, "clone packet length")
+        check_count(session, "clone session id")
+        check_count(packet_length, "clone packet length")
         for r in replicas:
             _check_port(r.port)
-            _check_count(r.rid, "replica rid")
+            check_count(r.rid, "replica rid")
         self.pre.session_groups.pop(session, None)
         self.pre.sessions[session] = (list(replicas), packet_length)
 
@@ -250,7 +238,7 @@ class ControlPlane:
         self.pre.node_groups[group] = []
 
     def mc_node_create(self, rid: int, ports: list[int]) -> int:
-        _check_count(rid, "node rid")
+        check_count(rid, "node rid")
         checked = sorted({_check_port(p) for p in ports})
         handle = self.pre.next_handle
         self.pre.next_handle += 1
@@ -274,7 +262,7 @@ class ControlPlane:
         self.clone_session_set(session, [Replica(_check_port(port), 0)])
 
     def mirroring_add_mc(self, session: int, group: int) -> None:
-        _check_count(session, "clone session id")
+        check_count(session, "clone session id")
         self.pre.sessions.pop(session, None)
         self.pre.session_groups[session] = group
 

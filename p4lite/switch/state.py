@@ -8,10 +8,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from p4lite.switch.runtime_api import Replica
+from p4lite.switch.runtime_api import CODE_INVALID_ARGUMENT, Replica, SwitchRuntimeError
 
 GREEN, YELLOW, RED = 0, 1, 2
 _US = 1_000_000  # token buckets count units * 1e6 so microsecond refills stay integral
+
+
+def check_count(value: object, what: str) -> int:
+    """``value`` if it is a non-negative int, else INVALID_ARGUMENT."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise SwitchRuntimeError(CODE_INVALID_ARGUMENT, f"{what} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def check_rates(rates: object) -> tuple[tuple[int, int], ...] | None:
+    """Validated ((cir, cburst), (pir, pburst)), or None; else INVALID_ARGUMENT."""
+    if rates is None:
+        return None
+    ok = (isinstance(rates, (tuple, list)) and len(rates) == 2
+          and all(isinstance(r, (tuple, list)) and len(r) == 2 for r in rates))
+    if not ok:
+        raise SwitchRuntimeError(CODE_INVALID_ARGUMENT, f"meter rates must be ((cir, cburst), (pir, pburst)), got {rates!r}")
+    out = tuple((check_count(r[0], "meter rate"), check_count(r[1], "meter burst"))
+                for r in rates)
+    if out[0][0] > out[1][0]:
+        raise SwitchRuntimeError(CODE_INVALID_ARGUMENT, f"meter CIR {out[0][0]} is above PIR {out[1][0]}")
+    return out
 
 
 class RegisterArray:

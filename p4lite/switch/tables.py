@@ -32,7 +32,7 @@ from p4lite.switch.runtime_api import (
     SwitchRuntimeError,
     TableEntry,
 )
-from p4lite.switch.state import TrTcm
+from p4lite.switch.state import TrTcm, check_count, check_rates
 
 
 def bad(message: str) -> SwitchRuntimeError:
@@ -176,11 +176,15 @@ class TableState:
         if len(self.entries) >= self.max_size > 0:
             raise SwitchRuntimeError(CODE_RESOURCE_EXHAUSTED, f"table '{self.name}' is full "
                                      f"({self.max_size} entries)")
+        rates = check_rates(entry.meter_rates)
+        if rates is not None and not self.has_meter:
+            raise bad(f"table '{self.name}' has no direct meter")
+        counts = (check_count(entry.counter_bytes, "byte count"),
+                  check_count(entry.counter_packets, "packet count"))
         e = Entry(tuple(entry.match), entry.action, entry.priority, info.fn,
                   self._next_for(entry.action.name, True), next(self._seq), key)
-        if self.has_meter and entry.meter_rates:
-            e.meter = TrTcm(entry.meter_rates)
-        e.bytes, e.packets = entry.counter_bytes, entry.counter_packets
+        e.meter = TrTcm(rates) if rates is not None else None
+        e.bytes, e.packets = counts
         self.entries[key] = e
         self._index(e)
 
@@ -196,10 +200,14 @@ class TableState:
             raise SwitchRuntimeError(CODE_PERMISSION_DENIED, f"table '{self.name}' is const")
         e = self.find(entry.match, entry.priority)
         info = self.action_call(entry.action)
+        rates = check_rates(entry.meter_rates)
+        if rates is not None and not self.has_meter:
+            raise bad(f"table '{self.name}' has no direct meter")
+        # everything is valid: apply
         e.action, e.fn, e.args = entry.action, info.fn, entry.action.params
         e.next = self._next_for(entry.action.name, True)
-        if self.has_meter and entry.meter_rates is not None:
-            e.meter = TrTcm(entry.meter_rates)
+        if rates is not None:
+            e.meter = TrTcm(rates)
 
     def delete(self, match: tuple[MatchField, ...], priority: int) -> None:
         if self.const:

@@ -265,3 +265,13 @@ def test_duplicate_missing_and_full() -> None:
     sw.table_add(entry((MatchField("exact", 2),), 1))
     assert code_of(sw.table_add, entry((MatchField("exact", 3),), 1)) == CODE_RESOURCE_EXHAUSTED
     assert code_of(sw.table_entries, "ingress.none") == CODE_NOT_FOUND
+
+
+def test_meter_config_on_a_table_without_direct_meter_is_refused() -> None:
+    sw = Switch(program(EXACT))
+    e = TableEntry(T, (MatchField("exact", 1),), ActionCall(SET, (1,)), meter_rates=((1, 1), (2, 2)))
+    assert code_of(sw.table_add, e) == CODE_INVALID_ARGUMENT
+    sw.table_add(entry((MatchField("exact", 1),), 1))
+    changed = TableEntry(T, e.match, ActionCall(SET, (7,)), meter_rates=e.meter_rates)
+    assert code_of(sw.table_modify, changed) == CODE_INVALID_ARGUMENT
+    assert out_of(sw, 1) == 1  # the refused modify changed nothing
