@@ -105,8 +105,8 @@ class ControlPlane:
         if not t.with_counters:
             raise bad(f"table '{table}' has no direct counter")
         e = t.find(match, priority)
-        e.bytes = check_count(byte_count, "byte count")
-        e.packets = check_count(packet_count, "packet count")
+        e.bytes, e.packets = (check_count(byte_count, "byte count"),
+                              check_count(packet_count, "packet count"))
 
     def direct_meter_set(self, table: str, match: tuple[MatchField, ...], priority: int,
                          rates: tuple[tuple[int, int], ...] | None) -> None:
@@ -135,8 +135,8 @@ class ControlPlane:
     def counter_write(self, name: str, index: int, byte_count: int, packet_count: int) -> None:
         c = self._counter(name)
         i = _check_index("counter", name, index, c.size)
-        c.bytes[i] = check_count(byte_count, "byte count")
-        c.packets[i] = check_count(packet_count, "packet count")
+        c.bytes[i], c.packets[i] = (check_count(byte_count, "byte count"),
+                                    check_count(packet_count, "packet count"))
 
     def counter_size(self, name: str) -> int:
         return self._counter(name).size

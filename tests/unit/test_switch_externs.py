@@ -125,6 +125,8 @@ def test_indexed_counter_counts_bytes_and_packets() -> None:
     assert _code(sw.counter_read, "ingress.c", 3) == CODE_OUT_OF_RANGE
     assert _code(sw.counter_read, "ingress.d", 0) == CODE_NOT_FOUND
     assert _code(sw.counter_write, "ingress.c", 0, -1, 0) == CODE_INVALID_ARGUMENT
+    assert _code(sw.counter_write, "ingress.c", 1, 9, -1) == CODE_INVALID_ARGUMENT
+    assert sw.counter_read("ingress.c", 1) == (5, 1)  # a refused write changes nothing
     sw.reset_state()
     assert sw.counter_read("ingress.c", 1) == (0, 0)
 
