@@ -109,3 +109,53 @@ def test_random_expressions_match_p4_semantics(seed: int) -> None:
         for i, (text, model) in enumerate(generated):
             got = int.from_bytes(data[4 + 2 * i:6 + 2 * i], "big")
             assert got == model(env), f"{text} with {env}"
+
+
+def _signed(value: int, width: int = 8) -> int:
+    value &= (1 << width) - 1
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+def _gen_signed(rng: random.Random, depth: int) -> tuple[str, object]:
+    if depth == 0 or rng.random() < 0.3:
+        if rng.random() < 0.7:
+            name = rng.choice(["s", "t"])
+            return f"hdr.g.{name}", lambda env, n=name: env[n]
+        value = rng.randrange(-128, 128)
+        return f"(8s{value})" if value >= 0 else f"(-8s{-value})", lambda env, v=value: v
+    op = rng.choice(["+", "-", "*", "|+|", "|-|", "neg", "?:"])
+    if op == "neg":
+        inner, f = _gen_signed(rng, depth - 1)
+        return f"(-{inner})", lambda env: _signed(-f(env))
+    (lt, lf), (rt, rf) = _gen_signed(rng, depth - 1), _gen_signed(rng, depth - 1)
+    if op == "?:":
+        return (f"({lt} < {rt} ? {lt} : {rt})",
+                lambda env: lf(env) if lf(env) < rf(env) else rf(env))
+    py = {
+        "+": lambda x, y: _signed(x + y), "-": lambda x, y: _signed(x - y),
+        "*": lambda x, y: _signed(x * y),
+        "|+|": lambda x, y: max(-128, min(127, x + y)),
+        "|-|": lambda x, y: max(-128, min(127, x - y)),
+    }[op]
+    return f"({lt} {op} {rt})", lambda env: py(lf(env), rf(env))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_signed_expressions_match_p4_semantics(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    generated = [_gen_signed(rng, 3) for _ in range(N_EXPR)]
+    outs = " ".join(f"int<8> r{i};" for i in range(N_EXPR))
+    body = "\n".join(f"        hdr.g.r{i} = {e};" for i, (e, _) in enumerate(generated))
+    text = _program([]).replace("header h_t {", f"header g_t {{ int<8> s; int<8> t; {outs} }}\n"
+                                "header h_t {").replace(
+        "struct headers { h_t h; }", "struct headers { g_t g; }").replace(
+        "pkt.extract(hdr.h);", "pkt.extract(hdr.g);").replace(
+        "pkt.emit(hdr.h);", "pkt.emit(hdr.g);").replace(
+        "sm.egress_spec = 1;", "sm.egress_spec = 1;\n" + body)
+    switch = Switch(compile_text(text, filename="signed.p4").bmv2)
+    for _ in range(40):
+        env = {"s": rng.randrange(-128, 128), "t": rng.randrange(-128, 128)}
+        packet = bytes([env["s"] & 0xFF, env["t"] & 0xFF]) + bytes(N_EXPR)
+        ((_, data),) = switch.process(packet, port=0)
+        for i, (expr_text, model) in enumerate(generated):
+            assert _signed(data[2 + i]) == model(env), f"{expr_text} with {env}"
