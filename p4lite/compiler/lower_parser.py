@@ -266,12 +266,11 @@ class ParserLowerer:
 
     def _int(self, e: ast.Expression, t: BitT) -> int:
         val = self.comp.compile(e)
-        if isinstance(val.type, BoolT):
-            if val.const is None:
-                raise CompileError("select case values must be constants", e.loc)
-            return int(bool(val.const))
-        value = self.comp.const_value(e, t if not isinstance(val.type, BitT) else None)
-        return int(value) & ((1 << t.width) - 1)
+        if val.const is None:
+            raise CompileError("select case values must be compile-time constants", e.loc)
+        if isinstance(val.type, BitT) and val.type.width != t.width:
+            raise CompileError(f"case value has type {val.type}, the select key is {t}", e.loc)
+        return int(val.const) & ((1 << t.width) - 1)
 
 
 def _default(target: str | None) -> Json:

@@ -16,7 +16,7 @@ from p4lite.compiler.cpmodel import (
 )
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.lower_expr import ExprCompiler, hex_text
-from p4lite.compiler.types import BitT, BoolT, width_of
+from p4lite.compiler.types import BitT, width_of
 
 if TYPE_CHECKING:
     from p4lite.compiler.lower_control import ControlLowerer
@@ -293,12 +293,13 @@ class TableLowerer:
 
 
 def _int(comp: ExprCompiler, e: ast.Expression, t: BitT) -> int:
-    value = comp.const_value(e, t if not _is_bool(comp, e) else None)
-    return int(value)
-
-
-def _is_bool(comp: ExprCompiler, e: ast.Expression) -> bool:
-    return isinstance(e, ast.BoolLiteral) or isinstance(comp.compile(e).type, BoolT)
+    """A keyset value: an int constant of the key's width (bools, errors, enums as data)."""
+    val = comp.compile(e)
+    if val.const is None:
+        raise CompileError("expected a compile-time constant", e.loc)
+    if isinstance(val.type, BitT) and val.type.width != t.width:
+        raise CompileError(f"entry value has type {val.type}, the key is {t}", e.loc)
+    return int(val.const) & ((1 << t.width) - 1)
 
 
 def _prefix_len(mask: int, width: int, loc) -> int:

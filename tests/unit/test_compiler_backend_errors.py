@@ -197,3 +197,16 @@ def test_parser_needs_standard_metadata_last() -> None:
     assert "inout headers sm" in text
     err = _error(text)
     assert "the parser's last parameter must be standard_metadata_t, not headers" in str(err)
+
+
+def test_entry_and_select_values_must_match_key_widths() -> None:
+    local = """
+    action a() { }
+    table t { key = { hdr.h.v: exact; } actions = { a; } const entries = { 16w3: a(); } }
+"""
+    text = program("t.apply();", local)
+    err = _error(text)
+    assert "entry value has type bit<16>, the key is bit<8>" in str(err)
+    parser = "state start { pkt.extract(hdr.h); transition select(hdr.h.v) { 16w1: accept; } }"
+    err = _error(program(parser=parser, deparse="pkt.emit(hdr.h);"))
+    assert "case value has type bit<16>, the select key is bit<8>" in str(err)
