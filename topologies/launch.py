@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from topologies.rack import PYTHON, Rack
 
@@ -49,7 +50,8 @@ def run_workers(
     for rank, host in enumerate(rack.workers):
         args = [PYTHON, "-m", "topologies.worker", *worker_args(rank)]
         procs[rank] = rack.popen(host, args, f"{host.name}{tag}")
-        threading.Thread(target=_pump, args=(rank, procs[rank], lines), daemon=True).start()
+        log = rack.log_dir / f"{host.name}{tag}.out"
+        threading.Thread(target=_pump, args=(rank, procs[rank], lines, log), daemon=True).start()
     run = WorkerRun()
     running = set(procs)
     deadline = time.monotonic() + timeout
@@ -86,12 +88,16 @@ def _record(run: WorkerRun, rank: int, line: dict, world: int, on_iteration) -> 
             on_iteration(key, by_rank)
 
 
-def _pump(rank: int, proc: subprocess.Popen, out: queue.Queue) -> None:
-    for text in proc.stdout:
-        text = text.strip()
-        if text.startswith("{"):
-            try:
-                out.put((rank, json.loads(text)))
-            except ValueError:
-                pass
+def _pump(rank: int, proc: subprocess.Popen, out: queue.Queue, log: Path) -> None:
+    """Forward a worker's JSON lines to ``out`` and keep a copy in the run's log directory."""
+    with open(log, "w") as copy:
+        for text in proc.stdout:
+            copy.write(text)
+            copy.flush()
+            text = text.strip()
+            if text.startswith("{"):
+                try:
+                    out.put((rank, json.loads(text)))
+                except ValueError:
+                    pass
     out.put((rank, None))

@@ -43,7 +43,7 @@ class PathResult:
 def _training_args(args: argparse.Namespace, rank: int) -> list[str]:
     return ["--rank", str(rank), "--world", str(args.workers), "--scale", str(args.scale),
             "--iterations", str(args.iterations), "--seed", str(args.seed), "--check",
-            "--timeout", str(args.agent_timeout)]
+            "--timeout", str(args.agent_timeout), "--rto-max", str(args.rto_max)]
 
 
 def _row(where: str, by_rank: dict[int, dict], bw_bytes: int) -> dict:
@@ -158,6 +158,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pbox-workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--agent-timeout", type=float, default=30.0)
+    parser.add_argument("--rto-max", type=float, default=0.0,
+                        help="agents' largest retransmission timeout, s (0: agent default)")
     parser.add_argument("--path-timeout", type=float, default=600.0)
     parser.add_argument("--cli", action="store_true", help="open the Mininet CLI instead")
     args = parser.parse_args(argv)

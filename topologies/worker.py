@@ -51,6 +51,8 @@ class PBoxBackend:
             options["slot_count"] = args.slot_count
         if args.window:
             options["window"] = args.window
+        if args.rto_max:
+            options["rto_max"] = args.rto_max
         self.agent = Agent(args.job, args.rank, args.world, aggregator=(host, int(port)),
                            **options)
         self.fuse = args.fuse
@@ -77,9 +79,16 @@ class GlooBackend:
 
     def __init__(self, args: argparse.Namespace) -> None:
         import datetime
+        import os
+        import socket
 
         import torch.distributed as dist
 
+        # Gloo picks its interface from the hostname, which every Mininet host shares;
+        # name the host's own (only) data interface instead.
+        data_intfs = [name for _, name in socket.if_nameindex() if name != "lo"]
+        if data_intfs:
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", data_intfs[0])
         self.dist = dist
         dist.init_process_group("gloo", init_method=f"tcp://{args.master}", rank=args.rank,
                                 world_size=args.world,
@@ -166,6 +175,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--slot-count", type=int, default=0, help="0: the agent's default")
     parser.add_argument("--window", type=int, default=0, help="0: the agent's default")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds without progress")
+    parser.add_argument("--rto-max", type=float, default=0.0,
+                        help="largest retransmission timeout, s (0: the agent's default)")
     parser.add_argument("--model", default=str(workload.DEFAULT_MODEL))
     parser.add_argument("--scale", type=float, default=0.02)
     parser.add_argument("--iterations", type=int, default=10)
