@@ -262,6 +262,9 @@ class Externs:
         self.lw.learn_lists.append({"id": list_id, "name": name, "source_info":
                                     self.lw.source_info(call.loc), "elements": elements})
         self._learn_lists[name] = list_id
+        for fname, ftype in struct_t.fields:
+            if not isinstance(ftype, BitT | BoolT):
+                raise not_supported(f"digest struct member {fname} of type {ftype}", call.loc)
         members = [(f, 0 if isinstance(ft, BoolT) else width_of(ft)) for f, ft in struct_t.fields]
         self.lw.cp.struct_types[name] = CpStructType(name, members)
         self.lw.cp.digests.append(CpDigest(name, name))
@@ -274,9 +277,19 @@ class Externs:
             t = comp.env.resolve(call.type_args[0])
             if not isinstance(t, StructT):
                 raise CompileError("digest's type argument must be a struct", call.loc)
-            items = ([f.value for f in data.fields] if isinstance(data, ast.StructExpr)
-                     else data.items)
-            return t, [self._field_elem(item, comp) for item in items]
+            if isinstance(data, ast.StructExpr):
+                given = {f.name: f.value for f in data.fields}
+                if set(given) != {f for f, _ in t.fields}:
+                    raise CompileError(f"the digest data must set every field of {t.name}",
+                                       data.loc)
+                items = [given[f] for f, _ in t.fields]
+            else:
+                items = data.items
+            if len(items) != len(t.fields):
+                raise CompileError(f"{t.name} has {len(t.fields)} fields, the digest data has "
+                                   f"{len(items)}", data.loc)
+            return t, [self._field_elem(item, comp, ftype)
+                       for item, (_, ftype) in zip(items, t.fields, strict=True)]
         val = comp.compile(data)
         if not isinstance(val.binding, StructB):
             raise not_supported("digest data that is not a struct", data.loc)
@@ -288,10 +301,13 @@ class Externs:
             elements.append({"type": "field", "value": [member.header, member.field]})
         return val.binding.type, elements
 
-    def _field_elem(self, item: ast.Expression, comp: ExprCompiler) -> Json:
+    def _field_elem(self, item: ast.Expression, comp: ExprCompiler, ftype: P4Type) -> Json:
         val = comp.compile(item)
         if not isinstance(val.binding, FieldB):
             raise not_supported("a digest element that is not a field", item.loc)
+        if width_of(val.type) != width_of(ftype):
+            raise CompileError(f"digest field has type {val.type}, the struct member is {ftype}",
+                               item.loc)
         return {"type": "field", "value": [val.binding.header, val.binding.field]}
 
     def calculation(self, algo: str, data: ast.Expression, comp: ExprCompiler, loc) -> str:

@@ -210,3 +210,11 @@ def test_entry_and_select_values_must_match_key_widths() -> None:
     parser = "state start { pkt.extract(hdr.h); transition select(hdr.h.v) { 16w1: accept; } }"
     err = _error(program(parser=parser, deparse="pkt.emit(hdr.h);"))
     assert "case value has type bit<16>, the select key is bit<8>" in str(err)
+
+
+def test_digest_data_must_match_the_struct() -> None:
+    top = "struct learn_t { bit<16> w; bit<9> port; }"
+    err = _error(program("digest<learn_t>(1, { hdr.h.w });", top=top))
+    assert "learn_t has 2 fields, the digest data has 1" in str(err)
+    err = _error(program("digest<learn_t>(1, { hdr.h.v, sm.ingress_port });", top=top))
+    assert "digest field has type bit<8>, the struct member is bit<16>" in str(err)
