@@ -1,6 +1,7 @@
 // Tests: controls instantiated and applied from ingress (two instances of one
 // control with in/inout parameters, a control with its own table and action),
-// and `return` inside a sub-control returning only from it.
+// `return` inside a sub-control returning only from it, and `exit` inside a
+// sub-control ending the whole ingress control.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -30,6 +31,9 @@ control Classify(inout h_t h) {
         t.apply();
         if (h.a == 9) {
             return;
+        }
+        if (h.a == 8) {
+            exit;
         }
         h.d = 0x01;
     }

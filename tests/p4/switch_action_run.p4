@@ -1,5 +1,6 @@
 // Tests: switch (t.apply().action_run) with action labels and default,
-// including a miss running the default action, and a branch setting the port.
+// including a miss running the default action, a branch setting the port,
+// and two labels sharing one block (a4: a2: { ... }).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -26,9 +27,10 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     action a1() { hdr.h.x = 0xa1; }
     action a2() { hdr.h.x = 0xa2; }
     action a3() { hdr.h.x = 0xa3; }
+    action a4() { hdr.h.x = 0xa4; }
     table t {
         key = { hdr.h.k : exact; }
-        actions = { a1; a2; a3; }
+        actions = { a1; a2; a3; a4; }
         default_action = a3();
     }
     apply {
@@ -37,6 +39,7 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             a1: {
                 hdr.h.res = 1;
             }
+            a4:
             a2: {
                 hdr.h.res = 2;
                 sm.egress_spec = 2;
