@@ -115,6 +115,11 @@ class Externs:
         if kind == "register" and method == "read":
             _arity(args, 2, call)
             dst = self._dest(args[0], comp)
+            dst_type, elem = comp.compile(args[0]).type, target.info["elem"]
+            if width_of(dst_type) != width_of(elem) or isinstance(dst_type, BoolT) != isinstance(
+                    elem, BoolT):
+                raise CompileError(f"register {target.name} holds {elem}, cannot read it into "
+                                   f"a {dst_type}", args[0].loc)
             index = comp.rvalue(args[1], _BIT32)
             return [_prim("register_read", [dst, ref, to_param(index.json)])]
         if kind == "register" and method == "write":

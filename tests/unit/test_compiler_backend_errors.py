@@ -218,3 +218,9 @@ def test_digest_data_must_match_the_struct() -> None:
     assert "learn_t has 2 fields, the digest data has 1" in str(err)
     err = _error(program("digest<learn_t>(1, { hdr.h.v, sm.ingress_port });", top=top))
     assert "digest field has type bit<8>, the struct member is bit<16>" in str(err)
+
+
+def test_register_read_needs_the_element_type() -> None:
+    local = "register<bit<32>>(4) r;"
+    err = _error(program("r.read(hdr.h.v, 0);", local))
+    assert "register I.r holds bit<32>, cannot read it into a bit<8>" in str(err)
