@@ -385,6 +385,8 @@ class PBox:
             raise PBoxError(f"unknown cmd {cmd!r} (add_job, remove_job, stats, list_jobs)")
         except (PBoxError, AggregatorError) as exc:
             return {"error": str(exc)}
+        except (EOFError, OSError) as exc:  # a worker died; the main loop will stop the PBox
+            return {"error": f"a worker process is gone: {exc!r}"}
 
 
 def _int_field(request: dict, key: str) -> int:

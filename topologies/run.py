@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from topologies import workload
 from topologies.launch import WorkerRun, run_workers
-from topologies.rack import PBOX_IP, Rack, RackConfig, RackError
+from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, RackError
 
 JOB_ID = 1
 SLOT_COUNT = 4096
@@ -190,8 +190,9 @@ def _cli(rack: Rack, args: argparse.Namespace) -> int:
     from mininet.cli import CLI
 
     rack.start_pbox(jobs=[f"{JOB_ID}:{args.workers}:0:{SLOT_COUNT}"], workers=args.pbox_workers)
-    print(f"PBox running (job {JOB_ID}, {args.workers} workers). Try: w1 python -m "
-          f"topologies.worker --rank 0 --world {args.workers} ... (see topologies/worker.py)")
+    print(f"PBox running (job {JOB_ID}, {args.workers} workers, logs in {rack.log_dir}).\n"
+          f"Try, on every worker wR (rank R-1):  wR {PYTHON} -m topologies.worker --rank R-1 "
+          f"--world {args.workers} --iterations 2 --check &")
     CLI(rack.net)
     return 0
 
