@@ -14,7 +14,6 @@ The loop itself (``PacketLoop``) is a plain epoll loop; frames go to a
 
 from __future__ import annotations
 
-import errno
 import heapq
 import logging
 import os
@@ -73,6 +72,7 @@ class Port:
         self.pcap_in: PcapWriter | None = None
         self.pcap_out: PcapWriter | None = None
         self.rx = self.tx = self.tx_errors = 0
+        self.tx_error_kinds: set[int | None] = set()
 
     def open_socket(self) -> None:
         try:
@@ -116,8 +116,9 @@ def transmit(port: Port, frame: bytes) -> None:
         port.tx += 1
     except OSError as exc:
         port.tx_errors += 1
-        if port.tx_errors == 1 or exc.errno not in (errno.ENOBUFS, errno.EAGAIN):
-            log.warning("send on %s failed: %s", port.iface, exc)
+        if exc.errno not in port.tx_error_kinds:  # once per kind: no log flood
+            port.tx_error_kinds.add(exc.errno)
+            log.warning("send on %s failed: %s (further such errors not logged)", port.iface, exc)
 
 
 class Transmitter:
