@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from hosts.errors import HostError
 from hosts.wire import HEADER_LEN, MAX_WORKERS, NO_RANK, PACKET_LEN, VERSION, K, PacketType
 
 Address = tuple  # (host, port) as returned by recvfrom; compared as a whole
@@ -59,7 +60,7 @@ _LANES_BE = np.dtype(">i4")
 REJECT_REASONS = ("type", "rank", "slot", "count", "address", "shard")
 
 
-class AggregatorError(ValueError):
+class AggregatorError(HostError, ValueError):
     """A job configuration the aggregator cannot accept (never raised for a datagram)."""
 
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
 from hosts.aggregator import Aggregator, AggregatorError, JobConfig
+from hosts.errors import HostError
 
 log = logging.getLogger("p4hub-pbox")
 
@@ -47,7 +48,7 @@ _BPF_ALU_MOD_K = 0x04 | 0x90 | 0x00  # BPF_ALU | BPF_MOD | BPF_K
 _BPF_RET_A = 0x06 | 0x10  # BPF_RET | BPF_A
 
 
-class PBoxError(Exception):
+class PBoxError(HostError):
     """The PBox could not start or was asked something it cannot do."""
 
 
