@@ -19,6 +19,7 @@ from typing import Any
 from p4lite.switch import hashes
 from p4lite.switch.codegen import CodeGen, PacketAssertion, PacketExit, TooShort
 from p4lite.switch.control import ControlPlane
+from p4lite.switch.fusion import Node, check_acyclic, fused_sources
 from p4lite.switch.lifecycle import egress_source, ingress_normal_source, receive_source
 from p4lite.switch.parsegen import (
     calculation_source,
@@ -29,10 +30,11 @@ from p4lite.switch.parsegen import (
 )
 from p4lite.switch.pipeline import (
     build_table,
-    conditional_source,
+    conditional_parts,
     finish_table,
-    fixed_action_source,
+    fixed_action_body,
     table_source,
+    table_successors,
 )
 from p4lite.switch.primitives import RUNTIME_HELPERS, action_source
 from p4lite.switch.program import (
@@ -229,32 +231,41 @@ class Switch(ControlPlane):
             if cname in node_names:
                 raise fail(where, f"duplicate node name '{cname}'")
             node_names[cname] = f"_{name}_c{i}"
+        nodes: dict[str, Node] = {}
         built = []
-        for i, tj in enumerate(tables):
+        for tj in tables:
             state, codes, _ = build_table(gen, tj, actions_by_id, self._direct_meter_targets)
             if state.name in self.tables:
                 raise fail(f"table '{state.name}'", "duplicate table name")
-            dm = tj.get("direct_meters") or ""
-            target = self._direct_meter_targets.get(dm)
-            by_bytes = dm in self.meters and self.meters[dm].by_bytes
-            fname = f"_{name}_t{i}"
-            fixed = fixed_action_source(gen, fname, tj, self._action_fnames, node_names)
-            gen.define(fixed or table_source(gen, fname, state, codes, target, by_bytes), fname)
+            fname = node_names[state.name]
+            fixed = fixed_action_body(gen, tj, self._action_fnames, node_names)
+            if fixed is not None:
+                nodes[state.name] = Node(fname, "fixed", body=fixed[0], succ=[fixed[1]])
+            else:
+                dm = tj.get("direct_meters") or ""
+                target = self._direct_meter_targets.get(dm)
+                by_bytes = dm in self.meters and self.meters[dm].by_bytes
+                gen.define(table_source(gen, fname, state, codes, target, by_bytes), fname)
+                nodes[state.name] = Node(fname, "table", table_succ=[
+                    n for n in table_successors(tj) if n in node_names])
             self.tables[state.name] = state
-            built.append((state, tj))
-        for i, c in enumerate(conds):
-            gen.define(conditional_source(gen, f"_{name}_c{i}", c, node_names), f"_{name}_c{i}")
-        for state, tj in built:
-            finish_table(state, tj, self._ns, node_names)
+            built.append((state, tj, fixed is not None))
+        for c in conds:
+            test, true_next, false_next = conditional_parts(gen, c, node_names)
+            nodes[c["name"]] = Node(node_names[c["name"]], "cond", test=test,
+                                    succ=[true_next, false_next])
+        init = pipe.get("init_table")
+        if init is not None and init not in node_names:
+            raise fail(where, f"unknown init_table '{init}'")
+        check_acyclic(nodes, where)
+        for fname, source in fused_sources(nodes, init).items():
+            gen.define(source, fname)
+        for state, tj, fused in built:
+            finish_table(state, tj, self._ns, node_names, fused)
         for arr in self.meters.values():
             if arr.is_direct and arr.binding in self.tables:
                 self.tables[arr.binding].has_meter = True
-        init = pipe.get("init_table")
-        if init is None:
-            return None
-        if init not in node_names:
-            raise fail(where, f"unknown init_table '{init}'")
-        return self._ns[node_names[init]]
+        return None if init is None else self._ns[node_names[init]]
 
     # -- packet path -----------------------------------------------------------------
 

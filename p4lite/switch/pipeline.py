@@ -156,8 +156,10 @@ def build_table(gen: CodeGen, js: dict, actions_by_id: dict[int, Any], meters: d
     return table, codes, meter_target
 
 
-def finish_table(t: TableState, js: dict, ns: dict[str, Any], node_names: dict[str, str]) -> None:
-    """Resolve next nodes, then install the default action and const entries."""
+def finish_table(t: TableState, js: dict, ns: dict[str, Any], node_names: dict[str, str],
+                 fused: bool = False) -> None:
+    """Resolve next nodes, then install the default action and const entries. A table
+    fused into its pipeline's code (fixed action) keeps no next pointers."""
     where = f"table '{t.name}'"
     nxt = js.get("next_tables") or {}
 
@@ -166,7 +168,7 @@ def finish_table(t: TableState, js: dict, ns: dict[str, Any], node_names: dict[s
             return None
         if name not in node_names:
             raise fail(where, f"unknown next node '{name}'")
-        return ns[node_names[name]]
+        return None if fused else ns[node_names[name]]
 
     base = node(js.get("base_default_next"))
     if "__HIT__" in nxt or "__MISS__" in nxt:
@@ -210,11 +212,12 @@ def reinstall_const(t: TableState) -> None:
         t.add(e, internal=True)
 
 
-def fixed_action_source(gen: CodeGen, fname: str, js: dict, action_fnames: dict[int, str],
-                        node_names: dict[str, str]) -> str | None:
+def fixed_action_body(gen: CodeGen, js: dict, action_fnames: dict[int, str],
+                      node_names: dict[str, str]) -> tuple[list[str], str | None] | None:
     """A keyless table whose const default can never change (p4c's hidden ``tbl_*`` for
-    action calls in a control body) becomes its action's body with the data bound,
-    followed by a constant next node; None if the table does not qualify."""
+    action calls in a control body) runs its action's body with the data bound, then
+    goes to a constant next node: (body lines, next node name), or None if the table
+    does not qualify."""
     d = js.get("default_entry")
     if js.get("key") or not isinstance(d, dict) or not d.get("action_const"):
         return None
@@ -235,26 +238,34 @@ def fixed_action_source(gen: CodeGen, fname: str, js: dict, action_fnames: dict[
     header, *body = source.rstrip("\n").split("\n")
     if not header.endswith("(F, P, A):"):
         return None
-    next_node = node_names[target] if target is not None else "None"
-    return "\n".join([f"def {fname}(F, P):", f"    A = {args}"] + body
-                     + [f"    return {next_node}"]) + "\n"
+    lines = [line[4:] for line in body if line.strip() != "pass"]
+    if any("A[" in line for line in lines):
+        lines.insert(0, f"A = {args}")
+    return lines, target
 
 
-def conditional_source(gen: CodeGen, fname: str, c: dict, node_names: dict[str, str]) -> str:
+def table_successors(js: dict) -> list[str]:
+    """Every node a table may continue to (the entry hit decides which)."""
+    nxt = js.get("next_tables") or {}
+    out = [n for n in nxt.values() if isinstance(n, str)]
+    if isinstance(js.get("base_default_next"), str):
+        out.append(js["base_default_next"])
+    return sorted(set(out))
+
+
+def conditional_parts(gen: CodeGen, c: dict, node_names: dict[str, str]) -> tuple[
+        str, str | None, str | None]:
+    """(Python test, true next, false next) of a JSON conditional."""
     name = need(c, "name", "conditional", str)
     where = f"conditional '{name}'"
     e = need(c, "expression", where)
     if isinstance(e, dict) and "op" in e:
         e = {"type": "expression", "value": e}
     test = gen.expr(e, where)
-
-    def target(key: str) -> str:
+    targets = []
+    for key in ("true_next", "false_next"):
         n = c.get(key)
-        if n is None:
-            return "None"
-        if n not in node_names:
+        if n is not None and n not in node_names:
             raise fail(where, f"unknown {key} node '{n}'")
-        return node_names[n]
-
-    return (f"def {fname}(F, P):\n    return {target('true_next')} if {test} "
-            f"else {target('false_next')}\n")
+        targets.append(n)
+    return test, targets[0], targets[1]
