@@ -185,3 +185,34 @@ def test_packet_controlled_shift_amount_cannot_blow_up() -> None:
     out = sw.process(b"\xff\xff\xff\xff" + bytes(4), 0)
     assert out[0][1] == b"\xff\xff\xff\xff" + bytes(4) and sw.errors == 0
     assert sw.process(b"\x00\x00\x00\x1f" + bytes(4), 0)[0][1][4:] == b"\x80\x00\x00\x00"
+
+
+def test_exit_in_a_fused_chain_of_hidden_tables() -> None:
+    """c0 -(b == 1)-> tbl_leave (exit) -> tbl_a (sets a) -> tbl_b (sets s), else
+    c0 -> tbl_a: the chains are fused, and exit must still end the control."""
+    b = ProgramBuilder()
+    b.header("d", D)
+    b.set_parser([{"name": "start", "id": 0, "parser_ops": [
+        {"op": "extract", "parameters": [{"type": "regular", "value": "d"}]}],
+        "transition_key": [], "transitions": [
+            {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["d"])
+    set_a = b.action("ingress.set_a", [], [prim("assign", fld("d", "a"), hexstr(0xAA))])
+    leave = b.action("ingress.leave", [], [prim("exit")])
+    set_b = b.action("ingress.set_b", [], [prim("assign", fld("d", "s"), hexstr(0x0B))])
+    b.conditional("ingress", "c0", expr("==", fld("d", "b"), hexstr(1)), "tbl_leave", "tbl_a")
+    b.table("ingress", "tbl_leave", [], [("ingress.leave", leave)], default=(leave, []),
+            default_const=True, base_default_next="tbl_a",
+            next_tables={"ingress.leave": "tbl_a"})
+    b.table("ingress", "tbl_a", [], [("ingress.set_a", set_a)], default=(set_a, []),
+            default_const=True, next_tables={"ingress.set_a": "tbl_b"})
+    b.table("ingress", "tbl_b", [], [("ingress.set_b", set_b)], default=(set_b, []),
+            default_const=True)
+    b._pipe("ingress")["init_table"] = "c0"
+    sw = Switch(b.doc)
+    # c0 (with tbl_leave inlined) and tbl_a (a join: two predecessors, with tbl_b inlined)
+    assert sorted(n for n in sw.generated if n.startswith("_ingress")) == ["_ingress_c0",
+                                                                          "_ingress_t1"]
+    out = sw.process(bytes(14) + b"\x02", 0)[0][1]
+    assert (out[12], out[13]) == (0x0B, 0xAA)
+    out = sw.process(bytes(14) + b"\x01", 0)[0][1]
+    assert (out[12], out[13]) == (0, 0)  # exit before tbl_a and tbl_b
