@@ -362,7 +362,7 @@ class ControlLowerer:
         if not (isinstance(expr, ast.Member) and expr.member == "action_run"
                 and isinstance(expr.expr, ast.Call) and isinstance(expr.expr.func, ast.Member)
                 and expr.expr.func.member == "apply"):
-            raise not_supported("switch on anything but table.apply().action_run", stmt.loc)
+            return self.lower_stmt(_switch_as_ifs(stmt), scope)
         target = ExprCompiler(self.lw.env, scope).compile(expr.expr.func.expr).binding
         if not (isinstance(target, DeclB) and target.kind == "table"):
             raise CompileError("switch needs table.apply().action_run", stmt.loc)
@@ -429,6 +429,37 @@ class ControlLowerer:
         for setter in first.exits:
             self.target(setter, second.entry)
         return Frag(first.entry, second.exits)
+
+
+def _switch_as_ifs(stmt: ast.Switch) -> ast.Statement:
+    """``switch (e) { 1: A  2: 3: B  default: C }`` as ``if (e == 1) A else if ...``.
+
+    p4c builds a table for this; an if-chain has the same meaning (expressions have
+    no side effects in the subset) and needs no control plane.
+    """
+    branches: list[tuple[ast.Expression | None, ast.Statement]] = []
+    pending: list[ast.Expression] = []
+    for case in stmt.cases:
+        if isinstance(case.label, ast.Default):
+            if case.body is None:
+                raise CompileError("default cannot fall through", case.loc)
+            branches.append((None, case.body))
+            continue
+        pending.append(case.label)
+        if case.body is None:
+            continue
+        cond: ast.Expression | None = None
+        for label in pending:
+            test = ast.Binary("==", stmt.expr, label, loc=label.loc)
+            cond = test if cond is None else ast.Binary("||", cond, test, loc=label.loc)
+        branches.append((cond, case.body))
+        pending = []
+    if pending:
+        raise CompileError("the last switch case needs a body", stmt.cases[-1].loc)
+    result: ast.Statement = ast.Block([], loc=stmt.loc)
+    for cond, body in reversed(branches):
+        result = body if cond is None else ast.If(cond, body, result, loc=stmt.loc)
+    return result
 
 
 def _dict_setter(obj: dict, key: str) -> Setter:

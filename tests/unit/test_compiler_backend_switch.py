@@ -245,3 +245,24 @@ def test_nested_control_flow_on_the_switch() -> None:
     assert trace(0, 2, 9) == 0x40 | 0x80  # ta hit with NoAction, tb miss
     assert trace(0, 9, 1) == 0x02 | 0x04 | 0x80  # ta miss, switch: mark
     assert trace(0, 9, 9) == 0x08 | 0x80  # ta miss, switch: default (NoAction)
+
+
+VALUE_SWITCH = FLOW.replace("""        sm.egress_spec = 1;
+        if (hdr.h.sel >= 2) {""", """        sm.egress_spec = 1;
+        switch (hdr.h.a) {
+            7: { hdr.h.b = 70; }
+            8:
+            9: { hdr.h.b = 89; }
+            default: { hdr.h.b = 1; }
+        }
+        if (hdr.h.sel >= 2) {""")
+
+
+def test_switch_on_a_value_on_the_switch() -> None:
+    switch = Switch(compile_text(VALUE_SWITCH, filename="vswitch.p4").bmv2)
+
+    def b_after(a: int) -> int:
+        ((_, data),) = switch.process(bytes([5, a, 0, 0]), port=0)
+        return data[2]
+
+    assert [b_after(a) for a in (7, 8, 9, 10)] == [70, 89, 89, 1]
