@@ -69,11 +69,19 @@ def shell(switch: SwitchProcess, rack: Rack, program, scenario: str, **params) -
                      hosts=hosts_param(rack), **params)
 
 
-def deliver(src, dst, frames: list[bytes], tag: bytes, seconds: float = 1.5) -> list[bytes]:  # noqa: ANN001
-    """Send ``frames`` from ``src``; the frames carrying ``tag`` that reached ``dst``."""
-    sniffer = Sniffer(dst, seconds)
-    send_frames(src, *frames)
-    return F.with_tag(sniffer.frames(), tag)
+def deliver(src, dst, frames: list[bytes], tag: bytes) -> list[bytes]:  # noqa: ANN001
+    """Send ``frames`` from ``src``; the frames carrying ``tag`` that reached ``dst``.
+
+    A TCP marker to ``dst`` follows them (the test program forwards it on every
+    path used here); waiting for the marker instead of a fixed window keeps a
+    loaded machine from turning a slow send into a false "dropped".
+    """
+    marker = b"marker-" + tag + b"-end"
+    sniffer = Sniffer(dst, 20.0, until=marker)
+    send_frames(src, *frames, F.tcp(src, dst.ip, tag=marker))
+    got = sniffer.frames()
+    assert any(marker in f for f in got), "the marker frame never arrived"
+    return [f for f in F.with_tag(got, tag) if marker not in f]
 
 
 def test_p4runtime_shell_programs_the_switch_and_traffic_follows(rack, switch, program):
@@ -100,7 +108,7 @@ def test_p4runtime_shell_programs_the_switch_and_traffic_follows(rack, switch, p
     ping = h1.exec("ping", "-c", "2", "-W", "1", h2.ip, check=False)
     assert ping.returncode == 0, ping.stdout + ping.stderr
     # multicast group 1: a broadcast reaches every port (the sender's too)
-    s2, s3 = Sniffer(h2, 1.5), Sniffer(h3, 1.5)
+    s2, s3 = Sniffer(h2, 20.0, until=b"mc-1"), Sniffer(h3, 20.0, until=b"mc-1")
     send_frames(h1, F.broadcast(h1, tag=b"mc-1"))
     assert len(F.with_tag(s2.frames(), b"mc-1")) == 1 and len(F.with_tag(s3.frames(), b"mc-1")) == 1
     # ternary ACL drops UDP from h3 but not TCP; range drops TTL <= 2; optional drops proto 0x99

@@ -103,12 +103,15 @@ class Rack:
 
 
 class Sniffer:
-    """Capture frames arriving at a host's eth0 for ``seconds`` (started before traffic)."""
+    """Capture frames arriving at a host's eth0 for ``seconds`` (started before traffic),
+    or until ``limit`` frames or one holding ``until`` arrived."""
 
-    def __init__(self, host: Host, seconds: float, limit: int | None = None) -> None:
-        cmd = ["ip", "netns", "exec", host.ns, PYTHON, TOOL, "sniff", "eth0", str(seconds)]
-        if limit is not None:
-            cmd.append(str(limit))
+    def __init__(self, host: Host, seconds: float, limit: int | None = None,
+                 until: bytes | None = None) -> None:
+        cmd = ["ip", "netns", "exec", host.ns, PYTHON, TOOL, "sniff", "eth0", str(seconds),
+               str(limit if limit is not None else 1 << 30)]
+        if until is not None:
+            cmd.append(until.hex())
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()

@@ -1,6 +1,8 @@
 """Raw-socket helper run inside a network namespace (``ip netns exec NS python netns_tool.py``).
 
-    sniff IFACE SECONDS [MAX]   print "ready", then one JSON list of received frames (hex)
+    sniff IFACE SECONDS [MAX [UNTIL]]  print "ready", then one JSON list of received frames
+                                (hex); stops early after MAX frames or a frame holding
+                                the hex bytes UNTIL
     send IFACE HEX [HEX ...]    send each frame once
     flood IFACE HEX COUNT       send one frame COUNT times, as fast as possible
 
@@ -26,7 +28,7 @@ def open_socket(iface: str) -> socket.socket:
     return sock
 
 
-def sniff(iface: str, seconds: float, limit: int) -> None:
+def sniff(iface: str, seconds: float, limit: int, until: bytes | None = None) -> None:
     sock = open_socket(iface)
     print("ready", flush=True)
     frames: list[str] = []
@@ -38,6 +40,8 @@ def sniff(iface: str, seconds: float, limit: int) -> None:
         frame, addr = sock.recvfrom(65535)
         if addr[2] != PACKET_OUTGOING:
             frames.append(frame.hex())
+            if until is not None and until in frame:
+                break
     print(json.dumps(frames), flush=True)
 
 
@@ -62,7 +66,8 @@ def send(iface: str, frames: list[bytes], repeat: int = 1) -> None:
 def main(argv: list[str]) -> None:
     cmd, iface = argv[0], argv[1]
     if cmd == "sniff":
-        sniff(iface, float(argv[2]), int(argv[3]) if len(argv) > 3 else 1 << 30)
+        sniff(iface, float(argv[2]), int(argv[3]) if len(argv) > 3 else 1 << 30,
+              bytes.fromhex(argv[4]) if len(argv) > 4 else None)
     elif cmd == "send":
         send(iface, [bytes.fromhex(h) for h in argv[2:]])
     elif cmd == "flood":
