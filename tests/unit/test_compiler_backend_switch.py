@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
-from p4lite.compiler.driver import compile_text
+from p4lite.compiler.driver import compile_file, compile_text
 from p4lite.switch.core import Switch
 from p4lite.switch.runtime_api import ActionCall, MatchField, TableEntry
 
@@ -266,3 +267,15 @@ def test_switch_on_a_value_on_the_switch() -> None:
         return data[2]
 
     assert [b_after(a) for a in (7, 8, 9, 10)] == [70, 89, 89, 1]
+
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = sorted((ROOT / "tests" / "p4").glob("*.p4")) + sorted((ROOT / "p4src").glob("*.p4"))
+
+
+def test_every_repository_program_compiles_and_loads() -> None:
+    assert PROGRAMS, "no .p4 programs found"
+    for path in PROGRAMS:
+        result = compile_file(path, include_dirs=[ROOT / "p4src"])
+        Switch(result.bmv2)
+        assert result.p4info.pkg_info.arch == "v1model", path
