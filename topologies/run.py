@@ -128,9 +128,11 @@ PATHS: dict[str, Callable[[Rack, argparse.Namespace], PathResult]] = {
 
 def summarize(results: list[PathResult], args: argparse.Namespace) -> None:
     nbytes = 4 * sum(workload.layer_sizes(args.model, args.scale))
-    floor = args.workers * nbytes * 8 / (args.bw * 1e6) if args.bw else float("nan")
-    print(f"\nsummary ({args.workers} workers, {nbytes / 1e6:.2f} MB, {args.bw} Mbit/s, "
-          f"loss {args.loss}%); single-PBox floor N x size / bw = {floor:.3f} s")
+    link_s = nbytes * 8 / (args.bw * 1e6) if args.bw else float("nan")
+    n = args.workers
+    print(f"\nsummary ({n} workers, {nbytes / 1e6:.2f} MB, {args.bw} Mbit/s, loss {args.loss}%)"
+          f"; floors: single PBox N x size / bw = {n * link_s:.3f} s, ring 2(N-1)/N x size / bw"
+          f" = {2 * (n - 1) / n * link_s:.3f} s, switch size / bw = {link_s:.3f} s")
     for result in results:
         status = "ok" if result.ok else "FAILED"
         print(f"  {result.name:<32} median {result.median_seconds():.3f} s  {status}")
@@ -148,6 +150,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--bw", type=float, default=100.0, help="link bandwidth, Mbit/s")
     parser.add_argument("--loss", type=float, default=0.0, help="loss on every link, percent")
+    parser.add_argument("--loss-method", choices=("nft", "iptables"), default="nft",
+                        help="host-to-switch drops: nft egress (default) or iptables OUTPUT")
     parser.add_argument("--delay", type=float, default=None,
                         help="ms; not supported on this kernel (no netem): warns")
     parser.add_argument("--iterations", type=int, default=12)
@@ -172,7 +176,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     config = RackConfig(workers=args.workers, bw=args.bw or None, loss=args.loss,
-                        delay_ms=args.delay, run_name="run")
+                        loss_method=args.loss_method, delay_ms=args.delay, run_name="run")
     try:
         with Rack(config) as rack:
             print(f"rack up: {args.workers} workers, PBox at {PBOX_IP}, logs in {rack.log_dir}")
