@@ -218,8 +218,11 @@ class ExprCompiler:
         if isinstance(binding, StackB):
             if member == "size":
                 return Val(BitT(32), hexstr(binding.type.size, 32), binding.type.size)
-            if member in ("next", "last") and self.parser_mode:
+            if member == "last" or (member == "next" and self.parser_mode):
                 return Val(binding.type.element, None, None, StackElemB(binding, member))
+            if member == "lastIndex":
+                ref = {"type": "header_stack", "value": binding.name}
+                return Val(BitT(32), expr_json("last_stack_index", None, ref))
             raise not_supported(f"header stack member .{member} here", loc)
         if isinstance(binding, StackElemB):
             ftype = binding.stack.type.element.field_type(member)

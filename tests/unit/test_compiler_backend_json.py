@@ -578,3 +578,11 @@ def test_direct_call_with_runtime_argument_is_inlined() -> None:
     prims = action(result, inlined)["primitives"]
     assert prims[-1]["parameters"] == [field("standard_metadata", "egress_spec"),
                                        field("standard_metadata", "ingress_port")]
+
+
+def test_stack_last_and_last_index_in_controls() -> None:
+    body = "hdr.h.w = hdr.vlan.last.tci; meta.i = hdr.vlan.lastIndex;"
+    prims = compile_program(program(body, meta="bit<32> i;")).bmv2["actions"][-1]["primitives"]
+    assert prims[0]["parameters"][1] == {"type": "stack_field", "value": ["vlan", "tci"]}
+    assert prims[1]["parameters"][1] == expr(
+        "last_stack_index", None, {"type": "header_stack", "value": "vlan"})
