@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from topologies.launch import WorkerRun, run_workers
-from topologies.rack import PBOX_IP, Rack, RackConfig, RackError
+from topologies.rack import PBOX_IP, Rack, RackConfig, RackError, exit_on_sigterm
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MB = 1 << 20
@@ -180,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("bench.allreduce needs root (Mininet)", file=sys.stderr)
         return 2
+    exit_on_sigterm()
     started = time.time()
     rows: list[dict] = []
     try:

@@ -254,6 +254,15 @@ class Rack:
         return json.loads(out.strip().splitlines()[-1])
 
 
+def exit_on_sigterm() -> None:
+    """Make SIGTERM raise SystemExit, so ``with Rack(...)`` cleans up (the default kills)."""
+
+    def handler(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def _shell_quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 

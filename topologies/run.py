@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from topologies import workload
 from topologies.launch import WorkerRun, run_workers
-from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, RackError
+from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
 
 JOB_ID = 1
 SLOT_COUNT = 4096
@@ -175,6 +175,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    exit_on_sigterm()
     config = RackConfig(workers=args.workers, bw=args.bw or None, loss=args.loss,
                         loss_method=args.loss_method, delay_ms=args.delay, run_name="run")
     try:
@@ -186,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     except RackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted; the rack was stopped", file=sys.stderr)
+        return 130
     summarize(results, args)
     return 0 if all(r.ok for r in results) else 1
 
