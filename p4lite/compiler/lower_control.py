@@ -580,4 +580,24 @@ def pipeline_from_control(lw: Lowering, externs: Externs, name: str, decl: ast.C
     return result
 
 
-__all__ = ["ExternB", "pipeline_from_control", "ControlLowerer", "PipelineBuilder"]
+def check_unused(lw: Lowering, decl: ast.ControlDecl, bindings: dict[str, Binding]) -> None:
+    """Type-check the control's tables and actions that the apply block never reaches.
+
+    p4c reports errors in unused declarations before removing them; here they are
+    lowered into a scratch copy of the state, whose output is thrown away.
+    """
+    from p4lite.compiler.context import Lowering as ScratchLowering
+
+    scratch = ScratchLowering(lw.env, lw.source)
+    externs = Externs(scratch)
+    builder = PipelineBuilder(scratch, externs, "scratch")
+    control = ControlLowerer(scratch, externs, builder, decl, decl.name, bindings)
+    for local in decl.locals:
+        if isinstance(local, ast.TableDecl):
+            control.tables.apply(local, local.loc)
+        elif isinstance(local, ast.ActionDecl) and not any(p.direction for p in local.params):
+            control.action_for(DeclB("action", local, control), local.loc)
+
+
+__all__ = ["ExternB", "pipeline_from_control", "ControlLowerer", "PipelineBuilder",
+           "check_unused"]

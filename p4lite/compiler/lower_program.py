@@ -12,7 +12,7 @@ from p4lite.compiler.cpmodel import ControlPlaneModel, CpControllerHeader
 from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
 from p4lite.compiler.externs import Externs
 from p4lite.compiler.lower_checksum import lower_checksums
-from p4lite.compiler.lower_control import pipeline_from_control
+from p4lite.compiler.lower_control import check_unused, pipeline_from_control
 from p4lite.compiler.lower_expr import ExprCompiler
 from p4lite.compiler.lower_parser import ParserLowerer, deparser_order
 from p4lite.compiler.program_env import ProgramEnv
@@ -68,6 +68,8 @@ def lower_program(program: ast.Program, main_file: str,
         pipeline_from_control(lw, externs, "egress", blocks["egress"],
                               bindings(blocks["egress"]), 1),
     ]
+    for role in ("ingress", "egress"):
+        check_unused(lw, blocks[role], bindings(blocks[role]))
     lower_checksums(lw, externs, blocks["computeChecksum"], bindings(blocks["computeChecksum"]),
                     verify_block=False)
     _check_direct_meters(lw)

@@ -224,3 +224,12 @@ def test_register_read_needs_the_element_type() -> None:
     local = "register<bit<32>>(4) r;"
     err = _error(program("r.read(hdr.h.v, 0);", local))
     assert "register I.r holds bit<32>, cannot read it into a bit<8>" in str(err)
+
+
+def test_errors_in_unused_tables_and_actions_are_reported() -> None:
+    text = program("", "action unused_a() { hdr.h.v = hdr.h.w; }")
+    err = _error(text)
+    assert "type mismatch: expected bit<8>, got bit<16>" in str(err)
+    assert err.loc.line == _line_of(text, "unused_a")
+    text = program("", "table unused_t { key = { hdr.h.v: fuzzy; } actions = { NoAction; } }")
+    assert "not supported by p4lite: match kind fuzzy" in str(_error(text))
