@@ -226,7 +226,18 @@ def run(opts: Options, make_core: Callable[[dict], object] | None = None) -> int
     finally:
         server.stop(0.5)
         loop.close()
+        _log_totals(device, loop)
     return 0
+
+
+def _log_totals(device: object, loop: object) -> None:
+    stats = device.stats  # type: ignore[attr-defined]
+    queues = device.queues  # type: ignore[attr-defined]
+    ports = ", ".join(f"{p.iface} rx {p.rx} tx {p.tx} tx-errors {p.tx_errors}"
+                      for p in loop.ports.values())  # type: ignore[attr-defined]
+    log.info("stopped: %d frames processed, %d sent, %d to the CPU port, %d core errors, %d queue drops; %s",
+             stats["rx"], stats["tx"], stats["to_cpu"], stats["errors"],
+             queues.dropped if queues is not None else 0, ports or "no ports")
 
 
 def _load_program(device: object, path: str) -> None:
