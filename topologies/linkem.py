@@ -75,7 +75,15 @@ def loss_rules(probability: float, interfaces: list[str], method: str = "nft") -
 
 def apply_loss(host: Node, probability: float, interfaces: list[str],
                method: str = "nft") -> None:
-    """Install the loss rules in ``host``'s namespace; raises if one fails."""
+    """Install the loss rules in ``host``'s namespace; raises if one fails.
+
+    Without the ``nft`` command (Debian package nftables) the egress drops fall back
+    to the iptables OUTPUT rule, with a warning: senders then see EPERM.
+    """
+    if method == "nft" and probability > 0 and "__ok" not in host.cmd("command -v nft && echo __ok"):
+        print("warning: nft not found (apt install nftables): host-to-switch loss uses "
+              "iptables OUTPUT, whose drops make sendto fail with EPERM", file=sys.stderr)
+        method = "iptables"
     for rule in loss_rules(probability, interfaces, method):
         out = host.cmd(rule, "&& echo __ok")
         if "__ok" not in out:
