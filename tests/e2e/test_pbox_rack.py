@@ -72,3 +72,47 @@ def test_rack_cleans_up_after_a_failure(tmp_path):
     assert all(proc.poll() is not None for proc in procs)
     assert _our_links() == []
     assert rack.net is None
+
+
+RECEIVER = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+s.bind(("0.0.0.0", 9999)); s.settimeout(2.0)
+print("ready", flush=True)
+n = 0
+try:
+    while True:
+        s.recv(2048); n += 1
+except TimeoutError:
+    pass
+print(n, flush=True)
+"""
+
+SENDER = """
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+errors = 0
+for i in range(10000):
+    try:
+        s.sendto(b"x" * 100, ("%s", 9999))
+    except OSError:
+        errors += 1
+    if i %% 100 == 99:
+        time.sleep(0.002)  # stay far below any queue limit: only emulated loss counts
+print(errors, flush=True)
+"""
+
+
+def test_loss_emulation_drops_the_configured_fraction_on_each_link(tmp_path):
+    """5% per link direction: w1 -> s1 -> pbox delivers (0.95)^2 = 90.25% of datagrams,
+    and the sender never sees an error (the nft egress drop is silent, like a wire)."""
+    with Rack(RackConfig(workers=1, bw=None, loss=5.0, log_root=tmp_path)) as rack:
+        receiver = rack.popen(rack.pbox, [PYTHON, "-c", RECEIVER], "receiver")
+        assert receiver.stdout.readline().strip() == "ready"
+        sender = rack.popen(rack.workers[0], [PYTHON, "-c", SENDER % PBOX_IP], "sender")
+        send_errors = int(sender.stdout.readline())
+        received = int(receiver.stdout.readline())
+    assert send_errors == 0
+    # Binomial(10000, 0.9025): standard deviation 0.3%; the band is more than 8 sigma wide.
+    assert 0.875 <= received / 10000 <= 0.93, received
