@@ -216,3 +216,34 @@ def test_exit_in_a_fused_chain_of_hidden_tables() -> None:
     assert (out[12], out[13]) == (0x0B, 0xAA)
     out = sw.process(bytes(14) + b"\x01", 0)[0][1]
     assert (out[12], out[13]) == (0, 0)  # exit before tbl_a and tbl_b
+
+
+def test_egress_sees_timestamps_and_queue_metadata_from_the_caller() -> None:
+    b = ProgramBuilder()
+    q = [["ig_ts", 48, False], ["eg_ts", 48, False], ["enq_ts", 32, False], ["enq_depth", 32, False],
+         ["deq_depth", 32, False], ["deq_delta", 32, False], ["plen", 32, False]]
+    b.header("q", q)
+    b.set_parser([{"name": "start", "id": 0, "parser_ops": [
+        {"op": "extract", "parameters": [{"type": "regular", "value": "q"}]}],
+        "transition_key": [], "transitions": [
+            {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["q"])
+    sources = ["ingress_global_timestamp", "egress_global_timestamp", "enq_timestamp",
+               "enq_qdepth", "deq_qdepth", "deq_timedelta", "packet_length"]
+    # queueing_metadata.* and intrinsic_metadata.* are the aliases p4c's JSON uses
+    aliased = {"enq_qdepth": ["queueing_metadata", "enq_qdepth"],
+               "egress_global_timestamp": ["intrinsic_metadata", "egress_global_timestamp"]}
+    prims = [prim("assign", fld("q", name),
+                  {"type": "field", "value": aliased.get(src, ["standard_metadata", src])})
+             for (name, _, _), src in zip(q, sources, strict=True)]
+    aid = b.action("egress.copy", [], prims)
+    b.table("egress", "egress.t", [], [("egress.copy", aid)], default=(aid, []))
+    sw = Switch(b.doc)
+    (item,) = sw.ingress(bytes(36) + b"xy", 3, now_us=1000)
+    out = sw.egress(item, now_us=1500, enq_timestamp=1100, enq_qdepth=7, deq_qdepth=2,
+                    deq_timedelta=400)
+    value = int.from_bytes(out[0][1][:32], "big")
+    fields, nbits = [], 256
+    for _, width, _ in q:
+        nbits -= width
+        fields.append((value >> nbits) & ((1 << width) - 1))
+    assert fields == [1000, 1500, 1100, 7, 2, 400, 38]
