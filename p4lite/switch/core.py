@@ -124,9 +124,23 @@ class Switch(ControlPlane):
         self._load_lists(doc, gen)
         for i, calc in enumerate(doc.get("calculations") or []):
             cname = need(calc, "name", f"calculations[{i}]", str)
-            fname = f"_calc{i}"
-            gen.define(calculation_source(gen, fname, calc), fname)
-            gen.calcs[cname] = fname
+            gen.calcs[cname] = f"_calc{i}"
+            gen.define(calculation_source(gen, f"_calc{i}", calc), f"_calc{i}")
+        actions_by_id = self._load_actions(doc, gen)
+        gen.define(parser_source(gen, self._pick(doc, "parsers", "parser")), "parse")
+        gen.define(deparser_source(gen, self._pick(doc, "deparsers", "deparser")), "deparse")
+        checks = doc.get("checksums") or []
+        verify, update = checksum_sources(gen, checks)
+        gen.define(verify, "verify_checksums")
+        gen.define(update, "update_checksums")
+        self.tables: dict[str, TableState] = {}
+        pipes = by_name(need(doc, "pipelines", "program", list), "pipelines")
+        self._ingress_init = self._load_pipeline(gen, pipes, "ingress", actions_by_id)
+        self._egress_init = self._load_pipeline(gen, pipes, "egress", actions_by_id)
+        self._load_lifecycle(gen, checks)
+
+    def _load_actions(self, doc: dict, gen: CodeGen) -> dict[int, tuple[dict, Any]]:
+        """Every action compiled: id -> (JSON action, function)."""
         actions_by_id = {}
         self._action_fnames: dict[int, str] = {}
         for i, act in enumerate(need(doc, "actions", "program", list)):
@@ -135,23 +149,17 @@ class Switch(ControlPlane):
             fname = f"_act{i}"
             actions_by_id[aid] = (act, gen.define(action_source(gen, fname, act, where), fname))
             self._action_fnames[aid] = fname
-        gen.define(parser_source(gen, self._pick(doc, "parsers", "parser")), "parse")
-        gen.define(deparser_source(gen, self._pick(doc, "deparsers", "deparser")),
-                                   "deparse")
-        verify, update = checksum_sources(gen, doc.get("checksums") or [])
-        gen.define(verify, "verify_checksums")
-        gen.define(update, "update_checksums")
-        checks = doc.get("checksums") or []
-        self.tables: dict[str, TableState] = {}
-        pipes = by_name(need(doc, "pipelines", "program", list), "pipelines")
-        self._ingress_init = self._load_pipeline(gen, pipes, "ingress", actions_by_id)
-        self._egress_init = self._load_pipeline(gen, pipes, "egress", actions_by_id)
+        return actions_by_id
+
+    def _load_lifecycle(self, gen: CodeGen, checks: list) -> None:
+        """The per-packet template and the generated receive/ingress/egress halves."""
+        layout = self.layout
         self._template = list(layout.template)
         self._meta_slots = tuple(s for s, owner in enumerate(layout.owner)
                                  if owner in layout.headers and layout.headers[owner].metadata
                                  or owner == STANDARD_HEADER)
         espec_reset = (self.drop_port + 1) & ((1 << layout.width[self._S.egress_spec]) - 1)
-        ns.update(_template=self._template, _Pkt=Pkt, _Queued=Queued)
+        self._ns.update(_template=self._template, _Pkt=Pkt, _Queued=Queued)
         self._receive = gen.define(receive_source(
             self.std, layout.width, any(c.get("verify", True) for c in checks)), "receive")
         self._egress_run = gen.define(egress_source(
