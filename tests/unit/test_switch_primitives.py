@@ -247,3 +247,29 @@ def test_egress_sees_timestamps_and_queue_metadata_from_the_caller() -> None:
         nbits -= width
         fields.append((value >> nbits) & ((1 << width) - 1))
     assert fields == [1000, 1500, 1100, 7, 2, 400, 38]
+
+
+def test_header_stack_run_time_index_in_expressions() -> None:
+    """hdr.st[d.a].v read and written with a run-time index, and its validity."""
+    def element(index_field: str) -> dict:
+        return {"type": "expression", "value": {
+            "op": "dereference_header_stack", "left": {"type": "header_stack", "value": "st"},
+            "right": fld("d", index_field)}}
+
+    def field_v(index_field: str) -> dict:
+        return {"type": "expression", "value": {
+            "op": "access_field", "left": element(index_field), "right": 0}}
+
+    prims = [
+        prim("assign", fld("d", "s"), {"type": "expression", "value": {
+            "op": "b2d", "left": None, "right": {"type": "expression", "value": {
+                "op": "valid", "left": None, "right": element("a")}}}}),
+        prim("assign", field_v("a"), expr("+", field_v("a"), hexstr(0x10))),
+        prim("assign", fld("d", "b"), {"type": "expression", "value": {
+            "op": "last_stack_index", "left": None,
+            "right": {"type": "header_stack", "value": "st"}}}),
+    ]
+    out = run(prims, bytes(13) + b"\x01\x00" + b"\x0a\x0b", extra_parse=True)
+    assert out[12] == 1  # st[1] is valid
+    assert out[15:] == b"\x0a\x1b"  # st[1].v += 0x10
+    assert out[14] == 1  # two elements extracted: last index 1
