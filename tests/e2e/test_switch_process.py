@@ -124,11 +124,17 @@ def test_p4runtime_shell_programs_the_switch_and_traffic_follows(rack, switch, p
     assert sum(counters["direct"].values()) >= 1  # the ACL drop entry counted h3's UDP
 
     changed = shell(switch, rack, program, "modify_delete")
-    assert changed["acl_after_delete"] == []
+    assert changed["left"] == {"acl_ternary": [], "ttl_range": [], "proto_optional": []}
+    actions = sorted(e["action"]["action"]["actionId"] for e in changed["l2"])
+    assert len(actions) == 2 and actions[0] != actions[1]  # set_mcast and, now, forward
     assert len(deliver(h1, h3, [F.udp(h1, h2.ip, tag=b"misroute")], b"misroute")) == 1
     assert len(deliver(h3, h1, [F.udp(h3, h1.ip, tag=b"acl-gone")], b"acl-gone")) == 1
     shell(switch, rack, program, "restore")
     assert len(deliver(h1, h2, [F.udp(h1, h2.ip, tag=b"restored")], b"restored")) == 1
+    assert len(deliver(h1, h2, [F.udp(h1, h2.ip, ttl=2, tag=b"ttl-gone")], b"ttl-gone")) == 1
+    assert len(deliver(h1, h2, [F.udp(h1, h2.ip, proto=0x99, tag=b"proto-gone")], b"proto-gone")) == 1
+    cpu_mac = F.udp(h1, h2.ip, dst_mac="08:00:00:00:00:cc", tag=b"l2-modified")
+    assert deliver(h1, h2, [cpu_mac], b"l2-modified") == [cpu_mac]  # bridged unchanged
 
     default = shell(switch, rack, program, "default_action")
     [dflt] = default["default"]

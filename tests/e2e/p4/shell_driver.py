@@ -88,9 +88,22 @@ def scenario_modify_delete(p: dict) -> dict:
     acl.match["hdr.ipv4.protocol"] = "17&&&0xff"
     acl.priority = 10
     acl.delete()
-    left = entries("MyIngress.acl_ternary")
+    ttl = sh.TableEntry("MyIngress.ttl_range")
+    ttl.match["hdr.ipv4.ttl"] = "0..1"
+    ttl.priority = 1
+    ttl.delete()
+    proto = sh.TableEntry("MyIngress.proto_optional")
+    proto.match["hdr.ipv4.protocol"] = "0x99"
+    proto.priority = 1
+    proto.delete()
+    cpu = sh.TableEntry("MyIngress.l2_exact")(action="MyIngress.forward")
+    cpu.match["hdr.ethernet.dstAddr"] = CPU_MAC
+    cpu.action["port"] = "2"
+    cpu.modify()  # the CPU MAC now goes out of port 2
+    left = {t: entries(f"MyIngress.{t}") for t in ("acl_ternary", "ttl_range", "proto_optional")}
+    l2 = entries("MyIngress.l2_exact")
     sh.teardown()
-    return {"lpm": modified, "acl_after_delete": left}
+    return {"lpm": modified, "left": left, "l2": l2}
 
 
 def scenario_restore(p: dict) -> dict:
