@@ -64,6 +64,8 @@ def test_rack_cleans_up_after_a_failure(tmp_path):
     with pytest.raises(RuntimeError, match="boom"):
         with Rack(RackConfig(workers=2, bw=None, log_root=tmp_path)) as rack:
             rack.start_pbox(jobs=["1:2"], workers=2)
+            jobs = rack.pbox_request({"cmd": "list_jobs"})["jobs"]
+            assert [j["job_id"] for j in jobs] == [1]
             procs.append(rack.popen(rack.workers[0], [PYTHON, "-c", "import time; "
                                                       "time.sleep(600)"], "sleeper"))
             assert rack.workers[0].cmd("ping -c1 -W1", PBOX_IP).count("1 received") == 1
