@@ -43,6 +43,7 @@ SO_SNDBUFFORCE = 32
 RCVBUF_BYTES = 32 << 20
 MAX_FRAME = 65535
 BATCH = 64  # frames drained from one socket before looking at the others
+IDLE_POLL = 0.01  # s: how often timers (digest timeouts) run when no frame arrives
 _OFFLOADS = ("rx", "tx", "sg", "tso", "gso", "gro", "lro", "rxvlan", "txvlan")
 
 Deliver = Callable[[bytes, int], None]
@@ -162,6 +163,7 @@ class PacketLoop:
 
     def __init__(self, ports: dict[int, str], deliver: Deliver, *, pcap_dir: str | None = None,
                  use_files: int | None = None, tick: Callable[[], None] | None = None,
+                 next_wait: Callable[[], float | None] | None = None,
                  dump_bytes: int = 0, tx_thread: bool = True) -> None:
         self.ports = {n: Port(n, iface) for n, iface in ports.items()}
         # send() on a veth runs the peer's receive path in the caller (~20 us): a
@@ -170,6 +172,8 @@ class PacketLoop:
         self.transmitter = Transmitter() if tx_thread and use_files is None else None
         self.deliver = deliver
         self.tick = tick or (lambda: None)
+        # seconds until queued work is due (rate-limited egress); None: nothing queued
+        self.next_wait = next_wait or (lambda: None)
         self.use_files = use_files
         self.dump_bytes = dump_bytes
         self._trace = False  # per-packet log lines, decided once at open() (-L debug/trace)
@@ -233,7 +237,9 @@ class PacketLoop:
         poller.register(self._wake_r, select.EPOLLIN)
         try:
             while not self._stopping:
-                for fd, _ in poller.poll(0.01):
+                wait = self.next_wait()
+                timeout = IDLE_POLL if wait is None else min(IDLE_POLL, max(0.0, wait))
+                for fd, _ in poller.poll(timeout):
                     port = by_fd.get(fd)
                     if port is not None:
                         self._drain(port)

@@ -55,6 +55,7 @@ class Options:
     priority_queues: int = 1
     drop_port: int = 511
     queue_depth: int = 64
+    queue_rate: float | None = None
     ignored: list[str] = field(default_factory=list)
 
 
@@ -85,6 +86,7 @@ def _target_parser() -> argparse.ArgumentParser:
     p.add_argument("--priority-queues", type=int, default=1)
     p.add_argument("--drop-port", type=int, default=511)
     p.add_argument("--queue-depth", type=int, default=64)  # p4lite extension
+    p.add_argument("--queue-rate", type=float, default=None)  # p4lite: pkt/s per port
     return p
 
 
@@ -114,7 +116,8 @@ def parse_args(argv: list[str]) -> Options:
                    log_level=args.log_level.lower(), log_flush=args.log_flush,
                    dump_packet_data=args.dump_packet_data, grpc_addr=targs.grpc_server_addr,
                    cpu_port=targs.cpu_port, priority_queues=targs.priority_queues,
-                   drop_port=targs.drop_port, queue_depth=targs.queue_depth)
+                   drop_port=targs.drop_port, queue_depth=targs.queue_depth,
+                   queue_rate=targs.queue_rate)
     if opts.pcap_dir and opts.pcap_dir.endswith(".json") and opts.json_path is None:
         opts.json_path, opts.pcap_dir = opts.pcap_dir, "."  # a bare --pcap before PROG.json
     # A positional that is really an unknown option's value must not become the program.
@@ -152,6 +155,8 @@ def _validate(opts: Options) -> None:
             raise UsageError(f"--cpu-port {opts.cpu_port} is also an -i port")
     if opts.priority_queues < 1:
         raise UsageError("--priority-queues must be >= 1")
+    if opts.queue_depth < 1 or (opts.queue_rate is not None and opts.queue_rate <= 0):
+        raise UsageError("--queue-depth and --queue-rate must be positive")
     if opts.log_level not in LEVELS:
         raise UsageError(f"-L {opts.log_level}: expected one of {', '.join(LEVELS)}")
 
@@ -193,7 +198,7 @@ def run(opts: Options, make_core: Callable[[dict], object] | None = None) -> int
     from p4lite.switch.queues import EgressQueues
 
     # Always queued, as in simple_switch: with one queue a priority >= 1 is dropped.
-    queues = EgressQueues(opts.priority_queues, opts.queue_depth)
+    queues = EgressQueues(opts.priority_queues, opts.queue_depth, opts.queue_rate)
     device = Device(opts.device_id, make_core or core_factory(opts), cpu_port=opts.cpu_port,
                     queues=queues)
     try:
@@ -210,6 +215,7 @@ def run(opts: Options, make_core: Callable[[dict], object] | None = None) -> int
         device.poll()
 
     loop = PacketLoop(opts.interfaces, device.receive, pcap_dir=opts.pcap_dir,
+                      next_wait=device.queue_wait,
                       use_files=opts.use_files, tick=tick, dump_bytes=opts.dump_packet_data)
     device.transmit = loop.send
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -148,6 +148,16 @@ class Device:
                     log.exception("egress failed on a packet for port %d", out.item.egress_port)
         return served
 
+    def queue_wait(self) -> float | None:
+        """Seconds until a queued packet may leave (None: nothing queued)."""
+        if self.queues is None:
+            return None
+        with self.lock:
+            ready_us = self.queues.next_ready_us()
+            if ready_us is None:
+                return None
+            return max(0.0, (ready_us - self.now_us()) / 1e6)
+
     def _dispatch(self, pipeline: Pipeline, frames: list[tuple[int, bytes]]) -> None:
         for port, data in frames:
             if port == self.cpu_port:

@@ -260,3 +260,21 @@ def test_garbage_and_truncated_frames_never_stop_the_switch(rack, switch, progra
     assert switch.stop() == 0
     log = switch.log()
     assert "ignoring option --thrift-port" in log or "ignoring option --nanolog" in log
+
+
+def test_rate_limited_priority_queues_on_live_traffic(rack, tmp_path, program):
+    """--priority-queues 8 --queue-rate 200: a late high-priority frame overtakes a backlog."""
+    h1, h2, _ = rack.hosts
+    switch = SwitchProcess(rack.ports, tmp_path, extra_target=(
+        "--priority-queues", "8", "--queue-rate", "200"))
+    try:
+        shell(switch, rack, program, "program")
+        lows = [F.udp(h1, h2.ip, tag=b"q-low-%02d" % i) for i in range(20)]
+        high = F.udp(h1, h2.ip, tag=b"q-high", tos=7)  # priority = diffserv[2:0]
+        got = deliver(h1, h2, [*lows, high], b"q-")
+        assert len(got) == 21
+        order = [f[f.index(b"q-"):].decode() for f in got]
+        assert order.index("q-high") <= 3, order  # not 21st: it jumped the queue
+        assert [t for t in order if t != "q-high"] == sorted(t for t in order if t != "q-high")
+    finally:
+        assert switch.stop() == 0

@@ -576,3 +576,29 @@ def test_a_second_server_cannot_share_the_port(h):
 
     with pytest.raises(OSError):
         serve(Device(DEVICE_ID, lambda j: None), f"127.0.0.1:{h.port}")
+
+
+def test_rate_limited_queues_tell_the_loop_when_to_come_back():
+    from p4lite.switch.p4runtime_device import Device
+    from p4lite.switch.queues import EgressQueues
+    from tests.unit.fakes_switch import FakeSwitch
+
+    clock = [0]
+    sent: list[tuple[int, bytes]] = []
+    device = Device(0, FakeSwitch, transmit=lambda port, data: sent.append((port, data)),
+                    queues=EgressQueues(priorities=8, rate_pps=1000), clock_ns=lambda: clock[0])
+    config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=bmv2_json_bytes())
+    config.p4info.CopyFrom(p4info())
+    device.set_pipeline(Cfg.VERIFY_AND_COMMIT, config)
+    device.pipeline.core.handler = lambda packet, port: [(2, packet)]
+    assert device.queue_wait() is None
+    for prio in (0, 0, 0):
+        device.receive(bytes([prio]), 1)
+    assert device.service_queues() == 1  # one packet per ms on port 2
+    assert device.queue_wait() == pytest.approx(0.001)
+    device.receive(bytes([6]), 1)  # a high-priority packet overtakes the queued ones
+    clock[0] += 1_000_000
+    assert device.queue_wait() == 0.0
+    assert device.service_queues() == 1 and sent[-1][1] == bytes([6])
+    clock[0] += 2_000_000
+    assert device.service_queues() == 1  # no burst credit: still one per ms

@@ -26,13 +26,14 @@ def test_defaults_and_unknown_flags_are_reported_not_fatal():
 
 
 def test_bare_pcap_and_priority_queues():
-    o = parse_args("--pcap prog.json -- --priority-queues 8 --drop-port 100".split())
+    o = parse_args("--pcap prog.json -- --priority-queues 8 --drop-port 100 --queue-rate 500".split())
     assert (o.pcap_dir, o.json_path, o.priority_queues, o.drop_port) == (".", "prog.json", 8, 100)
+    assert (o.queue_rate, o.queue_depth) == (500.0, 64)
 
 
 @pytest.mark.parametrize("argv", [
     "-i 1@a -- --cpu-port 1", "-- --cpu-port 0", "-- --cpu-port 512", "-i 1 --no-p4",
-    "-i 1@a -i 1@b", "x.json --no-p4", "-L chatty"])
+    "-i 1@a -i 1@b", "x.json --no-p4", "-L chatty", "-- --queue-rate 0", "-- --queue-depth 0"])
 def test_bad_command_lines(argv):
     with pytest.raises(UsageError):
         parse_args(argv.split())

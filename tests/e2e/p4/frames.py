@@ -10,8 +10,8 @@ from tests.e2e.p4.netns import ROUTER_MAC, Host
 
 
 def udp(src: Host, dst_ip: str, *, ttl: int = 64, proto: int | None = None, tag: bytes = b"p4l",
-        dst_mac: str = ROUTER_MAC, sport: int = 40000) -> bytes:
-    ip = IP(src=src.ip, dst=dst_ip, ttl=ttl)
+        dst_mac: str = ROUTER_MAC, sport: int = 40000, tos: int = 0) -> bytes:
+    ip = IP(src=src.ip, dst=dst_ip, ttl=ttl, tos=tos)
     if proto is not None:
         ip.proto = proto
         return bytes(Ether(dst=dst_mac, src=src.mac) / ip / Raw(tag))
