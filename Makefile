@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMPS := .stamps
-APT_PACKAGES := mininet iproute2 iptables ethtool iputils-ping net-tools tcpdump iperf3 \
+APT_PACKAGES := mininet iproute2 iptables nftables bridge-utils ethtool iputils-ping net-tools tcpdump iperf3 \
                 psmisc procps python3-venv python3-dev
 # Mininet comes from Debian; the venv sees it through a .pth file appended after
 # its own site-packages so pinned PyPI packages always win.
