@@ -1,20 +1,36 @@
-"""Per-slot retransmission timers: exponential backoff and an RTT-driven timeout.
+"""Per-slot retransmission timers: an RTT-driven timeout with per-chunk backoff.
 
 Time is an argument; nothing here reads a clock. Each of the window's slots holds at
-most one chunk in flight, so the state is a few arrays indexed by slot. The base
-timeout follows RFC 6298 (``srtt + 4 * rttvar``), sampled only from chunks that were
-not retransmitted (Karn's rule), and never below ``rto_min`` nor above ``rto_max``.
-Each timeout event doubles the base timeout (capped at ``rto_max``) until a fresh
-sample resets it, so a chunk's k-th retransmission waits ``min(rto * 2**k, rto_max)``.
+most one chunk in flight, so the state is a few arrays indexed by slot.
 
-The "RTT" of a chunk is the time to its result, which includes waiting for the
-slowest peer: a late peer therefore raises the timeout (fewer useless resends)
-rather than lowering it.
+The base timeout follows RFC 6298 (``srtt + 4 * rttvar``, clamped to ``[rto_min,
+rto_max]``). The k-th retransmission of a chunk waits ``min(rto * 2**k, rto_max)``;
+the backoff belongs to that chunk and never raises the shared base.
+
+Which samples count matters more here than in TCP. A chunk's "RTT" is the time to its
+result, and the result waits for the slowest peer. A peer that lost a packet makes
+everyone wait for its retransmission. If such waits fed the estimate, a larger timeout
+would make recovery slower and the next samples larger. Measured on a simulated
+3-worker, 1-slot job with 15 % loss, that feedback settled at the 1 s cap (one chunk per
+0.7 s). So a sample is taken only from a chunk that
+
+* this worker never retransmitted (Karn's rule), and
+* whose RESULT does not carry the retransmission flag. Aggregators copy the flags of
+  the contribution that completed the set, so the flag means the round was held up by
+  somebody's loss recovery. An aggregator that clears the flag only makes this filter
+  weaker.
+
+A batch of samples updates the estimate at once: the mean moves ``srtt`` and the mean
+absolute deviation moves ``rttvar``, each with the weight m single RFC 6298 updates
+would have (``1 - (7/8)**m`` and ``1 - (3/4)**m``). The deviation keeps the spread
+*inside* a window, where results come back one after another.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+MAX_BACKOFF_DOUBLINGS = 30
 
 
 class SlotTimers:
@@ -28,7 +44,7 @@ class SlotTimers:
         self.rto = rto_min
         self.srtt: float | None = None
         self.rttvar = 0.0
-        self.sent_at = np.zeros(window)
+        self.sent_at = np.zeros(window)  # first transmission of the chunk in flight
         self.deadline = np.full(window, np.inf)
         self.retries = np.zeros(window, dtype=np.int64)
 
@@ -38,31 +54,27 @@ class SlotTimers:
         self.retries[slots] = 0
         self.deadline[slots] = now + self.rto
 
-    def on_result(self, slots: np.ndarray, now: float) -> None:
-        """Results arrived for ``slots``: stop their timers and learn the RTT."""
-        fresh = slots[self.retries[slots] == 0]
-        if fresh.size:
-            self._sample(now - float(self.sent_at[fresh].sum()) / fresh.size)
+    def on_result(self, slots: np.ndarray, now: float, clean: np.ndarray | None = None) -> None:
+        """Results arrived for ``slots``: stop their timers and learn the round trip.
+
+        ``clean[i]`` is False for a result whose round was completed by a retransmission.
+        """
         self.deadline[slots] = np.inf
+        usable = self.retries[slots] == 0
+        if clean is not None:
+            usable &= clean
+        if usable.any():
+            self._sample(now - self.sent_at[slots[usable]])
 
     def expired(self, now: float) -> np.ndarray:
         """Slots whose deadline has passed."""
         return np.flatnonzero(self.deadline <= now)
 
     def on_retransmitted(self, slots: np.ndarray, now: float) -> None:
-        """``slots`` timed out and are resent at ``now``: back off (RFC 6298, 5.5).
-
-        The base timeout doubles once per timeout event and the resent slots wait for
-        the doubled value; it stays backed off until a chunk that was never resent
-        gives a fresh RTT sample. So the k-th resend of a lone chunk waits
-        ``rto * 2**k``, and when a whole window times out because the aggregator is
-        slower than the timeout (all samples then come from resent chunks, which Karn's
-        rule discards), the next window is sent with the backed-off timeout instead of
-        timing out again.
-        """
+        """``slots`` timed out and are resent at ``now``: back off each of them."""
         self.retries[slots] += 1
-        self.rto = min(self.rto * 2, self.rto_max)
-        self.deadline[slots] = now + self.rto
+        doublings = np.minimum(self.retries[slots], MAX_BACKOFF_DOUBLINGS)
+        self.deadline[slots] = now + np.minimum(self.rto * np.exp2(doublings), self.rto_max)
 
     def stop(self, slots: np.ndarray | slice) -> None:
         self.deadline[slots] = np.inf
@@ -70,10 +82,15 @@ class SlotTimers:
     def next_deadline(self) -> float:
         return float(self.deadline.min()) if self.deadline.size else float("inf")
 
-    def _sample(self, rtt: float) -> None:
+    def _sample(self, samples: np.ndarray) -> None:
+        m = samples.size
+        mean = float(samples.sum()) / m
         if self.srtt is None:
-            self.srtt, self.rttvar = rtt, rtt / 2
+            spread = float(np.abs(samples - mean).sum()) / m
+            self.srtt, self.rttvar = mean, max(mean / 2, spread)
         else:
-            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
-            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+            deviation = float(np.abs(samples - self.srtt).sum()) / m
+            a, b = 1 - 0.875**m, 1 - 0.75**m
+            self.rttvar = (1 - b) * self.rttvar + b * deviation
+            self.srtt = (1 - a) * self.srtt + a * mean
         self.rto = min(max(self.srtt + 4 * self.rttvar, self.rto_min), self.rto_max)

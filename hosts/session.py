@@ -277,7 +277,9 @@ class Session:
         order = np.argsort(positions)
         idx, slots, positions = idx[order], slots[order], positions[order]
         self._slot_pos[slots] = -1
-        self._timers.on_result(slots, now)
+        # a round completed by someone's retransmission says nothing about the RTT
+        clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
+        self._timers.on_result(slots, now, clean)
         self._last_progress = now
         self.stats.results += idx.size
         bounds = np.searchsorted(positions, [t.start for t in self._tensors] + [self._total])
