@@ -38,6 +38,24 @@ class TooShort(Exception):
     """A parser lookahead ran past the end of the packet."""
 
 
+def unwrap(v: Any) -> Any:
+    """A value object with p4c's extra ``expression`` wrappers removed.
+
+    BMv2 builds an ``expression``-typed primitive parameter (and the source of a
+    parser ``set``/``advance``) from its ``value``, which is itself a typed node, so
+    p4c writes ``{"type": "expression", "value": {"type": "expression", "value":
+    {"op": ...}}}`` there (and wraps ``stack_field`` the same way). Conditionals and
+    operands carry one wrapper. Both forms are accepted everywhere: a wrapper whose
+    value is a typed node (no ``op``) is dropped.
+    """
+    while isinstance(v, dict) and v.get("type") == "expression":
+        inner = v.get("value")
+        if not isinstance(inner, dict) or "type" not in inner or "op" in inner:
+            break
+        v = inner
+    return v
+
+
 @dataclass(slots=True)
 class Lvalue:
     index: str  # Python source of the index into F
@@ -85,6 +103,7 @@ class CodeGen:
 
     def width_of(self, v: Any) -> int | None:
         """The width of an unsigned value whose range is known at load time, else None."""
+        v = unwrap(v)
         if not isinstance(v, dict):
             return None
         t = v.get("type")
@@ -107,6 +126,7 @@ class CodeGen:
         return None
 
     def expr(self, v: Any, where: str) -> str:
+        v = unwrap(v)
         if not isinstance(v, dict) or "type" not in v:
             raise fail(where, f"bad value {v!r}")
         t, val = v["type"], v.get("value")
@@ -141,6 +161,8 @@ class CodeGen:
     def _op(self, e: Any, where: str) -> str:
         op = need(e, "op", where, str)
         left, right = e.get("left"), e.get("right")
+        if op in ("+", "-") and left is None:  # unary + / - (BMv2 loads 0 on the left)
+            left = {"type": "hexstr", "value": "0x0"}
         if op == "<<":
             return self._shift_left(left, right, where)
         if op in _ARITH:
@@ -197,12 +219,14 @@ class CodeGen:
         return f"min(max({x}, 0), {mask})"
 
     def _stack_of(self, v: Any, where: str) -> Any:
+        v = unwrap(v)
         if not isinstance(v, dict) or v.get("type") != "header_stack":
             raise fail(where, f"expected a header stack, got {v!r}")
         return self.layout.stack(v.get("value"), where)
 
     def _header_ref(self, v: Any, where: str) -> tuple[list, str | None]:
         """([HeaderInfo...], index source or None) for a header-valued operand."""
+        v = unwrap(v)
         if isinstance(v, dict) and v.get("type") == "header":
             return [self.layout.header(v.get("value"), where)], None
         if isinstance(v, dict) and v.get("type") == "expression":
@@ -231,6 +255,7 @@ class CodeGen:
     # -- stores ----------------------------------------------------------------------
 
     def lvalue(self, v: Any, where: str) -> Lvalue:
+        v = unwrap(v)
         if isinstance(v, dict) and v.get("type") == "field":
             slot = self.layout.field_slot(v.get("value"), where)
             return Lvalue(str(slot), self.layout.width[slot], self.layout.signed[slot])

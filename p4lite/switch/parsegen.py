@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4lite.switch import hashes
-from p4lite.switch.codegen import CodeGen, TooShort
+from p4lite.switch.codegen import CodeGen, TooShort, unwrap
 from p4lite.switch.headercodec import emit_expr, extract_lines
 from p4lite.switch.primitives import primitive_lines
 from p4lite.switch.program import HeaderInfo, fail, need, parse_hexstr
@@ -49,6 +49,9 @@ def pack_expr(h: HeaderInfo) -> str:
 def _op_lines(gen: CodeGen, op: Any, where: str, errors: dict[str, int]) -> list[str]:
     kind = need(op, "op", where, str)
     params = op.get("parameters") or []
+    if not isinstance(params, list):
+        raise fail(where, f"'parameters' of '{kind}' is not a list")
+    params = [unwrap(p) for p in params]  # p4c wraps set/advance sources twice
     if kind == "extract":
         target = need(params[0] if params else None, "type", where, str)
         if target == "regular":
@@ -64,10 +67,13 @@ def _op_lines(gen: CodeGen, op: Any, where: str, errors: dict[str, int]) -> list
     if kind == "verify":
         if len(params) != 2:
             raise fail(where, "verify needs 2 parameters")
-        return [f"if not {gen.expr(params[0], where)}:",
-                f"    return pos, {gen.expr(params[1], where)}"]
+        # BMv2 still accepts a bare error number (older JSON) for the error
+        err = params[1] if _is_int(params[1]) else gen.expr(params[1], where)
+        return [f"if not {gen.expr(params[0], where)}:", f"    return pos, {err}"]
     if kind in ("advance", "shift"):
-        amount = gen.expr(params[0] if params else None, where)
+        first = params[0] if params else None
+        # BMv2's shift takes a bare byte count
+        amount = str(first) if kind == "shift" and _is_int(first) else gen.expr(first, where)
         nbytes = f"({amount}) >> 3" if kind == "advance" else amount
         lines = [f"_a = {nbytes}"]
         if kind == "advance":
@@ -77,6 +83,10 @@ def _op_lines(gen: CodeGen, op: Any, where: str, errors: dict[str, int]) -> list
     if kind == "primitive":
         return primitive_lines(gen, params[0] if params else None, where)
     raise fail(where, f"parser op '{kind}' is not supported by p4lite")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _extract_stack(gen: CodeGen, name: Any, where: str, errors: dict[str, int]) -> list[str]:
@@ -95,6 +105,7 @@ def _key_parts(gen: CodeGen, keys: list, where: str) -> tuple[str, int]:
     """The transition key expression (parts padded to whole bytes) and its byte count."""
     parts, total = [], 0
     for k in reversed(keys):
+        k = unwrap(k)
         t = need(k, "type", where, str)
         if t == "lookahead":
             width = int(need(k, "value", where, list)[1])
@@ -132,6 +143,8 @@ def _transition_lines(gen: CodeGen, state: dict, index: dict[str | None, int], w
         lines.append(f"_key = {key}")
     for t in transitions:
         kind = t.get("type", "hexstr")
+        if kind == "hexstr" and t.get("value") == "default":  # older JSON spelling
+            kind = "default"
         if kind == "default":
             lines.append(goto(t))
             return lines

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from p4lite.switch.codegen import CodeGen
+from p4lite.switch.codegen import CodeGen, unwrap
 from p4lite.switch.program import fail, need, parse_hexstr
 
 PrimFn = Callable[[CodeGen, list, str], list[str]]
@@ -273,7 +273,13 @@ def primitive_lines(gen: CodeGen, prim: Any, where: str) -> list[str]:
     fn = PRIMITIVES.get(op)
     if fn is None:
         raise fail(where, f"primitive '{op}' is not supported by p4lite")
-    return fn(gen, prim.get("parameters") or [], f"{where}: {op}")
+    return fn(gen, _params(prim), f"{where}: {op}")
+
+
+def _params(prim: dict) -> list:
+    """The primitive's parameters with p4c's double expression wrapping removed."""
+    params = prim.get("parameters") or []
+    return [unwrap(p) for p in params] if isinstance(params, list) else params
 
 
 def _indent(lines: list[str], depth: int) -> list[str]:
@@ -380,10 +386,10 @@ def _jump_body(gen: CodeGen, prims: list, where: str) -> list[str]:
         op = prim["op"]
         body.append(f"    {'if' if i == 0 else 'elif'} _pc == {i}:")
         if op == "_jump":
-            target = _int_param(_n(prim.get("parameters"), 1, op, w)[0], w)
+            target = _int_param(_n(_params(prim), 1, op, w)[0], w)
             lines = [f"_pc = {target}"]
         elif op == "_jump_if_zero":
-            params = _n(prim.get("parameters"), 2, op, w)
+            params = _n(_params(prim), 2, op, w)
             target = _int_param(params[1], w)
             lines = [f"_pc = {target} if not {gen.expr(params[0], w)} else {i + 1}"]
         else:
