@@ -39,15 +39,17 @@ class CompileResult:
 
 
 def compile_file(path: str | Path, include_dirs=(), defines: dict[str, str] | None = None, *,
-                 p4c_nesting: bool = False) -> CompileResult:
-    """Compile a P4 file. ``p4c_nesting`` wraps expression parameters of primitives
-    twice, exactly as p4c does and real BMv2 requires (see bmv2_json.with_p4c_nesting)."""
+                 p4c_nesting: bool = True) -> CompileResult:
+    """Compile a P4 file. ``p4c_nesting`` (the default) wraps expression parameters of
+    primitives twice, exactly as p4c does and real BMv2 requires (see
+    bmv2_json.with_p4c_nesting); False gives the single wrapping, which p4lite's switch
+    also reads but real BMv2 rejects."""
     program = parse_file(path, include_dirs, defines)
     return _compile(program, str(path), SourceText(), p4c_nesting)
 
 
 def compile_text(text: str, filename: str = "<string>", include_dirs=(),
-                 defines: dict[str, str] | None = None, *, p4c_nesting: bool = False
+                 defines: dict[str, str] | None = None, *, p4c_nesting: bool = True
                  ) -> CompileResult:
     program = parse_text(text, filename, include_dirs, defines)
     return _compile(program, filename, SourceText({filename: text}), p4c_nesting)
