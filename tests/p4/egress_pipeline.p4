@@ -1,7 +1,7 @@
 // Tests: a table in the egress pipeline keyed on standard_metadata.egress_port
-// (added from STF), applied separately to each multicast replica, `exit` in
-// egress, an indexed counter counting in egress, and a long (300-byte) packet
-// passing through unicast.
+// (added from STF), applied separately to each multicast replica, one replica
+// dropped in egress while the others leave, `exit` in egress, an indexed
+// counter counting in egress, and a long (300-byte) packet through unicast.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -33,7 +33,7 @@ control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {
 
 control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     apply {
-        if (hdr.h.mc == 1) {
+        if (hdr.h.mc != 0) {
             sm.mcast_grp = 1;
         } else {
             sm.egress_spec = 4;
@@ -53,6 +53,9 @@ control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata
     }
     apply {
         tx.count((bit<32>) sm.egress_port);
+        if (hdr.h.mc == 2 && sm.egress_port == 3) {
+            mark_to_drop(sm);
+        }
         port_tag.apply();
         if (sm.egress_port == 2) {
             exit;
