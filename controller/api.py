@@ -4,7 +4,8 @@ Every method is unary; requests and responses are UTF-8 JSON objects (no
 generated stubs needed on either side; any gRPC client can call
 ``/p4hub.JobService/<Method>`` with a JSON body). Methods:
 
-  JoinJob    {name, world_size, rank, address: "ip:port"} -> {job_id, world_size, rank,
+  JoinJob    {name, world_size, rank, address: "ip:port", placement?: "auto"|"pbox"}
+             -> {job_id, world_size, rank,
              aggregator: "ip:port", slot_base, slot_count, k, window, where}
   LeaveJob   {job_id, rank} -> {}
   Heartbeat  {job_id, rank} -> {}
@@ -109,8 +110,11 @@ class JobService:
         name = r.get("name")
         if not isinstance(name, str):
             raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "'name' must be a string")
+        placement = r.get("placement", "auto")
+        if not isinstance(placement, str):
+            raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "'placement' must be a string")
         reply = self.ctl.join(name, _int(r, "world_size"), _int(r, "rank"), _address(r.get("address")),
-                              self.clock())
+                              self.clock(), placement)
         return {
             "job_id": reply.job_id, "world_size": reply.world_size, "rank": reply.rank,
             "aggregator": f"{reply.aggregator_ip}:{reply.aggregator_port}",
@@ -249,8 +253,10 @@ class JobClient:
         return self._calls[method](request, timeout=deadline or self.timeout,
                                    wait_for_ready=self.wait_for_ready)
 
-    def join(self, name: str, world_size: int, rank: int, address: str) -> dict:
-        return self.call("JoinJob", name=name, world_size=world_size, rank=rank, address=address)
+    def join(self, name: str, world_size: int, rank: int, address: str,
+             placement: str = "auto") -> dict:
+        return self.call("JoinJob", name=name, world_size=world_size, rank=rank, address=address,
+                         placement=placement)
 
     def leave(self, job_id: int, rank: int) -> dict:
         return self.call("LeaveJob", job_id=job_id, rank=rank)

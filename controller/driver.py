@@ -233,8 +233,8 @@ class Controller:
     # -- job events (the job API server calls these) --------------------------------
 
     def join(self, name: str, world_size: int, rank: int, address: tuple[str, int],
-             now: float) -> JoinReply:
-        return self._event(lambda reg: reg.join(name, world_size, rank, address, now))
+             now: float, placement: str = "auto") -> JoinReply:
+        return self._event(lambda reg: reg.join(name, world_size, rank, address, now, placement))
 
     def leave(self, job_id: int, rank: int) -> None:
         self._event(lambda reg: (None, reg.leave(job_id, rank)))

@@ -42,6 +42,9 @@ from controller.updates import (
 
 ON_SWITCH = "switch"
 ON_PBOX = "pbox"
+PLACE_AUTO = "auto"  # JoinJob placement: switch slots if free, else the PBox
+PLACE_PBOX = "pbox"  # JoinJob placement: always the PBox
+PLACEMENTS = (PLACE_AUTO, PLACE_PBOX)
 
 
 class JobError(ValueError):
@@ -133,10 +136,16 @@ class JobRegistry:
     # -- events ------------------------------------------------------------------
 
     def join(
-        self, name: str, world_size: int, rank: int, address: tuple[str, int], now: float
+        self, name: str, world_size: int, rank: int, address: tuple[str, int], now: float,
+        placement: str = PLACE_AUTO,
     ) -> tuple[JoinReply, list[Update]]:
         """A worker joins job ``name``; creates the job on first join. Idempotent per
-        (rank, address): a retried join gets the same reply and no updates."""
+        (rank, address): a retried join gets the same reply and no updates.
+        ``placement`` only matters to the join that creates the job: PLACE_AUTO takes
+        switch slots when there are any, PLACE_PBOX puts the job on the rack's PBox
+        (to compare both paths on the same rack)."""
+        if placement not in PLACEMENTS:
+            raise JobError(f"placement must be one of {PLACEMENTS}, not {placement!r}")
         ip, port = _check_join(name, world_size, rank, address)
         host = self.topo.host_by_ip(ip)
         if host is None:
@@ -144,7 +153,7 @@ class JobRegistry:
         updates: list[Update] = []
         job = self.job_by_name(name)
         if job is None:
-            job, updates = self._create(name, world_size, host.switch)
+            job, updates = self._create(name, world_size, host.switch, placement)
         elif job.name is None:
             job.name = name  # adopted after a rebuild
         if job.world_size != world_size:
@@ -270,7 +279,8 @@ class JobRegistry:
         self._next_epoch = _valid_epoch(epoch + 1)
         return epoch
 
-    def _create(self, name: str, world_size: int, switch: str) -> tuple[Job, list[Update]]:
+    def _create(self, name: str, world_size: int, switch: str,
+                placement: str) -> tuple[Job, list[Update]]:
         tag = p.name_tag(name)
         if any(job.tag == tag for job in self.jobs.values()):
             raise JobError(f"job name {name!r} collides with a running job's name tag; rename it")
@@ -279,7 +289,9 @@ class JobRegistry:
             raise JobError(f"rack {switch} has no PBox, so no aggregator address")
         job_id = self._free_job_id()
         want = self.topo.switches[switch].job_slots
-        got = self.switch_pools[switch].allocate(job_id, want)
+        got = None
+        if placement == PLACE_AUTO:
+            got = self.switch_pools[switch].allocate(job_id, want)
         where = ON_SWITCH
         if got is None:
             got = self.pbox_pools[pbox.name].allocate(job_id, want)
