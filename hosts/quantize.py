@@ -170,8 +170,8 @@ def quantize(
     for lo in range(0, blocks.shape[0], STRIPE):
         t = scratch[: min(STRIPE, blocks.shape[0] - lo)]
         np.ldexp(blocks[lo : lo + STRIPE], s[lo : lo + STRIPE], out=t)
-        np.rint(t, out=t)
-        np.copyto(out[lo : lo + STRIPE], t, casting="unsafe")
+        # rounds and converts in one pass; |t| <= 2**30, so the int32 cast is exact
+        np.rint(t, out=out[lo : lo + STRIPE], casting="unsafe")
     return out
 
 
