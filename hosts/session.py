@@ -90,7 +90,6 @@ class Session:
         self._retransmit = np.zeros(0, dtype=np.int64)  # slots due for a resend
         self._total = 0  # positions handed out so far
         self._tensors: list[chunking.TensorStream] = []  # started, unfinished, by start
-        self._starts = np.zeros(0, dtype=np.int64)
         self._ids: set[Hashable] = set()
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
@@ -130,7 +129,6 @@ class Session:
         self._total = stream.end
         self._tensors.append(stream)
         self._ids.add(tensor_id)
-        self._starts = np.append(self._starts, stream.start)
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
         """Retransmissions due, then every position that may go out now."""
@@ -301,7 +299,6 @@ class Session:
             else:
                 keep.append(t)
         self._tensors = keep
-        self._starts = np.array([t.start for t in keep], dtype=np.int64)
 
     # -- failure ------------------------------------------------------------------------
 
@@ -310,7 +307,6 @@ class Session:
         for t in self._tensors:
             self._events.append(TensorFailed(t.tensor_id, self.failed))
         self._tensors, self._ids = [], set()
-        self._starts = np.zeros(0, dtype=np.int64)
         self._timers.stop(slice(None))
 
     def _stuck_reason(self, now: float) -> str:
