@@ -30,7 +30,8 @@ from hosts.wire import PACKET_LEN
 
 BATCH = 512  # datagrams read per receive_batch at most
 SOCKET_BUFFER = 4 << 20  # absorbs a window of results from every slot at once
-_LOST_ON_SEND = (errno.EAGAIN, errno.ENOBUFS, errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
+_ICMP_ERRORS = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
+_LOST_ON_SEND = (errno.EAGAIN, errno.ENOBUFS, *_ICMP_ERRORS)
 
 
 class UdpTransport:
@@ -151,7 +152,9 @@ class UdpTransport:
                 got = recv_into(view[off : off + PACKET_LEN + 1])
             except (BlockingIOError, InterruptedError):
                 break
-            except ConnectionRefusedError:  # ICMP unreachable for an earlier send
+            except OSError as exc:  # an ICMP error for an earlier send: a loss like any other
+                if exc.errno not in _ICMP_ERRORS:
+                    raise
                 continue
             if got == PACKET_LEN:
                 n += 1
