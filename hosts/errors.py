@@ -2,7 +2,8 @@
 
 Everything the host side raises on purpose is a ``HostError``: the wire codec
 (``hosts.wire.WireError``), quantization (``QuantizeError``), misuse of a session
-(``SessionError``) and a failed or abandoned all-reduce (``AllreduceError``).
+(``SessionError``), a socket that cannot be opened (``TransportError``) and a failed
+or abandoned all-reduce (``AllreduceError``).
 Callers that do not care which part failed catch ``HostError``.
 """
 
@@ -23,3 +24,7 @@ class SessionError(HostError, ValueError):
 
 class AllreduceError(HostError):
     """An all-reduce that did not complete: no progress past the deadline, or closed."""
+
+
+class TransportError(HostError, OSError):
+    """The agent's UDP socket could not be set up (bad address, port in use, no route)."""

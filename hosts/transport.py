@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from hosts.errors import AllreduceError
+from hosts.errors import AllreduceError, TransportError
 from hosts.events import Event
 from hosts.session import Session
 from hosts.wire import PACKET_LEN
@@ -179,7 +179,7 @@ def _open_socket(aggregator: tuple[str, int], bind: tuple[str, int]) -> socket.s
         sock.bind(bind)
         sock.connect(aggregator)
         sock.setblocking(False)
-    except OSError:
+    except (OSError, TypeError, ValueError) as exc:
         sock.close()
-        raise
+        raise TransportError(f"cannot open a UDP socket from {bind} to {aggregator}: {exc}") from exc
     return sock

@@ -13,7 +13,7 @@ import pytest
 
 from hosts.agent import Agent
 from hosts.aggregator import Aggregator
-from hosts.errors import AllreduceError, QuantizeError
+from hosts.errors import AllreduceError, HostError, QuantizeError, TransportError
 from tests.unit.fake_aggregator import FakeAggregator
 from tests.unit.test_session import gradients, reference_sum
 
@@ -215,3 +215,16 @@ def test_agents_started_before_the_aggregator_recover_by_retransmission():
             agg.close()
     expected = reference_sum(inputs)
     assert all(not isinstance(r, Exception) and r.tobytes() == expected.tobytes() for r in results)
+
+
+def test_a_socket_that_cannot_be_opened_is_a_transport_error():
+    taken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    taken.bind(("127.0.0.1", 0))
+    try:
+        with pytest.raises(TransportError, match="cannot open a UDP socket") as info:
+            Agent(JOB, 0, 2, ("127.0.0.1", 9), bind=taken.getsockname())
+        assert isinstance(info.value, HostError)
+        with pytest.raises(TransportError):
+            Agent(JOB, 0, 2, ("no-such-host.invalid", 48879))
+    finally:
+        taken.close()
