@@ -4,7 +4,7 @@
 * Loss: this kernel has no netem (``tc qdisc ... netem`` fails) and no tc classifiers
   or gact, so loss is emulated with netfilter inside each host's network namespace, in
   both directions of the host's link, each with probability P:
-  - switch-to-host: iptables ``INPUT ! -i lo -m statistic --mode random --probability P
+  - switch-to-host: iptables ``INPUT -i <data intf> -m statistic --mode random --probability P
     -j DROP``;
   - host-to-switch: by default an nftables ``netdev`` table with an ``egress`` hook on the
     host's interface (``numgen random mod 1000000 < P*1e6 drop``). A drop there looks to
@@ -61,9 +61,10 @@ def loss_rules(probability: float, interfaces: list[str], method: str = "nft") -
     if probability <= 0.0:
         return []
     drop = f"-m statistic --mode random --probability {probability:.6f} -j DROP"
-    rules = [f"iptables -w -A INPUT ! -i lo {drop}"]
+    # Per data interface, so a management interface (topologies/mgmt.py) stays lossless.
+    rules = [f"iptables -w -A INPUT -i {intf} {drop}" for intf in interfaces]
     if method == "iptables":
-        return [*rules, f"iptables -w -A OUTPUT ! -o lo {drop}"]
+        return [*rules, *(f"iptables -w -A OUTPUT -o {intf} {drop}" for intf in interfaces)]
     threshold = round(probability * 1_000_000)
     chains = " ".join(
         f'chain egress_{i} {{ type filter hook egress device "{intf}" priority 0; '

@@ -4,8 +4,11 @@
         rack.start_pbox(jobs=["1:4"])
         procs = [rack.popen(w, [...], "w1") for w in rack.workers]
 
-The switch is pluggable (``RackConfig.switch_cls``/``switch_opts``): a Linux bridge
-today, the P4 switch later. The context manager always stops Mininet and every
+The switch is pluggable (``RackConfig.switch_cls``/``switch_opts``): a Linux bridge by
+default; ``RackConfig(p4=True)`` compiles p4src/aggregate.p4 and runs it on a P4 switch
+(topologies/p4switch.py), adds the management network (topologies/mgmt.py) and lets
+``start_controller`` run p4hub-controller in the root namespace. Hosts get the MACs and
+switch ports that ``controller.topology.rack_dict`` describes. The context manager always stops Mininet and every
 process it started, even when the body raises; it never runs ``mn -c`` (other
 engineers' networks may be up): it removes only its own leftovers (s1, s1-eth*,
 w*-eth0, pbox-eth0) before it starts.
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from topologies import linkem
+from topologies import linkem, mgmt
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
@@ -34,6 +37,8 @@ MAX_WORKERS = 8  # names w1..w8 are ours
 SWITCH_NAME = "s1"
 PBOX_NAME = "pbox"
 CONTROL_PORT = 48880  # the PBox's JSON control channel, inside the pbox host
+MAX_EXTRA = 4  # hosts outside every job: x1..x4
+P4_SOURCE = REPO / "p4src" / "aggregate.p4"
 # One rack at a time on a machine: the names are fixed, and the leftover cleanup of a
 # second rack would tear down the first one's links.
 LOCK_PATH = Path("/tmp/p4hub-rack.lock")
@@ -45,6 +50,20 @@ class RackError(RuntimeError):
 
 def worker_ip(rank: int) -> str:
     return f"10.0.0.{rank + 1}"
+
+
+def extra_ip(index: int) -> str:
+    return f"10.0.0.{201 + index}"
+
+
+def host_mac(ip: str) -> str:
+    """08:00:00:00:01:<last octet>, the MACs controller.topology.rack_dict gives."""
+    return f"08:00:00:00:01:{int(ip.rsplit('.', 1)[1]):02x}"
+
+
+def mgmt_ip(data_ip: str) -> str:
+    """A host's management address: same last octet on 10.99.0.0/24."""
+    return f"10.99.0.{data_ip.rsplit('.', 1)[1]}"
 
 
 def _linux_bridge() -> type:
@@ -66,6 +85,11 @@ class RackConfig:
     run_name: str = "rack"
     max_queue_size: int | None = None  # htb/link queue (packets), None = Mininet's default
     lock_timeout: float = 300.0  # seconds to wait for another rack on this machine to finish
+    extra_hosts: int = 0  # x1..: hosts outside every job (port N+2..)
+    p4: bool = False  # P4 switch running p4src/aggregate.p4 + management network
+    grpc_port: int = 50051  # the P4 switch's P4Runtime port (root namespace)
+    pcap: bool = True  # P4 switch writes pcaps/ (costs switch CPU per packet)
+    controller_port: int = 50060  # job API, on the management bridge
 
 
 class Rack:
@@ -82,6 +106,9 @@ class Rack:
         self.workers: list = []
         self.pbox = None
         self.switch = None
+        self.extras: list = []
+        self.controller_proc: subprocess.Popen | None = None
+        self.topology: dict | None = None
         self._procs: list[tuple[str, subprocess.Popen]] = []
         self._pbox_proc: subprocess.Popen | None = None
         self._lock_file = None
@@ -111,21 +138,43 @@ class Rack:
         self._lock()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         remove_leftovers()
-        switch_cls = self.config.switch_cls or _linux_bridge()
+        switch_cls, switch_opts = self._switch()
         self.net = Mininet(topo=None, controller=None, link=TCLink, build=False,
                            autoSetMacs=True, waitConnected=False)
-        self.switch = self.net.addSwitch(SWITCH_NAME, cls=switch_cls, **self.config.switch_opts)
+        self.switch = self.net.addSwitch(SWITCH_NAME, cls=switch_cls, **switch_opts)
         link_opts = self._link_opts()
+        # Link order = switch port order: w1..wN on 1..N, pbox on N+1, x1.. after it.
         for rank in range(self.config.workers):
-            host = self.net.addHost(f"w{rank + 1}", ip=f"{worker_ip(rank)}/24")
-            self.net.addLink(host, self.switch, **link_opts)
-            self.workers.append(host)
-        self.pbox = self.net.addHost(PBOX_NAME, ip=f"{PBOX_IP}/24")
-        self.net.addLink(self.pbox, self.switch, **link_opts)
+            self.workers.append(self._add_host(f"w{rank + 1}", worker_ip(rank), link_opts))
+        self.pbox = self._add_host(PBOX_NAME, PBOX_IP, link_opts)
+        for index in range(self.config.extra_hosts):
+            self.extras.append(self._add_host(f"x{index + 1}", extra_ip(index), link_opts))
         self.net.build()
         self.net.start()
         self._configure_hosts()
+        if self.config.p4:
+            all_hosts = [*self.hosts, *self.extras]
+            mgmt.build({h.name: h for h in all_hosts}, {h.name: mgmt_ip(h.IP()) for h in all_hosts})
         self._write_manifest()
+
+    def _add_host(self, name: str, ip: str, link_opts: dict[str, Any]):
+        host = self.net.addHost(name, ip=f"{ip}/24", mac=host_mac(ip))
+        self.net.addLink(host, self.switch, **link_opts)
+        return host
+
+    def _switch(self) -> tuple[type, dict[str, Any]]:
+        if not self.config.p4:
+            return self.config.switch_cls or _linux_bridge(), dict(self.config.switch_opts)
+        from topologies.p4switch import P4Switch, P4SwitchError, compile_p4
+
+        try:
+            self.bmv2_json, self.p4info = compile_p4(P4_SOURCE)
+        except P4SwitchError as exc:
+            raise RackError(str(exc)) from None
+        opts = {"json_path": self.bmv2_json, "log_dir": self.log_dir,
+                "pcap_dir": self.log_dir / "pcaps" if self.config.pcap else None,
+                "grpc_port": self.config.grpc_port, **self.config.switch_opts}
+        return self.config.switch_cls or P4Switch, opts
 
     def _lock(self) -> None:
         self._lock_file = open(LOCK_PATH, "a+")  # noqa: SIM115 - held until stop()
@@ -149,7 +198,7 @@ class Rack:
         return opts
 
     def _configure_hosts(self) -> None:
-        for host in self.hosts:
+        for host in [*self.hosts, *self.extras]:
             intfs = [intf.name for intf in host.intfList() if intf.name != "lo"]
             if self.config.bw and "htb" not in host.cmd("tc qdisc show dev", intfs[0]):
                 raise RackError(f"{host.name}: bandwidth shaping (htb) was not applied")
@@ -159,8 +208,9 @@ class Rack:
         switch_intfs = [i.name for i in self.switch.intfList() if i.name != "lo"]
         linkem.disable_offloads(self.switch, switch_intfs)
         # Static ARP: nothing waits on ARP under loss, and the first packet is not a flood.
-        for host in self.hosts:
-            for other in self.hosts:
+        everyone = [*self.hosts, *self.extras]
+        for host in everyone:
+            for other in everyone:
                 if other is not host:
                     host.setARP(other.IP(), other.MAC())
 
@@ -170,7 +220,9 @@ class Rack:
             "pbox": PBOX_IP,
             "bw_mbit": self.config.bw,
             "loss_percent": self.config.loss,
-            "switch": getattr(self.config.switch_cls, "__name__", "LinuxBridge"),
+            "extra_hosts": {h.name: h.IP() for h in self.extras},
+            "switch": type(self.switch).__name__,
+            "switch_command": self.switch.command() if self.config.p4 else None,
         }
         (self.log_dir / "rack.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
@@ -184,6 +236,7 @@ class Rack:
             _terminate(name, proc)
         self._procs = []
         self._pbox_proc = None
+        self.controller_proc = None
         if self.net is not None:
             net, self.net = self.net, None
             try:
@@ -196,6 +249,72 @@ class Rack:
             self._lock_file = None
 
     # -- processes ------------------------------------------------------------------
+
+    @property
+    def controller_address(self) -> str:
+        """The job API as the hosts reach it (management network)."""
+        return f"{mgmt.ROOT_IP}:{self.config.controller_port}"
+
+    def controller_topology(self, slots: int = 1024, job_slots: int = 128,
+                            worker_timeout: float = 30.0) -> dict:
+        """The rack as p4hub-controller sees it (controller.topology.rack_dict + x hosts)."""
+        from controller.topology import rack_dict
+
+        topo = rack_dict(self.config.workers, f"127.0.0.1:{self.config.grpc_port}",
+                         pbox_control=f"{mgmt_ip(PBOX_IP)}:{CONTROL_PORT}", slots=slots,
+                         job_slots=job_slots)
+        for offset, host in enumerate(self.extras):
+            topo["hosts"][host.name] = {"ip": host.IP(), "mac": host.MAC(), "switch": SWITCH_NAME,
+                                        "port": self.config.workers + 2 + offset}
+        topo["controller"] = {"listen": self.controller_address, "worker_timeout": worker_timeout}
+        return topo
+
+    def start_controller(self, topology: dict | None = None, timeout: float = 30.0,
+                         log_name: str = "controller") -> subprocess.Popen:
+        """Run p4hub-controller in the root namespace; returns once its job API answers."""
+        if not self.config.p4:
+            raise RackError("the controller needs the P4 switch (RackConfig(p4=True))")
+        self.topology = topology or self.topology or self.controller_topology()
+        path = self.log_dir / "topology.json"
+        path.write_text(json.dumps(self.topology, indent=1) + "\n")
+        args = [PYTHON, "-m", "controller.main", "--topology", str(path),
+                "--bmv2-json", str(self.bmv2_json), "--p4info", str(self.p4info),
+                "--connect-timeout", str(timeout)]
+        err = open(self.log_dir / f"{log_name}.log", "a")  # noqa: SIM115 - closed below
+        proc = subprocess.Popen(args, stdout=err, stderr=subprocess.STDOUT, cwd=str(REPO),
+                                env={**os.environ, "PYTHONPATH": str(REPO)},
+                                start_new_session=True)
+        err.close()
+        self._procs.append((log_name, proc))
+        self.controller_proc = proc
+        self._wait_controller(proc, timeout, self.log_dir / f"{log_name}.log")
+        return proc
+
+    def _wait_controller(self, proc: subprocess.Popen, timeout: float, log: Path) -> None:
+        from controller.api import JobClient
+
+        client = JobClient(self.controller_address, timeout=1.0)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    break
+                try:
+                    client.call("Status")
+                    return
+                except Exception:  # noqa: BLE001 - not up yet
+                    time.sleep(0.2)
+        finally:
+            client.close()
+        raise RackError(f"p4hub-controller did not come up, see {log}: "
+                        f"{log.read_text().strip()[-1500:]}")
+
+    def kill_controller(self) -> None:
+        """SIGKILL the controller (a crash: no goodbye to the switch)."""
+        proc, self.controller_proc = self.controller_proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
 
     def popen(self, host, args: list[str], log_name: str, **kwargs: Any) -> subprocess.Popen:
         """Start ``args`` in ``host``; stderr goes to logs/<run>/<log_name>.err.
@@ -215,7 +334,7 @@ class Rack:
                    extra: list[str] = ()) -> dict:
         """Start p4hub-pbox in the pbox host; returns its ready line (raises if it fails)."""
         args = [PYTHON, "-m", "hosts.pbox_cli", "--listen", f"{PBOX_IP}:48879",
-                "--workers", str(workers), "--control", f"{PBOX_IP}:{CONTROL_PORT}", *extra]
+                "--workers", str(workers), "--control", f"0.0.0.0:{CONTROL_PORT}", *extra]
         for job in jobs:
             args += ["--job", job]
         out = open(self.log_dir / "pbox.out", "w")  # noqa: SIM115 - closed below
@@ -287,11 +406,12 @@ def remove_leftovers() -> None:
     """Delete our own interfaces and bridge left by a crashed run (never anyone else's)."""
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     ours = []
-    for line in links.splitlines():
-        name = line.split(":")[1].strip().split("@")[0]
+    names = [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()]
+    for name in names:
         if name == SWITCH_NAME or name.startswith(f"{SWITCH_NAME}-eth") or name in {
             f"w{i}-eth0" for i in range(1, MAX_WORKERS + 1)
-        } | {f"{PBOX_NAME}-eth0"}:
+        } | {f"x{i}-eth0" for i in range(1, MAX_EXTRA + 1)} | {f"{PBOX_NAME}-eth0"}:
             ours.append(name)
     for name in ours:
         subprocess.run(["ip", "link", "del", name], capture_output=True)
+    mgmt.remove_leftovers(names)

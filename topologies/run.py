@@ -1,14 +1,18 @@
 """``make run``: a multi-iteration all-reduce of ResNet-50-shaped gradients on the rack.
 
-    python -m topologies.run [--workers 4] [--bw 100] [--loss 0] [--iterations 12]
-                             [--scale 0.02] [--paths pbox[,gloo]] [--cli]
+    python -m topologies.run [--workers 4] [--bw 10] [--loss 0] [--iterations 6]
+                             [--scale 0.01] [--paths switch,pbox,gloo] [--cli]
 
-Brings up the Mininet rack (topologies/rack.py), starts the PBox, runs the workers
-(topologies/worker.py) and prints one row per iteration: time, goodput, where the
-chunks were aggregated, the max abs error against the float64 sum of the unquantized
-inputs, and whether every worker got exactly the sum of the quantized inputs.
-Each aggregation path is a function (rack, args) -> PathResult in PATHS, so a switch
-path slots in beside the PBox and Gloo ones. Exits 0 only if every check passed.
+Brings up the Mininet rack with the P4 switch running p4src/aggregate.p4
+(topologies/rack.py, topologies/p4switch.py), starts the PBox and p4hub-controller,
+runs the workers (topologies/worker.py; they JoinJob through the controller and
+all-reduce against the aggregator it names) and prints one row per iteration: time,
+goodput, where the chunks were aggregated, the max abs error against the float64 sum of
+the unquantized inputs, and whether every worker got exactly the sum of the quantized
+inputs. Paths: ``switch`` (the controller gives the job switch slots), ``pbox`` (the
+same agents, the job placed on the PBox through JoinJob's placement), ``gloo``
+(torch.distributed's ring on the same links).
+Exits 0 only if every check passed.
 """
 
 from __future__ import annotations
@@ -21,10 +25,18 @@ from dataclasses import dataclass, field
 
 from topologies import workload
 from topologies.launch import WorkerRun, run_workers
-from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
+from topologies.rack import (
+    PBOX_IP,
+    PYTHON,
+    Rack,
+    RackConfig,
+    RackError,
+    exit_on_sigterm,
+    worker_ip,
+)
 
-JOB_ID = 1
-SLOT_COUNT = 4096
+AGENT_PORT = 47000
+DEFAULT_BW = 10.0  # Mbit/s: see docs/notes/inc-rack.md for why
 
 
 @dataclass
@@ -49,6 +61,7 @@ def _training_args(args: argparse.Namespace, rank: int) -> list[str]:
 def _row(where: str, by_rank: dict[int, dict], bw_bytes: int) -> dict:
     lines = list(by_rank.values())
     seconds = max(line["seconds"] for line in lines)  # done when the last worker is
+    where = "/".join(sorted({line.get("where", where) for line in lines}))
     exact = [line.get("exact") for line in lines]
     return {
         "iteration": lines[0]["iteration"],
@@ -101,17 +114,52 @@ def _collect(name: str, where: str, rack: Rack, args: argparse.Namespace,
     return result, run
 
 
-def run_pbox_path(rack: Rack, args: argparse.Namespace) -> PathResult:
-    rack.start_pbox(jobs=[f"{JOB_ID}:{args.workers}:0:{SLOT_COUNT}"], workers=args.pbox_workers)
-    try:
-        result, _ = _collect("PBox path", "pbox", rack, args, lambda rank: [
-            "--backend", "pbox", "--job", str(JOB_ID), "--pbox", f"{PBOX_IP}:48879",
-            *_training_args(args, rank)])
-    finally:
-        lines = rack.stop_pbox()
-    exit_line = next((line for line in reversed(lines) if line.get("event") == "exit"), {})
-    result.counters = exit_line.get("jobs", {}).get(str(JOB_ID), {})
+def job_worker_args(rack: Rack, args: argparse.Namespace, rank: int, job_name: str,
+                    placement: str) -> list[str]:
+    return ["--backend", "job", "--controller", rack.controller_address, "--job-name", job_name,
+            "--placement", placement, "--data-ip", worker_ip(rank),
+            "--agent-port", str(AGENT_PORT)]
+
+
+def _run_job_path(rack: Rack, args: argparse.Namespace, name: str, where: str,
+                  placement: str) -> PathResult:
+    before = _switch_ports(rack)
+    result, _ = _collect(name, where, rack, args, lambda rank: [
+        *job_worker_args(rack, args, rank, f"inc-{where}", placement),
+        *_training_args(args, rank)])
+    after = _switch_ports(rack)
+    if before and after:
+        result.counters = {"switch_rx": _total(after, "rx") - _total(before, "rx"),
+                           "switch_tx": _total(after, "tx") - _total(before, "tx")}
+    wrong = {row["where"] for row in result.rows} - {where}
+    if wrong:
+        result.problems.append(f"aggregated on {sorted(wrong)}, expected {where}")
+        result.ok = False
     return result
+
+
+def _switch_ports(rack: Rack) -> dict:
+    from controller.api import JobClient
+
+    client = JobClient(rack.controller_address, timeout=10.0)
+    try:
+        return client.call("ShowSwitch", name="s1").get("ports", {})
+    except Exception:  # noqa: BLE001 - counters are informative only
+        return {}
+    finally:
+        client.close()
+
+
+def _total(ports: dict, kind: str) -> int:
+    return sum(int(row[kind]["packets"]) for row in ports.values())
+
+
+def run_switch_path(rack: Rack, args: argparse.Namespace) -> PathResult:
+    return _run_job_path(rack, args, "switch path", "switch", "auto")
+
+
+def run_job_pbox_path(rack: Rack, args: argparse.Namespace) -> PathResult:
+    return _run_job_path(rack, args, "PBox path (job placed on the PBox)", "pbox", "pbox")
 
 
 def run_gloo_path(rack: Rack, args: argparse.Namespace) -> PathResult:
@@ -121,7 +169,8 @@ def run_gloo_path(rack: Rack, args: argparse.Namespace) -> PathResult:
 
 
 PATHS: dict[str, Callable[[Rack, argparse.Namespace], PathResult]] = {
-    "pbox": run_pbox_path,
+    "switch": run_switch_path,
+    "pbox": run_job_pbox_path,
     "gloo": run_gloo_path,
 }
 
@@ -133,32 +182,42 @@ def summarize(results: list[PathResult], args: argparse.Namespace) -> None:
     print(f"\nsummary ({n} workers, {nbytes / 1e6:.2f} MB, {args.bw} Mbit/s, loss {args.loss}%)"
           f"; floors: single PBox N x size / bw = {n * link_s:.3f} s, ring 2(N-1)/N x size / bw"
           f" = {2 * (n - 1) / n * link_s:.3f} s, switch size / bw = {link_s:.3f} s")
+    floors = {"switch": link_s, "pbox": n * link_s, "gloo": 2 * (n - 1) / n * link_s}
+    print(f"  {'path':<36} {'median s':>9} {'goodput Mbit/s':>15} {'floor s':>8} "
+          f"{'x floor':>8}  status")
     for result in results:
         status = "ok" if result.ok else "FAILED"
-        print(f"  {result.name:<32} median {result.median_seconds():.3f} s  {status}")
+        median = result.median_seconds()
+        floor = floors.get(result.where, float("nan"))
+        print(f"  {result.name:<36} {median:>9.3f} {8 * nbytes / median / 1e6:>15.1f} "
+              f"{floor:>8.3f} {median / floor:>8.2f}  {status}")
         for problem in result.problems:
             print(f"    problem: {problem}")
         if result.counters:
-            c = result.counters
-            rejected = sum(c.get("rejected", {}).values())
-            print(f"    PBox counters: {c['contributions']} contributions, {c['duplicates']} "
-                  f"duplicates, {c['resent_results']} results resent, {rejected} rejected")
+            print(f"    switch port counters during the path: {result.counters['switch_rx']} "
+                  f"packets in, {result.counters['switch_tx']} out")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="topologies.run", description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--bw", type=float, default=100.0, help="link bandwidth, Mbit/s")
+    parser.add_argument("--bw", type=float, default=DEFAULT_BW,
+                        help="link bandwidth, Mbit/s (0: unshaped)")
     parser.add_argument("--loss", type=float, default=0.0, help="loss on every link, percent")
     parser.add_argument("--loss-method", choices=("nft", "iptables"), default="nft",
                         help="host-to-switch drops: nft egress (default) or iptables OUTPUT")
     parser.add_argument("--delay", type=float, default=None,
                         help="ms; not supported on this kernel (no netem): warns")
-    parser.add_argument("--iterations", type=int, default=12)
-    parser.add_argument("--scale", type=float, default=0.02,
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--scale", type=float, default=0.005,
                         help="fraction of ResNet-50's 25.6M parameters per iteration")
     parser.add_argument("--model", default=str(workload.DEFAULT_MODEL))
-    parser.add_argument("--paths", default="pbox", help=f"comma list of {','.join(PATHS)}")
+    parser.add_argument("--paths", default="switch,pbox,gloo",
+                        help=f"comma list of {','.join(PATHS)}")
+    parser.add_argument("--grpc-port", type=int, default=50051, help="the switch's P4Runtime port")
+    parser.add_argument("--controller-port", type=int, default=50060, help="job API port")
+    parser.add_argument("--no-pcap", action="store_true",
+                        help="the switch writes no pcaps (they cost switch CPU per packet)")
     parser.add_argument("--pbox-workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--agent-timeout", type=float, default=30.0)
@@ -177,10 +236,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     exit_on_sigterm()
     config = RackConfig(workers=args.workers, bw=args.bw or None, loss=args.loss,
-                        loss_method=args.loss_method, delay_ms=args.delay, run_name="run")
+                        loss_method=args.loss_method, delay_ms=args.delay, run_name="run",
+                        p4=True, grpc_port=args.grpc_port, pcap=not args.no_pcap,
+                        controller_port=args.controller_port)
     try:
         with Rack(config) as rack:
-            print(f"rack up: {args.workers} workers, PBox at {PBOX_IP}, logs in {rack.log_dir}")
+            rack.start_pbox(workers=args.pbox_workers)
+            rack.start_controller()
+            print(f"rack up: {args.workers} workers, P4 switch s1 ({rack.switch.command()[0]}, "
+                  f"P4Runtime 127.0.0.1:{args.grpc_port}), PBox at {PBOX_IP}, controller at "
+                  f"{rack.controller_address}; logs in {rack.log_dir}")
             if args.cli:
                 return _cli(rack, args)
             results = [PATHS[name](rack, args) for name in args.paths.split(",")]
@@ -197,10 +262,12 @@ def main(argv: list[str] | None = None) -> int:
 def _cli(rack: Rack, args: argparse.Namespace) -> int:
     from mininet.cli import CLI
 
-    rack.start_pbox(jobs=[f"{JOB_ID}:{args.workers}:0:{SLOT_COUNT}"], workers=args.pbox_workers)
-    print(f"PBox running (job {JOB_ID}, {args.workers} workers, logs in {rack.log_dir}).\n"
-          f"Try, on every worker wR (rank R-1):  wR {PYTHON} -m topologies.worker --rank R-1 "
-          f"--world {args.workers} --iterations 2 --check &")
+    print(f"Switch, PBox and controller running (logs in {rack.log_dir}).\n"
+          f"Try, on every worker wR (rank R-1):  wR {PYTHON} -m topologies.worker --backend job "
+          f"--controller {rack.controller_address} --data-ip 10.0.0.R --rank R-1 "
+          f"--world {args.workers} --iterations 2 --check &\n"
+          f"and from the root shell: {PYTHON} -m controller.cli --controller "
+          f"{rack.controller_address} jobs")
     CLI(rack.net)
     return 0
 

@@ -72,6 +72,56 @@ class PBoxBackend:
         self.agent.close()
 
 
+class JobBackend(PBoxBackend):
+    """Join through the controller's job API (JoinJob), then all-reduce with the host
+    agent against the aggregator it names (the switch or the PBox: the agent cannot
+    tell). The agent binds exactly the ip:port it declared, which the switch checks."""
+
+    name = "job"
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        import threading
+
+        from controller.api import JobClient
+        from hosts.agent import Agent
+
+        self.client = JobClient(args.controller, timeout=10.0, wait_for_ready=True)
+        address = (args.data_ip, args.agent_port)
+        reply = self.client.join(args.job_name, args.world, args.rank,
+                                 f"{address[0]}:{address[1]}", placement=args.placement)
+        self.reply = reply
+        emit({"event": "joined", "rank": args.rank, **reply})
+        host, _, port = reply["aggregator"].rpartition(":")
+        options = {"rto_max": args.rto_max} if args.rto_max else {}
+        self.agent = Agent(reply["job_id"], args.rank, args.world, aggregator=(host, int(port)),
+                           slot_base=reply["slot_base"], slot_count=reply["slot_count"],
+                           window=reply["window"], timeout=args.timeout, bind=address,
+                           **options)
+        self.fuse = args.fuse
+        self.where = reply["where"]
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, args=(args.rank,), daemon=True)
+        self._beat.start()
+
+    def _heartbeat(self, rank: int) -> None:
+        """Keep the job alive; a controller that is down (restarting) is not our failure."""
+        while not self._stop.wait(2.0):
+            try:
+                self.client.call("Heartbeat", deadline=2.0, job_id=self.reply["job_id"],
+                                 rank=rank)
+            except Exception:  # noqa: BLE001 - retried on the next beat
+                pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self.agent.close()
+        try:
+            self.client.call("LeaveJob", deadline=10.0, job_id=self.reply["job_id"],
+                             rank=self.reply["rank"])
+        finally:
+            self.client.close()
+
+
 class GlooBackend:
     """torch.distributed with the Gloo backend over TCP, on the same hosts and links."""
 
@@ -86,7 +136,7 @@ class GlooBackend:
 
         # Gloo picks its interface from the hostname, which every Mininet host shares;
         # name the host's own (only) data interface instead.
-        data_intfs = [name for _, name in socket.if_nameindex() if name != "lo"]
+        data_intfs = [name for _, name in socket.if_nameindex() if name not in ("lo", "mgmt0")]
         if data_intfs:
             os.environ.setdefault("GLOO_SOCKET_IFNAME", data_intfs[0])
         self.dist = dist
@@ -122,9 +172,10 @@ def run_training(backend, args: argparse.Namespace) -> None:
         inputs = workload.gradients(sizes, args.seed, it, args.rank)
         seconds, result = _timed(backend, inputs)
         record = {"event": "iteration", "iteration": it, "rank": args.rank, "seconds": seconds,
-                  "bytes": 4 * sum(sizes), "backend": backend.name}
+                  "bytes": 4 * sum(sizes), "backend": backend.name,
+                  "where": getattr(backend, "where", backend.name)}
         if args.check:
-            record.update(_check(sizes, args, it, result, exact=backend.name == "pbox"))
+            record.update(_check(sizes, args, it, result, exact=backend.name != "gloo"))
         emit(record)
 
 
@@ -136,7 +187,8 @@ def run_sizes(backend, args: argparse.Namespace) -> None:
         for rep in range(args.repeat):
             seconds, _ = _timed(backend, [tensor])
             emit({"event": "iteration", "iteration": rep, "rank": args.rank, "size_mb": size_mb,
-                  "seconds": seconds, "bytes": 4 * count, "backend": backend.name})
+                  "seconds": seconds, "bytes": 4 * count, "backend": backend.name,
+                  "where": getattr(backend, "where", backend.name)})
 
 
 def _timed(backend, tensors: TensorList) -> tuple[float, TensorList]:
@@ -165,7 +217,13 @@ def _check(sizes: list[int], args: argparse.Namespace, it: int, result: TensorLi
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="topologies.worker")
-    parser.add_argument("--backend", choices=("pbox", "gloo"), default="pbox")
+    parser.add_argument("--backend", choices=("pbox", "job", "gloo"), default="pbox",
+                        help="pbox: a static PBox job; job: JoinJob through the controller")
+    parser.add_argument("--controller", default="10.99.0.254:50060", help="job API HOST:PORT")
+    parser.add_argument("--job-name", default="train")
+    parser.add_argument("--placement", choices=("auto", "pbox"), default="auto")
+    parser.add_argument("--data-ip", default="", help="the agent's address (job backend)")
+    parser.add_argument("--agent-port", type=int, default=47000)
     parser.add_argument("--job", type=int, default=1)
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--world", type=int, required=True)
@@ -191,7 +249,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    backends: dict[str, Callable] = {"pbox": PBoxBackend, "gloo": GlooBackend}
+    backends: dict[str, Callable] = {"pbox": PBoxBackend, "job": JobBackend, "gloo": GlooBackend}
     backend = None
     try:
         backend = backends[args.backend](args)
