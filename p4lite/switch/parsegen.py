@@ -15,11 +15,8 @@ from p4lite.switch import hashes
 from p4lite.switch.codegen import CodeGen, TooShort, unwrap
 from p4lite.switch.headercodec import emit_expr, extract_lines
 from p4lite.switch.primitives import primitive_lines
-from p4lite.switch.program import HeaderInfo, fail, need, parse_hexstr
+from p4lite.switch.program import CORE_ERRORS, HeaderInfo, fail, need, parse_hexstr
 
-# BMv2's core error codes, used when the JSON has no ``errors`` list.
-CORE_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
-               "ParserTimeout", "ParserInvalidArgument"]
 MAX_PARSER_STEPS = 1000  # a parser loop that consumes nothing ends in ParserTimeout
 
 

@@ -103,7 +103,12 @@ def _const_entries(t: TableState, ids: dict[int, str], entries: list, where: str
         w = f"{where} entries[{i}]"
         fields = []
         for k, m in zip(t.keys, need(e, "match_key", w, list), strict=False):
-            value = parse_hexstr(need(m, "key", w), w)
+            if k.match_type == "range":  # a range entry has start/end and no key
+                fields.append(MatchField("range", parse_hexstr(need(m, "start", w), w),
+                                         high=parse_hexstr(need(m, "end", w), w)))
+                continue
+            key = need(m, "key", w)
+            value = int(key) if isinstance(key, bool) else parse_hexstr(key, w)  # valid: bool
             if k.match_type == "lpm":
                 plen = need(m, "prefix_length", w, int)
                 full = (1 << k.width) - 1
@@ -111,9 +116,6 @@ def _const_entries(t: TableState, ids: dict[int, str], entries: list, where: str
             elif k.match_type == "ternary":
                 mask = parse_hexstr(need(m, "mask", w), w)
                 fields.append(MatchField("ternary", value & mask, mask=mask))
-            elif k.match_type == "range":
-                fields.append(MatchField("range", parse_hexstr(need(m, "start", w), w),
-                                         high=parse_hexstr(need(m, "end", w), w)))
             else:
                 fields.append(MatchField(k.match_type, value))
         ae = need(e, "action_entry", w, dict)

@@ -34,6 +34,9 @@ DEFAULT_ALIASES = {
     "intrinsic_metadata.egress_rid": "egress_rid",
     "intrinsic_metadata.priority": "priority",
 }
+# core.p4's errors in BMv2's order (values when a JSON has no ``errors`` list)
+CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
+               "ParserTimeout", "ParserInvalidArgument")
 MAX_MINOR_VERSION = 24
 MAX_FIELD_WIDTH = 1 << 16
 
@@ -210,6 +213,11 @@ def build_layout(doc: dict) -> Layout:
                 and isinstance(e[1], int) and 0 <= e[1] < 1 << 32):
             raise fail(f"errors[{i}]", f"bad error entry {e!r}")
         layout.errors[e[0]] = e[1]
+    if layout.errors:  # as BMv2's add_core: a missing core error gets the next free value
+        nxt = max(layout.errors.values()) + 1
+        for name in CORE_ERRORS:
+            if name not in layout.errors:
+                layout.errors[name], nxt = nxt, nxt + 1
     return layout
 
 
