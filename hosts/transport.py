@@ -31,7 +31,9 @@ from hosts.wire import PACKET_LEN
 BATCH = 512  # datagrams read per receive_batch at most
 SOCKET_BUFFER = 4 << 20  # absorbs a window of results from every slot at once
 _ICMP_ERRORS = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
-_LOST_ON_SEND = (errno.EAGAIN, errno.ENOBUFS, *_ICMP_ERRORS)
+# A netfilter DROP on OUTPUT (how a lossy link is emulated, or a host firewall)
+# answers EPERM: to the protocol that is a packet lost on the wire.
+_LOST_ON_SEND = (errno.EAGAIN, errno.ENOBUFS, errno.EPERM, *_ICMP_ERRORS)
 
 
 class UdpTransport:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import random
 import selectors
 import socket
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ import pytest
 from hosts.agent import Agent
 from hosts.aggregator import Aggregator
 from hosts.errors import AllreduceError, HostError, QuantizeError, TransportError
+from hosts.transport import UdpTransport
 from tests.unit.fake_aggregator import FakeAggregator
 from tests.unit.test_session import gradients, reference_sum
 
@@ -228,3 +232,24 @@ def test_a_socket_that_cannot_be_opened_is_a_transport_error():
             Agent(JOB, 0, 2, ("no-such-host.invalid", 48879))
     finally:
         taken.close()
+
+
+@pytest.mark.parametrize("err", [errno.EPERM, errno.ENOBUFS, errno.EAGAIN, errno.ECONNREFUSED])
+def test_a_send_the_host_refuses_counts_as_a_lost_packet(err: int) -> None:
+    class RefusingSocket:
+        def send(self, data: bytes) -> int:
+            raise OSError(err, os.strerror(err))
+
+    transport = types.SimpleNamespace(_sock=RefusingSocket(), send_errors=0)
+    UdpTransport._send(transport, [b"a", b"b"])  # type: ignore[arg-type]
+    assert transport.send_errors == 2
+
+
+def test_a_send_error_that_is_not_loss_is_raised() -> None:
+    class BrokenSocket:
+        def send(self, data: bytes) -> int:
+            raise OSError(errno.EBADF, "Bad file descriptor")
+
+    transport = types.SimpleNamespace(_sock=BrokenSocket(), send_errors=0)
+    with pytest.raises(OSError):
+        UdpTransport._send(transport, [b"a"])  # type: ignore[arg-type]
