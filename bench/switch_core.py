@@ -1,43 +1,105 @@
-"""Packets per second of p4lite's switch core, in-process, on one core.
+"""Packets per second of p4lite's switch core, in-process, and of the aggregation
+program through the ``p4lite-switch`` process.
 
-Two programs from bench/programs/:
+In-process cases (one core, ``Switch.process`` in a loop):
 
-* ``l3_routing``: Ethernet/IPv4 parse, LPM on the destination with 1000
-  routes installed, MAC rewrite, TTL decrement, IPv4 checksum update;
-* ``register_lanes32``: 32 register read-add-write lanes per packet.
+* ``l3_routing`` (bench/programs/): Ethernet/IPv4 parse, LPM on the destination
+  with 1000 routes installed, MAC rewrite, TTL decrement, IPv4 checksum update;
+* ``register_lanes32`` (bench/programs/): 32 register read-add-write lanes per packet;
+* ``aggregate_n2/n4/n8``: p4src/aggregate.p4 configured exactly as the controller
+  configures it (its JobRegistry's updates applied through runtime_api) with one
+  job per world size N and 128 slots each; realistic CONTRIB frames
+  (Ethernet/IPv4/UDP around hosts.wire datagrams, 64 int32 lanes) cycle through
+  two rounds of every slot (both shadow sets), slot after slot, so every N-th
+  contribution completes a set and multicasts N results. One whole cycle is
+  checked first: every RESULT byte-identical to what hosts.aggregator (the PBox
+  core) sends for the same datagrams, one per worker port.
 
-Each case compiles its program with p4lite, checks that one packet comes out
-as expected (so a drop is never timed), warms up, then times a fixed number
-of ``Switch.process`` calls with ``time.perf_counter`` over several
-repetitions. The median is reported, with the best repetition and the rate
-per second of process CPU time (``time.process_time``), which is steadier on a
-machine shared with other jobs. Results: bench/results/switch_core.json.
+Each case checks its output before anything is timed, warms up, then times a
+fixed number of packets over several repetitions: the median, the best
+repetition and the rate per second of process CPU time (steadier on a shared
+machine) are reported.
 
-Usage: ``python -m bench.switch_core [--reps 5] [--seconds 1.0]``
+Through the process (root only; skipped with a note otherwise): ``p4lite-switch``
+with ports 1..9 on veth pairs whose other ends sit in the namespace ``bscw``
+(8 workers and the PBox port), configured over P4Runtime with controller/
+p4rt_client.py + controller/entries.py from the same registry updates. Raw
+sockets in ``bscw`` send each job's contributions at a controlled rate and count
+(and check) the results coming back on the worker ports. A saturation probe
+gives the delivered rate; then rates step down from it until a trial loses
+nothing and keeps up (last result within MAX_LAG_SECONDS of the last send), and
+one step goes back up halfway. The switch's own job_stats counter (read over
+P4Runtime) says whether lost results were lost contributions.
+
+``--profile`` adds a cProfile of the in-process aggregation path (N = 4).
+Results: bench/results/switch_core.json (cases not run keep their old figures).
+
+Usage: ``python -m bench.switch_core [--reps 5] [--seconds 1.0] [--cases ...] [--profile]
+[--no-process]``
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import ctypes
 import json
 import os
 import platform
+import pstats
+import select
+import signal
+import socket
 import statistics
+import struct
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
+import psutil
+
+from controller import program, rack, topology
+from controller.entries import EntryCodec
+from controller.jobs import ON_SWITCH, JobRegistry
+from controller.p4info_index import P4InfoIndex
+from controller.p4rt_client import P4RuntimeClient
+from controller.updates import DELETE, INSERT, GroupWrite
+from hosts import wire
+from hosts.aggregator import Aggregator
+from hosts.wire import AGG_UDP_PORT, Header, K, PacketType
 from p4lite.compiler.driver import compile_file
 from p4lite.switch.core import Switch
-from p4lite.switch.runtime_api import ActionCall, MatchField, TableEntry
+from p4lite.switch.runtime_api import ActionCall, MatchField, Replica, TableEntry
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 RESULTS = HERE / "results" / "switch_core.json"
+AGGREGATE_P4 = REPO / "p4src" / "aggregate.p4"
 N_ROUTES = 1000
 N_FLOWS = 256  # distinct packets cycled through, so caches see some variety
 WARMUP = 2000
+
+AGG_WORLD_SIZES = (2, 4, 8)
+AGG_SLOTS = 128  # per job: the controller's default job_slots
+WORKER_UDP_PORT = 40000
+AGG_PORT_BYTES = AGG_UDP_PORT.to_bytes(2, "big")
+
+NETNS = "bscw"
+ETH_P_ALL = 0x0003
+CLONE_NEWNET = 0x40000000
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+SO_SNDBUFFORCE = 32
+SO_RCVBUFFORCE = 33
+PROBE_SECONDS = 0.5
+DRAIN_SECONDS = 3.0  # results still missing this long after the last send are lost
+MAX_LAG_SECONDS = 0.05  # "keeps up": the last result arrives this soon after the last send
 
 
 @dataclass
@@ -129,32 +191,630 @@ def time_case(name: str, setup: Callable, reps: int, seconds: float) -> CaseResu
                       round(statistics.median(cpu_rates), 1), desc)
 
 
+# -- the aggregation program (p4src/aggregate.p4) ----------------------------------------
+
+
+def _csum16(data: bytes) -> int:
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def udp_frame(src: tuple[int, int, int], dst: tuple[int, int, int], payload: bytes) -> bytes:
+    """Ethernet/IPv4/UDP around ``payload``; src/dst = (mac, ip, udp port). UDP checksum 0."""
+    udp_len = 8 + len(payload)
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 1, 0x4000, 64, 17, 0,
+                               src[1].to_bytes(4, "big"), dst[1].to_bytes(4, "big")))
+    ip[10:12] = _csum16(bytes(ip)).to_bytes(2, "big")
+    udp = struct.pack("!HHHH", src[2], dst[2], udp_len, 0)
+    return dst[0].to_bytes(6, "big") + src[0].to_bytes(6, "big") + b"\x08\x00" + bytes(ip) + udp + payload
+
+
+def result_key(datagram: bytes) -> bytes:
+    """(job, chunk) of a p4hub datagram: a RESULT is checked against the one the PBox would send."""
+    return datagram[2:4] + datagram[12:16]
+
+
+@dataclass
+class AggJob:
+    world_size: int
+    job_id: int
+    slot_base: int
+    slot_count: int
+    frames: list[tuple[int, bytes]]  # one cycle: (ingress port, frame), 2 rounds x slots x N
+    expected: dict[bytes, bytes]  # result_key -> RESULT datagram of hosts.aggregator
+
+
+class AggRack:
+    """aggregate.p4's state for a rack of 8 workers and a PBox, one job per world size.
+
+    The jobs are created by the controller's own ``JobRegistry`` (so the entries,
+    multicast groups and epochs are exactly what p4hub-controller writes); ``updates``
+    go to an in-process switch through runtime_api or to p4lite-switch over P4Runtime.
+    """
+
+    def __init__(self, world_sizes: tuple[int, ...] = AGG_WORLD_SIZES, slots: int = AGG_SLOTS,
+                 seed: int = 7) -> None:
+        self.compiled = compile_file(str(AGGREGATE_P4))
+        raw = topology.rack_dict(max(world_sizes), "127.0.0.1:9559", job_slots=slots)
+        self.topo = topology.from_dict(raw)
+        self.pbox = self.topo.pboxes["pbox"]
+        self.registry = JobRegistry(self.topo, epoch_seed=seed)
+        self.rng = np.random.default_rng(seed)
+        self.updates: list = list(rack.rack_writes(self.topo, "s1"))
+        self.jobs: dict[int, AggJob] = {}
+        for n in world_sizes:
+            self.updates += self._create(n)
+
+    def worker(self, rank: int) -> tuple[int, int, int, int]:
+        """(mac, ip, udp port, switch port) of the worker with this rank."""
+        host = self.topo.hosts[f"w{rank + 1}"]
+        return host.mac, host.ip, WORKER_UDP_PORT + rank, host.port
+
+    def _create(self, n: int) -> list:
+        updates: list = []
+        reply = None
+        for rank in range(n):
+            _, ip, port, _ = self.worker(rank)
+            reply, ups = self.registry.join(f"bench-n{n}", n, rank, (topology.format_ipv4(ip), port), 0.0)
+            updates += ups
+        assert reply is not None and reply.where == ON_SWITCH, "the bench job did not get switch slots"
+        self.jobs[n] = self._traffic(reply.job_id, n, reply.slot_base, reply.slot_count)
+        return updates
+
+    def renew(self, n: int) -> list:
+        """End job ``n`` and start it again (fresh epoch: every slot starts clean)."""
+        return self.registry.kill(self.jobs[n].job_id) + self._create(n)
+
+    def _traffic(self, job_id: int, n: int, base: int, count: int) -> AggJob:
+        pbox = Aggregator()  # the PBox core: the reference for every RESULT byte
+        pbox.add_job(job_id, n, base, count)
+        dst = (self.pbox.mac, self.pbox.ip, AGG_UDP_PORT)
+        frames, expected = [], {}
+        for rnd in range(2):  # both shadow sets; the cycle then repeats indefinitely
+            for k in range(count):
+                lanes = self.rng.integers(-(2**24), 2**24, (n, K), dtype=np.int32)
+                exps = self.rng.integers(-20, 20, n)
+                for rank in range(n):
+                    header = Header(type=PacketType.CONTRIB, job=job_id, rank=rank, slot=base + k,
+                                    chunk=rnd * count + k, nelem=K, exp=int(exps[rank]), shadow=rnd)
+                    payload = wire.encode(header, lanes[rank])
+                    mac, ip, port, sw_port = self.worker(rank)
+                    frames.append((sw_port, udp_frame((mac, ip, port), dst, payload)))
+                    for datagram, _ in pbox.receive(payload, (topology.format_ipv4(ip), port), 0.0):
+                        expected[result_key(datagram)] = datagram
+        return AggJob(n, job_id, base, count, frames, expected)
+
+    def apply(self, switch: Switch, updates: list | None = None) -> None:
+        """Name-level updates through runtime_api (what the P4Runtime server does with ids)."""
+        for u in self.updates if updates is None else updates:
+            if isinstance(u, GroupWrite):
+                if u.op == DELETE:
+                    switch.mc_group_delete(u.group)
+                else:
+                    switch.mc_group_set(u.group, [Replica(port, rid) for port, rid in u.replicas])
+                continue
+            match = tuple(MatchField("exact", f.value) for f in u.entry.match)
+            if u.op == DELETE:
+                switch.table_delete(u.entry.table, match)
+                continue
+            call = ActionCall(u.entry.action, tuple(v for _, v in u.entry.params))
+            entry = TableEntry(u.entry.table, match, call)
+            (switch.table_add if u.op == INSERT else switch.table_modify)(entry)
+
+    def switch(self) -> Switch:
+        sw = Switch(self.compiled.bmv2)
+        self.apply(sw)
+        return sw
+
+
+def check_cycle(sw: Switch, job: AggJob) -> int:
+    """Run one cycle; every N-th contribution must multicast N RESULTs, byte-identical to
+    the PBox's, one per worker port; all others nothing. Returns the results seen."""
+    n, results = job.world_size, 0
+    ports = sorted({port for port, _ in job.frames})
+    for i, (port, frame) in enumerate(job.frames):
+        out = sw.process(frame, port, 0)
+        if i % n != n - 1:
+            assert out == [], f"aggregate n={n}: contribution {i} produced {len(out)} packets"
+            continue
+        assert sorted(p for p, _ in out) == ports, f"aggregate n={n}: results went to {out!r}"
+        for _, data in out:
+            payload = data[42:]
+            assert job.expected.get(result_key(payload)) == payload, "RESULT differs from the PBox's"
+        results += len(out)
+    return results
+
+
+@dataclass
+class AggResult:
+    name: str
+    world_size: int
+    slots: int
+    contributions_per_rep: int
+    reps_contrib_per_s: list[float]
+    contrib_per_s_median: float
+    results_per_s_median: float
+    us_per_contribution: float
+    contrib_per_s_best: float
+    cpu_contrib_per_s_median: float
+    setup: str
+
+
+def time_aggregate(agg: AggRack, n: int, reps: int, seconds: float) -> AggResult:
+    sw = agg.switch()
+    job = agg.jobs[n]
+    cycle = job.frames
+    results_per_cycle = check_cycle(sw, job)
+    assert results_per_cycle == len(cycle), "every contribution must come back as one result"
+    process = sw.process
+    t0 = time.perf_counter()
+    for port, frame in cycle:  # warm-up, also the rate estimate
+        process(frame, port, 0)
+    rate = len(cycle) / (time.perf_counter() - t0)
+    cycles = max(1, round(rate * seconds / len(cycle)))
+    rates, cpu_rates = [], []
+    for _ in range(reps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(cycles):
+            for port, frame in cycle:
+                process(frame, port, 0)
+        count = cycles * len(cycle)
+        rates.append(count / (time.perf_counter() - t0))
+        cpu_rates.append(count / max(time.process_time() - c0, 1e-9))
+    median = statistics.median(rates)
+    return AggResult(f"aggregate_n{n}", n, job.slot_count, cycles * len(cycle),
+                     [round(r, 1) for r in rates], round(median, 1),
+                     round(median * results_per_cycle / len(cycle), 1), round(1e6 / median, 2),
+                     round(max(rates), 1), round(statistics.median(cpu_rates), 1),
+                     f"p4src/aggregate.p4, job of {n} on {job.slot_count} slots x 2 sets, "
+                     f"{K} int32 lanes, a set completes every {n} contributions")
+
+
+def breakdown_aggregate(agg: AggRack, n: int, cycles: int = 3) -> dict:
+    """Median cost of each kind of packet through aggregate.p4, each call timed on its own
+    (no profiler; medians shrug off preemption on a loaded machine): a plain L2-forwarded
+    frame of the same size, a contribution for an unknown job (parsed, looked up, dropped),
+    a contribution that is consumed, and one that completes a set (N results)."""
+    sw = agg.switch()
+    job = agg.jobs[n]
+    process, clock = sw.process, time.perf_counter_ns
+    consumed: list[int] = []
+    completing: list[int] = []
+    for _ in range(cycles):
+        for i, (port, frame) in enumerate(job.frames):
+            t0 = clock()
+            process(frame, port, 0)
+            (completing if i % n == n - 1 else consumed).append(clock() - t0)
+    mac0, ip0, port0, sw_port0 = agg.worker(0)
+    mac1, ip1, port1, _ = agg.worker(1)
+    payload = job.frames[0][1][42:]
+    l2 = udp_frame((mac0, ip0, port0), (mac1, ip1, port1), payload)
+    unknown = udp_frame((mac0, ip0, port0), (agg.pbox.mac, agg.pbox.ip, AGG_UDP_PORT),
+                        payload[:2] + (999).to_bytes(2, "big") + payload[4:])
+    assert len(process(l2, sw_port0, 0)) == 1 and process(unknown, sw_port0, 0) == []
+
+    def median_us(frame: bytes) -> float:
+        times = []
+        for _ in range(2000):
+            t0 = clock()
+            process(frame, sw_port0, 0)
+            times.append(clock() - t0)
+        return round(statistics.median(times) / 1e3, 2)
+
+    out = {"l2_forward_us": median_us(l2), "unknown_job_us": median_us(unknown),
+           "consumed_contribution_us": round(statistics.median(consumed) / 1e3, 2),
+           "completing_contribution_us": round(statistics.median(completing) / 1e3, 2)}
+    out["mean_per_contribution_us"] = round(
+        ((n - 1) * out["consumed_contribution_us"] + out["completing_contribution_us"]) / n, 2)
+    print(f"\nper-packet medians through aggregate.p4 (us, N={n}): " +
+          ", ".join(f"{k[:-3]} {v}" for k, v in out.items()))
+    return out
+
+
+def profile_aggregate(agg: AggRack, n: int, contributions: int, top: int = 18) -> list[dict]:
+    """cProfile of ``contributions`` contributions of job n; the top functions by own time."""
+    sw = agg.switch()
+    job = agg.jobs[n]
+    cycle = job.frames
+    process = sw.process
+    count = max(1, contributions // len(cycle))
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(count):
+        for port, frame in cycle:
+            process(frame, port, 0)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    total = sum(row[2] for row in stats.stats.values())  # type: ignore[attr-defined]
+    done = count * len(cycle)
+    rows = []
+    for (file, line, func), (_, ncalls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+        rows.append({"function": f"{Path(file).name}:{line}({func})", "calls_per_contribution":
+                     round(ncalls / done, 2), "own_us_per_contribution": round(tottime * 1e6 / done, 2),
+                     "own_share": round(tottime / total, 3),
+                     "cum_us_per_contribution": round(cumtime * 1e6 / done, 2)})
+    rows.sort(key=lambda r: -r["own_us_per_contribution"])
+    print(f"\ncProfile, aggregate n={n}, {done} contributions "
+          f"({total * 1e6 / done:.1f} us each under the profiler):")
+    print(f"{'own us':>8} {'share':>6} {'cum us':>8} {'calls':>6}  function")
+    for r in rows[:top]:
+        print(f"{r['own_us_per_contribution']:>8.2f} {r['own_share']:>6.1%} {r['cum_us_per_contribution']:>8.2f} "
+              f"{r['calls_per_contribution']:>6}  {r['function']}")
+    return rows[:top]
+
+
+# -- through the p4lite-switch process (root) -------------------------------------------
+
+
+def _sh(*cmd: str, check: bool = True) -> None:
+    subprocess.run(cmd, check=check, capture_output=True)
+
+
+class BscNet:
+    """Namespace ``bscw`` holding the worker and PBox ends of veth pairs whose other ends
+    (``bscs-ethI``, root namespace) are p4lite-switch's ports 1..ports. The namespace ends
+    have no addresses, so nothing but this benchmark's frames ever crosses them."""
+
+    def __init__(self, ports: int) -> None:
+        self.ports = ports
+        self.close()
+        _sh("ip", "netns", "add", NETNS)
+        _sh("ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+        _sh("ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+        for i in range(1, ports + 1):
+            _sh("ip", "link", "add", self.switch_if(i), "type", "veth", "peer", "name", self.host_if(i))
+            _sh("ip", "link", "set", self.host_if(i), "netns", NETNS)
+            _sh("ip", "netns", "exec", NETNS, "ip", "link", "set", self.host_if(i), "up")
+            _sh("sysctl", "-qw", f"net.ipv6.conf.{self.switch_if(i)}.disable_ipv6=1", check=False)
+            _sh("ip", "link", "set", self.switch_if(i), "up")
+        self._libc = ctypes.CDLL("libc.so.6", use_errno=True)
+
+    @staticmethod
+    def switch_if(i: int) -> str:
+        return f"bscs-eth{i}"
+
+    @staticmethod
+    def host_if(i: int) -> str:
+        return f"bscw{i}"
+
+    def raw_socket(self, i: int, *, receive: bool) -> socket.socket:
+        """A raw socket on the namespace end of port i; this thread enters the namespace
+        only while it creates the socket."""
+        root = os.open("/proc/self/ns/net", os.O_RDONLY)
+        target = os.open(f"/var/run/netns/{NETNS}", os.O_RDONLY)
+        try:
+            if self._libc.setns(target, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns {NETNS}")
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL if receive else 0))
+            sock.bind((self.host_if(i), ETH_P_ALL if receive else 0))
+            if receive:
+                sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+                sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 32 << 20)
+                sock.setblocking(False)
+            else:
+                sock.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 4 << 20)
+        finally:
+            self._libc.setns(root, CLONE_NEWNET)
+            os.close(root)
+            os.close(target)
+        return sock
+
+    def close(self) -> None:
+        _sh("ip", "netns", "del", NETNS, check=False)
+        for i in range(1, getattr(self, "ports", 0) + 1):
+            _sh("ip", "link", "del", self.switch_if(i), check=False)
+
+
+class ResultCounter:
+    """Counts RESULT frames arriving on the worker ports (a thread over epoll), checking each
+    against the PBox's datagram for its (job, chunk); frames to the PBox port are counted
+    apart (a fallback would show there)."""
+
+    def __init__(self, socks: dict[int, socket.socket], expected: dict[bytes, bytes], pbox_port: int) -> None:
+        self.socks, self.expected, self.pbox_port = socks, expected, pbox_port
+        self.good = self.bad = self.to_pbox = 0
+        self.last = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bsc-rx", daemon=True)
+        self._thread.start()
+
+    def reset(self) -> None:
+        self.good = self.bad = self.to_pbox = 0
+        self.last = 0.0
+
+    def _run(self) -> None:
+        poller = select.epoll()
+        by_fd = {s.fileno(): (port, s) for port, s in self.socks.items()}
+        for fd in by_fd:
+            poller.register(fd, select.EPOLLIN)
+        expected, pbox_port = self.expected, self.pbox_port
+        while not self._stop.is_set():
+            for fd, _ in poller.poll(0.05):
+                port, sock = by_fd[fd]
+                while True:
+                    try:
+                        data = sock.recv(2048)
+                    except BlockingIOError:
+                        break
+                    if port == pbox_port:
+                        self.to_pbox += 1
+                    elif data[34:36] == AGG_PORT_BYTES:
+                        payload = data[42:]
+                        if expected.get(result_key(payload)) == payload:
+                            self.good += 1
+                        else:
+                            self.bad += 1
+                        self.last = time.perf_counter()
+        poller.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+
+class ProcessBench:
+    """p4lite-switch on the bsc veths, configured over P4Runtime like p4hub-controller does."""
+
+    def __init__(self, agg: AggRack, net: BscNet, grpc_port: int, pid: int) -> None:
+        self.agg, self.net = agg, net
+        self.switch_process = psutil.Process(pid)
+        self.client = P4RuntimeClient(f"127.0.0.1:{grpc_port}", 0, (0, 1), timeout=30)
+        self.client.connect()
+        self.client.set_pipeline(agg.compiled.p4info, json.dumps(agg.compiled.bmv2).encode())
+        self.codec = EntryCodec(P4InfoIndex(agg.compiled.p4info))
+        self.client.write(self.codec.updates(agg.updates))
+        workers = net.ports - 1
+        self.tx = {i: net.raw_socket(i, receive=False) for i in range(1, workers + 1)}
+        self.rx = ResultCounter({i: net.raw_socket(i, receive=True) for i in range(1, net.ports + 1)},
+                                {k: v for job in agg.jobs.values() for k, v in job.expected.items()},
+                                net.ports)
+        self.cursor = dict.fromkeys(agg.jobs, 0)
+
+    def close(self) -> None:
+        self.rx.stop()
+        for s in [*self.tx.values(), *self.rx.socks.values()]:
+            s.close()
+        self.client.close()
+
+    def job_stat(self, n: int, kind: str) -> int:
+        index = self.agg.jobs[n].job_id * program.JOB_STAT_KINDS + program.JOB_STAT_NAMES.index(kind)
+        entity = self.codec.counter_read(program.JOB_STATS, index)
+        return self.client.read([entity])[0].counter_entry.data.packet_count
+
+    def _switch_cpu(self) -> float:
+        """CPU seconds of the switch process so far, all threads (packet loop, transmit, gRPC)."""
+        times = self.switch_process.cpu_times()
+        return times.user + times.system
+
+    def renew(self, n: int) -> None:
+        """A fresh job (new epoch, clean slots) after a trial that lost contributions."""
+        updates = self.agg.renew(n)
+        self.client.write(self.codec.updates(updates))
+        self.rx.expected.update(self.agg.jobs[n].expected)
+        self.cursor[n] = 0
+
+    def trial(self, n: int, rate: float, seconds: float) -> dict:
+        """Send whole sets of job n at ``rate`` contributions/s for ``seconds``; wait for the
+        results to drain and count them."""
+        job = self.agg.jobs[n]
+        count = max(n, int(rate * seconds) // n * n)
+        before = self.job_stat(n, "contributions")
+        self.rx.reset()
+        cpu0 = self._switch_cpu()
+        t0, t_end = paced_send(self.tx, job.frames, self.cursor[n], count, rate)
+        self.cursor[n] = (self.cursor[n] + count) % len(job.frames)
+        deadline = time.perf_counter() + DRAIN_SECONDS
+        while self.rx.good + self.rx.bad < count and time.perf_counter() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.02)  # stragglers
+        cpu = self._switch_cpu() - cpu0
+        seen = self.job_stat(n, "contributions") - before
+        lag = (self.rx.last - t_end) if self.rx.last else float("inf")
+        ok = self.rx.good == count and self.rx.bad == 0 and lag <= MAX_LAG_SECONDS
+        result = {"rate_offered": round(rate, 1), "rate_sent": round(count / (t_end - t0), 1),
+                  "contributions": count, "switch_saw": seen, "results": self.rx.good,
+                  "bad_results": self.rx.bad, "to_pbox": self.rx.to_pbox,
+                  "lag_ms": round(lag * 1e3, 2) if lag != float("inf") else None,
+                  "delivered_per_s": round(self.rx.good / max(self.rx.last - t0, 1e-9), 1)
+                  if self.rx.good else 0.0,
+                  "switch_cpu_us_per_contribution": round(cpu * 1e6 / count, 2), "ok": ok}
+        if seen != count:  # lost contributions leave half-filled sets behind: start clean
+            self.renew(n)
+        return result
+
+    def max_sustained(self, n: int, guess: float, seconds: float) -> dict:
+        """Saturation probe, then rates stepping down from the delivered rate until a trial
+        loses nothing and keeps up, then one step back up halfway."""
+        probe = self.trial(n, min(2.5 * guess, 60_000), PROBE_SECONDS)
+        ceiling = max(probe["delivered_per_s"], 200.0)
+        trials, best, failed = [probe], None, ceiling * 1.1
+        for factor in (1.0, 0.85, 0.7, 0.55, 0.4, 0.25, 0.1):
+            t = self.trial(n, ceiling * factor, seconds)
+            trials.append(t)
+            if t["ok"]:
+                best = t
+                break
+            failed = ceiling * factor
+        if best is not None and failed > best["rate_offered"] * 1.05:
+            t = self.trial(n, (best["rate_offered"] + failed) / 2, seconds)
+            trials.append(t)
+            if t["ok"]:
+                best = t
+        return {"world_size": n, "max_sustained_contrib_per_s": best["rate_sent"] if best else 0.0,
+                "switch_cpu_us_per_contribution": best["switch_cpu_us_per_contribution"] if best else None,
+                "saturated_delivered_per_s": probe["delivered_per_s"], "trials": trials}
+
+
+def paced_send(socks: dict[int, socket.socket], frames: list[tuple[int, bytes]], start: int,
+               count: int, rate: float) -> tuple[float, float]:
+    """Send ``count`` frames from ``start`` (cyclically) at ``rate``/s: whatever is due is
+    sent at once, then the sender sleeps until the next frame is due."""
+    n_frames = len(frames)
+    sends = {port: s.send for port, s in socks.items()}
+    t0 = time.perf_counter()
+    i = 0
+    while i < count:
+        due = min(count, int((time.perf_counter() - t0) * rate) + 1)
+        while i < due:
+            port, frame = frames[(start + i) % n_frames]
+            sends[port](frame)
+            i += 1
+        if i < count:
+            delay = i / rate - (time.perf_counter() - t0)
+            if delay > 0:
+                time.sleep(delay)
+    return t0, time.perf_counter()
+
+
+def start_switch_process(net: BscNet, grpc_port: int, log_path: Path) -> subprocess.Popen:
+    exe = REPO / ".venv" / "bin" / "p4lite-switch"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "p4lite.switch.main"]
+    for i in range(1, net.ports + 1):
+        cmd += ["-i", f"{i}@{net.switch_if(i)}"]
+    cmd += ["--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
+    proc = subprocess.Popen(cmd, stdout=log_path.open("w"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            with socket.create_connection(("127.0.0.1", grpc_port), timeout=0.2):
+                return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    raise RuntimeError(f"p4lite-switch did not start: {log_path.read_text()[-2000:]}")
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_process_bench(agg: AggRack, in_process: dict[int, AggResult], seconds: float) -> dict:
+    """Part (b); the caller checked for root. Always removes the namespace and the switch."""
+    net = BscNet(max(agg.jobs) + 1)
+    proc = bench = None
+    log_path = Path(tempfile.gettempdir()) / "bsc-switch.log"
+    try:
+        grpc_port = free_tcp_port()
+        proc = start_switch_process(net, grpc_port, log_path)
+        bench = ProcessBench(agg, net, grpc_port, proc.pid)
+        out = {}
+        for n in sorted(agg.jobs):
+            core = in_process[n]
+            res = bench.max_sustained(n, core.contrib_per_s_median, seconds)
+            res["in_process_contrib_per_s"] = core.contrib_per_s_median
+            res["in_process_cpu_contrib_per_s"] = core.cpu_contrib_per_s_median
+            res["ratio_to_in_process"] = round(res["max_sustained_contrib_per_s"] / core.contrib_per_s_median, 3)
+            res["ratio_to_in_process_cpu"] = round(
+                res["max_sustained_contrib_per_s"] / core.cpu_contrib_per_s_median, 3)
+            out[f"n{n}"] = res
+        return out
+    finally:
+        if bench is not None:
+            bench.close()
+        if proc is not None:
+            stop_process(proc)
+        net.close()
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+# -- command line ------------------------------------------------------------------------
+
+CASES = ("l3_routing", "register_lanes32", "aggregate")
+
+
+def print_table(results: list, process: dict | None) -> None:
+    print(f"{'case':<18} {'packets/s':>11} {'us/packet':>10} {'best':>10} {'CPU pps':>10}  setup")
+    for r in results:
+        if isinstance(r, AggResult):
+            print(f"{r.name:<18} {r.contrib_per_s_median:>11,.0f} {r.us_per_contribution:>10.2f} "
+                  f"{r.contrib_per_s_best:>10,.0f} {r.cpu_contrib_per_s_median:>10,.0f}  "
+                  f"contributions; results/s {r.results_per_s_median:,.0f}")
+        else:
+            print(f"{r.name:<18} {r.pps_median:>11,.0f} {r.us_per_packet:>10.2f} {r.pps_best:>10,.0f} "
+                  f"{r.cpu_pps_median:>10,.0f}  {r.setup}")
+    if not process:
+        return
+    print("\np4lite-switch process, aggregate.p4 over veths (contributions/s):")
+    print(f"{'N':>3} {'max sustained':>14} {'saturated':>10} {'in-process':>11} {'ratio':>6} "
+          f"{'in-proc CPU':>11} {'ratio':>6} {'switch CPU us':>13}  trials (offered/s, ok or x)")
+    for res in process.values():
+        trials = ", ".join(f"{t['rate_offered']:,.0f} {'ok' if t['ok'] else 'x'}" for t in res["trials"][1:])
+        cpu = res["switch_cpu_us_per_contribution"]
+        print(f"{res['world_size']:>3} {res['max_sustained_contrib_per_s']:>14,.0f} "
+              f"{res['saturated_delivered_per_s']:>10,.0f} {res['in_process_contrib_per_s']:>11,.0f} "
+              f"{res['ratio_to_in_process']:>6.2f} {res['in_process_cpu_contrib_per_s']:>11,.0f} "
+              f"{res['ratio_to_in_process_cpu']:>6.2f} {cpu if cpu is not None else '-':>13}  {trials}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=1.0, help="target duration of one repetition")
+    ap.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
+    ap.add_argument("--no-process", action="store_true", help="skip the p4lite-switch part")
+    ap.add_argument("--profile", action="store_true", help="cProfile the in-process aggregation (N=4)")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
-    cases = [("l3_routing", setup_l3), ("register_lanes32", setup_lanes)]
-    results = [time_case(name, setup, args.reps, args.seconds) for name, setup in cases]
-    print(f"{'program':<18} {'packets/s':>12} {'us/packet':>10} {'best pps':>10} "
-          f"{'CPU pps':>10} {'packets x reps':>16}  setup")
-    for r in results:
-        print(f"{r.name:<18} {r.pps_median:>12,.0f} {r.us_per_packet:>10.2f} {r.pps_best:>10,.0f} "
-              f"{r.cpu_pps_median:>10,.0f} {r.packets_per_rep:>9} x {len(r.reps_pps):<4}  {r.setup}")
-    doc = {
+    started = time.monotonic()
+    out = Path(args.out)
+    try:
+        doc = json.loads(out.read_text())
+    except (OSError, ValueError):
+        doc = {}
+    stored = doc.get("results", {}) if isinstance(doc.get("results"), dict) else {}
+    setups = {"l3_routing": setup_l3, "register_lanes32": setup_lanes}
+    results: list = [time_case(name, setups[name], args.reps, args.seconds)
+                     for name in ("l3_routing", "register_lanes32") if name in args.cases]
+    process = None
+    extra: dict = {}
+    if "aggregate" in args.cases:
+        agg = AggRack()
+        agg_results = [time_aggregate(agg, n, args.reps, args.seconds) for n in AGG_WORLD_SIZES]
+        results += agg_results
+        if args.profile:
+            extra["breakdown_aggregate_n4"] = breakdown_aggregate(agg, 4)
+            extra["profile_aggregate_n4"] = profile_aggregate(agg, 4, 20_000)
+        if args.no_process:
+            pass
+        elif os.geteuid() != 0:
+            print("NOTE: the p4lite-switch part is skipped: it needs root (network namespaces, "
+                  "raw sockets). Run as root for max sustained contributions/s through the process.")
+            extra["switch_process"] = {"skipped": "not root"}
+        else:
+            in_process = {r.world_size: r for r in agg_results}
+            process = run_process_bench(agg, in_process, args.seconds)
+            extra["switch_process"] = process
+    print_table(results, process)
+    stored.update({r.name: asdict(r) for r in results})
+    doc.update({
         "benchmark": "switch_core",
         "python": sys.version.split()[0],
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "load_average_1min": round(os.getloadavg()[0], 2),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "results": {r.name: asdict(r) for r in results},
-    }
-    out = Path(args.out)
+        "results": stored,
+        **extra,
+        "seconds": round(time.monotonic() - started, 1),
+    })
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"wrote {out}")
+    print(f"wrote {out} ({doc['seconds']} s)")
     return 0
 
 
