@@ -237,6 +237,9 @@ class Rack:
         self._procs = []
         self._pbox_proc = None
         self.controller_proc = None
+        stop_switch = getattr(self.switch, "stop_process", None)
+        if stop_switch is not None:  # before Mininet takes its interfaces down
+            stop_switch()
         if self.net is not None:
             net, self.net = self.net, None
             try:

@@ -1,6 +1,6 @@
 """``make run``: a multi-iteration all-reduce of ResNet-50-shaped gradients on the rack.
 
-    python -m topologies.run [--workers 4] [--bw 10] [--loss 0] [--iterations 6]
+    python -m topologies.run [--workers 4] [--bw 5] [--loss 0] [--iterations 4]
                              [--scale 0.01] [--paths switch,pbox,gloo] [--cli]
 
 Brings up the Mininet rack with the P4 switch running p4src/aggregate.p4
@@ -36,7 +36,7 @@ from topologies.rack import (
 )
 
 AGENT_PORT = 47000
-DEFAULT_BW = 10.0  # Mbit/s: see docs/notes/inc-rack.md for why
+DEFAULT_BW = 5.0  # Mbit/s: see docs/notes/inc-rack.md for why
 
 
 @dataclass
@@ -55,7 +55,9 @@ class PathResult:
 def _training_args(args: argparse.Namespace, rank: int) -> list[str]:
     return ["--rank", str(rank), "--world", str(args.workers), "--scale", str(args.scale),
             "--iterations", str(args.iterations), "--seed", str(args.seed), "--check",
-            "--timeout", str(args.agent_timeout), "--rto-max", str(args.rto_max)]
+            "--timeout", str(args.agent_timeout), "--rto-max", str(args.rto_max),
+            "--rto", str(args.rto),
+            *([] if args.per_layer else ["--fuse"])]
 
 
 def _row(where: str, by_rank: dict[int, dict], bw_bytes: int) -> dict:
@@ -208,7 +210,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="host-to-switch drops: nft egress (default) or iptables OUTPUT")
     parser.add_argument("--delay", type=float, default=None,
                         help="ms; not supported on this kernel (no netem): warns")
-    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--scale", type=float, default=0.005,
                         help="fraction of ResNet-50's 25.6M parameters per iteration")
     parser.add_argument("--model", default=str(workload.DEFAULT_MODEL))
@@ -219,10 +221,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-pcap", action="store_true",
                         help="the switch writes no pcaps (they cost switch CPU per packet)")
     parser.add_argument("--pbox-workers", type=int, default=2)
+    parser.add_argument("--per-layer", action="store_true",
+                        help="one all-reduce per layer (default: one fused bucket, as DDP and "
+                             "the Gloo path do)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--agent-timeout", type=float, default=30.0)
     parser.add_argument("--rto-max", type=float, default=0.0,
                         help="agents' largest retransmission timeout, s (0: agent default)")
+    parser.add_argument("--rto", type=float, default=0.0,
+                        help="agents' first retransmission timeout, s (0: agent default)")
+    parser.add_argument("--job-slots", type=int, default=32,
+                        help="switch slots per job (= the agents' window)")
     parser.add_argument("--path-timeout", type=float, default=600.0)
     parser.add_argument("--cli", action="store_true", help="open the Mininet CLI instead")
     args = parser.parse_args(argv)
@@ -242,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with Rack(config) as rack:
             rack.start_pbox(workers=args.pbox_workers)
-            rack.start_controller()
+            rack.start_controller(rack.controller_topology(job_slots=args.job_slots))
             print(f"rack up: {args.workers} workers, P4 switch s1 ({rack.switch.command()[0]}, "
                   f"P4Runtime 127.0.0.1:{args.grpc_port}), PBox at {PBOX_IP}, controller at "
                   f"{rack.controller_address}; logs in {rack.log_dir}")

@@ -53,6 +53,8 @@ class PBoxBackend:
             options["window"] = args.window
         if args.rto_max:
             options["rto_max"] = args.rto_max
+        if args.rto:
+            options["rto"] = args.rto
         self.agent = Agent(args.job, args.rank, args.world, aggregator=(host, int(port)),
                            **options)
         self.fuse = args.fuse
@@ -93,6 +95,8 @@ class JobBackend(PBoxBackend):
         emit({"event": "joined", "rank": args.rank, **reply})
         host, _, port = reply["aggregator"].rpartition(":")
         options = {"rto_max": args.rto_max} if args.rto_max else {}
+        if args.rto:
+            options["rto"] = args.rto
         self.agent = Agent(reply["job_id"], args.rank, args.world, aggregator=(host, int(port)),
                            slot_base=reply["slot_base"], slot_count=reply["slot_count"],
                            window=reply["window"], timeout=args.timeout, bind=address,
@@ -235,6 +239,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds without progress")
     parser.add_argument("--rto-max", type=float, default=0.0,
                         help="largest retransmission timeout, s (0: the agent's default)")
+    parser.add_argument("--rto", type=float, default=0.0,
+                        help="first retransmission timeout, s (0: the agent's default)")
     parser.add_argument("--model", default=str(workload.DEFAULT_MODEL))
     parser.add_argument("--scale", type=float, default=0.02)
     parser.add_argument("--iterations", type=int, default=10)
@@ -255,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         backend = backends[args.backend](args)
         emit({"event": "ready", "rank": args.rank, "backend": args.backend})
         (run_sizes if args.sizes_mb else run_training)(backend, args)
-        emit({"event": "done", "rank": args.rank})
+        agent = getattr(backend, "agent", None)
+        emit({"event": "done", "rank": args.rank,
+              "agent_stats": agent.stats() if agent is not None else {}})
         return 0
     except Exception as exc:  # report any failure as a JSON line the driver can show
         emit({"event": "error", "rank": args.rank, "error": f"{type(exc).__name__}: {exc}"})
