@@ -185,6 +185,9 @@ def build_layout(doc: dict) -> Layout:
                            f"field '{f[0]}' has width {f[1]!r}: varbit fields are not supported by p4lite")
             if f[1] > MAX_FIELD_WIDTH:
                 raise fail(f"header type '{name}'", f"field '{f[0]}' is wider than {MAX_FIELD_WIDTH} bits")
+            if len(f) > 3 and f[3]:  # BMv2's 4th element: stores saturate instead of wrapping
+                raise fail(f"header type '{name}'",
+                           f"field '{f[0]}' is saturating: not supported by p4lite")
         types[name] = fields
     for i, h in enumerate(need(doc, "headers", "program", list)):
         where = f"headers[{i}]"

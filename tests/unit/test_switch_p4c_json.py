@@ -426,3 +426,10 @@ def test_compiler_default_is_p4c_nesting_and_runs() -> None:
     nested, plain = Switch(bmv2), Switch(compile_text(PROGRAM, "prog.p4", p4c_nesting=False).bmv2)
     assert nested.process(bytes([5, 10]), 1) == [(2, bytes([5, 14]))]
     assert nested.generated == plain.generated  # both forms compile to the same code
+
+
+def test_a_saturating_field_is_rejected_not_wrapped() -> None:
+    b = ProgramBuilder()
+    b.header("h", [["a", 8, False, True]])  # BMv2's 4th field element: saturating
+    with pytest.raises(SwitchLoadError, match="'a' is saturating: not supported by p4lite"):
+        Switch(b.doc)
