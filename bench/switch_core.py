@@ -459,7 +459,7 @@ class BscNet:
 
     def __init__(self, ports: int) -> None:
         self.ports = ports
-        self.close()
+        self.remove(ports)
         _sh("ip", "netns", "add", NETNS)
         _sh("ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
         _sh("ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
@@ -502,9 +502,14 @@ class BscNet:
         return sock
 
     def close(self) -> None:
+        self.remove(self.ports)
+
+    @classmethod
+    def remove(cls, ports: int) -> None:
+        """Delete the namespace and the veths (also what a half-built BscNet left)."""
         _sh("ip", "netns", "del", NETNS, check=False)
-        for i in range(1, getattr(self, "ports", 0) + 1):
-            _sh("ip", "link", "del", self.switch_if(i), check=False)
+        for i in range(1, ports + 1):
+            _sh("ip", "link", "del", cls.switch_if(i), check=False)
 
 
 class ResultCounter:
@@ -647,6 +652,60 @@ class ProcessBench:
                 "saturated_delivered_per_s": probe["delivered_per_s"], "trials": trials}
 
 
+PROCESS_CATEGORIES = (  # (category, marker in the sampled stack), first match wins
+    ("core: egress of result copies", ("egress_run", "Switch.egress", "Switch._egress")),
+    ("core: multicast replication", ("Switch._after_ingress", "Pkt.copy")),
+    ("core: parse", ("parse (<p4lite",)),
+    ("core: lanes action", ("_ingress_t20",)),
+    ("core: rest of ingress", ("<p4lite:", "core.py")),
+    ("egress queues and their service", ("queues.py", "service_queues")),
+    ("receive (recvfrom and loop)", ("PacketLoop._drain", "PacketLoop._receive")),
+    ("epoll wait", ("PacketLoop.run",)),
+)
+
+
+def categorize_samples(raw: str) -> dict[str, float]:
+    """py-spy raw (collapsed) stacks of the switch's packet-loop thread (MainThread) by category,
+    as shares of its on-CPU samples; the categories look at the leaf-most matching frame."""
+    counts: dict[str, int] = {}
+    for line in raw.splitlines():
+        stack, _, n = line.rpartition(" ")
+        if "MainThread" not in stack.split(";", 1)[0] or not n.isdigit():
+            continue
+        frames = stack.split(";")
+        category = "other: " + frames[-1].split(" (")[0]
+        for name, markers in PROCESS_CATEGORIES:
+            if any(m in stack for m in markers):
+                category = name
+                break
+        counts[category] = counts.get(category, 0) + int(n)
+    total = sum(counts.values()) or 1
+    return {k: round(v / total, 3) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
+
+
+def py_spy_switch(bench: ProcessBench, n: int, rate: float) -> dict | None:
+    """Sample the switch process with py-spy (on-CPU only) while job n is overloaded."""
+    exe = REPO / ".venv" / "bin" / "py-spy"
+    if not exe.exists():
+        print("NOTE: py-spy is not installed in .venv: no profile of the switch process")
+        return None
+    out = Path(tempfile.gettempdir()) / "bsc-py-spy.txt"
+    spy = subprocess.Popen([str(exe), "record", "--pid", str(bench.switch_process.pid), "--duration", "2",
+                            "--rate", "500", "--format", "raw", "--threads", "-o", str(out)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        trial = bench.trial(n, rate, 1.5)
+        spy.wait(timeout=30)
+    finally:
+        if spy.poll() is None:
+            spy.kill()
+            spy.wait()
+    shares = categorize_samples(out.read_text()) if out.exists() else {}
+    print(f"\npy-spy, p4lite-switch packet loop under overload (N={n}, {rate:,.0f}/s offered): "
+          + ", ".join(f"{k} {v:.0%}" for k, v in shares.items() if v >= 0.01))
+    return {"world_size": n, "offered_per_s": rate, "trial": trial, "main_thread_shares": shares}
+
+
 def paced_send(socks: dict[int, socket.socket], frames: list[tuple[int, bytes]], start: int,
                count: int, rate: float) -> tuple[float, float]:
     """Send ``count`` frames from ``start`` (cyclically) at ``rate``/s: whatever is due is
@@ -695,12 +754,14 @@ def free_tcp_port() -> int:
         return s.getsockname()[1]
 
 
-def run_process_bench(agg: AggRack, in_process: dict[int, AggResult], seconds: float) -> dict:
+def run_process_bench(agg: AggRack, in_process: dict[int, AggResult], seconds: float,
+                      profile: bool) -> dict:
     """Part (b); the caller checked for root. Always removes the namespace and the switch."""
-    net = BscNet(max(agg.jobs) + 1)
+    ports = max(agg.jobs) + 1  # the workers of the largest job, and the PBox
     proc = bench = None
     log_path = Path(tempfile.gettempdir()) / "bsc-switch.log"
     try:
+        net = BscNet(ports)
         grpc_port = free_tcp_port()
         proc = start_switch_process(net, grpc_port, log_path)
         bench = ProcessBench(agg, net, grpc_port, proc.pid)
@@ -714,13 +775,15 @@ def run_process_bench(agg: AggRack, in_process: dict[int, AggResult], seconds: f
             res["ratio_to_in_process_cpu"] = round(
                 res["max_sustained_contrib_per_s"] / core.cpu_contrib_per_s_median, 3)
             out[f"n{n}"] = res
+        if profile:
+            out["py_spy"] = py_spy_switch(bench, 4, 2 * in_process[4].contrib_per_s_median)
         return out
     finally:
         if bench is not None:
             bench.close()
         if proc is not None:
             stop_process(proc)
-        net.close()
+        BscNet.remove(ports)
 
 
 def stop_process(proc: subprocess.Popen) -> None:
@@ -752,7 +815,7 @@ def print_table(results: list, process: dict | None) -> None:
     print("\np4lite-switch process, aggregate.p4 over veths (contributions/s):")
     print(f"{'N':>3} {'max sustained':>14} {'saturated':>10} {'in-process':>11} {'ratio':>6} "
           f"{'in-proc CPU':>11} {'ratio':>6} {'switch CPU us':>13}  trials (offered/s, ok or x)")
-    for res in process.values():
+    for res in (v for k, v in process.items() if k.startswith("n")):
         trials = ", ".join(f"{t['rate_offered']:,.0f} {'ok' if t['ok'] else 'x'}" for t in res["trials"][1:])
         cpu = res["switch_cpu_us_per_contribution"]
         print(f"{res['world_size']:>3} {res['max_sustained_contrib_per_s']:>14,.0f} "
@@ -761,15 +824,23 @@ def print_table(results: list, process: dict | None) -> None:
               f"{res['ratio_to_in_process_cpu']:>6.2f} {cpu if cpu is not None else '-':>13}  {trials}")
 
 
+def _exit_on_sigterm(*_: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second TERM must not cut the clean-up short
+    sys.exit(143)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=1.0, help="target duration of one repetition")
     ap.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
     ap.add_argument("--no-process", action="store_true", help="skip the p4lite-switch part")
-    ap.add_argument("--profile", action="store_true", help="cProfile the in-process aggregation (N=4)")
+    ap.add_argument("--profile", action="store_true",
+                    help="cProfile the in-process aggregation (N=4); py-spy the switch process if installed")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so the namespace, veths and switch process are removed
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     started = time.monotonic()
     out = Path(args.out)
     try:
@@ -797,7 +868,7 @@ def main(argv: list[str] | None = None) -> int:
             extra["switch_process"] = {"skipped": "not root"}
         else:
             in_process = {r.world_size: r for r in agg_results}
-            process = run_process_bench(agg, in_process, args.seconds)
+            process = run_process_bench(agg, in_process, args.seconds, args.profile)
             extra["switch_process"] = process
     print_table(results, process)
     stored.update({r.name: asdict(r) for r in results})
