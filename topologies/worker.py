@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         (run_sizes if args.sizes_mb else run_training)(backend, args)
         agent = getattr(backend, "agent", None)
         emit({"event": "done", "rank": args.rank,
-              "agent_stats": agent.stats() if agent is not None else {}})
+              "agent_stats": agent.stats if agent is not None else {}})
         return 0
     except Exception as exc:  # report any failure as a JSON line the driver can show
         emit({"event": "error", "rank": args.rank, "error": f"{type(exc).__name__}: {exc}"})

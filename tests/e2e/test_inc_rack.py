@@ -1,0 +1,258 @@
+"""The whole in-network aggregation stack on a Mininet rack (root).
+
+One rack for the module: the P4 switch (p4lite-switch, or simple_switch_grpc when
+installed) running p4src/aggregate.p4, the PBox, p4hub-controller in the root
+namespace, workers w1..w6 and an outsider x1. Workers join through the controller's
+job API and all-reduce with the host agent (topologies/worker.py --backend job
+--check): every worker must get exactly the sum of the quantized inputs.
+The switch has 64 slots and gives each job 32, so two jobs fit and a third goes to the
+PBox. Every test kills whatever jobs it left, and the rack is torn down even on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from topologies import linkem
+from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, host_mac, worker_ip
+
+pytestmark = [pytest.mark.root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
+
+SLOTS, JOB_SLOTS = 64, 32
+AGENT_PORT = 47000
+WORK = ["--scale", "0.002", "--fuse", "--check", "--timeout", "30", "--rto-max", "0.2"]
+
+
+class JobRun:
+    """Worker processes of one job; their JSON lines are collected on threads."""
+
+    def __init__(self, rack: Rack, hosts: list, name: str, iterations: int,
+                 extra: list[str] = ()) -> None:
+        self.lines: dict[int, list[dict]] = {r: [] for r in range(len(hosts))}
+        self.procs: list[subprocess.Popen] = []
+        self._threads = []
+        for rank, host in enumerate(hosts):
+            args = [PYTHON, "-m", "topologies.worker", "--backend", "job",
+                    "--controller", rack.controller_address, "--job-name", name,
+                    "--data-ip", host.IP(), "--agent-port", str(AGENT_PORT),
+                    "--rank", str(rank), "--world", str(len(hosts)),
+                    "--iterations", str(iterations), "--seed", str(hash(name) % 1000), *WORK,
+                    *extra]
+            proc = rack.popen(host, args, f"{name}-{host.name}")
+            self.procs.append(proc)
+            thread = threading.Thread(target=self._pump, args=(rank, proc), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _pump(self, rank: int, proc: subprocess.Popen) -> None:
+        for text in proc.stdout:
+            if text.startswith("{"):
+                self.lines[rank].append(json.loads(text))
+
+    def events(self, rank: int, event: str) -> list[dict]:
+        return [line for line in list(self.lines[rank]) if line.get("event") == event]
+
+    def wait_for(self, event: str, count: int = 1, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(len(self.events(r, event)) >= count for r in self.lines):
+                return
+            if any(p.poll() not in (None, 0) for p in self.procs):
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"not every worker reported {count} x {event!r}: {self.lines}")
+
+    def finish(self, timeout: float = 90.0) -> None:
+        """Wait for every worker; assert each exited 0 with exact, identical results."""
+        deadline = time.monotonic() + timeout
+        for proc in self.procs:
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        for thread in self._threads:
+            thread.join(timeout=5)
+        errors = {r: self.events(r, "error") for r in self.lines if self.events(r, "error")}
+        assert not errors, errors
+        assert [p.returncode for p in self.procs] == [0] * len(self.procs), self.lines
+        iterations = [self.events(r, "iteration") for r in self.lines]
+        assert all(len(its) == len(iterations[0]) > 0 for its in iterations)
+        for it in range(len(iterations[0])):
+            rows = [its[it] for its in iterations]
+            assert all(row["exact"] for row in rows), rows
+            assert len({row["digest"] for row in rows}) == 1, rows
+
+    @property
+    def joined(self) -> list[dict]:
+        return [self.events(r, "joined")[0] for r in self.lines]
+
+    def where(self) -> set[str]:
+        return {row["where"] for r in self.lines for row in self.events(r, "iteration")}
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def rack():
+    config = RackConfig(workers=6, extra_hosts=1, bw=None, p4=True, grpc_port=50151,
+                        controller_port=50161, run_name="inc-e2e", lock_timeout=120.0)
+    with Rack(config) as r:
+        r.start_pbox(workers=1)
+        r.start_controller(r.controller_topology(slots=SLOTS, job_slots=JOB_SLOTS))
+        yield r
+
+
+@pytest.fixture
+def api(rack):
+    """The job API; afterwards any job a test left behind is killed and loss cleared."""
+    from controller.api import JobClient
+
+    client = JobClient(rack.controller_address, timeout=10.0)
+    runs: list[JobRun] = []
+    yield client, runs
+    for run in runs:
+        run.stop()
+    if rack.controller_proc is None or rack.controller_proc.poll() is not None:
+        rack.start_controller()
+    for job in client.call("ListJobs")["jobs"]:
+        client.call("KillJob", job_id=job["job_id"])
+    for host in [*rack.hosts, *rack.extras]:
+        linkem.clear_loss(host)
+    client.close()
+
+
+def _set_loss(rack: Rack, percent: float) -> None:
+    probability = linkem.check_loss(percent)
+    for host in [*rack.hosts, *rack.extras]:
+        linkem.clear_loss(host)
+        linkem.apply_loss(host, probability, [f"{host.name}-eth0"])
+
+
+@pytest.mark.parametrize("loss", [1.0, 5.0])
+def test_exact_results_on_every_worker_under_loss(rack, api, loss):
+    client, runs = api
+    _set_loss(rack, loss)
+    run = JobRun(rack, rack.workers[:4], f"inc-loss{int(loss)}", iterations=2)
+    runs.append(run)
+    run.finish()
+    assert run.where() == {"switch"}
+    retransmitted = sum(run.events(r, "done")[0]["agent_stats"]["retransmitted"]
+                        for r in run.lines)
+    assert retransmitted > 0  # the loss really hit the job
+
+
+def test_two_concurrent_jobs_each_correct(rack, api):
+    client, runs = api
+    a = JobRun(rack, rack.workers[0:2], "inc-a", iterations=3)
+    b = JobRun(rack, rack.workers[2:4], "inc-b", iterations=3, extra=["--scale", "0.003"])
+    runs += [a, b]
+    a.wait_for("joined")
+    b.wait_for("joined")
+    ranges = [(j["job_id"], j["slot_base"], j["slot_count"]) for j in (a.joined[0], b.joined[0])]
+    (ja, base_a, count_a), (jb, base_b, count_b) = ranges
+    assert ja != jb
+    assert base_a + count_a <= base_b or base_b + count_b <= base_a  # no shared slot
+    a.finish()
+    b.finish()
+    assert a.where() == b.where() == {"switch"}
+
+
+def test_third_job_when_the_switch_is_full_runs_on_the_pbox(rack, api):
+    client, runs = api
+    a = JobRun(rack, rack.workers[0:2], "inc-full-a", iterations=8)
+    b = JobRun(rack, rack.workers[2:4], "inc-full-b", iterations=8)
+    runs += [a, b]
+    a.wait_for("joined")
+    b.wait_for("joined")
+    assert client.call("Status")["switches"]["s1"]["free_slots"] == SLOTS - 2 * JOB_SLOTS == 0
+    c = JobRun(rack, rack.workers[4:6], "inc-full-c", iterations=2)
+    runs.append(c)
+    c.wait_for("joined")
+    assert {j["where"] for j in c.joined} == {"pbox"}
+    assert {j["aggregator"] for j in c.joined} == {f"{PBOX_IP}:48879"}
+    c.finish()
+    a.finish()
+    b.finish()
+    assert c.where() == {"pbox"}
+    assert a.where() == b.where() == {"switch"}
+
+
+CRAFT = r"""
+import struct, sys, time
+from scapy.all import Ether, IP, UDP, Raw, sendp
+job, seconds, my_mac, pbox_mac = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
+lanes = struct.pack("!64i", *([1 << 20] * 64))
+def contrib(job, rank, slot, kind=1):
+    return struct.pack("!BBHHHIIbbH", 0x10 | kind, 0, job, rank, 1, slot, 0, 0, 0, 64) + lanes
+frames = []
+for rank in range(4):
+    for slot in range(0, 64, 3):
+        for src, sport in (("10.0.0.201", 47000), ("10.0.0.1", 40000), ("10.0.0.2", 47001)):
+            frames.append(Ether(src=my_mac, dst=pbox_mac) / IP(src=src, dst="10.0.0.100")
+                          / UDP(sport=sport, dport=48879) / Raw(contrib(job, rank, slot)))
+frames.append(Ether(src=my_mac, dst=pbox_mac) / IP(src="10.0.0.201", dst="10.0.0.100")
+              / UDP(sport=47000, dport=48879) / Raw(contrib(job, 0, 0, kind=3)))
+end, sent = time.monotonic() + seconds, 0
+while time.monotonic() < end:
+    sendp(frames, iface="x1-eth0", verbose=0)
+    sent += len(frames)
+print(sent)
+"""
+
+
+def test_outsider_crafted_contributions_change_no_result(rack, api):
+    client, runs = api
+    # long enough to outlast scapy's start and 3 s of forging (about 0.3 s per iteration)
+    run = JobRun(rack, rack.workers[:4], "inc-victim", iterations=30)
+    runs.append(run)
+    run.wait_for("joined")
+    job_id = run.joined[0]["job_id"]
+    x1 = rack.extras[0]
+    out = rack.popen(x1, [PYTHON, "-c", CRAFT, str(job_id), "3", x1.MAC(), host_mac(PBOX_IP)],
+                     "x1-craft")
+    sent = int(out.communicate(timeout=60)[0].strip().splitlines()[-1])
+    assert sent > 0
+    counters = client.call("ShowJob", job_id=job_id)["counters"]  # the job still runs
+    assert counters["completions"]["packets"] > 0
+    run.finish(timeout=120)
+    assert run.where() == {"switch"}
+    assert counters["rejected"]["packets"] >= sent  # every forged packet dropped and counted
+
+
+def test_controller_restart_mid_job_loses_no_job(rack, api):
+    client, runs = api
+    run = JobRun(rack, rack.workers[:4], "inc-restart", iterations=12)
+    runs.append(run)
+    run.wait_for("iteration", count=1)
+    job_id = run.joined[0]["job_id"]
+    rack.kill_controller()
+    time.sleep(1.0)
+    rack.start_controller()
+    jobs = {j["job_id"]: j for j in client.call("ListJobs")["jobs"]}
+    assert job_id in jobs and jobs[job_id]["workers"] == 4 and jobs[job_id]["where"] == "switch"
+    done_before = len(run.events(0, "iteration"))
+    run.finish()
+    assert len(run.events(0, "iteration")) == 12 > done_before
+    assert run.where() == {"switch"}
+    # the workers left through the restarted controller: the job is gone, its slots free
+    assert job_id not in {j["job_id"] for j in client.call("ListJobs")["jobs"]}
+    assert client.call("Status")["switches"]["s1"]["free_slots"] == SLOTS
+
+
+def test_worker_addresses_match_the_controller_topology(rack):
+    topo = rack.controller_topology()
+    for rank, host in enumerate(rack.workers):
+        conf = topo["hosts"][host.name]
+        assert (conf["ip"], conf["mac"]) == (worker_ip(rank), host.MAC())
+        assert rack.switch.ports[host.intf().link.intf2] == conf["port"]
+    pbox = topo["pboxes"]["pbox"]
+    assert rack.switch.ports[rack.pbox.intf().link.intf2] == pbox["port"]
+    assert pbox["mac"] == rack.pbox.MAC()
