@@ -624,7 +624,7 @@ class ProcessBench:
                   "lag_ms": round(lag * 1e3, 2) if lag != float("inf") else None,
                   "delivered_per_s": round(self.rx.good / max(self.rx.last - t0, 1e-9), 1)
                   if self.rx.good else 0.0,
-                  "switch_cpu_us_per_contribution": round(cpu * 1e6 / count, 2), "ok": ok}
+                  "switch_cpu_us_per_contribution": round(cpu * 1e6 / max(seen, 1), 2), "ok": ok}
         if seen != count:  # lost contributions leave half-filled sets behind: start clean
             self.renew(n)
         return result
