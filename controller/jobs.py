@@ -11,7 +11,7 @@ address, so agents never notice). Per job the switch holds::
 
     jobs        job id -> job_on_switch(n, slot_base, slot_count, group, name_tag, epoch)
                         | job_on_pbox(n, slot_base, slot_count, name_tag)
-    members     (job, rank, worker IPv4, worker UDP port) -> is_member
+    members     (job, rank, worker IPv4, worker UDP port, switch port) -> is_member
     result_dst  egress_rid = job*32 + rank -> set_result_dst(mac, ip, udp_port)
     multicast group <job id>: (worker port, rid) per worker   (switch jobs only)
 
@@ -339,7 +339,8 @@ def _job_entry(job: Job) -> Entry:
 
 def _member_entry(job_id: int, worker: Worker, op: str) -> Entry:
     match = (FieldMatch(p.MEMBERS_JOB, job_id), FieldMatch(p.MEMBERS_RANK, worker.rank),
-             FieldMatch(p.MEMBERS_SRC, worker.ip), FieldMatch(p.MEMBERS_SPORT, worker.port))
+             FieldMatch(p.MEMBERS_SRC, worker.ip), FieldMatch(p.MEMBERS_SPORT, worker.port),
+             FieldMatch(p.MEMBERS_PORT, worker.switch_port))
     return Entry(p.MEMBERS, match, "" if op == DELETE else p.ACT_IS_MEMBER)
 
 

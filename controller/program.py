@@ -30,6 +30,7 @@ MEMBERS_JOB = "hdr.p4hub.job"
 MEMBERS_RANK = "hdr.p4hub.rank"
 MEMBERS_SRC = "hdr.ipv4.srcAddr"
 MEMBERS_SPORT = "hdr.udp.srcPort"
+MEMBERS_PORT = "standard_metadata.ingress_port"
 ACT_IS_MEMBER = "MyIngress.is_member"
 
 RESULT_DST = "MyEgress.result_dst"

@@ -378,6 +378,9 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.p4hub.rank: exact;
             hdr.ipv4.srcAddr: exact;
             hdr.udp.srcPort: exact;
+            /* the worker's switch port too: a host elsewhere in the rack that forges a
+               member's address and port is not a member */
+            standard_metadata.ingress_port: exact;
         }
         actions = {
             is_member;

@@ -195,7 +195,10 @@ def contrib(job, rank, slot, kind=1):
 frames = []
 for rank in range(4):
     for slot in range(0, 64, 3):
-        for src, sport in (("10.0.0.201", 47000), ("10.0.0.1", 40000), ("10.0.0.2", 47001)):
+        # its own address; w1's IP from another port; w2's; and rank r's full identity
+        # (IP and agent port), which only the switch-port key of `members` catches
+        for src, sport in (("10.0.0.201", 47000), ("10.0.0.1", 40000), ("10.0.0.2", 47001),
+                           (f"10.0.0.{rank + 1}", 47000)):
             frames.append(Ether(src=my_mac, dst=pbox_mac) / IP(src=src, dst="10.0.0.100")
                           / UDP(sport=sport, dport=48879) / Raw(contrib(job, rank, slot)))
 frames.append(Ether(src=my_mac, dst=pbox_mac) / IP(src="10.0.0.201", dst="10.0.0.100")

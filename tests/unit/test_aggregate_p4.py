@@ -337,6 +337,16 @@ def test_foreign_jobs_ranks_and_slots_are_dropped_counted_and_touch_nothing(rk):
     assert len(rk.send(2, contrib(a.job_id, 1, 0, values=np.ones(K)))) == 2
 
 
+def test_a_member_forged_from_another_switch_port_is_rejected(rk):
+    a = rk.job("a", [1, 2])
+    forged = udp_frame(host(1), AGG, contrib(a.job_id, 0, 0, values=np.ones(K)))  # h1's IP+port
+    assert rk.switch.process(forged, 3) == []  # ...arriving on h3's port
+    assert rk.job_stat(a.job_id, "rejected") == 1
+    assert all(rk.switch.register_read("MyIngress.slot_bitmap", i) == 0 for i in range(2 * 64))
+    assert rk.switch.process(forged, 1) == []  # the real h1: accepted, waits for h2
+    assert rk.job_stat(a.job_id, "rejected") == 1
+
+
 def test_a_job_without_switch_slots_is_just_forwarded_to_the_pbox(rk):
     rk.job("a", [1])
     rk.job("b", [2])

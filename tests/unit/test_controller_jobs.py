@@ -86,7 +86,7 @@ def test_first_join_creates_a_switch_job(reg):
         "world_size": 4, "slot_base": 0, "slot_count": 32, "mcast_grp": 1,
         "name_tag": p.name_tag("resnet"), "epoch": 100,
     }
-    assert [f.value for f in member.entry.match] == [1, 0, 0x0A000001, 40000]
+    assert [f.value for f in member.entry.match] == [1, 0, 0x0A000001, 40000, 1]  # + switch port
     assert result.entry.match[0].value == p.result_rid(1, 0) == 32
     assert dict(result.entry.params) == {"mac": 0x080000000101, "ip": 0x0A000001, "udp_port": 40000}
     assert group == GroupWrite("s1", INSERT, 1, ((1, 32),))
