@@ -881,11 +881,13 @@ def main(argv: list[str] | None = None) -> int:
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "results": stored,
         **extra,
+        "load_average_1min_end": round(os.getloadavg()[0], 2),  # the figures move with it
         "seconds": round(time.monotonic() - started, 1),
     })
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"wrote {out} ({doc['seconds']} s)")
+    print(f"wrote {out} ({doc['seconds']} s; load average {doc['load_average_1min']} at the start, "
+          f"{doc['load_average_1min_end']} at the end, {os.cpu_count()} CPUs)")
     return 0
 
 
