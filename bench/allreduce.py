@@ -1,19 +1,24 @@
-"""All-reduce time and goodput over the PBox on the Mininet rack, beside Gloo and the floors.
+"""All-reduce time and goodput: switch path, PBox path and Gloo on the same rack and links.
 
-For each worker count N, one rack (N workers, the PBox host, links shaped to --bw
-Mbit/s) runs, on the same hosts and links in the same run:
+For each worker count N, one rack (N workers, the PBox host, the P4 switch running
+p4src/aggregate.p4, p4hub-controller; links shaped to --bw Mbit/s) runs, on the same
+hosts, links and switch in the same run:
 
-* ``pbox``: the host agent (hosts/agent.py) through p4hub-pbox, one float32 tensor
-  of each size, quantized, summed in fixed point by the PBox;
+* ``switch``: the host agent joins through the controller (JoinJob), which gives the
+  job switch slots: the switch sums the fixed-point chunks and multicasts the result;
+* ``pbox``: the same agents, the job placed on the PBox (JoinJob placement "pbox"):
+  the switch forwards to p4hub-pbox, which sums in software;
 * ``gloo``: torch.distributed with the Gloo backend (ring all-reduce over TCP).
 
 Each timed all-reduce starts after a barrier; its time is the slowest rank's. The
-floors are link-bandwidth bounds: single PBox ``N x size / bw`` (its one link carries
-every worker's contribution in and every result out), ring ``2(N-1)/N x size / bw``.
-Goodput is tensor bytes / time (what each worker gets reduced per second).
+floors are link-bandwidth bounds: switch ``size / bw`` (each worker sends and receives
+each byte once), single PBox ``N x size / bw`` (its one link carries every worker's
+contribution in and every result out), ring ``2(N-1)/N x size / bw``. Goodput is tensor
+bytes / time. The switch process's and the PBox's CPU seconds per backend are recorded
+too (where the time goes when a path falls short of its floor).
 
-    .venv/bin/python -m bench.allreduce [--quick] [--workers 2,4,8] [--sizes-mb 1,4,16,64]
-                                        [--bw 100] [--repeat 1] [--backends pbox,gloo]
+    .venv/bin/python -m bench.allreduce [--quick] [--workers 2,4,8] [--sizes-mb 0.5,2]
+                                        [--bw 5] [--repeat 2] [--backends switch,pbox,gloo]
 
 Needs root (Mininet) and, for Gloo, torch (``make torch``). Writes
 bench/results/allreduce.json and bench/results/allreduce.png.
@@ -30,8 +35,10 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from topologies.launch import WorkerRun, run_workers
-from topologies.rack import PBOX_IP, Rack, RackConfig, RackError, exit_on_sigterm
+from topologies.rack import Rack, RackConfig, RackError, exit_on_sigterm, worker_ip
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MB = 1 << 20
@@ -40,30 +47,33 @@ MB = 1 << 20
 def floors(workers: int, size_mb: float, bw_mbit: float) -> dict[str, float]:
     bits = size_mb * MB * 8
     return {
+        "switch": bits / (bw_mbit * 1e6),
         "pbox": workers * bits / (bw_mbit * 1e6),
         "gloo": 2 * (workers - 1) / workers * bits / (bw_mbit * 1e6),
     }
 
 
-def _worker_args(backend: str, workers: int, args: argparse.Namespace):
+def _worker_args(backend: str, workers: int, args: argparse.Namespace, controller: str):
     def build(rank: int) -> list[str]:
         common = ["--rank", str(rank), "--world", str(workers), "--repeat", str(args.repeat),
                   "--sizes-mb", ",".join(str(s) for s in args.sizes_mb), "--timeout", "60"]
         if backend == "gloo":
             return ["--backend", "gloo", "--master", "10.0.0.1:29500", *common]
-        extra = ["--window", str(args.window), "--slot-count", str(args.window)] if args.window \
-            else []
-        return ["--backend", "pbox", "--job", "1", "--pbox", f"{PBOX_IP}:48879", *extra, *common]
+        placement = "auto" if backend == "switch" else "pbox"
+        return ["--backend", "job", "--controller", controller, "--job-name",
+                f"inc-bench-{backend}", "--placement", placement, "--data-ip", worker_ip(rank),
+                "--agent-port", "47000", *common]
     return build
 
 
 def _run_timeout(workers: int, args: argparse.Namespace) -> float:
     # Generous: 30x the PBox floor of every size and repetition, plus start-up.
     total = sum(floors(workers, s, args.bw)["pbox"] for s in args.sizes_mb) * args.repeat
-    return 120.0 + 30.0 * total
+    return 120.0 + 10.0 * total
 
 
-def _rows(backend: str, workers: int, run: WorkerRun, args: argparse.Namespace) -> list[dict]:
+def _rows(backend: str, workers: int, run: WorkerRun, args: argparse.Namespace,
+          cpu: dict[str, float]) -> list[dict]:
     rows = []
     for size_mb in args.sizes_mb:
         times = [max(line["seconds"] for line in by_rank.values())
@@ -75,8 +85,12 @@ def _rows(backend: str, workers: int, run: WorkerRun, args: argparse.Namespace) 
             "backend": backend, "workers": workers, "size_mb": size_mb,
             "seconds": median, "seconds_all": times,
             "goodput_mbit": size_mb * MB * 8 / median / 1e6 if median else None,
-            "floor_pbox_s": floor["pbox"], "floor_ring_s": floor["gloo"],
-            "floor_own_s": floor[backend],
+            "floor_switch_s": floor["switch"], "floor_pbox_s": floor["pbox"],
+            "floor_ring_s": floor["gloo"], "floor_own_s": floor[backend],
+            "where": sorted({line.get("where", backend) for (size, _), by_rank
+                             in run.iterations.items() if size == size_mb
+                             for line in by_rank.values()}),
+            "cpu_s_whole_backend": cpu,
             "complete": len(times) == args.repeat,
             "errors": sorted(set(run.errors.values())),
         })
@@ -85,19 +99,41 @@ def _rows(backend: str, workers: int, run: WorkerRun, args: argparse.Namespace) 
 
 def bench_workers(workers: int, args: argparse.Namespace) -> list[dict]:
     rows: list[dict] = []
-    config = RackConfig(workers=workers, bw=args.bw, loss=args.loss, run_name=f"bench-n{workers}")
+    config = RackConfig(workers=workers, bw=args.bw, loss=args.loss, run_name=f"bench-n{workers}",
+                        p4=True, pcap=False)
     with Rack(config) as rack:
+        pbox = rack.start_pbox(workers=args.pbox_workers)
+        rack.start_controller(rack.controller_topology(job_slots=args.window))
+        procs = {"switch": rack.switch.proc.pid, "pbox": pbox["pid"]}
         for backend in args.backends:
-            if backend == "pbox":
-                rack.start_pbox(jobs=[f"1:{workers}:0:4096"], workers=args.pbox_workers)
-            run = run_workers(rack, _worker_args(backend, workers, args),
+            before = _cpu_seconds(procs)
+            run = run_workers(rack, _worker_args(backend, workers, args, rack.controller_address),
                               timeout=_run_timeout(workers, args), tag=f"-{backend}")
-            if backend == "pbox":
-                rack.stop_pbox()
-            for row in _rows(backend, workers, run, args):
+            after = _cpu_seconds(procs)
+            cpu = {name: round(after[name] - before[name], 2) for name in after}
+            for row in _rows(backend, workers, run, args, cpu):
                 rows.append(row)
                 _print_row(row)
     return rows
+
+
+def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User + system CPU of each process and its children (the PBox forks its workers)."""
+    out = {}
+    for name, pid in pids.items():
+        try:
+            proc = psutil.Process(pid)
+            total = 0.0
+            for p in [proc, *proc.children(recursive=True)]:
+                times = p.cpu_times()
+                total += times.user + times.system
+            out[name] = total
+        except psutil.NoSuchProcess:
+            out[name] = float("nan")
+    machine = psutil.cpu_times()
+    out["machine_busy"] = sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)
+    out["wall"] = time.monotonic()
+    return out
 
 
 def _print_row(row: dict) -> None:
@@ -105,11 +141,11 @@ def _print_row(row: dict) -> None:
         print(f"{row['backend']:>5} N={row['workers']} {row['size_mb']:>5g} MB   FAILED "
               f"{'; '.join(row['errors'])[:200]}", flush=True)
         return
-    print(f"{row['backend']:>5} N={row['workers']} {row['size_mb']:>5g} MB "
+    print(f"{row['backend']:>6} N={row['workers']} {row['size_mb']:>5g} MB "
           f"{row['seconds']:>8.3f} s {row['goodput_mbit']:>7.1f} Mbit/s   floor: own "
-          f"{row['floor_own_s']:.3f} s (x{row['seconds'] / row['floor_own_s']:.1f}), "
-          f"single PBox {row['floor_pbox_s']:.3f} s, ring {row['floor_ring_s']:.3f} s",
-          flush=True)
+          f"{row['floor_own_s']:.3f} s (x{row['seconds'] / row['floor_own_s']:.1f}); switch "
+          f"{row['floor_switch_s']:.3f} s, single PBox {row['floor_pbox_s']:.3f} s, ring "
+          f"{row['floor_ring_s']:.3f} s", flush=True)
 
 
 def plot(rows: list[dict], path: Path, bw: float) -> None:
@@ -122,12 +158,13 @@ def plot(rows: list[dict], path: Path, bw: float) -> None:
     counts = sorted({r["workers"] for r in rows})
     fig, axes = plt.subplots(1, len(counts), figsize=(5 * len(counts), 4), squeeze=False)
     for ax, n in zip(axes[0], counts, strict=True):
-        for backend, style in (("pbox", "o-"), ("gloo", "s-")):
+        for backend, style in (("switch", "^-"), ("pbox", "o-"), ("gloo", "s-")):
             pts = [(r["size_mb"], r["seconds"]) for r in rows
                    if r["workers"] == n and r["backend"] == backend and r["seconds"]]
             if pts:
                 ax.plot(*zip(*pts, strict=True), style, label=f"{backend} measured")
         sizes = sorted({r["size_mb"] for r in rows if r["workers"] == n})
+        ax.plot(sizes, [floors(n, s, bw)["switch"] for s in sizes], "k-.", label="switch floor")
         ax.plot(sizes, [floors(n, s, bw)["pbox"] for s in sizes], "k--", label="single-PBox floor")
         ax.plot(sizes, [floors(n, s, bw)["gloo"] for s in sizes], "k:", label="ring floor")
         ax.set(xscale="log", yscale="log", xlabel="tensor size (MB)", ylabel="all-reduce time (s)",
@@ -146,19 +183,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         return lambda text: [cast(x) for x in text.split(",")]
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="N = 2, 4; 1 and 4 MB; 2 repeats")
+    parser.add_argument("--quick", action="store_true", help="N = 2, 4, 8; 0.5 MB; 2 repeats")
     parser.add_argument("--workers", type=numbers(int), default=None)
     parser.add_argument("--sizes-mb", type=numbers(float), default=None)
     parser.add_argument("--repeat", type=int, default=None)
-    parser.add_argument("--bw", type=float, default=100.0, help="link bandwidth, Mbit/s")
+    parser.add_argument("--bw", type=float, default=5.0,
+                        help="link bandwidth, Mbit/s (5: link-limited for the Python switch)")
     parser.add_argument("--loss", type=float, default=0.0, help="percent, every link")
-    parser.add_argument("--backends", type=lambda s: s.split(","), default=["pbox", "gloo"])
-    parser.add_argument("--window", type=int, default=0, help="agent window (0: its default)")
+    parser.add_argument("--backends", type=lambda s: s.split(","),
+                        default=["switch", "pbox", "gloo"])
+    parser.add_argument("--window", type=int, default=32,
+                        help="slots per job = the agents' window")
     parser.add_argument("--pbox-workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS / "allreduce.json")
     args = parser.parse_args(argv)
-    quick = {"workers": [2, 4], "sizes_mb": [1.0, 4.0], "repeat": 2}
-    full = {"workers": [2, 4, 8], "sizes_mb": [1.0, 4.0, 16.0, 64.0], "repeat": 1}
+    quick = {"workers": [2, 4, 8], "sizes_mb": [0.5], "repeat": 2}
+    full = {"workers": [2, 4, 8], "sizes_mb": [0.5, 2.0], "repeat": 2}
     for key, value in (quick if args.quick else full).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -194,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "allreduce",
         "config": {"workers": args.workers, "sizes_mb": args.sizes_mb, "repeat": args.repeat,
                    "bw_mbit": args.bw, "loss_percent": args.loss, "backends": args.backends,
-                   "pbox_workers": args.pbox_workers, "agent_window": args.window or "default"},
+                   "pbox_workers": args.pbox_workers, "agent_window": args.window,
+                   "switch": "p4lite-switch or simple_switch_grpc, p4src/aggregate.p4, no pcaps"},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "kernel": platform.release()},
         "seconds_total": time.time() - started,
