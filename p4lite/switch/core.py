@@ -36,7 +36,7 @@ from p4lite.switch.pipeline import (
     table_source,
     table_successors,
 )
-from p4lite.switch.primitives import RUNTIME_HELPERS, action_source
+from p4lite.switch.primitives import RUNTIME_HELPERS, action_runs, action_source
 from p4lite.switch.program import (
     STANDARD_HEADER,
     SwitchLoadError,
@@ -50,6 +50,7 @@ from p4lite.switch.program import (
 from p4lite.switch.runtime_api import CODE_INVALID_ARGUMENT, Digest, Queued, SwitchRuntimeError
 from p4lite.switch.state import CounterArray, MeterArray, Pre, RegisterArray
 from p4lite.switch.tables import TableState
+from p4lite.switch.vectorize import Run, plan_banks
 
 __all__ = ["Switch", "SwitchLoadError"]
 
@@ -89,8 +90,9 @@ class Switch(ControlPlane):
     """A v1model switch running one BMv2 JSON program (implements runtime_api.RuntimeOps)."""
 
     def __init__(self, program: dict | str | pathlib.Path, *, drop_port: int = 511,
-                 cpu_port: int | None = None) -> None:
+                 cpu_port: int | None = None, vectorize: bool = True) -> None:
         self.drop_port, self.cpu_port = drop_port, cpu_port
+        self.vectorize = vectorize  # lane runs as numpy row operations (vectorize.py)
         self.errors = 0  # packets dropped because of an internal error
         self._digests: list[Digest] = []
         self.pre = Pre()
@@ -143,11 +145,18 @@ class Switch(ControlPlane):
         """Every action compiled: id -> (JSON action, function)."""
         actions_by_id = {}
         self._action_fnames: dict[int, str] = {}
-        for i, act in enumerate(need(doc, "actions", "program", list)):
+        actions = need(doc, "actions", "program", list)
+        runs: list[list[Run]] = [[] for _ in actions]
+        if self.vectorize:
+            for i, act in enumerate(actions):
+                runs[i] = action_runs(gen, act, f"action '{act.get('name', i)}'")
+        banks = plan_banks(gen, [r for rs in runs for r in rs])
+        for i, act in enumerate(actions):
             where = f"action '{act.get('name', i)}'"
             aid = need(act, "id", where, int)
             fname = f"_act{i}"
-            actions_by_id[aid] = (act, gen.define(action_source(gen, fname, act, where), fname))
+            source = action_source(gen, fname, act, where, runs[i], banks)
+            actions_by_id[aid] = (act, gen.define(source, fname))
             self._action_fnames[aid] = fname
         return actions_by_id
 

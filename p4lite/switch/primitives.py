@@ -14,6 +14,7 @@ from typing import Any
 
 from p4lite.switch.codegen import CodeGen, unwrap
 from p4lite.switch.program import fail, need, parse_hexstr
+from p4lite.switch.vectorize import Run, find_runs, run_lines
 
 PrimFn = Callable[[CodeGen, list, str], list[str]]
 
@@ -287,19 +288,48 @@ def _indent(lines: list[str], depth: int) -> list[str]:
     return [pad + line for line in lines]
 
 
-def action_source(gen: CodeGen, fname: str, action: dict, where: str) -> str:
-    """Source of ``def fname(F, P, A)`` for one JSON action."""
+def _set_params(gen: CodeGen, action: dict, where: str) -> list:
     prims = need(action, "primitives", where, list)
     gen.params = [need(rd, "bitwidth", f"{where} runtime_data", int)
                   for rd in need(action, "runtime_data", where, list)]
+    return prims
+
+
+def action_runs(gen: CodeGen, action: dict, where: str) -> list[Run]:
+    """The vectorizable lane runs of one action (none in a program-counter action)."""
+    prims = _set_params(gen, action, where)
+    try:
+        if any(isinstance(p, dict) and p.get("op") in ("_jump", "_jump_if_zero") for p in prims):
+            return []
+        return find_runs(gen, prims)
+    finally:
+        gen.params = None
+
+
+def action_source(gen: CodeGen, fname: str, action: dict, where: str,
+                  runs: list[Run] = (), banks: dict | None = None) -> str:
+    """Source of ``def fname(F, P, A)`` for one JSON action; ``runs`` whose registers have
+    a bank in ``banks`` compile to whole-row operations (vectorize.py)."""
+    prims = _set_params(gen, action, where)
+    fused = {r.start: r for r in runs if banks and r.regs in banks}
     try:
         ops = [need(p, "op", f"{where} primitive {i}", str) for i, p in enumerate(prims)]
         if any(op in ("_jump", "_jump_if_zero") for op in ops):
             body = _jump_body(gen, prims, where)
         else:
             body = []
-            for i, prim in enumerate(prims):
-                body += primitive_lines(gen, prim, f"{where} primitive {i}")
+            i = 0
+            while i < len(prims):
+                run = fused.get(i)
+                if run is None:
+                    body += primitive_lines(gen, prims[i], f"{where} primitive {i}")
+                    i += 1
+                    continue
+                unfused = []
+                for j in range(i, i + run.count):
+                    unfused += primitive_lines(gen, prims[j], f"{where} primitive {j}")
+                body += run_lines(gen, run, banks[run.regs], unfused)
+                i += run.count
             body = localize(body)
     finally:
         gen.params = None
