@@ -151,8 +151,8 @@ def test_exact_results_on_every_worker_under_loss(rack, api, loss):
 
 def test_two_concurrent_jobs_each_correct(rack, api):
     client, runs = api
-    a = JobRun(rack, rack.workers[0:2], "inc-a", iterations=3)
-    b = JobRun(rack, rack.workers[2:4], "inc-b", iterations=3, extra=["--scale", "0.003"])
+    a = JobRun(rack, rack.workers[0:2], "inc-a", iterations=25)  # outlive the CLI calls
+    b = JobRun(rack, rack.workers[2:4], "inc-b", iterations=25, extra=["--scale", "0.003"])
     runs += [a, b]
     a.wait_for("joined")
     b.wait_for("joined")
@@ -160,6 +160,15 @@ def test_two_concurrent_jobs_each_correct(rack, api):
     (ja, base_a, count_a), (jb, base_b, count_b) = ranges
     assert ja != jb
     assert base_a + count_a <= base_b or base_b + count_b <= base_a  # no shared slot
+    # the operator's view: `p4hub jobs --json` and `p4hub switch show s1 --json`
+    cli = [PYTHON, "-m", "controller.cli", "--controller", rack.controller_address, "--json"]
+    jobs = json.loads(subprocess.run([*cli, "jobs"], capture_output=True, text=True,
+                                     check=True).stdout)
+    listed = {j["job_id"]: j["where"] for j in jobs["jobs"]}
+    assert listed[ja] == listed[jb] == "switch"
+    switch = json.loads(subprocess.run([*cli, "switch", "show", "s1"], capture_output=True,
+                                       text=True, check=True).stdout)
+    assert {str(ja), str(jb)} <= set(switch["groups"])  # one multicast group per job
     a.finish()
     b.finish()
     assert a.where() == b.where() == {"switch"}
@@ -167,8 +176,9 @@ def test_two_concurrent_jobs_each_correct(rack, api):
 
 def test_third_job_when_the_switch_is_full_runs_on_the_pbox(rack, api):
     client, runs = api
-    a = JobRun(rack, rack.workers[0:2], "inc-full-a", iterations=8)
-    b = JobRun(rack, rack.workers[2:4], "inc-full-b", iterations=8)
+    # long enough to still hold their slots when the third job joins
+    a = JobRun(rack, rack.workers[0:2], "inc-full-a", iterations=30)
+    b = JobRun(rack, rack.workers[2:4], "inc-full-b", iterations=30)
     runs += [a, b]
     a.wait_for("joined")
     b.wait_for("joined")
@@ -232,7 +242,7 @@ def test_outsider_crafted_contributions_change_no_result(rack, api):
 
 def test_controller_restart_mid_job_loses_no_job(rack, api):
     client, runs = api
-    run = JobRun(rack, rack.workers[:4], "inc-restart", iterations=12)
+    run = JobRun(rack, rack.workers[:4], "inc-restart", iterations=30)
     runs.append(run)
     run.wait_for("iteration", count=1)
     job_id = run.joined[0]["job_id"]
@@ -243,7 +253,7 @@ def test_controller_restart_mid_job_loses_no_job(rack, api):
     assert job_id in jobs and jobs[job_id]["workers"] == 4 and jobs[job_id]["where"] == "switch"
     done_before = len(run.events(0, "iteration"))
     run.finish()
-    assert len(run.events(0, "iteration")) == 12 > done_before
+    assert len(run.events(0, "iteration")) == 30 > done_before
     assert run.where() == {"switch"}
     # the workers left through the restarted controller: the job is gone, its slots free
     assert job_id not in {j["job_id"] for j in client.call("ListJobs")["jobs"]}
