@@ -75,9 +75,15 @@ class Pkt:
         self.digest = self.truncate = 0
 
     def copy(self, F: list) -> Pkt:
-        p = Pkt(F, self.data, self.port, self.now, self.depth)
-        p.payload, p.ilen, p.truncate = self.payload, self.ilen, self.truncate
+        """A copy sharing everything but F (no __init__ call: one per multicast copy)."""
+        p = _new_pkt(Pkt)
+        p.F, p.data, p.payload, p.port, p.now = F, self.data, self.payload, self.port, self.now
+        p.ilen, p.depth, p.truncate, p.digest = self.ilen, self.depth, self.truncate, 0
+        p.clone_i = p.clone_e = p.resubmit = p.recirculate = None
         return p
+
+
+_new_pkt = object.__new__
 
 
 def _log_msg(fmt: str, args: tuple) -> None:
@@ -347,11 +353,15 @@ class Switch(ControlPlane):
                                        self._preserve(F, P.resubmit), depth + 1)
         group = F[S.mcast_grp]
         if group:
+            # copies differ only in egress_rid and instance_type: priority, length and
+            # the slot numbers are read once per packet, not once per copy
+            rid_slot, type_slot, copy = S.egress_rid, S.instance_type, P.copy
+            priority, length = F[S.priority], len(data)
             for rep in self.pre.replicas(group):
                 G = F[:]
-                G[S.egress_rid] = rep.rid
-                G[S.instance_type] = REPLICATION
-                out.append(Queued(rep.port, G[S.priority], len(data), P.copy(G)))
+                G[rid_slot] = rep.rid
+                G[type_slot] = REPLICATION
+                out.append(Queued(rep.port, priority, length, copy(G)))
             return out
         spec = F[S.egress_spec]
         if spec == self.drop_port:

@@ -47,6 +47,7 @@ IDLE_POLL = 0.01  # s: how often timers (digest timeouts) run when no frame arri
 _OFFLOADS = ("rx", "tx", "sg", "tso", "gso", "gro", "lro", "rxvlan", "txvlan")
 
 Deliver = Callable[[bytes, int], None]
+DeliverBatch = Callable[[list[bytes], int], None]
 
 
 class PortError(OSError):
@@ -74,6 +75,9 @@ class Port:
         self.pcap_out: PcapWriter | None = None
         self.rx = self.tx = self.tx_errors = 0
         self.tx_error_kinds: set[int | None] = set()
+        # True once PACKET_IGNORE_OUTGOING took: the kernel then never hands us our own
+        # transmissions, so recv (no address tuple) replaces recvfrom + the pkttype check
+        self.ignores_outgoing = False
 
     def open_socket(self) -> None:
         try:
@@ -88,13 +92,17 @@ class Port:
         except OSError as exc:
             sock.close()
             raise PortError(f"port {self.number}: cannot bind to {self.iface}: {exc}") from None
-        for level, opt, value in ((SOL_PACKET, PACKET_IGNORE_OUTGOING, 1),
-                                  (socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF_BYTES),
+        try:
+            sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            self.ignores_outgoing = True
+        except OSError:
+            pass  # an old kernel: recvfrom filters outgoing frames by their pkttype instead
+        for level, opt, value in ((socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF_BYTES),
                                   (socket.SOL_SOCKET, SO_SNDBUFFORCE, RCVBUF_BYTES)):
             try:
                 sock.setsockopt(level, opt, value)
             except OSError:
-                pass  # an old kernel or no CAP_NET_ADMIN: recvfrom filters outgoing frames anyway
+                pass  # no CAP_NET_ADMIN: the default buffer sizes
         sock.setblocking(False)
         disable_offloads(self.iface)
         self.sock = sock
@@ -164,8 +172,11 @@ class PacketLoop:
     def __init__(self, ports: dict[int, str], deliver: Deliver, *, pcap_dir: str | None = None,
                  use_files: int | None = None, tick: Callable[[], None] | None = None,
                  next_wait: Callable[[], float | None] | None = None,
-                 dump_bytes: int = 0, tx_thread: bool = True) -> None:
+                 dump_bytes: int = 0, tx_thread: bool = True,
+                 deliver_batch: DeliverBatch | None = None) -> None:
         self.ports = {n: Port(n, iface) for n, iface in ports.items()}
+        # frames drained from one socket in one go (the Device takes its lock once for them)
+        self.deliver_batch: DeliverBatch = deliver_batch or self._deliver_each
         # send() on a veth runs the peer's receive path in the caller (~20 us): a
         # transmit thread overlaps it with the next packets' processing (the GIL
         # is released during the system call).
@@ -253,25 +264,44 @@ class PacketLoop:
     def _drain(self, port: Port) -> None:
         sock = port.sock
         assert sock is not None
-        for _ in range(BATCH):
-            try:
-                frame, addr = sock.recvfrom(MAX_FRAME)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                log.warning("receive on %s failed: %s", port.iface, exc)
-                return
-            if addr[2] == PACKET_OUTGOING:
-                continue
-            self._receive(port, frame)
+        frames: list[bytes] = []
+        try:
+            if port.ignores_outgoing:
+                recv = sock.recv
+                for _ in range(BATCH):
+                    frames.append(recv(MAX_FRAME))
+            else:
+                recvfrom = sock.recvfrom
+                for _ in range(BATCH):
+                    frame, addr = recvfrom(MAX_FRAME)
+                    if addr[2] != PACKET_OUTGOING:
+                        frames.append(frame)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as exc:
+            log.warning("receive on %s failed: %s", port.iface, exc)
+        if not frames:
+            return
+        port.rx += len(frames)
+        if port.pcap_in is not None or self._trace:
+            for frame in frames:
+                self._record_in(port, frame)
+        self.deliver_batch(frames, port.number)
 
-    def _receive(self, port: Port, frame: bytes) -> None:
-        port.rx += 1
+    def _deliver_each(self, frames: list[bytes], port_no: int) -> None:
+        for frame in frames:
+            self.deliver(frame, port_no)
+
+    def _record_in(self, port: Port, frame: bytes) -> None:
         if port.pcap_in is not None:
             port.pcap_in.write(frame, self.now_us())
         if self._trace:
             log.debug("packet in on port %d (%s), %d bytes%s", port.number, port.iface, len(frame),
                       ": " + frame[:self.dump_bytes].hex() if self.dump_bytes else "")
+
+    def _receive(self, port: Port, frame: bytes) -> None:
+        port.rx += 1
+        self._record_in(port, frame)
         self.deliver(frame, port.number)
 
     def _replay_files(self) -> None:

@@ -215,7 +215,7 @@ def run(opts: Options, make_core: Callable[[dict], object] | None = None) -> int
         device.poll()
 
     loop = PacketLoop(opts.interfaces, device.receive, pcap_dir=opts.pcap_dir,
-                      next_wait=device.queue_wait,
+                      next_wait=device.queue_wait, deliver_batch=device.receive_batch,
                       use_files=opts.use_files, tick=tick, dump_bytes=opts.dump_packet_data)
     device.transmit = loop.send
     for sig in (signal.SIGTERM, signal.SIGINT):

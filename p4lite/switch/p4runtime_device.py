@@ -1,11 +1,13 @@
 """The device behind the P4Runtime server: pipeline lifecycle plus the packet path.
 
 The core is not thread-safe, so one lock guards it: the packet loop takes it
-per frame (short), RPCs per request. Frames reach the core only through
+once per batch of frames drained from a socket (``receive_batch``) and once per
+queue service, RPCs per request. Frames reach the core only through
 ``receive`` (from ports and from PacketOut, which enters on the CPU port).
 Outputs to the CPU port become PacketIns for the stream layer; learned digests
 become DigestLists. With ``priority_queues`` set, packets go ingress -> strict
-priority queues -> egress (``service_queues``); otherwise the core's one-call
+priority queues -> egress (``service_queues``; without a rate limit every queued
+packet leaves in one pass, ``EgressQueues.pop_all``); otherwise the core's one-call
 ``process`` path is used.
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
@@ -24,7 +26,7 @@ from p4lite.switch.p4runtime_errors import P4RuntimeError
 from p4lite.switch.p4runtime_packetio import build_packet_out, parse_packet_in
 from p4lite.switch.p4runtime_pipeline import CoreFactory, Pipeline, build_pipeline, cli_pipeline
 from p4lite.switch.queues import EgressQueues
-from p4lite.switch.runtime_api import SwitchRuntimeError
+from p4lite.switch.runtime_api import Queued, SwitchRuntimeError
 
 log = logging.getLogger("p4lite.switch")
 
@@ -108,45 +110,68 @@ class Device:
     # -- packet path ----------------------------------------------------------
     def receive(self, frame: bytes, port: int) -> None:
         """A frame arrived on ``port``. Never raises: a bad frame is counted and dropped."""
+        self.receive_batch((frame,), port)
+
+    def receive_batch(self, frames: Sequence[bytes], port: int) -> None:
+        """Frames that arrived on ``port``, in order, under one lock acquisition."""
         with self.lock:
             pipeline = self.pipeline
             if pipeline is None:
                 return
-            self.stats["rx"] += 1
-            now = self.now_us()
-            try:
-                if self.queues is None:
-                    self._dispatch(pipeline, pipeline.core.process(frame, port, now))
-                else:
-                    for item in pipeline.core.ingress(frame, port, now):
-                        self.queues.enqueue(item, now)
-                    self._dispatch(pipeline, [])
-            except Exception:  # a switch never dies on a packet
-                self.stats["errors"] += 1
-                log.exception("packet from port %d dropped: the core failed on it", port)
+            self.stats["rx"] += len(frames)
+            core, queues, now_us = pipeline.core, self.queues, self.now_us
+            for frame in frames:
+                now = now_us()
+                try:
+                    if queues is None:
+                        self._dispatch(pipeline, core.process(frame, port, now))
+                    else:
+                        for item in core.ingress(frame, port, now):
+                            queues.enqueue(item, now)
+                        self._dispatch(pipeline, [])
+                except Exception:  # a switch never dies on a packet
+                    self.stats["errors"] += 1
+                    log.exception("packet from port %d dropped: the core failed on it", port)
 
     def service_queues(self) -> int:
         """Run egress for every packet the queues release now; returns how many left."""
         if self.queues is None:
             return 0
-        served = 0
         with self.lock:
             pipeline = self.pipeline
-            while pipeline is not None:
+            if pipeline is None:
+                return 0
+            if self.queues.rate_pps is None:
+                return self._serve_all(pipeline)
+            served = 0
+            while True:
                 now = self.now_us()
                 out = self.queues.dequeue(now)
                 if out is None:
                     break
                 served += 1
-                try:
-                    frames = pipeline.core.egress(
-                        out.item, now, enq_timestamp=out.enq_timestamp, enq_qdepth=out.enq_qdepth,
-                        deq_qdepth=out.deq_qdepth, deq_timedelta=out.deq_timedelta)
-                    self._dispatch(pipeline, frames)
-                except Exception:
-                    self.stats["errors"] += 1
-                    log.exception("egress failed on a packet for port %d", out.item.egress_port)
+                self._egress(pipeline, out.item, now, out.enq_timestamp, out.enq_qdepth,
+                             out.deq_qdepth)
         return served
+
+    def _serve_all(self, pipeline: Pipeline) -> int:
+        """No rate limit: every queued packet leaves now, in the order ``dequeue`` would
+        give them (popped at once: no Dequeued objects)."""
+        ready = self.queues.pop_all()  # type: ignore[union-attr]
+        now_us = self.now_us
+        for item, enq_us, enq_depth, deq_depth in ready:
+            self._egress(pipeline, item, now_us(), enq_us, enq_depth, deq_depth)
+        return len(ready)
+
+    def _egress(self, pipeline: Pipeline, item: Queued, now: int, enq_us: int, enq_depth: int,
+                deq_depth: int) -> None:
+        try:
+            frames = pipeline.core.egress(item, now, enq_timestamp=enq_us, enq_qdepth=enq_depth,
+                                          deq_qdepth=deq_depth, deq_timedelta=now - enq_us)
+            self._dispatch(pipeline, frames)
+        except Exception:  # a switch never dies on a packet
+            self.stats["errors"] += 1
+            log.exception("egress failed on a packet for port %d", item.egress_port)
 
     def queue_wait(self) -> float | None:
         """Seconds until a queued packet may leave (None: nothing queued)."""

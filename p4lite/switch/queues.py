@@ -30,6 +30,7 @@ class Dequeued:
 class _PortQueues:
     queues: list[deque[tuple[Queued, int, int]]]
     next_send_us: float = 0.0
+    size: int = 0  # packets in all of this port's queues
 
 
 class EgressQueues:
@@ -61,7 +62,8 @@ class EgressQueues:
             self.dropped += 1
             return False
         queue.append((item, now_us, len(queue)))
-        if self._port_size(port) == 1:
+        port.size += 1
+        if port.size == 1:
             self._order.append(item.egress_port)
         self._count += 1
         return True
@@ -91,12 +93,41 @@ class EgressQueues:
                 item, enq_us, enq_depth = queue.popleft()
                 break
         self._count -= 1
+        port.size -= 1
         if self.rate_pps is not None:
             port.next_send_us = max(port.next_send_us, now_us) + 1e6 / self.rate_pps
-        if self._port_size(port) == 0:
+        if port.size == 0:
             self._order.remove(port_no)
         return Dequeued(item, enq_us, enq_depth, len(queue), now_us - enq_us)
 
-    @staticmethod
-    def _port_size(port: _PortQueues) -> int:
-        return sum(len(q) for q in port.queues)
+    def pop_all(self) -> list[tuple[Queued, int, int, int]]:
+        """Without a rate limit: every queued packet, in the order repeated ``dequeue``
+        calls would give them (ports round-robin, highest priority first), as
+        (item, enq_timestamp, enq_qdepth, deq_qdepth) tuples; the queues end empty."""
+        if self.rate_pps is not None:
+            raise ValueError("pop_all needs queues without a rate limit")
+        out: list[tuple[Queued, int, int, int]] = []
+        order, ports = self._order, self._ports
+        append = out.append
+        if self.priorities == 1 and len(order) == 1:  # the common case: one busy port
+            port = ports[order.popleft()]
+            queue = port.queues[0]
+            left = len(queue)
+            for item, enq_us, enq_depth in queue:
+                left -= 1
+                append((item, enq_us, enq_depth, left))
+            queue.clear()
+            port.size = 0
+        while order:
+            port = ports[order[0]]
+            order.rotate(-1)
+            for queue in reversed(port.queues):
+                if queue:
+                    item, enq_us, enq_depth = queue.popleft()
+                    append((item, enq_us, enq_depth, len(queue)))
+                    break
+            port.size -= 1
+            if port.size == 0:
+                order.pop()  # rotated: the port just served is last
+        self._count = 0
+        return out

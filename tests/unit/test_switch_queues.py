@@ -71,3 +71,29 @@ def test_rate_limit_makes_priority_visible_over_time():
 def test_bad_configuration_rejected():
     with pytest.raises(ValueError):
         EgressQueues(priorities=0)
+
+
+@pytest.mark.parametrize(("priorities", "ports", "seed"),
+                         [(1, 1, 1), (1, 3, 2), (4, 1, 3), (3, 4, 4), (8, 2, 5)])
+def test_pop_all_is_repeated_dequeue(priorities: int, ports: int, seed: int):
+    import random  # noqa: PLC0415
+
+    rng = random.Random(seed)
+    a, b = EgressQueues(priorities, depth=5), EgressQueues(priorities, depth=5)
+    now = 0
+    for _ in range(30):  # rounds of arrivals (some tail-dropped or out of range), then a service
+        for k in range(rng.randint(0, 12)):
+            now += rng.randint(0, 3)
+            it = item(rng.randint(1, ports), rng.randint(0, priorities), f"{now}.{k}")
+            assert a.enqueue(it, now) == b.enqueue(it, now)
+        expected = []
+        while (d := a.dequeue(now)) is not None:
+            expected.append((d.item, d.enq_timestamp, d.enq_qdepth, d.deq_qdepth))
+        assert b.pop_all() == expected
+        assert len(a) == len(b) == 0 and a.dropped == b.dropped
+    assert a.dropped > 0
+
+
+def test_pop_all_refuses_a_rate_limit():
+    with pytest.raises(ValueError):
+        EgressQueues(rate_pps=1000.0).pop_all()
