@@ -1,5 +1,6 @@
-"""Packets per second of p4lite's switch core, in-process, and of the aggregation
-program through the ``p4lite-switch`` process.
+"""Packets per second of p4lite's switch core, in-process, and (with root, through
+bench/switch_core_process.py) of the aggregation program through the ``p4lite-switch``
+process: one command, one JSON output.
 
 In-process cases (one core, ``Switch.process`` in a loop):
 
@@ -18,57 +19,40 @@ In-process cases (one core, ``Switch.process`` in a loop):
 Each case checks its output before anything is timed, warms up, then times a
 fixed number of packets over several repetitions: the median, the best
 repetition and the rate per second of process CPU time (steadier on a shared
-machine) are reported.
+machine) are reported. ``--scalar`` builds the switches with
+``Switch(vectorize=False)`` (lane runs compiled per lane, as before vectorize.py),
+for before/after comparisons on the same tree.
 
-Through the process (root only; skipped with a note otherwise): ``p4lite-switch``
-with ports 1..9 on veth pairs whose other ends sit in the namespace ``bscw``
-(8 workers and the PBox port), configured over P4Runtime with controller/
-p4rt_client.py + controller/entries.py from the same registry updates. Raw
-sockets in ``bscw`` send each job's contributions at a controlled rate and count
-(and check) the results coming back on the worker ports. A saturation probe
-gives the delivered rate; then rates step down from it until a trial loses
-nothing and keeps up (last result within MAX_LAG_SECONDS of the last send), and
-one step goes back up halfway. The switch's own job_stats counter (read over
-P4Runtime) says whether lost results were lost contributions.
-
+The process part (root only; skipped with a note otherwise) is in
+bench/switch_core_process.py; ``--no-process`` skips it.
 ``--profile`` adds a cProfile of the in-process aggregation path (N = 4).
 Results: bench/results/switch_core.json (cases not run keep their old figures).
 
 Usage: ``python -m bench.switch_core [--reps 5] [--seconds 1.0] [--cases ...] [--profile]
-[--no-process]``
+[--no-process] [--scalar]``
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
-import ctypes
 import json
 import os
 import platform
 import pstats
-import select
 import signal
-import socket
 import statistics
 import struct
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import psutil
 
-from controller import program, rack, topology
-from controller.entries import EntryCodec
+from controller import rack, topology
 from controller.jobs import ON_SWITCH, JobRegistry
-from controller.p4info_index import P4InfoIndex
-from controller.p4rt_client import P4RuntimeClient
 from controller.updates import DELETE, INSERT, GroupWrite
 from hosts import wire
 from hosts.aggregator import Aggregator
@@ -88,18 +72,9 @@ WARMUP = 2000
 AGG_WORLD_SIZES = (2, 4, 8)
 AGG_SLOTS = 128  # per job: the controller's default job_slots
 WORKER_UDP_PORT = 40000
+SWITCH_OPTIONS: dict = {}  # keyword arguments of every in-process Switch (--scalar)
 AGG_PORT_BYTES = AGG_UDP_PORT.to_bytes(2, "big")
 
-NETNS = "bscw"
-ETH_P_ALL = 0x0003
-CLONE_NEWNET = 0x40000000
-SOL_PACKET = 263
-PACKET_IGNORE_OUTGOING = 23
-SO_SNDBUFFORCE = 32
-SO_RCVBUFFORCE = 33
-PROBE_SECONDS = 0.5
-DRAIN_SECONDS = 3.0  # results still missing this long after the last send are lost
-MAX_LAG_SECONDS = 0.05  # "keeps up": the last result arrives this soon after the last send
 
 
 @dataclass
@@ -130,7 +105,7 @@ def _ipv4_packet(dst: int, ttl: int = 64) -> bytes:
 
 
 def setup_l3() -> tuple[Switch, list[bytes], Callable[[list], None], str]:
-    sw = Switch(compile_file(str(HERE / "programs" / "l3_routing.p4")).bmv2)
+    sw = Switch(compile_file(str(HERE / "programs" / "l3_routing.p4")).bmv2, **SWITCH_OPTIONS)
     table, action = "MyIngress.ipv4_lpm", "MyIngress.ipv4_forward"
     # 1000 routes: /24s under 10.0.0.0/8 plus a few shorter covering prefixes.
     for i in range(N_ROUTES - 8):
@@ -156,7 +131,7 @@ def setup_l3() -> tuple[Switch, list[bytes], Callable[[list], None], str]:
 
 
 def setup_lanes() -> tuple[Switch, list[bytes], Callable[[list], None], str]:
-    sw = Switch(compile_file(str(HERE / "programs" / "register_lanes32.p4")).bmv2)
+    sw = Switch(compile_file(str(HERE / "programs" / "register_lanes32.p4")).bmv2, **SWITCH_OPTIONS)
     packets = []
     for i in range(N_FLOWS):
         lanes = b"".join((i * 32 + k).to_bytes(4, "big") for k in range(32))
@@ -304,7 +279,7 @@ class AggRack:
             (switch.table_add if u.op == INSERT else switch.table_modify)(entry)
 
     def switch(self) -> Switch:
-        sw = Switch(self.compiled.bmv2)
+        sw = Switch(self.compiled.bmv2, **SWITCH_OPTIONS)
         self.apply(sw)
         return sw
 
@@ -445,356 +420,6 @@ def profile_aggregate(agg: AggRack, n: int, contributions: int, top: int = 18) -
     return rows[:top]
 
 
-# -- through the p4lite-switch process (root) -------------------------------------------
-
-
-def _sh(*cmd: str, check: bool = True) -> None:
-    subprocess.run(cmd, check=check, capture_output=True)
-
-
-class BscNet:
-    """Namespace ``bscw`` holding the worker and PBox ends of veth pairs whose other ends
-    (``bscs-ethI``, root namespace) are p4lite-switch's ports 1..ports. The namespace ends
-    have no addresses, so nothing but this benchmark's frames ever crosses them."""
-
-    def __init__(self, ports: int) -> None:
-        self.ports = ports
-        self.remove(ports)
-        _sh("ip", "netns", "add", NETNS)
-        _sh("ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-        _sh("ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
-        for i in range(1, ports + 1):
-            _sh("ip", "link", "add", self.switch_if(i), "type", "veth", "peer", "name", self.host_if(i))
-            _sh("ip", "link", "set", self.host_if(i), "netns", NETNS)
-            _sh("ip", "netns", "exec", NETNS, "ip", "link", "set", self.host_if(i), "up")
-            _sh("sysctl", "-qw", f"net.ipv6.conf.{self.switch_if(i)}.disable_ipv6=1", check=False)
-            _sh("ip", "link", "set", self.switch_if(i), "up")
-        self._libc = ctypes.CDLL("libc.so.6", use_errno=True)
-
-    @staticmethod
-    def switch_if(i: int) -> str:
-        return f"bscs-eth{i}"
-
-    @staticmethod
-    def host_if(i: int) -> str:
-        return f"bscw{i}"
-
-    def raw_socket(self, i: int, *, receive: bool) -> socket.socket:
-        """A raw socket on the namespace end of port i; this thread enters the namespace
-        only while it creates the socket."""
-        root = os.open("/proc/self/ns/net", os.O_RDONLY)
-        target = os.open(f"/var/run/netns/{NETNS}", os.O_RDONLY)
-        try:
-            if self._libc.setns(target, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), f"setns {NETNS}")
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL if receive else 0))
-            sock.bind((self.host_if(i), ETH_P_ALL if receive else 0))
-            if receive:
-                sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
-                sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 32 << 20)
-                sock.setblocking(False)
-            else:
-                sock.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 4 << 20)
-        finally:
-            self._libc.setns(root, CLONE_NEWNET)
-            os.close(root)
-            os.close(target)
-        return sock
-
-    def close(self) -> None:
-        self.remove(self.ports)
-
-    @classmethod
-    def remove(cls, ports: int) -> None:
-        """Delete the namespace and the veths (also what a half-built BscNet left)."""
-        _sh("ip", "netns", "del", NETNS, check=False)
-        for i in range(1, ports + 1):
-            _sh("ip", "link", "del", cls.switch_if(i), check=False)
-
-
-class ResultCounter:
-    """Counts RESULT frames arriving on the worker ports (a thread over epoll), checking each
-    against the PBox's datagram for its (job, chunk); frames to the PBox port are counted
-    apart (a fallback would show there)."""
-
-    def __init__(self, socks: dict[int, socket.socket], expected: dict[bytes, bytes], pbox_port: int) -> None:
-        self.socks, self.expected, self.pbox_port = socks, expected, pbox_port
-        self.good = self.bad = self.to_pbox = 0
-        self.last = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="bsc-rx", daemon=True)
-        self._thread.start()
-
-    def reset(self) -> None:
-        self.good = self.bad = self.to_pbox = 0
-        self.last = 0.0
-
-    def _run(self) -> None:
-        poller = select.epoll()
-        by_fd = {s.fileno(): (port, s) for port, s in self.socks.items()}
-        for fd in by_fd:
-            poller.register(fd, select.EPOLLIN)
-        expected, pbox_port = self.expected, self.pbox_port
-        while not self._stop.is_set():
-            for fd, _ in poller.poll(0.05):
-                port, sock = by_fd[fd]
-                while True:
-                    try:
-                        data = sock.recv(2048)
-                    except BlockingIOError:
-                        break
-                    if port == pbox_port:
-                        self.to_pbox += 1
-                    elif data[34:36] == AGG_PORT_BYTES:
-                        payload = data[42:]
-                        if expected.get(result_key(payload)) == payload:
-                            self.good += 1
-                        else:
-                            self.bad += 1
-                        self.last = time.perf_counter()
-        poller.close()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
-
-
-class ProcessBench:
-    """p4lite-switch on the bsc veths, configured over P4Runtime like p4hub-controller does."""
-
-    def __init__(self, agg: AggRack, net: BscNet, grpc_port: int, pid: int) -> None:
-        self.agg, self.net = agg, net
-        self.switch_process = psutil.Process(pid)
-        self.client = P4RuntimeClient(f"127.0.0.1:{grpc_port}", 0, (0, 1), timeout=30)
-        self.client.connect()
-        self.client.set_pipeline(agg.compiled.p4info, json.dumps(agg.compiled.bmv2).encode())
-        self.codec = EntryCodec(P4InfoIndex(agg.compiled.p4info))
-        self.client.write(self.codec.updates(agg.updates))
-        workers = net.ports - 1
-        self.tx = {i: net.raw_socket(i, receive=False) for i in range(1, workers + 1)}
-        self.rx = ResultCounter({i: net.raw_socket(i, receive=True) for i in range(1, net.ports + 1)},
-                                {k: v for job in agg.jobs.values() for k, v in job.expected.items()},
-                                net.ports)
-        self.cursor = dict.fromkeys(agg.jobs, 0)
-
-    def close(self) -> None:
-        self.rx.stop()
-        for s in [*self.tx.values(), *self.rx.socks.values()]:
-            s.close()
-        self.client.close()
-
-    def job_stat(self, n: int, kind: str) -> int:
-        index = self.agg.jobs[n].job_id * program.JOB_STAT_KINDS + program.JOB_STAT_NAMES.index(kind)
-        entity = self.codec.counter_read(program.JOB_STATS, index)
-        return self.client.read([entity])[0].counter_entry.data.packet_count
-
-    def _switch_cpu(self) -> float:
-        """CPU seconds of the switch process so far, all threads (packet loop, transmit, gRPC)."""
-        times = self.switch_process.cpu_times()
-        return times.user + times.system
-
-    def renew(self, n: int) -> None:
-        """A fresh job (new epoch, clean slots) after a trial that lost contributions."""
-        updates = self.agg.renew(n)
-        self.client.write(self.codec.updates(updates))
-        self.rx.expected.update(self.agg.jobs[n].expected)
-        self.cursor[n] = 0
-
-    def trial(self, n: int, rate: float, seconds: float) -> dict:
-        """Send whole sets of job n at ``rate`` contributions/s for ``seconds``; wait for the
-        results to drain and count them."""
-        job = self.agg.jobs[n]
-        count = max(n, int(rate * seconds) // n * n)
-        before = self.job_stat(n, "contributions")
-        self.rx.reset()
-        cpu0 = self._switch_cpu()
-        t0, t_end = paced_send(self.tx, job.frames, self.cursor[n], count, rate)
-        self.cursor[n] = (self.cursor[n] + count) % len(job.frames)
-        deadline = time.perf_counter() + DRAIN_SECONDS
-        while self.rx.good + self.rx.bad < count and time.perf_counter() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.02)  # stragglers
-        cpu = self._switch_cpu() - cpu0
-        seen = self.job_stat(n, "contributions") - before
-        lag = (self.rx.last - t_end) if self.rx.last else float("inf")
-        ok = self.rx.good == count and self.rx.bad == 0 and lag <= MAX_LAG_SECONDS
-        result = {"rate_offered": round(rate, 1), "rate_sent": round(count / (t_end - t0), 1),
-                  "contributions": count, "switch_saw": seen, "results": self.rx.good,
-                  "bad_results": self.rx.bad, "to_pbox": self.rx.to_pbox,
-                  "lag_ms": round(lag * 1e3, 2) if lag != float("inf") else None,
-                  "delivered_per_s": round(self.rx.good / max(self.rx.last - t0, 1e-9), 1)
-                  if self.rx.good else 0.0,
-                  "switch_cpu_us_per_contribution": round(cpu * 1e6 / max(seen, 1), 2), "ok": ok}
-        if seen != count:  # lost contributions leave half-filled sets behind: start clean
-            self.renew(n)
-        return result
-
-    def max_sustained(self, n: int, guess: float, seconds: float) -> dict:
-        """Saturation probe, then rates stepping down from the delivered rate until a trial
-        loses nothing and keeps up, then one step back up halfway."""
-        probe = self.trial(n, min(2.5 * guess, 60_000), PROBE_SECONDS)
-        ceiling = max(probe["delivered_per_s"], 200.0)
-        trials, best, failed = [probe], None, ceiling * 1.1
-        for factor in (1.0, 0.85, 0.7, 0.55, 0.4, 0.25, 0.1):
-            t = self.trial(n, ceiling * factor, seconds)
-            trials.append(t)
-            if t["ok"]:
-                best = t
-                break
-            failed = ceiling * factor
-        if best is not None and failed > best["rate_offered"] * 1.05:
-            t = self.trial(n, (best["rate_offered"] + failed) / 2, seconds)
-            trials.append(t)
-            if t["ok"]:
-                best = t
-        return {"world_size": n, "max_sustained_contrib_per_s": best["rate_sent"] if best else 0.0,
-                "switch_cpu_us_per_contribution": best["switch_cpu_us_per_contribution"] if best else None,
-                "saturated_delivered_per_s": probe["delivered_per_s"], "trials": trials}
-
-
-PROCESS_CATEGORIES = (  # (category, marker in the sampled stack), first match wins
-    ("core: egress of result copies", ("egress_run", "Switch.egress", "Switch._egress")),
-    ("core: multicast replication", ("Switch._after_ingress", "Pkt.copy")),
-    ("core: parse", ("parse (<p4lite",)),
-    ("core: lanes action", ("_ingress_t20",)),
-    ("core: rest of ingress", ("<p4lite:", "core.py")),
-    ("egress queues and their service", ("queues.py", "service_queues")),
-    ("receive (recvfrom and loop)", ("PacketLoop._drain", "PacketLoop._receive")),
-    ("epoll wait", ("PacketLoop.run",)),
-)
-
-
-def categorize_samples(raw: str) -> dict[str, float]:
-    """py-spy raw (collapsed) stacks of the switch's packet-loop thread (MainThread) by category,
-    as shares of its on-CPU samples; the categories look at the leaf-most matching frame."""
-    counts: dict[str, int] = {}
-    for line in raw.splitlines():
-        stack, _, n = line.rpartition(" ")
-        if "MainThread" not in stack.split(";", 1)[0] or not n.isdigit():
-            continue
-        frames = stack.split(";")
-        category = "other: " + frames[-1].split(" (")[0]
-        for name, markers in PROCESS_CATEGORIES:
-            if any(m in stack for m in markers):
-                category = name
-                break
-        counts[category] = counts.get(category, 0) + int(n)
-    total = sum(counts.values()) or 1
-    return {k: round(v / total, 3) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
-
-
-def py_spy_switch(bench: ProcessBench, n: int, rate: float) -> dict | None:
-    """Sample the switch process with py-spy (on-CPU only) while job n is overloaded."""
-    exe = REPO / ".venv" / "bin" / "py-spy"
-    if not exe.exists():
-        print("NOTE: py-spy is not installed in .venv: no profile of the switch process")
-        return None
-    out = Path(tempfile.gettempdir()) / "bsc-py-spy.txt"
-    spy = subprocess.Popen([str(exe), "record", "--pid", str(bench.switch_process.pid), "--duration", "2",
-                            "--rate", "500", "--format", "raw", "--threads", "-o", str(out)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        trial = bench.trial(n, rate, 1.5)
-        spy.wait(timeout=30)
-    finally:
-        if spy.poll() is None:
-            spy.kill()
-            spy.wait()
-    shares = categorize_samples(out.read_text()) if out.exists() else {}
-    print(f"\npy-spy, p4lite-switch packet loop under overload (N={n}, {rate:,.0f}/s offered): "
-          + ", ".join(f"{k} {v:.0%}" for k, v in shares.items() if v >= 0.01))
-    return {"world_size": n, "offered_per_s": rate, "trial": trial, "main_thread_shares": shares}
-
-
-def paced_send(socks: dict[int, socket.socket], frames: list[tuple[int, bytes]], start: int,
-               count: int, rate: float) -> tuple[float, float]:
-    """Send ``count`` frames from ``start`` (cyclically) at ``rate``/s: whatever is due is
-    sent at once, then the sender sleeps until the next frame is due."""
-    n_frames = len(frames)
-    sends = {port: s.send for port, s in socks.items()}
-    t0 = time.perf_counter()
-    i = 0
-    while i < count:
-        due = min(count, int((time.perf_counter() - t0) * rate) + 1)
-        while i < due:
-            port, frame = frames[(start + i) % n_frames]
-            sends[port](frame)
-            i += 1
-        if i < count:
-            delay = i / rate - (time.perf_counter() - t0)
-            if delay > 0:
-                time.sleep(delay)
-    return t0, time.perf_counter()
-
-
-def start_switch_process(net: BscNet, grpc_port: int, log_path: Path) -> subprocess.Popen:
-    exe = REPO / ".venv" / "bin" / "p4lite-switch"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "p4lite.switch.main"]
-    for i in range(1, net.ports + 1):
-        cmd += ["-i", f"{i}@{net.switch_if(i)}"]
-    cmd += ["--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
-    proc = subprocess.Popen(cmd, stdout=log_path.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            break
-        try:
-            with socket.create_connection(("127.0.0.1", grpc_port), timeout=0.2):
-                return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    proc.wait()
-    raise RuntimeError(f"p4lite-switch did not start: {log_path.read_text()[-2000:]}")
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def run_process_bench(agg: AggRack, in_process: dict[int, AggResult], seconds: float,
-                      profile: bool) -> dict:
-    """Part (b); the caller checked for root. Always removes the namespace and the switch."""
-    ports = max(agg.jobs) + 1  # the workers of the largest job, and the PBox
-    proc = bench = None
-    log_path = Path(tempfile.gettempdir()) / "bsc-switch.log"
-    try:
-        net = BscNet(ports)
-        grpc_port = free_tcp_port()
-        proc = start_switch_process(net, grpc_port, log_path)
-        bench = ProcessBench(agg, net, grpc_port, proc.pid)
-        out = {}
-        for n in sorted(agg.jobs):
-            core = in_process[n]
-            res = bench.max_sustained(n, core.contrib_per_s_median, seconds)
-            res["in_process_contrib_per_s"] = core.contrib_per_s_median
-            res["in_process_cpu_contrib_per_s"] = core.cpu_contrib_per_s_median
-            res["ratio_to_in_process"] = round(res["max_sustained_contrib_per_s"] / core.contrib_per_s_median, 3)
-            res["ratio_to_in_process_cpu"] = round(
-                res["max_sustained_contrib_per_s"] / core.cpu_contrib_per_s_median, 3)
-            out[f"n{n}"] = res
-        if profile:
-            out["py_spy"] = py_spy_switch(bench, 4, 2 * in_process[4].contrib_per_s_median)
-        return out
-    finally:
-        if bench is not None:
-            bench.close()
-        if proc is not None:
-            stop_process(proc)
-        BscNet.remove(ports)
-
-
-def stop_process(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 # -- command line ------------------------------------------------------------------------
 
 CASES = ("l3_routing", "register_lanes32", "aggregate")
@@ -837,8 +462,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-process", action="store_true", help="skip the p4lite-switch part")
     ap.add_argument("--profile", action="store_true",
                     help="cProfile the in-process aggregation (N=4); py-spy the switch process if installed")
+    ap.add_argument("--scalar", action="store_true",
+                    help="in-process switches without vectorized lane runs (before/after comparisons)")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
+    SWITCH_OPTIONS["vectorize"] = not args.scalar
     # SIGTERM unwinds like Ctrl-C, so the namespace, veths and switch process are removed
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     started = time.monotonic()
@@ -867,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
                   "raw sockets). Run as root for max sustained contributions/s through the process.")
             extra["switch_process"] = {"skipped": "not root"}
         else:
+            from bench.switch_core_process import run_process_bench  # noqa: PLC0415 (cycle)
             in_process = {r.world_size: r for r in agg_results}
             process = run_process_bench(agg, in_process, args.seconds, args.profile)
             extra["switch_process"] = process

@@ -263,16 +263,13 @@ def core_pps(bmv2: dict, p4info: p4info_pb2.P4Info, seconds: float) -> float:
 
 
 def _switch_core_l3() -> dict | None:
-    """The L3 case of bench/results/switch_core.json (part 1's benchmark), if it ran."""
+    """The L3 case of bench/results/switch_core.json (``results["l3_routing"]``), if it ran."""
     path = HERE / "results" / "switch_core.json"
     try:
-        cases = json.loads(path.read_text()).get("cases", [])
+        case = json.loads(path.read_text()).get("results", {}).get("l3_routing")
     except (OSError, ValueError, AttributeError):
         return None
-    for case in cases if isinstance(cases, list) else []:
-        if isinstance(case, dict) and "l3" in str(case.get("name", "")):
-            return case
-    return None
+    return case if isinstance(case, dict) else None
 
 
 def main(argv: list[str] | None = None) -> int:
