@@ -1,0 +1,109 @@
+"""topologies.p4switch without Mininet: the tutorials' command line, compiling, readiness."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from topologies import p4switch
+from topologies.p4switch import P4Switch, P4SwitchError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def bare_switch(tmp_path: Path, sw_cmd: list[str], grpc_port: int = 50051) -> P4Switch:
+    """A P4Switch without Mininet's shell: only what command()/start() use."""
+    sw = P4Switch.__new__(P4Switch)
+    sw.name = "s1"
+    sw.intfs = {2: SimpleNamespace(name="s1-eth2"), 1: SimpleNamespace(name="s1-eth1"),
+                0: SimpleNamespace(name="lo")}
+    sw.json_path = tmp_path / "build" / "aggregate.json"
+    sw.log_path = tmp_path / "logs" / "s1.log"
+    sw.pcap_dir = tmp_path / "pcaps"
+    sw.grpc_port = grpc_port
+    sw.thrift_port = 9090
+    sw.device_id = 0
+    sw.sw_cmd = sw_cmd
+    sw.extra_args = []
+    sw.proc = None
+    return sw
+
+
+def test_command_has_the_tutorials_argument_layout(tmp_path):
+    sw = bare_switch(tmp_path, ["p4lite-switch"])
+    assert sw.command() == [
+        "p4lite-switch", "-i", "1@s1-eth1", "-i", "2@s1-eth2", "--pcap", str(tmp_path / "pcaps"),
+        "--device-id", "0", str(tmp_path / "build" / "aggregate.json"), "--log-console",
+        "--thrift-port", "9090", "--", "--grpc-server-addr", "0.0.0.0:50051",
+    ]
+    sw.pcap_dir = None
+    assert "--pcap" not in sw.command()
+
+
+def test_simple_switch_grpc_wins_when_it_is_on_path(tmp_path, monkeypatch):
+    fake = tmp_path / "simple_switch_grpc"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    assert p4switch.switch_command() == [str(fake)]
+    monkeypatch.setenv("PATH", "/nonexistent")
+    fallback = p4switch.switch_command()
+    assert fallback[0].endswith("p4lite-switch") or fallback[-1] == "p4lite.switch.main"
+
+
+def test_compile_p4_writes_bmv2_json_and_p4info(tmp_path):
+    out_json, out_info = p4switch.compile_p4(REPO / "p4src" / "aggregate.p4", tmp_path)
+    assert out_json == tmp_path / "aggregate.json" and out_json.read_text().startswith("{")
+    assert "MyIngress.members" in out_info.read_text()
+
+
+def test_compile_errors_are_reported(tmp_path):
+    bad = tmp_path / "bad.p4"
+    bad.write_text("control nonsense {")
+    with pytest.raises(P4SwitchError, match="failed"):
+        p4switch.compile_p4(bad, tmp_path / "build")
+
+
+def test_a_switch_that_exits_did_not_start_correctly(tmp_path):
+    sw = bare_switch(tmp_path, [sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"])
+    with pytest.raises(P4SwitchError, match=r"P4 switch s1 did not start correctly, see .*s1\.log"):
+        sw.start([])
+    log = sw.log_path.read_text()
+    assert log.splitlines()[0].startswith(sys.executable) and "boom" in log
+    assert sw.proc is None
+
+
+def test_ready_only_when_its_own_process_listens_on_the_grpc_port(tmp_path):
+    # a process that listens on a free port after a short delay, then waits to be stopped
+    code = ("import socket,sys,time; time.sleep(0.3); s=socket.socket(); "
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+            "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); time.sleep(60)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sw = bare_switch(tmp_path, [sys.executable, "-c", code, str(port)], grpc_port=port)
+    sw.command = lambda: sw.sw_cmd  # the fake takes no switch arguments
+    sw.start([])
+    try:
+        assert sw.alive() and p4switch.listens_on(sw.proc.pid, port)
+    finally:
+        assert sw.stop_process() is not None
+    assert not sw.alive()
+
+
+def test_another_process_listening_does_not_count(tmp_path, monkeypatch):
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        sw = bare_switch(tmp_path, [sys.executable, "-c", "import time; time.sleep(60)"],
+                         grpc_port=port)
+        sw.command = lambda: sw.sw_cmd
+        monkeypatch.setattr(p4switch, "START_TIMEOUT", 1.0)
+        with pytest.raises(P4SwitchError, match="did not start correctly"):
+            sw.start([])
+        assert sw.proc is None  # the impostor-port switch was stopped
