@@ -17,6 +17,9 @@ ACT_FORWARD = "MyIngress.forward"  # (port)
 ACT_FLOOD = "MyIngress.flood"  # (group)
 
 AGGREGATORS = "MyIngress.aggregators"
+AGG_SOURCES = "MyIngress.aggregator_sources"
+AGG_SRC = "hdr.ipv4.srcAddr"
+ACT_AGGREGATOR_AT = "MyIngress.aggregator_at"
 AGG_DST = "hdr.ipv4.dstAddr"
 ACT_IS_AGGREGATOR = "MyIngress.is_aggregator"
 
@@ -47,6 +50,7 @@ PORT_TX = "MyEgress.port_tx"
 JOB_STAT_KINDS = 8
 JOB_STAT_NAMES = ("contributions", "duplicates", "completions", "resent", "rejected", "forwarded")
 ERR_UNKNOWN_JOB = 0
+ERR_SPOOFED_SOURCE = 1
 
 # Sizes compiled into the program (#defines in aggregate.p4).
 NUM_SLOTS = 1024

@@ -14,7 +14,8 @@ from controller.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, Ta
 
 
 def rack_entries(topo: Topology, switch: str) -> list[Entry]:
-    """l2_fwd per attached host/PBox, broadcast -> flood, and the PBox as aggregator."""
+    """l2_fwd per attached host/PBox, broadcast -> flood, the PBox as aggregator, and the
+    PBox's port as the only one its address may come from."""
     entries = [
         Entry(p.L2_FWD, (FieldMatch(p.L2_DST, node.mac),), p.ACT_FORWARD, (("port", node.port),))
         for node in topo.endpoints_of(switch)
@@ -26,6 +27,8 @@ def rack_entries(topo: Topology, switch: str) -> list[Entry]:
     pbox = topo.pbox_of(switch)
     if pbox is not None:
         entries.append(Entry(p.AGGREGATORS, (FieldMatch(p.AGG_DST, pbox.ip),), p.ACT_IS_AGGREGATOR))
+        entries.append(Entry(p.AGG_SOURCES, (FieldMatch(p.AGG_SRC, pbox.ip),), p.ACT_AGGREGATOR_AT,
+                             (("port", pbox.port),)))
     return entries
 
 
@@ -48,7 +51,8 @@ def reconcile(topo: Topology, switch: str, existing: list[Entry]) -> list[Update
     them); the flood group is always rewritten with MODIFY since multicast groups
     cannot be read back on every target.
     """
-    have = {(e.table, e.match): e for e in existing if e.table in (p.L2_FWD, p.AGGREGATORS)}
+    have = {(e.table, e.match): e for e in existing
+            if e.table in (p.L2_FWD, p.AGGREGATORS, p.AGG_SOURCES)}
     writes: list[Update] = [GroupWrite(switch, MODIFY, p.FLOOD_GROUP,
                                        flood_group(topo, switch).replicas)]
     for entry in rack_entries(topo, switch):

@@ -70,7 +70,7 @@
  *
  * Counters (P4 counters, packets and bytes, readable over P4Runtime)
  *   job_stats[job*8 + kind]  kind: STAT_* below
- *   agg_errors[ERR_*]        contributions no job claims
+ *   agg_errors[ERR_*]        contributions no job claims, forged aggregator sources
  *   port_rx / port_tx        per port
  */
 
@@ -90,6 +90,7 @@
 #define STAT_REJECTED 4      /* dropped: not a member, bad header, slot out of range */
 #define STAT_FORWARDED 5     /* forwarded to the PBox (job on PBox or fallback flag) */
 #define ERR_UNKNOWN_JOB 0
+#define ERR_SPOOFED_SOURCE 1 /* an aggregator's IPv4 source entering on another port */
 
 #define AGG_UDP_PORT 48879
 #define P4HUB_VERSION 1
@@ -177,6 +178,8 @@ struct metadata_t {
     bit<1>  flood;          /* this packet is flooded (copies skip in_port) */
     bit<1>  result_mcast;   /* this packet is a multicast RESULT */
     bit<1>  to_aggregator;  /* the IPv4 destination is an aggregator address */
+    bit<1>  from_aggregator; /* the IPv4 source is an aggregator address */
+    bit<9>  aggregator_port; /* ...which is attached to this port */
     bit<1>  member;         /* (job, rank, source) is a member of the job */
     bit<1>  l2;             /* forward with l2_fwd */
     bit<1>  egress_drop;
@@ -323,6 +326,25 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         meta.to_aggregator = 1;
     }
 
+    /* Results may only come from an aggregator's own port: without this check
+     * any host could forge RESULTs (source = the PBox) towards the workers. */
+    action aggregator_at(bit<9> port) {
+        meta.from_aggregator = 1;
+        meta.aggregator_port = port;
+    }
+
+    table aggregator_sources {
+        key = {
+            hdr.ipv4.srcAddr: exact;
+        }
+        actions = {
+            aggregator_at;
+            NoAction;
+        }
+        size = 64;
+        default_action = NoAction();
+    }
+
     table aggregators {
         key = {
             hdr.ipv4.dstAddr: exact;
@@ -467,7 +489,14 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         port_rx.count((bit<32>)standard_metadata.ingress_port);
         meta.in_port = standard_metadata.ingress_port;
         meta.l2 = 1;
-        if (hdr.p4hub.isValid()) {
+        if (hdr.ipv4.isValid()) {
+            aggregator_sources.apply();
+        }
+        if (meta.from_aggregator == 1 && meta.in_port != meta.aggregator_port) {
+            agg_errors.count((bit<32>)ERR_SPOOFED_SOURCE);
+            drop();
+            meta.l2 = 0;
+        } else if (hdr.p4hub.isValid()) {
             aggregators.apply();
         }
         if (meta.to_aggregator == 1) {

@@ -220,11 +220,43 @@ while time.monotonic() < end:
 print(sent)
 """
 
+# RESULTs "from the PBox" to w1's agent for every position g its job will use: slot
+# base + g mod W, shadow (g // W) mod 2, chunk g. Crafted once with scapy, then sent with
+# the chunk and slot patched in, over a raw socket (scapy is too slow for 25k frames).
+FORGE_RESULTS = r"""
+import socket, struct, sys, time
+from scapy.all import Ether, IP, UDP, Raw
+job, base, window, positions, seconds = map(int, sys.argv[1:6])
+my_mac, w1_mac = sys.argv[6], sys.argv[7]
+head = struct.pack("!BBHHHIIbbH", 0x12, 0, job, 0xFFFF, 4, 0, 0, 0, 0, 64)
+template = bytes(Ether(src=my_mac, dst=w1_mac) / IP(src="10.0.0.100", dst="10.0.0.1")
+                 / UDP(sport=48879, dport=47000, chksum=0)
+                 / Raw(head + struct.pack("!64i", *([1 << 24] * 64))))
+off = len(template) - 276
+frames = []
+for g in range(positions):
+    frame = bytearray(template)
+    frame[off + 1] = (g // window) % 2
+    struct.pack_into("!II", frame, off + 8, base + g % window, g)
+    frames.append(bytes(frame))
+sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+sock.bind(("x1-eth0", 0))
+end, sent = time.monotonic() + seconds, 0
+while time.monotonic() < end:
+    for frame in frames:
+        try:
+            sock.send(frame)
+            sent += 1
+        except OSError:
+            time.sleep(0.001)
+print(sent)
+"""
+
 
 def test_outsider_crafted_contributions_change_no_result(rack, api):
     client, runs = api
     # long enough to outlast scapy's start and 3 s of forging (about 0.3 s per iteration)
-    run = JobRun(rack, rack.workers[:4], "inc-victim", iterations=30)
+    run = JobRun(rack, rack.workers[:4], "inc-victim", iterations=60)
     runs.append(run)
     run.wait_for("joined")
     job_id = run.joined[0]["job_id"]
@@ -235,6 +267,13 @@ def test_outsider_crafted_contributions_change_no_result(rack, api):
     assert sent > 0
     counters = client.call("ShowJob", job_id=job_id)["counters"]  # the job still runs
     assert counters["completions"]["packets"] > 0
+    # then forged results towards w1 (the switch drops them: wrong port for the PBox's IP)
+    joined = run.joined[0]
+    results = rack.popen(x1, [PYTHON, "-c", FORGE_RESULTS, str(job_id), str(joined["slot_base"]),
+                              str(joined["window"]), "30000", "4", x1.MAC(), rack.workers[0].MAC()],
+                         "x1-forge-results")
+    assert int(results.communicate(timeout=60)[0].strip().splitlines()[-1]) > 30000
+    assert run.procs[0].poll() is None, "the job ended before the forged results were sent"
     run.finish(timeout=120)
     assert run.where() == {"switch"}
     assert counters["rejected"]["packets"] >= sent  # every forged packet dropped and counted

@@ -188,7 +188,7 @@ def pbox_says(ref: Aggregator, i: int, payload: bytes) -> list[tuple[bytes, tupl
 
 def test_p4info_has_every_name_the_controller_uses(compiled):
     index = P4InfoIndex(compiled.p4info)
-    for name in (p.L2_FWD, p.AGGREGATORS, p.JOBS, p.MEMBERS, p.RESULT_DST):
+    for name in (p.L2_FWD, p.AGGREGATORS, p.AGG_SOURCES, p.JOBS, p.MEMBERS, p.RESULT_DST):
         index.table(name)
     assert index.counter(p.JOB_STATS).size == p.MAX_JOBS * p.JOB_STAT_KINDS
     assert index.counter(p.PORT_RX).size == index.counter(p.PORT_TX).size == p.NUM_PORTS
@@ -345,6 +345,17 @@ def test_a_member_forged_from_another_switch_port_is_rejected(rk):
     assert all(rk.switch.register_read("MyIngress.slot_bitmap", i) == 0 for i in range(2 * 64))
     assert rk.switch.process(forged, 1) == []  # the real h1: accepted, waits for h2
     assert rk.job_stat(a.job_id, "rejected") == 1
+
+
+def test_results_forged_from_another_port_never_reach_a_worker(rk):
+    a = rk.job("a", [1, 2])
+    result = contrib(a.job_id, 0xFFFF, 0, ptype=PacketType.RESULT, count=2, values=np.ones(K))
+    forged = udp_frame(AGG, host(1), result)  # "from the PBox" to h1...
+    assert rk.switch.process(forged, OUTSIDER) == []  # ...entering on the outsider's port
+    assert rk.switch.counter_read(p.AGG_ERRORS, p.ERR_SPOOFED_SOURCE)[1] == 1
+    assert rk.switch.process(forged, PBOX_PORT) == [(1, forged)]  # the PBox's own port: fine
+    plain = udp_frame(host(3), host(1), b"x" * 20)  # other sources still forward
+    assert rk.switch.process(plain, 3) == [(1, plain)]
 
 
 def test_a_job_without_switch_slots_is_just_forwarded_to_the_pbox(rk):
