@@ -198,7 +198,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=RESULTS / "allreduce.json")
     args = parser.parse_args(argv)
     quick = {"workers": [2, 4, 8], "sizes_mb": [0.5], "repeat": 2}
-    full = {"workers": [2, 4, 8], "sizes_mb": [0.5, 2.0], "repeat": 2}
+    full = {"workers": [2, 4, 8], "sizes_mb": [0.5, 2.0], "repeat": 1}
     for key, value in (quick if args.quick else full).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
