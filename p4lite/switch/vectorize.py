@@ -9,8 +9,10 @@ operation on a *register bank*: the registers of the run stored together as one
 so the run becomes ``row = bank[i]; row[:] = f(row, lanes)`` plus one ``pack`` /
 ``tolist`` to move the lane fields between the packet's slot list and numpy.
 
-Three shapes are recognised (each at least ``MIN_RUN`` lanes long): read-modify-write
-(above), read (``lane_k = reg_k[i]``) and write (``reg_k[i] = lane_k``). ``f`` must be
+Four shapes are recognised (each at least ``MIN_RUN`` lanes long): read-modify-write
+(above), the same through the temporary (``tmp = reg_k[i]; tmp = f(tmp, lane_k);
+reg_k[i] = tmp; lane_k = tmp``, p4c's form of ``r.read(tmp, i); tmp = tmp + v; ...``),
+read (``lane_k = reg_k[i]``) and write (``reg_k[i] = lane_k``). ``f`` must be
 the same expression text for every lane once the lane field and the temporary are
 renamed, and built only from ``+ - * & | ^``, constants and fields outside the run:
 those operations commute with reduction modulo 2^w, so unsigned numpy arithmetic
@@ -57,7 +59,7 @@ class BankColumn:
 
 @dataclass(slots=True)
 class Run:
-    kind: str  # "rmw" | "read" | "write"
+    kind: str  # "rmw" | "rmw4" | "read" | "write"
     start: int  # first primitive
     count: int  # primitives consumed
     regs: tuple[str, ...]
@@ -103,15 +105,16 @@ def _index(gen: CodeGen, v: Any) -> str | None:
 
 def _lane(gen: CodeGen, prims: list, j: int, kind: str) -> tuple | None:
     """One lane of the given shape starting at primitive j, as a comparable tuple."""
-    ops = {"rmw": ("register_read", "assign", "register_write"), "read": ("register_read",),
-           "write": ("register_write",)}[kind]
+    ops = {"rmw": ("register_read", "assign", "register_write"),
+           "rmw4": ("register_read", "assign", "register_write", "assign"),
+           "read": ("register_read",), "write": ("register_write",)}[kind]
     if j + len(ops) > len(prims):
         return None
     chunk = prims[j:j + len(ops)]
     if any(not isinstance(p, dict) or p.get("op") != op for p, op in zip(chunk, ops, strict=True)):
         return None
     ps = [_params(p) for p in chunk]
-    needed = (3, 2, 3) if kind == "rmw" else (3,)
+    needed = {"rmw": (3, 2, 3), "rmw4": (3, 2, 3, 2)}.get(kind, (3,))
     if any(not isinstance(p, list) or len(p) < n for p, n in zip(ps, needed, strict=True)):
         return None
     if kind == "read":
@@ -120,18 +123,23 @@ def _lane(gen: CodeGen, prims: list, j: int, kind: str) -> tuple | None:
     if kind == "write":
         reg, index, lane = _reg(gen, ps[0][0]), _index(gen, ps[0][1]), _field(gen, ps[0][2])
         return None if None in (lane, reg, index) else (reg, index, lane, -1, "")
-    read, upd, write = ps
+    read, upd, write = ps[:3]
     tmp, reg, index = _field(gen, read[0]), _reg(gen, read[1]), _index(gen, read[2])
-    lane = _field(gen, upd[0])
+    if kind == "rmw":  # tmp = r[i]; lane = f(tmp, lane); r[i] = lane
+        lane = stored = _field(gen, upd[0])
+    else:  # tmp = r[i]; tmp = f(tmp, lane); r[i] = tmp; lane = tmp
+        lane, stored = _field(gen, ps[3][0]), _field(gen, upd[0])
+        if stored != tmp or _field(gen, ps[3][1]) != tmp:
+            return None
     if None in (tmp, reg, index, lane) or tmp == lane:
         return None
-    if _reg(gen, write[0]) != reg or _index(gen, write[1]) != index or _field(gen, write[2]) != lane:
+    if _reg(gen, write[0]) != reg or _index(gen, write[1]) != index or _field(gen, write[2]) != stored:
         return None
     try:
         line = gen.assign(upd[0], upd[1], "vectorize")
     except Exception:  # noqa: BLE001 (the normal compile reports it)
         return None
-    head = f"F[{lane}] = "
+    head = f"F[{stored}] = "
     if not line.startswith(head):
         return None
     template = line[len(head):].replace(f"F[{tmp}]", "_o").replace(f"F[{lane}]", "_v")
@@ -154,6 +162,11 @@ def _widths_ok(gen: CodeGen, regs: list[str], lanes: list[int], tmp: int) -> int
     if tmp >= 0 and (lay.width[tmp] < w or lay.signed[tmp]):
         return None
     return w
+
+
+def _tmp_width_ok(gen: CodeGen, kind: str, tmp: int, width: int) -> bool:
+    """rmw4 stores the new value through tmp: it must not be wider than the lanes."""
+    return kind != "rmw4" or gen.layout.width[tmp] == width
 
 
 def _scalar_free(template: str, lanes: set[int], tmp: int) -> bool:
@@ -262,7 +275,7 @@ def find_runs(gen: CodeGen, prims: list) -> list[Run]:
     j = 0
     while j < len(prims):
         run = None
-        for kind, step in (("rmw", 3), ("read", 1), ("write", 1)):
+        for kind, step in (("rmw", 3), ("rmw4", 4), ("read", 1), ("write", 1)):
             run = _run_at(gen, prims, j, kind, step)
             if run is not None:
                 break
@@ -292,12 +305,12 @@ def _run_at(gen: CodeGen, prims: list, j: int, kind: str, step: int) -> Run | No
     if len(lanes) < MIN_RUN:
         return None
     width = _widths_ok(gen, regs, lanes, tmp)
-    if width is None:
+    if width is None or not _tmp_width_ok(gen, kind, tmp, width):
         return None
     index_slot = int(index[2:-1]) if index.startswith("F[") else -1
     if index_slot in lanes or index_slot == tmp:
         return None
-    if kind == "rmw":
+    if kind in ("rmw", "rmw4"):
         if not _scalar_free(template, set(lanes), tmp):
             return None
     return Run(kind, j, k - j, tuple(regs), index, tuple(lanes), tmp, template)
@@ -344,12 +357,15 @@ def run_lines(gen: CodeGen, run: Run, bank: np.ndarray, unfused: list[str]) -> l
     gen.ns.update(NUMPY_NAMES)
     if run.kind == "write":
         return [f"if {run.index} < {size}:", f"    {b}[{run.index}] = {vector}"]
-    lines = [f"if {run.index} < {size}:",
-             f"    _o = {b}[{run.index}]",
-             f"    F[{run.tmp}] = int(_o[{n - 1}])",
-             f"    _v = {vector}"]
+    lines = [f"if {run.index} < {size}:", f"    _o = {b}[{run.index}]"]
+    if run.kind == "rmw":  # tmp ends as the last lane's old cell
+        lines.append(f"    F[{run.tmp}] = int(_o[{n - 1}])")
+    lines.append(f"    _v = {vector}")
     lay = gen.layout
     in_range = {s: lay.width[s] for s in range(len(lay.width)) if not lay.signed[s]}
     lines += ["    " + line for line in ufunc_lines(run.template, width, in_range)]
-    lines += [f"    {lanes} = _o.tolist()", "else:"]
+    lines.append(f"    {lanes} = _o.tolist()")
+    if run.kind == "rmw4":  # tmp ends as the last lane's new value
+        lines.append(f"    F[{run.tmp}] = F[{run.lanes[-1]}]")
+    lines.append("else:")
     return lines + ["    " + line for line in unfused]
