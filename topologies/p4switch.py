@@ -37,7 +37,7 @@ class P4SwitchError(RuntimeError):
     """The P4 program did not compile or the switch process did not come up."""
 
 
-def _tool(name: str, module: str) -> list[str]:
+def tool_command(name: str, module: str) -> list[str]:
     """``name`` from PATH, else from the venv, else ``python -m module``."""
     found = shutil.which(name) or shutil.which(name, path=str(VENV_BIN))
     return [found] if found else [sys.executable, "-m", module]
@@ -46,7 +46,7 @@ def _tool(name: str, module: str) -> list[str]:
 def switch_command() -> list[str]:
     """simple_switch_grpc when installed, else p4lite-switch."""
     real = shutil.which("simple_switch_grpc")
-    return [real] if real else _tool("p4lite-switch", "p4lite.switch.main")
+    return [real] if real else tool_command("p4lite-switch", "p4lite.switch.main")
 
 
 def compile_p4(source: Path, build_dir: Path = REPO / "build") -> tuple[Path, Path]:
@@ -55,7 +55,7 @@ def compile_p4(source: Path, build_dir: Path = REPO / "build") -> tuple[Path, Pa
     out_json = build_dir / f"{source.stem}.json"
     out_info = build_dir / f"{source.stem}.p4info.txtpb"
     real = shutil.which("p4c-bm2-ss")
-    compiler = [real] if real else _tool("p4lite-c", "p4lite.compiler")
+    compiler = [real] if real else tool_command("p4lite-c", "p4lite.compiler")
     cmd = [*compiler, "--p4v", "16", "--p4runtime-files", str(out_info), "-o", str(out_json),
            str(source)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)

@@ -280,7 +280,10 @@ class Rack:
         self.topology = topology or self.topology or self.controller_topology()
         path = self.log_dir / "topology.json"
         path.write_text(json.dumps(self.topology, indent=1) + "\n")
-        args = [PYTHON, "-m", "controller.main", "--topology", str(path),
+        from topologies.p4switch import tool_command
+
+        # the console script when installed, so `make stop` (pkill p4hub-controller) finds it
+        args = [*tool_command("p4hub-controller", "controller.main"), "--topology", str(path),
                 "--bmv2-json", str(self.bmv2_json), "--p4info", str(self.p4info),
                 "--connect-timeout", str(timeout)]
         err = open(self.log_dir / f"{log_name}.log", "a")  # noqa: SIM115 - closed below
