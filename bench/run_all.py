@@ -24,7 +24,8 @@ QUICK_ARGS: dict[str, list[str]] = {
     "switch_io": [],
     "allreduce": ["--quick"],
 }
-NOT_BENCHMARKS = {"__init__", "run_all"}
+# switch_core_process is the p4lite-switch half of switch_core, run from it.
+NOT_BENCHMARKS = {"__init__", "run_all", "switch_core_process"}
 
 
 def discover() -> list[str]:
