@@ -50,7 +50,7 @@ from p4lite.switch.program import (
 from p4lite.switch.runtime_api import CODE_INVALID_ARGUMENT, Digest, Queued, SwitchRuntimeError
 from p4lite.switch.state import CounterArray, MeterArray, Pre, RegisterArray
 from p4lite.switch.tables import TableState
-from p4lite.switch.vectorize import Run, plan_banks
+from p4lite.switch.vectorize import Run, plan_banks, register_accesses
 
 __all__ = ["Switch", "SwitchLoadError"]
 
@@ -156,7 +156,7 @@ class Switch(ControlPlane):
         if self.vectorize:
             for i, act in enumerate(actions):
                 runs[i] = action_runs(gen, act, f"action '{act.get('name', i)}'")
-        banks = plan_banks(gen, [r for rs in runs for r in rs])
+        banks = plan_banks(gen, [r for rs in runs for r in rs], register_accesses(actions))
         for i, act in enumerate(actions):
             where = f"action '{act.get('name', i)}'"
             aid = need(act, "id", where, int)

@@ -9,7 +9,7 @@ operation on a *register bank*: the registers of the run stored together as one
 so the run becomes ``row = bank[i]; row[:] = f(row, lanes)`` plus one ``pack`` /
 ``tolist`` to move the lane fields between the packet's slot list and numpy.
 
-Four shapes are recognised (each at least ``MIN_RUN`` lanes long): read-modify-write
+Four shapes are recognised (each at least ``MIN_RUN`` lanes long, where it pays): read-modify-write
 (above), the same through the temporary (``tmp = reg_k[i]; tmp = f(tmp, lane_k);
 reg_k[i] = tmp; lane_k = tmp``, p4c's form of ``r.read(tmp, i); tmp = tmp + v; ...``),
 read (``lane_k = reg_k[i]``) and write (``reg_k[i] = lane_k``). ``f`` must be
@@ -17,9 +17,9 @@ the same expression text for every lane once the lane field and the temporary ar
 renamed, and built only from ``+ - * & | ^``, constants and fields outside the run:
 those operations commute with reduction modulo 2^w, so unsigned numpy arithmetic
 of the dtype, masked to the field width, gives exactly the Python (BMv2) result.
-Anything else compiles as before. A register is banked only when every run that
-touches it names the same register tuple; other accesses to a banked register
-(control plane, unfused primitives) go through ``BankColumn`` and see plain ints.
+Anything else compiles as before. A register is banked only when every data-plane
+access to it is in runs naming the same register tuple; the control plane reaches a
+banked register through ``BankColumn`` and sees plain ints.
 An out-of-range index runs the unfused code (which then does what BMv2 does).
 """
 
@@ -34,7 +34,11 @@ import numpy as np
 
 from p4lite.switch.codegen import CodeGen
 
-MIN_RUN = 4
+# Lanes a run needs: the numpy form costs ~2.5-4 us whatever the lane count (ufunc calls
+# and moving the lanes in and out), the localized per-lane code ~75-100 ns a lane, so
+# below ~30 lanes it does not pay (measured: 24 lanes 2.9 vs 2.2 us, 32 3.2 vs 2.9,
+# 64 3.9 vs 4.9).
+MIN_RUN = 32
 _DTYPES = ((8, "B"), (16, "H"), (32, "I"), (64, "Q"))
 _OPS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)
 
@@ -316,17 +320,38 @@ def _run_at(gen: CodeGen, prims: list, j: int, kind: str, step: int) -> Run | No
     return Run(kind, j, k - j, tuple(regs), index, tuple(lanes), tmp, template)
 
 
-def plan_banks(gen: CodeGen, runs: list[Run]) -> dict[tuple[str, ...], np.ndarray]:
-    """Banks for the register tuples of ``runs`` (a register in two different tuples
-    stays a plain list); the registers' storage is moved into their bank."""
+def register_accesses(actions: list) -> dict[str, int]:
+    """How many register_read/register_write primitives name each register."""
+    counts: dict[str, int] = {}
+    for act in actions:
+        prims = act.get("primitives") if isinstance(act, dict) else None
+        for prim in prims if isinstance(prims, list) else []:
+            op = prim.get("op") if isinstance(prim, dict) else None
+            if op not in ("register_read", "register_write"):
+                continue
+            params = _params(prim)
+            ref = params[1 if op == "register_read" else 0] if len(params) >= 2 else None
+            if isinstance(ref, dict) and isinstance(ref.get("value"), str):
+                counts[ref["value"]] = counts.get(ref["value"], 0) + 1
+    return counts
+
+
+def plan_banks(gen: CodeGen, runs: list[Run], accesses: dict[str, int]) -> dict[tuple[str, ...], np.ndarray]:
+    """Banks for the register tuples of ``runs``; the registers' storage is moved into
+    their bank. A register stays a plain list if it is in two different tuples or if
+    any primitive outside the runs touches it (``accesses``: all of them), so unfused
+    data-plane code never goes through the slower BankColumn."""
     owner: dict[str, set[tuple[str, ...]]] = {}
+    covered: dict[str, int] = {}
     for run in runs:
+        per_lane = 2 if run.kind in ("rmw", "rmw4") else 1
         for r in run.regs:
             owner.setdefault(r, set()).add(run.regs)
+            covered[r] = covered.get(r, 0) + per_lane
     banks: dict[tuple[str, ...], np.ndarray] = {}
     for run in runs:
         regs = run.regs
-        if regs in banks or any(len(owner[r]) != 1 for r in regs):
+        if regs in banks or any(len(owner[r]) != 1 or covered[r] != accesses.get(r) for r in regs):
             continue
         first = gen.registers[regs[0]]
         nbytes = next(b for b, _ in _DTYPES if b >= first.bitwidth) // 8
