@@ -172,7 +172,8 @@ def _split(flat: np.ndarray, like: TensorList) -> TensorList:
 
 def run_training(backend, args: argparse.Namespace) -> None:
     sizes = workload.layer_sizes(args.model, args.scale)
-    for it in range(args.iterations):
+    it = 0
+    while _keep_going(backend, args, it):
         inputs = workload.gradients(sizes, args.seed, it, args.rank)
         seconds, result = _timed(backend, inputs)
         record = {"event": "iteration", "iteration": it, "rank": args.rank, "seconds": seconds,
@@ -181,6 +182,29 @@ def run_training(backend, args: argparse.Namespace) -> None:
         if args.check:
             record.update(_check(sizes, args, it, result, exact=backend.name != "gloo"))
         emit(record)
+        it += 1
+
+
+def _keep_going(backend, args: argparse.Namespace, it: int) -> bool:
+    """``--iterations`` at least; with ``--until-file`` more until rank 0 sees the file.
+
+    Rank 0's decision reaches every rank through a one-element all-reduce, so all ranks
+    run the same number of iterations (tests use it to keep a job alive while they act).
+    """
+    if it < args.iterations:
+        return True
+    if not args.until_file:
+        return False
+    import os
+
+    mine = 1 if args.rank == 0 and not os.path.exists(args.until_file) else 0
+    if backend.name == "gloo":
+        import torch
+
+        flag = torch.tensor([mine], dtype=torch.int32)
+        backend.dist.all_reduce(flag)
+        return int(flag[0]) > 0
+    return int(backend.agent.allreduce(np.array([mine], dtype=np.int32))[0]) > 0
 
 
 def run_sizes(backend, args: argparse.Namespace) -> None:
@@ -244,6 +268,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model", default=str(workload.DEFAULT_MODEL))
     parser.add_argument("--scale", type=float, default=0.02)
     parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--until-file", default="",
+                        help="after --iterations, go on until rank 0 sees this file")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fuse", action="store_true", help="one flat tensor, not one per layer")
     parser.add_argument("--check", action="store_true", help="compare with the references")

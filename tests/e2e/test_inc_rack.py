@@ -34,7 +34,13 @@ class JobRun:
     """Worker processes of one job; their JSON lines are collected on threads."""
 
     def __init__(self, rack: Rack, hosts: list, name: str, iterations: int,
-                 extra: list[str] = ()) -> None:
+                 extra: list[str] = (), hold: bool = False) -> None:
+        """``hold``: after ``iterations`` the job goes on until ``release()``, so a test
+        can act while it surely runs, whatever the machine's speed."""
+        self.stop_file = rack.log_dir / f"{name}.release"
+        self.stop_file.unlink(missing_ok=True)
+        if hold:
+            extra = [*extra, "--until-file", str(self.stop_file)]
         self.lines: dict[int, list[dict]] = {r: [] for r in range(len(hosts))}
         self.procs: list[subprocess.Popen] = []
         self._threads = []
@@ -93,7 +99,11 @@ class JobRun:
     def where(self) -> set[str]:
         return {row["where"] for r in self.lines for row in self.events(r, "iteration")}
 
+    def release(self) -> None:
+        self.stop_file.touch()
+
     def stop(self) -> None:
+        self.release()
         for proc in self.procs:
             if proc.poll() is None:
                 proc.kill()
@@ -151,8 +161,9 @@ def test_exact_results_on_every_worker_under_loss(rack, api, loss):
 
 def test_two_concurrent_jobs_each_correct(rack, api):
     client, runs = api
-    a = JobRun(rack, rack.workers[0:2], "inc-a", iterations=25)  # outlive the CLI calls
-    b = JobRun(rack, rack.workers[2:4], "inc-b", iterations=25, extra=["--scale", "0.003"])
+    a = JobRun(rack, rack.workers[0:2], "inc-a", iterations=3, hold=True)
+    b = JobRun(rack, rack.workers[2:4], "inc-b", iterations=3, extra=["--scale", "0.003"],
+               hold=True)
     runs += [a, b]
     a.wait_for("joined")
     b.wait_for("joined")
@@ -169,6 +180,8 @@ def test_two_concurrent_jobs_each_correct(rack, api):
     switch = json.loads(subprocess.run([*cli, "switch", "show", "s1"], capture_output=True,
                                        text=True, check=True).stdout)
     assert {str(ja), str(jb)} <= set(switch["groups"])  # one multicast group per job
+    a.release()
+    b.release()
     a.finish()
     b.finish()
     assert a.where() == b.where() == {"switch"}
@@ -176,9 +189,8 @@ def test_two_concurrent_jobs_each_correct(rack, api):
 
 def test_third_job_when_the_switch_is_full_runs_on_the_pbox(rack, api):
     client, runs = api
-    # long enough to still hold their slots when the third job joins
-    a = JobRun(rack, rack.workers[0:2], "inc-full-a", iterations=30)
-    b = JobRun(rack, rack.workers[2:4], "inc-full-b", iterations=30)
+    a = JobRun(rack, rack.workers[0:2], "inc-full-a", iterations=2, hold=True)
+    b = JobRun(rack, rack.workers[2:4], "inc-full-b", iterations=2, hold=True)
     runs += [a, b]
     a.wait_for("joined")
     b.wait_for("joined")
@@ -189,6 +201,8 @@ def test_third_job_when_the_switch_is_full_runs_on_the_pbox(rack, api):
     assert {j["where"] for j in c.joined} == {"pbox"}
     assert {j["aggregator"] for j in c.joined} == {f"{PBOX_IP}:48879"}
     c.finish()
+    a.release()
+    b.release()
     a.finish()
     b.finish()
     assert c.where() == {"pbox"}
@@ -255,8 +269,7 @@ print(sent)
 
 def test_outsider_crafted_contributions_change_no_result(rack, api):
     client, runs = api
-    # long enough to outlast scapy's start and 3 s of forging (about 0.3 s per iteration)
-    run = JobRun(rack, rack.workers[:4], "inc-victim", iterations=60)
+    run = JobRun(rack, rack.workers[:4], "inc-victim", iterations=3, hold=True)
     runs.append(run)
     run.wait_for("joined")
     job_id = run.joined[0]["job_id"]
@@ -274,6 +287,7 @@ def test_outsider_crafted_contributions_change_no_result(rack, api):
                          "x1-forge-results")
     assert int(results.communicate(timeout=60)[0].strip().splitlines()[-1]) > 30000
     assert run.procs[0].poll() is None, "the job ended before the forged results were sent"
+    run.release()
     run.finish(timeout=120)
     assert run.where() == {"switch"}
     assert counters["rejected"]["packets"] >= sent  # every forged packet dropped and counted
@@ -281,7 +295,7 @@ def test_outsider_crafted_contributions_change_no_result(rack, api):
 
 def test_controller_restart_mid_job_loses_no_job(rack, api):
     client, runs = api
-    run = JobRun(rack, rack.workers[:4], "inc-restart", iterations=30)
+    run = JobRun(rack, rack.workers[:4], "inc-restart", iterations=3, hold=True)
     runs.append(run)
     run.wait_for("iteration", count=1)
     job_id = run.joined[0]["job_id"]
@@ -291,8 +305,9 @@ def test_controller_restart_mid_job_loses_no_job(rack, api):
     jobs = {j["job_id"]: j for j in client.call("ListJobs")["jobs"]}
     assert job_id in jobs and jobs[job_id]["workers"] == 4 and jobs[job_id]["where"] == "switch"
     done_before = len(run.events(0, "iteration"))
+    run.wait_for("iteration", count=done_before + 3)  # iterations after the restart
+    run.release()
     run.finish()
-    assert len(run.events(0, "iteration")) == 30 > done_before
     assert run.where() == {"switch"}
     # the workers left through the restarted controller: the job is gone, its slots free
     assert job_id not in {j["job_id"] for j in client.call("ListJobs")["jobs"]}
