@@ -40,6 +40,9 @@ class PcapWriter:
         if self._flush:
             self._file.flush()
 
+    def flush(self) -> None:
+        self._file.flush()
+
     def close(self) -> None:
         self._file.close()
 

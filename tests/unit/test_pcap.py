@@ -42,3 +42,14 @@ def test_not_a_pcap(tmp_path):
     path.write_bytes(b"hello world, not a pcap file")
     with pytest.raises(PcapError):
         list(read_pcap(path))
+
+
+def test_unflushed_writer_buffers_until_flush(tmp_path):
+    path = tmp_path / "buffered.pcap"
+    with PcapWriter(path, flush=False) as w:
+        w.write(b"\x02" * 60, 7)
+        assert path.stat().st_size == 0  # nothing reached the file yet
+        w.flush()
+        assert list(read_pcap(path)) == [(7, b"\x02" * 60)]
+        w.write(b"\x03" * 60, 8)
+    assert [ts for ts, _ in read_pcap(path)] == [7, 8]  # close flushes the rest
