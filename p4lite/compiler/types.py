@@ -3,12 +3,43 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from p4lite.compiler import ast
 
 
 class P4Type:
     """Base of semantic types."""
+
+
+class _KeywordT(P4Type):
+    """A type without parameters, printed as its P4 keyword."""
+
+    keyword: ClassVar[str]
+
+    def __str__(self) -> str:
+        return self.keyword
+
+
+class _NamedT(P4Type):
+    """A user-declared type, printed as its name."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class _FieldsT(_NamedT):
+    """A header or struct: named, with an ordered list of typed fields."""
+
+    fields: list[tuple[str, P4Type]]
+
+    def field_type(self, name: str) -> P4Type | None:
+        for fname, ftype in self.fields:
+            if fname == name:
+                return ftype
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,45 +52,39 @@ class BitT(P4Type):
 
 
 @dataclass(frozen=True, slots=True)
-class IntT(P4Type):
+class IntT(_KeywordT):
     """The infinite-precision type of untyped integer constants."""
 
-    def __str__(self) -> str:
-        return "int"
+    keyword = "int"
 
 
 @dataclass(frozen=True, slots=True)
-class BoolT(P4Type):
-    def __str__(self) -> str:
-        return "bool"
+class BoolT(_KeywordT):
+    keyword = "bool"
 
 
 @dataclass(frozen=True, slots=True)
-class ErrorT(P4Type):
-    def __str__(self) -> str:
-        return "error"
+class ErrorT(_KeywordT):
+    keyword = "error"
 
 
 @dataclass(frozen=True, slots=True)
-class StringT(P4Type):
-    def __str__(self) -> str:
-        return "string"
+class StringT(_KeywordT):
+    keyword = "string"
 
 
 @dataclass(frozen=True, slots=True)
-class VoidT(P4Type):
-    def __str__(self) -> str:
-        return "void"
+class VoidT(_KeywordT):
+    keyword = "void"
 
 
 @dataclass(frozen=True, slots=True)
-class MatchKindT(P4Type):
-    def __str__(self) -> str:
-        return "match_kind"
+class MatchKindT(_KeywordT):
+    keyword = "match_kind"
 
 
 @dataclass(eq=False, slots=True)
-class EnumT(P4Type):
+class EnumT(_NamedT):
     """An enum; serializable enums have ``underlying`` and explicit member values."""
 
     name: str
@@ -68,40 +93,19 @@ class EnumT(P4Type):
     values: dict[str, int] = field(default_factory=dict)
     from_user_file: bool = True
 
-    def __str__(self) -> str:
-        return self.name
-
 
 @dataclass(eq=False, slots=True)
-class HeaderT(P4Type):
+class HeaderT(_FieldsT):
     name: str
     fields: list[tuple[str, P4Type]]
     decl: ast.HeaderDecl | None = None
 
-    def field_type(self, name: str) -> P4Type | None:
-        for fname, ftype in self.fields:
-            if fname == name:
-                return ftype
-        return None
-
-    def __str__(self) -> str:
-        return self.name
-
 
 @dataclass(eq=False, slots=True)
-class StructT(P4Type):
+class StructT(_FieldsT):
     name: str
     fields: list[tuple[str, P4Type]]
     decl: ast.StructDecl | None = None
-
-    def field_type(self, name: str) -> P4Type | None:
-        for fname, ftype in self.fields:
-            if fname == name:
-                return ftype
-        return None
-
-    def __str__(self) -> str:
-        return self.name
 
 
 @dataclass(eq=False, slots=True)
@@ -122,15 +126,12 @@ class TupleT(P4Type):
 
 
 @dataclass(eq=False, slots=True)
-class ExternT(P4Type):
+class ExternT(_NamedT):
     """An extern type (``register``, ``packet_in`` ...), possibly specialized."""
 
     name: str
     decl: ast.ExternDecl
     type_args: list[P4Type] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        return self.name
 
 
 def is_scalar(t: P4Type) -> bool:
