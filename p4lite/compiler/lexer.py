@@ -82,6 +82,16 @@ class Token:
         return f"Token({self.kind!r}, {self.value!r}, {self.loc})"
 
 
+def source_text(tokens: list[Token]) -> str:
+    """Tokens joined as written, with one space where the source had whitespace."""
+    parts: list[str] = []
+    for tok in tokens:
+        if parts and tok.space:
+            parts.append(" ")
+        parts.append(tok.value)
+    return "".join(parts)
+
+
 def tokenize(text: str, filename: str, first_line: int = 1) -> list[Token]:
     """Split ``text`` into tokens (comments and whitespace dropped), ending with EOF."""
     tokens: list[Token] = []

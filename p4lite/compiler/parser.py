@@ -20,7 +20,7 @@ from pathlib import Path
 
 from p4lite.compiler import ast
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.lexer import SOFT_KEYWORDS, Token
+from p4lite.compiler.lexer import SOFT_KEYWORDS, Token, source_text
 from p4lite.compiler.parser_expr import TYPE_KEYWORDS, ExpressionParser
 from p4lite.compiler.preprocess import Preprocessor
 
@@ -494,7 +494,7 @@ class P4Parser(ExpressionParser):
         start_pos = self._pos
         start = self._peek()
         expr = self._parse_expression()
-        text = _source_text(self._toks[start_pos : self._pos])
+        text = source_text(self._toks[start_pos : self._pos])
         self._expect(":")
         match_kind = self._parse_name("a match kind")
         annotations += self._parse_annotations()
@@ -561,14 +561,14 @@ class P4Parser(ExpressionParser):
             body = []
             while not self._peek().bol:
                 body.append(self._advance())
-            return ast.Annotation("pragma", [], _source_text(body), loc=at.loc)
+            return ast.Annotation("pragma", [], source_text(body), loc=at.loc)
         if self._kind() == "[":
             raise not_supported("structured annotations @name[...]", self._peek().loc)
         if self._kind() != "(":
             return ast.Annotation(name.value, loc=at.loc)
         body = self._balanced_body()
         return ast.Annotation(
-            name.value, self._annotation_args(body), _source_text(body), loc=at.loc
+            name.value, self._annotation_args(body), source_text(body), loc=at.loc
         )
 
     def _balanced_body(self) -> list[Token]:
@@ -738,16 +738,6 @@ class _TypeParamScope:
     def __exit__(self, *exc: object) -> None:
         if self.names:
             del self.parser._type_params[-len(self.names) :]
-
-
-def _source_text(tokens: list[Token]) -> str:
-    """Tokens joined as written, with one space where the source had whitespace."""
-    parts: list[str] = []
-    for tok in tokens:
-        if parts and tok.space:
-            parts.append(" ")
-        parts.append(tok.value)
-    return "".join(parts)
 
 
 _STRUCT_LIKE: dict[str, type] = {

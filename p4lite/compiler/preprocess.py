@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from p4lite.compiler.errors import CompileError, SourceLoc
-from p4lite.compiler.lexer import Token, parse_int, tokenize, unquote
+from p4lite.compiler.lexer import Token, parse_int, source_text, tokenize, unquote
 
 _BUILTINS = ("__LINE__", "__FILE__")
 _CONDITIONALS = frozenset(["if", "ifdef", "ifndef", "elif", "else", "endif"])
@@ -161,9 +161,9 @@ class Preprocessor:
         elif name == "include":
             self._include(name_tok, args, out, filename)
         elif name == "error":
-            raise CompileError(f"#error {_join(args)}".rstrip(), name_tok.loc)
+            raise CompileError(f"#error {source_text(args)}".rstrip(), name_tok.loc)
         elif name == "warning":
-            self.warnings.append(f"{name_tok.loc}: warning: {_join(args)}")
+            self.warnings.append(f"{name_tok.loc}: warning: {source_text(args)}")
         elif name == "pragma":
             if [t.value for t in args] == ["once"]:
                 self._once.add(Path(filename).resolve())
@@ -526,17 +526,8 @@ def _builtin(tok: Token) -> Token:
     )
 
 
-def _join(tokens: list[Token]) -> str:
-    parts: list[str] = []
-    for tok in tokens:
-        if parts and tok.space:
-            parts.append(" ")
-        parts.append(tok.value)
-    return "".join(parts)
-
-
 def _stringify(tokens: list[Token]) -> str:
-    text = _join(tokens).replace("\\", "\\\\").replace('"', '\\"')
+    text = source_text(tokens).replace("\\", "\\\\").replace('"', '\\"')
     return f'"{text}"'
 
 
