@@ -29,7 +29,8 @@ NOT_BENCHMARKS = {"__init__", "run_all", "switch_core_process"}
 
 
 def discover() -> list[str]:
-    found = {p.stem for p in HERE.glob("*.py")} - NOT_BENCHMARKS
+    # Modules named _* hold helpers shared by benchmarks; they are not benchmarks.
+    found = {p.stem for p in HERE.glob("*.py") if not p.stem.startswith("_")} - NOT_BENCHMARKS
     return [name for name in ORDER if name in found] + sorted(found - set(ORDER))
 
 

@@ -15,9 +15,7 @@ P4Runtime) says whether lost results were lost contributions.
 
 from __future__ import annotations
 
-import ctypes
 import json
-import os
 import select
 import signal
 import socket
@@ -30,6 +28,7 @@ from pathlib import Path
 
 import psutil
 
+from bench._common import ETH_P_ALL, in_netns, sh
 from bench.switch_core import AGG_PORT_BYTES, REPO, AggRack, AggResult, result_key
 from controller import program
 from controller.entries import EntryCodec
@@ -37,8 +36,6 @@ from controller.p4info_index import P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient
 
 NETNS = "bscw"
-ETH_P_ALL = 0x0003
-CLONE_NEWNET = 0x40000000
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 SO_SNDBUFFORCE = 32
@@ -46,10 +43,6 @@ SO_RCVBUFFORCE = 33
 PROBE_SECONDS = 0.5
 DRAIN_SECONDS = 3.0  # results still missing this long after the last send are lost
 MAX_LAG_SECONDS = 0.05  # "keeps up": the last result arrives this soon after the last send
-
-
-def _sh(*cmd: str, check: bool = True) -> None:
-    subprocess.run(cmd, check=check, capture_output=True)
 
 
 class BscNet:
@@ -60,16 +53,15 @@ class BscNet:
     def __init__(self, ports: int) -> None:
         self.ports = ports
         self.remove(ports)
-        _sh("ip", "netns", "add", NETNS)
-        _sh("ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-        _sh("ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+        sh("ip", "netns", "add", NETNS)
+        sh("ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+        sh("ip", "netns", "exec", NETNS, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
         for i in range(1, ports + 1):
-            _sh("ip", "link", "add", self.switch_if(i), "type", "veth", "peer", "name", self.host_if(i))
-            _sh("ip", "link", "set", self.host_if(i), "netns", NETNS)
-            _sh("ip", "netns", "exec", NETNS, "ip", "link", "set", self.host_if(i), "up")
-            _sh("sysctl", "-qw", f"net.ipv6.conf.{self.switch_if(i)}.disable_ipv6=1", check=False)
-            _sh("ip", "link", "set", self.switch_if(i), "up")
-        self._libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            sh("ip", "link", "add", self.switch_if(i), "type", "veth", "peer", "name", self.host_if(i))
+            sh("ip", "link", "set", self.host_if(i), "netns", NETNS)
+            sh("ip", "netns", "exec", NETNS, "ip", "link", "set", self.host_if(i), "up")
+            sh("sysctl", "-qw", f"net.ipv6.conf.{self.switch_if(i)}.disable_ipv6=1", check=False)
+            sh("ip", "link", "set", self.switch_if(i), "up")
 
     @staticmethod
     def switch_if(i: int) -> str:
@@ -82,11 +74,7 @@ class BscNet:
     def raw_socket(self, i: int, *, receive: bool) -> socket.socket:
         """A raw socket on the namespace end of port i; this thread enters the namespace
         only while it creates the socket."""
-        root = os.open("/proc/self/ns/net", os.O_RDONLY)
-        target = os.open(f"/var/run/netns/{NETNS}", os.O_RDONLY)
-        try:
-            if self._libc.setns(target, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), f"setns {NETNS}")
+        with in_netns(NETNS):
             sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL if receive else 0))
             sock.bind((self.host_if(i), ETH_P_ALL if receive else 0))
             if receive:
@@ -95,10 +83,6 @@ class BscNet:
                 sock.setblocking(False)
             else:
                 sock.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 4 << 20)
-        finally:
-            self._libc.setns(root, CLONE_NEWNET)
-            os.close(root)
-            os.close(target)
         return sock
 
     def close(self) -> None:
@@ -107,9 +91,9 @@ class BscNet:
     @classmethod
     def remove(cls, ports: int) -> None:
         """Delete the namespace and the veths (also what a half-built BscNet left)."""
-        _sh("ip", "netns", "del", NETNS, check=False)
+        sh("ip", "netns", "del", NETNS, check=False)
         for i in range(1, ports + 1):
-            _sh("ip", "link", "del", cls.switch_if(i), check=False)
+            sh("ip", "link", "del", cls.switch_if(i), check=False)
 
 
 class ResultCounter:
