@@ -21,7 +21,6 @@ Results: bench/results/switch_io.json.  Usage: ``python -m bench.switch_io [--bu
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import platform
@@ -40,14 +39,14 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from bench._common import ETH_P_ALL, in_netns, sh
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULTS = HERE / "results" / "switch_io.json"
 NS = ("p4lb1", "p4lb2")
 SW_IFACES = ("p4lbs-eth1", "p4lbs-eth2")
-ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
-CLONE_NEWNET = 0x40000000
 H2_MAC = bytes.fromhex("080000000222")
 ROUTER_MAC = bytes.fromhex("0800000000fe")
 MAGIC = b"p4lbench"
@@ -67,10 +66,6 @@ actions {
 }
 actions { preamble { id: 0x01000102 name: "MyIngress.drop" alias: "drop" } }
 """
-
-
-def sh(*cmd: str, check: bool = True) -> None:
-    subprocess.run(cmd, check=check, capture_output=True)
 
 
 # -- program --------------------------------------------------------------------
@@ -133,23 +128,14 @@ class Net:
             sh("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
             sh("sysctl", "-qw", f"net.ipv6.conf.{sw}.disable_ipv6=1", check=False)
             sh("ip", "link", "set", sw, "up")
-        self._libc = ctypes.CDLL("libc.so.6", use_errno=True)
 
     def socket_in(self, ns: str) -> socket.socket:
         """A raw socket on eth0 of ``ns`` (this thread enters the namespace and comes back)."""
-        root = os.open("/proc/self/ns/net", os.O_RDONLY)
-        target = os.open(f"/var/run/netns/{ns}", os.O_RDONLY)
-        try:
-            if self._libc.setns(target, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), f"setns {ns}")
+        with in_netns(ns):
             sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
             sock.bind(("eth0", ETH_P_ALL))
             sock.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE
             sock.setsockopt(socket.SOL_SOCKET, 32, 64 << 20)  # SO_SNDBUFFORCE
-        finally:
-            self._libc.setns(root, CLONE_NEWNET)
-            os.close(root)
-            os.close(target)
         return sock
 
     def close(self) -> None:
