@@ -52,21 +52,6 @@ ROUTER_MAC = bytes.fromhex("0800000000fe")
 MAGIC = b"p4lbench"
 N_ROUTES = 1000
 
-SAMPLE_P4INFO = """
-tables {
-  preamble { id: 0x02000101 name: "MyIngress.ipv4_lpm" alias: "ipv4_lpm" }
-  match_fields { id: 1 name: "hdr.ipv4.dstAddr" bitwidth: 32 match_type: LPM }
-  action_refs { id: 0x01000101 } action_refs { id: 0x01000102 }
-  size: 1024
-}
-actions {
-  preamble { id: 0x01000101 name: "MyIngress.ipv4_forward" alias: "ipv4_forward" }
-  params { id: 1 name: "dstAddr" bitwidth: 48 }
-  params { id: 2 name: "port" bitwidth: 9 }
-}
-actions { preamble { id: 0x01000102 name: "MyIngress.drop" alias: "drop" } }
-"""
-
 
 # -- program --------------------------------------------------------------------
 
@@ -77,9 +62,9 @@ def load_program() -> tuple[dict, p4info_pb2.P4Info, str]:
         result = compile_file(str(HERE / "programs" / "l3_routing.p4"))
         return result.bmv2, result.p4info, "bench/programs/l3_routing.p4 (p4lite-c)"
     except ImportError:
-        from p4lite.switch.samples import l3_router
+        from p4lite.switch.samples import L3_ROUTER_P4INFO, l3_router
 
-        return (l3_router(), text_format.Parse(SAMPLE_P4INFO, p4info_pb2.P4Info()),
+        return (l3_router(), text_format.Parse(L3_ROUTER_P4INFO, p4info_pb2.P4Info()),
                 "p4lite.switch.samples.l3_router (compiler not available)")
 
 

@@ -240,6 +240,24 @@ def l3_router() -> dict:
     return b.doc
 
 
+# The P4Info of ``l3_router`` (text format): what a P4Runtime client needs to
+# write its routes when the program comes from here rather than the compiler.
+L3_ROUTER_P4INFO = """
+tables {
+  preamble { id: 0x02000101 name: "MyIngress.ipv4_lpm" alias: "ipv4_lpm" }
+  match_fields { id: 1 name: "hdr.ipv4.dstAddr" bitwidth: 32 match_type: LPM }
+  action_refs { id: 0x01000101 } action_refs { id: 0x01000102 }
+  size: 1024
+}
+actions {
+  preamble { id: 0x01000101 name: "MyIngress.ipv4_forward" alias: "ipv4_forward" }
+  params { id: 1 name: "dstAddr" bitwidth: 48 }
+  params { id: 2 name: "port" bitwidth: 9 }
+}
+actions { preamble { id: 0x01000102 name: "MyIngress.drop" alias: "drop" } }
+"""
+
+
 def register_lanes(lanes: int = 32, width: int = 32, size: int = 1024) -> dict:
     """A program adding ``lanes`` 32-bit values of a header into ``lanes`` registers."""
     b = ProgramBuilder()

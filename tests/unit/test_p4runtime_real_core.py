@@ -14,24 +14,10 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4lite.switch.core import Switch
 from p4lite.switch.p4runtime_device import Device
 from p4lite.switch.p4runtime_server import serve
-from p4lite.switch.samples import l3_router
+from p4lite.switch.samples import L3_ROUTER_P4INFO, l3_router
 from tests.unit.fakes_switch import update, write_errors
 
 T_LPM, A_FWD, A_DROP = 0x02000101, 0x01000101, 0x01000102
-P4INFO = """
-tables {
-  preamble { id: 0x02000101 name: "MyIngress.ipv4_lpm" alias: "ipv4_lpm" }
-  match_fields { id: 1 name: "hdr.ipv4.dstAddr" bitwidth: 32 match_type: LPM }
-  action_refs { id: 0x01000101 } action_refs { id: 0x01000102 }
-  size: 1024
-}
-actions {
-  preamble { id: 0x01000101 name: "MyIngress.ipv4_forward" alias: "ipv4_forward" }
-  params { id: 1 name: "dstAddr" bitwidth: 48 }
-  params { id: 2 name: "port" bitwidth: 9 }
-}
-actions { preamble { id: 0x01000102 name: "MyIngress.drop" alias: "drop" } }
-"""
 
 
 def ipv4_frame(dst: bytes, ttl: int = 64) -> bytes:
@@ -52,7 +38,7 @@ def setup():
     stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
     req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
         device_id=0, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
-    req.config.p4info.CopyFrom(text_format.Parse(P4INFO, p4info_pb2.P4Info()))
+    req.config.p4info.CopyFrom(text_format.Parse(L3_ROUTER_P4INFO, p4info_pb2.P4Info()))
     req.config.p4_device_config = json.dumps(l3_router()).encode()
     stub.SetForwardingPipelineConfig(req, timeout=10)
     yield device, stub, sent
@@ -129,7 +115,7 @@ def test_priority_queue_path_with_the_real_core():
     device = Device(0, lambda j: Switch(j), transmit=lambda port, data: sent.append((port, data)),
                     queues=EgressQueues(priorities=8, depth=4))
     config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=json.dumps(l3_router()).encode())
-    config.p4info.CopyFrom(text_format.Parse(P4INFO, p4info_pb2.P4Info()))
+    config.p4info.CopyFrom(text_format.Parse(L3_ROUTER_P4INFO, p4info_pb2.P4Info()))
     device.set_pipeline(p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, config)
     from p4lite.switch.p4runtime_write import apply_update
 
