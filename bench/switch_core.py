@@ -42,7 +42,6 @@ import platform
 import pstats
 import signal
 import statistics
-import struct
 import sys
 import time
 from collections.abc import Callable
@@ -60,6 +59,7 @@ from hosts.wire import AGG_UDP_PORT, Header, K, PacketType
 from p4lite.compiler.driver import compile_file
 from p4lite.switch.core import Switch
 from p4lite.switch.runtime_api import ActionCall, MatchField, Replica, TableEntry
+from p4lite.switch.samples import internet_checksum, udp_frame
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -89,18 +89,11 @@ class CaseResult:
     setup: str
 
 
-def _ipv4_checksum(header: bytearray) -> int:
-    total = sum(int.from_bytes(header[i:i + 2], "big") for i in range(0, 20, 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
 def _ipv4_packet(dst: int, ttl: int = 64) -> bytes:
     eth = bytes.fromhex("00000000000a" "00000000000b" "0800")
     ip = bytearray.fromhex("45000032" "00010000") + bytes([ttl, 17, 0, 0])
     ip += (0x0A000001).to_bytes(4, "big") + dst.to_bytes(4, "big")
-    ip[10:12] = _ipv4_checksum(ip).to_bytes(2, "big")
+    ip[10:12] = internet_checksum(bytes(ip)).to_bytes(2, "big")
     return eth + bytes(ip) + bytes(30)  # 30 bytes of UDP-ish payload
 
 
@@ -125,7 +118,7 @@ def setup_l3() -> tuple[Switch, list[bytes], Callable[[list], None], str]:
         assert data[22] == 63, "TTL not decremented"
         stored = int.from_bytes(ip[10:12], "big")
         ip[10:12] = b"\0\0"
-        assert stored == _ipv4_checksum(ip), "bad IPv4 checksum after update"
+        assert stored == internet_checksum(bytes(ip)), "bad IPv4 checksum after update"
 
     return sw, packets, check, f"{N_ROUTES} LPM routes, {N_FLOWS} flows"
 
@@ -167,23 +160,6 @@ def time_case(name: str, setup: Callable, reps: int, seconds: float) -> CaseResu
 
 
 # -- the aggregation program (p4src/aggregate.p4) ----------------------------------------
-
-
-def _csum16(data: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
-def udp_frame(src: tuple[int, int, int], dst: tuple[int, int, int], payload: bytes) -> bytes:
-    """Ethernet/IPv4/UDP around ``payload``; src/dst = (mac, ip, udp port). UDP checksum 0."""
-    udp_len = 8 + len(payload)
-    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 1, 0x4000, 64, 17, 0,
-                               src[1].to_bytes(4, "big"), dst[1].to_bytes(4, "big")))
-    ip[10:12] = _csum16(bytes(ip)).to_bytes(2, "big")
-    udp = struct.pack("!HHHH", src[2], dst[2], udp_len, 0)
-    return dst[0].to_bytes(6, "big") + src[0].to_bytes(6, "big") + b"\x08\x00" + bytes(ip) + udp + payload
 
 
 def result_key(datagram: bytes) -> bytes:

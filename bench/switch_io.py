@@ -40,6 +40,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench._common import ETH_P_ALL, in_netns, sh
+from p4lite.switch.samples import internet_checksum
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -91,10 +92,7 @@ def frame(seq: int) -> bytes:
     total = 20 + 8 + len(payload)
     ip = bytearray([0x45, 0, total >> 8, total & 0xFF, 0, 1, 0, 0, 64, 17, 0, 0,
                     10, 0, 1, 1, 10, 0, 2, 2])
-    s = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    ip[10:12] = (~s & 0xFFFF).to_bytes(2, "big")
+    ip[10:12] = internet_checksum(bytes(ip)).to_bytes(2, "big")
     udp = (40000).to_bytes(2, "big") + (9999).to_bytes(2, "big") + (8 + len(payload)).to_bytes(2, "big") + b"\0\0"
     return ROUTER_MAC + bytes.fromhex("080000000111") + b"\x08\x00" + bytes(ip) + udp + payload
 

@@ -3,10 +3,12 @@
 ``ProgramBuilder`` writes the boilerplate (standard_metadata, scalars, errors,
 field aliases, a parser/deparser, ingress/egress pipelines); ``l3_router`` and
 ``register_lanes`` are the two benchmark programs of the p4lite issue.
+``udp_frame`` and ``internet_checksum`` build and check the frames they carry.
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 STANDARD_METADATA_FIELDS = [
@@ -393,3 +395,27 @@ def read_probe(packet: bytes) -> dict[str, int]:
         nbits -= width
         out[name] = (value >> nbits) & ((1 << width) - 1)
     return out
+
+
+# -- frames ---------------------------------------------------------------------------
+
+
+def internet_checksum(data: bytes) -> int:
+    """The RFC 1071 checksum of ``data`` (an even number of bytes); 0 over a header whose
+    checksum field is right. Written apart from the switch's csum16 so it can check it."""
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def udp_frame(src: tuple[int, int, int], dst: tuple[int, int, int], payload: bytes, *,
+              ip_id: int = 1, udp_checksum: int = 0) -> bytes:
+    """Ethernet/IPv4/UDP around ``payload``; src/dst = (mac, ip, udp port). DF set, TTL 64;
+    the UDP checksum is not computed: ``udp_checksum`` is written as given."""
+    udp_len = 8 + len(payload)
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, ip_id, 0x4000, 64, 17, 0,
+                               src[1].to_bytes(4, "big"), dst[1].to_bytes(4, "big")))
+    ip[10:12] = internet_checksum(bytes(ip)).to_bytes(2, "big")
+    udp = struct.pack("!HHHH", src[2], dst[2], udp_len, udp_checksum)
+    return dst[0].to_bytes(6, "big") + src[0].to_bytes(6, "big") + b"\x08\x00" + bytes(ip) + udp + payload

@@ -25,8 +25,10 @@ from hosts import wire
 from hosts.aggregator import Aggregator
 from hosts.wire import Header, K, PacketType
 from p4lite.compiler import driver
+from p4lite.switch import samples
 from p4lite.switch.core import Switch
 from p4lite.switch.runtime_api import ActionCall, MatchField, Replica, TableEntry
+from p4lite.switch.samples import internet_checksum
 
 PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "aggregate.p4"
 PBOX_PORT = 9
@@ -53,26 +55,14 @@ def compiled():
 # -- packets --------------------------------------------------------------------------
 
 
-def _csum(data: bytes) -> int:
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total ^ 0xFFFF
-
-
 def udp_frame(src: tuple[int, int, int], dst: tuple[int, int, int], payload: bytes) -> bytes:
-    """src/dst = (mac, ip, udp port)."""
-    udp_len = 8 + len(payload)
-    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 7, 0x4000, 64, 17, 0,
-                               src[1].to_bytes(4, "big"), dst[1].to_bytes(4, "big")))
-    ip[10:12] = _csum(bytes(ip)).to_bytes(2, "big")
-    udp = struct.pack("!HHHH", src[2], dst[2], udp_len, 0x1234)
-    return dst[0].to_bytes(6, "big") + src[0].to_bytes(6, "big") + b"\x08\x00" + bytes(ip) + udp + payload
+    """src/dst = (mac, ip, udp port); a nonzero UDP checksum, which the switch must clear."""
+    return samples.udp_frame(src, dst, payload, ip_id=7, udp_checksum=0x1234)
 
 
 def parse_frame(frame: bytes) -> dict:
     ip = frame[14:34]
-    assert _csum(ip) == 0, "IPv4 header checksum is wrong"
+    assert internet_checksum(ip) == 0, "IPv4 header checksum is wrong"
     sport, dport, length, checksum = struct.unpack("!HHHH", frame[34:42])
     return {
         "dst_mac": int.from_bytes(frame[0:6], "big"), "src_mac": int.from_bytes(frame[6:12], "big"),

@@ -14,7 +14,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4lite.switch.core import Switch
 from p4lite.switch.p4runtime_device import Device
 from p4lite.switch.p4runtime_server import serve
-from p4lite.switch.samples import L3_ROUTER_P4INFO, l3_router
+from p4lite.switch.samples import L3_ROUTER_P4INFO, internet_checksum, l3_router
 from tests.unit.fakes_switch import update, write_errors
 
 T_LPM, A_FWD, A_DROP = 0x02000101, 0x01000101, 0x01000102
@@ -22,10 +22,7 @@ T_LPM, A_FWD, A_DROP = 0x02000101, 0x01000101, 0x01000102
 
 def ipv4_frame(dst: bytes, ttl: int = 64) -> bytes:
     header = bytearray([0x45, 0, 0, 20 + 4, 0, 1, 0, 0, ttl, 17, 0, 0, 10, 0, 1, 1]) + dst
-    total = sum(int.from_bytes(header[i:i + 2], "big") for i in range(0, 20, 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    header[10:12] = (~total & 0xFFFF).to_bytes(2, "big")
+    header[10:12] = internet_checksum(bytes(header)).to_bytes(2, "big")
     return bytes.fromhex("0800000000fe" "080000000111" "0800") + bytes(header) + b"data"
 
 
