@@ -129,6 +129,15 @@ class ProgramBuilder:
         self.doc["deparsers"] = [{"name": "deparser", "id": 0, "order": deparse_order,
                                   "primitives": []}]
 
+    def parse_only(self, *headers: str) -> None:
+        """A one-state parser that extracts ``headers`` in order and accepts; the deparser
+        emits them in the same order."""
+        self.set_parser([{"name": "start", "id": 0, "parser_ops": [
+            {"op": "extract", "parameters": [{"type": "regular", "value": h}]} for h in headers],
+            "transition_key": [], "transitions": [
+                {"type": "default", "value": None, "mask": None, "next_state": None}]}],
+            list(headers))
+
     def action(self, name: str, params: list[tuple[str, int]], primitives: list) -> int:
         aid = self._next_id("actions")
         self.doc["actions"].append({
@@ -265,10 +274,7 @@ def register_lanes(lanes: int = 32, width: int = 32, size: int = 1024) -> dict:
     b = ProgramBuilder()
     lane_fields = [["idx", 32, False]] + [[f"v{i}", width, False] for i in range(lanes)]
     b.header("agg", lane_fields)
-    b.set_parser([{"name": "start", "id": 0, "parser_ops": [
-        {"op": "extract", "parameters": [{"type": "regular", "value": "agg"}]}],
-        "transition_key": [], "transitions": [
-            {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["agg"])
+    b.parse_only("agg")
     prims = []
     for i in range(lanes):
         reg = b.register(f"MyIngress.r{i}", size, width)

@@ -25,10 +25,7 @@ K = [["idx", 8, False], ["v", 16, False], ["out48", 48, False], ["out65", 65, Fa
 def one_action_program(prims: list, extra=None) -> dict:
     b = ProgramBuilder()
     b.header("k", K)
-    b.set_parser([{"name": "start", "id": 0, "parser_ops": [
-        {"op": "extract", "parameters": [{"type": "regular", "value": "k"}]}],
-        "transition_key": [], "transitions": [
-            {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["k"])
+    b.parse_only("k")
     if extra:
         extra(b)
     aid = b.action("ingress.act", [], prims)
@@ -172,10 +169,7 @@ def test_meter_control_plane_errors() -> None:
 def test_direct_meter_writes_result_target_on_hit() -> None:
     b = ProgramBuilder()
     b.header("k", K)
-    b.set_parser([{"name": "start", "id": 0, "parser_ops": [
-        {"op": "extract", "parameters": [{"type": "regular", "value": "k"}]}],
-        "transition_key": [], "transitions": [
-            {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["k"])
+    b.parse_only("k")
     b.doc["meter_arrays"].append({"name": "ingress.dm", "id": 0, "is_direct": True, "size": 8,
                                   "rate_count": 2, "type": "packets", "binding": "ingress.t",
                                   "result_target": ["k", "color"]})
@@ -240,11 +234,7 @@ def test_csum16_update_matches_the_byte_definition_on_odd_layouts() -> None:
         b = ProgramBuilder()
         b.header("h", fields + ([["pad", pad, False]] if pad else []))
         b.header("o", [["ck", 16, False]])
-        b.set_parser([{"name": "start", "id": 0, "parser_ops": [
-            {"op": "extract", "parameters": [{"type": "regular", "value": "h"}]},
-            {"op": "extract", "parameters": [{"type": "regular", "value": "o"}]}],
-            "transition_key": [], "transitions": [
-                {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["h", "o"])
+        b.parse_only("h", "o")
         b.calculation("c", "csum16", [fld("h", f"f{i}") for i in range(len(widths))])
         b.doc["checksums"].append({"name": "k", "id": 0, "target": ["o", "ck"], "type": "generic",
                                    "calculation": "c", "verify": False, "update": True,

@@ -174,10 +174,7 @@ def test_packet_controlled_shift_amount_cannot_blow_up() -> None:
     switch must not build a 4-gigabit integer on the way."""
     b = ProgramBuilder()
     b.header("n", [["amount", 32, False], ["out", 32, False]])
-    b.set_parser([{"name": "start", "id": 0, "parser_ops": [
-        {"op": "extract", "parameters": [{"type": "regular", "value": "n"}]}],
-        "transition_key": [], "transitions": [
-            {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["n"])
+    b.parse_only("n")
     aid = b.action("ingress.act", [], [
         prim("assign", fld("n", "out"), masked(expr("<<", hexstr(1), fld("n", "amount")), 32))])
     b.table("ingress", "ingress.t", [], [("ingress.act", aid)], default=(aid, []))
@@ -192,10 +189,7 @@ def test_exit_in_a_fused_chain_of_hidden_tables() -> None:
     c0 -> tbl_a: the chains are fused, and exit must still end the control."""
     b = ProgramBuilder()
     b.header("d", D)
-    b.set_parser([{"name": "start", "id": 0, "parser_ops": [
-        {"op": "extract", "parameters": [{"type": "regular", "value": "d"}]}],
-        "transition_key": [], "transitions": [
-            {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["d"])
+    b.parse_only("d")
     set_a = b.action("ingress.set_a", [], [prim("assign", fld("d", "a"), hexstr(0xAA))])
     leave = b.action("ingress.leave", [], [prim("exit")])
     set_b = b.action("ingress.set_b", [], [prim("assign", fld("d", "s"), hexstr(0x0B))])
@@ -223,10 +217,7 @@ def test_egress_sees_timestamps_and_queue_metadata_from_the_caller() -> None:
     q = [["ig_ts", 48, False], ["eg_ts", 48, False], ["enq_ts", 32, False], ["enq_depth", 32, False],
          ["deq_depth", 32, False], ["deq_delta", 32, False], ["plen", 32, False]]
     b.header("q", q)
-    b.set_parser([{"name": "start", "id": 0, "parser_ops": [
-        {"op": "extract", "parameters": [{"type": "regular", "value": "q"}]}],
-        "transition_key": [], "transitions": [
-            {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["q"])
+    b.parse_only("q")
     sources = ["ingress_global_timestamp", "egress_global_timestamp", "enq_timestamp",
                "enq_qdepth", "deq_qdepth", "deq_timedelta", "packet_length"]
     # queueing_metadata.* and intrinsic_metadata.* are the aliases p4c's JSON uses

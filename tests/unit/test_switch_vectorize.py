@@ -42,10 +42,7 @@ def lanes_program(n: int, width: int, *, odd_lane: int | None = None,
     if bits % 8:
         fields.append(["pad", 8 - bits % 8, False])
     b.header("agg", fields)
-    b.set_parser([{"name": "start", "id": 0, "parser_ops": [
-        {"op": "extract", "parameters": [{"type": "regular", "value": "agg"}]}],
-        "transition_key": [], "transitions": [
-            {"type": "default", "value": None, "mask": None, "next_state": None}]}], ["agg"])
+    b.parse_only("agg")
     regs = [b.register(f"MyIngress.r{i}", SIZE, width) for i in range(n)]
     tmp = b.scalar("tmp", width)
     idx, keep = fld("agg", "idx"), fld("agg", "keep")
