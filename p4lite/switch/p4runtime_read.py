@@ -82,36 +82,40 @@ def _default_entry(pipe: Pipeline, table: TableInfo) -> Entity:
     return Entity(table_entry=out)
 
 
-def _read_direct_counter(pipe: Pipeline, msg: p4runtime_pb2.DirectCounterEntry) -> Iterator[Entity]:
-    request = msg.table_entry
-    tables = ([t for t in pipe.index.tables.values() if t.direct_counter_id]
+def _direct_entries(pipe: Pipeline, request: p4runtime_pb2.TableEntry,
+                    resource: str) -> Iterator[tuple[TableInfo, TableEntry]]:
+    """The entries a direct counter or meter read names (``resource`` "counter" or "meter"):
+    every table with one when ``table_id`` is 0, else that table, which must have one."""
+    def has(t: TableInfo) -> bool:
+        return bool(getattr(t, f"direct_{resource}_id"))
+
+    tables = ([t for t in pipe.index.tables.values() if has(t)]
               if request.table_id == 0 else [pipe.index.table(request.table_id)])
     for table in tables:
-        if not table.direct_counter_id:
-            raise invalid(f"table {table.name} has no direct counter")
+        if not has(table):
+            raise invalid(f"table {table.name} has no direct {resource}")
         for entry in _selected_entries(pipe, table, request):
-            out = p4runtime_pb2.DirectCounterEntry()
-            out.table_entry.CopyFrom(encode_table_entry(pipe.index, table, entry))
-            out.data.byte_count = entry.counter_bytes
-            out.data.packet_count = entry.counter_packets
-            yield Entity(direct_counter_entry=out)
+            yield table, entry
+
+
+def _read_direct_counter(pipe: Pipeline, msg: p4runtime_pb2.DirectCounterEntry) -> Iterator[Entity]:
+    for table, entry in _direct_entries(pipe, msg.table_entry, "counter"):
+        out = p4runtime_pb2.DirectCounterEntry()
+        out.table_entry.CopyFrom(encode_table_entry(pipe.index, table, entry))
+        out.data.byte_count = entry.counter_bytes
+        out.data.packet_count = entry.counter_packets
+        yield Entity(direct_counter_entry=out)
 
 
 def _read_direct_meter(pipe: Pipeline, msg: p4runtime_pb2.DirectMeterEntry) -> Iterator[Entity]:
-    request = msg.table_entry
-    tables = ([t for t in pipe.index.tables.values() if t.direct_meter_id]
-              if request.table_id == 0 else [pipe.index.table(request.table_id)])
-    for table in tables:
-        if not table.direct_meter_id:
-            raise invalid(f"table {table.name} has no direct meter")
-        for entry in _selected_entries(pipe, table, request):
-            out = p4runtime_pb2.DirectMeterEntry()
-            out.table_entry.CopyFrom(encode_table_entry(pipe.index, table, entry))
-            if entry.meter_rates:
-                (cir, cburst), (pir, pburst) = entry.meter_rates
-                out.config.cir, out.config.cburst, out.config.pir, out.config.pburst = (
-                    cir, cburst, pir, pburst)
-            yield Entity(direct_meter_entry=out)
+    for table, entry in _direct_entries(pipe, msg.table_entry, "meter"):
+        out = p4runtime_pb2.DirectMeterEntry()
+        out.table_entry.CopyFrom(encode_table_entry(pipe.index, table, entry))
+        if entry.meter_rates:
+            (cir, cburst), (pir, pburst) = entry.meter_rates
+            out.config.cir, out.config.cburst, out.config.pir, out.config.pburst = (
+                cir, cburst, pir, pburst)
+        yield Entity(direct_meter_entry=out)
 
 
 # -- packet replication engine ----------------------------------------------

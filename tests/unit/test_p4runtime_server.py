@@ -322,6 +322,24 @@ def test_direct_counter_data_on_read_and_write(hp):
     assert e.direct_counter_entry.data.packet_count == 9
 
 
+
+def test_direct_resource_reads_of_every_table_and_of_a_table_without_one(hp):
+    hp.write(update(Update.INSERT, table_entry=ternary_entry(0x0800, 0xFFFF, 5)))
+    hp.write(update(Update.INSERT, table_entry=exact_entry(b"\x01")))
+    every_counter = p4runtime_pb2.Entity(direct_counter_entry=p4runtime_pb2.DirectCounterEntry())
+    [e] = hp.read(every_counter)  # table_id 0: only tables with a direct counter
+    assert e.direct_counter_entry.table_entry.table_id == T_TERNARY
+    assert hp.read(p4runtime_pb2.Entity(direct_meter_entry=p4runtime_pb2.DirectMeterEntry())) == []
+    no_counter = p4runtime_pb2.Entity(direct_counter_entry=p4runtime_pb2.DirectCounterEntry(
+        table_entry=p4runtime_pb2.TableEntry(table_id=T_EXACT)))
+    no_meter = p4runtime_pb2.Entity(direct_meter_entry=p4runtime_pb2.DirectMeterEntry(
+        table_entry=p4runtime_pb2.TableEntry(table_id=T_TERNARY)))
+    for entity, message in ((no_counter, "has no direct counter"), (no_meter, "has no direct meter")):
+        with pytest.raises(grpc.RpcError) as info:
+            hp.read(entity)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert message in info.value.details()
+
 # -- negative cases: per-update codes ---------------------------------------------
 
 def test_duplicate_insert_is_already_exists_in_details(hp):
