@@ -7,28 +7,11 @@ from typing import Any
 from p4lite.compiler import ast
 from p4lite.compiler.cpmodel import ControlPlaneModel, CpAction
 from p4lite.compiler.errors import SourceLoc
+from p4lite.compiler.names import NameGen
 from p4lite.compiler.program_env import ProgramEnv
 from p4lite.compiler.storage import Storage
 
 Json = dict[str, Any]
-
-
-class NameGen:
-    """p4c-style fresh names: ``x``, then ``x_0``, ``x_1`` ..."""
-
-    def __init__(self) -> None:
-        self._used: set[str] = set()
-
-    def fresh(self, base: str) -> str:
-        name, n = base, 0
-        while name in self._used:
-            name = f"{base}_{n}"
-            n += 1
-        self._used.add(name)
-        return name
-
-    def reserve(self, name: str) -> None:
-        self._used.add(name)
 
 
 class SourceText:

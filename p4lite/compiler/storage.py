@@ -16,6 +16,7 @@ from typing import Any
 
 from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB
 from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.names import NameGen
 from p4lite.compiler.types import (
     BitT,
     BoolT,
@@ -44,7 +45,7 @@ class Storage:
         self.stacks: list[tuple[str, str, list[str]]] = []
         self.scalars: list[list[Any]] = []
         self._scalar_names: set[str] = set()
-        self._instance_names: set[str] = set()
+        self._instance_names = NameGen()
         self.header_by_instance: dict[str, HeaderT] = {}
         self._flatten_counter = 0
 
@@ -55,7 +56,7 @@ class Storage:
         self._types[STANDARD_METADATA] = fields
         self._type_order.append(STANDARD_METADATA)
         self.headers.append((STANDARD_METADATA, STANDARD_METADATA, True))
-        self._instance_names.add(STANDARD_METADATA)
+        self._instance_names.reserve(STANDARD_METADATA)
         header_t = HeaderT(STANDARD_METADATA, list(t.fields))
         self.header_by_instance[STANDARD_METADATA] = header_t
         # Expose it as a struct so fields keep their P4 types (error, bool).
@@ -68,13 +69,13 @@ class Storage:
             raise CompileError(f"header {t.name} is {total} bits long, not a whole number of "
                                "bytes", t.decl.loc if t.decl else None)
         self._add_type(t)
-        name = self._unique_instance(name)
+        name = self._instance_names.fresh(name)
         self.headers.append((name, t.name, metadata))
         self.header_by_instance[name] = t
         return HeaderB(name, t, metadata)
 
     def add_stack(self, name: str, t: StackT) -> StackB:
-        name = self._unique_instance(name)
+        name = self._instance_names.fresh(name)
         elements = [self.add_header(f"{name}[{i}]", t.element).instance for i in range(t.size)]
         self.stacks.append((name, t.element.name, elements))
         return StackB(name, t)
@@ -153,14 +154,6 @@ class Storage:
         elif existing != fields:
             raise CompileError(f"two different header types are named {t.name}",
                                t.decl.loc if t.decl else None)
-
-    def _unique_instance(self, name: str) -> str:
-        base, n = name, 0
-        while name in self._instance_names:
-            name = f"{base}_{n}"
-            n += 1
-        self._instance_names.add(name)
-        return name
 
     # ------------------------------------------------------------------ JSON
     def header_types_json(self) -> list[Json]:
