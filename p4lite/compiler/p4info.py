@@ -11,7 +11,7 @@ from __future__ import annotations
 from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from p4lite.compiler import ids
-from p4lite.compiler.cpmodel import ControlPlaneModel, CpTable
+from p4lite.compiler.cpmodel import ControlPlaneModel, CpCounter, CpMeter, CpTable
 
 _MATCH_TYPES = {
     "exact": p4info_pb2.MatchField.EXACT,
@@ -43,25 +43,15 @@ def build_p4info(model: ControlPlaneModel) -> p4info_pb2.P4Info:
         for index, (pname, width) in enumerate(action.params, start=1):
             msg.params.add(id=index, name=pname, bitwidth=width)
     for counter in model.counters:
-        direct = counter.direct_table is not None
-        msg = info.direct_counters.add() if direct else info.counters.add()
-        prefix = ids.PREFIX_DIRECT_COUNTER if direct else ids.PREFIX_COUNTER
-        preamble(msg.preamble, prefix, counter.name)
+        msg = _add_per_entry_or_indexed(
+            counter, info.direct_counters, ids.PREFIX_DIRECT_COUNTER, info.counters,
+            ids.PREFIX_COUNTER, id_of, preamble)
         msg.spec.unit = p4info_pb2.CounterSpec.Unit.Value(counter.unit)
-        if direct:
-            msg.direct_table_id = id_of[(ids.PREFIX_TABLE, counter.direct_table)]
-        else:
-            msg.size = counter.size
     for meter in model.meters:
-        direct = meter.direct_table is not None
-        msg = info.direct_meters.add() if direct else info.meters.add()
-        prefix = ids.PREFIX_DIRECT_METER if direct else ids.PREFIX_METER
-        preamble(msg.preamble, prefix, meter.name)
+        msg = _add_per_entry_or_indexed(
+            meter, info.direct_meters, ids.PREFIX_DIRECT_METER, info.meters,
+            ids.PREFIX_METER, id_of, preamble)
         msg.spec.unit = p4info_pb2.MeterSpec.Unit.Value(meter.unit)
-        if direct:
-            msg.direct_table_id = id_of[(ids.PREFIX_TABLE, meter.direct_table)]
-        else:
-            msg.size = meter.size
     for header in model.controller_headers:
         msg = info.controller_packet_metadata.add()
         preamble(msg.preamble, ids.PREFIX_CONTROLLER_HEADER, header.name)
@@ -113,6 +103,20 @@ def _all_names(model: ControlPlaneModel) -> list[str]:
     names += [h.name for h in model.controller_headers]
     return names
 
+
+def _add_per_entry_or_indexed(resource: CpCounter | CpMeter, direct_list, direct_prefix: int,
+                              indexed_list, indexed_prefix: int, id_of, preamble):
+    """The P4Info message of a counter or meter: direct ones name their table, indexed
+    ones have a size. The caller fills in the unit (its enum differs per kind)."""
+    if resource.direct_table is not None:
+        msg = direct_list.add()
+        preamble(msg.preamble, direct_prefix, resource.name)
+        msg.direct_table_id = id_of[(ids.PREFIX_TABLE, resource.direct_table)]
+    else:
+        msg = indexed_list.add()
+        preamble(msg.preamble, indexed_prefix, resource.name)
+        msg.size = resource.size
+    return msg
 
 def _add_table(info: p4info_pb2.P4Info, table: CpTable, id_of, preamble) -> None:
     msg = info.tables.add()
