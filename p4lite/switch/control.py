@@ -8,6 +8,8 @@ Switch: ``tables`` (TableState), ``registers``, ``counters``, ``meters``
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from p4lite.switch.pipeline import reinstall_const
 from p4lite.switch.runtime_api import (
     CODE_ALREADY_EXISTS,
@@ -33,10 +35,19 @@ from p4lite.switch.tables import TableState, bad
 
 MAX_PORT = (1 << 9) - 1
 MAX_GROUP = (1 << 16) - 1
+_T = TypeVar("_T")
 
 
 def _not_found(kind: str, name: object) -> SwitchRuntimeError:
     return SwitchRuntimeError(CODE_NOT_FOUND, f"no {kind} named {name!r}")
+
+
+def _named(kind: str, objects: dict[str, _T], name: str) -> _T:
+    """``objects[name]``, or the NOT_FOUND error that names the ``kind`` of object."""
+    found = objects.get(name)
+    if found is None:
+        raise _not_found(kind, name)
+    return found
 
 
 def _check_index(kind: str, name: str, index: object, size: int) -> int:
@@ -65,10 +76,7 @@ class ControlPlane:
     # -- tables ----------------------------------------------------------------------
 
     def _table(self, name: str) -> TableState:
-        table = self.tables.get(name)
-        if table is None:
-            raise _not_found("table", name)
-        return table
+        return _named("table", self.tables, name)
 
     def table_add(self, entry: TableEntry) -> None:
         self._table(entry.table).add(entry)
@@ -120,9 +128,7 @@ class ControlPlane:
     # -- indexed externs -------------------------------------------------------------
 
     def _counter(self, name: str) -> CounterArray:
-        c = self.counters.get(name)
-        if c is None:
-            raise _not_found("counter", name)
+        c = _named("counter", self.counters, name)
         if c.is_direct:
             raise bad(f"counter '{name}' is direct: read it through table '{c.binding}'")
         return c
@@ -142,9 +148,7 @@ class ControlPlane:
         return self._counter(name).size
 
     def _meter(self, name: str) -> MeterArray:
-        m = self.meters.get(name)
-        if m is None:
-            raise _not_found("meter", name)
+        m = _named("meter", self.meters, name)
         if m.is_direct:
             raise bad(f"meter '{name}' is direct: set it through table '{m.binding}'")
         return m
@@ -161,10 +165,7 @@ class ControlPlane:
         return meter.rates if meter is not None else None
 
     def _register(self, name: str) -> RegisterArray:
-        r = self.registers.get(name)
-        if r is None:
-            raise _not_found("register", name)
-        return r
+        return _named("register", self.registers, name)
 
     def register_read(self, name: str, index: int) -> int:
         r = self._register(name)
