@@ -1,13 +1,19 @@
-"""Helpers shared by the benchmarks that build their own namespaces and veths."""
+"""Helpers shared by the benchmarks that build their own namespaces and veths and run
+p4lite-switch on them."""
 
 from __future__ import annotations
 
 import ctypes
 import os
+import socket
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
 ETH_P_ALL = 0x0003
 CLONE_NEWNET = 0x40000000
 
@@ -35,3 +41,33 @@ def in_netns(name: str) -> Iterator[None]:
         _libc.setns(root, CLONE_NEWNET)
         os.close(root)
         os.close(target)
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_p4lite_switch(interfaces: dict[int, str], grpc_port: int, log_path: Path,
+                        wait_seconds: float) -> subprocess.Popen:
+    """p4lite-switch on ``interfaces`` (port -> interface) with no program, its output in
+    ``log_path``; returns once its gRPC port takes connections. Raises RuntimeError (with
+    the log's tail) if it exits or does not listen within ``wait_seconds``."""
+    exe = REPO / ".venv" / "bin" / "p4lite-switch"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "p4lite.switch.main"]
+    for port, interface in interfaces.items():
+        cmd += ["-i", f"{port}@{interface}"]
+    cmd += ["--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
+    with log_path.open("w") as log:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + wait_seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", grpc_port), timeout=0.2):
+                return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    raise RuntimeError(f"p4lite-switch did not start: {log_path.read_text()[-2000:]}")

@@ -20,7 +20,6 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import psutil
 
-from bench._common import ETH_P_ALL, in_netns, sh
+from bench._common import ETH_P_ALL, free_tcp_port, in_netns, sh, start_p4lite_switch
 from bench.switch_core import AGG_PORT_BYTES, REPO, AggRack, AggResult, result_key
 from controller import program
 from controller.entries import EntryCodec
@@ -311,33 +310,6 @@ def paced_send(socks: dict[int, socket.socket], frames: list[tuple[int, bytes]],
     return t0, time.perf_counter()
 
 
-def start_switch_process(net: BscNet, grpc_port: int, log_path: Path) -> subprocess.Popen:
-    exe = REPO / ".venv" / "bin" / "p4lite-switch"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "p4lite.switch.main"]
-    for i in range(1, net.ports + 1):
-        cmd += ["-i", f"{i}@{net.switch_if(i)}"]
-    cmd += ["--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
-    proc = subprocess.Popen(cmd, stdout=log_path.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            break
-        try:
-            with socket.create_connection(("127.0.0.1", grpc_port), timeout=0.2):
-                return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    proc.wait()
-    raise RuntimeError(f"p4lite-switch did not start: {log_path.read_text()[-2000:]}")
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_process_bench(agg: AggRack, in_process: dict[int, AggResult], seconds: float,
                       profile: bool) -> dict:
     """Part (b); the caller checked for root. Always removes the namespace and the switch."""
@@ -347,7 +319,8 @@ def run_process_bench(agg: AggRack, in_process: dict[int, AggResult], seconds: f
     try:
         net = BscNet(ports)
         grpc_port = free_tcp_port()
-        proc = start_switch_process(net, grpc_port, log_path)
+        proc = start_p4lite_switch({i: net.switch_if(i) for i in range(1, net.ports + 1)},
+                                   grpc_port, log_path, wait_seconds=15)
         bench = ProcessBench(agg, net, grpc_port, proc.pid)
         out = {}
         for n in sorted(agg.jobs):

@@ -39,7 +39,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from bench._common import ETH_P_ALL, in_netns, sh
+from bench._common import ETH_P_ALL, free_tcp_port, in_netns, sh, start_p4lite_switch
 from p4lite.switch.samples import internet_checksum
 
 HERE = Path(__file__).resolve().parent
@@ -125,29 +125,6 @@ class Net:
         for ns, sw in zip(NS, SW_IFACES, strict=True):
             sh("ip", "netns", "del", ns, check=False)
             sh("ip", "link", "del", sw, check=False)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_switch(port: int, log_path: Path) -> subprocess.Popen:
-    exe = REPO / ".venv" / "bin" / "p4lite-switch"
-    cmd = [str(exe) if exe.exists() else sys.executable, *([] if exe.exists() else ["-m", "p4lite.switch.main"]),
-           "-i", f"1@{SW_IFACES[0]}", "-i", f"2@{SW_IFACES[1]}", "--no-p4", "--",
-           "--grpc-server-addr", f"127.0.0.1:{port}"]
-    proc = subprocess.Popen(cmd, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError(f"p4lite-switch did not start: {log_path.read_text()}")
 
 
 def program_switch(port: int, bmv2: dict, p4info: p4info_pb2.P4Info) -> None:
@@ -255,8 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     proc = None
     log_path = Path("/tmp/p4lb-switch.log")
     try:
-        port = free_port()
-        proc = start_switch(port, log_path)
+        port = free_tcp_port()
+        proc = start_p4lite_switch(dict(enumerate(SW_IFACES, start=1)), port, log_path,
+                                   wait_seconds=10)
         program_switch(port, bmv2, p4info)
         tx, rx = net.socket_in(NS[0]), net.socket_in(NS[1])
         latency(tx, rx, 20)  # warm-up
