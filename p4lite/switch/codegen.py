@@ -17,9 +17,11 @@ from typing import Any
 
 from p4lite.switch.program import MAX_FIELD_WIDTH, Layout, fail, need, parse_hexstr
 
-_ARITH = {"+": "+", "-": "-", "*": "*", "<<": "<<", ">>": ">>", "&": "&", "|": "|",
-          "^": "^", "/": "//", "%": "%"}
-_COMPARE = {"==": "==", "!=": "!=", ">": ">", ">=": ">=", "<": "<", "<=": "<="}
+# BMv2 binary operator -> the Python operator of the generated ``(left OP right)``
+_BINARY = {"+": "+", "-": "-", "*": "*", "<<": "<<", ">>": ">>", "&": "&", "|": "|",
+           "^": "^", "/": "//", "%": "%",
+           "==": "==", "!=": "!=", ">": ">", ">=": ">=", "<": "<", "<=": "<=",
+           "and": "and", "or": "or"}
 
 
 _INT_LITERAL = re.compile(r"^-?\d+$")
@@ -165,14 +167,8 @@ class CodeGen:
             left = {"type": "hexstr", "value": "0x0"}
         if op == "<<":
             return self._shift_left(left, right, where)
-        if op in _ARITH:
-            return f"({self.expr(left, where)} {_ARITH[op]} {self.expr(right, where)})"
-        if op in _COMPARE:
-            return f"({self.expr(left, where)} {_COMPARE[op]} {self.expr(right, where)})"
-        if op == "and":
-            return f"({self.expr(left, where)} and {self.expr(right, where)})"
-        if op == "or":
-            return f"({self.expr(left, where)} or {self.expr(right, where)})"
+        if op in _BINARY:
+            return f"({self.expr(left, where)} {_BINARY[op]} {self.expr(right, where)})"
         if op == "not":
             return f"(not {self.expr(right, where)})"
         if op == "~":
