@@ -164,9 +164,13 @@ def plot(rows: list[dict], path: Path, bw: float) -> None:
             if pts:
                 ax.plot(*zip(*pts, strict=True), style, label=f"{backend} measured")
         sizes = sorted({r["size_mb"] for r in rows if r["workers"] == n})
-        ax.plot(sizes, [floors(n, s, bw)["switch"] for s in sizes], "k-.", label="switch floor")
-        ax.plot(sizes, [floors(n, s, bw)["pbox"] for s in sizes], "k--", label="single-PBox floor")
-        ax.plot(sizes, [floors(n, s, bw)["gloo"] for s in sizes], "k:", label="ring floor")
+        # markers too, so a floor still shows when the run has a single size
+        # in the colour of the backend it bounds (C0 switch, C1 PBox, C2 Gloo, as above)
+        for key, style, colour, label in (("switch", "_-.", "C0", "switch floor"),
+                                          ("pbox", "_--", "C1", "single-PBox floor"),
+                                          ("gloo", "_:", "C2", "ring floor")):
+            ax.plot(sizes, [floors(n, s, bw)[key] for s in sizes], style, color=colour,
+                    markersize=14, label=label)
         ax.set(xscale="log", yscale="log", xlabel="tensor size (MB)", ylabel="all-reduce time (s)",
                title=f"N = {n}, {bw:g} Mbit/s links")
         for axis in (ax.xaxis, ax.yaxis):
