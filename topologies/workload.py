@@ -15,13 +15,46 @@ import numpy as np
 
 from hosts import quantize
 
-WORKLOADS = Path("/work/shared/workloads")
+# The profiles ship inside the package (package data), so a fresh clone or an installed
+# wheel finds them without anything outside the repository.
+WORKLOADS = Path(__file__).resolve().parent / "workloads"
 DEFAULT_MODEL = WORKLOADS / "resnet50.json"
 
 
+class UnknownModelError(ValueError):
+    """``--model`` named neither a bundled profile nor an existing file."""
+
+
+def model_names() -> list[str]:
+    """The bare names ``model_path`` accepts: the bundled profiles."""
+    return sorted(p.stem for p in WORKLOADS.glob("*.json"))
+
+
+def model_path(name_or_path: Path | str) -> Path:
+    """The profile file for a bundled model name (``resnet50``) or a path to a profile.
+
+    A bare name wins over a same-named file in the working directory, so ``--model vgg19``
+    means the same thing wherever it is run from.
+    """
+    given = Path(name_or_path)
+    # Only a bare name (no directory part) may pick a bundled file: "../x" must not escape.
+    if given.name == str(given):
+        bundled = WORKLOADS / f"{given}.json"
+        if bundled.is_file():
+            return bundled
+    if given.is_file():
+        return given
+    raise UnknownModelError(
+        f"unknown model {str(name_or_path)!r}: not an existing file and not one of the "
+        f"bundled profiles {', '.join(model_names())} (in {WORKLOADS})")
+
+
 def layer_sizes(model: Path | str = DEFAULT_MODEL, scale: float = 1.0) -> list[int]:
-    """Per-layer parameter counts of ``model`` times ``scale`` (at least 1 each)."""
-    layers = json.loads(Path(model).read_text())["layers"]
+    """Per-layer parameter counts of ``model`` times ``scale`` (at least 1 each).
+
+    ``model`` is a bundled profile's name or a path (see ``model_path``).
+    """
+    layers = json.loads(model_path(model).read_text())["layers"]
     return [max(1, round(layer["params"] * scale)) for layer in layers]
 
 
