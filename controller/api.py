@@ -34,6 +34,7 @@ from typing import Any
 
 import grpc
 
+from controller.client import METHODS, SERVICE, encode
 from controller.driver import Controller, ControllerError
 from controller.jobs import Job, JobError
 from controller.pbox_control import PBoxControlError
@@ -41,9 +42,6 @@ from controller.topology import format_ipv4, format_mac
 
 log = logging.getLogger("p4hub.controller")
 
-SERVICE = "p4hub.JobService"
-METHODS = ("JoinJob", "LeaveJob", "Heartbeat", "Barrier", "ListJobs", "ShowJob", "KillJob",
-           "Status", "ShowSwitch")
 MAX_BARRIER_WAIT = 3600.0
 
 
@@ -203,10 +201,6 @@ class JobService:
 # -- the gRPC adapter -------------------------------------------------------------------
 
 
-def _encode(reply: dict) -> bytes:
-    return json.dumps(reply).encode()
-
-
 def _unary(service: JobService, method: str):  # type: ignore[no-untyped-def]
     def call(body: bytes, context: grpc.ServicerContext) -> dict:
         try:
@@ -216,7 +210,7 @@ def _unary(service: JobService, method: str):  # type: ignore[no-untyped-def]
         raise AssertionError("unreachable")  # context.abort raises
 
     return grpc.unary_unary_rpc_method_handler(
-        call, request_deserializer=lambda raw: raw, response_serializer=_encode)
+        call, request_deserializer=lambda raw: raw, response_serializer=encode)
 
 
 def serve(service: JobService, address: str, max_workers: int = 32) -> tuple[grpc.Server, int]:
@@ -231,45 +225,6 @@ def serve(service: JobService, address: str, max_workers: int = 32) -> tuple[grp
         raise OSError(f"cannot listen on {address}")
     server.start()
     return server, port
-
-
-class JobClient:
-    """What agents and the CLI use: ``JobClient("10.0.0.254:50060").join(...)``."""
-
-    def __init__(self, address: str, timeout: float = 10.0, wait_for_ready: bool = False) -> None:
-        """``wait_for_ready``: calls wait (up to their deadline) for a controller that is
-        not up yet, instead of failing at once; what agents starting with it want."""
-        self.channel = grpc.insecure_channel(address)
-        self.timeout = timeout
-        self.wait_for_ready = wait_for_ready
-        self._calls = {
-            m: self.channel.unary_unary(f"/{SERVICE}/{m}", request_serializer=_encode,
-                                        response_deserializer=json.loads)
-            for m in METHODS
-        }
-
-    def call(self, method: str, deadline: float | None = None, **request: Any) -> dict:
-        """Raises grpc.RpcError with the API's code and reason."""
-        return self._calls[method](request, timeout=deadline or self.timeout,
-                                   wait_for_ready=self.wait_for_ready)
-
-    def join(self, name: str, world_size: int, rank: int, address: str,
-             placement: str = "auto") -> dict:
-        return self.call("JoinJob", name=name, world_size=world_size, rank=rank, address=address,
-                         placement=placement)
-
-    def leave(self, job_id: int, rank: int) -> dict:
-        return self.call("LeaveJob", job_id=job_id, rank=rank)
-
-    def heartbeat(self, job_id: int, rank: int) -> dict:
-        return self.call("Heartbeat", job_id=job_id, rank=rank)
-
-    def barrier(self, job_id: int, rank: int, timeout: float = 60.0) -> dict:
-        return self.call("Barrier", deadline=timeout + 5.0, job_id=job_id, rank=rank,
-                         timeout=timeout)
-
-    def close(self) -> None:
-        self.channel.close()
 
 
 class Expirer:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import grpc
 
 from controller import topology
-from controller.api import JobClient
+from controller.client import JobClient
 
 DEFAULT_CONTROLLER = "127.0.0.1:50060"
 

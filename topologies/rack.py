@@ -297,7 +297,7 @@ class Rack:
         return proc
 
     def _wait_controller(self, proc: subprocess.Popen, timeout: float, log: Path) -> None:
-        from controller.api import JobClient
+        from controller.client import JobClient
 
         client = JobClient(self.controller_address, timeout=1.0)
         deadline = time.monotonic() + timeout

@@ -141,7 +141,7 @@ def _run_job_path(rack: Rack, args: argparse.Namespace, name: str, where: str,
 
 
 def _switch_ports(rack: Rack) -> dict:
-    from controller.api import JobClient
+    from controller.client import JobClient
 
     client = JobClient(rack.controller_address, timeout=10.0)
     try:

@@ -84,7 +84,7 @@ class JobBackend(PBoxBackend):
     def __init__(self, args: argparse.Namespace) -> None:
         import threading
 
-        from controller.api import JobClient
+        from controller.client import JobClient
         from hosts.agent import Agent
 
         self.client = JobClient(args.controller, timeout=10.0, wait_for_ready=True)

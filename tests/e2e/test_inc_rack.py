@@ -123,7 +123,7 @@ def rack():
 @pytest.fixture
 def api(rack):
     """The job API; afterwards any job a test left behind is killed and loss cleared."""
-    from controller.api import JobClient
+    from controller.client import JobClient
 
     client = JobClient(rack.controller_address, timeout=10.0)
     runs: list[JobRun] = []

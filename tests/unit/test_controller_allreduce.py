@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from controller import api, topology
+from controller import client as client_mod
 from controller import program as p
 from controller.driver import Controller, PipelineConfig
 from controller.updates import DELETE, INSERT, PBoxJobWrite
@@ -136,7 +137,7 @@ def rack(request, pipeline):
     ctl.start(now=0.0)
     service = api.JobService(ctl)
     server, port = api.serve(service, "127.0.0.1:0")
-    client = api.JobClient(f"127.0.0.1:{port}")
+    client = client_mod.JobClient(f"127.0.0.1:{port}")
     shim.start()
     yield shim, device, ctl, client
     client.close()
@@ -146,7 +147,7 @@ def rack(request, pipeline):
     p4rt.stop(grace=None)
 
 
-def start_job(shim: Shim, client: api.JobClient, name: str, hosts: list[int]) -> list[Agent]:
+def start_job(shim: Shim, client: client_mod.JobClient, name: str, hosts: list[int]) -> list[Agent]:
     agents = []
     for rank, index in enumerate(hosts):
         reply = client.join(name, len(hosts), rank, f"10.0.0.{index}:{FABRIC_PORT + index}")

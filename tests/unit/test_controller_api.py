@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from controller import api, cli, topology
+from controller import client as client_mod
 from controller import program as p
 from controller.driver import Controller
 from hosts.wire import K
@@ -41,7 +42,7 @@ def stack(pipeline):  # noqa: F811
     clock = Clock()
     service = api.JobService(ctl, clock)
     server, port = api.serve(service, "127.0.0.1:0")
-    client = api.JobClient(f"127.0.0.1:{port}", timeout=5.0)
+    client = client_mod.JobClient(f"127.0.0.1:{port}", timeout=5.0)
     yield device, topo, ctl, service, clock, client, f"127.0.0.1:{port}"
     client.close()
     server.stop(grace=None)
@@ -150,7 +151,7 @@ def test_cli_renders_and_prints_json(stack, capsys):
 def test_an_agent_client_waits_for_a_controller_that_starts_late(stack):
     service = stack[3]
     port = _free_port()
-    client = api.JobClient(f"127.0.0.1:{port}", timeout=10.0, wait_for_ready=True)
+    client = client_mod.JobClient(f"127.0.0.1:{port}", timeout=10.0, wait_for_ready=True)
     started: list = []
     timer = threading.Timer(0.5, lambda: started.append(api.serve(service, f"127.0.0.1:{port}")))
     timer.start()

@@ -15,7 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from controller import api
+from controller import client as client_mod
 from controller.main import main
 from p4lite.switch.core import Switch
 from p4lite.switch.p4runtime_device import Device
@@ -56,7 +56,7 @@ def start_controller(path: Path, build: Path, compiled: bool = False) -> subproc
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def wait_for_api(client: api.JobClient, address: str, proc: subprocess.Popen,
+def wait_for_api(client: client_mod.JobClient, address: str, proc: subprocess.Popen,
                  timeout: float = 60.0) -> dict:
     """Poll the port with plain TCP first: a gRPC channel that failed backs off for seconds."""
     host, _, port = address.rpartition(":")
@@ -82,7 +82,7 @@ def stop(proc: subprocess.Popen) -> str:
 def test_controller_process_restarts_without_losing_jobs(rack_file):
     path, address, tmp = rack_file
     proc = start_controller(path, tmp / "build")
-    client = api.JobClient(address)
+    client = client_mod.JobClient(address)
     try:
         assert wait_for_api(client, address, proc)["switches"]["s1"]["connected"]
         joined = client.join("resnet", 2, 0, "10.0.0.1:4001")
