@@ -36,13 +36,10 @@ $(STAMPS)/venv: requirements.txt pyproject.toml | $(STAMPS)/apt
 	$(PY) -c 'import site,sys; open(site.getsitepackages()[0]+"/zz_debian_mininet.pth","w").write("$(MININET_DIR)\n")'
 	@mkdir -p $(STAMPS) && touch $@
 
-# PyTorch (CPU) is only needed for the Gloo comparison in `make run` and `make bench`.
-torch: $(STAMPS)/torch
-$(STAMPS)/torch: | $(STAMPS)/venv
-	$(PY) -m pip install -q torch==2.13.0
-	@touch $@
+# PyTorch (CPU) is pinned in requirements.txt; `make torch` is kept as an alias.
+torch: venv
 
-run: deps torch stop
+run: deps stop
 	$(PY) -m topologies.run $(RUN_ARGS)
 
 cli: deps stop
@@ -57,7 +54,7 @@ unit: deps
 test: deps lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-bench: deps torch stop
+bench: deps stop
 	$(PY) -m bench.run_all
 
 stop:
