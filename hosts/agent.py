@@ -134,14 +134,14 @@ class Agent:
         self._transport.submit(lambda: self._start(tensor_id, prepared))
         return handle
 
-    def close(self) -> None:
-        """Stop the agent; all-reduces still pending fail with AllreduceError."""
+    def close(self, reason: str = "the agent was closed") -> None:
+        """Stop the agent; all-reduces still pending fail with AllreduceError(``reason``)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
         self._transport.close()
-        self._fail_all("the agent was closed")
+        self._fail_all(reason)
 
     def __enter__(self) -> Agent:
         return self

@@ -1,0 +1,304 @@
+"""The "p4hub" torch.distributed backend: a Python ProcessGroup over the host agent.
+
+One group owns one :class:`~hosts.agent.Agent` (one job at the aggregator, one UDP
+socket), a :class:`~hosts.pytorch.liveness.Liveness` thread and a
+:class:`~hosts.pytorch.completion.Completer` thread. A collective validates its
+tensors on the caller's thread (bad input raises there, before anything is started,
+so the rank's positions stay in step with its peers'), starts its all-reduces on the
+agent in call order (torch starts collectives in the same order on every rank, which
+is the agent's contract), and returns a ``Work`` made from a future the completer
+fulfils. ``async_op=True`` hands that work to the caller; otherwise torch waits on it.
+
+Collectives: all_reduce (SUM, AVG), broadcast, all_gather, all_gather_into_tensor,
+barrier. The rest raise ``NotSupportedError`` ("not supported by p4hub: ...").
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.distributed import ReduceOp
+
+from hosts.agent import Agent, Handle
+from hosts.errors import BackendError, HostError, NotSupportedError
+from hosts.pytorch import encoding
+from hosts.pytorch.completion import Completer, Pending
+from hosts.pytorch.config import BackendConfig
+from hosts.pytorch.liveness import Liveness
+from hosts.pytorch.rendezvous import Membership, rendezvous
+
+BACKEND_NAME = "p4hub"
+SUPPORTED = "all_reduce (SUM, AVG), broadcast, all_gather, all_gather_into_tensor and barrier"
+
+
+class FutureWork(dist._Work):
+    """A collective's Work over its future.
+
+    ``_create_work_from_future`` would be shorter, but its ``wait()`` returns normally
+    when the future failed, so a dead peer would leave the caller with its own input
+    as the "result". Here ``wait`` raises the collective's error.
+    """
+
+    def __init__(self, future: torch.futures.Future) -> None:
+        super().__init__()
+        self._future = future
+
+    def wait(self, timeout: timedelta | None = None) -> bool:
+        self._future.wait()  # raises the BackendError the completer set
+        return True
+
+    def get_future(self) -> torch.futures.Future:
+        return self._future
+
+    def is_completed(self) -> bool:
+        return self._future.done()
+
+    def is_success(self) -> bool:
+        if not self._future.done():
+            return False
+        try:
+            self._future.value()
+        except Exception:  # noqa: BLE001 - failed is the answer
+            return False
+        return True
+
+
+class P4hubProcessGroup(dist.ProcessGroup):
+    def __init__(self, store: dist.Store, rank: int, world_size: int, timeout: timedelta,
+                 config: BackendConfig | None = None) -> None:
+        super().__init__(rank, world_size)
+        config = config or BackendConfig.from_env()
+        self._rank, self._world_size = rank, world_size
+        self._broken: str | None = None
+        self._lock = threading.Lock()
+        self.membership: Membership | None = None
+        self.liveness = Liveness(store, rank, world_size, self._who, on_dead=self._peer_gone,
+                                 dead_after=config.dead_after)
+        self.liveness.publish()  # before the rendezvous, so a peer's first read finds it
+        self.membership, self._lease = rendezvous(store, rank, world_size, config, timeout)
+        plan = self.membership.plan
+        self.where = plan.where
+        self.timeout = config.timeout or timeout.total_seconds()
+        self.agent = Agent(plan.job_id, rank, world_size, plan.aggregator_address,
+                           slot_base=plan.slot_base, slot_count=plan.slot_count,
+                           window=plan.window, timeout=self.timeout, bind=self.membership.bind,
+                           **_rto_options(config))
+        if self._lease is not None:
+            self.liveness.extra_beat = self._lease.heartbeat
+        self.liveness.start()
+        self._completer = Completer(f"p4hub-complete-{rank}", self._explain)
+
+    # -- identity --------------------------------------------------------------------
+
+    def getBackendName(self) -> str:  # noqa: N802 - the C++ name
+        return BACKEND_NAME
+
+    def size(self) -> int:
+        return self._world_size
+
+    def stats(self) -> dict:
+        """The agent's counters, where the job is aggregated, and its job id."""
+        assert self.membership is not None
+        return {"where": self.where, "job_id": self.membership.plan.job_id,
+                "job_name": self.membership.name, **self.agent.stats}
+
+    def __repr__(self) -> str:
+        return (f"P4hubProcessGroup(rank={self._rank}, world_size={self._world_size}, "
+                f"where={getattr(self, 'where', '?')})")
+
+    # -- collectives -------------------------------------------------------------------
+
+    def allreduce(self, tensors: list[torch.Tensor],
+                  opts: dist.AllreduceOptions | None = None) -> dist.Work:
+        op = opts.reduceOp if opts is not None else ReduceOp.SUM
+        names = [encoding.reduce_op_name(op, t.dtype) for t in tensors]
+        arrays = [encoding.reduce_input(t) for t in tensors]
+        handles = self._start([(a, n) for a, n in zip(arrays, names, strict=True)])
+
+        def finish(results: list[np.ndarray]) -> list[torch.Tensor]:
+            for tensor, result in zip(tensors, results, strict=True):
+                encoding.write_back(tensor, result)
+            return tensors
+
+        return self._work(handles, finish, f"all_reduce of {_shapes(tensors)}")
+
+    def allreduce_coalesced(self, tensors: list[torch.Tensor],
+                            opts: dist.AllreduceCoalescedOptions | None = None) -> dist.Work:
+        options = dist.AllreduceOptions()
+        if opts is not None:
+            options.reduceOp = opts.reduceOp
+        return self.allreduce(tensors, options)
+
+    def broadcast(self, tensors: list[torch.Tensor],
+                  opts: dist.BroadcastOptions | None = None) -> dist.Work:
+        root = opts.rootRank if opts is not None else 0
+        if not 0 <= root < self._world_size:
+            raise BackendError(f"broadcast from rank {root}: the group has ranks "
+                               f"0..{self._world_size - 1}")
+        for tensor in tensors:
+            encoding.check_cpu(tensor, "broadcast")
+        arrays = [encoding.to_words(t) if self._rank == root
+                  else np.zeros(encoding.word_count(t), dtype=np.int32) for t in tensors]
+        handles = self._start([(a, "sum") for a in arrays])
+
+        def finish(results: list[np.ndarray]) -> list[torch.Tensor]:
+            for tensor, words in zip(tensors, results, strict=True):
+                encoding.from_words(tensor, words)
+            return tensors
+
+        return self._work(handles, finish, f"broadcast from rank {root} of {_shapes(tensors)}")
+
+    def allgather(self, output_tensors: list[list[torch.Tensor]],
+                  input_tensors: list[torch.Tensor],
+                  opts: dist.AllgatherOptions | None = None) -> dist.Work:
+        for outputs, tensor in zip(output_tensors, input_tensors, strict=True):
+            self._check_gather(outputs, tensor)
+        arrays = [encoding.gather_words(t, self._rank, self._world_size) for t in input_tensors]
+        handles = self._start([(a, "sum") for a in arrays])
+
+        def finish(results: list[np.ndarray]) -> list[list[torch.Tensor]]:
+            for outputs, flat in zip(output_tensors, results, strict=True):
+                for out, words in zip(outputs, flat.reshape(self._world_size, -1), strict=True):
+                    encoding.from_words(out, words)
+            return output_tensors
+
+        return self._work(handles, finish, f"all_gather of {_shapes(input_tensors)}")
+
+    def all_gather_single(self, output: torch.Tensor, tensor: torch.Tensor,
+                          opts: dist.AllgatherOptions | None = None) -> dist.Work:
+        """all_gather_into_tensor: ``output`` holds world_size copies' worth, rank-major."""
+        if output.numel() != tensor.numel() * self._world_size:
+            raise BackendError(f"all_gather_into_tensor: output has {output.numel()} "
+                               f"elements, expected {self._world_size} x {tensor.numel()}")
+        if not output.is_contiguous():
+            raise NotSupportedError("all_gather_into_tensor into a non-contiguous output")
+        parts = list(output.reshape(-1).chunk(self._world_size))
+        return self.allgather([[p.view(tensor.shape) for p in parts]], [tensor], opts)
+
+    _allgather_base = all_gather_single  # its name before torch 2.10
+
+    def barrier(self, opts: dist.BarrierOptions | None = None) -> dist.Work:
+        handles = self._start([(np.zeros(1, dtype=np.int32), "sum")])
+        return self._work(handles, lambda _results: [], "barrier")
+
+    # -- the machinery -------------------------------------------------------------------
+
+    def _start(self, jobs: Sequence[tuple[np.ndarray, str]]) -> list[Handle]:
+        """Start every all-reduce of one collective, in order, or none of them."""
+        with self._lock:
+            if self._broken is not None:
+                raise BackendError(f"the p4hub group is broken: {self._broken}")
+            self.liveness.started += 1
+            try:
+                return [self.agent.allreduce_async(array, op) for array, op in jobs]
+            except HostError as exc:
+                raise BackendError(self._explain(str(exc))) from None
+
+    def _work(self, handles: list[Handle], finish: Callable, describe: str) -> dist.Work:
+        future: torch.futures.Future = torch.futures.Future()
+        seq = self.liveness.started
+        self._completer.submit(Pending(
+            wait=lambda: [h.wait() for h in handles], finish=finish, future=future,
+            describe=f"{describe} (collective #{seq} of rank {self._rank})"))
+        return FutureWork(future)
+
+    def average_future(self, tensor: torch.Tensor) -> torch.futures.Future:
+        """Average ``tensor`` in place; the future's value is the tensor (the DDP hook)."""
+        handles = self._start([(encoding.reduce_input(tensor), "mean")])
+        future: torch.futures.Future = torch.futures.Future()
+
+        def finish(results: list[np.ndarray]) -> torch.Tensor:
+            encoding.write_back(tensor, results[0])
+            return tensor
+
+        self._completer.submit(Pending(
+            wait=lambda: [h.wait() for h in handles], finish=finish, future=future,
+            describe=f"DDP bucket of {tensor.numel()} {tensor.dtype} "
+                     f"(collective #{self.liveness.started} of rank {self._rank})"))
+        return future
+
+    def _who(self, rank: int) -> str:
+        return self.membership.who(rank) if self.membership is not None else f"rank {rank}"
+
+    def _explain(self, reason: str) -> str:
+        if self._broken is not None and self._broken not in reason:
+            return f"{self._broken} ({reason})"
+        diagnosis = self.liveness.diagnose(time.monotonic())
+        return f"{reason}; {diagnosis}" if diagnosis else reason
+
+    def _peer_gone(self, why: str) -> None:
+        """A peer died or left: fail what is pending and everything after, naming it."""
+        with self._lock:
+            if self._broken is not None:
+                return
+            self._broken = why
+        self.agent.close(reason=why)
+
+    # -- the end -------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Called by ``destroy_process_group``: leave the job, stop the threads."""
+        with self._lock:
+            if self._broken is None:
+                self._broken = "the group was destroyed"
+        self.liveness.mark_left()
+        self.liveness.stop()
+        self.agent.close(reason="the p4hub group was destroyed")
+        self._completer.close()
+        if self._lease is not None:
+            try:
+                self._lease.leave()
+            except Exception:  # noqa: BLE001, S110 - the controller expires it anyway
+                pass
+            self._lease = None
+
+    def abort(self) -> None:
+        self.shutdown()
+
+    def _check_gather(self, outputs: list[torch.Tensor], tensor: torch.Tensor) -> None:
+        encoding.check_cpu(tensor, "all_gather")
+        if len(outputs) != self._world_size:
+            raise BackendError(f"all_gather: {len(outputs)} output tensors for a group of "
+                               f"{self._world_size}")
+        for out in outputs:
+            encoding.check_cpu(out, "all_gather")
+            if out.numel() != tensor.numel() or out.dtype != tensor.dtype:
+                raise BackendError(f"all_gather: output {tuple(out.shape)} {out.dtype} does "
+                                   f"not match input {tuple(tensor.shape)} {tensor.dtype}")
+
+
+def _refusal(name: str) -> Callable[..., dist.Work]:
+    def refuse(self: P4hubProcessGroup, *_args: object, **_kwargs: object) -> dist.Work:
+        raise NotSupportedError(f"{name} (p4hub does {SUPPORTED})")
+
+    refuse.__name__ = name
+    return refuse
+
+
+# What torch's Python API calls on a group for the collectives p4hub does not carry;
+# without these the base class would answer with an error that does not say why.
+for _name in ("reduce", "reduce_scatter", "reduce_scatter_single", "_reduce_scatter_base",
+              "reduce_scatter_single_coalesced", "reduce_scatter_tensor_coalesced", "alltoall",
+              "all_to_all_single", "alltoall_base", "gather", "scatter", "send", "recv",
+              "recv_anysource", "allgather_coalesced", "all_gather_single_coalesced",
+              "allgather_into_tensor_coalesced"):
+    setattr(P4hubProcessGroup, _name, _refusal(_name))
+
+
+def _rto_options(config: BackendConfig) -> dict[str, float]:
+    options = {}
+    if config.rto is not None:
+        options["rto"] = config.rto
+    if config.rto_max is not None:
+        options["rto_max"] = config.rto_max
+    return options
+
+
+def _shapes(tensors: Sequence[torch.Tensor]) -> str:
+    return ", ".join(f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in tensors)

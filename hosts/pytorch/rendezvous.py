@@ -1,0 +1,191 @@
+"""Rendezvous of a p4hub process group through the c10d store torch gives it.
+
+Every rank of the group, in the group's own (prefixed) store:
+
+1. agrees on a job name: rank 0 picks it (``P4HUB_JOB_NAME`` or a fresh one, so two
+   groups or two runs never share a job) and publishes it; the others read it;
+2. picks its UDP address (``P4HUB_DATA_IP``/``P4HUB_PORT`` or what the kernel would
+   use toward the controller or aggregator, and a free port);
+3. joins the job with the controller's JobService under that address (the switch
+   admits contributions only from the addresses joined), or, without a controller,
+   takes the job id and slots from the configuration;
+4. publishes ``{address, job}`` under ``member/<rank>`` and reads every other rank's,
+   then checks that all ranks got the same job: a rank that joined a stale job of the
+   same name, or was pointed at another aggregator, fails here and is named.
+
+The controller client is kept for heartbeats and the final LeaveJob (``Lease``).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import threading
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+
+from hosts.errors import BackendError
+from hosts.pytorch.config import BackendConfig
+
+_port_lock = threading.Lock()
+_groups_in_process = 0  # how many groups took a port from P4HUB_PORT so far
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """What every rank of the group must agree on."""
+
+    job_id: int
+    aggregator: str  # "ip:port"
+    slot_base: int
+    slot_count: int
+    window: int
+    where: str  # "switch", "pbox", or "static" (configured by hand, no controller)
+
+    @property
+    def aggregator_address(self) -> tuple[str, int]:
+        host, _, port = self.aggregator.rpartition(":")
+        return host, int(port)
+
+
+@dataclass(frozen=True)
+class Membership:
+    name: str
+    plan: JobPlan
+    rank: int
+    world_size: int
+    bind: tuple[str, int]
+    addresses: tuple[str, ...]  # every rank's "ip:port", by rank
+
+    def who(self, rank: int) -> str:
+        return f"rank {rank} ({self.addresses[rank]})"
+
+
+class Lease:
+    """This rank's place in a controller job: heartbeats keep it, ``leave`` ends it."""
+
+    def __init__(self, address: str, job_id: int, rank: int, timeout: float) -> None:
+        from controller.client import JobClient  # grpc: only when a controller is used
+
+        self.job_id, self.rank = job_id, rank
+        self._client = JobClient(address, timeout=timeout)
+
+    def heartbeat(self) -> None:
+        self._client.call("Heartbeat", deadline=2.0, job_id=self.job_id, rank=self.rank)
+
+    def leave(self) -> None:
+        try:
+            self._client.call("LeaveJob", deadline=5.0, job_id=self.job_id, rank=self.rank)
+        finally:
+            self._client.close()
+
+
+def rendezvous(store, rank: int, world_size: int, config: BackendConfig,  # type: ignore[no-untyped-def]
+               timeout: timedelta) -> tuple[Membership, Lease | None]:
+    """Join the job and agree on it with every rank; raises BackendError naming the
+    rank that is missing or disagrees."""
+    store.set_timeout(timeout)
+    name = _agree_on_name(store, rank, config)
+    bind = _local_address(config)
+    lease = None
+    if config.controller is not None:
+        plan, lease = _join(config, name, world_size, rank, bind, timeout)
+    else:
+        plan = _static_plan(config)
+    address = f"{bind[0]}:{bind[1]}"
+    store.set(f"member/{rank}", json.dumps({"address": address, "plan": asdict(plan)}))
+    members = [_member(store, r, timeout) for r in range(world_size)]
+    for r, member in enumerate(members):
+        if JobPlan(**member["plan"]) != plan:
+            raise BackendError(
+                f"rank {r} ({member['address']}) joined {member['plan']}, but rank {rank} "
+                f"joined {asdict(plan)}: the ranks must share one job (a stale job named "
+                f"{name!r}, or different P4HUB_* settings?)")
+    addresses = tuple(m["address"] for m in members)
+    if len(set(addresses)) != world_size:
+        raise BackendError(f"two ranks declared the same UDP address: {list(addresses)}")
+    return Membership(name, plan, rank, world_size, bind, addresses), lease
+
+
+def _agree_on_name(store, rank: int, config: BackendConfig) -> str:  # type: ignore[no-untyped-def]
+    if rank == 0:
+        store.set("job_name", config.job_name or f"torch-{secrets.token_hex(4)}")
+    try:
+        return store.get("job_name").decode()
+    except Exception as exc:  # noqa: BLE001 - the store's errors have no common type
+        raise BackendError(f"rank {rank}: no job name from rank 0 through the store: "
+                           f"{exc}") from None
+
+
+def _local_address(config: BackendConfig) -> tuple[str, int]:
+    target = config.controller or config.aggregator
+    assert target is not None
+    ip = config.data_ip or _route_source(target[0])
+    port = _next_configured_port(config.port) or _free_udp_port(ip)
+    return ip, port
+
+
+def _route_source(host: str) -> str:
+    """The address the kernel picks toward ``host`` (a connected UDP socket sends nothing)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((host, 9))
+            return probe.getsockname()[0]
+    except OSError as exc:
+        raise BackendError(f"no route to {host}: {exc}; set P4HUB_DATA_IP") from None
+
+
+def _next_configured_port(base: int) -> int:
+    global _groups_in_process
+    if not base:
+        return 0
+    with _port_lock:
+        port, _groups_in_process = base + _groups_in_process, _groups_in_process + 1
+    return port
+
+
+def _free_udp_port(ip: str) -> int:
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind((ip, 0))
+            return probe.getsockname()[1]
+    except OSError as exc:
+        raise BackendError(f"cannot bind a UDP socket on {ip}: {exc}; check "
+                           f"P4HUB_DATA_IP") from None
+
+
+def _join(config: BackendConfig, name: str, world_size: int, rank: int,
+          bind: tuple[str, int], timeout: timedelta) -> tuple[JobPlan, Lease]:
+    import grpc
+
+    from controller.client import JobClient
+
+    assert config.controller is not None
+    where = f"{config.controller[0]}:{config.controller[1]}"
+    client = JobClient(where, timeout=min(timeout.total_seconds(), 60.0), wait_for_ready=True)
+    try:
+        reply = client.join(name, world_size, rank, f"{bind[0]}:{bind[1]}", config.placement)
+    except grpc.RpcError as exc:
+        raise BackendError(f"the controller at {where} refused rank {rank}'s join of job "
+                           f"{name!r}: {exc.details()} ({exc.code().name})") from None
+    finally:
+        client.close()
+    plan = JobPlan(reply["job_id"], reply["aggregator"], reply["slot_base"],
+                   reply["slot_count"], config.window or reply["window"], reply["where"])
+    return plan, Lease(where, plan.job_id, rank, timeout=10.0)
+
+
+def _static_plan(config: BackendConfig) -> JobPlan:
+    assert config.aggregator is not None
+    host, port = config.aggregator
+    return JobPlan(config.job_id, f"{host}:{port}", config.slot_base, config.slot_count,
+                   config.window or config.slot_count, "static")
+
+
+def _member(store, rank: int, timeout: timedelta) -> dict:  # type: ignore[no-untyped-def]
+    try:
+        return json.loads(store.get(f"member/{rank}"))
+    except Exception as exc:  # noqa: BLE001 - the store's errors have no common type
+        raise BackendError(f"rank {rank} did not join within {timeout.total_seconds():.0f} s "
+                           f"(no member record in the store: {exc})") from None

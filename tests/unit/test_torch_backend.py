@@ -1,0 +1,209 @@
+"""The "p4hub" torch.distributed backend and DDP hook, with real processes on loopback
+against a real PBox (``p4hub-pbox``), and against a stand-in controller JobService.
+
+Each rank is ``python -m tests.unit.torch_ranks SCENARIO ...`` (see that module); the
+checks are made inside the ranks and reported as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import grpc
+import pytest
+
+from controller import api
+
+ROOT = Path(__file__).resolve().parents[2]
+# job id -> (world size, slot base) configured on the PBox; slot ranges do not overlap
+JOBS = {1: (3, 0), 2: (2, 64), 3: (3, 128), 4: (2, 192), 5: (4, 256), 6: (2, 320)}
+SLOTS = 64
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def pbox():
+    jobs = [f"--job={j}:{w}:{base}:{SLOTS}" for j, (w, base) in JOBS.items()]
+    proc = subprocess.Popen([sys.executable, "-m", "hosts.pbox_cli", "--listen", "127.0.0.1:0",
+                             "--workers", "1", *jobs], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        ready = json.loads(proc.stdout.readline())
+        assert ready["event"] == "ready", ready
+        yield f"127.0.0.1:{ready['listen'][1]}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def env_for(job: int | None = None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("P4HUB_")}
+    if job is not None:
+        env.update(P4HUB_JOB_ID=str(job), P4HUB_SLOT_BASE=str(JOBS[job][1]),
+                   P4HUB_SLOT_COUNT=str(SLOTS))
+    env.update(extra)
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def run_ranks(scenario: str, world: int, env: dict[str, str], timeout: float = 90.0
+              ) -> list[list[dict]]:
+    """Start ``world`` ranks, wait for all, return each rank's JSON lines."""
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.unit.torch_ranks", scenario,
+                               str(rank), str(world), str(port)], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for rank in range(world)]
+    return collect(procs, timeout)
+
+
+def collect(procs: list[subprocess.Popen], timeout: float) -> list[list[dict]]:
+    outputs = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=timeout)
+            lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+            outputs.append(lines)
+            if not lines:
+                raise AssertionError(f"a rank printed nothing; stderr:\n{err[-3000:]}")
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return outputs
+
+
+def assert_checks_pass(outputs: list[list[dict]], expected_checks: int) -> None:
+    for rank, lines in enumerate(outputs):
+        checks = [line for line in lines if "check" in line]
+        failed = [c for c in checks if not c["ok"]]
+        assert not failed, f"rank {rank}: {failed}"
+        assert len(checks) == expected_checks, (rank, [c["check"] for c in checks], lines[-1])
+        assert lines[-1] == {"event": "done"}, lines[-1]
+    digests = [{d["digest"]: d["value"] for d in lines if "digest" in d} for lines in outputs]
+    assert all(d == digests[0] for d in digests) and digests[0], digests
+
+
+def test_collectives_dtypes_async_and_refusals(pbox):
+    outputs = run_ranks("collectives", 3, env_for(1, P4HUB_AGGREGATOR=pbox))
+    assert_checks_pass(outputs, expected_checks=21)
+
+
+def test_p4hub_group_beside_gloo_and_the_ddp_hook_matches_gloo(pbox):
+    outputs = run_ranks("mixed", 2, env_for(2, P4HUB_AGGREGATOR=pbox))
+    assert_checks_pass(outputs, expected_checks=2)
+    hook = next(c for c in outputs[0] if c.get("check") == "DDP hook matches Gloo's average")
+    assert hook["worst_relative"] > 0  # quantized, so not bit-identical to Gloo's float sum
+
+
+def test_a_dead_rank_is_named_and_fails_the_others_fast(pbox):
+    env = env_for(3, P4HUB_AGGREGATOR=pbox, P4HUB_DEAD_AFTER="3", TEST_PG_TIMEOUT="60")
+    outputs = run_ranks("dead", 3, env)
+    assert outputs[2][-1] == {"event": "dying"}
+    for rank in (0, 1):
+        failed = outputs[rank][-1]
+        assert failed["event"] == "failed", failed
+        assert "rank 2 (127.0.0.1:" in failed["error"] and "heartbeat" in failed["error"], failed
+        assert failed["seconds"] < 20, failed  # well inside the 60 s timeout
+
+
+def test_a_rank_that_is_alive_but_behind_is_named_when_the_deadline_passes(pbox):
+    env = env_for(4, P4HUB_AGGREGATOR=pbox, P4HUB_TIMEOUT="2", P4HUB_DEAD_AFTER="30")
+    outputs = run_ranks("late", 2, env)
+    failed = outputs[0][-1]
+    assert failed["event"] == "failed", failed
+    assert "rank 1 (127.0.0.1:" in failed["error"] and "alive but" in failed["error"], failed
+    assert failed["seconds"] < 10, failed
+
+
+def test_torchrun_with_four_processes_and_c10d_rendezvous(pbox):
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4",
+         "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--max-restarts", "0",
+         "-m", "tests.unit.torch_ranks", "basic"],
+        cwd=ROOT, env=env_for(5, P4HUB_AGGREGATOR=pbox), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    (lines,) = collect([proc], timeout=120)
+    checks = [line for line in lines if "check" in line]
+    assert len(checks) == 4 and all(c["ok"] for c in checks), lines
+    assert sum(1 for line in lines if line.get("event") == "done") == 4
+    assert proc.returncode == 0
+
+
+class FakeJobService:
+    """The controller's JobService as the backend sees it: JoinJob places the job on
+    the test's PBox; every call is recorded; job names starting "refuse" are refused."""
+
+    def __init__(self, pbox: str) -> None:
+        self.pbox = pbox
+        self.calls: list[tuple[str, dict]] = []
+        self.lock = threading.Lock()
+
+    def handle(self, method: str, body: bytes) -> dict:
+        request = json.loads(body)
+        with self.lock:
+            self.calls.append((method, request))
+        if method == "JoinJob":
+            if request["name"].startswith("refuse"):
+                raise api.ApiError(grpc.StatusCode.INVALID_ARGUMENT,
+                                   "world size 2 needs 2 free ports on s1")
+            world, base = JOBS[6]
+            return {"job_id": 6, "world_size": world, "rank": request["rank"],
+                    "aggregator": self.pbox, "slot_base": base, "slot_count": SLOTS, "k": 64,
+                    "window": SLOTS, "where": "pbox"}
+        return {}
+
+
+@pytest.fixture
+def controller(pbox):
+    service = FakeJobService(pbox)
+    server, port = api.serve(service, "127.0.0.1:0")
+    yield service, f"127.0.0.1:{port}"
+    server.stop(grace=None)
+
+
+def test_joining_through_the_controller_heartbeats_and_leaves(controller):
+    service, address = controller
+    outputs = run_ranks("basic", 2, env_for(P4HUB_CONTROLLER=address))
+    assert_checks_pass_basic(outputs)
+    joins = [r for m, r in service.calls if m == "JoinJob"]
+    assert sorted(j["rank"] for j in joins) == [0, 1]
+    assert len({j["name"] for j in joins}) == 1 and len({j["address"] for j in joins}) == 2
+    assert all(j["address"].startswith("127.0.0.1:") for j in joins)
+    leaves = sorted(r["rank"] for m, r in service.calls if m == "LeaveJob")
+    assert leaves == [0, 1]
+    stats = next(line["stats"] for line in outputs[0] if "stats" in line)
+    assert stats["where"] == "pbox" and stats["job_id"] == 6
+
+
+def assert_checks_pass_basic(outputs: list[list[dict]]) -> None:
+    for lines in outputs:
+        assert [c["ok"] for c in lines if "check" in c] == [True], lines
+        assert lines[-1] == {"event": "done"}
+
+
+def test_a_join_the_controller_refuses_says_why(controller):
+    _, address = controller
+    outputs = run_ranks("basic", 2, env_for(P4HUB_CONTROLLER=address, P4HUB_JOB_NAME="refuse-1"))
+    for lines in outputs:
+        assert lines[-1]["event"] == "init failed", lines
+        assert "refused" in lines[-1]["error"] and "needs 2 free ports" in lines[-1]["error"]
+
+
+def test_a_bad_setting_is_named_before_anything_starts():
+    outputs = run_ranks("basic", 1, env_for(P4HUB_AGGREGATOR="no-port-here"))
+    assert outputs[0][-1]["event"] == "init failed"
+    assert "P4HUB_AGGREGATOR='no-port-here'" in outputs[0][-1]["error"]
