@@ -1,4 +1,4 @@
-"""Start topologies.worker on every rack worker and gather their JSON lines.
+"""Start a program on every rack worker and gather their JSON lines.
 
 Lines from all workers are read on threads; an iteration is handed to ``on_iteration``
 as soon as every rank has reported it, so the driver can print its table live.
@@ -45,14 +45,32 @@ def run_workers(
     tag: str = "",
 ) -> WorkerRun:
     """Run ``python -m topologies.worker <worker_args(rank)>`` on every worker host."""
+    run = WorkerRun()
+    world = len(rack.workers)
+    run_ranks(rack, lambda rank: ["-m", "topologies.worker", *worker_args(rank)], timeout,
+              lambda rank, line: _record(run, rank, line, world, on_iteration), run, tag)
+    return run
+
+
+def run_ranks(
+    rack: Rack,
+    command: Callable[[int], list[str]],
+    timeout: float,
+    on_line: Callable[[int, dict], None],
+    run: WorkerRun,
+    tag: str = "",
+    env: Callable[[int], dict[str, str]] | None = None,
+) -> None:
+    """Run ``python <command(rank)>`` on every worker host (with ``env(rank)`` added to its
+    environment), hand each JSON line to ``on_line`` as it comes, and record the exit
+    codes and a time-out in ``run``. Every process is gone when this returns."""
     lines: queue.Queue[tuple[int, dict | None]] = queue.Queue()
     procs: dict[int, subprocess.Popen] = {}
     for rank, host in enumerate(rack.workers):
-        args = [PYTHON, "-m", "topologies.worker", *worker_args(rank)]
-        procs[rank] = rack.popen(host, args, f"{host.name}{tag}")
+        extra = {"env": env(rank)} if env is not None else {}
+        procs[rank] = rack.popen(host, [PYTHON, *command(rank)], f"{host.name}{tag}", **extra)
         log = rack.log_dir / f"{host.name}{tag}.out"
         threading.Thread(target=_pump, args=(rank, procs[rank], lines, log), daemon=True).start()
-    run = WorkerRun()
     running = set(procs)
     deadline = time.monotonic() + timeout
     while running:
@@ -64,7 +82,7 @@ def run_workers(
         if line is None:
             running.discard(rank)
             continue
-        _record(run, rank, line, len(procs), on_iteration)
+        on_line(rank, line)
     for rank, proc in procs.items():
         if run.timed_out and proc.poll() is None:
             proc.kill()
@@ -73,7 +91,6 @@ def run_workers(
         except subprocess.TimeoutExpired:
             proc.kill()
             run.returncodes[rank] = None
-    return run
 
 
 def _record(run: WorkerRun, rank: int, line: dict, world: int, on_iteration) -> None:

@@ -1,0 +1,55 @@
+"""Training through the switch on a Mininet rack (root): ``make run``'s default mode.
+
+The real driver pieces (topologies/run.py, topologies/train_run.py) on a 4-worker rack
+with the P4 switch, the PBox and p4hub-controller: one epoch of DigitsNet over the p4hub
+backend with the job on the switch, and the same epoch over Gloo. The p4hub path must
+aggregate on the switch, keep every rank's weights identical, follow Gloo's loss within
+the driver's tolerance, and leave its job when the process group is destroyed. The rack
+is torn down even when a check fails.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from controller.client import JobClient
+from topologies import run, train_run
+from topologies.rack import Rack
+
+pytestmark = [pytest.mark.root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_one_epoch_through_the_switch_follows_gloo():
+    args = run.parse_args(["--epochs", "1", "--paths", "switch,gloo", "--no-pcap",
+                           "--grpc-port", str(free_port()), "--controller-port",
+                           str(free_port())])
+    with Rack(run.rack_config(args, run_name="e2e-train")) as rack:
+        run.start_services(rack, args)
+        results = {name: train_run.run_path(rack, train_run.PATHS[name], i, args)
+                   for i, name in enumerate(["switch", "gloo"])}
+        problems = train_run.compare(results)
+        client = JobClient(rack.controller_address, timeout=10.0)
+        try:
+            jobs_after = client.call("ListJobs")["jobs"]
+        finally:
+            client.close()
+    switch, gloo = results["switch"], results["gloo"]
+    assert switch.ok and gloo.ok, (switch.problems, gloo.problems)
+    assert not problems
+    assert switch.where() == "switch"
+    assert len(switch.losses()) == len(gloo.losses()) == 11  # 1437 images / (4 x 32)
+    assert train_run.max_loss_gap(switch, gloo) < train_run.LOSS_TOLERANCE
+    assert switch.epoch_rows()[0]["test_accuracy"] > 0.8
+    stats = switch.done[0]["stats"]
+    assert stats["results"] > 0 and stats["where"] == "switch"
+    assert jobs_after == []  # every rank left its job when the group was destroyed

@@ -1,0 +1,185 @@
+"""``make run --mode allreduce``: a multi-iteration all-reduce of synthetic, ResNet-50-shaped
+gradients on the rack, one table row per iteration (the mode ``make run`` had before it
+trained a model).
+
+Each path runs topologies/worker.py on every worker: ``switch`` (the controller gives
+the job switch slots), ``pbox`` (the same agents, the job placed on the PBox through
+JoinJob's placement), ``gloo`` (torch.distributed's ring on the same links). A row has
+the iteration's time, goodput, where the chunks were aggregated, the max abs error
+against the float64 sum of the unquantized inputs, and whether every worker got exactly
+the sum of the quantized inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from topologies import workload
+from topologies.launch import WorkerRun, run_workers
+from topologies.rack import Rack, worker_ip
+
+AGENT_PORT = 47000
+
+
+@dataclass
+class PathResult:
+    name: str
+    where: str
+    rows: list[dict] = field(default_factory=list)
+    ok: bool = True
+    problems: list[str] = field(default_factory=list)
+    counters: dict = field(default_factory=dict)
+
+    def median_seconds(self) -> float:
+        return statistics.median(r["seconds"] for r in self.rows) if self.rows else float("nan")
+
+
+def _training_args(args: argparse.Namespace, rank: int) -> list[str]:
+    return ["--rank", str(rank), "--world", str(args.workers), "--scale", str(args.scale),
+            "--iterations", str(args.iterations), "--seed", str(args.seed), "--check",
+            "--timeout", str(args.agent_timeout), "--rto-max", str(args.rto_max),
+            "--rto", str(args.rto),
+            *([] if args.per_layer else ["--fuse"])]
+
+
+def _row(where: str, by_rank: dict[int, dict], bw_bytes: int) -> dict:
+    lines = list(by_rank.values())
+    seconds = max(line["seconds"] for line in lines)  # done when the last worker is
+    where = "/".join(sorted({line.get("where", where) for line in lines}))
+    exact = [line.get("exact") for line in lines]
+    return {
+        "iteration": lines[0]["iteration"],
+        "seconds": seconds,
+        "goodput_mbit": 8 * bw_bytes / seconds / 1e6,
+        "where": where,
+        "max_abs_err": max(line["max_abs_err"] for line in lines),
+        "exact": None if None in exact else all(exact),
+        "same_everywhere": len({line["digest"] for line in lines}) == 1,
+    }
+
+
+def _print_header(title: str) -> None:
+    print(f"\n{title}")
+    print(f"{'iter':>4} {'time s':>8} {'goodput Mbit/s':>15} {'where':>6} "
+          f"{'max abs err':>12} {'exact':>6} {'same':>5}")
+
+
+def _print_row(row: dict) -> None:
+    exact = "-" if row["exact"] is None else ("yes" if row["exact"] else "NO")
+    same = "yes" if row["same_everywhere"] else "NO"
+    print(f"{row['iteration']:>4} {row['seconds']:>8.3f} {row['goodput_mbit']:>15.1f} "
+          f"{row['where']:>6} {row['max_abs_err']:>12.3e} {exact:>6} {same:>5}", flush=True)
+
+
+def _collect(name: str, where: str, rack: Rack, args: argparse.Namespace,
+             worker_args: Callable[[int], list[str]]) -> tuple[PathResult, WorkerRun]:
+    result = PathResult(name, where)
+    nbytes = 4 * sum(workload.layer_sizes(args.model, args.scale))
+    _print_header(f"{name}: {args.workers} workers, {nbytes / 1e6:.2f} MB of gradients "
+                  f"per iteration, links {args.bw} Mbit/s, loss {args.loss}%")
+
+    def on_iteration(_key: tuple, by_rank: dict[int, dict]) -> None:
+        row = _row(where, by_rank, nbytes)
+        result.rows.append(row)
+        _print_row(row)
+
+    run = run_workers(rack, worker_args, timeout=args.path_timeout, on_iteration=on_iteration,
+                      tag=f"-{name}")
+    for rank, error in sorted(run.errors.items()):
+        result.problems.append(f"w{rank + 1}: {error}")
+    if run.timed_out:
+        result.problems.append(f"workers did not finish within {args.path_timeout} s")
+    if len(result.rows) != args.iterations:
+        result.problems.append(f"{len(result.rows)} of {args.iterations} iterations completed")
+    for row in result.rows:
+        if row["exact"] is False or not row["same_everywhere"]:
+            result.problems.append(f"iteration {row['iteration']}: wrong or differing results")
+    result.ok = run.ok and not result.problems
+    return result, run
+
+
+def job_worker_args(rack: Rack, args: argparse.Namespace, rank: int, job_name: str,
+                    placement: str) -> list[str]:
+    return ["--backend", "job", "--controller", rack.controller_address, "--job-name", job_name,
+            "--placement", placement, "--data-ip", worker_ip(rank),
+            "--agent-port", str(AGENT_PORT)]
+
+
+def _run_job_path(rack: Rack, args: argparse.Namespace, name: str, where: str,
+                  placement: str) -> PathResult:
+    before = _switch_ports(rack)
+    result, _ = _collect(name, where, rack, args, lambda rank: [
+        *job_worker_args(rack, args, rank, f"inc-{where}", placement),
+        *_training_args(args, rank)])
+    after = _switch_ports(rack)
+    if before and after:
+        result.counters = {"switch_rx": _total(after, "rx") - _total(before, "rx"),
+                           "switch_tx": _total(after, "tx") - _total(before, "tx")}
+    wrong = {row["where"] for row in result.rows} - {where}
+    if wrong:
+        result.problems.append(f"aggregated on {sorted(wrong)}, expected {where}")
+        result.ok = False
+    return result
+
+
+def _switch_ports(rack: Rack) -> dict:
+    from controller.client import JobClient
+
+    client = JobClient(rack.controller_address, timeout=10.0)
+    try:
+        return client.call("ShowSwitch", name="s1").get("ports", {})
+    except Exception:  # noqa: BLE001 - counters are informative only
+        return {}
+    finally:
+        client.close()
+
+
+def _total(ports: dict, kind: str) -> int:
+    return sum(int(row[kind]["packets"]) for row in ports.values())
+
+
+def run_switch_path(rack: Rack, args: argparse.Namespace) -> PathResult:
+    return _run_job_path(rack, args, "switch path", "switch", "auto")
+
+
+def run_job_pbox_path(rack: Rack, args: argparse.Namespace) -> PathResult:
+    return _run_job_path(rack, args, "PBox path (job placed on the PBox)", "pbox", "pbox")
+
+
+def run_gloo_path(rack: Rack, args: argparse.Namespace) -> PathResult:
+    result, _ = _collect("Gloo ring (torch.distributed)", "gloo", rack, args, lambda rank: [
+        "--backend", "gloo", "--master", "10.0.0.1:29500", *_training_args(args, rank)])
+    return result
+
+
+PATHS: dict[str, Callable[[Rack, argparse.Namespace], PathResult]] = {
+    "switch": run_switch_path,
+    "pbox": run_job_pbox_path,
+    "gloo": run_gloo_path,
+}
+
+
+def summarize(results: list[PathResult], args: argparse.Namespace) -> None:
+    nbytes = 4 * sum(workload.layer_sizes(args.model, args.scale))
+    link_s = nbytes * 8 / (args.bw * 1e6) if args.bw else float("nan")
+    n = args.workers
+    print(f"\nsummary ({n} workers, {nbytes / 1e6:.2f} MB, {args.bw} Mbit/s, loss {args.loss}%)"
+          f"; floors: single PBox N x size / bw = {n * link_s:.3f} s, ring 2(N-1)/N x size / bw"
+          f" = {2 * (n - 1) / n * link_s:.3f} s, switch size / bw = {link_s:.3f} s")
+    floors = {"switch": link_s, "pbox": n * link_s, "gloo": 2 * (n - 1) / n * link_s}
+    print(f"  {'path':<36} {'median s':>9} {'goodput Mbit/s':>15} {'floor s':>8} "
+          f"{'x floor':>8}  status")
+    for result in results:
+        status = "ok" if result.ok else "FAILED"
+        median = result.median_seconds()
+        floor = floors.get(result.where, float("nan"))
+        print(f"  {result.name:<36} {median:>9.3f} {8 * nbytes / median / 1e6:>15.1f} "
+              f"{floor:>8.3f} {median / floor:>8.2f}  {status}")
+        for problem in result.problems:
+            print(f"    problem: {problem}")
+        if result.counters:
+            print(f"    switch port counters during the path: {result.counters['switch_rx']} "
+                  f"packets in, {result.counters['switch_tx']} out")

@@ -1,0 +1,247 @@
+"""``make run``'s default: train DigitsNet on the rack three ways and compare them.
+
+Every path runs ``python -m topologies.train.loop`` on the same worker hosts with the
+same seed, so the weights, the global batches and their order are the same; only the
+way gradients are summed differs:
+
+* ``switch``: DDP over the ``p4hub`` backend; the group joins a job through the
+  controller's JobService, which gives it switch slots (aggregate.p4 sums in the switch);
+* ``pbox``: the same, with the job placed on the PBox (``P4HUB_PLACEMENT=pbox``);
+* ``gloo``: DDP over Gloo's ring, over TCP on the same links: the reference.
+
+Checks (the run fails if one does not hold): every rank of a path ends each epoch with
+the same weights (``param_digest``); the switch and PBox paths are bit-identical to
+each other (both return exactly the sum of the quantized gradients); and each p4hub
+path's loss curve stays within ``LOSS_TOLERANCE`` of Gloo's at every step, with the
+final test accuracy within ``ACCURACY_TOLERANCE``. Why those tolerances: the only
+difference from Gloo is quantization, at most about 2**-28 of each 64-gradient
+block's largest magnitude with 4 workers (hosts/quantize.py); measured on this rack,
+the per-step losses differ from Gloo's by under 1e-5 over three epochs, and the
+tolerances leave a wide margin above that while staying far below what a wrong sum
+does (a gradient lost or counted twice moves the loss by 1e-2 or more within a few
+steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from dataclasses import dataclass, field
+
+from topologies.launch import WorkerRun, run_ranks
+from topologies.rack import Rack, mgmt_ip, worker_ip
+
+LOSS_TOLERANCE = 1e-3  # absolute, on the global batch's mean cross-entropy
+ACCURACY_TOLERANCE = 2 / 360  # two test images
+AGENT_PORT = 47000
+STORE_PORT = 29500  # + the path's index: every path gets a fresh c10d store
+
+
+@dataclass(frozen=True)
+class TrainPath:
+    name: str  # switch, pbox, gloo
+    title: str
+    comm: str  # the loop's --comm
+    placement: str = ""  # P4HUB_PLACEMENT for the p4hub paths
+
+
+PATHS = {
+    "switch": TrainPath("switch", "switch (p4hub backend, job on the switch)", "p4hub", "auto"),
+    "pbox": TrainPath("pbox", "PBox (p4hub backend, job on the PBox)", "p4hub", "pbox"),
+    "gloo": TrainPath("gloo", "Gloo ring (torch.distributed)", "gloo"),
+}
+
+
+@dataclass
+class TrainResult:
+    path: TrainPath
+    world: int
+    steps: dict[int, dict[int, dict]] = field(default_factory=dict)  # step -> rank -> line
+    epochs: dict[int, dict[int, dict]] = field(default_factory=dict)  # epoch -> rank -> line
+    done: dict[int, dict] = field(default_factory=dict)
+    errors: dict[int, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    run: WorkerRun = field(default_factory=WorkerRun)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def losses(self) -> list[float]:
+        """Per step, the mean of the ranks' losses: the global batch's loss."""
+        return [statistics.fmean(line["loss"] for line in self.steps[s].values())
+                for s in sorted(self.steps) if len(self.steps[s]) == self.world]
+
+    def step_seconds(self) -> list[float]:
+        """Per step, the slowest rank's time (a step is done when every rank is)."""
+        return [max(line["seconds"] for line in self.steps[s].values())
+                for s in sorted(self.steps) if len(self.steps[s]) == self.world]
+
+    def epoch_rows(self) -> list[dict]:
+        return [_epoch_row(e, by_rank) for e, by_rank in sorted(self.epochs.items())
+                if len(by_rank) == self.world]
+
+    def median_step_seconds(self) -> float:
+        seconds = self.step_seconds()
+        return statistics.median(seconds) if seconds else float("nan")
+
+    def where(self) -> str:
+        places = {line.get("where", self.path.name) for line in self.done.values()}
+        return "/".join(sorted(places)) or "?"
+
+
+def _epoch_row(epoch: int, by_rank: dict[int, dict]) -> dict:
+    lines = list(by_rank.values())
+    return {"epoch": epoch, "train_loss": statistics.fmean(x["train_loss"] for x in lines),
+            "test_accuracy": lines[0]["test_accuracy"], "test_loss": lines[0]["test_loss"],
+            "seconds_per_step": max(x["seconds_per_step"] for x in lines),
+            "same_weights": len({x["param_digest"] for x in lines}) == 1,
+            "digest": lines[0]["param_digest"]}
+
+
+def loop_args(path: TrainPath, args: argparse.Namespace, rank: int, index: int) -> list[str]:
+    return ["-m", "topologies.train.loop", "--comm", path.comm, "--rank", str(rank),
+            "--world", str(args.workers), "--master", f"{store_host()}:{STORE_PORT + index}",
+            "--epochs", str(args.epochs), "--batch", str(args.batch), "--seed", str(args.seed),
+            "--timeout", str(args.agent_timeout)]
+
+
+def store_host() -> str:
+    """Rank 0's management address: the c10d store's TCP stays off the data links."""
+    return mgmt_ip(worker_ip(0))
+
+
+def p4hub_env(rack: Rack, path: TrainPath, args: argparse.Namespace, rank: int) -> dict:
+    env = {"P4HUB_CONTROLLER": rack.controller_address, "P4HUB_DATA_IP": worker_ip(rank),
+           "P4HUB_PORT": str(AGENT_PORT), "P4HUB_JOB_NAME": f"train-{path.name}",
+           "P4HUB_PLACEMENT": path.placement}
+    if args.rto:
+        env["P4HUB_RTO"] = str(args.rto)
+    if args.rto_max:
+        env["P4HUB_RTO_MAX"] = str(args.rto_max)
+    return env
+
+
+def run_path(rack: Rack, path: TrainPath, index: int, args: argparse.Namespace) -> TrainResult:
+    result = TrainResult(path, args.workers)
+    print(f"\n{path.title}: {args.workers} workers x batch {args.batch}, {args.epochs} epochs, "
+          f"links {args.bw} Mbit/s, loss {args.loss}%", flush=True)
+    print(f"{'epoch':>5} {'train loss':>11} {'test acc':>9} {'test loss':>10} "
+          f"{'s/step':>8} {'same weights':>13}", flush=True)
+
+    def on_line(rank: int, line: dict) -> None:
+        _record(result, rank, line)
+
+    env = None if path.comm == "gloo" else (lambda rank: p4hub_env(rack, path, args, rank))
+    run_ranks(rack, lambda rank: loop_args(path, args, rank, index), args.path_timeout,
+              on_line, result.run, tag=f"-{path.name}", env=env)
+    _check_path(result, args)
+    return result
+
+
+def _record(result: TrainResult, rank: int, line: dict) -> None:
+    event = line.get("event")
+    if event == "step":
+        result.steps.setdefault(line["step"], {})[rank] = line
+    elif event == "epoch":
+        by_rank = result.epochs.setdefault(line["epoch"], {})
+        by_rank[rank] = line
+        if len(by_rank) == result.world:
+            _print_epoch(_epoch_row(line["epoch"], by_rank))
+    elif event == "done":
+        result.done[rank] = line
+    elif event == "error":
+        result.errors[rank] = line.get("error", "?")
+
+
+def _print_epoch(row: dict) -> None:
+    same = "yes" if row["same_weights"] else "NO"
+    print(f"{row['epoch'] + 1:>5} {row['train_loss']:>11.4f} {row['test_accuracy']:>9.3f} "
+          f"{row['test_loss']:>10.4f} {row['seconds_per_step']:>8.3f} {same:>13}", flush=True)
+
+
+def _check_path(result: TrainResult, args: argparse.Namespace) -> None:
+    problems = result.problems
+    problems += [f"w{rank + 1}: {error}" for rank, error in sorted(result.errors.items())]
+    if result.run.timed_out:
+        problems.append(f"the workers did not finish within {args.path_timeout} s")
+    bad_exit = {r: c for r, c in result.run.returncodes.items() if c != 0}
+    if bad_exit and not result.errors:
+        problems.append(f"workers exited with {bad_exit}")
+    rows = result.epoch_rows()
+    if len(rows) != args.epochs:
+        problems.append(f"{len(rows)} of {args.epochs} epochs completed")
+    problems += [f"epoch {row['epoch'] + 1}: the ranks' weights differ"
+                 for row in rows if not row["same_weights"]]
+    expected = {"switch": "switch", "pbox": "pbox"}.get(result.path.name)
+    if expected and result.done and result.where() != expected:
+        problems.append(f"aggregated on {result.where()}, expected {expected}")
+
+
+def compare(results: dict[str, TrainResult]) -> list[str]:
+    """Cross-path checks; each problem is also added to the path it concerns."""
+    problems = []
+    gloo = results.get("gloo")
+    for name in ("switch", "pbox"):
+        result = results.get(name)
+        if result is None or gloo is None or not result.ok or not gloo.ok:
+            continue
+        for problem in _against_gloo(result, gloo):
+            result.problems.append(problem)
+            problems.append(f"{name}: {problem}")
+    switch, pbox = results.get("switch"), results.get("pbox")
+    if switch and pbox and switch.ok and pbox.ok:
+        ours = [row["digest"] for row in switch.epoch_rows()]
+        theirs = [row["digest"] for row in pbox.epoch_rows()]
+        if ours != theirs:
+            switch.problems.append("weights differ from the PBox path's (both must be exact)")
+            problems.append("switch and PBox paths are not bit-identical")
+    return problems
+
+
+def _against_gloo(result: TrainResult, gloo: TrainResult) -> list[str]:
+    ours, theirs = result.losses(), gloo.losses()
+    if len(ours) != len(theirs):
+        return [f"{len(ours)} steps, Gloo {len(theirs)}"]
+    worst = max_loss_gap(result, gloo)
+    problems = []
+    if worst > LOSS_TOLERANCE:
+        problems.append(f"loss differs from Gloo's by up to {worst:.2e} "
+                        f"(tolerance {LOSS_TOLERANCE:.0e})")
+    accuracy = result.epoch_rows()[-1]["test_accuracy"]
+    reference = gloo.epoch_rows()[-1]["test_accuracy"]
+    if abs(accuracy - reference) > ACCURACY_TOLERANCE + 1e-12:
+        problems.append(f"final test accuracy {accuracy:.3f}, Gloo {reference:.3f}")
+    return problems
+
+
+def max_loss_gap(result: TrainResult, gloo: TrainResult) -> float:
+    pairs = zip(result.losses(), gloo.losses(), strict=False)
+    return max((abs(a - b) for a, b in pairs), default=float("nan"))
+
+
+def summarize(results: dict[str, TrainResult], args: argparse.Namespace) -> None:
+    gloo = results.get("gloo")
+    gloo_rate = _samples_per_s(gloo, args) if gloo and gloo.ok else float("nan")
+    print(f"\nsummary ({args.workers} workers, batch {args.batch} per worker, {args.epochs} "
+          f"epochs, {args.bw} Mbit/s links, loss {args.loss}%; loss tolerance vs Gloo "
+          f"{LOSS_TOLERANCE:.0e}, accuracy tolerance {ACCURACY_TOLERANCE:.4f})")
+    print(f"  {'path':<42} {'where':>6} {'test acc':>8} {'s/step':>7} {'samples/s':>9} "
+          f"{'x Gloo':>7} {'max |loss - Gloo|':>18}  status")
+    for result in results.values():
+        rows = result.epoch_rows()
+        accuracy = rows[-1]["test_accuracy"] if rows else float("nan")
+        rate = _samples_per_s(result, args)
+        gap = max_loss_gap(result, gloo) if gloo and result is not gloo else 0.0
+        status = "ok" if result.ok else "FAILED"
+        print(f"  {result.path.title:<42} {result.where():>6} {accuracy:>8.3f} "
+              f"{result.median_step_seconds():>7.3f} {rate:>9.0f} {rate / gloo_rate:>7.2f} "
+              f"{gap:>18.2e}  {status}")
+        for problem in result.problems:
+            print(f"    problem: {problem}")
+
+
+def _samples_per_s(result: TrainResult | None, args: argparse.Namespace) -> float:
+    if result is None:
+        return float("nan")
+    return args.workers * args.batch / result.median_step_seconds()
