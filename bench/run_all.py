@@ -17,12 +17,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["quantize", "switch_core", "switch_io", "allreduce"]
+ORDER = ["quantize", "switch_core", "switch_io", "allreduce", "training"]
 QUICK_ARGS: dict[str, list[str]] = {
     "quantize": ["--mb", "16", "--repeat", "3"],
     "switch_core": ["--reps", "3"],
     "switch_io": [],
     "allreduce": ["--quick"],
+    "training": ["--bw", "5", "--epochs", "2"],
 }
 # switch_core_process is the p4lite-switch half of switch_core, run from it.
 NOT_BENCHMARKS = {"__init__", "run_all", "switch_core_process"}

@@ -49,7 +49,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="allreduce: fraction of ResNet-50's 25.6M parameters per iteration")
     parser.add_argument("--model", default=str(workload.DEFAULT_MODEL))
     parser.add_argument("--paths", default="switch,pbox,gloo",
-                        help="comma list of switch, pbox, gloo")
+                        help="comma list of switch, pbox, gloo (and hook: Gloo DDP with the "
+                             "p4hub comm hook; train mode only)")
     parser.add_argument("--grpc-port", type=int, default=50051, help="the switch's P4Runtime port")
     parser.add_argument("--controller-port", type=int, default=50060, help="job API port")
     parser.add_argument("--no-pcap", action="store_true",
@@ -70,9 +71,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--path-timeout", type=float, default=600.0)
     parser.add_argument("--cli", action="store_true", help="open the Mininet CLI instead")
     args = parser.parse_args(argv)
-    unknown = set(args.paths.split(",")) - set(train_run.PATHS)
+    known = train_run.PATHS if args.mode == "train" else allreduce_run.PATHS
+    unknown = set(args.paths.split(",")) - set(known)
     if unknown:
-        parser.error(f"unknown paths {sorted(unknown)}; choose from {sorted(train_run.PATHS)}")
+        parser.error(f"unknown paths {sorted(unknown)}; choose from {sorted(known)}")
     return args
 
 

@@ -7,7 +7,9 @@ way gradients are summed differs:
 * ``switch``: DDP over the ``p4hub`` backend; the group joins a job through the
   controller's JobService, which gives it switch slots (aggregate.p4 sums in the switch);
 * ``pbox``: the same, with the job placed on the PBox (``P4HUB_PLACEMENT=pbox``);
-* ``gloo``: DDP over Gloo's ring, over TCP on the same links: the reference.
+* ``gloo``: DDP over Gloo's ring, over TCP on the same links: the reference;
+* ``hook`` (not in the default set): DDP over Gloo with its buckets averaged by
+  ``p4hub_hook`` through a p4hub group whose job is on the switch.
 
 Checks (the run fails if one does not hold): every rank of a path ends each epoch with
 the same weights (``param_digest``); the switch and PBox paths are bit-identical to
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from topologies.launch import WorkerRun, run_ranks
@@ -49,6 +52,7 @@ PATHS = {
     "switch": TrainPath("switch", "switch (p4hub backend, job on the switch)", "p4hub", "auto"),
     "pbox": TrainPath("pbox", "PBox (p4hub backend, job on the PBox)", "p4hub", "pbox"),
     "gloo": TrainPath("gloo", "Gloo ring (torch.distributed)", "gloo"),
+    "hook": TrainPath("hook", "Gloo DDP + p4hub hook (job on the switch)", "hook", "auto"),
 }
 
 
@@ -122,7 +126,9 @@ def p4hub_env(rack: Rack, path: TrainPath, args: argparse.Namespace, rank: int) 
     return env
 
 
-def run_path(rack: Rack, path: TrainPath, index: int, args: argparse.Namespace) -> TrainResult:
+def run_path(rack: Rack, path: TrainPath, index: int, args: argparse.Namespace,
+             observe: Callable[[int, dict], None] | None = None) -> TrainResult:
+    """Train on every worker over ``path``; ``observe`` also sees every JSON line."""
     result = TrainResult(path, args.workers)
     print(f"\n{path.title}: {args.workers} workers x batch {args.batch}, {args.epochs} epochs, "
           f"links {args.bw} Mbit/s, loss {args.loss}%", flush=True)
@@ -131,6 +137,8 @@ def run_path(rack: Rack, path: TrainPath, index: int, args: argparse.Namespace) 
 
     def on_line(rank: int, line: dict) -> None:
         _record(result, rank, line)
+        if observe is not None:
+            observe(rank, line)
 
     env = None if path.comm == "gloo" else (lambda rank: p4hub_env(rack, path, args, rank))
     run_ranks(rack, lambda rank: loop_args(path, args, rank, index), args.path_timeout,
@@ -173,7 +181,7 @@ def _check_path(result: TrainResult, args: argparse.Namespace) -> None:
         problems.append(f"{len(rows)} of {args.epochs} epochs completed")
     problems += [f"epoch {row['epoch'] + 1}: the ranks' weights differ"
                  for row in rows if not row["same_weights"]]
-    expected = {"switch": "switch", "pbox": "pbox"}.get(result.path.name)
+    expected = {"auto": "switch", "pbox": "pbox"}.get(result.path.placement)
     if expected and result.done and result.where() != expected:
         problems.append(f"aggregated on {result.where()}, expected {expected}")
 
@@ -182,20 +190,22 @@ def compare(results: dict[str, TrainResult]) -> list[str]:
     """Cross-path checks; each problem is also added to the path it concerns."""
     problems = []
     gloo = results.get("gloo")
-    for name in ("switch", "pbox"):
-        result = results.get(name)
-        if result is None or gloo is None or not result.ok or not gloo.ok:
+    for name, result in results.items():
+        if result.path.comm == "gloo" or gloo is None or not result.ok or not gloo.ok:
             continue
         for problem in _against_gloo(result, gloo):
             result.problems.append(problem)
             problems.append(f"{name}: {problem}")
-    switch, pbox = results.get("switch"), results.get("pbox")
-    if switch and pbox and switch.ok and pbox.ok:
-        ours = [row["digest"] for row in switch.epoch_rows()]
-        theirs = [row["digest"] for row in pbox.epoch_rows()]
-        if ours != theirs:
-            switch.problems.append("weights differ from the PBox path's (both must be exact)")
-            problems.append("switch and PBox paths are not bit-identical")
+    # DDP over the p4hub backend sums pre-divided gradients exactly wherever the job is,
+    # so those paths must agree bit for bit (the hook averages instead: other roundings)
+    exact = [r for r in results.values() if r.path.comm == "p4hub" and r.ok]
+    for other in exact[1:]:
+        if [row["digest"] for row in other.epoch_rows()] != \
+                [row["digest"] for row in exact[0].epoch_rows()]:
+            other.problems.append(f"weights differ from the {exact[0].path.name} path's "
+                                  f"(both must be exact)")
+            problems.append(f"{other.path.name} and {exact[0].path.name} paths are not "
+                            f"bit-identical")
     return problems
 
 

@@ -1,0 +1,209 @@
+"""Training throughput: DDP+Gloo, DDP+p4hub hook and DDP over the p4hub backend, on the
+same Mininet rack and links.
+
+For each link bandwidth, one rack (4 workers, the PBox host, the P4 switch running
+p4src/aggregate.p4, p4hub-controller) trains DigitsNet (topologies/train) over:
+
+* ``gloo``: DDP over Gloo's ring (the reference);
+* ``hook``: DDP over Gloo, buckets averaged by ``p4hub_hook`` (job on the switch);
+* ``switch``: DDP over the p4hub backend, job on the switch;
+* ``pbox``: DDP over the p4hub backend, job on the PBox.
+
+Per path: seconds per step (median over the steps after ``--warmup``, each step the
+slowest rank's), samples/s (workers x batch / that), x Gloo, and the machine's CPU
+use over the measured steps. A row whose machine was busy for more than
+``CPU_BOUND`` of its cores is flagged CPU-bound: then the emulator (4 Python workers,
+a Python switch and the PBox on 2 cores), not the link, set the pace, and the figure
+says nothing about the design.
+
+    .venv/bin/python -m bench.training [--bw 5,20] [--epochs 3] [--paths gloo,hook,switch,pbox]
+
+Needs root (Mininet). Writes bench/results/training.json and training.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from topologies import run as rack_run
+from topologies import train_run
+from topologies.rack import Rack, RackError, exit_on_sigterm
+
+RESULTS = Path(__file__).resolve().parent / "results"
+CPU_BOUND = 0.85  # fraction of all cores busy over the measured steps
+
+
+class CpuWindow:
+    """The machine's busy CPU seconds between the first measured step and the last step."""
+
+    def __init__(self, first_step: int, last_step: int, world: int) -> None:
+        self.first_step, self.last_step, self.world = first_step, last_step, world
+        self.seen: dict[int, int] = {}
+        self.start: tuple[float, float] | None = None
+        self.end: tuple[float, float] | None = None
+
+    def observe(self, _rank: int, line: dict) -> None:
+        if line.get("event") != "step":
+            return
+        step = line["step"]
+        self.seen[step] = self.seen.get(step, 0) + 1
+        if step == self.first_step and self.start is None:
+            self.start = _busy_now()
+        if step == self.last_step and self.seen[step] == self.world:
+            self.end = _busy_now()
+
+    def busy_fraction(self) -> float:
+        if self.start is None or self.end is None or self.end[1] <= self.start[1]:
+            return float("nan")
+        cores = psutil.cpu_count() or 1
+        return (self.end[0] - self.start[0]) / ((self.end[1] - self.start[1]) * cores)
+
+
+def _busy_now() -> tuple[float, float]:
+    times = psutil.cpu_times()
+    busy = sum(times) - times.idle - getattr(times, "iowait", 0.0)
+    return busy, time.monotonic()
+
+
+def bench_bandwidth(bw: float, args: argparse.Namespace) -> list[dict]:
+    rack_args = rack_run.parse_args(["--bw", str(bw), "--epochs", str(args.epochs),
+                                     "--no-pcap", "--paths", ",".join(args.paths)])
+    steps = args.epochs * (1437 // (rack_args.workers * rack_args.batch))
+    rows = []
+    with Rack(rack_run.rack_config(rack_args, run_name=f"bench-train-{bw:g}")) as rack:
+        rack_run.start_services(rack, rack_args)
+        results = {}
+        for index, name in enumerate(args.paths):
+            window = CpuWindow(args.warmup, steps - 1, rack_args.workers)
+            result = train_run.run_path(rack, train_run.PATHS[name], index, rack_args,
+                                        observe=window.observe)
+            results[name] = result
+            rows.append(_row(name, bw, result, window, rack_args, args))
+        train_run.compare(results)
+        for row in rows:
+            row["ok"] = results[row["path"]].ok
+            row["problems"] = results[row["path"]].problems
+    gloo = next((r for r in rows if r["path"] == "gloo"), None)
+    for row in rows:
+        row["x_gloo"] = row["samples_per_s"] / gloo["samples_per_s"] if gloo else None
+    return rows
+
+
+def _row(name: str, bw: float, result: train_run.TrainResult, window: CpuWindow,
+         rack_args: argparse.Namespace, args: argparse.Namespace) -> dict:
+    measured = result.step_seconds()[args.warmup:]
+    per_step = statistics.median(measured) if measured else float("nan")
+    busy = window.busy_fraction()
+    rows = result.epoch_rows()
+    return {"path": name, "title": result.path.title, "bw_mbit": bw, "where": result.where(),
+            "workers": rack_args.workers, "batch": rack_args.batch,
+            "steps_measured": len(measured), "seconds_per_step": per_step,
+            "p90_seconds_per_step": _quantile(measured, 0.9),
+            "samples_per_s": rack_args.workers * rack_args.batch / per_step,
+            "cpu_busy_fraction": busy, "cpu_bound": bool(busy > CPU_BOUND),
+            "final_test_accuracy": rows[-1]["test_accuracy"] if rows else None,
+            "agent_stats": result.done.get(0, {}).get("stats")}
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def print_rows(rows: list[dict]) -> None:
+    print(f"\n{'Mbit/s':>6} {'path':<44} {'where':>6} {'s/step':>7} {'p90':>7} "
+          f"{'samples/s':>9} {'x Gloo':>7} {'CPU busy':>8}  note")
+    for r in rows:
+        note = "CPU-BOUND: emulator-limited" if r["cpu_bound"] else ""
+        if not r["ok"]:
+            note = f"FAILED: {'; '.join(r['problems'])[:120]}"
+        x = f"{r['x_gloo']:.2f}" if r["x_gloo"] else "-"
+        print(f"{r['bw_mbit']:>6g} {r['title']:<44} {r['where']:>6} "
+              f"{r['seconds_per_step']:>7.3f} {r['p90_seconds_per_step']:>7.3f} "
+              f"{r['samples_per_s']:>9.0f} {x:>7} {r['cpu_busy_fraction']:>8.0%}  {note}")
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bws = sorted({r["bw_mbit"] for r in rows})
+    names = list(dict.fromkeys(r["path"] for r in rows))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        values = [next((r["samples_per_s"] for r in rows
+                        if r["path"] == name and r["bw_mbit"] == bw), 0.0) for bw in bws]
+        bound = [next((r["cpu_bound"] for r in rows
+                       if r["path"] == name and r["bw_mbit"] == bw), False) for bw in bws]
+        xs = [j + i * width for j in range(len(bws))]
+        bars = ax.bar(xs, values, width, label=name)
+        for bar, is_bound in zip(bars, bound, strict=True):
+            if is_bound:
+                bar.set_hatch("//")
+    ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(bws))],
+                  [f"{bw:g} Mbit/s" for bw in bws])
+    ax.set(ylabel="samples/s (4 workers, DigitsNet)",
+           title="DDP training throughput (hatched: CPU-bound, emulator-limited)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bw", type=lambda s: [float(x) for x in s.split(",")],
+                        default=[5.0, 20.0], help="link bandwidths, Mbit/s")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=3, help="steps left out of the median")
+    parser.add_argument("--paths", type=lambda s: s.split(","),
+                        default=["gloo", "hook", "switch", "pbox"])
+    parser.add_argument("--out", type=Path, default=RESULTS / "training.json")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if os.geteuid() != 0:
+        print("bench.training needs root (Mininet)", file=sys.stderr)
+        return 2
+    exit_on_sigterm()
+    started = time.time()
+    rows: list[dict] = []
+    try:
+        for bw in args.bw:
+            rows += bench_bandwidth(bw, args)
+    except RackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print_rows(rows)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    report = {"benchmark": "training", "config": {k: str(v) if isinstance(v, Path) else v
+                                                  for k, v in vars(args).items()},
+              "cpu_bound_threshold": CPU_BOUND,
+              "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                          "kernel": platform.release()},
+              "seconds_total": time.time() - started, "results": rows}
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    plot(rows, args.out.with_suffix(".png"))
+    print(f"wrote {args.out} and {args.out.with_suffix('.png')}")
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
