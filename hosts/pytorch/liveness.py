@@ -41,6 +41,7 @@ class Liveness:
         self._changed = [clock()] * world_size  # when each counter last moved
         self._reported = False
         self._ticks = 0
+        self._read_once = False  # no peer's progress known before the first read
         self._store_failures = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -84,6 +85,7 @@ class Liveness:
         keys = [f"beat/{r}" for r in range(self.world_size)]
         keys += [f"seq/{r}" for r in range(self.world_size)]
         values = self.store.multi_get(keys)
+        self._read_once = True
         for r in range(self.world_size):
             beat, seq = int(values[r]), values[self.world_size + r]
             if beat != self._beats[r]:
@@ -119,7 +121,8 @@ class Liveness:
             return self.describe(gone, now)
         behind = [f"{self.who(r)} is alive but has started only {self._seqs[r]} "
                   f"collectives (this rank: {self.started})"
-                  for r in range(self.world_size) if self._seqs[r] < self.started]
+                  for r in range(self.world_size)
+                  if self._read_once and self._seqs[r] < self.started]
         if behind:
             return "; ".join(behind)
         if self.store_error is not None:

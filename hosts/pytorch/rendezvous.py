@@ -22,6 +22,7 @@ import json
 import secrets
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 
@@ -128,12 +129,8 @@ def _local_address(config: BackendConfig) -> tuple[str, int]:
 
 def _route_source(host: str) -> str:
     """The address the kernel picks toward ``host`` (a connected UDP socket sends nothing)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect((host, 9))
-            return probe.getsockname()[0]
-    except OSError as exc:
-        raise BackendError(f"no route to {host}: {exc}; set P4HUB_DATA_IP") from None
+    return _udp_probe(lambda probe: probe.connect((host, 9)),
+                      f"no route to {host}", "set P4HUB_DATA_IP")[0]
 
 
 def _next_configured_port(base: int) -> int:
@@ -146,13 +143,19 @@ def _next_configured_port(base: int) -> int:
 
 
 def _free_udp_port(ip: str) -> int:
+    return _udp_probe(lambda probe: probe.bind((ip, 0)),
+                      f"cannot bind a UDP socket on {ip}", "check P4HUB_DATA_IP")[1]
+
+
+def _udp_probe(use: Callable[[socket.socket], object], failure: str,
+               advice: str) -> tuple[str, int]:
+    """The local address of a UDP socket after ``use``; raises BackendError on failure."""
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.bind((ip, 0))
-            return probe.getsockname()[1]
+            use(probe)
+            return probe.getsockname()
     except OSError as exc:
-        raise BackendError(f"cannot bind a UDP socket on {ip}: {exc}; check "
-                           f"P4HUB_DATA_IP") from None
+        raise BackendError(f"{failure}: {exc}; {advice}") from None
 
 
 def _join(config: BackendConfig, name: str, world_size: int, rank: int,
