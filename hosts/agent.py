@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Hashable
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class Agent:
             rto=rto, rto_max=rto_max, deadline=timeout,
         )  # fmt: skip
         self._lock = threading.Lock()
-        self._handles: dict[int, Handle] = {}
+        self._handles: dict[Hashable, Handle] = {}
         self._next_id = 0
         self._closed = False
         self._transport = UdpTransport(

@@ -108,12 +108,12 @@ class TensorStream:
     def lanes(self, chunks: np.ndarray, world_size: int, out: np.ndarray) -> None:
         """Write the lanes of data ``chunks`` (ascending) into ``out`` (a (len, K) view)."""
         p = self.prepared
-        chunks = _as_index(chunks)
+        index = _as_index(chunks)
         if p.kind == "int32":
-            out[...] = p.blocks[chunks]
+            out[...] = p.blocks[index]
             return
         quantize.quantize(
-            p.blocks[chunks], self.agreed[chunks], world_size, out=out, local=p.local_exps[chunks]
+            p.blocks[index], self.agreed[index], world_size, out=out, local=p.local_exps[index]
         )
 
     def store_results(self, offsets: np.ndarray, exps: np.ndarray, lanes: np.ndarray) -> None:

@@ -107,6 +107,7 @@ def _record(run: WorkerRun, rank: int, line: dict, world: int, on_iteration) -> 
 
 def _pump(rank: int, proc: subprocess.Popen, out: queue.Queue, log: Path) -> None:
     """Forward a worker's JSON lines to ``out`` and keep a copy in the run's log directory."""
+    assert proc.stdout is not None  # rack.popen pipes stdout
     with open(log, "w") as copy:
         for text in proc.stdout:
             copy.write(text)

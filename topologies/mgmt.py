@@ -12,6 +12,7 @@ management network is lossless and unshaped, like a real rack's management port.
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 BRIDGE = "incmgmt"
 ROOT_IP = "10.99.0.254"
@@ -33,7 +34,7 @@ def root_side(host_name: str) -> str:
     return f"incm-{host_name}"[:15]
 
 
-def build(hosts: dict[str, object], addresses: dict[str, str]) -> None:
+def build(hosts: dict[str, Any], addresses: dict[str, str]) -> None:
     """Bridge + one veth per Mininet host; ``addresses``: host name -> mgmt IP."""
     _ip("link", "add", BRIDGE, "type", "bridge")
     _ip("addr", "add", f"{ROOT_IP}/{PREFIX}", "dev", BRIDGE)

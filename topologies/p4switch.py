@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
@@ -80,7 +81,7 @@ class P4Switch(Switch):
     def __init__(self, name: str, json_path: str | Path, *, log_dir: str | Path,
                  pcap_dir: str | Path | None = None, grpc_port: int = 50051,
                  thrift_port: int = 9090, device_id: int = 0, sw_cmd: list[str] | None = None,
-                 extra_args: list[str] = (), **kwargs) -> None:
+                 extra_args: Sequence[str] = (), **kwargs) -> None:
         super().__init__(name, **kwargs)
         self.json_path = Path(json_path).resolve()
         self.log_path = Path(log_dir).resolve() / f"{name}.log"

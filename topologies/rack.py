@@ -24,9 +24,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from topologies import linkem, mgmt
 
@@ -102,16 +103,17 @@ class Rack:
         self.loss_probability = linkem.check_loss(config.loss)
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         self.log_dir = config.log_root / f"{stamp}-{config.run_name}"
-        self.net = None
+        # Mininet's objects are untyped; these are set by start() and used after it
+        self.net: Any = None
         self.workers: list = []
-        self.pbox = None
-        self.switch = None
+        self.pbox: Any = None
+        self.switch: Any = None
         self.extras: list = []
         self.controller_proc: subprocess.Popen | None = None
         self.topology: dict | None = None
         self._procs: list[tuple[str, subprocess.Popen]] = []
         self._pbox_proc: subprocess.Popen | None = None
-        self._lock_file = None
+        self._lock_file: TextIO | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -336,8 +338,8 @@ class Rack:
         self._procs.append((log_name, proc))
         return proc
 
-    def start_pbox(self, jobs: list[str] = (), workers: int = 2, timeout: float = 10.0,
-                   extra: list[str] = ()) -> dict:
+    def start_pbox(self, jobs: Sequence[str] = (), workers: int = 2, timeout: float = 10.0,
+                   extra: Sequence[str] = ()) -> dict:
         """Start p4hub-pbox in the pbox host; returns its ready line (raises if it fails)."""
         args = [PYTHON, "-m", "hosts.pbox_cli", "--listen", f"{PBOX_IP}:48879",
                 "--workers", str(workers), "--control", f"0.0.0.0:{CONTROL_PORT}", *extra]

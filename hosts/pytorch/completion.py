@@ -13,6 +13,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -23,8 +24,8 @@ from hosts.errors import BackendError, HostError
 class Pending:
     """One collective: how to wait for it, what to do with the result, whom to tell."""
 
-    wait: Callable[[], object]  # blocks; returns what ``finish`` takes, raises HostError
-    finish: Callable[[object], object]  # writes results into the tensors; the future's value
+    wait: Callable[[], Any]  # blocks; returns what ``finish`` takes, raises HostError
+    finish: Callable[[Any], Any]  # writes results into the tensors; the future's value
     future: torch.futures.Future
     describe: str  # e.g. "all_reduce #12 (40960 float32)"
 

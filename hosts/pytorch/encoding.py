@@ -34,7 +34,7 @@ def check_cpu(tensor: torch.Tensor, what: str) -> None:
         raise NotSupportedError(f"{what} of a sparse tensor")
 
 
-def reduce_op_name(op: ReduceOp, dtype: torch.dtype) -> str:
+def reduce_op_name(op: object, dtype: torch.dtype) -> str:
     """The agent's op for a torch ReduceOp: "sum" or "mean"."""
     if op == ReduceOp.SUM:
         return "sum"
@@ -46,7 +46,7 @@ def reduce_op_name(op: ReduceOp, dtype: torch.dtype) -> str:
     raise NotSupportedError(f"ReduceOp {_op_name(op)} (p4hub sums: use SUM or AVG)")
 
 
-def _op_name(op: ReduceOp) -> str:
+def _op_name(op: object) -> str:
     for name in ("PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"):
         if op == getattr(ReduceOp, name):
             return name

@@ -30,6 +30,7 @@ class DigitsNet(nn.Module):
             nn.Conv2d(first, second, kernel_size=3, padding=1), nn.ReLU(),
             nn.MaxPool2d(2), nn.Flatten())
         flat = second * 4 * 4
+        self.classifier: nn.Module
         if hidden:
             self.classifier = nn.Sequential(nn.Linear(flat, hidden), nn.ReLU(),
                                             nn.Linear(hidden, CLASSES))
