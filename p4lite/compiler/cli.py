@@ -10,21 +10,27 @@ The JSON is laid out like p4c's (the back end's ``bmv2_text()``; plain
 directory (it exists, ends with '/', or has no suffix) the BMv2 JSON goes to
 ``OUTDIR/PROG.json``, as the p4c driver does. The P4Info format follows the
 file extension unless ``--p4runtime-format`` is given.
-Options p4c accepts but p4lite ignores get a one-line warning. Errors print
-``file:line:col: error: message`` and exit 1.
+Options p4c accepts but p4lite ignores get a one-line warning. ``#warning``
+lines print ``file:line:col: warning: #warning text`` (as cpp does for p4c) and
+compilation goes on. Errors print ``file:line:col: error: message`` and exit 1.
+An exception other than ``CompileError`` is a bug in p4lite, not in the program:
+it prints its traceback and ``p4lite-c: internal compiler error: ...`` and exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler.errors import CompileError
 from p4lite.compiler.preprocess import Preprocessor, render_tokens
+
+if TYPE_CHECKING:
+    from p4lite.compiler.driver import CompileResult
 
 _VERSION = "p4lite-c 0.1.0 (P4_16, target bmv2, arch v1model)"
 
@@ -71,6 +77,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except _UsageError as exc:
         _error(str(exc))
+        return 1
+    except Exception as exc:  # a bug in p4lite: never dressed up as the user's error
+        traceback.print_exc(file=sys.stderr)
+        print(
+            f"p4lite-c: internal compiler error: {type(exc).__name__}: {exc}\n"
+            "p4lite-c: this is a bug in p4lite, not in the P4 program; please report it "
+            "with the traceback above",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -154,7 +169,7 @@ def _compile_and_write(args: argparse.Namespace) -> int:
         sys.stdout.write(render_tokens(tokens))
         return 0
     result = _compile(str(program), tuple(args.include_dirs), defines)
-    for warning in getattr(result, "warnings", None) or []:
+    for warning in result.warnings:
         print(warning, file=sys.stderr)
     json_path = output_json_path(args.output, program)
     _write(json_path, lambda f: f.write(bmv2_json_text(result)), "w")
@@ -165,7 +180,7 @@ def _compile_and_write(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compile(path: str, include_dirs: tuple[str, ...], defines: dict[str, str]) -> Any:
+def _compile(path: str, include_dirs: tuple[str, ...], defines: dict[str, str]) -> CompileResult:
     """Calls the back end (imported here so the CLI's option handling stands alone)."""
     from p4lite.compiler import driver
 
@@ -213,10 +228,9 @@ def serialize_p4info(p4info: Any, fmt: str) -> str | bytes:
     return p4info.SerializeToString()
 
 
-def bmv2_json_text(result: Any) -> str:
-    """The BMv2 JSON text: the back end's p4c-style layout when it has one, else indent=2."""
-    formatter = getattr(result, "bmv2_text", None)
-    text = formatter() if callable(formatter) else json.dumps(result.bmv2, indent=2)
+def bmv2_json_text(result: CompileResult) -> str:
+    """The BMv2 JSON text in the back end's p4c-style layout, ending with a newline."""
+    text = result.bmv2_text()
     return text if text.endswith("\n") else text + "\n"
 
 

@@ -2,12 +2,16 @@
 
 P4Info is built from this model rather than from the AST or the BMv2 JSON,
 so the two outputs share names and widths but neither depends on the other.
-Names are the control-plane names p4c uses (``MyIngress.ipv4_lpm``).
+Names are the control-plane names p4c uses (``MyIngress.ipv4_lpm``). ``fixed_id``
+is a declaration's ``@id`` and ``id_loc`` where that annotation is written (for
+the duplicate-@id error).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from p4lite.compiler.errors import SourceLoc
 
 SCOPE_TABLE_AND_DEFAULT = "TABLE_AND_DEFAULT"
 SCOPE_TABLE_ONLY = "TABLE_ONLY"
@@ -20,6 +24,7 @@ class CpAction:
     params: list[tuple[str, int]]  # (name, bitwidth), ids are 1..n in this order
     fixed_id: int | None = None
     annotations: list[str] = field(default_factory=list)
+    id_loc: SourceLoc | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -45,6 +50,7 @@ class CpTable:
     support_timeout: bool = False
     fixed_id: int | None = None
     default_explicit: bool = True  # p4c writes initial_default_action only for these
+    id_loc: SourceLoc | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -54,6 +60,7 @@ class CpCounter:
     unit: str  # BYTES | PACKETS | BOTH
     direct_table: str | None = None
     fixed_id: int | None = None
+    id_loc: SourceLoc | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -63,6 +70,7 @@ class CpMeter:
     unit: str  # BYTES | PACKETS
     direct_table: str | None = None
     fixed_id: int | None = None
+    id_loc: SourceLoc | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -71,6 +79,7 @@ class CpRegister:
     size: int
     bitwidth: int
     fixed_id: int | None = None
+    id_loc: SourceLoc | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -93,6 +102,7 @@ class CpControllerHeader:
     name: str  # "packet_in" / "packet_out"
     fields: list[tuple[str, int]]
     fixed_id: int | None = None
+    id_loc: SourceLoc | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)

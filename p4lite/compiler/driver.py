@@ -2,6 +2,8 @@
 
 ``compile_file`` and ``compile_text`` are what the CLI, the STF runner and
 the tests call; both raise ``CompileError`` (with ``file:line:col``) on bad input.
+That is the only exception they raise on purpose: anything else is a bug in
+p4lite and is left to propagate as it is (the CLI reports it as an internal error).
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ class CompileResult:
     bmv2: dict[str, Any]
     p4info: p4info_pb2.P4Info
     program: ast.Program
+
+    @property
+    def warnings(self) -> list[str]:
+        """The ``#warning`` diagnostics, each ``file:line:col: warning: #warning text``."""
+        return self.program.warnings
 
     def bmv2_text(self) -> str:
         """The BMv2 JSON as p4c-style indented text."""

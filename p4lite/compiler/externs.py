@@ -12,7 +12,7 @@ from p4lite.compiler import ast
 from p4lite.compiler.bindings import ExternB, FieldB, HeaderB, StructB
 from p4lite.compiler.cpmodel import CpCounter, CpDigest, CpMeter, CpRegister, CpStructType
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.lower_expr import ExprCompiler, as_data, hexstr, to_param
+from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, as_data, hexstr, to_param
 from p4lite.compiler.types import BitT, BoolT, EnumT, ExternT, IntT, P4Type, StructT, width_of
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Externs:
             raise not_supported(f"instance of {t}", inst.loc)
         args = [a.value for a in inst.args]
         info = self.lw.source_info(inst.loc, self.lw.source.fragment(inst.loc))
-        fixed_id = _fixed_id(inst, comp)
+        fixed_id, id_loc = annotated_id(inst, comp)
         kind = t.name
         if kind == "register":
             width = _elem_width(t, inst)
@@ -71,7 +71,7 @@ class Externs:
             entry = {"name": name, "id": len(self.lw.register_arrays), "source_info": info,
                      "size": size, "bitwidth": width}
             self.lw.register_arrays.append(entry)
-            self.lw.cp.registers.append(CpRegister(name, size, width, fixed_id))
+            self.lw.cp.registers.append(CpRegister(name, size, width, fixed_id, id_loc))
             return ExternB(kind, name, t, inst, {"json": entry, "elem": t.type_args[0]})
         if kind in ("counter", "direct_counter"):
             direct = kind == "direct_counter"
@@ -84,7 +84,7 @@ class Externs:
             self.lw.counter_arrays.append(entry)
             if direct:
                 self.lw.direct_counters.append((entry, inst))
-            cp = CpCounter(name, entry.get("size", 0), _COUNTER_UNITS[unit], None, fixed_id)
+            cp = CpCounter(name, entry.get("size", 0), _COUNTER_UNITS[unit], None, fixed_id, id_loc)
             self.lw.cp.counters.append(cp)
             return ExternB(kind, name, t, inst, {"json": entry, "cp": cp})
         if kind in ("meter", "direct_meter"):
@@ -101,7 +101,7 @@ class Externs:
             self.lw.meter_arrays.append(entry)
             if direct:
                 self.lw.direct_meters.append((entry, inst))
-            cp = CpMeter(name, entry["size"], unit.upper(), None, fixed_id)
+            cp = CpMeter(name, entry["size"], unit.upper(), None, fixed_id, id_loc)
             self.lw.cp.meters.append(cp)
             return ExternB(kind, name, t, inst, {"json": entry, "cp": cp})
         raise not_supported(f"extern {kind}", inst.loc)
@@ -387,10 +387,3 @@ def _algo(comp: ExprCompiler, arg: ast.Expression, loc) -> str:
     if name not in _HASH_ALGOS:
         raise not_supported(f"hash algorithm {name}", loc)
     return name
-
-
-def _fixed_id(decl: ast.Declaration, comp: ExprCompiler) -> int | None:
-    ann = decl.annotation("id")
-    if ann is None or not ann.args:
-        return None
-    return int(comp.const_value(ann.args[0]))

@@ -3,13 +3,16 @@
 An id is ``(prefix << 24) | (jenkins_one_at_a_time(name) & 0xFFFFFF)``. Names of
 one kind are hashed in sorted order and a collision is resolved by linear
 probing on the hash, so the result never depends on declaration order. ``@id``
-values are reserved first. Aliases are the shortest dot-separated suffix that
-is unique across every symbol of every kind (p4c keeps one suffix set).
+values are reserved first; two declarations with one ``@id`` value are a
+``CompileError`` at the later one. Aliases are the shortest dot-separated suffix
+that is unique across every symbol of every kind (p4c keeps one suffix set).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from p4lite.compiler.errors import CompileError, SourceLoc
 
 PREFIX_ACTION = 0x01
 PREFIX_TABLE = 0x02
@@ -44,20 +47,28 @@ class IdAllocator:
     def __init__(self) -> None:
         self._symbols: dict[int, dict[str, int | None]] = {}
         self._assigned: set[int] = set()
+        # every @id in registration order: (id, name, where the @id is written)
+        self._fixed: list[tuple[int, str, SourceLoc | None]] = []
 
-    def add(self, prefix: int, name: str, fixed_id: int | None = None) -> None:
-        """Register a symbol; a duplicate (same kind and name) is ignored, as in p4c."""
+    def add(
+        self, prefix: int, name: str, fixed_id: int | None = None, loc: SourceLoc | None = None
+    ) -> None:
+        """Register a symbol; a duplicate (same kind and name) is ignored, as in p4c.
+
+        ``loc`` is where its ``@id`` is written; ``assign`` reports a duplicate @id there."""
         table = self._symbols.setdefault(prefix, {})
         if name in table:
             return
         if fixed_id is not None:
-            if fixed_id in self._assigned:
-                raise ValueError(f"@id {fixed_id} is assigned to multiple declarations")
+            self._fixed.append((fixed_id, name, loc))
             self._assigned.add(fixed_id)
         table[name] = fixed_id
 
     def assign(self) -> dict[tuple[int, str], int]:
-        """Return ``{(prefix, name): id}`` for every registered symbol."""
+        """Return ``{(prefix, name): id}`` for every registered symbol.
+
+        Raises CompileError when two declarations carry the same @id."""
+        self._check_fixed_ids()
         result: dict[tuple[int, str], int] = {}
         for prefix in sorted(self._symbols):
             table = self._symbols[prefix]
@@ -70,12 +81,35 @@ class IdAllocator:
                 result[(prefix, name)] = fixed
         return result
 
+    def _check_fixed_ids(self) -> None:
+        owner: dict[int, tuple[str, SourceLoc | None]] = {}
+        for fixed_id, name, loc in self._fixed:
+            if fixed_id not in owner:
+                owner[fixed_id] = (name, loc)
+                continue
+            first_name, first_loc = owner[fixed_id]
+            if _later(first_loc, loc):  # report at the one written later in the file
+                first_name, first_loc, name, loc = name, loc, first_name, first_loc
+            where = f" ({first_loc})" if first_loc is not None else ""
+            raise CompileError(
+                f"@id {fixed_id:#010x} is assigned to multiple declarations: {name} "
+                f"and {first_name}{where}",
+                loc,
+            )
+
     def _probe(self, prefix: int, name_hash: int) -> int:
         for step in range(1 << 24):
             candidate = (prefix << 24) | ((name_hash + step) & 0xFFFFFF)
             if candidate not in self._assigned:
                 return candidate
-        raise ValueError(f"no P4Info id left for prefix {prefix:#x}")
+        raise CompileError(f"no P4Info id left for prefix {prefix:#x}")
+
+
+def _later(a: SourceLoc | None, b: SourceLoc | None) -> bool:
+    """Whether ``a`` comes after ``b`` in the same file."""
+    if a is None or b is None or a.file != b.file:
+        return False
+    return (a.line, a.col) > (b.line, b.col)
 
 
 def shortest_unique_suffixes(names: Iterable[str]) -> dict[str, str]:

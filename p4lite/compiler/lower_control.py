@@ -19,7 +19,7 @@ from p4lite.compiler.bindings import Binding, ConstB, DeclB, ExternB, ParamB, Sc
 from p4lite.compiler.cpmodel import CpAction
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
-from p4lite.compiler.lower_expr import ExprCompiler, hexstr
+from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, hexstr
 from p4lite.compiler.lower_stmt import StmtLowerer
 from p4lite.compiler.lower_table import TableLowerer
 from p4lite.compiler.types import BitT, BoolT, width_of
@@ -151,12 +151,10 @@ class ControlLowerer:
         lowerer = StmtLowerer(self.lw, self.externs, scope)
         prims = lowerer.lower_body(decl.body.statements)
         action_id = self.lw.add_action(name, runtime_data, prims, decl.loc)
-        fixed = decl.annotation("id")
-        fixed_id = int(ExprCompiler(self.lw.env, scope).const_value(fixed.args[0])) if (
-            fixed and fixed.args) else None
+        fixed_id, id_loc = annotated_id(decl, ExprCompiler(self.lw.env, scope))
         annotations = [_annotation_text(a) for a in decl.annotations
                        if a.name not in _HIDDEN_ANNOTATIONS]
-        self.lw.cp_actions[action_id] = CpAction(name, params, fixed_id, annotations)
+        self.lw.cp_actions[action_id] = CpAction(name, params, fixed_id, annotations, id_loc)
         self.lw.cp_positions[name] = decl.loc
         result = (action_id, name, decl)
         self.lw.action_cache[key] = result

@@ -27,7 +27,7 @@ from p4lite.compiler.bindings import (
     StructB,
     TypeB,
 )
-from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
 from p4lite.compiler.program_env import ProgramEnv
 from p4lite.compiler.types import (
     BitT,
@@ -453,6 +453,14 @@ class ExprCompiler:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def annotated_id(decl: ast.Declaration, comp: ExprCompiler) -> tuple[int | None, SourceLoc | None]:
+    """A declaration's ``@id(N)``: (N, where the annotation is), or (None, None)."""
+    ann = decl.annotation("id")
+    if ann is None or not ann.args:
+        return None, None
+    return int(comp.const_value(ann.args[0])), ann.loc
 
 
 def binding_val(binding: Binding) -> Val:

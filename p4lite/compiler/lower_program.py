@@ -13,7 +13,7 @@ from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
 from p4lite.compiler.externs import Externs
 from p4lite.compiler.lower_checksum import lower_checksums
 from p4lite.compiler.lower_control import check_unused, pipeline_from_control
-from p4lite.compiler.lower_expr import ExprCompiler
+from p4lite.compiler.lower_expr import ExprCompiler, annotated_id
 from p4lite.compiler.lower_parser import ParserLowerer, deparser_order
 from p4lite.compiler.program_env import ProgramEnv
 from p4lite.compiler.types import EnumT, ExternT, HeaderT, IntT, StructT
@@ -206,10 +206,10 @@ def _control_plane_extras(lw: Lowering) -> None:
             continue
         t = lw.env.resolve(ast.TypeName(decl.name, loc=decl.loc))
         assert isinstance(t, HeaderT)
-        fixed = decl.annotation("id")
-        fixed_id = int(comp.const_value(fixed.args[0])) if fixed and fixed.args else None
+        fixed_id, id_loc = annotated_id(decl, comp)
         fields = [(name, ft.width) for name, ft in t.fields]  # header fields are bit<N>
-        lw.cp.controller_headers.append(CpControllerHeader(ann.args[0].value, fields, fixed_id))
+        lw.cp.controller_headers.append(CpControllerHeader(ann.args[0].value, fields, fixed_id,
+                                                             id_loc))
 
 
 def _renumber_actions(lw: Lowering, pipelines: list[Json]) -> None:

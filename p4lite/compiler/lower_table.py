@@ -1,12 +1,16 @@
-"""Tables: keys, action lists, default actions, const entries, direct resources."""
+"""Tables: keys, action lists, default actions, const entries, direct resources.
+
+A table is lowered for the control that applies it. What the table needs of
+that control is the ``TableOwner`` protocol below, so this module does not
+import lower_control (which creates the ``TableLowerer``): no import circle.
+"""
 
 from __future__ import annotations
 
-import itertools
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from p4lite.compiler import ast
-from p4lite.compiler.bindings import DeclB, ExternB, FieldB
+from p4lite.compiler.bindings import DeclB, ExternB, FieldB, Scope
 from p4lite.compiler.cpmodel import (
     SCOPE_DEFAULT_ONLY,
     SCOPE_TABLE_AND_DEFAULT,
@@ -15,19 +19,42 @@ from p4lite.compiler.cpmodel import (
     CpTable,
 )
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.lower_expr import ExprCompiler, hex_text
+from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, hex_text
 from p4lite.compiler.types import BitT, width_of
-
-if TYPE_CHECKING:
-    from p4lite.compiler.lower_control import ControlLowerer
 
 Json = dict[str, Any]
 _MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 DEFAULT_SIZE = 1024
 
 
+class TablePipeline(Protocol):
+    """The pipeline a lowered table is appended to."""
+
+    tables: list[Json]
+
+
+class TableOwner(Protocol):
+    """What a table needs of the control it is applied in (lower_control.ControlLowerer)."""
+
+    @property
+    def scope(self) -> Scope: ...
+
+    @property
+    def pipeline(self) -> TablePipeline: ...
+
+    def cp_name(self, decl: ast.Declaration, local: str) -> str: ...
+
+    def resolve_action(self, name: str, loc: Any) -> DeclB: ...
+
+    def action_for(self, target: DeclB, loc: Any, bound: list[ast.Argument] | tuple = ()
+                   ) -> tuple[int, str, ast.ActionDecl]: ...
+
+    def action_data(self, decl: ast.ActionDecl, args: list[ast.Argument], loc: Any,
+                    skip: int = 0) -> list[str]: ...
+
+
 class TableLowerer:
-    def __init__(self, lw, control: ControlLowerer) -> None:
+    def __init__(self, lw, control: TableOwner) -> None:
         self.lw = lw
         self.control = control
         self._tables: dict[int, Json] = {}
@@ -88,10 +115,11 @@ class TableLowerer:
                               "action_data": default_data, "action_entry_const": default_const},
         }
         lw.table_count += 1
+        fixed_id, id_loc = annotated_id(decl, comp)
         cp = CpTable(name, cp_keys, cp_actions, default_name,
                      [int(v, 16) for v in default_data], default_const, size,
-                     decl.entries_const, bool(decl.entries), fixed_id=_fixed_id(decl, comp),
-                     default_explicit=decl.default_action is not None)
+                     decl.entries_const, bool(decl.entries), fixed_id=fixed_id,
+                     default_explicit=decl.default_action is not None, id_loc=id_loc)
         self._properties(decl, table, cp, comp)
         if decl.entries:
             table["entries"] = self._entries(decl, keys, actions, comp)
@@ -322,12 +350,3 @@ def _setter(obj: dict, key: str):
         obj[key] = value
     return setter
 
-
-def _fixed_id(decl: ast.Declaration, comp: ExprCompiler) -> int | None:
-    ann = decl.annotation("id")
-    if ann is None or not ann.args:
-        return None
-    return int(comp.const_value(ann.args[0]))
-
-
-__all__ = ["TableLowerer", "DeclB", "itertools"]

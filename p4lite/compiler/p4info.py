@@ -75,21 +75,22 @@ def build_p4info(model: ControlPlaneModel) -> p4info_pb2.P4Info:
 def _assign_ids(model: ControlPlaneModel) -> dict[tuple[int, str], int]:
     alloc = ids.IdAllocator()
     for table in model.tables:
-        alloc.add(ids.PREFIX_TABLE, table.name, table.fixed_id)
+        alloc.add(ids.PREFIX_TABLE, table.name, table.fixed_id, table.id_loc)
     for action in model.actions:
-        alloc.add(ids.PREFIX_ACTION, action.name, action.fixed_id)
+        alloc.add(ids.PREFIX_ACTION, action.name, action.fixed_id, action.id_loc)
     for counter in model.counters:
         prefix = ids.PREFIX_DIRECT_COUNTER if counter.direct_table else ids.PREFIX_COUNTER
-        alloc.add(prefix, counter.name, counter.fixed_id)
+        alloc.add(prefix, counter.name, counter.fixed_id, counter.id_loc)
     for meter in model.meters:
         prefix = ids.PREFIX_DIRECT_METER if meter.direct_table else ids.PREFIX_METER
-        alloc.add(prefix, meter.name, meter.fixed_id)
+        alloc.add(prefix, meter.name, meter.fixed_id, meter.id_loc)
     for register in model.registers:
-        alloc.add(ids.PREFIX_REGISTER, register.name, register.fixed_id)
+        alloc.add(ids.PREFIX_REGISTER, register.name, register.fixed_id, register.id_loc)
     for digest in model.digests:
         alloc.add(ids.PREFIX_DIGEST, digest.name)
     for header in model.controller_headers:
-        alloc.add(ids.PREFIX_CONTROLLER_HEADER, header.name, header.fixed_id)
+        alloc.add(ids.PREFIX_CONTROLLER_HEADER, header.name, header.fixed_id,
+                  header.id_loc)
     return alloc.assign()
 
 

@@ -163,7 +163,7 @@ class Preprocessor:
         elif name == "error":
             raise CompileError(f"#error {source_text(args)}".rstrip(), name_tok.loc)
         elif name == "warning":
-            self.warnings.append(f"{name_tok.loc}: warning: {source_text(args)}")
+            self.warnings.append(f"{name_tok.loc}: warning: #warning {source_text(args)}".rstrip())
         elif name == "pragma":
             if [t.value for t in args] == ["once"]:
                 self._once.add(Path(filename).resolve())

@@ -233,3 +233,34 @@ def test_errors_in_unused_tables_and_actions_are_reported() -> None:
     assert err.loc.line == _line_of(text, "unused_a")
     text = program("", "table unused_t { key = { hdr.h.v: fuzzy; } actions = { NoAction; } }")
     assert "not supported by p4lite: match kind fuzzy" in str(_error(text))
+
+
+def test_duplicate_id_annotation_is_a_located_compile_error() -> None:
+    local = """
+    @id(0x01000042) action first_a() { }
+    @id(0x01000042) action second_a() { }
+    table t { key = { hdr.h.v: exact; } actions = { first_a; second_a; } }
+"""
+    text = program("t.apply();", local)
+    err = _error(text)
+    assert "@id 0x01000042 is assigned to multiple declarations" in str(err)
+    assert err.loc is not None and err.loc.file == "bad.p4"
+    assert err.loc.line == _line_of(text, "second_a()")
+    assert str(err).startswith(f"bad.p4:{err.loc.line}:{err.loc.col}: error: ")
+    # ... and it names the other declaration and where it is
+    first = f"bad.p4:{_line_of(text, 'first_a()')}:"
+    assert "I.first_a" in str(err) and first in str(err)
+
+
+def test_duplicate_id_across_kinds_is_a_compile_error() -> None:
+    local = """
+    @id(7) register<bit<32>>(16) r;
+    @id(7) counter(8, CounterType.packets) c;
+    action a() { c.count(0); r.write(0, 1); }
+    table t { key = { hdr.h.v: exact; } actions = { a; } }
+"""
+    text = program("t.apply();", local)
+    err = _error(text)
+    assert "@id 0x00000007 is assigned to multiple declarations" in str(err)
+    assert err.loc is not None and err.loc.line == _line_of(text, "CounterType.packets) c;")
+    assert f"I.r (bad.p4:{_line_of(text, '(16) r;')}:" in str(err)

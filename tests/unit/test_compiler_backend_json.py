@@ -588,3 +588,12 @@ def test_stack_last_and_last_index_in_controls() -> None:
     assert prims[0]["parameters"][1] == {"type": "stack_field", "value": ["vlan", "tci"]}
     assert prims[1]["parameters"][1] == expr(
         "last_stack_index", None, {"type": "header_stack", "value": "vlan"})
+
+
+def test_the_compiler_has_no_import_circles() -> None:
+    """The compiler's own modules (lower_control / lower_table once) import no circle;
+    tests/unit/test_import_graph.py checks the whole project the same way."""
+    from tests.unit.test_import_graph import import_cycles
+
+    cycles = [c for c, _ in import_cycles() if any(m.startswith("p4lite.compiler") for m in c)]
+    assert not cycles, cycles

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import random
 import re
-from dataclasses import dataclass, field
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +15,12 @@ import pytest
 from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 
-from p4lite.compiler import cli
+from p4lite.compiler import ast, cli
+from p4lite.compiler.driver import CompileResult
 from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
 from p4lite.compiler.parser import parse_file, parse_text
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def error_of(source: str, filename: str = "e.p4", **kw: Any) -> CompileError:
@@ -258,11 +263,12 @@ def test_errors_in_bundled_v1model_usage_point_at_the_program() -> None:
 # ----------------------------------------------------------- the command line
 
 
-@dataclass
-class FakeResult:
-    bmv2: dict[str, Any]
-    p4info: p4info_pb2.P4Info
-    warnings: list[str] = field(default_factory=list)
+def fake_result(
+    bmv2: dict[str, Any], p4info: p4info_pb2.P4Info, warnings: Sequence[str] = ()
+) -> CompileResult:
+    """A real CompileResult around fixed outputs: the CLI's input type, so it cannot drift."""
+    program = ast.Program(loc=SourceLoc("fake.p4", 1, 1), warnings=list(warnings))
+    return CompileResult(bmv2, p4info, program)
 
 
 def fake_p4info() -> p4info_pb2.P4Info:
@@ -282,9 +288,9 @@ def compiled(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[str, ...]
 
     def fake_compile(
         path: str, include_dirs: tuple[str, ...], defines: dict[str, str]
-    ) -> FakeResult:
+    ) -> CompileResult:
         calls.append((path, include_dirs, defines))
-        return FakeResult(
+        return fake_result(
             {"program": Path(path).name, "__meta__": {"version": [2, 23]}}, fake_p4info()
         )
 
@@ -307,7 +313,7 @@ def test_p4c_bm2_ss_command_line(compiled, prog: Path, tmp_path: Path) -> None:
     assert cli.main(argv) == 0
     assert compiled == [(str(prog), ("/inc1", "/inc2"), {"A": "5", "B": "1"})]
     assert json.loads(out.read_text()) == {"program": "prog.p4", "__meta__": {"version": [2, 23]}}
-    assert out.read_text().startswith('{\n  "program": "prog.p4"')
+    assert out.read_text().startswith('{\n  "program" : "prog.p4"')  # p4c's layout
     parsed = text_format.Parse(info.read_text(), p4info_pb2.P4Info())
     assert parsed == fake_p4info()
 
@@ -467,7 +473,7 @@ def test_unwritable_output(compiled, prog: Path, tmp_path: Path, capsys) -> None
 def test_compile_error_prints_location_and_exits_1(
     monkeypatch, prog: Path, tmp_path: Path, capsys
 ) -> None:
-    def failing(path: str, include_dirs: tuple[str, ...], defines: dict[str, str]) -> FakeResult:
+    def failing(path: str, include_dirs: tuple[str, ...], defines: dict[str, str]) -> CompileResult:
         raise CompileError("something wrong", SourceLoc(path, 7, 3))
 
     monkeypatch.setattr(cli, "_compile", failing)
@@ -483,9 +489,9 @@ def test_real_front_end_errors_reach_the_command_line(monkeypatch, tmp_path: Pat
 
     def front_end_only(
         path: str, include_dirs: tuple[str, ...], defines: dict[str, str]
-    ) -> FakeResult:
+    ) -> CompileResult:
         parse_file(path, include_dirs, defines)
-        return FakeResult({}, p4info_pb2.P4Info())
+        return fake_result({}, p4info_pb2.P4Info())
 
     monkeypatch.setattr(cli, "_compile", front_end_only)
     assert cli.main(["-o", str(tmp_path / "o.json"), str(bad)]) == 1
@@ -496,10 +502,70 @@ def test_warnings_of_the_result_are_printed(
     monkeypatch, prog: Path, tmp_path: Path, capsys
 ) -> None:
     monkeypatch.setattr(
-        cli, "_compile", lambda *a: FakeResult({}, p4info_pb2.P4Info(), ["m.p4:1:2: warning: hi"])
+        cli, "_compile", lambda *a: fake_result({}, p4info_pb2.P4Info(), ["m.p4:1:2: warning: hi"])
     )
     assert cli.main(["-o", str(tmp_path / "o.json"), str(prog)]) == 0
     assert "m.p4:1:2: warning: hi" in capsys.readouterr().err
+
+
+def test_warning_directives_reach_stderr_through_the_real_compiler(
+    tmp_path: Path, capsys
+) -> None:
+    """No fake: p4lite-c on a real program with #warning, also from an included file."""
+    (tmp_path / "inc.p4").write_text("#warning from the include\n")
+    prog = tmp_path / "warn.p4"
+    prog.write_text(
+        '#include <core.p4>\n#include <v1model.p4>\n#include "inc.p4"\n'
+        "  #warning check the   table sizes\n" + _V1MODEL_MINIMAL
+    )
+    out = tmp_path / "warn.json"
+    assert cli.main(["-o", str(out), str(prog)]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"{tmp_path / 'inc.p4'}:1:2: warning: #warning from the include",
+        f"{prog}:4:4: warning: #warning check the table sizes",
+    ]
+    assert json.loads(out.read_text())["program"] == str(prog)
+
+
+def test_warning_directives_reach_stderr_from_python_m(tmp_path: Path) -> None:
+    """``python -m p4lite.compiler``, a separate process, prints #warning and exits 0."""
+    prog = tmp_path / "warn.p4"
+    prog.write_text("#include <v1model.p4>\n#warning careful\n" + _V1MODEL_MINIMAL)
+    run = subprocess.run(
+        [sys.executable, "-m", "p4lite.compiler", "-o", str(tmp_path / "w.json"), str(prog)],
+        capture_output=True, text=True, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == f"{prog}:2:2: warning: #warning careful\n"
+
+
+_V1MODEL_MINIMAL = """
+struct meta_t { }
+struct headers_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t m) { apply { } }
+control I(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control E(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_a_bug_in_the_compiler_is_an_internal_error_not_a_user_error(
+    monkeypatch, prog: Path, tmp_path: Path, capsys
+) -> None:
+    def buggy(path: str, include_dirs: tuple[str, ...], defines: dict[str, str]) -> CompileResult:
+        return {}["no such key"]  # a KeyError: an internal bug, not the program's fault
+
+    monkeypatch.setattr(cli, "_compile", buggy)
+    assert cli.main(["-o", str(tmp_path / "o.json"), str(prog)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert "p4lite-c: internal compiler error: KeyError: 'no such key'" in err
+    assert "bug in p4lite" in err and ": error:" not in err
 
 
 def test_version_and_help_exit_0(capsys) -> None:
@@ -509,15 +575,8 @@ def test_version_and_help_exit_0(capsys) -> None:
     assert "--p4runtime-files" in capsys.readouterr().out
 
 
-def test_json_text_prefers_the_back_ends_layout() -> None:
-    class WithText:
-        bmv2 = {"a": 1}
-
-        def bmv2_text(self) -> str:
-            return '{\n  "a" : 1\n}'
-
-    assert cli.bmv2_json_text(WithText()) == '{\n  "a" : 1\n}\n'
-    assert cli.bmv2_json_text(FakeResult({"a": 1}, p4info_pb2.P4Info())) == '{\n  "a": 1\n}\n'
+def test_json_text_is_the_back_ends_layout() -> None:
+    assert cli.bmv2_json_text(fake_result({"a": 1}, p4info_pb2.P4Info())) == '{\n  "a" : 1\n}\n'
 
 
 def test_deep_nesting_is_a_compile_error_not_a_crash() -> None:

@@ -839,7 +839,7 @@ def test_parse_text_with_defines_and_include_dirs(tmp_path: Path) -> None:
 
 def test_warnings_reach_the_program() -> None:
     program = parse_text("#warning hello\n", "m.p4")
-    assert program.warnings == ["m.p4:1:2: warning: hello"]
+    assert program.warnings == ["m.p4:1:2: warning: #warning hello"]
 
 
 def test_syntax_error_is_a_compile_error() -> None:

@@ -212,7 +212,7 @@ def test_error_directive() -> None:
 
 def test_warning_directive_is_collected() -> None:
     result = Preprocessor().run_text("#warning careful now\nx", "m.p4")
-    assert result.warnings == ["m.p4:1:2: warning: careful now"]
+    assert result.warnings == ["m.p4:1:2: warning: #warning careful now"]  # as cpp says it
     assert [t.value for t in result.tokens[:-1]] == ["x"]
 
 

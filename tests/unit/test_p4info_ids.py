@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from p4lite.compiler import ids
+from p4lite.compiler.errors import CompileError, SourceLoc
 
 
 @pytest.mark.parametrize(
@@ -32,11 +33,23 @@ def test_collision_probes_in_sorted_name_order() -> None:
     assert assigned[(ids.PREFIX_ACTION, "a")] == natural + 1
 
 
-def test_duplicate_fixed_id_is_an_error() -> None:
+def test_duplicate_fixed_id_is_a_located_compile_error() -> None:
     alloc = ids.IdAllocator()
-    alloc.add(ids.PREFIX_TABLE, "x", fixed_id=5)
-    with pytest.raises(ValueError, match="@id 5"):
-        alloc.add(ids.PREFIX_TABLE, "y", fixed_id=5)
+    alloc.add(ids.PREFIX_TABLE, "x", fixed_id=5, loc=SourceLoc("p.p4", 3, 5))
+    alloc.add(ids.PREFIX_TABLE, "y", fixed_id=5, loc=SourceLoc("p.p4", 9, 5))
+    with pytest.raises(CompileError) as info:
+        alloc.assign()
+    err = info.value
+    assert err.loc == SourceLoc("p.p4", 9, 5)  # the later declaration is the duplicate
+    assert str(err).startswith("p.p4:9:5: error: @id 0x00000005 is assigned to multiple")
+    assert "x (p.p4:3:5)" in str(err) and "y" in str(err)
+
+
+def test_same_fixed_id_for_the_same_symbol_is_not_a_duplicate() -> None:
+    alloc = ids.IdAllocator()
+    alloc.add(ids.PREFIX_ACTION, "a", fixed_id=5, loc=SourceLoc("p.p4", 3, 5))
+    alloc.add(ids.PREFIX_ACTION, "a", fixed_id=5, loc=SourceLoc("p.p4", 3, 5))
+    assert alloc.assign() == {(ids.PREFIX_ACTION, "a"): 5}
 
 
 def test_shortest_unique_suffixes() -> None:
