@@ -1,0 +1,260 @@
+"""The PBox's sans-I/O control core: control requests in, replies out.
+
+No sockets, pipes, processes or clocks here. :class:`ControlCore` answers the control
+channel's requests (already decoded from JSON) and keeps the mirror of which jobs exist
+with their configuration; it reaches the shards through a :class:`Shards` link, which
+the supervisor implements over the worker processes' pipes and :class:`LocalShards`
+in-process. :class:`ShardCore` is what one shard does with a command or a datagram
+(its sharded :class:`~hosts.aggregator.Aggregator` plus the worker's own counters).
+:class:`LineBuffer`, :func:`answer_line` and :func:`encode_reply` are the framing of
+the control channel: newline-delimited JSON, one reply line per request.
+
+Requests and replies (see docs/notes/pbox-and-rack.md §2):
+
+* ``{"cmd": "add_job", "job": ID, "world_size": N, "slot_base": B, "slot_count": C}``
+  -> ``{"ok": true}``
+* ``{"cmd": "remove_job", "job": ID}`` -> ``{"ok": true, "stats": {final counters}}``
+* ``{"cmd": "stats"}`` -> ``{"ok": true, "jobs": {...}, "global": {...}, "workers": [...]}``
+* ``{"cmd": "list_jobs"}`` -> ``{"ok": true, "jobs": [{"job_id", "world_size", ...}]}``
+* anything wrong -> ``{"error": "..."}``
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Protocol
+
+from hosts.aggregator import Aggregator, AggregatorError, JobConfig
+from hosts.errors import HostError
+
+log = logging.getLogger("p4hub-pbox")
+
+MAX_CONTROL_LINE = 64 << 10
+COMMANDS = ("add_job", "remove_job", "stats", "list_jobs")
+TOO_LONG = {"error": "request line too long"}
+
+
+class PBoxError(HostError):
+    """The PBox could not start or was asked something it cannot do."""
+
+
+# -- one shard ------------------------------------------------------------------------
+
+
+class ShardCore:
+    """One shard's state: a sharded aggregator, the worker's error counters, and the
+    answers to the supervisor's commands (``add_job``, ``remove_job``, ``stats``,
+    ``stop``). ``pid`` is only reported in ``stats``."""
+
+    def __init__(self, shard: tuple[int, int], max_slots: int, pid: int = 0) -> None:
+        self.shard = shard
+        self.pid = pid
+        self.aggregator = Aggregator(max_slots=max_slots, shard=shard)
+        self.send_errors = 0  # e.g. EPERM from an iptables DROP on OUTPUT, or ENOBUFS
+        self.internal_errors = 0  # bugs: a packet that made the aggregator raise
+        self.running = True  # False once told to stop
+
+    def receive(self, data: bytes, src: tuple, now: float) -> list[tuple[bytes, tuple]]:
+        """The aggregator's answer to one datagram; never raises (an exception from the
+        aggregator is counted as ``internal_errors`` and logged the first time)."""
+        try:
+            return self.aggregator.receive(data, src, now)
+        except Exception:  # never die on a packet; count and keep serving
+            self.internal_error()
+            return []
+
+    def internal_error(self) -> None:
+        """Count an exception the aggregator raised on a datagram (call from its handler)."""
+        self.internal_errors += 1
+        if self.internal_errors == 1:
+            log.exception("shard %d: aggregator raised on a datagram", self.shard[0])
+
+    def handle(self, cmd: str, arg: object = None) -> dict:
+        """Answer one supervisor command; a refused one gets ``{"error": ...}``."""
+        try:
+            return self._execute(cmd, arg)
+        except AggregatorError as exc:
+            return {"error": str(exc)}
+
+    def _execute(self, cmd: str, arg: object) -> dict:
+        agg = self.aggregator
+        if cmd == "add_job":
+            agg.add_job(**arg)
+            return {"ok": True}
+        if cmd == "remove_job":
+            return {"ok": True, "stats": agg.remove_job(arg).as_dict()}
+        if cmd in ("stats", "stop"):
+            self.running = cmd != "stop"
+            return self.stats()
+        raise AggregatorError(f"unknown worker command {cmd!r}")
+
+    def stats(self) -> dict:
+        agg = self.aggregator
+        return {
+            "shard": self.shard[0],
+            "pid": self.pid,
+            "global": {
+                **agg.global_stats(),
+                "send_errors": self.send_errors,
+                "internal_errors": self.internal_errors,
+            },
+            "jobs": {str(c.job_id): agg.job_stats(c.job_id).as_dict() for c in agg.jobs()},
+        }
+
+
+# -- the link to the shards -------------------------------------------------------------
+
+
+class Shards(Protocol):
+    """How the control core reaches the shards. A link may raise EOFError or OSError
+    (a worker process is gone)."""
+
+    def fan_out(self, cmd: str, arg: object = None) -> list[dict]:
+        """Send one command to every shard; their replies, in shard order."""
+
+    def ask(self, index: int, cmd: str, arg: object = None) -> dict:
+        """Send one command to shard ``index``; its reply."""
+
+
+class LocalShards:
+    """:class:`Shards` over :class:`ShardCore` objects in this process."""
+
+    def __init__(self, shards: Sequence[ShardCore]) -> None:
+        self.shards = list(shards)
+
+    def fan_out(self, cmd: str, arg: object = None) -> list[dict]:
+        return [shard.handle(cmd, arg) for shard in self.shards]
+
+    def ask(self, index: int, cmd: str, arg: object = None) -> dict:
+        return self.shards[index].handle(cmd, arg)
+
+
+def merge_counters(total: dict, part: dict) -> None:
+    """Sum the numeric counters of ``part`` into ``total`` (max for last_seen)."""
+    for key, value in part.items():
+        if isinstance(value, dict):
+            merge_counters(total.setdefault(key, {}), value)
+        elif key == "last_seen":
+            total[key] = max(total.get(key, 0.0), value)
+        else:
+            total[key] = total.get(key, 0) + value
+
+
+# -- the control core -------------------------------------------------------------------
+
+
+class ControlCore:
+    """The control channel's semantics and the mirror of the configured jobs."""
+
+    def __init__(self, shards: Shards) -> None:
+        self.shards = shards
+        self.jobs: dict[int, JobConfig] = {}
+
+    def add_job(self, job_id: int, world_size: int, slot_base: int, slot_count: int) -> None:
+        """Configure a job on every shard, or on none (PBoxError with the shard's reason)."""
+        config = JobConfig(job_id, world_size, slot_base, slot_count)
+        replies = self.shards.fan_out("add_job", asdict(config))
+        errors = [r["error"] for r in replies if "error" in r]
+        if errors:
+            # Every shard runs the same checks on the same jobs, so they agree; undo
+            # defensively anyway so that no shard keeps a job the others refused.
+            for index, reply in enumerate(replies):
+                if "error" not in reply:
+                    self.shards.ask(index, "remove_job", job_id)
+            raise PBoxError(errors[0])
+        self.jobs[job_id] = config
+
+    def remove_job(self, job_id: int) -> dict:
+        """Remove a job from every shard; its final counters summed over the shards."""
+        if job_id not in self.jobs:
+            raise PBoxError(f"no job {job_id}")
+        replies = self.shards.fan_out("remove_job", job_id)
+        del self.jobs[job_id]
+        total: dict = {}
+        for reply in replies:
+            merge_counters(total, reply.get("stats", {}))
+        return total
+
+    def stats(self, final: bool = False) -> dict:
+        """Counters summed over the shards, and each shard's own (``final``: and stop them)."""
+        per_worker = self.shards.fan_out("stop" if final else "stats")
+        jobs: dict = {}
+        glob: dict = {}
+        for reply in per_worker:
+            merge_counters(jobs, reply["jobs"])
+            merge_counters(glob, reply["global"])
+        return {"jobs": jobs, "global": glob, "workers": per_worker}
+
+    def list_jobs(self) -> list[dict]:
+        return [asdict(config) for config in self.jobs.values()]
+
+    def control(self, request: object) -> dict:
+        """Answer one control request (a decoded JSON value). Never raises."""
+        try:
+            if not isinstance(request, dict):
+                raise PBoxError("a request must be a JSON object")
+            cmd = request.get("cmd")
+            if cmd == "add_job":
+                fields = [_int_field(request, k) for k in
+                          ("job", "world_size", "slot_base", "slot_count")]
+                self.add_job(*fields)
+                return {"ok": True}
+            if cmd == "remove_job":
+                return {"ok": True, "stats": self.remove_job(_int_field(request, "job"))}
+            if cmd == "stats":
+                return {"ok": True, **self.stats()}
+            if cmd == "list_jobs":
+                return {"ok": True, "jobs": self.list_jobs()}
+            raise PBoxError(f"unknown cmd {cmd!r} ({', '.join(COMMANDS)})")
+        except (PBoxError, AggregatorError) as exc:
+            return {"error": str(exc)}
+        except (EOFError, OSError) as exc:  # a worker died; the main loop will stop the PBox
+            return {"error": f"a worker process is gone: {exc!r}"}
+
+
+def _int_field(request: dict, key: str) -> int:
+    value = request.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise PBoxError(f"field {key!r} must be an integer, got {value!r}")
+    return value
+
+
+# -- framing: newline-delimited JSON -------------------------------------------------------
+
+
+class LineBuffer:
+    """Bytes of one control connection in, complete request lines out."""
+
+    def __init__(self, limit: int = MAX_CONTROL_LINE) -> None:
+        self.limit = limit
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The complete, non-blank lines ``data`` finishes (without their newline)."""
+        self._buffer += data
+        if b"\n" not in data:
+            return []
+        *lines, rest = bytes(self._buffer).split(b"\n")
+        self._buffer[:] = rest
+        return [line for line in lines if line.strip()]
+
+    @property
+    def too_long(self) -> bool:
+        """The unfinished line is over the limit: answer TOO_LONG and drop the connection."""
+        return len(self._buffer) > self.limit
+
+
+def encode_reply(reply: dict) -> bytes:
+    return json.dumps(reply).encode() + b"\n"
+
+
+def answer_line(control: Callable[[object], dict], line: bytes) -> bytes:
+    """The reply line to one request line: ``control`` answers what decodes as JSON."""
+    try:
+        request = json.loads(line)
+    except ValueError as exc:
+        return encode_reply({"error": f"not JSON: {exc}"})
+    return encode_reply(control(request))
