@@ -82,9 +82,13 @@ class ShardCore:
     def _execute(self, cmd: str, arg: object) -> dict:
         agg = self.aggregator
         if cmd == "add_job":
+            if not isinstance(arg, dict):
+                raise AggregatorError(f"add_job needs the job's fields, got {arg!r}")
             agg.add_job(**arg)
             return {"ok": True}
         if cmd == "remove_job":
+            if not isinstance(arg, int):
+                raise AggregatorError(f"remove_job needs a job id, got {arg!r}")
             return {"ok": True, "stats": agg.remove_job(arg).as_dict()}
         if cmd in ("stats", "stop"):
             self.running = cmd != "stop"

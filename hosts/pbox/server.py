@@ -42,6 +42,7 @@ class ControlServer:
             if key.fileobj is self.listener:
                 self._accept()
             else:
+                assert isinstance(key.fileobj, socket.socket)  # only sockets are registered
                 self._read(key.fileobj)
 
     def _accept(self) -> None:
