@@ -13,11 +13,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from hosts.wire import AGG_UDP_PORT
+
 REPO = Path(__file__).resolve().parent.parent
 ETH_P_ALL = 0x0003
 CLONE_NEWNET = 0x40000000
 
+AGG_PORT_BYTES = AGG_UDP_PORT.to_bytes(2, "big")  # UDP port field of a p4hub datagram
+
 _libc: ctypes.CDLL | None = None
+
+
+def result_key(datagram: bytes) -> bytes:
+    """(job, chunk) of a p4hub datagram: a RESULT is checked against the one the PBox would send."""
+    return datagram[2:4] + datagram[12:16]
 
 
 def sh(*cmd: str, check: bool = True) -> None:
@@ -55,7 +64,7 @@ def start_p4lite_switch(interfaces: dict[int, str], grpc_port: int, log_path: Pa
     ``log_path``; returns once its gRPC port takes connections. Raises RuntimeError (with
     the log's tail) if it exits or does not listen within ``wait_seconds``."""
     exe = REPO / ".venv" / "bin" / "p4lite-switch"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "p4lite.switch.main"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "p4lite.switch.process.main"]
     for port, interface in interfaces.items():
         cmd += ["-i", f"{port}@{interface}"]
     cmd += ["--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]

@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench._common import result_key
 from controller import rack, topology
 from controller.jobs import ON_SWITCH, JobRegistry
 from controller.updates import DELETE, INSERT, GroupWrite
@@ -57,9 +58,9 @@ from hosts import wire
 from hosts.aggregator import Aggregator
 from hosts.wire import AGG_UDP_PORT, Header, K, PacketType
 from p4lite.compiler.driver import compile_file
-from p4lite.switch.core import Switch
-from p4lite.switch.runtime_api import ActionCall, MatchField, Replica, TableEntry
-from p4lite.switch.samples import internet_checksum, udp_frame
+from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
+from p4lite.switch.core.switch import Switch
+from tests.support.frames import internet_checksum, udp_frame
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -73,8 +74,6 @@ AGG_WORLD_SIZES = (2, 4, 8)
 AGG_SLOTS = 128  # per job: the controller's default job_slots
 WORKER_UDP_PORT = 40000
 SWITCH_OPTIONS: dict = {}  # keyword arguments of every in-process Switch (--scalar)
-AGG_PORT_BYTES = AGG_UDP_PORT.to_bytes(2, "big")
-
 
 
 @dataclass
@@ -160,11 +159,6 @@ def time_case(name: str, setup: Callable, reps: int, seconds: float) -> CaseResu
 
 
 # -- the aggregation program (p4src/aggregate.p4) ----------------------------------------
-
-
-def result_key(datagram: bytes) -> bytes:
-    """(job, chunk) of a p4hub datagram: a RESULT is checked against the one the PBox would send."""
-    return datagram[2:4] + datagram[12:16]
 
 
 @dataclass
@@ -471,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
                   "raw sockets). Run as root for max sustained contributions/s through the process.")
             extra["switch_process"] = {"skipped": "not root"}
         else:
-            from bench.switch_core_process import run_process_bench  # noqa: PLC0415 (cycle)
+            from bench.switch_core_process import run_process_bench  # noqa: PLC0415 (root only)
             in_process = {r.world_size: r for r in agg_results}
             process = run_process_bench(agg, in_process, args.seconds, args.profile)
             extra["switch_process"] = process

@@ -24,11 +24,20 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any, Protocol
 
 import psutil
 
-from bench._common import ETH_P_ALL, free_tcp_port, in_netns, sh, start_p4lite_switch
-from bench.switch_core import AGG_PORT_BYTES, REPO, AggRack, AggResult, result_key
+from bench._common import (
+    AGG_PORT_BYTES,
+    ETH_P_ALL,
+    REPO,
+    free_tcp_port,
+    in_netns,
+    result_key,
+    sh,
+    start_p4lite_switch,
+)
 from controller import program
 from controller.entries import EntryCodec
 from controller.p4info_index import P4InfoIndex
@@ -42,6 +51,21 @@ SO_RCVBUFFORCE = 33
 PROBE_SECONDS = 0.5
 DRAIN_SECONDS = 3.0  # results still missing this long after the last send are lost
 MAX_LAG_SECONDS = 0.05  # "keeps up": the last result arrives this soon after the last send
+
+
+# What this module uses of bench.switch_core's AggRack and AggResult. Spelled out here
+# because bench.switch_core imports this module: importing it back would be a circle.
+class AggRack(Protocol):
+    compiled: Any  # CompileResult: p4info and bmv2 of p4src/aggregate.p4
+    updates: list  # the controller's writes that set the rack and every job up
+    jobs: dict  # world size -> AggJob (job_id, frames, expected results)
+
+    def renew(self, n: int) -> list: ...
+
+
+class AggResult(Protocol):
+    contrib_per_s_median: float
+    cpu_contrib_per_s_median: float
 
 
 class BscNet:

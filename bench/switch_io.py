@@ -40,7 +40,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from bench._common import ETH_P_ALL, free_tcp_port, in_netns, sh, start_p4lite_switch
-from p4lite.switch.samples import internet_checksum
+from tests.support.frames import internet_checksum
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -63,10 +63,10 @@ def load_program() -> tuple[dict, p4info_pb2.P4Info, str]:
         result = compile_file(str(HERE / "programs" / "l3_routing.p4"))
         return result.bmv2, result.p4info, "bench/programs/l3_routing.p4 (p4lite-c)"
     except ImportError:
-        from p4lite.switch.samples import L3_ROUTER_P4INFO, l3_router
+        from tests.support.samples import L3_ROUTER_P4INFO, l3_router
 
         return (l3_router(), text_format.Parse(L3_ROUTER_P4INFO, p4info_pb2.P4Info()),
-                "p4lite.switch.samples.l3_router (compiler not available)")
+                "tests.support.samples.l3_router (compiler not available)")
 
 
 def route_updates(p4info: p4info_pb2.P4Info) -> list[p4runtime_pb2.Update]:
@@ -186,9 +186,9 @@ def latency(tx: socket.socket, rx: socket.socket, samples: int) -> dict:
 
 
 def core_pps(bmv2: dict, p4info: p4info_pb2.P4Info, seconds: float) -> float:
-    from p4lite.switch.core import Switch
-    from p4lite.switch.p4runtime_device import Device
-    from p4lite.switch.p4runtime_write import apply_update
+    from p4lite.switch.core.switch import Switch
+    from p4lite.switch.p4runtime.device import Device
+    from p4lite.switch.p4runtime.write import apply_update
 
     device = Device(0, lambda j: Switch(j))
     config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=json.dumps(bmv2).encode())

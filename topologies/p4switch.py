@@ -47,7 +47,7 @@ def tool_command(name: str, module: str) -> list[str]:
 def switch_command() -> list[str]:
     """simple_switch_grpc when installed, else p4lite-switch."""
     real = shutil.which("simple_switch_grpc")
-    return [real] if real else tool_command("p4lite-switch", "p4lite.switch.main")
+    return [real] if real else tool_command("p4lite-switch", "p4lite.switch.process.main")
 
 
 def compile_p4(source: Path, build_dir: Path = REPO / "build") -> tuple[Path, Path]:

@@ -13,7 +13,7 @@ DROP_PORT = 511
 
 def make_switch(program: dict, drop_port: int = DROP_PORT):
     # Imported here so the parser and its tests do not need the switch core.
-    from p4lite.switch.core import Switch
+    from p4lite.switch.core.switch import Switch
 
     return Switch(program, drop_port=drop_port)
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from p4lite.stf.parser import KeyValue, Number
-from p4lite.switch.runtime_api import MatchField
+from p4lite.switch.core.runtime_api import MatchField
 
 
 class StfNameError(Exception):

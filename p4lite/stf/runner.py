@@ -27,7 +27,7 @@ from p4lite.stf.parser import (
     WaitCmd,
 )
 from p4lite.stf.program import ProgramInfo, StfNameError, TableInfo, match_field
-from p4lite.switch.runtime_api import (
+from p4lite.switch.core.runtime_api import (
     ActionCall,
     MatchField,
     RuntimeOps,

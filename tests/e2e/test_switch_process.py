@@ -19,8 +19,8 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4lite.switch.device_config import encode_p4_device_config
-from p4lite.switch.pcap import read_pcap
+from p4lite.switch.p4runtime.device_config import encode_p4_device_config
+from p4lite.switch.process.pcap import read_pcap
 from tests.e2e.p4 import frames as F
 from tests.e2e.p4.netns import (
     CPU_PORT,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import time
@@ -12,20 +13,13 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4lite.switch.pcap import PcapWriter, read_pcap
+from p4lite.switch.process.pcap import PcapWriter, read_pcap
 from tests.e2e.p4.netns import VENV_BIN, compile_program, free_port
+from tests.support.frames import ipv4_frame
+from tests.support.wait import wait_until
 
 P4 = Path(__file__).parent / "p4" / "p4l_switch.p4"
 H2_MAC = bytes.fromhex("080000000222")
-
-
-def ipv4_frame(dst: bytes, tag: bytes, diffserv: int = 0) -> bytes:
-    header = bytearray([0x45, diffserv, 0, 20 + len(tag), 0, 1, 0, 0, 64, 0x11, 0, 0, 10, 0, 1, 1]) + dst
-    total = sum(int.from_bytes(header[i:i + 2], "big") for i in range(0, 20, 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    header[10:12] = (~total & 0xFFFF).to_bytes(2, "big")
-    return bytes.fromhex("0800000000fe080000000111" "0800") + bytes(header) + tag
 
 
 def push_routes(port: int, json_path: Path, p4info_path: Path) -> None:
@@ -66,15 +60,18 @@ def run_offline(tmp_path: Path, records: list[tuple[int, bytes]], *target: str) 
         push_routes(port, json_path, p4info_path)  # within the 2 s wait
         out = tmp_path / "p4lf2_out.pcap"
         # wait for the first frame out, then until nothing more arrives for 0.5 s
-        deadline = time.monotonic() + 15
         seen, quiet_since = 0, time.monotonic()
-        while time.monotonic() < deadline:
+
+        def output_settled() -> bool:
+            nonlocal seen, quiet_since
             count = len(list(read_pcap(out))) if out.exists() else 0
             if count != seen:
                 seen, quiet_since = count, time.monotonic()
-            elif seen and time.monotonic() - quiet_since > 0.5:
-                break
-            time.sleep(0.05)
+                return False
+            return bool(seen) and time.monotonic() - quiet_since > 0.5
+
+        with contextlib.suppress(TimeoutError):  # the assertions below say what is missing
+            wait_until(output_settled, timeout=15)
         assert list(read_pcap(tmp_path / "p4lf1_out.pcap")) == []
         return [f for _, f in read_pcap(out)]
     finally:

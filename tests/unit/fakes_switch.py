@@ -20,10 +20,8 @@ from google.rpc import status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4lite.switch.p4runtime_device import Device
-from p4lite.switch.p4runtime_errors import DETAILS_KEY
-from p4lite.switch.p4runtime_server import serve
-from p4lite.switch.runtime_api import (
+from p4lite.switch.core.errors import SwitchLoadError
+from p4lite.switch.core.runtime_api import (
     CODE_ALREADY_EXISTS,
     CODE_INVALID_ARGUMENT,
     CODE_NOT_FOUND,
@@ -35,6 +33,9 @@ from p4lite.switch.runtime_api import (
     SwitchRuntimeError,
     TableEntry,
 )
+from p4lite.switch.p4runtime.device import Device
+from p4lite.switch.p4runtime.errors import DETAILS_KEY
+from p4lite.switch.p4runtime.server import serve
 
 T_EXACT, T_LPM, T_TERNARY, T_RANGE, T_OPTIONAL, T_CONST, T_CONSTDEF = (
     0x02000001, 0x02000002, 0x02000003, 0x02000004, 0x02000005, 0x02000006, 0x02000007)
@@ -178,7 +179,7 @@ class FakeSwitch:
 
     def __init__(self, json_dict: dict, drop_port: int = 511, cpu_port: int | None = None) -> None:
         if "pipelines" not in json_dict:
-            raise SwitchRuntimeError(CODE_INVALID_ARGUMENT, "not a BMv2 JSON: no pipelines")
+            raise SwitchLoadError("not a BMv2 JSON: no pipelines")
         self.tables = {t["name"] for p in json_dict["pipelines"] for t in p.get("tables", [])}
         self.drop_port = drop_port
         self.cpu_port = cpu_port

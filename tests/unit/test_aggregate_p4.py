@@ -25,10 +25,10 @@ from hosts import wire
 from hosts.aggregator import Aggregator
 from hosts.wire import Header, K, PacketType
 from p4lite.compiler import driver
-from p4lite.switch import samples
-from p4lite.switch.core import Switch
-from p4lite.switch.runtime_api import ActionCall, MatchField, Replica, TableEntry
-from p4lite.switch.samples import internet_checksum
+from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
+from p4lite.switch.core.switch import Switch
+from tests.support import frames
+from tests.support.frames import internet_checksum
 
 PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "aggregate.p4"
 PBOX_PORT = 9
@@ -57,7 +57,7 @@ def compiled():
 
 def udp_frame(src: tuple[int, int, int], dst: tuple[int, int, int], payload: bytes) -> bytes:
     """src/dst = (mac, ip, udp port); a nonzero UDP checksum, which the switch must clear."""
-    return samples.udp_frame(src, dst, payload, ip_id=7, udp_checksum=0x1234)
+    return frames.udp_frame(src, dst, payload, ip_id=7, udp_checksum=0x1234)
 
 
 def parse_frame(frame: bytes) -> dict:

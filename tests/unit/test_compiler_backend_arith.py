@@ -12,7 +12,7 @@ import random
 import pytest
 
 from p4lite.compiler.driver import compile_text
-from p4lite.switch.core import Switch
+from p4lite.switch.core.switch import Switch
 
 N_EXPR = 12
 

@@ -52,7 +52,7 @@ def test_simple_switch_grpc_wins_when_it_is_on_path(tmp_path, monkeypatch):
     assert p4switch.switch_command() == [str(fake)]
     monkeypatch.setenv("PATH", "/nonexistent")
     fallback = p4switch.switch_command()
-    assert fallback[0].endswith("p4lite-switch") or fallback[-1] == "p4lite.switch.main"
+    assert fallback[0].endswith("p4lite-switch") or fallback[-1] == "p4lite.switch.process.main"
 
 
 def test_compile_p4_writes_bmv2_json_and_p4info(tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from google.rpc import code_pb2
 
-from p4lite.switch.arbitration import Arbitration, Notice
-from p4lite.switch.p4runtime_errors import P4RuntimeError
+from p4lite.switch.p4runtime.arbitration import Arbitration, Notice
+from p4lite.switch.p4runtime.errors import P4RuntimeError
 
 
 def test_first_client_is_primary_and_backups_learn_the_primary_id():

@@ -8,12 +8,12 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4lite.switch.device_config import decode_device_config, encode_p4_device_config
-from p4lite.switch.p4runtime_codec import decode_int, decode_match, encode_int, encode_match
-from p4lite.switch.p4runtime_errors import P4RuntimeError
-from p4lite.switch.p4runtime_p4info import Param, build_index
-from p4lite.switch.p4runtime_packetio import build_packet_out, parse_packet_in
-from p4lite.switch.runtime_api import MatchField
+from p4lite.switch.core.runtime_api import MatchField
+from p4lite.switch.p4runtime.codec import decode_int, decode_match, encode_int, encode_match
+from p4lite.switch.p4runtime.device_config import decode_device_config, encode_p4_device_config
+from p4lite.switch.p4runtime.errors import P4RuntimeError
+from p4lite.switch.p4runtime.p4info import Param, build_index
+from p4lite.switch.p4runtime.packetio import build_packet_out, parse_packet_in
 from tests.unit.fakes_switch import BMV2_JSON, T_LPM, T_OPTIONAL, T_RANGE, p4info
 
 

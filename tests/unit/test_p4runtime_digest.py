@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from p4lite.switch.p4runtime_digest import DigestBuffer, DigestConfig
+from p4lite.switch.p4runtime.digest import DigestBuffer, DigestConfig
 
 
 def test_unconfigured_digest_is_not_streamed():

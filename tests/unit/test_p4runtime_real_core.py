@@ -11,19 +11,14 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4lite.switch.core import Switch
-from p4lite.switch.p4runtime_device import Device
-from p4lite.switch.p4runtime_server import serve
-from p4lite.switch.samples import L3_ROUTER_P4INFO, internet_checksum, l3_router
+from p4lite.switch.core.switch import Switch
+from p4lite.switch.p4runtime.device import Device
+from p4lite.switch.p4runtime.server import serve
+from tests.support.frames import ipv4_frame
+from tests.support.samples import L3_ROUTER_P4INFO, l3_router
 from tests.unit.fakes_switch import update, write_errors
 
 T_LPM, A_FWD, A_DROP = 0x02000101, 0x01000101, 0x01000102
-
-
-def ipv4_frame(dst: bytes, ttl: int = 64) -> bytes:
-    header = bytearray([0x45, 0, 0, 20 + 4, 0, 1, 0, 0, ttl, 17, 0, 0, 10, 0, 1, 1]) + dst
-    header[10:12] = internet_checksum(bytes(header)).to_bytes(2, "big")
-    return bytes.fromhex("0800000000fe" "080000000111" "0800") + bytes(header) + b"data"
 
 
 @pytest.fixture
@@ -106,7 +101,7 @@ def test_garbage_through_the_real_core_never_raises(setup):
 
 
 def test_priority_queue_path_with_the_real_core():
-    from p4lite.switch.queues import EgressQueues
+    from p4lite.switch.core.queues import EgressQueues
 
     sent: list[tuple[int, bytes]] = []
     device = Device(0, lambda j: Switch(j), transmit=lambda port, data: sent.append((port, data)),
@@ -114,7 +109,7 @@ def test_priority_queue_path_with_the_real_core():
     config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=json.dumps(l3_router()).encode())
     config.p4info.CopyFrom(text_format.Parse(L3_ROUTER_P4INFO, p4info_pb2.P4Info()))
     device.set_pipeline(p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, config)
-    from p4lite.switch.p4runtime_write import apply_update
+    from p4lite.switch.p4runtime.write import apply_update
 
     apply_update(device.pipeline, update(p4runtime_pb2.Update.INSERT,
                                          table_entry=route(b"\x0a\x00\x02\x00", 24, b"\x02", 2)))

@@ -9,8 +9,8 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4lite.switch.device_config import encode_p4_device_config
-from p4lite.switch.runtime_api import Digest, MatchField
+from p4lite.switch.core.runtime_api import Digest, MatchField
+from p4lite.switch.p4runtime.device_config import encode_p4_device_config
 from tests.unit.fakes_switch import (
     A_DROP,
     A_FORWARD,
@@ -556,8 +556,8 @@ def test_core_failure_on_a_packet_never_escapes(hp):
 
 
 def test_strict_priority_queues_in_the_device():
-    from p4lite.switch.p4runtime_device import Device
-    from p4lite.switch.queues import EgressQueues
+    from p4lite.switch.core.queues import EgressQueues
+    from p4lite.switch.p4runtime.device import Device
     from tests.unit.fakes_switch import FakeSwitch, p4info
 
     sent: list[tuple[int, bytes]] = []
@@ -589,16 +589,16 @@ def test_a_pipeline_larger_than_grpc_default_limit_is_accepted(h):
 
 
 def test_a_second_server_cannot_share_the_port(h):
-    from p4lite.switch.p4runtime_device import Device
-    from p4lite.switch.p4runtime_server import serve
+    from p4lite.switch.p4runtime.device import Device
+    from p4lite.switch.p4runtime.server import serve
 
     with pytest.raises(OSError):
         serve(Device(DEVICE_ID, lambda j: None), f"127.0.0.1:{h.port}")
 
 
 def test_rate_limited_queues_tell_the_loop_when_to_come_back():
-    from p4lite.switch.p4runtime_device import Device
-    from p4lite.switch.queues import EgressQueues
+    from p4lite.switch.core.queues import EgressQueues
+    from p4lite.switch.p4runtime.device import Device
     from tests.unit.fakes_switch import FakeSwitch
 
     clock = [0]

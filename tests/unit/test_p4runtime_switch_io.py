@@ -5,8 +5,8 @@ from __future__ import annotations
 import errno
 import threading
 
-from p4lite.switch.io import PacketLoop, Port, Transmitter
-from p4lite.switch.pcap import read_pcap
+from p4lite.switch.process.io import PacketLoop, Port, Transmitter
+from p4lite.switch.process.pcap import read_pcap
 
 
 class FakeSocket:

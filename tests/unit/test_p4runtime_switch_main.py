@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4lite.switch.main import UsageError, parse_args
+from p4lite.switch.process.main import UsageError, parse_args
 
 TUTORIAL = ("-i 1@s1-eth1 -i 2@s1-eth2 --pcap /tmp/pcaps --nanolog ipc:///tmp/bm-0-log.ipc "
             "--device-id 0 build/basic.json --log-console --thrift-port 9090 -- "

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from p4lite.switch.pcap import MAGIC_NS, PcapError, PcapWriter, read_pcap
+from p4lite.switch.process.pcap import MAGIC_NS, PcapError, PcapWriter, read_pcap
 
 
 def test_round_trip(tmp_path):

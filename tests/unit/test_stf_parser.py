@@ -23,7 +23,7 @@ from p4lite.stf.parser import (
 )
 from p4lite.stf.program import KeyInfo, ProgramInfo, StfNameError, match_field
 from p4lite.stf.runner import StfRunner
-from p4lite.switch.runtime_api import MatchField, TableEntry
+from p4lite.switch.core.runtime_api import MatchField, TableEntry
 
 
 def one(text: str):

@@ -7,9 +7,9 @@ import pathlib
 import struct
 
 from p4lite.compiler.driver import compile_file, compile_text
-from p4lite.switch import hashes
-from p4lite.switch.core import Switch
-from p4lite.switch.runtime_api import ActionCall, MatchField, Replica, TableEntry
+from p4lite.switch.core import hashes
+from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
+from p4lite.switch.core.switch import Switch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from p4lite.switch import hashes
-from p4lite.switch.core import Switch
-from p4lite.switch.runtime_api import (
+from p4lite.switch.core import hashes
+from p4lite.switch.core.runtime_api import (
     CODE_INVALID_ARGUMENT,
     CODE_NOT_FOUND,
     CODE_OUT_OF_RANGE,
@@ -15,7 +14,8 @@ from p4lite.switch.runtime_api import (
     SwitchRuntimeError,
     TableEntry,
 )
-from p4lite.switch.samples import ProgramBuilder, expr, fld, hexstr, key, masked, prim
+from p4lite.switch.core.switch import Switch
+from tests.support.samples import ProgramBuilder, expr, fld, hexstr, key, masked, prim
 
 # k: idx, then outputs; 72-bit out65 keeps the header byte aligned (65 + 7 padding bits)
 K = [["idx", 8, False], ["v", 16, False], ["out48", 48, False], ["out65", 65, False],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from p4lite.switch import hashes
+from p4lite.switch.core import hashes
 
 CHECK = b"123456789"  # the standard CRC check input
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4lite.switch.core import Switch
-from p4lite.switch.runtime_api import (
+from p4lite.switch.core.runtime_api import (
     CODE_INVALID_ARGUMENT,
     ActionCall,
     MatchField,
@@ -13,7 +12,8 @@ from p4lite.switch.runtime_api import (
     SwitchRuntimeError,
     TableEntry,
 )
-from p4lite.switch.samples import lifecycle_program, read_probe
+from p4lite.switch.core.switch import Switch
+from tests.support.samples import lifecycle_program, read_probe
 
 
 @pytest.fixture
@@ -245,7 +245,7 @@ def _code(fn, *args) -> str:
 
 
 def test_pre_control_plane_checks_and_readback(sw: Switch) -> None:
-    from p4lite.switch.runtime_api import CODE_ALREADY_EXISTS, CODE_NOT_FOUND
+    from p4lite.switch.core.runtime_api import CODE_ALREADY_EXISTS, CODE_NOT_FOUND
 
     assert _code(sw.mc_group_set, 0, []) == CODE_INVALID_ARGUMENT
     assert _code(sw.mc_group_set, 1, [Replica(512, 0)]) == CODE_INVALID_ARGUMENT

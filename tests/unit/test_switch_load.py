@@ -8,10 +8,10 @@ import pathlib
 
 import pytest
 
-from p4lite.switch import hashes
-from p4lite.switch.core import Switch, SwitchLoadError
-from p4lite.switch.runtime_api import ActionCall, MatchField, TableEntry
-from p4lite.switch.samples import l3_router, lifecycle_program, prim
+from p4lite.switch.core import hashes
+from p4lite.switch.core.runtime_api import ActionCall, MatchField, TableEntry
+from p4lite.switch.core.switch import Switch, SwitchLoadError
+from tests.support.samples import l3_router, lifecycle_program, prim
 
 ETH = bytes.fromhex("aabbccddeeff0011223344550800")
 

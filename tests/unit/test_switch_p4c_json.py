@@ -13,17 +13,17 @@ import copy
 import pytest
 
 from p4lite.compiler.driver import compile_text
-from p4lite.switch.codegen import unwrap
-from p4lite.switch.core import Switch, SwitchLoadError
-from p4lite.switch.runtime_api import ActionCall, MatchField, TableEntry
-from p4lite.switch.samples import (
+from p4lite.switch.core.codegen import unwrap
+from p4lite.switch.core.runtime_api import ActionCall, MatchField, TableEntry
+from p4lite.switch.core.switch import Switch, SwitchLoadError
+from tests.support.frames import internet_checksum
+from tests.support.samples import (
     ETHERNET,
     IPV4,
     ProgramBuilder,
     expr,
     fld,
     hexstr,
-    internet_checksum,
     key,
     masked,
     prim,

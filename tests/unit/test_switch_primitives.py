@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from p4lite.switch.core import Switch
-from p4lite.switch.samples import ProgramBuilder, expr, fld, hexstr, masked, prim
+from p4lite.switch.core.switch import Switch
+from tests.support.samples import ProgramBuilder, expr, fld, hexstr, masked, prim
 
 # d: 96-bit wide field, signed 8-bit s, plain bytes a/b, then a 3-element stack of e
 D = [["wide", 96, False], ["s", 8, True], ["a", 8, False], ["b", 8, False]]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from p4lite.switch.queues import EgressQueues
-from p4lite.switch.runtime_api import Queued
+from p4lite.switch.core.queues import EgressQueues
+from p4lite.switch.core.runtime_api import Queued
 
 
 def item(port: int, prio: int, tag: str) -> Queued:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4lite.switch.core import Switch
-from p4lite.switch.runtime_api import (
+from p4lite.switch.core.runtime_api import (
     CODE_ALREADY_EXISTS,
     CODE_INVALID_ARGUMENT,
     CODE_NOT_FOUND,
@@ -16,7 +15,8 @@ from p4lite.switch.runtime_api import (
     SwitchRuntimeError,
     TableEntry,
 )
-from p4lite.switch.samples import ProgramBuilder, fld, hexstr, key, param, prim
+from p4lite.switch.core.switch import Switch
+from tests.support.samples import ProgramBuilder, fld, hexstr, key, param, prim
 
 K = [["a", 8, False], ["b", 16, False], ["c", 32, False], ["out", 8, False]]
 T = "ingress.t"

@@ -1,4 +1,4 @@
-"""Vectorized lane runs (p4lite/switch/vectorize.py) give bit-identical results.
+"""Vectorized lane runs (p4lite/switch/core/vectorize.py) give bit-identical results.
 
 Each program runs twice, ``Switch(..., vectorize=True)`` and ``vectorize=False``, over
 the same random packets (values near the wrap-around, indices out of range, odd widths);
@@ -11,11 +11,11 @@ import random
 
 import pytest
 
-from p4lite.switch import vectorize
-from p4lite.switch.core import Switch
-from p4lite.switch.runtime_api import ActionCall, MatchField, TableEntry
-from p4lite.switch.samples import ProgramBuilder, expr, fld, hexstr, masked, prim
-from p4lite.switch.vectorize import BankColumn
+from p4lite.switch.core import vectorize
+from p4lite.switch.core.runtime_api import ActionCall, MatchField, TableEntry
+from p4lite.switch.core.switch import Switch
+from p4lite.switch.core.vectorize import BankColumn
+from tests.support.samples import ProgramBuilder, expr, fld, hexstr, masked, prim
 
 SIZE = 48  # register cells; idx is 8 bits, so indices 48..255 are out of range
 

@@ -1,0 +1,273 @@
+"""Compiling a BMv2 pipeline (tables and conditionals) into node functions.
+
+Every table and conditional becomes ``def node(F, P)`` returning the next node
+function (or None at the end of the control); the core runs
+``while n is not None: n = n(F, P)``. Table nodes compute their key straight
+from field slots and look it up in the TableState's structures (see
+tables.py); the entry found carries its action function, action data and next
+node, all resolved at load or insert time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4lite.switch.core.codegen import CodeGen
+from p4lite.switch.core.program import fail, need, parse_hexstr
+from p4lite.switch.core.runtime_api import ActionCall, MatchField, SwitchRuntimeError, TableEntry
+from p4lite.switch.core.tables import ActionInfo, Entry, KeyElem, TableState
+
+_MATCH_TYPES = {"exact", "lpm", "ternary", "range", "valid", "optional"}
+
+
+def _key_elem(gen: CodeGen, k: Any, where: str) -> tuple[KeyElem, str]:
+    mt = need(k, "match_type", where, str)
+    if mt not in _MATCH_TYPES:
+        raise fail(where, f"match type '{mt}' is not supported by p4lite")
+    if mt == "optional":
+        mt = "ternary"
+    target = need(k, "target", where)
+    name = k.get("name") or (".".join(target) if isinstance(target, list) else str(target))
+    if mt == "valid" and isinstance(target, str):
+        slot = gen.layout.header(target, where).valid_slot
+    else:
+        slot = gen.layout.field_slot(target, where)
+    width = gen.layout.width[slot]
+    code = f"F[{slot}]"
+    mask = parse_hexstr(k["mask"], where) if k.get("mask") is not None else None
+    if gen.layout.signed[slot] or mask is not None:
+        code = f"(F[{slot}] & {((1 << width) - 1) if mask is None else mask})"
+    return KeyElem(mt, name, width, mask), code
+
+
+def _lookup_lines(t: TableState, codes: list[str], names: dict[str, str]) -> list[str]:
+    if not t.keys:
+        return ["_e = None"]
+    if t.kind == "exact":
+        key = codes[0] if len(codes) == 1 else "(" + ", ".join(codes) + ",)"
+        return [f"_e = {names['exact']}.get({key})"]
+    if t.kind == "lpm":
+        exacts = [c for c, k in zip(codes, t.keys, strict=True) if k.match_type != "lpm"]
+        lpm = next(c for c, k in zip(codes, t.keys, strict=True) if k.match_type == "lpm")
+        probe = "_k >> _sh" if not exacts else "(" + ", ".join(exacts) + ", _k >> _sh)"
+        return [f"_k = {lpm}", "_e = None", f"for _sh, _d in {names['lpm']}:",
+                f"    _e = _d.get({probe})", "    if _e is not None:", "        break"]
+    parts, ranges, shift = [], [], 0
+    for code, k in reversed(list(zip(codes, t.keys, strict=True))):
+        if k.match_type == "range":
+            ranges.insert(0, code)
+        else:
+            parts.append(f"({code} << {shift})" if shift else code)
+        shift += k.width
+    lines = [f"_K = {' | '.join(parts) if parts else '0'}", "_e = None"]
+    if ranges:
+        lines += [f"_R = ({', '.join(ranges)},)", f"for _m, _v, _rg, _c in {names['ternary']}:",
+                  "    if _K & _m == _v and all(lo <= x <= hi for x, (lo, hi) in zip(_R, _rg)):",
+                  "        _e = _c", "        break"]
+    else:
+        lines += [f"for _m, _v, _rg, _c in {names['ternary']}:", "    if _K & _m == _v:",
+                  "        _e = _c", "        break"]
+    return lines
+
+
+def table_source(gen: CodeGen, fname: str, t: TableState, codes: list[str],
+                 meter_target: int | None, meter_by_bytes: bool = False) -> str:
+    names = {"exact": gen.bind(t.exact, "ex"), "lpm": gen.bind(t.lpm, "lpm"),
+             "ternary": gen.bind(t.ternary, "tern")}
+    tbl = gen.bind(t, "tbl")
+    body = _lookup_lines(t, codes, names)
+    body += ["if _e is None:", f"    _e = {tbl}.default", "    _e.fn(F, P, _e.args)",
+             "    return _e.next"]
+    if t.with_counters:
+        body += ["_e.bytes += P.ilen", "_e.packets += 1"]
+    if meter_target is not None:
+        size = "P.ilen" if meter_by_bytes else "1"
+        body += ["_mt = _e.meter", f"F[{meter_target}] = _mt.execute(P.now, {size}) if _mt else 0"]
+    body += ["_e.fn(F, P, _e.args)", "return _e.next"]
+    return "\n".join([f"def {fname}(F, P):"] + ["    " + line for line in body]) + "\n"
+
+
+def _default_action(t: TableState, ids: dict[int, str], d: Any, where: str) -> ActionCall:
+    aid = need(d, "action_id", where, int)
+    if aid not in ids:
+        raise fail(where, f"default action id {aid} is not an action of the table")
+    data = tuple(parse_hexstr(x, where) for x in d.get("action_data") or [])
+    return ActionCall(ids[aid], data)
+
+
+def _const_entries(t: TableState, ids: dict[int, str], entries: list, where: str) -> list[TableEntry]:
+    prios = [e.get("priority", i + 1) if isinstance(e, dict) else 0 for i, e in enumerate(entries)]
+    top = max(prios, default=0) + 1
+    out = []
+    for i, e in enumerate(entries):
+        w = f"{where} entries[{i}]"
+        fields = []
+        for k, m in zip(t.keys, need(e, "match_key", w, list), strict=False):
+            if k.match_type == "range":  # a range entry has start/end and no key
+                fields.append(MatchField("range", parse_hexstr(need(m, "start", w), w),
+                                         high=parse_hexstr(need(m, "end", w), w)))
+                continue
+            key = need(m, "key", w)
+            value = int(key) if isinstance(key, bool) else parse_hexstr(key, w)  # valid: bool
+            if k.match_type == "lpm":
+                plen = need(m, "prefix_length", w, int)
+                full = (1 << k.width) - 1
+                fields.append(MatchField("lpm", value & (full ^ (full >> plen)), prefix_len=plen))
+            elif k.match_type == "ternary":
+                mask = parse_hexstr(need(m, "mask", w), w)
+                fields.append(MatchField("ternary", value & mask, mask=mask))
+            else:
+                fields.append(MatchField(k.match_type, value))
+        ae = need(e, "action_entry", w, dict)
+        action = _default_action(t, ids, ae, w)
+        # JSON priority: smaller wins; runtime_api priority: larger wins.
+        prio = top - prios[i] if t.needs_priority else 0
+        out.append(TableEntry(t.name, tuple(fields), action, prio))
+    return out
+
+
+def build_table(gen: CodeGen, js: dict, actions_by_id: dict[int, Any], meters: dict) -> tuple[
+        TableState, list[str], int | None]:
+    name = need(js, "name", "table", str)
+    where = f"table '{name}'"
+    if js.get("type", "simple") != "simple":
+        raise fail(where, f"table type '{js.get('type')}' (action profiles) is not supported by p4lite")
+    elems = [_key_elem(gen, k, f"{where} key {i}") for i, k in enumerate(need(js, "key", where, list))]
+    keys, codes = [e[0] for e in elems], [e[1] for e in elems]
+    if sum(k.match_type == "lpm" for k in keys) > 1:
+        raise fail(where, "more than one lpm key field")
+    ids = need(js, "action_ids", where, list)
+    anames = need(js, "actions", where, list)
+    if len(ids) != len(anames):
+        raise fail(where, "'actions' and 'action_ids' differ in length")
+    infos: dict[str, ActionInfo] = {}
+    for aid, aname in zip(ids, anames, strict=True):
+        if aid not in actions_by_id:
+            raise fail(where, f"unknown action id {aid}")
+        act, fn = actions_by_id[aid]
+        widths = [rd["bitwidth"] for rd in act.get("runtime_data") or []]
+        infos[aname] = ActionInfo(aname, aid, widths, fn)
+    meter_target = None
+    dm = js.get("direct_meters")
+    if dm:
+        if dm not in meters:
+            raise fail(where, f"unknown direct meter '{dm}'")
+        meter_target = meters[dm]
+    table = TableState(name, keys, infos, int(js.get("max_size") or 0),
+                       bool(js.get("with_counters")), dm is not None and dm != "")
+    return table, codes, meter_target
+
+
+def finish_table(t: TableState, js: dict, ns: dict[str, Any], node_names: dict[str, str],
+                 fused: bool = False) -> None:
+    """Resolve next nodes, then install the default action and const entries. A table
+    fused into its pipeline's code (fixed action) keeps no next pointers."""
+    where = f"table '{t.name}'"
+    nxt = js.get("next_tables") or {}
+
+    def node(name: Any) -> Any:
+        if name is None:
+            return None
+        if name not in node_names:
+            raise fail(where, f"unknown next node '{name}'")
+        return None if fused else ns[node_names[name]]
+
+    base = node(js.get("base_default_next"))
+    if "__HIT__" in nxt or "__MISS__" in nxt:
+        t.use_hit_miss = True
+        t.hit_next, t.miss_next = node(nxt.get("__HIT__")), node(nxt.get("__MISS__"))
+    t.next_by_action = {a: node(nxt[a]) if a in nxt else base for a in t.actions}
+    ids = {info.id: name for name, info in t.actions.items()}
+    d = js.get("default_entry")
+    if d is not None:
+        try:
+            t.initial_default = _default_action(t, ids, d, f"{where} default_entry")
+            t.set_default(t.initial_default, internal=True)
+        except SwitchRuntimeError as exc:
+            raise fail(where, f"bad default entry: {exc.message}") from None
+        t.default_const = bool(d.get("action_const"))
+    else:  # no default entry: a miss runs nothing (BMv2), until one is set
+        t.default = Entry((), ActionCall(""), 0, _no_action,
+                          t.miss_next if t.use_hit_miss else base, -1, ())
+    install_const_entries(t, js)
+
+
+def _no_action(F: list, P: object, A: tuple) -> None:
+    return None
+
+
+def install_const_entries(t: TableState, js: dict) -> None:
+    entries = js.get("entries")
+    if not entries:
+        return
+    ids = {info.id: name for name, info in t.actions.items()}
+    try:
+        t.const_entries = _const_entries(t, ids, entries, f"table '{t.name}'")
+        reinstall_const(t)
+    except SwitchRuntimeError as exc:
+        raise fail(f"table '{t.name}'", f"bad const entry: {exc.message}") from None
+    t.const = True
+
+
+def reinstall_const(t: TableState) -> None:
+    for e in t.const_entries:
+        t.add(e, internal=True)
+
+
+def fixed_action_body(gen: CodeGen, js: dict, action_fnames: dict[int, str],
+                      node_names: dict[str, str]) -> tuple[list[str], str | None] | None:
+    """A keyless table whose const default can never change (p4c's hidden ``tbl_*`` for
+    action calls in a control body) runs its action's body with the data bound, then
+    goes to a constant next node: (body lines, next node name), or None if the table
+    does not qualify."""
+    d = js.get("default_entry")
+    if js.get("key") or not isinstance(d, dict) or not d.get("action_const"):
+        return None
+    if js.get("with_counters") or js.get("direct_meters") or js.get("entries"):
+        return None
+    aid = d.get("action_id")
+    source = gen.sources.get(action_fnames.get(aid, ""))
+    if source is None or aid not in (js.get("action_ids") or []):
+        return None
+    action = js["actions"][js["action_ids"].index(aid)]
+    nxt = js.get("next_tables") or {}
+    target = nxt.get("__MISS__") if ("__HIT__" in nxt or "__MISS__" in nxt) else nxt.get(
+        action, js.get("base_default_next"))
+    if target is not None and target not in node_names:
+        return None  # finish_table reports the unknown node
+    where = f"table '{js.get('name')}' default_entry"
+    args = gen.bind(tuple(parse_hexstr(x, where) for x in d.get("action_data") or []), "args")
+    header, *body = source.rstrip("\n").split("\n")
+    if not header.endswith("(F, P, A):"):
+        return None
+    lines = [line[4:] for line in body if line.strip() != "pass"]
+    if any("A[" in line for line in lines):
+        lines.insert(0, f"A = {args}")
+    return lines, target
+
+
+def table_successors(js: dict) -> list[str]:
+    """Every node a table may continue to (the entry hit decides which)."""
+    nxt = js.get("next_tables") or {}
+    out = [n for n in nxt.values() if isinstance(n, str)]
+    if isinstance(js.get("base_default_next"), str):
+        out.append(js["base_default_next"])
+    return sorted(set(out))
+
+
+def conditional_parts(gen: CodeGen, c: dict, node_names: dict[str, str]) -> tuple[
+        str, str | None, str | None]:
+    """(Python test, true next, false next) of a JSON conditional."""
+    name = need(c, "name", "conditional", str)
+    where = f"conditional '{name}'"
+    e = need(c, "expression", where)
+    if isinstance(e, dict) and "op" in e:
+        e = {"type": "expression", "value": e}
+    test = gen.expr(e, where)
+    targets = []
+    for key in ("true_next", "false_next"):
+        n = c.get(key)
+        if n is not None and n not in node_names:
+            raise fail(where, f"unknown {key} node '{n}'")
+        targets.append(n)
+    return test, targets[0], targets[1]

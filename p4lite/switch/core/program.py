@@ -1,0 +1,287 @@
+"""Loading a BMv2 JSON program and laying out its packet state.
+
+Every field of every header instance (metadata included) gets one slot in a
+flat per-packet list ``F``; each header also gets a validity slot in the same
+list. Generated code addresses fields as ``F[<slot>]``, so no name is looked up
+once the program is loaded. ``SwitchLoadError`` is the one error type of
+loading: it names the JSON object that is malformed or unsupported.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from p4lite.switch.core.errors import SwitchLoadError
+
+# standard_metadata fields the life cycle reads or writes, with their v1model widths.
+STANDARD_FIELDS = {
+    "ingress_port": 9, "egress_spec": 9, "egress_port": 9, "instance_type": 32,
+    "packet_length": 32, "enq_timestamp": 32, "enq_qdepth": 19, "deq_timedelta": 32,
+    "deq_qdepth": 19, "ingress_global_timestamp": 48, "egress_global_timestamp": 48,
+    "mcast_grp": 16, "egress_rid": 16, "checksum_error": 1, "parser_error": 32, "priority": 3,
+}
+STANDARD_HEADER = "standard_metadata"
+# v1model's field aliases, used when a JSON has none (p4c always writes them).
+DEFAULT_ALIASES = {
+    "queueing_metadata.enq_timestamp": "enq_timestamp",
+    "queueing_metadata.enq_qdepth": "enq_qdepth",
+    "queueing_metadata.deq_timedelta": "deq_timedelta",
+    "queueing_metadata.deq_qdepth": "deq_qdepth",
+    "intrinsic_metadata.ingress_global_timestamp": "ingress_global_timestamp",
+    "intrinsic_metadata.egress_global_timestamp": "egress_global_timestamp",
+    "intrinsic_metadata.mcast_grp": "mcast_grp",
+    "intrinsic_metadata.egress_rid": "egress_rid",
+    "intrinsic_metadata.priority": "priority",
+}
+# core.p4's errors in BMv2's order (values when a JSON has no ``errors`` list)
+CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
+               "ParserTimeout", "ParserInvalidArgument")
+MAX_MINOR_VERSION = 24
+MAX_FIELD_WIDTH = 1 << 16
+
+
+def fail(where: str, what: str) -> SwitchLoadError:
+    return SwitchLoadError(f"{where}: {what}")
+
+
+def need(obj: Any, key: str, where: str, kind: type | tuple[type, ...] = object) -> Any:
+    """``obj[key]``, or a SwitchLoadError naming ``where`` if missing or of the wrong type."""
+    if not isinstance(obj, dict) or key not in obj:
+        raise fail(where, f"missing '{key}'")
+    value = obj[key]
+    if kind is not object and not isinstance(value, kind):
+        raise fail(where, f"'{key}' has the wrong type ({type(value).__name__})")
+    return value
+
+
+def read_program(program: dict | str | pathlib.Path) -> dict:
+    """The JSON document: a dict as is, a path to a file, or JSON text."""
+    if isinstance(program, dict):
+        return program
+    try:
+        if isinstance(program, pathlib.Path) or not str(program).lstrip().startswith("{"):
+            text = pathlib.Path(program).read_text()
+        else:
+            text = str(program)
+        doc = json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise SwitchLoadError(f"cannot read the program: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise SwitchLoadError("the program is not a JSON object")
+    return doc
+
+
+def check_version(doc: dict) -> None:
+    meta = doc.get("__meta__")
+    if meta is None:
+        return
+    version = need(meta, "version", "__meta__", list)
+    if len(version) != 2 or not all(isinstance(v, int) for v in version):
+        raise fail("__meta__", f"bad version {version!r}")
+    if version[0] != 2 or version[1] > MAX_MINOR_VERSION:
+        raise fail("__meta__", f"unsupported JSON format version {version[0]}.{version[1]} "
+                   f"(need 2.x with x <= {MAX_MINOR_VERSION})")
+
+
+@dataclass(slots=True)
+class HeaderInfo:
+    name: str
+    type_name: str
+    metadata: bool
+    field_names: list[str]
+    slots: list[int]
+    widths: list[int]
+    signed: list[bool]
+    valid_slot: int
+
+    @property
+    def nbits(self) -> int:
+        return sum(self.widths)
+
+
+@dataclass(slots=True)
+class StackInfo:
+    name: str
+    headers: list[str]
+    next_slot: int  # per-packet count of extracted/pushed elements (BMv2's next index)
+
+
+@dataclass(slots=True)
+class Layout:
+    headers: dict[str, HeaderInfo] = field(default_factory=dict)
+    stacks: dict[str, StackInfo] = field(default_factory=dict)
+    aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    width: list[int] = field(default_factory=list)  # per slot
+    signed: list[bool] = field(default_factory=list)
+    owner: list[str] = field(default_factory=list)  # header name per slot
+    standard: dict[str, int] = field(default_factory=dict)  # standard field -> slot
+    hidden: dict[str, int] = field(default_factory=dict)  # alias -> hidden standard slot
+    template: list[int] = field(default_factory=list)  # F at receive
+
+    def new_slot(self, width: int, signed: bool, owner: str, initial: int = 0) -> int:
+        self.width.append(width)
+        self.signed.append(signed)
+        self.owner.append(owner)
+        self.template.append(initial)
+        return len(self.width) - 1
+
+    def field_slot(self, ref: Any, where: str) -> int:
+        """The slot of a JSON field reference ``[header, field]`` (aliases resolved)."""
+        if not (isinstance(ref, list) and len(ref) == 2 and all(isinstance(x, str) for x in ref)):
+            raise fail(where, f"bad field reference {ref!r}")
+        hname, fname = ref
+        if hname == STANDARD_HEADER and hname not in self.headers and fname in self.standard:
+            return self.standard[fname]
+        hidden = self.hidden.get(f"{hname}.{fname}")
+        if hidden is not None:
+            return hidden
+        alias = self.aliases.get(f"{hname}.{fname}")
+        if alias is not None:
+            hname, fname = alias
+        info = self.headers.get(hname)
+        if info is None:
+            raise fail(where, f"unknown header instance '{hname}'")
+        if fname == "$valid$":
+            return info.valid_slot
+        try:
+            return info.slots[info.field_names.index(fname)]
+        except ValueError:
+            raise fail(where, f"header '{hname}' has no field '{fname}'") from None
+
+    def header(self, name: Any, where: str) -> HeaderInfo:
+        info = self.headers.get(name) if isinstance(name, str) else None
+        if info is None:
+            raise fail(where, f"unknown header instance {name!r}")
+        return info
+
+    def stack(self, name: Any, where: str) -> StackInfo:
+        info = self.stacks.get(name) if isinstance(name, str) else None
+        if info is None:
+            raise fail(where, f"unknown header stack {name!r}")
+        return info
+
+    def error_value(self, name: str, default: int) -> int:
+        return self.errors.get(name, default)
+
+
+def build_layout(doc: dict) -> Layout:
+    layout = Layout()
+    types: dict[str, list] = {}
+    for i, ht in enumerate(need(doc, "header_types", "program", list)):
+        where = f"header_types[{i}]"
+        name = need(ht, "name", where, str)
+        fields = need(ht, "fields", f"header type '{name}'", list)
+        for f in fields:
+            if not (isinstance(f, list) and len(f) >= 2 and isinstance(f[0], str)):
+                raise fail(f"header type '{name}'", f"bad field {f!r}")
+            if not isinstance(f[1], int) or isinstance(f[1], bool) or f[1] <= 0:
+                raise fail(f"header type '{name}'",
+                           f"field '{f[0]}' has width {f[1]!r}: varbit fields are not supported by p4lite")
+            if f[1] > MAX_FIELD_WIDTH:
+                raise fail(f"header type '{name}'", f"field '{f[0]}' is wider than {MAX_FIELD_WIDTH} bits")
+            if len(f) > 3 and f[3]:  # BMv2's 4th element: stores saturate instead of wrapping
+                raise fail(f"header type '{name}'",
+                           f"field '{f[0]}' is saturating: not supported by p4lite")
+        types[name] = fields
+    for i, h in enumerate(need(doc, "headers", "program", list)):
+        where = f"headers[{i}]"
+        name = need(h, "name", where, str)
+        tname = need(h, "header_type", f"header '{name}'", str)
+        if tname not in types:
+            raise fail(f"header '{name}'", f"unknown header type '{tname}'")
+        if name in layout.headers:
+            raise fail(f"header '{name}'", "duplicate header instance name")
+        metadata = bool(h.get("metadata", False))
+        fields = types[tname]
+        slots = [layout.new_slot(f[1], bool(f[2]) if len(f) > 2 else False, name) for f in fields]
+        valid = layout.new_slot(1, False, name, 1 if metadata else 0)
+        if not metadata and sum(f[1] for f in fields) % 8:
+            raise fail(f"header '{name}'", "header width is not a whole number of bytes")
+        layout.headers[name] = HeaderInfo(
+            name, tname, metadata, [f[0] for f in fields], slots, [f[1] for f in fields],
+            [layout.signed[s] for s in slots], valid)
+    _add_stacks(doc, layout)
+    for kind in ("header_unions", "header_union_stacks"):
+        if doc.get(kind):
+            raise fail(kind, "header unions are not supported by p4lite")
+    _add_standard_metadata(doc, layout)
+    for i, e in enumerate(doc.get("errors") or []):
+        if not (isinstance(e, list) and len(e) == 2 and isinstance(e[0], str)
+                and isinstance(e[1], int) and 0 <= e[1] < 1 << 32):
+            raise fail(f"errors[{i}]", f"bad error entry {e!r}")
+        layout.errors[e[0]] = e[1]
+    if layout.errors:  # as BMv2's add_core: a missing core error gets the next free value
+        nxt = max(layout.errors.values()) + 1
+        for name in CORE_ERRORS:
+            if name not in layout.errors:
+                layout.errors[name], nxt = nxt, nxt + 1
+    return layout
+
+
+def _add_stacks(doc: dict, layout: Layout) -> None:
+    names = {h.get("id"): h.get("name") for h in doc.get("headers", []) if isinstance(h, dict)}
+    for i, st in enumerate(doc.get("header_stacks") or []):
+        where = f"header_stacks[{i}]"
+        name = need(st, "name", where, str)
+        ids = need(st, "header_ids", f"header stack '{name}'", list)
+        members = []
+        for hid in ids:
+            if hid not in names:
+                raise fail(f"header stack '{name}'", f"unknown header id {hid!r}")
+            members.append(names[hid])
+        nxt = layout.new_slot(32, False, name)
+        layout.stacks[name] = StackInfo(name, members, nxt)
+
+
+def _add_standard_metadata(doc: dict, layout: Layout) -> None:
+    std = layout.headers.get(STANDARD_HEADER)
+    for fname, width in STANDARD_FIELDS.items():
+        if std is not None and fname in std.field_names:
+            layout.standard[fname] = std.slots[std.field_names.index(fname)]
+        else:  # a hidden slot keeps the life cycle uniform for JSON that lacks the field
+            layout.standard[fname] = layout.new_slot(width, False, STANDARD_HEADER)
+    pairs = doc.get("field_aliases")
+    if pairs is None:
+        pairs = [[alias, [STANDARD_HEADER, f]] for alias, f in DEFAULT_ALIASES.items()]
+    for i, pair in enumerate(pairs):
+        ok = (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+              and isinstance(pair[1], list) and len(pair[1]) == 2)
+        if not ok:
+            raise fail(f"field_aliases[{i}]", f"bad alias {pair!r}")
+        layout.aliases[pair[0]] = (pair[1][0], pair[1][1])
+    # Aliases of standard fields missing from the instance resolve to the hidden slots.
+    for alias, (hname, fname) in list(layout.aliases.items()):
+        if hname == STANDARD_HEADER and (std is None or fname not in std.field_names):
+            if fname in layout.standard:
+                layout.hidden[alias] = layout.standard[fname]
+            layout.aliases.pop(alias)
+
+
+def parse_hexstr(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise fail(where, f"bad number {value!r}")
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value, 16) if value.lstrip("-").lower().startswith("0x") else int(value, 0)
+    except ValueError:
+        raise fail(where, f"bad hex string {value!r}") from None
+
+
+def by_name(items: Any, where: str) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for i, item in enumerate(items or []):
+        name = need(item, "name", f"{where}[{i}]", str)
+        out[name] = item
+    return out
+
+
+def by_id(items: Any, where: str) -> dict[int, dict]:
+    out: dict[int, dict] = {}
+    for i, item in enumerate(items or []):
+        out[need(item, "id", f"{where}[{i}]", int)] = item
+    return out

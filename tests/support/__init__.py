@@ -1,0 +1,1 @@
+"""Test and benchmark fixtures (not shipped): hand-built BMv2 programs, frames, waiting."""
