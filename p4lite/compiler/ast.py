@@ -691,7 +691,8 @@ class NodeVisitor:
     def visit(self, node: Node) -> object:
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is None:
-            return self.generic_visit(node)
+            self.generic_visit(node)
+            return None
         return method(node)
 
     def generic_visit(self, node: Node) -> None:

@@ -86,6 +86,19 @@ class DeclB(Binding):
     decl: ast.Node
     owner: Any = None
 
+    # The kind fixes the declaration's class; these check that invariant for the type checker.
+    def action(self) -> ast.ActionDecl:
+        assert isinstance(self.decl, ast.ActionDecl), self.kind
+        return self.decl
+
+    def table(self) -> ast.TableDecl:
+        assert isinstance(self.decl, ast.TableDecl), self.kind
+        return self.decl
+
+    def control(self) -> ast.ControlDecl:
+        assert isinstance(self.decl, ast.ControlDecl), self.kind
+        return self.decl
+
 
 class Scope:
     """Nested name scopes."""

@@ -93,7 +93,8 @@ class Lowering:
         self.table_count = 0
         self.conditional_count = 0
         self.node_counter = 0
-        self.action_cache: dict[tuple[int, str], tuple[int, str, ast.ActionDecl]] = {}
+        # (id(action decl), control prefix, bound arguments) -> (action id, name, decl)
+        self.action_cache: dict[tuple[int, str, str], tuple[int, str, ast.ActionDecl]] = {}
         self.cp_actions: dict[int, CpAction] = {}
         self.cp_used_actions: set[int] = set()
         self.meta_field_lists: dict[int, list[tuple[str, str]]] = {}

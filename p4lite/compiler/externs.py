@@ -68,8 +68,8 @@ class Externs:
         if kind == "register":
             width = _elem_width(t, inst)
             size = int(comp.const_value(args[0]))
-            entry = {"name": name, "id": len(self.lw.register_arrays), "source_info": info,
-                     "size": size, "bitwidth": width}
+            entry: Json = {"name": name, "id": len(self.lw.register_arrays), "source_info": info,
+                           "size": size, "bitwidth": width}
             self.lw.register_arrays.append(entry)
             self.lw.cp.registers.append(CpRegister(name, size, width, fixed_id, id_loc))
             return ExternB(kind, name, t, inst, {"json": entry, "elem": t.type_args[0]})
@@ -84,9 +84,10 @@ class Externs:
             self.lw.counter_arrays.append(entry)
             if direct:
                 self.lw.direct_counters.append((entry, inst))
-            cp = CpCounter(name, entry.get("size", 0), _COUNTER_UNITS[unit], None, fixed_id, id_loc)
-            self.lw.cp.counters.append(cp)
-            return ExternB(kind, name, t, inst, {"json": entry, "cp": cp})
+            cp_counter = CpCounter(name, entry.get("size", 0), _COUNTER_UNITS[unit], None,
+                                   fixed_id, id_loc)
+            self.lw.cp.counters.append(cp_counter)
+            return ExternB(kind, name, t, inst, {"json": entry, "cp": cp_counter})
         if kind in ("meter", "direct_meter"):
             direct = kind == "direct_meter"
             unit = _enum_arg(comp, args[-1], "MeterType", inst.loc)
@@ -101,9 +102,9 @@ class Externs:
             self.lw.meter_arrays.append(entry)
             if direct:
                 self.lw.direct_meters.append((entry, inst))
-            cp = CpMeter(name, entry["size"], unit.upper(), None, fixed_id, id_loc)
-            self.lw.cp.meters.append(cp)
-            return ExternB(kind, name, t, inst, {"json": entry, "cp": cp})
+            cp_meter = CpMeter(name, entry["size"], unit.upper(), None, fixed_id, id_loc)
+            self.lw.cp.meters.append(cp_meter)
+            return ExternB(kind, name, t, inst, {"json": entry, "cp": cp_meter})
         raise not_supported(f"extern {kind}", inst.loc)
 
     # -------------------------------------------------------------- calls
@@ -121,23 +122,24 @@ class Externs:
                 raise CompileError(f"register {target.name} holds {elem}, cannot read it into "
                                    f"a {dst_type}", args[0].loc)
             index = comp.rvalue(args[1], _BIT32)
-            return [_prim("register_read", [dst, ref, to_param(index.json)])]
+            return [_prim("register_read", [dst, ref, to_param(index.operand)])]
         if kind == "register" and method == "write":
             _arity(args, 2, call)
             index = comp.rvalue(args[0], _BIT32)
             value = comp.rvalue(args[1], target.info["elem"])
-            return [_prim("register_write", [ref, to_param(index.json), to_param(as_data(value))])]
+            return [_prim("register_write",
+                          [ref, to_param(index.operand), to_param(as_data(value))])]
         if kind == "counter" and method == "count":
             _arity(args, 1, call)
             index = comp.rvalue(args[0], _BIT32)
-            return [_prim("count", [ref, to_param(index.json)])]
+            return [_prim("count", [ref, to_param(index.operand)])]
         if kind == "direct_counter" and method == "count":
             return []  # BMv2 counts direct counters on every hit by itself
         if kind == "meter" and method == "execute_meter":
             _arity(args, 2, call)
             index = comp.rvalue(args[0], _BIT32)
             dst = self._dest(args[1], comp)
-            return [_prim("execute_meter", [ref, to_param(index.json), dst])]
+            return [_prim("execute_meter", [ref, to_param(index.operand), dst])]
         if kind == "direct_meter" and method == "read":
             _arity(args, 1, call)
             dst = self._dest(args[0], comp)

@@ -109,6 +109,7 @@ def tokenize(text: str, filename: str, first_line: int = 1) -> list[Token]:
             pos = end
             break
         kind = m.lastgroup
+        assert kind is not None  # every alternative of _MASTER is a named group
         start = m.start(kind)
         if start != pos:
             space = True

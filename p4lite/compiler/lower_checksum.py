@@ -25,17 +25,18 @@ _CALLS = {
 def lower_checksums(lw: Lowering, externs: Externs, decl: ast.ControlDecl,
                     bindings: dict[str, Any], verify_block: bool) -> None:
     scope = Scope(lw.env.global_scope)
-    for name, binding in bindings.items():
-        scope.bind(name, binding)
+    for param_name, binding in bindings.items():
+        scope.bind(param_name, binding)
     comp = ExprCompiler(lw.env, scope)
     if decl.locals:
         raise not_supported("declarations inside a checksum control", decl.locals[0].loc)
     for stmt in _statements(decl.body.statements if decl.body else []):
-        call = stmt.call if isinstance(stmt, ast.CallStmt) else None
-        name = call.func.name if call and isinstance(call.func, ast.Name) else None
-        if name not in _CALLS:
+        if not (isinstance(stmt, ast.CallStmt) and isinstance(stmt.call.func, ast.Name)
+                and stmt.call.func.name in _CALLS):
             raise not_supported("statements other than verify_checksum/update_checksum calls in "
                                 "a checksum control", stmt.loc)
+        call = stmt.call
+        name = stmt.call.func.name
         is_verify, with_payload = _CALLS[name]
         if is_verify != verify_block:
             where = "the verifyChecksum" if is_verify else "the computeChecksum"

@@ -115,7 +115,7 @@ class ControlLowerer:
         ``bound`` are the arguments a table's action list gives to the leading
         (directional) parameters; the remaining parameters come from the control plane.
         """
-        decl: ast.ActionDecl = target.decl
+        decl = target.action()
         key = id(decl), (self.prefix if target.owner is not None else ""), repr(list(bound))
         cached = self.lw.action_cache.get(key)
         if cached is not None:
@@ -249,7 +249,7 @@ class ControlLowerer:
                 return False
             if isinstance(func, ast.Name):
                 binding = scope.lookup(func.name)
-                decl = binding.decl if isinstance(binding, DeclB) and (
+                decl = binding.action() if isinstance(binding, DeclB) and (
                     binding.kind == "action") else self.lw.env.actions.get(func.name)
                 # An action with directional parameters or run-time arguments is inlined
                 # into a hidden action; otherwise it gets its own hidden table (as p4c).
@@ -291,7 +291,7 @@ class ControlLowerer:
         if isinstance(func, ast.Member) and func.member == "apply":
             target = ExprCompiler(self.lw.env, scope).compile(func.expr).binding
             if isinstance(target, DeclB) and target.kind == "table":
-                node, exits = self.tables.apply(target.decl, call.loc)
+                node, exits = self.tables.apply(target.table(), call.loc)
                 return Frag(node, exits)
             if isinstance(target, DeclB) and target.kind == "control_instance":
                 return self._apply_subcontrol(target, call, scope)
@@ -302,7 +302,7 @@ class ControlLowerer:
         raise not_supported("this call in an apply block", call.loc)
 
     def _apply_subcontrol(self, target: DeclB, call: ast.Call, scope: Scope) -> Frag:
-        decl: ast.ControlDecl = target.decl
+        decl = target.control()
         inst: ast.Instantiation = target.owner
         args = match_args(decl.params, call.args, f"control {decl.name}", call.loc)
         bindings: dict[str, Binding] = {}
@@ -334,8 +334,8 @@ class ControlLowerer:
             then = self.lower_stmt(stmt.then, scope)
             orelse = self.lower_stmt(stmt.orelse, scope) if stmt.orelse else Frag(PASS)
             hit_frag, miss_frag = (then, orelse) if want_hit else (orelse, then)
-            node, exits = self.tables.apply_hit_miss(target.decl, stmt.cond.loc)
-            table = self.tables.json_of(target.decl)
+            node, exits = self.tables.apply_hit_miss(target.table(), stmt.cond.loc)
+            table = self.tables.json_of(target.table())
             out: list[Setter] = [exits]
             self.connect(_dict_setter(table["next_tables"], "__HIT__"), hit_frag, out)
             self.connect(_dict_setter(table["next_tables"], "__MISS__"), miss_frag, out)
@@ -364,8 +364,8 @@ class ControlLowerer:
         target = ExprCompiler(self.lw.env, scope).compile(expr.expr.func.expr).binding
         if not (isinstance(target, DeclB) and target.kind == "table"):
             raise CompileError("switch needs table.apply().action_run", stmt.loc)
-        node, base_exit = self.tables.apply(target.decl, stmt.loc, plain=False)
-        table = self.tables.json_of(target.decl)
+        node, base_exit = self.tables.apply(target.table(), stmt.loc, plain=False)
+        table = self.tables.json_of(target.table())
         out: list[Setter] = [base_exit]
         pending: list[str] = []
         covered: set[str] = set()
@@ -374,7 +374,7 @@ class ControlLowerer:
             if isinstance(case.label, ast.Default):
                 labels = None
             elif isinstance(case.label, ast.Name):
-                labels = self.tables.action_name_in(target.decl, case.label.name, case.label.loc)
+                labels = self.tables.action_name_in(target.table(), case.label.name, case.label.loc)
             else:
                 raise CompileError("switch labels must be action names or default", case.loc)
             if case.body is None:
@@ -460,7 +460,7 @@ def _switch_as_ifs(stmt: ast.Switch) -> ast.Statement:
     return result
 
 
-def _dict_setter(obj: dict, key: str) -> Setter:
+def _dict_setter(obj: dict[str, Any], key: str) -> Setter:
     def setter(value: Any) -> None:
         obj[key] = value
     return setter
@@ -542,7 +542,7 @@ class PipelineBuilder:
                      loc) -> Frag:
         name = self.lw.node_names.fresh(base)
         self.lw.next_node_number()
-        table = {
+        table: Json = {
             "name": name, "id": self.lw.table_count,
             "source_info": self.lw.source_info(loc),
             "key": [], "match_type": "exact", "type": "simple", "max_size": 1024,

@@ -61,6 +61,12 @@ class Val:
     def is_const(self) -> bool:
         return self.const is not None
 
+    @property
+    def operand(self) -> Json:
+        """``json`` of a value known to have one: every result of ``ExprCompiler.rvalue``."""
+        assert self.json is not None, f"a value of type {self.type} without JSON"
+        return self.json
+
 
 def hex_text(value: int, width: int | None) -> str:
     """p4c's hexstr text: big-endian, zero-padded to whole bytes of ``width``.
@@ -140,9 +146,9 @@ class ExprCompiler:
     def rvalue(self, e: ast.Expression, expected: P4Type | None = None) -> Val:
         """A scalar value (bit, int, bool, error, enum) with JSON."""
         val = self.compile(e, expected)
-        if val.json is None and val.const is None:
-            raise CompileError(f"{describe(val)} is not a value here", e.loc)
         if val.json is None:
+            if val.const is None:
+                raise CompileError(f"{describe(val)} is not a value here", e.loc)
             val.json = self._const_json(val.const, val.type)
         return val
 
@@ -282,6 +288,8 @@ class ExprCompiler:
                 return Val(IntT(), None, raw)
             value = wrap_const(raw, operand.type)
             return Val(operand.type, hexstr(value, operand.type.width), value)
+        # Values of type int are compile-time constants (rvalue gives the others JSON).
+        assert isinstance(operand.type, BitT), operand.type
         if e.op == "-":  # BMv2 has no unary minus: 0 - x
             json = expr_json("-", hexstr(0, operand.type.width), operand.json)
         else:
@@ -333,6 +341,8 @@ class ExprCompiler:
             raise CompileError(f"{op} needs numeric operands, not {left.type}", loc)
         if left.const is not None and right.const is not None:
             return _bool_const(_PY_COMPARE[op](left.const, right.const))
+        lj: Json | None
+        rj: Json | None
         if isinstance(left.type, BoolT):
             lj, rj = as_data(left), as_data(right)
         else:
@@ -373,7 +383,7 @@ class ExprCompiler:
             return Val(left.type, hexstr(value, left.type.width), value)
         if isinstance(left.type, IntT):
             raise CompileError(f"the left operand of {op} needs a width", loc)
-        rj = right.json if right.json is not None else hexstr(int(right.const), 8)
+        rj = right.operand  # an rvalue: constants have JSON too
         # p4c's ArithmeticFixup truncates every bit-typed binary result but & | ^.
         return Val(left.type, wrap(expr_json(op, left.json, rj), left.type))
 
@@ -531,7 +541,7 @@ def as_bool(val: Val) -> Json:
         return {"type": "bool", "value": bool(val.const)}
     if val.is_data:
         return expr_json("d2b", None, val.json)
-    return val.json
+    return val.operand
 
 
 def as_data(val: Val) -> Json:
@@ -541,7 +551,7 @@ def as_data(val: Val) -> Json:
             return hexstr(int(bool(val.const)), 1)
         if not val.is_data:
             return expr_json("b2d", None, val.json)
-    return val.json
+    return val.operand
 
 
 def wrap(json: Json, t: P4Type) -> Json:
@@ -578,7 +588,7 @@ def cast(val: Val, target: P4Type, loc) -> Val:
             value = wrap_const(int(val.const), target)
             return Val(target, hexstr(value, target.width), value)
         # As p4c's ArithmeticFixup: every cast to bit<N>/int<N> is truncated.
-        return Val(target, wrap(val.json, target))
+        return Val(target, wrap(val.operand, target))
     if isinstance(target, EnumT) and target.underlying is not None:
         return cast(val, target.underlying, loc)
     if isinstance(target, EnumT | ErrorT | StructT | HeaderT | StackT):

@@ -182,7 +182,7 @@ class ParserLowerer:
             if len(call.args) != 1:
                 raise CompileError("advance takes 1 argument", call.loc)
             bits = self.comp.rvalue(call.args[0].value, BitT(32))
-            return [{"op": "advance", "parameters": [to_param(bits.json)]}]
+            return [{"op": "advance", "parameters": [to_param(bits.operand)]}]
         raise not_supported(f"packet_in.{method} as a statement", call.loc)
 
     def _lookahead(self, t: P4Type, loc) -> Json:
@@ -240,12 +240,12 @@ class ParserLowerer:
             if not isinstance(val.type, BitT):
                 raise not_supported(f"select on a value of type {val.type}", e.loc)
             width = val.type.width
-        json = val.json
+        json = val.operand
         if json.get("type") in ("field", "stack_field", "lookahead"):
             return json, width
         # p4c evaluates other key expressions into a temporary first.
         temp = self.lw.storage.add_scalar("tmp", val.type if width != 1 else BitT(1))
-        value = as_data(val) if isinstance(val.type, BoolT) else val.json
+        value = as_data(val) if isinstance(val.type, BoolT) else val.operand
         ops.append({"op": "set", "parameters": [
             {"type": "field", "value": [temp.header, temp.field]}, to_param(value)]})
         return {"type": "field", "value": [temp.header, temp.field]}, width

@@ -16,7 +16,7 @@ from p4lite.compiler.lower_control import check_unused, pipeline_from_control
 from p4lite.compiler.lower_expr import ExprCompiler, annotated_id
 from p4lite.compiler.lower_parser import ParserLowerer, deparser_order
 from p4lite.compiler.program_env import ProgramEnv
-from p4lite.compiler.types import EnumT, ExternT, HeaderT, IntT, StructT
+from p4lite.compiler.types import EnumT, ExternT, HeaderT, IntT, P4Type, StructT, width_of
 
 Json = dict[str, Any]
 _BLOCKS = ("parser", "verifyChecksum", "ingress", "egress", "computeChecksum", "deparser")
@@ -34,14 +34,11 @@ def lower_program(program: ast.Program, main_file: str,
     if not isinstance(parser, ast.ParserDecl) or len(parser.params) != 4:
         raise CompileError("V1Switch's first argument must be a parser with 4 parameters",
                            parser.loc)
-    headers_t = env.resolve(parser.params[1].type)
-    meta_t = env.resolve(parser.params[2].type)
-    std_t = env.resolve(parser.params[3].type)
-    for t, what, p in ((headers_t, "headers", 1), (meta_t, "metadata", 2),
-                       (std_t, "standard_metadata", 3)):
-        if not isinstance(t, StructT):
-            raise CompileError(f"the parser's {what} parameter must be a struct",
-                               parser.params[p].loc)
+    # Resolve all three first: an unknown type is reported before a non-struct one.
+    resolved = [env.resolve(p.type) for p in parser.params[1:]]
+    headers_t = _struct_param(resolved[0], parser.params[1], "headers")
+    meta_t = _struct_param(resolved[1], parser.params[2], "metadata")
+    std_t = _struct_param(resolved[2], parser.params[3], "standard_metadata")
     if std_t.name != "standard_metadata_t":
         raise CompileError(f"the parser's last parameter must be standard_metadata_t, not "
                            f"{std_t.name}", parser.params[3].loc)
@@ -56,24 +53,29 @@ def lower_program(program: ast.Program, main_file: str,
     shared[id(meta_t)] = meta
     _collect_field_lists(lw, meta_t, meta)
 
-    def bindings(decl: ast.Declaration) -> dict[str, Binding]:
+    def bindings(decl: ast.ParserDecl | ast.ControlDecl) -> dict[str, Binding]:
         return _param_bindings(env, decl, shared)
 
+    def control(role: str) -> ast.ControlDecl:
+        decl = blocks[role]
+        assert isinstance(decl, ast.ControlDecl)  # _block_decl looks every non-parser up there
+        return decl
+
     parser_json = ParserLowerer(lw, externs, parser, bindings(parser)).lower()
-    lower_checksums(lw, externs, blocks["verifyChecksum"], bindings(blocks["verifyChecksum"]),
-                    verify_block=True)
+    verify = control("verifyChecksum")
+    lower_checksums(lw, externs, verify, bindings(verify), verify_block=True)
+    ingress = control("ingress")
+    egress = control("egress")
     pipelines = [
-        pipeline_from_control(lw, externs, "ingress", blocks["ingress"],
-                              bindings(blocks["ingress"]), 0),
-        pipeline_from_control(lw, externs, "egress", blocks["egress"],
-                              bindings(blocks["egress"]), 1),
+        pipeline_from_control(lw, externs, "ingress", ingress, bindings(ingress), 0),
+        pipeline_from_control(lw, externs, "egress", egress, bindings(egress), 1),
     ]
-    for role in ("ingress", "egress"):
-        check_unused(lw, blocks[role], bindings(blocks[role]))
-    lower_checksums(lw, externs, blocks["computeChecksum"], bindings(blocks["computeChecksum"]),
-                    verify_block=False)
+    for block in (ingress, egress):
+        check_unused(lw, block, bindings(block))
+    compute = control("computeChecksum")
+    lower_checksums(lw, externs, compute, bindings(compute), verify_block=False)
     _check_direct_meters(lw)
-    deparser = blocks["deparser"]
+    deparser = control("deparser")
     order = deparser_order(lw, deparser, bindings(deparser))
     deparser_json = {"name": "deparser", "id": 0,
                      "source_info": lw.source_info(deparser.loc, deparser.name),
@@ -86,13 +88,19 @@ def lower_program(program: ast.Program, main_file: str,
     return bmv2, lw.cp
 
 
-def _fold_const(env: ProgramEnv, expr: ast.Expression, t) -> ConstB:
+def _struct_param(t: P4Type, param: ast.Param, what: str) -> StructT:
+    if not isinstance(t, StructT):
+        raise CompileError(f"the parser's {what} parameter must be a struct", param.loc)
+    return t
+
+
+def _fold_const(env: ProgramEnv, expr: ast.Expression, t: P4Type) -> ConstB:
     comp = ExprCompiler(env, env.global_scope)
     value = comp.const_value(expr, None if isinstance(t, IntT) else t)
     return ConstB(value, t)
 
 
-def _main_blocks(env: ProgramEnv) -> dict[str, ast.Declaration]:
+def _main_blocks(env: ProgramEnv) -> dict[str, ast.ParserDecl | ast.ControlDecl]:
     main = next((i for i in env.instantiations if i.name == "main"), None)
     if main is None:
         raise CompileError("the program has no `main` package instance",
@@ -103,14 +111,15 @@ def _main_blocks(env: ProgramEnv) -> dict[str, ast.Declaration]:
         raise not_supported(f"package {type_name} (only V1Switch)", main.loc)
     if len(main.args) != 6:
         raise CompileError(f"V1Switch takes 6 arguments, got {len(main.args)}", main.loc)
-    blocks: dict[str, ast.Declaration] = {}
+    blocks: dict[str, ast.ParserDecl | ast.ControlDecl] = {}
     for role, arg in zip(_BLOCKS, main.args, strict=True):
         blocks[role] = _block_decl(env, arg.value, role)
     return blocks
 
 
-def _block_decl(env: ProgramEnv, expr: ast.Expression, role: str) -> ast.Declaration:
-    name = None
+def _block_decl(env: ProgramEnv, expr: ast.Expression,
+                role: str) -> ast.ParserDecl | ast.ControlDecl:
+    name: str | None = None
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
         if expr.args:
             raise not_supported("constructor arguments for V1Switch blocks", expr.loc)
@@ -119,14 +128,16 @@ def _block_decl(env: ProgramEnv, expr: ast.Expression, role: str) -> ast.Declara
         inst = next((i for i in env.instantiations if i.name == expr.name), None)
         if inst is not None and isinstance(inst.type, ast.TypeName):
             name = inst.type.name
-    decl = env.parsers.get(name) if role == "parser" else env.controls.get(name)
+    decl: ast.ParserDecl | ast.ControlDecl | None = None
+    if name is not None:
+        decl = env.parsers.get(name) if role == "parser" else env.controls.get(name)
     if decl is None:
         kind = "parser" if role == "parser" else "control"
         raise CompileError(f"V1Switch's {role} argument must be a {kind}", expr.loc)
     return decl
 
 
-def _param_bindings(env: ProgramEnv, decl, shared: dict[int, Binding]) -> dict[str, Binding]:
+def _param_bindings(env: ProgramEnv, decl: ast.ParserDecl | ast.ControlDecl, shared: dict[int, Binding]) -> dict[str, Binding]:
     out: dict[str, Binding] = {}
     for param in decl.params:
         t = env.resolve(param.type)
@@ -207,7 +218,7 @@ def _control_plane_extras(lw: Lowering) -> None:
         t = lw.env.resolve(ast.TypeName(decl.name, loc=decl.loc))
         assert isinstance(t, HeaderT)
         fixed_id, id_loc = annotated_id(decl, comp)
-        fields = [(name, ft.width) for name, ft in t.fields]  # header fields are bit<N>
+        fields = [(name, width_of(ft)) for name, ft in t.fields]  # header fields are bit<N>
         lw.cp.controller_headers.append(CpControllerHeader(ann.args[0].value, fields, fixed_id,
                                                              id_loc))
 

@@ -122,13 +122,13 @@ class StmtLowerer:
             if branch is not None:
                 self.lower_stmt(branch, prims)
             return
-        jz = {"op": "_jump_if_zero", "parameters": [as_data(cond), None]}
+        jz: Json = {"op": "_jump_if_zero", "parameters": [as_data(cond), None]}
         self._emit(prims, [jz], stmt.cond.loc, self.lw.source.fragment(stmt.cond.loc, ")"))
         self.lower_stmt(stmt.then, prims)
         if stmt.orelse is None:
             jz["parameters"][1] = hexstr(len(prims), None)
             return
-        jump = {"op": "_jump", "parameters": [None]}
+        jump: Json = {"op": "_jump", "parameters": [None]}
         self._emit(prims, [jump], stmt.loc, "else")
         jz["parameters"][1] = hexstr(len(prims), None)
         self.lower_stmt(stmt.orelse, prims)
@@ -272,7 +272,7 @@ class StmtLowerer:
 
     def inline_action(self, target: DeclB, call: ast.Call) -> list[Json]:
         """The primitives of an action called from another action, parameters bound."""
-        decl: ast.ActionDecl = target.decl
+        decl = target.action()
         scope = (target.owner.scope if target.owner is not None else self.lw.env.global_scope)
         inner = scope.child()
         prims: list[Json] = []
@@ -300,6 +300,7 @@ class StmtLowerer:
             return val.binding
         val = self.comp.compile(arg, t if isinstance(t, BitT) else None)
         if val.const is not None and val.binding is None or isinstance(val.binding, ConstB):
+            assert val.const is not None  # a constant's value always carries it
             return ConstB(val.const, t)
         if isinstance(val.binding, FieldB | HeaderB | StructB | StackB | ParamB | ExternB):
             return val.binding

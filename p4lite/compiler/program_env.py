@@ -6,6 +6,9 @@ semantic ones (types.py); constants are folded through the expression compiler.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeAlias
+
 from p4lite.compiler import ast
 from p4lite.compiler.bindings import ConstB, Scope, TypeB
 from p4lite.compiler.errors import CompileError, not_supported
@@ -26,17 +29,18 @@ from p4lite.compiler.types import (
     VoidT,
 )
 
-_TYPE_DECLS = (
-    ast.HeaderDecl,
-    ast.StructDecl,
-    ast.TypedefDecl,
-    ast.NewTypeDecl,
-    ast.EnumDecl,
-    ast.ExternDecl,
-    ast.HeaderUnionDecl,
-    ast.ParserTypeDecl,
-    ast.ControlTypeDecl,
-    ast.PackageTypeDecl,
+# Declarations that name a type (the values of ``ProgramEnv.type_decls``).
+TypeDecl: TypeAlias = (
+    ast.HeaderDecl
+    | ast.StructDecl
+    | ast.TypedefDecl
+    | ast.NewTypeDecl
+    | ast.EnumDecl
+    | ast.ExternDecl
+    | ast.HeaderUnionDecl
+    | ast.ParserTypeDecl
+    | ast.ControlTypeDecl
+    | ast.PackageTypeDecl
 )
 
 
@@ -46,7 +50,7 @@ class ProgramEnv:
     def __init__(self, program: ast.Program, main_file: str) -> None:
         self.program = program
         self.main_file = main_file
-        self.type_decls: dict[str, ast.Declaration] = {}
+        self.type_decls: dict[str, TypeDecl] = {}
         self.errors: list[str] = []
         self.match_kinds: list[str] = []
         self.actions: dict[str, ast.ActionDecl] = {}
@@ -62,7 +66,7 @@ class ProgramEnv:
     # ------------------------------------------------------------ indexing
     def _index(self, program: ast.Program) -> None:
         for decl in program.declarations:
-            if isinstance(decl, _TYPE_DECLS):
+            if isinstance(decl, TypeDecl):
                 self.type_decls[decl.name] = decl
             elif isinstance(decl, ast.ErrorDecl):
                 self.errors.extend(m.name for m in decl.members if m.name not in self.errors)
@@ -83,12 +87,12 @@ class ProgramEnv:
             else:
                 raise not_supported(f"top-level {type(decl).__name__}", decl.loc)
 
-    def bind_constants(self, fold) -> None:
+    def bind_constants(self, fold: Callable[[ast.Expression, P4Type], ConstB]) -> None:
         """Evaluate top-level constants in order; ``fold(expr, type) -> ConstB``."""
-        for name, decl in self.type_decls.items():
-            if isinstance(decl, ast.EnumDecl):
-                self.global_scope.bind(name, TypeB(self._resolve_named(ast.TypeName(name,
-                                                                                    loc=decl.loc))))
+        for name, type_decl in self.type_decls.items():
+            if isinstance(type_decl, ast.EnumDecl):
+                self.global_scope.bind(name, TypeB(self._resolve_named(
+                    ast.TypeName(name, loc=type_decl.loc))))
         for decl in self.program.declarations:
             if isinstance(decl, ast.ConstDecl):
                 self.global_scope.bind(decl.name, fold(decl.value, self.resolve(decl.type)))
@@ -159,7 +163,7 @@ class ProgramEnv:
         self._resolved[t.name] = result
         return result
 
-    def _build_named(self, decl: ast.Declaration) -> P4Type:
+    def _build_named(self, decl: TypeDecl) -> P4Type:
         if isinstance(decl, ast.HeaderDecl):
             fields = [(f.name, self.resolve(f.type)) for f in decl.fields]
             for (fname, ftype), f in zip(fields, decl.fields, strict=True):
@@ -193,7 +197,8 @@ class ProgramEnv:
         return EnumT(decl.name, members, underlying, values, self.is_user_decl(decl))
 
     # --------------------------------------------------------- constants
-    const_folder = None  # set by the driver: (expr, scope) -> int | bool
+    # Set by the driver: folds (expr, scope) to a constant (int | bool in practice).
+    const_folder: Callable[[ast.Expression, Scope], object] | None = None
 
     def const_int(self, expr: ast.Expression) -> int:
         if isinstance(expr, ast.IntLiteral):
