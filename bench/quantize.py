@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from hosts import quantize, wire
+from hosts.events import TensorCompleted
 from hosts.session import Session
 from hosts.wire import K, PacketType
 
@@ -75,6 +76,8 @@ def session_echo(x: np.ndarray, window: int = 256) -> np.ndarray:
         wire.decode_batch(raw, len(out))["hdr"]["ver_type"] = result_vt
         session.receive_batch(raw, len(out), 0.0)
     event = session.next_event()
+    if not isinstance(event, TensorCompleted):  # TensorFailed, or no event at all
+        raise RuntimeError(f"the echo all-reduce did not complete: {event!r}")
     return event.result
 
 

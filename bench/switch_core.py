@@ -372,6 +372,8 @@ def profile_aggregate(agg: AggRack, n: int, contributions: int, top: int = 18) -
             process(frame, port, 0)
     profiler.disable()
     stats = pstats.Stats(profiler)
+    # typeshed's pstats.Stats does not declare the ``stats`` dict it fills (the raw table
+    # print_stats reads), hence the two ignores below.
     total = sum(row[2] for row in stats.stats.values())  # type: ignore[attr-defined]
     done = count * len(cycle)
     rows = []

@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -334,7 +335,7 @@ def paced_send(socks: dict[int, socket.socket], frames: list[tuple[int, bytes]],
     return t0, time.perf_counter()
 
 
-def run_process_bench(agg: AggRack, in_process: dict[int, AggResult], seconds: float,
+def run_process_bench(agg: AggRack, in_process: Mapping[int, AggResult], seconds: float,
                       profile: bool) -> dict:
     """Part (b); the caller checked for root. Always removes the namespace and the switch."""
     ports = max(agg.jobs) + 1  # the workers of the largest job, and the PBox
@@ -346,7 +347,7 @@ def run_process_bench(agg: AggRack, in_process: dict[int, AggResult], seconds: f
         proc = start_p4lite_switch({i: net.switch_if(i) for i in range(1, net.ports + 1)},
                                    grpc_port, log_path, wait_seconds=15)
         bench = ProcessBench(agg, net, grpc_port, proc.pid)
-        out = {}
+        out: dict[str, dict | None] = {}  # "n<N>" -> trial, "py_spy" -> profile or None
         for n in sorted(agg.jobs):
             core = in_process[n]
             res = bench.max_sustained(n, core.contrib_per_s_median, seconds)

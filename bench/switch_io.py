@@ -194,9 +194,10 @@ def core_pps(bmv2: dict, p4info: p4info_pb2.P4Info, seconds: float) -> float:
     config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=json.dumps(bmv2).encode())
     config.p4info.CopyFrom(p4info)
     device.set_pipeline(p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, config)
+    pipeline = device.require_pipeline()  # set_pipeline just committed one
     for u in route_updates(p4info):
-        apply_update(device.pipeline, u)
-    core = device.pipeline.core
+        apply_update(pipeline, u)
+    core = pipeline.core
     frames = [frame(i) for i in range(256)]
     assert core.process(frames[0], 1), "the program dropped the benchmark frame"
     n = 0

@@ -11,7 +11,9 @@ them.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4lite.stf.parser import (
     AddCmd,
@@ -19,6 +21,7 @@ from p4lite.stf.parser import (
     CliCmd,
     Command,
     ExpectCmd,
+    KeyValue,
     NoPacketCmd,
     PacketCmd,
     RemoveCmd,
@@ -153,14 +156,15 @@ class StfRunner:
 
     # --- tables ---------------------------------------------------------------
 
-    def _entry_match(self, table: TableInfo, keys) -> tuple[MatchField, ...]:
-        given: dict[int, object] = {}
+    def _entry_match(self, table: TableInfo,
+                     keys: tuple[tuple[str, KeyValue], ...]) -> tuple[MatchField, ...]:
+        given: dict[int, KeyValue] = {}
         for name, value in keys:
             index = self.program.key_index(table, name)
             if index in given:
                 raise StfNameError(f"key {table.keys[index].name} given twice")
             given[index] = value
-        return tuple(match_field(k, given.get(i)) for i, k in enumerate(table.keys))  # type: ignore[arg-type]
+        return tuple(match_field(k, given.get(i)) for i, k in enumerate(table.keys))
 
     def _action_call(self, table: TableInfo, action: str, args) -> ActionCall:
         name = self.program.action(table, action)
@@ -289,7 +293,9 @@ class StfRunner:
         raise StfNameError(f"entry ${cmd.handle} is no longer in table {table}")
 
 
-_HANDLERS = {
+# Each handler takes its own Command subclass, so the command parameter is typed Any here;
+# _execute looks the handler up by the command's exact type.
+_HANDLERS: dict[type[Command], Callable[[StfRunner, Any], None]] = {
     PacketCmd: StfRunner._packet,
     ExpectCmd: StfRunner._expect,
     WaitCmd: StfRunner._wait,

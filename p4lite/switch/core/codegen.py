@@ -156,9 +156,13 @@ class CodeGen:
         if t == "lookahead":
             if not self.in_parser:
                 raise fail(where, "lookahead outside the parser")
+            if not (isinstance(val, list) and len(val) == 2):
+                raise fail(where, f"bad lookahead value {val!r}: need [offset, width]")
             off, width = val
             return f"_lookahead(B, pos, {int(off)}, {int(width)})"
         if t == "stack_field":
+            if not (isinstance(val, list) and len(val) >= 2):
+                raise fail(where, f"bad stack_field value {val!r}: need [stack, field]")
             stack = self.layout.stack(val[0], where)
             slots = tuple(self.layout.field_slot([h, val[1]], where) for h in stack.headers)
             return f"F[{self.bind(slots, 'sf')}[F[{stack.next_slot}] - 1]]"

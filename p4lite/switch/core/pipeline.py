@@ -52,7 +52,9 @@ def _lookup_lines(t: TableState, codes: list[str], names: dict[str, str]) -> lis
         probe = "_k >> _sh" if not exacts else "(" + ", ".join(exacts) + ", _k >> _sh)"
         return [f"_k = {lpm}", "_e = None", f"for _sh, _d in {names['lpm']}:",
                 f"    _e = _d.get({probe})", "    if _e is not None:", "        break"]
-    parts, ranges, shift = [], [], 0
+    parts: list[str] = []
+    ranges: list[str] = []
+    shift = 0
     for code, k in reversed(list(zip(codes, t.keys, strict=True))):
         if k.match_type == "range":
             ranges.insert(0, code)
@@ -226,6 +228,8 @@ def fixed_action_body(gen: CodeGen, js: dict, action_fnames: dict[int, str],
     if js.get("with_counters") or js.get("direct_meters") or js.get("entries"):
         return None
     aid = d.get("action_id")
+    if not isinstance(aid, int):
+        return None
     source = gen.sources.get(action_fnames.get(aid, ""))
     if source is None or aid not in (js.get("action_ids") or []):
         return None

@@ -9,7 +9,7 @@ program-counter loop instead of straight-line code.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from p4lite.switch.core.codegen import CodeGen, prim_params
@@ -301,11 +301,13 @@ def action_runs(gen: CodeGen, action: dict, where: str) -> list[Run]:
 
 
 def action_source(gen: CodeGen, fname: str, action: dict, where: str,
-                  runs: list[Run] = (), banks: dict | None = None) -> str:
+                  runs: Sequence[Run] = (), banks: dict | None = None) -> str:
     """Source of ``def fname(F, P, A)`` for one JSON action; ``runs`` whose registers have
     a bank in ``banks`` compile to whole-row operations (vectorize.py)."""
     prims = _set_params(gen, action, where)
-    fused = {r.start: r for r in runs if banks and r.regs in banks}
+    if banks is None:
+        banks = {}
+    fused = {r.start: r for r in runs if r.regs in banks}
     try:
         ops = [need(p, "op", f"{where} primitive {i}", str) for i, p in enumerate(prims)]
         if any(op in ("_jump", "_jump_if_zero") for op in ops):

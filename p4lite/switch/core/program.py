@@ -223,7 +223,8 @@ def build_layout(doc: dict) -> Layout:
 
 
 def _add_stacks(doc: dict, layout: Layout) -> None:
-    names = {h.get("id"): h.get("name") for h in doc.get("headers", []) if isinstance(h, dict)}
+    # build_layout has checked that every header is a dict with a str "name"
+    names: dict[object, str] = {h.get("id"): h["name"] for h in doc["headers"]}
     for i, st in enumerate(doc.get("header_stacks") or []):
         where = f"header_stacks[{i}]"
         name = need(st, "name", where, str)

@@ -25,9 +25,8 @@ def check_rates(rates: object) -> tuple[tuple[int, int], ...] | None:
     """Validated ((cir, cburst), (pir, pburst)), or None; else INVALID_ARGUMENT."""
     if rates is None:
         return None
-    ok = (isinstance(rates, (tuple, list)) and len(rates) == 2
-          and all(isinstance(r, (tuple, list)) and len(r) == 2 for r in rates))
-    if not ok:
+    if not (isinstance(rates, (tuple, list)) and len(rates) == 2
+            and all(isinstance(r, (tuple, list)) and len(r) == 2 for r in rates)):
         raise SwitchRuntimeError(CODE_INVALID_ARGUMENT, f"meter rates must be ((cir, cburst), (pir, pburst)), got {rates!r}")
     out = tuple((check_count(r[0], "meter rate"), check_count(r[1], "meter burst"))
                 for r in rates)

@@ -68,6 +68,11 @@ class Pkt:
 
     __slots__ = ("F", "data", "payload", "port", "now", "ilen", "depth", "clone_i", "clone_e",
                  "resubmit", "recirculate", "digest", "truncate")
+    # set by the generated code of the v1model externs (primitives.py)
+    clone_i: tuple[int, int] | None  # (session, field list id)
+    clone_e: tuple[int, int] | None
+    resubmit: int | None  # field list id
+    recirculate: int | None
 
     def __init__(self, F: list, data: bytes, port: int, now: int, depth: int) -> None:
         self.F, self.data, self.payload, self.port, self.now = F, data, b"", port, now
@@ -349,7 +354,7 @@ class Switch(ControlPlane):
         out: list[Queued] = []
         S = self._S
         if P.clone_i is not None:
-            out += self._ingress_clones(P)
+            out += self._ingress_clones(P, P.clone_i)
         if P.digest:
             self._collect_digest(F, P.digest)
         if P.resubmit is not None:
@@ -377,10 +382,11 @@ class Switch(ControlPlane):
         out.append(Queued(spec, F[S.priority], len(data), P))
         return out
 
-    def _ingress_clones(self, P: Pkt) -> list[Queued]:
+    def _ingress_clones(self, P: Pkt, clone: tuple[int, int]) -> list[Queued]:
         """Copies of the packet as received, re-parsed (with its ingress_port, which
-        the parser may branch on), then with metadata reset to the preserved fields."""
-        session, field_list = P.clone_i
+        the parser may branch on), then with metadata reset to the preserved fields.
+        ``clone`` is ``P.clone_i``, which the caller has checked is set."""
+        session, field_list = clone
         S, template = self._S, self._template
         kept = self._preserve(P.F, field_list)
         out = []
@@ -410,13 +416,15 @@ class Switch(ControlPlane):
 
     def _egress(self, item: Queued, now: int, queueing: tuple[int, int, int, int]) -> list[
             tuple[int, bytes]]:
+        # Queued.state is opaque (object) outside the core; every Queued this core gets back
+        # is one it made, holding a Pkt. A cast() would be a call per packet, hence the ignore.
         P: Pkt = item.state  # type: ignore[assignment]
         packet = self._egress_run(P, item.egress_port, now, item.length, queueing,
                                   self._egress_init)
         if P.clone_e is None and P.recirculate is None:  # the common case
             return [] if packet is None else [(item.egress_port, packet)]
         out: list[tuple[int, bytes]] = []
-        clones = self._egress_clones(P, now) if P.clone_e is not None else []
+        clones = self._egress_clones(P, now, P.clone_e) if P.clone_e is not None else []
         if packet is not None:
             if P.recirculate is not None:
                 if P.depth >= MAX_LOOPS:
@@ -431,11 +439,12 @@ class Switch(ControlPlane):
             out += self._egress(q, now, queueing)
         return out
 
-    def _egress_clones(self, P: Pkt, now: int) -> list[Queued]:
+    def _egress_clones(self, P: Pkt, now: int, clone: tuple[int, int]) -> list[Queued]:
+        """``clone`` is ``P.clone_e``, which the caller has checked is set."""
         if P.depth >= MAX_LOOPS:
             log.warning("egress clone dropped: more than %d nested clones", MAX_LOOPS)
             return []
-        session, field_list = P.clone_e
+        session, field_list = clone
         F, S = P.F, self._S
         kept = self._preserve(F, field_list)
         out = []

@@ -229,11 +229,15 @@ class _Ufuncs:
     def is_array(node: ast.AST) -> bool:
         return any(isinstance(n, ast.Name) and n.id in ("_o", "_v") for n in ast.walk(node))
 
+    # _scalar_free has admitted only non-negative int constants and F[<int>] subscripts;
+    # the isinstance checks below narrow ast.Constant.value for the type checker.
     def scalar(self, node: ast.expr) -> str:
         text = ast.unparse(node)
-        if isinstance(node, ast.Constant) and 0 <= node.value <= self.mask:
+        if (isinstance(node, ast.Constant) and isinstance(node.value, int)
+                and 0 <= node.value <= self.mask):
             return text
         if (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                and isinstance(node.slice.value, int)
                 and self.width_of.get(node.slice.value, self.bits + 1) <= self.bits):
             return text
         return f"(({text}) & {self.mask})"
@@ -246,7 +250,7 @@ class _Ufuncs:
         if isinstance(node.op, ast.BitAnd):  # x & all-ones of the dtype is x
             for a, b in ((left, right), (right, left)):
                 if (self.is_array(a) and not self.is_array(b) and isinstance(b, ast.Constant)
-                        and b.value & self.mask == self.mask):
+                        and isinstance(b.value, int) and b.value & self.mask == self.mask):
                     return self.array(a)
         args = [self.array(x) if self.is_array(x) else self.scalar(x) for x in (left, right)]
         self.temps += 1

@@ -1,6 +1,7 @@
 """Client arbitration (primary / backup election), sans-I/O.
 
-One ``Arbitration`` per (device, role). Streams are opaque hashable keys. Each
+One ``Arbitration`` per (device, role). Streams are opaque hashable keys (the class
+is generic in their type, so the adapter gets its own stream objects back). Each
 call returns the ``Notice``s to send; the gRPC adapter turns them into
 ``MasterArbitrationUpdate`` messages. Rules (P4Runtime spec "Client
 Arbitration", PI pi_server.cpp):
@@ -19,28 +20,31 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from google.rpc import code_pb2
 
 from p4lite.switch.p4runtime.errors import P4RuntimeError
 
+S = TypeVar("S", bound=Hashable)  # the adapter's stream type
+
 
 @dataclass(frozen=True, slots=True)
-class Notice:
-    stream: Hashable
+class Notice(Generic[S]):
+    stream: S
     election_id: int | None  # (high << 64) | low; None when no id was ever seen
     status: int  # google.rpc code
 
 
-class Arbitration:
+class Arbitration(Generic[S]):
     def __init__(self, device_id: int) -> None:
         self.device_id = device_id
-        self._ids: dict[Hashable, int | None] = {}  # stream -> election id (None: not given)
+        self._ids: dict[S, int | None] = {}  # stream -> election id (None: not given)
         self._highest_seen: int | None = None
 
     # -- queries --------------------------------------------------------------
-    def primary(self) -> Hashable | None:
-        best: Hashable | None = None
+    def primary(self) -> S | None:
+        best: S | None = None
         best_id = -1
         for stream, eid in self._ids.items():
             if eid is not None and eid > best_id:
@@ -62,15 +66,15 @@ class Arbitration:
         primary_id = self.primary_election_id()
         return primary_id is not None and election_id == primary_id
 
-    def is_primary(self, stream: Hashable) -> bool:
+    def is_primary(self, stream: S) -> bool:
         return stream in self._ids and self.primary() == stream
 
-    def streams(self) -> list[Hashable]:
+    def streams(self) -> list[S]:
         return list(self._ids)
 
     # -- events ---------------------------------------------------------------
-    def update(self, stream: Hashable, device_id: int, election_id: int | None,
-               previous_device_id: int | None = None) -> list[Notice]:
+    def update(self, stream: S, device_id: int, election_id: int | None,
+               previous_device_id: int | None = None) -> list[Notice[S]]:
         """A MasterArbitrationUpdate arrived on ``stream``; raises P4RuntimeError to end it."""
         if previous_device_id is not None and device_id != previous_device_id:
             raise P4RuntimeError(code_pb2.FAILED_PRECONDITION,
@@ -90,7 +94,7 @@ class Arbitration:
             return self._notify_all()
         return [self._notice(stream)]
 
-    def close(self, stream: Hashable) -> list[Notice]:
+    def close(self, stream: S) -> list[Notice[S]]:
         """``stream`` ended; returns the notices for the others if the primary changed."""
         if stream not in self._ids:
             return []
@@ -100,10 +104,10 @@ class Arbitration:
             return self._notify_all()
         return []
 
-    def _notify_all(self) -> list[Notice]:
+    def _notify_all(self) -> list[Notice[S]]:
         return [self._notice(s) for s in self._ids]
 
-    def _notice(self, stream: Hashable) -> Notice:
+    def _notice(self, stream: S) -> Notice[S]:
         primary = self.primary()
         if primary is None:
             return Notice(stream, self._highest_seen, code_pb2.NOT_FOUND)

@@ -144,7 +144,7 @@ class Device:
             if pipeline is None:
                 return 0
             if self.queues.rate_pps is None:
-                return self._serve_all(pipeline)
+                return self._serve_all(pipeline, self.queues)
             served = 0
             while True:
                 now = self.now_us()
@@ -156,10 +156,10 @@ class Device:
                              out.deq_qdepth)
         return served
 
-    def _serve_all(self, pipeline: Pipeline) -> int:
+    def _serve_all(self, pipeline: Pipeline, queues: EgressQueues) -> int:
         """No rate limit: every queued packet leaves now, in the order ``dequeue`` would
-        give them (popped at once: no Dequeued objects)."""
-        ready = self.queues.pop_all()  # type: ignore[union-attr]
+        give them (popped at once: no Dequeued objects). ``queues`` is ``self.queues``."""
+        ready = queues.pop_all()
         now_us = self.now_us
         for item, enq_us, enq_depth, deq_depth in ready:
             self._egress(pipeline, item, now_us(), enq_us, enq_depth, deq_depth)

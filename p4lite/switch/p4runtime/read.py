@@ -10,6 +10,7 @@ counter data and meter configs are filled in when the request asks for them
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeAlias
 
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
@@ -26,7 +27,7 @@ from p4lite.switch.p4runtime.errors import P4RuntimeError, from_switch_error, in
 from p4lite.switch.p4runtime.p4info import ExternInfo, TableInfo
 from p4lite.switch.p4runtime.pipeline import Pipeline
 
-Entity = p4runtime_pb2.Entity
+Entity: TypeAlias = p4runtime_pb2.Entity
 
 
 def read_entity(pipe: Pipeline, entity: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]:

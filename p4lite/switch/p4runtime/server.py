@@ -74,12 +74,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def __init__(self, device: Device) -> None:
         self.device = device
         self._arb_lock = threading.Lock()
-        self._arbitrations: dict[str, Arbitration] = {}
+        self._arbitrations: dict[str, Arbitration[_Stream]] = {}
         device.packet_in_sink = self._to_primaries
         device.digest_sink = self._to_primaries
 
     # -- checks ---------------------------------------------------------------
-    def _arbitration(self, role: str) -> Arbitration:
+    def _arbitration(self, role: str) -> Arbitration[_Stream]:
         arb = self._arbitrations.get(role)
         if arb is None:
             arb = self._arbitrations[role] = Arbitration(self.device.device_id)
@@ -230,7 +230,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._send_notices(notices, update)
 
     @staticmethod
-    def _send_notices(notices: list[Notice], update: p4runtime_pb2.MasterArbitrationUpdate) -> None:
+    def _send_notices(notices: list[Notice[_Stream]], update: p4runtime_pb2.MasterArbitrationUpdate) -> None:
         for notice in notices:
             reply = p4runtime_pb2.StreamMessageResponse()
             arb = reply.arbitration

@@ -130,6 +130,8 @@ class Port:
 
 def transmit(port: Port, frame: bytes) -> None:
     try:
+        # Only ports with a socket get here (PacketLoop.send checks port.sock before it
+        # submits); re-checking per frame would cost on the hot path, hence the ignore.
         port.sock.send(frame)  # type: ignore[union-attr]
         port.tx += 1
     except OSError as exc:
@@ -263,9 +265,9 @@ class PacketLoop:
                 timeout = IDLE_POLL if wait is None else min(IDLE_POLL, max(0.0, wait))
                 events = poller.poll(timeout)
                 for fd, _ in events:
-                    port = by_fd.get(fd)
-                    if port is not None:
-                        self._drain(port)
+                    ready = by_fd.get(fd)
+                    if ready is not None:
+                        self._drain(ready)
                         # Serve egress after each batch: a queue never holds more than
                         # one batch per port, so bursts from several ports are not tail-dropped.
                         self.tick()

@@ -19,8 +19,14 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for annotations only: run() and core_factory() import these late
+    from p4lite.switch.core.runtime_api import RuntimeOps
+    from p4lite.switch.p4runtime.device import Device
+    from p4lite.switch.p4runtime.pipeline import CoreFactory
+    from p4lite.switch.process.io import PacketLoop
 
 LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
           "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
@@ -185,8 +191,8 @@ def setup_logging(opts: Options) -> None:
     root.setLevel(level)
 
 
-def core_factory(opts: Options) -> Callable[[dict], object]:
-    def make(bmv2_json: dict) -> object:
+def core_factory(opts: Options) -> CoreFactory:
+    def make(bmv2_json: dict) -> RuntimeOps:
         from p4lite.switch.core.switch import Switch  # imported late: only a pipeline needs it
 
         return Switch(bmv2_json, drop_port=opts.drop_port, cpu_port=opts.cpu_port,
@@ -195,7 +201,7 @@ def core_factory(opts: Options) -> Callable[[dict], object]:
     return make
 
 
-def run(opts: Options, make_core: Callable[[dict], object] | None = None) -> int:
+def run(opts: Options, make_core: CoreFactory | None = None) -> int:
     from p4lite.switch.core.queues import EgressQueues
     from p4lite.switch.p4runtime.device import Device
     from p4lite.switch.p4runtime.server import serve
@@ -240,23 +246,23 @@ def run(opts: Options, make_core: Callable[[dict], object] | None = None) -> int
     return 0
 
 
-def _log_totals(device: object, loop: object) -> None:
-    stats = device.stats  # type: ignore[attr-defined]
-    queues = device.queues  # type: ignore[attr-defined]
+def _log_totals(device: Device, loop: PacketLoop) -> None:
+    stats = device.stats
+    queues = device.queues
     ports = ", ".join(f"{p.iface} rx {p.rx} tx {p.tx} tx-errors {p.tx_errors}"
-                      for p in loop.ports.values())  # type: ignore[attr-defined]
+                      for p in loop.ports.values())
     log.info("stopped: %d frames processed, %d sent, %d to the CPU port, %d core errors, %d queue drops; %s",
              stats["rx"], stats["tx"], stats["to_cpu"], stats["errors"],
              queues.dropped if queues is not None else 0, ports or "no ports")
 
 
-def _load_program(device: object, path: str) -> None:
+def _load_program(device: Device, path: str) -> None:
     with open(path, "rb") as f:
         bmv2_json = json.load(f)
     from p4lite.switch.p4runtime.errors import P4RuntimeError
 
     try:
-        device.load_json(bmv2_json)  # type: ignore[attr-defined]
+        device.load_json(bmv2_json)
     except P4RuntimeError as exc:  # the loader refused the program: bad input (exit 1)
         raise ValueError(f"{path}: {exc.message}") from None
     log.info("loaded %s", path)
