@@ -16,9 +16,12 @@ generated stubs needed on either side; any gRPC client can call
   Status     {} -> {switches, jobs, slots}
   ShowSwitch {name} -> {entries, groups, ports}
 
-Errors: a refused request is INVALID_ARGUMENT (NOT_FOUND for an unknown job),
-a switch or PBox failure UNAVAILABLE, a barrier timeout DEADLINE_EXCEEDED; the
-status details carry the reason. ``now`` comes from ``clock`` (monotonic
+Errors: the gRPC code follows from the error's type (``GRPC_CODES``, never its
+message): a refused request (RefusedError) is INVALID_ARGUMENT, an unknown job or
+switch (NotFoundError) NOT_FOUND, a switch or PBox failure (UnavailableError)
+UNAVAILABLE, a barrier timeout DEADLINE_EXCEEDED; anything else is a bug, answered
+INTERNAL and logged with its traceback once per exception type. The status
+details carry the reason. ``now`` comes from ``clock`` (monotonic
 seconds), the only clock in the controller.
 """
 
@@ -35,9 +38,9 @@ from typing import Any
 import grpc
 
 from controller.client import METHODS, SERVICE, encode
-from controller.driver import Controller, ControllerError
-from controller.jobs import Job, JobError
-from controller.pbox_control import PBoxControlError
+from controller.driver import Controller
+from controller.errors import NotFoundError, P4hubControllerError, RefusedError, UnavailableError
+from controller.jobs import Job, UnknownJobError
 from controller.topology import format_ipv4, format_mac
 
 log = logging.getLogger("p4hub.controller")
@@ -45,27 +48,70 @@ log = logging.getLogger("p4hub.controller")
 MAX_BARRIER_WAIT = 3600.0
 
 
-class ApiError(Exception):
-    """A request the API refuses, with the gRPC code to answer."""
+class ApiError(P4hubControllerError):
+    """What the gRPC adapter answers: a gRPC code and the reason."""
 
     def __init__(self, code: grpc.StatusCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 
 
+class BarrierTimeout(P4hubControllerError):
+    """Not every rank arrived at the barrier in time (DEADLINE_EXCEEDED)."""
+
+
+# An error's gRPC code: the first of these classes in its type's MRO, else INTERNAL.
+GRPC_CODES: dict[type[BaseException], grpc.StatusCode] = {
+    NotFoundError: grpc.StatusCode.NOT_FOUND,
+    RefusedError: grpc.StatusCode.INVALID_ARGUMENT,
+    UnavailableError: grpc.StatusCode.UNAVAILABLE,
+    BarrierTimeout: grpc.StatusCode.DEADLINE_EXCEEDED,
+}
+
+
+def grpc_code(exc: BaseException) -> grpc.StatusCode:
+    """The gRPC code answering ``exc``, from its type alone."""
+    for cls in type(exc).__mro__:
+        code = GRPC_CODES.get(cls)
+        if code is not None:
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+class InternalErrors:
+    """Logs an unexpected exception with its traceback the first time its type is met,
+    and only at debug level afterwards (a bug hit by every request must not flood the
+    log); counts them per type."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def log(self, where: str, exc: BaseException) -> None:
+        kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        with self._lock:
+            first = kind not in self.counts
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+        if first:
+            log.error("internal error in %s (logged once per exception type): %s: %s",
+                      where, kind, exc, exc_info=exc)
+        else:
+            log.debug("internal error in %s again: %s: %s", where, kind, exc)
+
+
 def _int(request: dict, key: str) -> int:
     value = request.get(key)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, f"{key!r} must be an integer")
+        raise RefusedError(f"{key!r} must be an integer")
     return value
 
 
 def _address(text: Any) -> tuple[str, int]:
     if not isinstance(text, str) or ":" not in text:
-        raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "address must be 'ip:port'")
+        raise RefusedError("address must be 'ip:port'")
     host, _, port = text.rpartition(":")
     if not port.isdigit():
-        raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "address must be 'ip:port'")
+        raise RefusedError("address must be 'ip:port'")
     return host, int(port)
 
 
@@ -84,8 +130,11 @@ class JobService:
         self.ctl = controller
         self.clock = clock
         self.barriers = threading.Condition(controller.lock)
+        self.internal_errors = InternalErrors()
 
     def handle(self, method: str, body: bytes) -> dict:
+        """Run one method; every failure comes out as an ApiError whose code follows
+        from the failure's type (``grpc_code``)."""
         try:
             request = json.loads(body or b"{}")
         except ValueError as exc:
@@ -95,22 +144,25 @@ class JobService:
         handler = getattr(self, f"_{method}")
         try:
             return handler(request)
-        except JobError as exc:
-            code = grpc.StatusCode.NOT_FOUND if str(exc).startswith("no job") else \
-                grpc.StatusCode.INVALID_ARGUMENT
+        except ApiError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - mapped by type; bugs become INTERNAL
+            code = grpc_code(exc)
+            if code == grpc.StatusCode.INTERNAL:
+                self.internal_errors.log(method, exc)
+                raise ApiError(code, f"internal error in {method}: {type(exc).__name__}: {exc} "
+                               "(see the controller's log)") from None
             raise ApiError(code, str(exc)) from None
-        except (ControllerError, PBoxControlError) as exc:
-            raise ApiError(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
 
     # -- workers -------------------------------------------------------------------
 
     def _JoinJob(self, r: dict) -> dict:  # noqa: N802
         name = r.get("name")
         if not isinstance(name, str):
-            raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "'name' must be a string")
+            raise RefusedError("'name' must be a string")
         placement = r.get("placement", "auto")
         if not isinstance(placement, str):
-            raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "'placement' must be a string")
+            raise RefusedError("'placement' must be a string")
         reply = self.ctl.join(name, _int(r, "world_size"), _int(r, "rank"), _address(r.get("address")),
                               self.clock(), placement)
         return {
@@ -135,21 +187,24 @@ class JobService:
         job_id, rank = _int(r, "job_id"), _int(r, "rank")
         timeout = r.get("timeout", MAX_BARRIER_WAIT)
         if not isinstance(timeout, int | float) or not 0 < timeout <= MAX_BARRIER_WAIT:
-            raise ApiError(grpc.StatusCode.INVALID_ARGUMENT,
-                           f"'timeout' must be in (0, {MAX_BARRIER_WAIT}] seconds")
-        registry = self.ctl.registry
+            raise RefusedError(f"'timeout' must be in (0, {MAX_BARRIER_WAIT}] seconds")
         with self.barriers:
-            generation = registry.barrier(job_id, rank, self.clock())
+            generation = self.ctl.registry.barrier(job_id, rank, self.clock())
             self.barriers.notify_all()
-            passed = self.barriers.wait_for(
-                lambda: job_id not in registry.jobs or registry.barrier_passed(job_id, generation),
-                timeout=timeout)
-            if job_id not in registry.jobs:
-                raise ApiError(grpc.StatusCode.NOT_FOUND, f"job {job_id} ended during the barrier")
+            passed = self.barriers.wait_for(lambda: self._barrier_over(job_id, generation),
+                                            timeout=timeout)
+            if job_id not in self.ctl.registry.jobs:
+                raise UnknownJobError(f"job {job_id} ended during the barrier")
             if not passed:
-                raise ApiError(grpc.StatusCode.DEADLINE_EXCEEDED,
-                               f"barrier {generation} of job {job_id} not passed in {timeout} s")
+                raise BarrierTimeout(f"barrier {generation} of job {job_id} not passed in "
+                                     f"{timeout} s")
         return {"generation": generation}
+
+    def _barrier_over(self, job_id: int, generation: int) -> bool:
+        """Keyed by job id, looked up in the controller's registry at every wake-up
+        (never a registry object held across the wait)."""
+        job = self.ctl.registry.jobs.get(job_id)
+        return job is None or job.barrier_generation > generation
 
     # -- operators -----------------------------------------------------------------
 
@@ -194,7 +249,7 @@ class JobService:
     def _ShowSwitch(self, r: dict) -> dict:  # noqa: N802
         name = r.get("name")
         if name not in self.ctl.topo.switches:
-            raise ApiError(grpc.StatusCode.NOT_FOUND, f"no switch {name!r}")
+            raise NotFoundError(f"no switch {name!r}")
         return self.ctl.switch_view(name)
 
 
@@ -214,13 +269,17 @@ def _unary(service: JobService, method: str):  # type: ignore[no-untyped-def]
 
 
 def serve(service: JobService, address: str, max_workers: int = 32) -> tuple[grpc.Server, int]:
-    """Start the job API on ``address`` (port 0 picks one); returns the server and port.
-    Barrier calls hold a thread each, hence the generous pool."""
+    """Start the job API on ``address`` (port 0 picks one); returns the server and port;
+    raises OSError when it cannot listen there. Barrier calls hold a thread each, hence
+    the generous pool."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="p4hub-api"))
     handlers = {m: _unary(service, m) for m in METHODS}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
-    port = server.add_insecure_port(address)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError:  # grpc's "Failed to bind to address"
+        port = 0
     if port == 0:
         raise OSError(f"cannot listen on {address}")
     server.start()
@@ -243,7 +302,10 @@ class Expirer:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self.tick()
+            try:
+                self.tick()
+            except Exception as exc:  # noqa: BLE001 - a bug must not stop liveness for good
+                self.service.internal_errors.log("the expiry tick", exc)
 
     def tick(self) -> None:
         """Reattach lost switches, re-assert PBox jobs, then expire silent workers."""
@@ -255,7 +317,7 @@ class Expirer:
             with self.service.barriers:
                 self.service.ctl.expire(self.service.clock())
                 self.service.barriers.notify_all()
-        except (ControllerError, PBoxControlError) as exc:
+        except UnavailableError as exc:
             log.warning("expiring workers failed (retried next tick): %s", exc)
 
     def stop(self) -> None:

@@ -12,7 +12,6 @@ the ``pbox_sink`` callable (the PBox's control API is not part of this module).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import logging
 import threading
@@ -24,32 +23,31 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from controller import program as p
-from controller import rack
+from controller import rack, resync
 from controller.entries import EntryCodec
+from controller.errors import SetupError, UnavailableError
 from controller.jobs import JobRegistry, JoinReply, rebuild_from_entries
 from controller.p4info_index import EntryError, P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
+from controller.pbox_control import PBoxControlError
 from controller.topology import SwitchConf, Topology
 from controller.updates import (
     DELETE,
-    INSERT,
     MODIFY,
     Entry,
     GroupWrite,
     PBoxJobWrite,
-    TableWrite,
     Update,
 )
 
 log = logging.getLogger("p4hub.controller")
-JOB_TABLES = (p.JOBS, p.MEMBERS, p.RESULT_DST)  # wholly owned by the job registry
 
 PBoxSink = Callable[[PBoxJobWrite], None]
 ClientFactory = Callable[[SwitchConf], P4RuntimeClient]
 
 
-class ControllerError(Exception):
-    """A switch refused or could not be reached; the message names the switch."""
+class ControllerError(UnavailableError):
+    """A switch or PBox refused a write or could not be reached; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -67,9 +65,13 @@ class PipelineConfig:
 
     @classmethod
     def from_files(cls, bmv2_json: str | Path, p4info_txt: str | Path) -> PipelineConfig:
-        """Read the compiler's outputs (p4lite-c or p4c-bm2-ss, text-format P4Info)."""
-        info = text_format.Parse(Path(p4info_txt).read_text(), p4info_pb2.P4Info())
-        return cls(info, Path(bmv2_json).read_bytes())
+        """Read the compiler's outputs (p4lite-c or p4c-bm2-ss, text-format P4Info);
+        raises SetupError when a file cannot be read or parsed."""
+        try:
+            info = text_format.Parse(Path(p4info_txt).read_text(), p4info_pb2.P4Info())
+            return cls(info, Path(bmv2_json).read_bytes())
+        except (OSError, UnicodeDecodeError, text_format.ParseError) as exc:
+            raise SetupError(f"cannot read the pipeline: {exc}") from None
 
 
 # The controller's election id. Operators' p4runtime-shell sessions with a lower one
@@ -162,9 +164,11 @@ class Controller:
             self._flush(batch)
 
     def _to_pbox(self, update: PBoxJobWrite) -> None:
+        """Only the PBox control layer's error is a PBox failure; anything else the sink
+        raises is a bug and goes up as it is (the API answers it as INTERNAL)."""
         try:
             self.pbox_sink(update)
-        except Exception as exc:  # the sink is injected: whatever it raises is a PBox failure
+        except PBoxControlError as exc:
             raise ControllerError(f"PBox {update.pbox}: {exc}") from None
 
     def _flush(self, batch: list[Update]) -> None:
@@ -246,18 +250,26 @@ class Controller:
         self._event(lambda reg: (None, reg.expire(now)))
 
     def _event(self, event):  # type: ignore[no-untyped-def]
-        """Run a registry event and apply its updates, all or nothing: if a write
-        fails, the registry goes back to where it was and the switches and PBoxes
-        touched are brought back in line with it; the error is raised."""
+        """Run a registry event and apply its updates, all or nothing: if the event is
+        refused or a write fails, the registry's undo log puts it back where it was
+        (the same object: barrier waiters keep looking at the live registry) and the
+        switches and PBoxes touched are brought back in line with it; the error is
+        raised. Nothing is copied: an event costs what it changes."""
         with self.lock:
-            before = copy.deepcopy(self.registry)
-            result, updates = event(self.registry)
+            registry = self.registry
+            registry.begin()
+            try:
+                result, updates = event(registry)
+            except BaseException:
+                registry.rollback()
+                raise
             try:
                 self.apply(updates)
-            except ControllerError:
-                self.registry = before
+            except BaseException:  # a write failed (ControllerError) or a bug: undo both
+                registry.rollback()
                 self._resync(updates)
                 raise
+            registry.commit()
             return result
 
     def _resync(self, failed: list[Update]) -> None:
@@ -285,24 +297,10 @@ class Controller:
         """Write the difference between the switch's entries and the registry's, and
         rewrite the given multicast groups (and the flood group) as the registry has
         them: groups cannot be read back on every target."""
-        have = {(e.table, e.match): e for e in self._read_entries(name)}
-        want = {(e.table, e.match): e for e in self.registry.expected_entries(name)}
-        writes: list[Update] = [
-            TableWrite(name, DELETE, Entry(table, match))
-            for (table, match) in have.keys() - want.keys() if table in JOB_TABLES
-        ]
-        for key, entry in want.items():
-            if key not in have:
-                writes.append(TableWrite(name, INSERT, entry))
-            elif (have[key].action, have[key].params) != (entry.action, entry.params):
-                writes.append(TableWrite(name, MODIFY, entry))
-        self.apply(writes)
+        self.apply(resync.table_writes(name, self._read_entries(name),
+                                       self.registry.expected_entries(name)))
         groups = self.registry.expected_groups(name)
-        for group in sorted(groups_to_write | {p.FLOOD_GROUP}):
-            replicas = groups.get(group)
-            attempts = ([GroupWrite(name, DELETE, group)] if replicas is None else
-                        [GroupWrite(name, MODIFY, group, replicas),
-                         GroupWrite(name, INSERT, group, replicas)])
+        for attempts in resync.group_writes(name, groups, groups_to_write):
             for attempt in attempts:
                 try:
                     self._flush([attempt])

@@ -18,15 +18,24 @@ address, so agents never notice). Per job the switch holds::
 That is everything needed to rebuild the registry after a restart
 (``rebuild_from_entries``); only liveness deadlines and barrier progress are
 lost, and restart fresh.
+
+Events are all or nothing without copying the registry: between ``begin()`` and
+``commit()`` every change an event makes records its inverse in an undo log, and
+``rollback()`` replays the log backwards, so the registry (the very same object,
+which barrier waiters look at) is back where it was. An event costs what it
+changes, not the size of the registry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 from controller import program as p
 from controller import rack
-from controller.slots import SlotPool, SlotRange
+from controller.errors import NotFoundError, RefusedError, SwitchStateError
+from controller.slots import SlotError, SlotPool, SlotRange
 from controller.topology import Topology, format_ipv4, parse_ipv4
 from controller.updates import (
     DELETE,
@@ -47,8 +56,12 @@ PLACE_PBOX = "pbox"  # JoinJob placement: always the PBox
 PLACEMENTS = (PLACE_AUTO, PLACE_PBOX)
 
 
-class JobError(ValueError):
-    """A request the registry refuses (bad arguments, unknown job, no room)."""
+class JobError(RefusedError):
+    """A request the registry refuses (bad arguments, a conflict, no room)."""
+
+
+class UnknownJobError(NotFoundError, JobError):
+    """The request names a job id the registry does not have (NOT_FOUND, by type)."""
 
 
 @dataclass
@@ -107,13 +120,75 @@ class JobRegistry:
         self.jobs: dict[int, Job] = {}
         self._next_epoch = _valid_epoch(epoch_seed)
         self._last_job_id = 0
+        self._undo: list[Callable[[], object]] | None = None  # recording when not None
+
+    # -- all-or-nothing events -----------------------------------------------------
+
+    def begin(self) -> None:
+        """Start an event: from now on every change can be undone by ``rollback``."""
+        if self._undo is not None:
+            raise RuntimeError("an event is already in progress")
+        self._undo = []
+
+    def commit(self) -> None:
+        """Keep the event's changes; stop recording."""
+        self._undo = None
+
+    def rollback(self) -> None:
+        """Undo every change since ``begin`` (latest first); stop recording."""
+        undo, self._undo = self._undo or [], None
+        while undo:
+            undo.pop()()
+
+    def _record(self, inverse: Callable[[], object]) -> None:
+        if self._undo is not None:
+            self._undo.append(inverse)
+
+    def _set(self, obj: Any, name: str, value: Any) -> None:
+        old = getattr(obj, name)
+        setattr(obj, name, value)
+        self._record(lambda: setattr(obj, name, old))
+
+    def _add_job(self, job: Job) -> None:
+        self.jobs[job.job_id] = job
+        self._record(lambda: self.jobs.pop(job.job_id))
+
+    def _pop_job(self, job_id: int) -> Job | None:
+        if job_id not in self.jobs:
+            return None
+        order = list(self.jobs) if self._undo is not None else []
+        job = self.jobs.pop(job_id)
+        self._record(lambda: _put_back(self.jobs, job_id, job, order))
+        return job
+
+    def _add_worker(self, job: Job, worker: Worker) -> None:
+        job.workers[worker.rank] = worker
+        self._record(lambda: job.workers.pop(worker.rank))
+
+    def _del_worker(self, job: Job, rank: int) -> None:
+        order = list(job.workers) if self._undo is not None else []
+        worker = job.workers.pop(rank)
+        self._record(lambda: _put_back(job.workers, rank, worker, order))
+        if rank in job.barrier_waiting:
+            job.barrier_waiting.discard(rank)
+            self._record(lambda: job.barrier_waiting.add(rank))
+
+    def _allocate(self, pool: SlotPool, owner: Hashable, count: int) -> SlotRange | None:
+        got = pool.allocate(owner, count)
+        if got is not None:
+            self._record(lambda: pool.free(owner))
+        return got
+
+    def _free(self, pool: SlotPool, owner: Hashable) -> None:
+        got = pool.free(owner)
+        self._record(lambda: pool.reserve(owner, got.base, got.count))
 
     # -- queries -----------------------------------------------------------------
 
     def job(self, job_id: int) -> Job:
         job = self.jobs.get(job_id)
         if job is None:
-            raise JobError(f"no job {job_id}")
+            raise UnknownJobError(f"no job {job_id}")
         return job
 
     def job_by_name(self, name: str) -> Job | None:
@@ -155,7 +230,7 @@ class JobRegistry:
         if job is None:
             job, updates = self._create(name, world_size, host.switch, placement)
         elif job.name is None:
-            job.name = name  # adopted after a rebuild
+            self._set(job, "name", name)  # adopted after a rebuild
         if job.world_size != world_size:
             raise JobError(f"job {name!r} has world size {job.world_size}, not {world_size}")
         if job.switch != host.switch:
@@ -166,10 +241,10 @@ class JobRegistry:
             if (known.ip, known.port) != (ip, port):
                 raise JobError(f"rank {rank} of job {name!r} is already taken by "
                                f"{format_ipv4(known.ip)}:{known.port}")
-            known.last_seen = now
+            self._set(known, "last_seen", now)
             return self.reply(job, rank), updates
         worker = Worker(rank, ip, port, host.mac, host.port, now)
-        job.workers[rank] = worker
+        self._add_worker(job, worker)
         updates += self._member_writes(job, worker, INSERT)
         if job.where == ON_SWITCH:
             op = INSERT if len(job.workers) == 1 else MODIFY
@@ -185,8 +260,7 @@ class JobRegistry:
         worker = self._worker(job_id, rank)
         if len(job.workers) == 1:
             return self.kill(job_id)
-        del job.workers[rank]
-        job.barrier_waiting.discard(rank)
+        self._del_worker(job, rank)
         updates = self._member_writes(job, worker, DELETE)
         if job.where == ON_SWITCH:
             updates.append(self._group_write(job, MODIFY))
@@ -194,19 +268,19 @@ class JobRegistry:
 
     def kill(self, job_id: int) -> list[Update]:
         """End a job: remove every entry, free its slots."""
-        job = self.jobs.pop(job_id, None)
+        job = self._pop_job(job_id)
         if job is None:
-            raise JobError(f"no job {job_id}")
+            raise UnknownJobError(f"no job {job_id}")
         updates: list[Update] = [TableWrite(job.switch, DELETE, _job_key(job.job_id))]
         for worker in job.workers.values():
             updates += self._member_writes(job, worker, DELETE)
         if job.where == ON_SWITCH:
-            self.switch_pools[job.switch].free(job.job_id)
+            self._free(self.switch_pools[job.switch], job.job_id)
             if job.workers:
                 updates.append(GroupWrite(job.switch, DELETE, job.job_id))
         else:
             assert job.pbox is not None
-            self.pbox_pools[job.pbox].free(job.job_id)
+            self._free(self.pbox_pools[job.pbox], job.job_id)
             updates.append(PBoxJobWrite(job.pbox, DELETE, job.job_id))
         return updates
 
@@ -270,13 +344,13 @@ class JobRegistry:
         for step in range(p.MAX_JOBS - 1):
             job_id = (self._last_job_id + step) % (p.MAX_JOBS - 1) + 1
             if job_id not in self.jobs:
-                self._last_job_id = job_id
+                self._set(self, "_last_job_id", job_id)
                 return job_id
         raise JobError(f"all {p.MAX_JOBS - 1} job ids are in use")
 
     def _take_epoch(self) -> int:
         epoch = self._next_epoch
-        self._next_epoch = _valid_epoch(epoch + 1)
+        self._set(self, "_next_epoch", _valid_epoch(epoch + 1))
         return epoch
 
     def _create(self, name: str, world_size: int, switch: str,
@@ -291,16 +365,16 @@ class JobRegistry:
         want = self.topo.switches[switch].job_slots
         got = None
         if placement == PLACE_AUTO:
-            got = self.switch_pools[switch].allocate(job_id, want)
+            got = self._allocate(self.switch_pools[switch], job_id, want)
         where = ON_SWITCH
         if got is None:
-            got = self.pbox_pools[pbox.name].allocate(job_id, want)
+            got = self._allocate(self.pbox_pools[pbox.name], job_id, want)
             where = ON_PBOX
             if got is None:
                 raise JobError(f"no room for {want} slots on switch {switch} or PBox {pbox.name}")
         epoch = self._take_epoch() if where == ON_SWITCH else 0  # epochs only matter for registers
         job = Job(job_id, name, tag, world_size, switch, where, got, epoch, pbox.name)
-        self.jobs[job_id] = job
+        self._add_job(job)
         updates: list[Update] = [TableWrite(switch, INSERT, _job_entry(job))]
         if where == ON_PBOX:
             updates.append(PBoxJobWrite(pbox.name, INSERT, job_id, world_size, got.base, got.count))
@@ -352,6 +426,15 @@ def _result_dst_entry(job_id: int, worker: Worker, op: str) -> Entry:
     return Entry(p.RESULT_DST, match, p.ACT_SET_RESULT_DST, params)
 
 
+def _put_back(items: dict, key: Hashable, value: object, order: list) -> None:
+    """Undo a removal from a dict: the item goes back where it was in ``order``."""
+    items[key] = value
+    if list(items) != order:
+        restored = {k: items[k] for k in order}
+        items.clear()
+        items.update(restored)
+
+
 def _valid_epoch(value: int) -> int:
     """Epochs are 32-bit and never 0 (0 is a register's initial owner)."""
     value &= 0xFFFF_FFFF
@@ -386,19 +469,27 @@ def rebuild_from_entries(
     Returns the registry and the repair writes: static rack entries that are
     missing, member/result entries that belong to no job (deleted), and a
     PBoxJobWrite MODIFY ("make sure it is there") per PBox job. Every
-    rebuilt worker counts as seen at ``now``; barriers start over.
+    rebuilt worker counts as seen at ``now``; barriers start over. Raises
+    ``SwitchStateError`` naming the switch when its jobs entries make no sense
+    (overlapping slots, a job on two switches, a PBox job on a rack without a PBox).
     """
     registry = JobRegistry(topo, epoch_seed)
     repairs: list[Update] = []
     max_epoch = 0
     for switch, switch_entries in sorted(entries.items()):
         if switch not in topo.switches:
-            raise JobError(f"entries for switch {switch!r}, which the topology does not have")
+            raise SwitchStateError(f"entries for switch {switch!r}, which the topology does not "
+                                   "have")
         by_table: dict[str, list[Entry]] = {}
         for entry in switch_entries:
             by_table.setdefault(entry.table, []).append(entry)
         for entry in by_table.get(p.JOBS, []):
-            job = _rebuild_job(registry, switch, entry)
+            try:
+                job = _rebuild_job(registry, switch, entry)
+            except (JobError, SlotError) as exc:
+                raise SwitchStateError(f"switch {switch}: cannot rebuild job "
+                                       f"{entry.match_value(p.JOBS_JOB)} from its entries: {exc}"
+                                       ) from None
             max_epoch = max(max_epoch, job.epoch)
         repairs += _rebuild_workers(registry, switch, by_table, now)
         repairs += rack.reconcile(topo, switch, switch_entries)

@@ -26,13 +26,12 @@ from pathlib import Path
 
 from controller import api, topology
 from controller.driver import Controller, ControllerError, PipelineConfig
+from controller.errors import P4hubControllerError, StartupError
 from controller.pbox_control import PBoxControl
 
+__all__ = ["StartupError", "main"]
+
 log = logging.getLogger("p4hub.controller")
-
-
-class StartupError(Exception):
-    """The controller cannot start (bad topology, compiler failure, switches unreachable)."""
 
 
 def compile_program(source: Path, build_dir: Path) -> PipelineConfig:
@@ -55,6 +54,8 @@ def compile_program(source: Path, build_dir: Path) -> PipelineConfig:
 
 
 def start_with_retries(ctl: Controller, timeout: float) -> dict[str, str]:
+    """Retry while a switch is unreachable (ControllerError); any other controller error
+    (a switch state the jobs cannot be rebuilt from, say) will not go away by waiting."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -86,16 +87,14 @@ def load_pipeline(args: argparse.Namespace) -> PipelineConfig:
         return compile_program(args.p4, args.build_dir)
     if args.bmv2_json is None or args.p4info is None:
         raise StartupError("give --p4, or both --bmv2-json and --p4info")
-    try:
-        return PipelineConfig.from_files(args.bmv2_json, args.p4info)
-    except (OSError, ValueError) as exc:
-        raise StartupError(f"cannot read the pipeline: {exc}") from None
+    return PipelineConfig.from_files(args.bmv2_json, args.p4info)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    ctl: Controller | None = None
     try:
         topo = topology.load(args.topology)
         pipeline = load_pipeline(args)
@@ -103,13 +102,21 @@ def main(argv: list[str] | None = None) -> int:
         ctl = Controller(topo, pipeline, pbox_sink=pboxes,
                          epoch_seed=time.time_ns() // 1_000_000)
         states = start_with_retries(ctl, args.connect_timeout)
-    except (topology.ConfigError, StartupError) as exc:
+    except P4hubControllerError as exc:  # any of the controller's own errors: one line, status 1
         print(f"p4hub-controller: {exc}", file=sys.stderr)
+        if ctl is not None:
+            ctl.close()
         return 1
     for name, state in sorted(states.items()):
         log.info("switch %s: %s", name, state)
     service = api.JobService(ctl)
-    server, port = api.serve(service, args.listen or topo.controller.listen)
+    try:
+        server, port = api.serve(service, args.listen or topo.controller.listen)
+    except OSError as exc:
+        print(f"p4hub-controller: job API: {exc}", file=sys.stderr)
+        ctl.close()
+        pboxes.close()
+        return 1
     expirer = api.Expirer(service, args.expire_interval)
     expirer.start()
     log.info("job API on port %d; %d job(s) running", port, len(ctl.registry.jobs))

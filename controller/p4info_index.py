@@ -11,9 +11,12 @@ from dataclasses import dataclass
 
 from p4.config.v1 import p4info_pb2
 
+from controller.errors import P4hubControllerError
 
-class EntryError(ValueError):
-    """A name, value or entry that does not fit the P4Info (the translation layer's error)."""
+
+class EntryError(P4hubControllerError):
+    """A name, value or entry that does not fit the P4Info (the translation layer's
+    error). The driver names the switch; one escaping to the API is internal."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,8 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from controller.errors import UnavailableError
+
 _DETAILS_KEY = "grpc-status-details-bin"
 
 
@@ -33,7 +35,7 @@ class UpdateError:
         return code_pb2.Code.Name(self.code) if self.code in code_pb2.Code.values() else str(self.code)
 
 
-class P4RuntimeError(Exception):
+class P4RuntimeError(UnavailableError):
     """A failed P4Runtime call: ``code`` is the gRPC status name, ``errors`` the
     failed updates of a Write (only those not OK)."""
 

@@ -15,11 +15,12 @@ import json
 import socket
 import threading
 
+from controller.errors import UnavailableError
 from controller.topology import Topology
 from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
 
 
-class PBoxControlError(Exception):
+class PBoxControlError(UnavailableError):
     """A PBox could not be reached or refused a request."""
 
 

@@ -12,9 +12,13 @@ import bisect
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from controller.errors import P4hubControllerError
 
-class SlotError(ValueError):
-    """A request the pool cannot honour (bad size, unknown owner, overlap)."""
+
+class SlotError(P4hubControllerError):
+    """A request the pool cannot honour (bad size, unknown owner, overlap). Only the
+    registry calls the pool, and never with a user's numbers unchecked: one escaping to
+    the API is an internal error, one met rebuilding at start-up a SwitchStateError."""
 
 
 @dataclass(frozen=True, slots=True)

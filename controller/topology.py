@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from controller import program
+from controller.errors import SetupError
 
 
-class ConfigError(ValueError):
+class ConfigError(SetupError):
     """The topology is invalid; ``errors`` lists every problem, each with its path."""
 
     def __init__(self, errors: list[str]) -> None:

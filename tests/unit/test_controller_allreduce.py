@@ -28,9 +28,9 @@ from controller.updates import DELETE, INSERT, PBoxJobWrite
 from hosts.agent import Agent
 from hosts.aggregator import Aggregator
 from p4lite.compiler import driver as compiler
-from p4lite.switch.core import Switch
-from p4lite.switch.p4runtime_device import Device
-from p4lite.switch.p4runtime_server import serve as serve_p4runtime
+from p4lite.switch.core.switch import Switch
+from p4lite.switch.p4runtime.device import Device
+from p4lite.switch.p4runtime.server import serve as serve_p4runtime
 from tests.unit.test_aggregate_p4 import PROGRAM, contrib, parse_frame, udp_frame
 
 PBOX_PORT = 9

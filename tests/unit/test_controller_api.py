@@ -15,9 +15,9 @@ from controller import client as client_mod
 from controller import program as p
 from controller.driver import Controller
 from hosts.wire import K
-from p4lite.switch.core import Switch
-from p4lite.switch.p4runtime_device import Device
-from p4lite.switch.p4runtime_server import serve as serve_p4runtime
+from p4lite.switch.core.switch import Switch
+from p4lite.switch.p4runtime.device import Device
+from p4lite.switch.p4runtime.server import serve as serve_p4runtime
 from tests.unit.test_aggregate_p4 import contrib, udp_frame
 from tests.unit.test_controller_driver import RACK, pipeline  # noqa: F401 (fixture)
 

@@ -19,13 +19,14 @@ from controller import topology
 from controller.driver import Controller, ControllerError, PipelineConfig
 from controller.jobs import ON_PBOX, ON_SWITCH
 from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
+from controller.pbox_control import PBoxControlError
 from controller.updates import MODIFY, PBoxJobWrite
 from hosts import wire
 from hosts.wire import K
 from p4lite.compiler import driver as compiler
-from p4lite.switch.core import Switch
-from p4lite.switch.p4runtime_device import Device
-from p4lite.switch.p4runtime_server import serve
+from p4lite.switch.core.switch import Switch
+from p4lite.switch.p4runtime.device import Device
+from p4lite.switch.p4runtime.server import serve
 from tests.unit.test_aggregate_p4 import PROGRAM, contrib, parse_frame, udp_frame
 
 RACK = {
@@ -161,7 +162,7 @@ def test_a_failed_write_rolls_the_registry_back_and_resyncs_the_switch(switch, p
 
     def pbox_sink(write):
         if failures:
-            raise RuntimeError(failures.pop())
+            raise PBoxControlError(failures.pop())
 
     ctl = Controller(topo, pipeline, client_factory=factory, pbox_sink=pbox_sink)
     ctl.start(now=0.0)
@@ -227,3 +228,28 @@ def test_a_restarted_switch_is_reconfigured_from_the_registry(pipeline):
     finally:
         ctl.close()
         server.stop(grace=None)
+
+
+def test_a_bug_in_the_pbox_sink_is_not_relabelled_a_pbox_failure(switch, pipeline):
+    """Only PBoxControlError is a PBox failure (ControllerError, UNAVAILABLE); whatever
+    else the sink raises is a bug and goes up as it is, after the registry was rolled back."""
+    _, _, topo = switch
+    raised: list[Exception] = []
+
+    def pbox_sink(write):
+        if raised:
+            raise raised.pop()
+
+    ctl = Controller(topo, pipeline, pbox_sink=pbox_sink)
+    ctl.start(now=0.0)
+    try:
+        raised.append(KeyError("a bug in the sink"))
+        with pytest.raises(KeyError, match="a bug in the sink"):
+            ctl.join("c", 1, 0, ("10.0.0.3", 4003), now=0.0, placement="pbox")
+        assert ctl.registry.jobs == {} and in_line(ctl)
+        raised.append(PBoxControlError("PBox at 10.0.0.100:7000: refused"))
+        with pytest.raises(ControllerError, match="PBox pb1: PBox at"):
+            ctl.join("c", 1, 0, ("10.0.0.3", 4003), now=0.0, placement="pbox")
+        assert ctl.registry.jobs == {} and in_line(ctl)
+    finally:
+        ctl.close()

@@ -17,9 +17,9 @@ import pytest
 
 from controller import client as client_mod
 from controller.main import main
-from p4lite.switch.core import Switch
-from p4lite.switch.p4runtime_device import Device
-from p4lite.switch.p4runtime_server import serve as serve_p4runtime
+from p4lite.switch.core.switch import Switch
+from p4lite.switch.p4runtime.device import Device
+from p4lite.switch.p4runtime.server import serve as serve_p4runtime
 from tests.unit.test_aggregate_p4 import PROGRAM
 from tests.unit.test_controller_driver import RACK
 
@@ -117,3 +117,74 @@ def test_bad_arguments_fail_cleanly(tmp_path, capsys):
     broken.write_text("control {")
     assert main(["--topology", str(good), "--p4", str(broken), "--build-dir", str(tmp_path)]) == 1
     assert "failed" in capsys.readouterr().err
+
+
+def _bad_slots(ctl):
+    """A second switch job over the first one's slots: rebuilding it raises SlotError."""
+    from controller import program as p
+    from controller.updates import INSERT, Entry, FieldMatch, TableWrite
+
+    ctl.join("a", 1, 0, ("10.0.0.1", 4001), now=0.0)
+    entry = next(e for e in ctl.registry.expected_entries("s1") if e.table == p.JOBS)
+    ctl.apply([TableWrite("s1", INSERT, Entry(p.JOBS, (FieldMatch(p.JOBS_JOB, 2),), entry.action,
+                                               entry.params))])
+    return RACK
+
+
+def _pbox_job_without_pbox(ctl):
+    """A PBox job on a rack the new topology gives no PBox: rebuilding it raises JobError."""
+    ctl.join("c", 1, 0, ("10.0.0.3", 4003), now=0.0, placement="pbox")
+    return {key: value for key, value in RACK.items() if key != "pboxes"}
+
+
+@pytest.mark.parametrize("spoil", [_bad_slots, _pbox_job_without_pbox])
+def test_a_bad_switch_state_at_start_up_fails_cleanly(tmp_path, capsys, monkeypatch, spoil):
+    """Entries the rebuild cannot make sense of end start-up with one line and status 1,
+    not a traceback (SlotError / JobError used to escape main)."""
+    from google.protobuf import text_format
+
+    from controller import api
+    from controller import topology as topology_mod
+    from controller.driver import Controller, PipelineConfig
+    from p4lite.compiler import driver as compiler
+
+    result = compiler.compile_file(PROGRAM)
+    pipeline = PipelineConfig(result.p4info, json.dumps(result.bmv2).encode())
+    (tmp_path / "a.json").write_bytes(pipeline.bmv2_json)
+    (tmp_path / "a.p4info.txtpb").write_text(text_format.MessageToString(pipeline.p4info))
+    server, port = serve_p4runtime(Device(0, Switch), "127.0.0.1:0")
+    try:
+        raw = dict(RACK, switches={"s1": {**RACK["switches"]["s1"], "grpc_addr": f"127.0.0.1:{port}"}})
+        ctl = Controller(topology_mod.from_dict(raw), pipeline)
+        ctl.start(now=0.0)
+        rack = spoil(ctl)
+        ctl.close()
+        path = tmp_path / "rack.json"
+        path.write_text(json.dumps(dict(rack, switches=raw["switches"],
+                                        controller={"listen": f"127.0.0.1:{free_port()}"})))
+
+        def no_serving(*args, **kwargs):
+            raise AssertionError("the controller started on a bad switch state")
+
+        monkeypatch.setattr(api, "serve", no_serving)
+        status = main(["--topology", str(path), "--bmv2-json", str(tmp_path / "a.json"),
+                       "--p4info", str(tmp_path / "a.p4info.txtpb"), "--connect-timeout", "1"])
+    finally:
+        server.stop(grace=None)
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("p4hub-controller:")]
+    assert len(lines) == 1 and "s1" in lines[0], err
+
+
+def test_an_unreadable_p4info_fails_cleanly(tmp_path, capsys):
+    """A P4Info file that does not parse used to escape main as a protobuf ParseError."""
+    rack = tmp_path / "rack.json"
+    rack.write_text(json.dumps(RACK))
+    (tmp_path / "a.json").write_text("{}")
+    (tmp_path / "a.p4info.txtpb").write_text("tables { nope")
+    assert main(["--topology", str(rack), "--bmv2-json", str(tmp_path / "a.json"),
+                 "--p4info", str(tmp_path / "a.p4info.txtpb")]) == 1
+    err = capsys.readouterr().err
+    assert "p4hub-controller: cannot read the pipeline" in err and "Traceback" not in err
