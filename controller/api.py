@@ -256,7 +256,7 @@ class JobService:
 # -- the gRPC adapter -------------------------------------------------------------------
 
 
-def _unary(service: JobService, method: str):  # type: ignore[no-untyped-def]
+def _unary(service: JobService, method: str):
     def call(body: bytes, context: grpc.ServicerContext) -> dict:
         try:
             return service.handle(method, body)

@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         reply = client.call(method, **request)
     except grpc.RpcError as exc:
-        print(f"p4hub: {exc.code().name}: {exc.details()}", file=sys.stderr)  # type: ignore[attr-defined]
+        print(f"p4hub: {exc.code().name}: {exc.details()}", file=sys.stderr)
         return 1
     finally:
         client.close()

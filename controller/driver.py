@@ -182,7 +182,7 @@ class Controller:
         self._call(name, self.clients[name].write, messages)
 
     @staticmethod
-    def _call(name: str, method, *args):  # type: ignore[no-untyped-def]
+    def _call(name: str, method, *args):
         try:
             return method(*args)
         except P4RuntimeError as exc:
@@ -249,7 +249,7 @@ class Controller:
     def expire(self, now: float) -> None:
         self._event(lambda reg: (None, reg.expire(now)))
 
-    def _event(self, event):  # type: ignore[no-untyped-def]
+    def _event(self, event):
         """Run a registry event and apply its updates, all or nothing: if the event is
         refused or a write fails, the registry's undo log puts it back where it was
         (the same object: barrier waiters keep looking at the live registry) and the

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller.p4info_index import EntryError, P4InfoIndex
+from controller.p4info_index import ActionInfo, EntryError, P4InfoIndex, TableInfo
 from controller.updates import (
     DELETE,
     INSERT,
@@ -156,7 +156,7 @@ class EntryCodec:
     def entry_from_pb(self, pb: p4runtime_pb2.TableEntry) -> Entry:
         """A read-back table entry as a name-level Entry (match in P4Info field order)."""
         table = self.index.by_id(pb.table_id)
-        if not hasattr(table, "fields"):
+        if not isinstance(table, TableInfo):
             raise EntryError(f"id {pb.table_id:#x} is not a table")
         got: dict[int, FieldMatch] = {}
         for m in pb.match:
@@ -175,9 +175,13 @@ class EntryCodec:
             else:
                 raise EntryError(f"{table.name}: match kind {kind} is not supported")
         match = tuple(got[f.id] for f in table.fields if f.id in got)
-        action_name, params = "", ()
+        action_name = ""
+        params: tuple[tuple[str, int], ...] = ()
         if pb.action.WhichOneof("type") == "action":
             action = self.index.by_id(pb.action.action.action_id)
+            if not isinstance(action, ActionInfo):
+                raise EntryError(f"{table.name}: id {pb.action.action.action_id:#x} is not an "
+                                 f"action")
             values = {prm.param_id: decode_value(prm.value) for prm in pb.action.action.params}
             action_name = action.name
             params = tuple((prm.name, values.get(prm.id, 0)) for prm in action.params)

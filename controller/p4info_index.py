@@ -114,7 +114,7 @@ class P4InfoIndex:
 
     def _resolve(self, kind: str, name: str) -> object:
         hits = self._names[kind].get(name, [])
-        exact = [obj for obj in hits if obj.name == name]  # type: ignore[attr-defined]
+        exact = [obj for obj in hits if obj.name == name]
         if exact:
             return exact[0]
         unique = {id(obj): obj for obj in hits}
@@ -122,7 +122,7 @@ class P4InfoIndex:
             return next(iter(unique.values()))
         if not unique:
             raise EntryError(f"no {kind} named {name!r} in the P4Info")
-        names = sorted(obj.name for obj in unique.values())  # type: ignore[attr-defined]
+        names = sorted(obj.name for obj in unique.values())
         raise EntryError(f"{kind} name {name!r} is ambiguous: {', '.join(names)}")
 
 

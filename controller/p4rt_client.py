@@ -48,10 +48,10 @@ class P4RuntimeError(UnavailableError):
 
 
 def _from_rpc_error(exc: grpc.RpcError) -> P4RuntimeError:
-    code = exc.code().name if exc.code() is not None else "UNKNOWN"  # type: ignore[attr-defined]
-    message = exc.details() or ""  # type: ignore[attr-defined]
+    code = exc.code().name if exc.code() is not None else "UNKNOWN"
+    message = exc.details() or ""
     errors: list[UpdateError] = []
-    for key, value in exc.trailing_metadata() or ():  # type: ignore[attr-defined]
+    for key, value in exc.trailing_metadata() or ():
         if key != _DETAILS_KEY:
             continue
         status = status_pb2.Status.FromString(value)
@@ -165,7 +165,7 @@ class P4RuntimeClient:
             raise P4RuntimeError("FAILED_PRECONDITION", "not connected")
         return self._stub
 
-    def _call(self, method, request):  # type: ignore[no-untyped-def]
+    def _call(self, method, request):
         try:
             return method(request, timeout=self.timeout)
         except grpc.RpcError as exc:

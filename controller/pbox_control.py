@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from typing import BinaryIO
 
 from controller.errors import UnavailableError
 from controller.topology import Topology
@@ -32,7 +33,7 @@ class PBoxChannel:
         self.address = (host, int(port))
         self.timeout = timeout
         self._sock: socket.socket | None = None
-        self._file = None
+        self._file: BinaryIO | None = None
         self._lock = threading.Lock()
 
     def request(self, request: dict) -> dict:
@@ -53,7 +54,8 @@ class PBoxChannel:
             self._sock = socket.create_connection(self.address, timeout=self.timeout)
             self._file = self._sock.makefile("rb")
         self._sock.sendall(json.dumps(request).encode() + b"\n")
-        line = self._file.readline()  # type: ignore[union-attr]
+        assert self._file is not None  # made with the socket
+        line = self._file.readline()
         if not line:
             raise ConnectionResetError("connection closed by the PBox")
         try:

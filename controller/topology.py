@@ -318,7 +318,8 @@ def _cross_check(topo: Topology, errors: list[str]) -> None:
     seen_ip: dict[int, str] = {}
     seen_mac: dict[int, str] = {}
     seen_port: dict[tuple[str, int], str] = {}
-    nodes = [(f"hosts.{h.name}", h) for h in topo.hosts.values()]
+    nodes: list[tuple[str, HostConf | PBoxConf]] = [
+        (f"hosts.{h.name}", h) for h in topo.hosts.values()]
     nodes += [(f"pboxes.{p.name}", p) for p in topo.pboxes.values()]
     for where, node in nodes:
         if node.switch not in topo.switches:

@@ -186,7 +186,7 @@ class P4hubProcessGroup(dist.ProcessGroup):
 
     _allgather_base = all_gather_single  # type: ignore[assignment]  # its pre-2.10 name
 
-    def barrier(self, opts: Any = None) -> dist.Work:  # type: ignore[override]
+    def barrier(self, opts: Any = None) -> dist.Work:
         handles = self._start([(np.zeros(1, dtype=np.int32), "sum")])
         return self._work(handles, lambda _results: [], "barrier")
 

@@ -96,13 +96,13 @@ def _hostport(env: Mapping[str, str], name: str) -> tuple[str, int] | None:
 
 
 def _number(env: Mapping[str, str], name: str, kind: type, default: float,
-            low: float, high: float):  # type: ignore[no-untyped-def]
+            low: float, high: float):
     value = _optional(env, name, kind, low, high)
     return default if value is None else value
 
 
 def _optional(env: Mapping[str, str], name: str, kind: type, low: float,
-              high: float):  # type: ignore[no-untyped-def]
+              high: float):
     text = env.get(name, "").strip()
     if not text:
         return None

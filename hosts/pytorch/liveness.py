@@ -25,7 +25,7 @@ LEFT = b"left"
 
 
 class Liveness:
-    def __init__(self, store, rank: int, world_size: int, who: Callable[[int], str], *,  # type: ignore[no-untyped-def]
+    def __init__(self, store, rank: int, world_size: int, who: Callable[[int], str], *,
                  interval: float = 1.0, dead_after: float = 8.0,
                  on_dead: Callable[[str], None] | None = None,
                  extra_beat: Callable[[], None] | None = None,

@@ -82,7 +82,7 @@ class Lease:
             self._client.close()
 
 
-def rendezvous(store, rank: int, world_size: int, config: BackendConfig,  # type: ignore[no-untyped-def]
+def rendezvous(store, rank: int, world_size: int, config: BackendConfig,
                timeout: timedelta) -> tuple[Membership, Lease | None]:
     """Join the job and agree on it with every rank; raises BackendError naming the
     rank that is missing or disagrees."""
@@ -109,7 +109,7 @@ def rendezvous(store, rank: int, world_size: int, config: BackendConfig,  # type
     return Membership(name, plan, rank, world_size, bind, addresses), lease
 
 
-def _agree_on_name(store, rank: int, config: BackendConfig) -> str:  # type: ignore[no-untyped-def]
+def _agree_on_name(store, rank: int, config: BackendConfig) -> str:
     if rank == 0:
         store.set("job_name", config.job_name or f"torch-{secrets.token_hex(4)}")
     try:
@@ -186,7 +186,7 @@ def _static_plan(config: BackendConfig) -> JobPlan:
                    config.window or config.slot_count, "static")
 
 
-def _member(store, rank: int, timeout: timedelta) -> dict:  # type: ignore[no-untyped-def]
+def _member(store, rank: int, timeout: timedelta) -> dict:
     try:
         return json.loads(store.get(f"member/{rank}"))
     except Exception as exc:  # noqa: BLE001 - the store's errors have no common type

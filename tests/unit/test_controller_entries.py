@@ -173,6 +173,15 @@ def test_entry_round_trips_through_protobuf(codec):
     assert back == acl
 
 
+def test_a_read_back_entry_naming_a_table_as_its_action_is_an_entry_error(codec):
+    # found by mypy: the action id was looked up without checking it named an action,
+    # so a switch answering with a table's id crashed the resync with AttributeError
+    pb = codec.table_entry(JOB)
+    pb.action.action.action_id = pb.table_id
+    with pytest.raises(EntryError, match="is not an action"):
+        codec.entry_from_pb(pb)
+
+
 @pytest.mark.parametrize(("entry", "message"), [
     (Entry(p.JOBS, (FieldMatch("hdr.p4hub.slot", 1),), "NoAction"), "no match field 'hdr.p4hub.slot'"),
     (Entry(p.JOBS, (FieldMatch(p.JOBS_JOB, 1 << 16),), "NoAction"), "does not fit in 16 bits"),
