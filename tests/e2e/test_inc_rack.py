@@ -16,6 +16,7 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 
 import pytest
 
@@ -34,7 +35,7 @@ class JobRun:
     """Worker processes of one job; their JSON lines are collected on threads."""
 
     def __init__(self, rack: Rack, hosts: list, name: str, iterations: int,
-                 extra: list[str] = (), hold: bool = False) -> None:
+                 extra: Sequence[str] = (), hold: bool = False) -> None:
         """``hold``: after ``iterations`` the job goes on until ``release()``, so a test
         can act while it surely runs, whatever the machine's speed."""
         self.stop_file = rack.log_dir / f"{name}.release"
@@ -58,6 +59,7 @@ class JobRun:
             self._threads.append(thread)
 
     def _pump(self, rank: int, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None  # started with stdout=PIPE
         for text in proc.stdout:
             if text.startswith("{"):
                 self.lines[rank].append(json.loads(text))

@@ -55,6 +55,7 @@ def run_offline(tmp_path: Path, records: list[tuple[int, bytes]], *target: str) 
          "--no-p4", "--log-file", str(tmp_path / "sw.log"), "--",
          "--grpc-server-addr", f"127.0.0.1:{port}", *target],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None  # stdout=PIPE
     try:
         assert proc.stdout.readline().startswith("Server listening on")
         push_routes(port, json_path, p4info_path)  # within the 2 s wait

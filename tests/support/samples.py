@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# A BMv2 JSON header type's "fields": [name, bit width, signed] per field, as JSON lists.
+HeaderFields = list[list[Any]]
+
 STANDARD_METADATA_FIELDS = [
     ["ingress_port", 9, False], ["egress_spec", 9, False], ["egress_port", 9, False],
     ["instance_type", 32, False], ["packet_length", 32, False], ["enq_timestamp", 32, False],
@@ -31,11 +34,13 @@ ALIASES = [
     ["intrinsic_metadata.egress_rid", ["standard_metadata", "egress_rid"]],
     ["intrinsic_metadata.priority", ["standard_metadata", "priority"]],
 ]
-ETHERNET = [["dstAddr", 48, False], ["srcAddr", 48, False], ["etherType", 16, False]]
-IPV4 = [["version", 4, False], ["ihl", 4, False], ["diffserv", 8, False],
-        ["totalLen", 16, False], ["identification", 16, False], ["flags", 3, False],
-        ["fragOffset", 13, False], ["ttl", 8, False], ["protocol", 8, False],
-        ["hdrChecksum", 16, False], ["srcAddr", 32, False], ["dstAddr", 32, False]]
+ETHERNET: HeaderFields = [
+    ["dstAddr", 48, False], ["srcAddr", 48, False], ["etherType", 16, False]]
+IPV4: HeaderFields = [
+    ["version", 4, False], ["ihl", 4, False], ["diffserv", 8, False],
+    ["totalLen", 16, False], ["identification", 16, False], ["flags", 3, False],
+    ["fragOffset", 13, False], ["ttl", 8, False], ["protocol", 8, False],
+    ["hdrChecksum", 16, False], ["srcAddr", 32, False], ["dstAddr", 32, False]]
 
 
 def fld(header: str, name: str) -> dict:
@@ -290,10 +295,11 @@ def register_lanes(lanes: int = 32, width: int = 32, size: int = 1024) -> dict:
     return b.doc
 
 
-PROBE = [["itype", 32, False], ["rid", 16, False], ["perr", 32, False], ["ckerr", 8, False],
-         ["espec", 16, False], ["eport", 16, False], ["iport", 16, False], ["mcast", 16, False],
-         ["plen", 32, False], ["x", 8, False]]
-H = [["a", 8, False], ["b", 8, False], ["c", 16, False], ["d", 16, False]]
+PROBE: HeaderFields = [
+    ["itype", 32, False], ["rid", 16, False], ["perr", 32, False], ["ckerr", 8, False],
+    ["espec", 16, False], ["eport", 16, False], ["iport", 16, False], ["mcast", 16, False],
+    ["plen", 32, False], ["x", 8, False]]
+H: HeaderFields = [["a", 8, False], ["b", 8, False], ["c", 16, False], ["d", 16, False]]
 SM = "standard_metadata"
 
 

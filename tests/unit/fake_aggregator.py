@@ -2,19 +2,34 @@
 
 Plain per-packet Python on purpose: it is the executable reading of the rules
 (docs/DESIGN.md, "slot semantics") that host tests run against, independent of
-hosts/aggregator.py. Same sans-I/O interface as hosts.aggregator.Aggregator.
+hosts/aggregator.py. Same sans-I/O interface as hosts.aggregator.Aggregator:
+``AggregatorCore`` below is that interface, and both classes are checked against it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from hosts import wire
+from hosts.aggregator import Address, Aggregator
 from hosts.wire import NO_RANK, K, PacketType
 
-Address = tuple
+
+class AggregatorCore(Protocol):
+    """What the host tests drive of a sans-I/O aggregator: hosts.aggregator.Aggregator's
+    methods, as it declares them. (hosts/ has no such Protocol; this one lives with the
+    fake until it does.)"""
+
+    def add_job(self, job_id: int, world_size: int, slot_base: int, slot_count: int) -> None: ...
+
+    def remove_job(self, job_id: int) -> object: ...
+
+    def receive(
+        self, datagram: bytes | bytearray | memoryview, src: Address, now: float
+    ) -> list[tuple[bytes, Address]]: ...
 
 
 @dataclass
@@ -38,7 +53,7 @@ class _Job:
     completions: int = 0
 
 
-class FakeAggregator:
+class FakeAggregator(AggregatorCore):
     def __init__(self) -> None:
         self.jobs: dict[int, _Job] = {}
         self.malformed = 0
@@ -49,7 +64,9 @@ class FakeAggregator:
     def remove_job(self, job_id: int) -> None:
         del self.jobs[job_id]
 
-    def receive(self, datagram: bytes, src: Address, now: float) -> list[tuple[bytes, Address]]:
+    def receive(
+        self, datagram: bytes | bytearray | memoryview, src: Address, now: float
+    ) -> list[tuple[bytes, Address]]:
         try:
             hdr, values = wire.decode(datagram)
         except wire.WireError:
@@ -104,3 +121,7 @@ class FakeAggregator:
             priority=hdr.priority,
         )  # fmt: skip
         return wire.encode(out, s.lanes)
+
+
+# The real class must satisfy the same Protocol: mypy rejects this line if it drifts.
+_REAL_CORE: type[AggregatorCore] = Aggregator

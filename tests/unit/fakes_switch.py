@@ -36,6 +36,7 @@ from p4lite.switch.core.runtime_api import (
 from p4lite.switch.p4runtime.device import Device
 from p4lite.switch.p4runtime.errors import DETAILS_KEY
 from p4lite.switch.p4runtime.server import serve
+from tests.unit.fake_runtime import UnimplementedRuntime
 
 T_EXACT, T_LPM, T_TERNARY, T_RANGE, T_OPTIONAL, T_CONST, T_CONSTDEF = (
     0x02000001, 0x02000002, 0x02000003, 0x02000004, 0x02000005, 0x02000006, 0x02000007)
@@ -174,10 +175,17 @@ def bmv2_json_bytes() -> bytes:
 Handler = Callable[[bytes, int], list[tuple[int, bytes]]]
 
 
-class FakeSwitch:
-    """RuntimeOps over dicts. ``handler(packet, port)`` decides the outputs of ``process``."""
+class FakeSwitch(UnimplementedRuntime):
+    """RuntimeOps over dicts. ``handler(packet, port)`` decides the outputs of ``process``.
+
+    Typed against the contract through ``UnimplementedRuntime`` (a ``RuntimeOps``
+    subclass): mypy checks every method here against the Protocol.
+    """
 
     def __init__(self, json_dict: dict, drop_port: int = 511, cpu_port: int | None = None) -> None:
+        self._setup(json_dict, drop_port, cpu_port)
+
+    def _setup(self, json_dict: dict, drop_port: int, cpu_port: int | None) -> None:
         if "pipelines" not in json_dict:
             raise SwitchLoadError("not a BMv2 JSON: no pipelines")
         self.tables = {t["name"] for p in json_dict["pipelines"] for t in p.get("tables", [])}
@@ -187,7 +195,7 @@ class FakeSwitch:
         self.defaults: dict[str, ActionCall] = {}
         self.direct: dict[tuple, tuple[int, int]] = {}
         self.counters: dict[tuple[str, int], tuple[int, int]] = {}
-        self.meters: dict[tuple[str, int], tuple | None] = {}
+        self.meters: dict[tuple[str, int], tuple[tuple[int, int], ...] | None] = {}
         self.registers: dict[tuple[str, int], int] = {}
         self.groups: dict[int, list[Replica]] = {}
         self.sessions: dict[int, tuple[list[Replica], int]] = {}
@@ -205,7 +213,11 @@ class FakeSwitch:
         return [Queued(p, packet[0] & 7 if packet else 0, len(data), data)
                 for p, data in self.handler(packet, port)]
 
-    def egress(self, item: Queued, now_us: int = 0, **queueing: int) -> list[tuple[int, bytes]]:
+    def egress(
+        self, item: Queued, now_us: int = 0, *, enq_timestamp: int = 0, enq_qdepth: int = 0,
+        deq_qdepth: int = 0, deq_timedelta: int = 0,
+    ) -> list[tuple[int, bytes]]:
+        assert isinstance(item.state, bytes)  # ingress() above queues the packet itself
         return [(item.egress_port, item.state)]
 
     def take_digests(self) -> list[Digest]:
@@ -321,8 +333,11 @@ class FakeSwitch:
     def clone_sessions(self) -> dict[int, tuple[list[Replica], int]]:
         return dict(self.sessions)
 
+    # the simple_switch_CLI-style PRE calls (mc_mgrp_create ...) stay unimplemented: only
+    # the STF runner uses them, never the P4Runtime server
+
     def reset_state(self) -> None:
-        self.__init__({"pipelines": []}, self.drop_port, self.cpu_port)
+        self._setup({"pipelines": []}, self.drop_port, self.cpu_port)
 
 
 # -- harness: an in-process P4Runtime server on port 0 over the fake core, and a client --

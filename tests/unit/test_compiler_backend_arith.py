@@ -8,6 +8,7 @@ independent evaluation here. Seeds are fixed, so a failure is reproducible.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -17,7 +18,10 @@ from p4lite.switch.core.switch import Switch
 N_EXPR = 12
 
 
-def _gen(rng: random.Random, width: int, depth: int) -> tuple[str, object]:
+Eval = Callable[[dict[str, int]], int]  # the inputs a, b, w -> the expression's value
+
+
+def _gen(rng: random.Random, width: int, depth: int) -> tuple[str, Eval]:
     """A P4 expression of type bit<width> and a function computing it from inputs."""
     mask = (1 << width) - 1
     if depth == 0 or rng.random() < 0.25:
@@ -116,7 +120,7 @@ def _signed(value: int, width: int = 8) -> int:
     return value - (1 << width) if value >> (width - 1) else value
 
 
-def _gen_signed(rng: random.Random, depth: int) -> tuple[str, object]:
+def _gen_signed(rng: random.Random, depth: int) -> tuple[str, Eval]:
     if depth == 0 or rng.random() < 0.3:
         if rng.random() < 0.7:
             name = rng.choice(["s", "t"])

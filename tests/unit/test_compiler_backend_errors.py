@@ -93,7 +93,7 @@ def test_default_action_must_be_listed() -> None:
     text = program("t.apply();", local)
     err = _error(text)
     assert "default action I.b is not in the table's actions" in str(err)
-    assert err.loc.line == _line_of(text, "table t {")
+    assert err.loc is not None and err.loc.line == _line_of(text, "table t {")
 
 
 def test_unsupported_package_and_constructs() -> None:
@@ -136,7 +136,7 @@ control Sub(in bit<8> x, inout bit<8> y) {
     text = program("sub.apply(hdr.h.v, meta.m);", "Sub() sub;", top=top)
     err = _error(text)
     assert "cannot write to in parameter x" in str(err)
-    assert err.loc.line == _line_of(text, "x = 1;")
+    assert err.loc is not None and err.loc.line == _line_of(text, "x = 1;")
     local = "action set(in bit<8> v) { v = 3; }"
     err = _error(program("set(hdr.h.v);", local))
     assert "cannot write to in parameter v" in str(err)
@@ -160,7 +160,7 @@ def test_headers_must_be_whole_bytes() -> None:
                              "header vlan_t { bit<16> tci; bit<15> etype; }")
     err = _error(text)
     assert "header vlan_t is 31 bits long, not a whole number of bytes" in str(err)
-    assert err.loc.line == _line_of(text, "header vlan_t")
+    assert err.loc is not None and err.loc.line == _line_of(text, "header vlan_t")
 
 
 def test_direct_meter_must_be_bound_and_read() -> None:
@@ -172,7 +172,7 @@ def test_direct_meter_must_be_bound_and_read() -> None:
     text = program("t.apply();", local)
     err = _error(text)
     assert "direct_meter dm is never read" in str(err)
-    assert err.loc.line == _line_of(text, "direct_meter<bit<8>>")
+    assert err.loc is not None and err.loc.line == _line_of(text, "direct_meter<bit<8>>")
     unbound = local.replace(" meters = dm;", "").replace("action a() { }",
                                                           "action a() { dm.read(meta.m); }")
     assert "direct_meter dm is not attached to a table" in str(
@@ -188,7 +188,7 @@ def test_direct_counter_must_be_attached() -> None:
     text = program("t.apply();", local)
     err = _error(text)
     assert "direct_counter dc is not attached to a table" in str(err)
-    assert err.loc.line == _line_of(text, "direct_counter(")
+    assert err.loc is not None and err.loc.line == _line_of(text, "direct_counter(")
 
 
 def test_parser_needs_standard_metadata_last() -> None:
@@ -230,7 +230,7 @@ def test_errors_in_unused_tables_and_actions_are_reported() -> None:
     text = program("", "action unused_a() { hdr.h.v = hdr.h.w; }")
     err = _error(text)
     assert "type mismatch: expected bit<8>, got bit<16>" in str(err)
-    assert err.loc.line == _line_of(text, "unused_a")
+    assert err.loc is not None and err.loc.line == _line_of(text, "unused_a")
     text = program("", "table unused_t { key = { hdr.h.v: fuzzy; } actions = { NoAction; } }")
     assert "not supported by p4lite: match kind fuzzy" in str(_error(text))
 

@@ -188,9 +188,9 @@ def test_error_in_a_file_found_through_dash_i(tmp_path: Path) -> None:
     (inc / "lib.p4").write_text("const bit<8> K = ;\n")
     with pytest.raises(CompileError) as info:
         parse_text("#include <lib.p4>\n", "m.p4", include_dirs=[str(inc)])
-    assert (Path(info.value.loc.file).name, info.value.loc.line, info.value.loc.col) == (
-        "lib.p4", 1, 18,
-    )  # fmt: skip
+    loc = info.value.loc
+    assert loc is not None
+    assert (Path(loc.file).name, loc.line, loc.col) == ("lib.p4", 1, 18)
 
 
 def test_error_after_an_include_is_in_the_including_file(tmp_path: Path) -> None:
@@ -558,7 +558,8 @@ def test_a_bug_in_the_compiler_is_an_internal_error_not_a_user_error(
     monkeypatch, prog: Path, tmp_path: Path, capsys
 ) -> None:
     def buggy(path: str, include_dirs: tuple[str, ...], defines: dict[str, str]) -> CompileResult:
-        return {}["no such key"]  # a KeyError: an internal bug, not the program's fault
+        results: dict[str, CompileResult] = {}
+        return results["no such key"]  # a KeyError: an internal bug, not the program's fault
 
     monkeypatch.setattr(cli, "_compile", buggy)
     assert cli.main(["-o", str(tmp_path / "o.json"), str(prog)]) == 1

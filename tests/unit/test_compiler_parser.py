@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -11,6 +12,40 @@ from p4lite.compiler.errors import CompileError
 from p4lite.compiler.parser import parse_file, parse_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frontend"
+
+
+def ann_value(decl: ast.Declaration, name: str) -> object:
+    """The value of the literal first argument of ``decl``'s annotation ``name``."""
+    ann = decl.annotation(name)
+    assert ann is not None, name
+    arg = ann.args[0]
+    assert isinstance(arg, ast.IntLiteral | ast.BoolLiteral | ast.StringLiteral), arg
+    return arg.value
+
+
+N = TypeVar("N", bound=ast.Node)
+
+
+def of(node: object, kind: type[N]) -> N:
+    """``node``, which must be a ``kind`` (narrows the type for mypy)."""
+    assert isinstance(node, kind), node
+    return node
+
+
+def control_body(decl: ast.Node) -> list[ast.Node]:
+    """The statements of a control's apply block."""
+    assert isinstance(decl, ast.ControlDecl) and decl.body is not None
+    return decl.body.statements
+
+
+def parser_state(decl: ast.Node, index: int) -> ast.ParserState:
+    assert isinstance(decl, ast.ParserDecl)
+    return decl.states[index]
+
+
+def select_cases(state: ast.ParserState) -> list[ast.SelectCase]:
+    assert isinstance(state.transition, ast.SelectExpr)
+    return state.transition.cases
 
 
 def show(node: ast.Node | None) -> str:
@@ -380,7 +415,7 @@ def test_parser_declaration() -> None:
     assert isinstance(sel.cases[1].keysets[1], ast.Range)
     nxt = prs.states[1]
     assert nxt.annotation("name") is not None
-    assert [([show(k) for k in c.keysets], c.next_state) for c in nxt.transition.cases] == [
+    assert [([show(k) for k in c.keysets], c.next_state) for c in select_cases(nxt)] == [
         (["(&&& 16 240)"], "next"),
         (["(.. 1 5)"], "accept"),
         (["6"], "accept"),
@@ -487,7 +522,7 @@ def control_decl() -> ast.ControlDecl:
 def test_control_locals_and_instantiations() -> None:
     ctl = control_decl()
     assert ctl.name == "Ing" and [p.name for p in ctl.params] == ["hdr", "meta", "sm"]
-    kinds = [(type(d).__name__, d.name) for d in ctl.locals]
+    kinds = [(type(d).__name__, getattr(d, "name", None)) for d in ctl.locals]
     assert kinds[:9] == [
         ("Instantiation", "reg"), ("Instantiation", "cnt"), ("Instantiation", "dcnt"),
         ("Instantiation", "mtr"), ("Instantiation", "dmtr"), ("Instantiation", "prof"),
@@ -496,9 +531,10 @@ def test_control_locals_and_instantiations() -> None:
     reg = ctl.locals[0]
     assert isinstance(reg, ast.Instantiation)
     assert show(reg.type) == "register<bit<32>>" and show(reg.args[0]) == "1024"
-    assert show(ctl.locals[1].args[1]) == "CounterType.packets"
-    assert show(ctl.locals[4].type) == "direct_meter<bit<2>>"
-    assert show(ctl.locals[6].type) == "Sub" and ctl.locals[6].args == []
+    assert show(of(ctl.locals[1], ast.Instantiation).args[1]) == "CounterType.packets"
+    assert show(of(ctl.locals[4], ast.Instantiation).type) == "direct_meter<bit<2>>"
+    sub = of(ctl.locals[6], ast.Instantiation)
+    assert show(sub.type) == "Sub" and sub.args == []
     fwd = ctl.locals[10]
     assert isinstance(fwd, ast.ActionDecl) and fwd.params[1].annotation("name") is not None
 
@@ -512,7 +548,7 @@ def test_table_properties() -> None:
         ("hdr.h.addr", "lpm"), ("hdr.h.f & 0xf0", "ternary"), ("meta.m", "range"),
         ("hdr.h.isValid()", "exact"), ("sm.ingress_port", "optional"),
     ]  # fmt: skip
-    assert tbl.keys[0].annotation("name").args[0].value == "dst"
+    assert ann_value(tbl.keys[0], "name") == "dst"
     assert tbl.actions is not None
     assert [(a.name, [x.name for x in a.annotations]) for a in tbl.actions] == [
         ("fwd", []), ("drop", ["defaultonly"]), ("NoAction", []),
@@ -550,7 +586,7 @@ def test_const_entries_and_priorities() -> None:
         (["default", "default"], "drop", "None", []),
     ]
     assert [show(a) for a in tbl.entries[2].action.args] == ["port=1", "dmac=2"]
-    assert tbl.entries[2].annotation("priority").args[0].value == 2
+    assert ann_value(tbl.entries[2], "priority") == 2
 
 
 def test_non_const_entries_and_table_without_key() -> None:
@@ -560,7 +596,7 @@ def test_non_const_entries_and_table_without_key() -> None:
 
 
 def test_apply_block_statements() -> None:
-    stmts = control_decl().body.statements
+    stmts = control_body(control_decl())
     assert [type(s).__name__ for s in stmts] == [
         "If", "Switch", "Switch", "Assign", "CallStmt", "CallStmt", "Block", "Block", "Return",
     ]  # fmt: skip
@@ -574,15 +610,15 @@ def test_apply_block_statements() -> None:
     assert [(show(c.label), c.body is None) for c in sw.cases] == [
         ("fwd", False), ("drop", True), ("default", False),
     ]  # fmt: skip
-    assert isinstance(sw.cases[2].body.statements[0], ast.Return)
-    values = stmts[2]
+    assert isinstance(of(sw.cases[2].body, ast.Block).statements[0], ast.Return)
+    values = of(stmts[2], ast.Switch)
     assert [show(c.label) for c in values.cases] == ["1", "2", "3"]
-    slice_assign = stmts[3]
+    slice_assign = of(stmts[3], ast.Assign)
     assert isinstance(slice_assign.lhs, ast.Slice) and show(slice_assign.lhs) == "hdr.h.addr[7:0]"
-    inner = stmts[6]
+    inner = of(stmts[6], ast.Block)
     assert [type(s).__name__ for s in inner.statements] == ["VarDecl", "VarDecl", "Assign"]
-    assert show(inner.statements[1].type) == "h_t"
-    assert stmts[7].statements == []  # the empty statement
+    assert show(of(inner.statements[1], ast.VarDecl).type) == "h_t"
+    assert of(stmts[7], ast.Block).statements == []  # the empty statement
 
 
 def test_top_level_instantiation_of_the_package() -> None:
@@ -687,7 +723,7 @@ def test_bundled_core_declares_the_core_library() -> None:
     ]
     assert kinds == ["exact", "ternary", "lpm"]
     packet_in = next(d for d in program.declarations if getattr(d, "name", "") == "packet_in")
-    assert [m.name for m in packet_in.methods] == [
+    assert [m.name for m in of(packet_in, ast.ExternDecl).methods] == [
         "extract", "extract", "lookahead", "advance", "length",
     ]  # fmt: skip
 
@@ -712,7 +748,7 @@ def test_bundled_v1model_standard_metadata() -> None:
     assert isinstance(sm, ast.StructDecl)
     assert [(f.name, show(f.type)) for f in sm.fields] == STANDARD_METADATA
     aliases = {
-        f.name: f.annotation("alias").args[0].value for f in sm.fields if f.annotation("alias")
+        f.name: ann_value(f, "alias") for f in sm.fields if f.annotation("alias")
     }
     assert aliases["mcast_grp"] == "intrinsic_metadata.mcast_grp"
     assert aliases["priority"] == "intrinsic_metadata.priority"
@@ -732,17 +768,21 @@ def test_bundled_v1model_api() -> None:
         "V1Switch", "CounterType", "MeterType", "HashAlgorithm", "CloneType",
     ]:  # fmt: skip
         assert name in d, name
-    assert [m.name for m in d["HashAlgorithm"].members] == [
+    assert [m.name for m in of(d["HashAlgorithm"], ast.EnumDecl).members] == [
         "crc32", "crc32_custom", "crc16", "crc16_custom", "random", "identity", "csum16", "xor16",
     ]  # fmt: skip
-    assert d["register"].type_params == ["T"]
-    assert [m.name for m in d["register"].methods] == ["register", "read", "write"]
-    assert d["hash"].type_params == ["O", "T", "D", "M"]
-    assert [p.name for p in d["V1Switch"].params] == ["p", "vr", "ig", "eg", "ck", "dep"]
-    assert [(p.direction, p.name) for p in d["mark_to_drop"].params] == [
+    register = of(d["register"], ast.ExternDecl)
+    assert register.type_params == ["T"]
+    assert [m.name for m in register.methods] == ["register", "read", "write"]
+    assert of(d["hash"], ast.ExternFunctionDecl).type_params == ["O", "T", "D", "M"]
+    assert [p.name for p in of(d["V1Switch"], ast.PackageTypeDecl).params] == [
+        "p", "vr", "ig", "eg", "ck", "dep",
+    ]  # fmt: skip
+    assert [(p.direction, p.name) for p in of(d["mark_to_drop"], ast.ExternFunctionDecl).params] == [
         ("inout", "standard_metadata")
     ]
-    assert [p.name for p in d["clone_preserving_field_list"].params] == [
+    clone = of(d["clone_preserving_field_list"], ast.ExternFunctionDecl)
+    assert [p.name for p in clone.params] == [
         "type", "session", "index",
     ]  # fmt: skip
 
@@ -750,8 +790,8 @@ def test_bundled_v1model_api() -> None:
 def test_bundled_v1model_newer_version_uses_typed_indices() -> None:
     program = parse_text("#define V1MODEL_VERSION 20200408\n#include <v1model.p4>\n")
     d = {getattr(x, "name", None): x for x in program.declarations}
-    assert d["register"].type_params == ["T", "I"]
-    assert d["counter"].type_params == ["I"]
+    assert of(d["register"], ast.ExternDecl).type_params == ["T", "I"]
+    assert of(d["counter"], ast.ExternDecl).type_params == ["I"]
     assert "PortId_t" in d
 
 
@@ -769,7 +809,7 @@ def test_basic_l3_program_parses_completely() -> None:
     headers = {d.name for d in user if isinstance(d, ast.HeaderDecl)}
     assert headers == {"packet_in_t", "packet_out_t", "ethernet_t", "vlan_t", "ipv4_t"}
     pin = next(d for d in user if getattr(d, "name", "") == "packet_in_t")
-    assert pin.annotation("controller_header").args[0].value == "packet_in"
+    assert ann_value(pin, "controller_header") == "packet_in"
 
 
 def test_included_declarations_come_first_in_order() -> None:
@@ -783,7 +823,7 @@ def test_included_declarations_come_first_in_order() -> None:
 def test_macro_use_in_program_points_at_the_use() -> None:
     program = parse_file(FIXTURES / "basic_l3.p4")
     prs = next(d for d in program.declarations if getattr(d, "name", "") == "MyParser")
-    case = prs.states[0].transition.cases[0]
+    case = select_cases(parser_state(prs, 0))[0]
     assert show(case.keysets[0]) == "255"
     assert (case.keysets[0].loc.line, case.keysets[0].loc.col) == (case.loc.line, case.loc.col)
 
@@ -863,11 +903,11 @@ def test_annotated_externs_blocks_and_constants() -> None:
         "control c() { apply { @blockAnnotation { } } }\n"
     )
     const, ext, fn, ctl = program.declarations
-    assert const.annotation("annotest") is not None and show(const.type) == "bit<1>"
-    assert ext.annotation("size").args[0].value == 100
-    assert [m.annotation("name").args[0].value for m in ext.methods] == ["annotated", "exe"]
+    assert const.annotation("annotest") is not None and show(of(const, ast.ConstDecl).type) == "bit<1>"
+    assert ann_value(ext, "size") == 100
+    assert [ann_value(m, "name") for m in of(ext, ast.ExternDecl).methods] == ["annotated", "exe"]
     assert isinstance(fn, ast.ExternFunctionDecl) and fn.annotation("cycles") is not None
-    block = ctl.body.statements[0]
+    block = control_body(ctl)[0]
     assert isinstance(block, ast.Block) and block.annotations[0].name == "blockAnnotation"
 
 
@@ -884,7 +924,7 @@ def test_keyset_in_parentheses_followed_by_a_mask() -> None:
         "parser p(in bit<8> x) { state start { transition select(x) {"
         " (8w1 << 2) &&& 0xf: accept; default: reject; } } }"
     ).declarations[0]
-    case = prs.states[0].transition.cases[0]
+    case = select_cases(parser_state(prs, 0))[0]
     assert [show(k) for k in case.keysets] == ["(&&& (<< 8w1 2) 15)"]
 
 
@@ -894,8 +934,10 @@ def test_soft_keywords_as_field_and_member_names() -> None:
         "control c(inout h x) { apply { x.type = x.key; x.priority = 1; x.state = 0; } }"
     )
     hdr, ctl = program.declarations
-    assert [f.name for f in hdr.fields] == ["type", "key", "priority", "state"]
-    assert [show(s.lhs) for s in ctl.body.statements] == ["x.type", "x.priority", "x.state"]
+    assert [f.name for f in of(hdr, ast.HeaderDecl).fields] == ["type", "key", "priority", "state"]
+    assert [show(of(s, ast.Assign).lhs) for s in control_body(ctl)] == [
+        "x.type", "x.priority", "x.state",
+    ]  # fmt: skip
 
 
 def test_action_refs_with_arguments_and_empty_lists() -> None:
@@ -914,12 +956,11 @@ def test_action_refs_with_arguments_and_empty_lists() -> None:
     )
     top_action, control = program.declarations[-2:]
     assert isinstance(top_action, ast.ActionDecl) and top_action.params[0].direction == "inout"
-    again, table = control.locals
-    assert show(again.body.statements[0].call) == "resubmit({})"
-    assert [(a.name, [show(x) for x in a.args]) for a in table.actions] == [
+    again_decl, table_decl = of(control, ast.ControlDecl).locals
+    again, table = of(again_decl, ast.ActionDecl), of(table_decl, ast.TableDecl)
+    assert show(of(again.body.statements[0], ast.CallStmt).call) == "resubmit({})"
+    assert [(a.name, [show(x) for x in a.args]) for a in table.actions or ()] == [
         ("again", []), ("my_drop", ["standard_metadata"]),
     ]  # fmt: skip
-    assert (
-        table.default_action.has_parens
-        and show(table.default_action.args[0]) == "standard_metadata"
-    )
+    default = of(table.default_action, ast.ActionRef)
+    assert default.has_parens and show(default.args[0]) == "standard_metadata"

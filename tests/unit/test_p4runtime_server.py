@@ -78,7 +78,7 @@ def ternary_entry(value: int, mask: int, priority: int) -> p4runtime_pb2.TableEn
     return entry
 
 
-def write_code(h: Harness, *updates: Update, election_id: int = 1) -> grpc.StatusCode | None:
+def write_code(h: Harness, *updates: p4runtime_pb2.Update, election_id: int = 1) -> grpc.StatusCode | None:
     try:
         h.write(*updates, election_id=election_id)
     except grpc.RpcError as err:
@@ -86,7 +86,7 @@ def write_code(h: Harness, *updates: Update, election_id: int = 1) -> grpc.Statu
     return None
 
 
-def update_codes(h: Harness, *updates: Update) -> list[int]:
+def update_codes(h: Harness, *updates: p4runtime_pb2.Update) -> list[int]:
     with pytest.raises(grpc.RpcError) as info:
         h.write(*updates)
     assert info.value.code() == grpc.StatusCode.UNKNOWN

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import errno
+import socket
 import threading
+from pathlib import Path
+from typing import cast
 
 from p4lite.switch.process.io import PacketLoop, Port, Transmitter
 from p4lite.switch.process.pcap import read_pcap
@@ -28,9 +31,15 @@ class FakeSocket:
         pass
 
 
+def as_socket(fake: FakeSocket) -> socket.socket:
+    """Port.sock is typed as a real socket (io.py has no Protocol for it); the fake has
+    the send/close that the transmit path uses, nothing else."""
+    return cast(socket.socket, fake)
+
+
 def port_with(sock: FakeSocket, number: int = 1) -> Port:
     port = Port(number, f"p4lfake{number}")
-    port.sock = sock  # type: ignore[assignment]
+    port.sock = as_socket(sock)
     return port
 
 
@@ -47,11 +56,11 @@ def test_transmitter_sends_everything_in_order_and_survives_send_errors():
     assert (a.tx, b.tx) == (1000, 1000 - 1000 // 3)
 
 
-def test_loop_send_records_pcap_and_ignores_unknown_ports(tmp_path):
+def test_loop_send_records_pcap_and_ignores_unknown_ports(tmp_path: Path) -> None:
     loop = PacketLoop({1: "p4lfake1"}, lambda frame, port: None, pcap_dir=str(tmp_path))
     sock = FakeSocket()
     port = loop.ports[1]
-    port.sock = sock  # type: ignore[assignment]
+    port.sock = as_socket(sock)
     port.record(tmp_path)
     loop.send(1, b"frame-one")
     loop.send(7, b"no such port")  # discarded silently, like BMv2

@@ -43,6 +43,7 @@ def start_pbox(*args: str) -> PBoxProcess:
     cmd = [sys.executable, "-m", "hosts.pbox_cli", "--listen", "127.0.0.1:0",
            "--control", "127.0.0.1:0", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None  # stdout=PIPE
     line = proc.stdout.readline()
     if not line:
         proc.kill()

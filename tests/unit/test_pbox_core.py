@@ -20,6 +20,7 @@ from hosts.pbox.core import (
     LocalShards,
     PBoxError,
     ShardCore,
+    Shards,
     answer_line,
     encode_reply,
     merge_counters,
@@ -170,7 +171,9 @@ def test_a_job_refused_by_one_shard_is_undone_on_the_others():
     assert sorted(core.jobs) == [3]
 
 
-class GoneShards:
+class GoneShards(Shards):
+    """The link to workers that are gone (typed against the Shards Protocol)."""
+
     def __init__(self, exc: Exception) -> None:
         self.exc = exc
 

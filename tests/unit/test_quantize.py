@@ -44,6 +44,7 @@ def run_scheme(inputs: list[np.ndarray], mean: bool = False):
     qs = [qz.quantize(b, agreed, n) for b in inputs]
     total64 = np.sum([q.astype(np.int64) for q in qs], axis=0)
     total = np.sum(qs, axis=0, dtype=np.int32)
+    assert isinstance(total, np.ndarray)  # a sum over axis 0 of 2-D blocks
     return agreed, qs, total64, total, qz.dequantize(total, agreed, n, mean=mean)
 
 

@@ -9,6 +9,7 @@ nothing is on the wire the clock jumps to the earliest session timer.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,7 +21,7 @@ from hosts.errors import QuantizeError, SessionError
 from hosts.events import TensorCompleted, TensorFailed
 from hosts.session import Session
 from hosts.wire import K, PacketType
-from tests.unit.fake_aggregator import FakeAggregator
+from tests.unit.fake_aggregator import AggregatorCore, FakeAggregator
 
 JOB = 7
 # Run the protocol tests against the reference reading of the rules and the PBox core.
@@ -52,7 +53,10 @@ class Link:
 class Net:
     """N sessions and an aggregator joined by two links; time is a plain float."""
 
-    def __init__(self, sessions, factory=FakeAggregator, up=None, down=None, alive=None):
+    def __init__(self, sessions: list[Session],
+                 factory: Callable[[], AggregatorCore] = FakeAggregator,
+                 up: Link | None = None, down: Link | None = None,
+                 alive: set[int] | None = None) -> None:
         self.sessions = sessions
         self.agg = factory()
         self.up, self.down = up or Link(), down or Link()
@@ -60,7 +64,8 @@ class Net:
         self.now = 0.0
         self.events: list[list] = [[] for _ in sessions]
         self.results_seen: list[set] = [set() for _ in sessions]  # (slot, shadow, chunk)
-        self.on_contribution = None  # hook(rank, header) before the aggregator sees it
+        # hook(rank, header) before the aggregator sees it
+        self.on_contribution: Callable[[int, wire.Header], None] | None = None
 
     def step(self) -> bool:
         """Move one round of traffic; False if nothing was on the wire."""
@@ -92,8 +97,8 @@ class Net:
             if self.step():
                 self.now += 1e-4  # one hop of latency per step
                 continue
-            timers = [s.get_timer() for r, s in enumerate(self.sessions) if r in self.alive]
-            timers = [t for t in timers if t is not None]
+            pending = [s.get_timer() for r, s in enumerate(self.sessions) if r in self.alive]
+            timers = [t for t in pending if t is not None]
             if not timers:
                 return
             self.now = max(self.now, min(timers))

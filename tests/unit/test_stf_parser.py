@@ -22,8 +22,9 @@ from p4lite.stf.parser import (
     parse_stf,
 )
 from p4lite.stf.program import KeyInfo, ProgramInfo, StfNameError, match_field
-from p4lite.stf.runner import StfRunner
+from p4lite.stf.runner import StfResult, StfRunner
 from p4lite.switch.core.runtime_api import MatchField, TableEntry
+from tests.unit.fake_runtime import UnimplementedRuntime
 
 
 def one(text: str):
@@ -191,14 +192,14 @@ PROGRAM = {
 }
 
 
-class FakeSwitch:
+class FakeSwitch(UnimplementedRuntime):
     """Sends byte 0 of a packet out on port byte 1; byte 1 == 0xff drops it."""
 
     def __init__(self) -> None:
         self.entries: list[TableEntry] = []
         self.registers = {"MyIngress.r": [0] * 4}
 
-    def process(self, packet: bytes, port: int, now_us: int = 0):
+    def process(self, packet: bytes, port: int, now_us: int = 0) -> list[tuple[int, bytes]]:
         if packet[1] == 0xFF:
             return []
         return [(packet[1], packet)] * packet[0]
@@ -213,7 +214,7 @@ class FakeSwitch:
         self.registers[name][index] = value
 
 
-def run(text: str, switch=None):
+def run(text: str, switch: FakeSwitch | None = None) -> tuple[StfResult, FakeSwitch]:
     switch = switch or FakeSwitch()
     result = StfRunner(switch, ProgramInfo(PROGRAM), "t.stf").run(parse_stf(text, "t.stf"))
     return result, switch
@@ -293,7 +294,7 @@ def test_runner_registers_and_checks():
 
 def test_runner_survives_switch_exceptions():
     class Broken(FakeSwitch):
-        def process(self, packet, port, now_us=0):
+        def process(self, packet: bytes, port: int, now_us: int = 0) -> list[tuple[int, bytes]]:
             raise RuntimeError("boom")
 
     result, _ = run("packet 0 0102\nexpect 2 0102\n", Broken())

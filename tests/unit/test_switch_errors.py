@@ -14,9 +14,11 @@ from p4lite.switch.core import vectorize
 from p4lite.switch.core.errors import SwitchError, SwitchLoadError, SwitchRuntimeError
 from p4lite.switch.core.program import Layout
 from p4lite.switch.core.switch import Switch
+from p4lite.switch.p4runtime.device import Device
 from p4lite.switch.p4runtime.errors import P4RuntimeError, invalid
 from p4lite.switch.process.main import _load_program
 from tests.support.samples import ProgramBuilder, fld, hexstr, l3_router, prim
+from tests.unit.fake_runtime import UnimplementedRuntime
 from tests.unit.fakes_switch import Harness, bmv2_json_bytes
 
 
@@ -58,11 +60,14 @@ def test_internal_bug_while_building_a_core_is_internal_not_invalid_argument() -
 
 # -- the process's command-line program -------------------------------------------------
 
-class _Device:
+class _Device(Device):
+    """The real Device (what _load_program takes) with a loader that raises ``exc``."""
+
     def __init__(self, exc: Exception) -> None:
+        super().__init__(0, lambda doc: UnimplementedRuntime())
         self.exc = exc
 
-    def load_json(self, doc: dict) -> None:
+    def load_json(self, bmv2_json: dict) -> None:
         raise self.exc
 
 

@@ -15,10 +15,10 @@ from p4lite.switch.core.runtime_api import (
     TableEntry,
 )
 from p4lite.switch.core.switch import Switch
-from tests.support.samples import ProgramBuilder, expr, fld, hexstr, key, masked, prim
+from tests.support.samples import HeaderFields, ProgramBuilder, expr, fld, hexstr, key, masked, prim
 
 # k: idx, then outputs; 72-bit out65 keeps the header byte aligned (65 + 7 padding bits)
-K = [["idx", 8, False], ["v", 16, False], ["out48", 48, False], ["out65", 65, False],
+K: HeaderFields = [["idx", 8, False], ["v", 16, False], ["out48", 48, False], ["out65", 65, False],
      ["pad", 7, False], ["color", 8, False]]
 
 

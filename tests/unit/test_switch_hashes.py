@@ -30,6 +30,7 @@ def test_identity_xor_and_round_robin() -> None:
     assert hashes.xor16(b"\x12\x34\x56\x78\x9a") == 0x1234 ^ 0x5678 ^ 0x9A00
     assert hashes.xor32(b"\x00\x00\x00\x01\x00\x00\x00\x03") == 2
     rr = hashes.algorithm("round_robin")
+    assert rr is not None
     assert [rr(b"x") for _ in range(3)] == [0, 1, 2]
     assert hashes.algorithm("round_robin") is not rr  # a counter per calculation
     assert hashes.algorithm("md5") is None

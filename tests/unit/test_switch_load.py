@@ -138,7 +138,7 @@ def test_mutated_programs_either_load_error_or_run_cleanly(make) -> None:
     rng = random.Random(11)
     base = make()
     paths = list(_paths(base))
-    junk = [None, 0, -1, 7, "x", "0xzz", [], {}, True, 2 ** 70, 1.5]
+    junk: list[object] = [None, 0, -1, 7, "x", "0xzz", [], {}, True, 2 ** 70, 1.5]
     for _ in range(300):
         doc = copy.deepcopy(base)
         path = rng.choice(paths)

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from p4lite.switch.core.switch import Switch
-from tests.support.samples import ProgramBuilder, expr, fld, hexstr, masked, prim
+from tests.support.samples import HeaderFields, ProgramBuilder, expr, fld, hexstr, masked, prim
 
 # d: 96-bit wide field, signed 8-bit s, plain bytes a/b, then a 3-element stack of e
 D = [["wide", 96, False], ["s", 8, True], ["a", 8, False], ["b", 8, False]]
@@ -214,8 +214,9 @@ def test_exit_in_a_fused_chain_of_hidden_tables() -> None:
 
 def test_egress_sees_timestamps_and_queue_metadata_from_the_caller() -> None:
     b = ProgramBuilder()
-    q = [["ig_ts", 48, False], ["eg_ts", 48, False], ["enq_ts", 32, False], ["enq_depth", 32, False],
-         ["deq_depth", 32, False], ["deq_delta", 32, False], ["plen", 32, False]]
+    q: HeaderFields = [
+        ["ig_ts", 48, False], ["eg_ts", 48, False], ["enq_ts", 32, False], ["enq_depth", 32, False],
+        ["deq_depth", 32, False], ["deq_delta", 32, False], ["plen", 32, False]]
     b.header("q", q)
     b.parse_only("q")
     sources = ["ingress_global_timestamp", "egress_global_timestamp", "enq_timestamp",

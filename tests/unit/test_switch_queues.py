@@ -15,6 +15,7 @@ def item(port: int, prio: int, tag: str) -> Queued:
 def drain(q: EgressQueues, now: int) -> list[str]:
     out = []
     while (d := q.dequeue(now)) is not None:
+        assert isinstance(d.item.state, str)  # item() below queues its tag as the state
         out.append(d.item.state)
     return out
 

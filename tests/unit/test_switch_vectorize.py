@@ -69,7 +69,8 @@ def lanes_program(n: int, width: int, *, odd_lane: int | None = None,
                   prim("assign", v, masked(expr("+", expr("+", tmp, hexstr(3)), keep), width)),
                   prim("register_write", reg, idx, v)]
     wide_tmp = b.scalar("wide", width + 8)  # a temporary wider than the lanes: not a run
-    through_tmp, through_wide = [], []
+    through_tmp: list[dict] = []
+    through_wide: list[dict] = []
     for i, reg in enumerate(regs):
         v = fld("agg", f"v{i}")
         for t, out_list in ((tmp, through_tmp), (wide_tmp, through_wide)):

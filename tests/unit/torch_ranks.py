@@ -25,6 +25,7 @@ import torch.distributed as dist
 import hosts.pytorch  # noqa: F401 - registers the backend
 from hosts.errors import HostError, NotSupportedError
 from hosts.pytorch import HookState, p4hub_hook
+from hosts.pytorch.backend import P4hubProcessGroup
 from topologies.workload import quantized_sum
 
 TIMEOUT = datetime.timedelta(seconds=float(os.environ.get("TEST_PG_TIMEOUT", "30")))
@@ -165,7 +166,13 @@ def _ddp_over_p4hub(rank: int, world: int) -> None:
     digest("ddp weights after init", torch.cat([p.reshape(-1) for p in model.parameters()]))
     x = torch.from_numpy(inputs(rank, 8 * 4, 3).reshape(4, 8)) * 100
     ddp(x).pow(2).sum().backward()
-    digest("ddp grads", torch.cat([p.grad.reshape(-1) for p in model.parameters()]))
+    digest("ddp grads", torch.cat([_grad(p).reshape(-1) for p in model.parameters()]))
+
+
+def _grad(p: torch.Tensor) -> torch.Tensor:
+    """``p.grad`` after a backward pass (every parameter here takes part in the loss)."""
+    assert p.grad is not None
+    return p.grad
 
 
 def mixed(rank: int, world: int) -> None:
@@ -187,12 +194,12 @@ def mixed(rank: int, world: int) -> None:
             ddp.zero_grad()
             ddp(x).pow(2).mean().backward()
         for a, b in zip(plain.parameters(), hooked.parameters(), strict=True):
-            scale = float(a.grad.abs().max())
-            worst = max(worst, float((a.grad - b.grad).abs().max()) / max(scale, 1e-30))
+            scale = float(_grad(a).abs().max())
+            worst = max(worst, float((_grad(a) - _grad(b)).abs().max()) / max(scale, 1e-30))
         for model in (plain, hooked):
             with torch.no_grad():
                 for p in model.parameters():
-                    p -= 0.1 * p.grad
+                    p.sub_(0.1 * _grad(p))  # in place, as `p -= ...` (which mypy reads as a rebind)
     # quantization: each element within ~2**-28 of its bucket's largest gradient (n=2)
     check("DDP hook matches Gloo's average", worst < 2**-20, worst_relative=worst)
     digest("hooked weights", torch.cat([p.reshape(-1) for p in hooked.parameters()]))
@@ -236,6 +243,7 @@ def basic(rank: int, world: int) -> None:
     dist.all_reduce(t)
     check("sum", torch.equal(t, torch.full((1000,), float(sum(range(world))))))
     group = dist.distributed_c10d._get_default_group()
+    assert isinstance(group, P4hubProcessGroup)  # the default group's backend is p4hub here
     emit(stats=group.stats())
 
 

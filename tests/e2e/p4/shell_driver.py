@@ -151,7 +151,7 @@ def scenario_reset_default(p: dict) -> dict:
 
 def scenario_negatives(p: dict) -> dict:
     connect(p, push=False)
-    codes = {}
+    codes: dict[str, object] = {}  # "OK" or the per-update canonical codes
 
     def attempt(name: str, fn) -> None:  # noqa: ANN001
         try:
