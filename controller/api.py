@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent import futures
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 
@@ -256,7 +256,13 @@ class JobService:
 # -- the gRPC adapter -------------------------------------------------------------------
 
 
-def _unary(service: JobService, method: str):
+class RequestHandler(Protocol):
+    """What the gRPC adapter serves: ``JobService``, or a stand-in with the same call."""
+
+    def handle(self, method: str, body: bytes) -> dict: ...
+
+
+def _unary(service: RequestHandler, method: str):
     def call(body: bytes, context: grpc.ServicerContext) -> dict:
         try:
             return service.handle(method, body)
@@ -268,7 +274,7 @@ def _unary(service: JobService, method: str):
         call, request_deserializer=lambda raw: raw, response_serializer=encode)
 
 
-def serve(service: JobService, address: str, max_workers: int = 32) -> tuple[grpc.Server, int]:
+def serve(service: RequestHandler, address: str, max_workers: int = 32) -> tuple[grpc.Server, int]:
     """Start the job API on ``address`` (port 0 picks one); returns the server and port;
     raises OSError when it cannot listen there. Barrier calls hold a thread each, hence
     the generous pool."""

@@ -20,12 +20,29 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
+from typing import Protocol
 
-LEFT = b"left"
+LEFT = "left"
+
+
+class HeartbeatStore(Protocol):
+    """What liveness uses of a c10d store (``dist.Store`` has it all)."""
+
+    def add(self, key: str, amount: int) -> int: ...
+    def set(self, key: str, value: str) -> None: ...
+    def multi_get(self, keys: list[str]) -> list[bytes]: ...
+
+
+class Store(HeartbeatStore, Protocol):
+    """What the whole backend uses of a c10d store."""
+
+    def get(self, key: str) -> bytes: ...
+    def set_timeout(self, timeout: timedelta) -> None: ...
 
 
 class Liveness:
-    def __init__(self, store, rank: int, world_size: int, who: Callable[[int], str], *,
+    def __init__(self, store: HeartbeatStore, rank: int, world_size: int, who: Callable[[int], str], *,
                  interval: float = 1.0, dead_after: float = 8.0,
                  on_dead: Callable[[str], None] | None = None,
                  extra_beat: Callable[[], None] | None = None,
@@ -90,7 +107,7 @@ class Liveness:
             beat, seq = int(values[r]), values[self.world_size + r]
             if beat != self._beats[r]:
                 self._beats[r], self._changed[r] = beat, now
-            if seq == LEFT:
+            if seq == LEFT.encode():
                 self._left[r] = True
             else:
                 self._seqs[r] = int(seq)

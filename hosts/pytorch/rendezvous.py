@@ -28,6 +28,7 @@ from datetime import timedelta
 
 from hosts.errors import BackendError
 from hosts.pytorch.config import BackendConfig
+from hosts.pytorch.liveness import Store
 
 _port_lock = threading.Lock()
 _groups_in_process = 0  # how many groups took a port from P4HUB_PORT so far
@@ -82,7 +83,7 @@ class Lease:
             self._client.close()
 
 
-def rendezvous(store, rank: int, world_size: int, config: BackendConfig,
+def rendezvous(store: Store, rank: int, world_size: int, config: BackendConfig,
                timeout: timedelta) -> tuple[Membership, Lease | None]:
     """Join the job and agree on it with every rank; raises BackendError naming the
     rank that is missing or disagrees."""
@@ -109,7 +110,7 @@ def rendezvous(store, rank: int, world_size: int, config: BackendConfig,
     return Membership(name, plan, rank, world_size, bind, addresses), lease
 
 
-def _agree_on_name(store, rank: int, config: BackendConfig) -> str:
+def _agree_on_name(store: Store, rank: int, config: BackendConfig) -> str:
     if rank == 0:
         store.set("job_name", config.job_name or f"torch-{secrets.token_hex(4)}")
     try:
@@ -186,7 +187,7 @@ def _static_plan(config: BackendConfig) -> JobPlan:
                    config.window or config.slot_count, "static")
 
 
-def _member(store, rank: int, timeout: timedelta) -> dict:
+def _member(store: Store, rank: int, timeout: timedelta) -> dict:
     try:
         return json.loads(store.get(f"member/{rank}"))
     except Exception as exc:  # noqa: BLE001 - the store's errors have no common type

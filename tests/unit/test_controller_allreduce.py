@@ -107,6 +107,7 @@ class Shim:
             h = self.topo.hosts[f"h{index}"]
             frame = udp_frame((h.mac, h.ip, FABRIC_PORT + index),
                               (pbox.mac, pbox.ip, p.AGG_UDP_PORT), data)
+            assert self.device is not None  # set by the fixture before start()
             self.device.receive(frame, h.port)
 
     def start(self) -> None:

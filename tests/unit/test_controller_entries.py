@@ -190,7 +190,8 @@ def test_a_read_back_entry_naming_a_table_as_its_action_is_an_entry_error(codec)
     (Entry("routes", (FieldMatch("hdr.ipv4.dstAddr", 0x0A000001, prefix_len=8),), "NoAction"),
      "bits set past /8"),
     (Entry("routes", (FieldMatch("hdr.ipv4.dstAddr", 0, prefix_len=0),), "NoAction"), "prefix length 0"),
-    (Entry("acl", (FieldMatch("hdr.ipv4.dstAddr", 0x0A000001, mask=0xFF000000),), "NoAction", 1),
+    (Entry("acl", (FieldMatch("hdr.ipv4.dstAddr", 0x0A000001, mask=0xFF000000),), "NoAction",
+           priority=1),
      "outside mask"),
 ])
 def test_bad_entries_are_refused(codec, entry, message):

@@ -43,6 +43,7 @@ class StubController:
 
 
 def kill_with(exc: BaseException, service: api.JobService | None = None) -> api.ApiError:
+    # the stub has only what KillJob touches (lock, kill), not a whole Controller
     service = service or api.JobService(StubController(exc))  # type: ignore[arg-type]
     with pytest.raises(api.ApiError) as info:
         service.handle("KillJob", json.dumps({"job_id": 1}).encode())
@@ -86,14 +87,14 @@ def test_grpc_codes_come_from_the_exception_type(exc, code):
 
 
 def test_an_internal_error_is_logged_once_per_type(caplog):
-    service = api.JobService(StubController(KeyError("boom")))  # type: ignore[arg-type]
+    service = api.JobService(StubController(KeyError("boom")))
     with caplog.at_level(logging.DEBUG, logger="p4hub.controller"):
         for _ in range(3):
             assert kill_with(KeyError("boom"), service).code == grpc.StatusCode.INTERNAL
-        service.ctl.exc = ZeroDivisionError("other")  # type: ignore[attr-defined]
+        service.ctl.exc = ZeroDivisionError("other")
         assert kill_with(ZeroDivisionError("other"), service).code == grpc.StatusCode.INTERNAL
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert [r.exc_info[0] for r in errors] == [KeyError, ZeroDivisionError]  # type: ignore[index]
+    assert [r.exc_info[0] for r in errors] == [KeyError, ZeroDivisionError]
     assert service.internal_errors.counts == {"builtins.KeyError": 3,
                                               "builtins.ZeroDivisionError": 1}
 
@@ -104,6 +105,6 @@ def test_an_api_error_keeps_its_own_code():
 
 
 def test_an_address_the_api_cannot_listen_on_is_an_oserror():
-    service = api.JobService(StubController(KeyError()))  # type: ignore[arg-type]
+    service = api.JobService(StubController(KeyError()))
     with pytest.raises(OSError, match="cannot listen on 999.1.1.1:50000"):
         api.serve(service, "999.1.1.1:50000")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ RACK = {
 def rack(**changes) -> dict:
     raw = copy.deepcopy(RACK)
     for path, value in changes.items():
-        node = raw
+        node: Any = raw
         keys = path.split("__")
         for key in keys[:-1]:
             node = node[key]

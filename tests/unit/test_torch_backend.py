@@ -143,7 +143,7 @@ def test_torchrun_with_four_processes_and_c10d_rendezvous(pbox):
     assert proc.returncode == 0
 
 
-class FakeJobService:
+class FakeJobService(api.RequestHandler):
     """The controller's JobService as the backend sees it: JoinJob places the job on
     the test's PBox; every call is recorded; job names starting "refuse" are refused."""
 

@@ -110,9 +110,9 @@ class FakeStore:
         self.data[key] = str(value).encode()
         return value
 
-    def set(self, key: str, value: str | bytes) -> None:
+    def set(self, key: str, value: str) -> None:
         self._touch()
-        self.data[key] = value.encode() if isinstance(value, str) else value
+        self.data[key] = value.encode()
 
     def multi_get(self, keys: list[str]) -> list[bytes]:
         self._touch()
