@@ -1,11 +1,15 @@
 """Compiling BMv2 expressions and primitives into Python source.
 
 The generated code works on three locals: ``F`` (the packet's field-slot list,
-see program.py), ``P`` (the packet's life-cycle record, core.Pkt) and ``A``
-(the action's runtime data tuple). Everything else a primitive touches
-(register lists, counters, meters, calculations) is bound once into the
-module namespace under a generated name, so the hot path never looks up a
-JSON name. Stores mask to the destination width; signed fields hold signed
+see program.py), ``P`` (the packet's life-cycle record, runtime.Pkt) and ``A``
+(the action's runtime data tuple). Everything else a primitive touches is a
+global of the generated code under a generated name, so the hot path never
+looks up a JSON name: immutable objects (slot tuples, structs, calculations)
+are bound into ``ns`` at load time (``bind``); per-switch state (register
+lists, counters, meters, table lookup structures) is only named here
+(``bind_state`` records a reference such as ``("reg", name)``), and each
+runtime binds its own objects under those names before it executes the code
+(runtime.py). Sources are compiled once, at load time (``define``). Stores mask to the destination width; signed fields hold signed
 values (two's complement wrap on store), as BMv2's Data does.
 """
 
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import CodeType
 from typing import Any
 
 from p4lite.switch.core.program import MAX_FIELD_WIDTH, Layout, fail, need, parse_hexstr
@@ -72,14 +77,18 @@ class Lvalue:
     signed: bool
 
 
+StateRef = tuple[str, Any]  # (kind, name): what a runtime binds under a bind_state name
+
+
 class CodeGen:
-    """Emits Python source for one program; binds the objects it needs into ``ns``."""
+    """Emits and compiles Python source for one program; binds the immutable objects
+    it needs into ``ns`` and records the per-switch state it needs in ``state_refs``."""
 
     def __init__(self, layout: Layout, ns: dict[str, Any], drop_port: int) -> None:
         self.layout = layout
         self.ns = ns
         self.drop_port = drop_port
-        self.registers: dict[str, Any] = {}  # name -> state.RegisterArray
+        self.registers: dict[str, Any] = {}  # name -> state.RegisterSpec (MeterSpec, ...)
         self.counters: dict[str, Any] = {}
         self.meters: dict[str, Any] = {}
         self.calcs: dict[str, str] = {}  # calculation name -> bound function name
@@ -87,6 +96,8 @@ class CodeGen:
         self.learn_lists: dict[int, Any] = {}
         self._count = 0
         self.sources: dict[str, str] = {}  # generated function name -> source (for debugging)
+        self.code: list[tuple[str, CodeType]] = []  # compiled sources, in definition order
+        self.state_refs: dict[str, StateRef] = {}  # global name -> per-switch object
         self.params: list[int] | None = None  # widths of the action's runtime data
         self.in_parser = False
 
@@ -98,15 +109,23 @@ class CodeGen:
         self.ns[name] = obj
         return name
 
-    def define(self, source: str, name: str) -> Any:
-        """Exec ``source`` (which defines ``name``) in the shared namespace."""
+    def bind_state(self, ref: StateRef, prefix: str) -> str:
+        """A global name for a per-switch object (``ref``), bound by each runtime."""
+        self._count += 1
+        name = f"_{prefix}{self._count}"
+        self.state_refs[name] = ref
+        return name
+
+    def define(self, source: str, name: str) -> str:
+        """Compile ``source`` (which defines ``name``); runtimes execute it in their
+        own namespace (runtime.py). Returns ``name``."""
         try:
             code = compile(source, f"<p4lite:{name}>", "exec")
         except SyntaxError as exc:  # a bug in the generator, not in the JSON
             raise fail(name, f"internal code generation error: {exc}\n{source}") from exc
-        exec(code, self.ns)
+        self.code.append((name, code))
         self.sources[name] = source
-        return self.ns[name]
+        return name
 
     # -- expressions -----------------------------------------------------------------
 

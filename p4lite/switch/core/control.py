@@ -1,14 +1,17 @@
-"""The control-plane half of runtime_api.RuntimeOps, mixed into core.Switch.
+"""The control-plane half of runtime_api.RuntimeOps, operating on a SwitchRuntime.
 
-Every method validates its input and raises SwitchRuntimeError with the
-CODE_* the P4Runtime server maps onto a gRPC status. State lives in the
-Switch: ``tables`` (TableState), ``registers``, ``counters``, ``meters``
-(state.py) and ``pre`` (the packet replication engine).
+``ControlPlane(runtime)`` holds the runtime's state objects (never copies):
+``tables`` (TableState), ``registers``, ``counters``, ``meters`` (state.py),
+``pre`` (the packet replication engine) and the digest queue; every method
+validates its input and raises SwitchRuntimeError with the CODE_* the P4Runtime
+server maps onto a gRPC status. The runtime's state is mutated in place, never
+rebound (its generated code holds references to it), so these references stay
+valid for the runtime's life. switch.Switch composes one with its runtime.
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from p4lite.switch.core.pipeline import reinstall_const
 from p4lite.switch.core.runtime_api import (
@@ -32,6 +35,9 @@ from p4lite.switch.core.state import (
     check_rates,
 )
 from p4lite.switch.core.tables import TableState, bad
+
+if TYPE_CHECKING:
+    from p4lite.switch.core.runtime import SwitchRuntime
 
 MAX_PORT = (1 << 9) - 1
 MAX_GROUP = (1 << 16) - 1
@@ -66,12 +72,16 @@ def _check_port(port: object) -> int:
 
 
 class ControlPlane:
-    tables: dict[str, TableState]
-    registers: dict[str, RegisterArray]
-    counters: dict[str, CounterArray]
-    meters: dict[str, MeterArray]
-    pre: Pre
-    _digests: list[Digest]
+    """Table entries, defaults, counters, meters, registers and the PRE of one runtime."""
+
+    def __init__(self, runtime: SwitchRuntime) -> None:
+        self.runtime = runtime
+        self.tables: dict[str, TableState] = runtime.tables
+        self.registers: dict[str, RegisterArray] = runtime.registers
+        self.counters: dict[str, CounterArray] = runtime.counters
+        self.meters: dict[str, MeterArray] = runtime.meters
+        self.pre: Pre = runtime.pre
+        self._digests: list[Digest] = runtime.digests
 
     # -- tables ----------------------------------------------------------------------
 

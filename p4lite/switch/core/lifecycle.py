@@ -1,7 +1,7 @@
 """Generated receive and egress halves of v1model's life cycle.
 
 The generic decisions after ingress and egress (clone, digest, resubmit,
-multicast, recirculate) stay in core.py; the per-packet steps every packet
+multicast, recirculate) stay in runtime.py; the per-packet steps every packet
 takes are generated here with the standard_metadata slots inlined, so a
 packet pays no attribute or dict lookups for them.
 """
@@ -57,7 +57,7 @@ def ingress_normal_source(std: dict[str, int], drop_port: int) -> str:
 
     A newly received packet through ingress, with the common endings decided here:
     None when dropped, a Queued for plain unicast; the Pkt itself when it asked
-    for a clone, digest, resubmit or multicast (core.py decides those).
+    for a clone, digest, resubmit or multicast (runtime.py decides those).
     """
     return "\n".join([
         "def ingress_normal(data, port, now, init):",

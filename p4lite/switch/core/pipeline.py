@@ -6,16 +6,28 @@ function (or None at the end of the control); the core runs
 from field slots and look it up in the TableState's structures (see
 tables.py); the entry found carries its action function, action data and next
 node, all resolved at load or insert time.
+
+Loading produces an immutable TableSpec per table (``build_table``, then
+``table_setup``, which validates the default action and const entries); each
+runtime makes its own TableState from it (``new_table`` and ``setup_table``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from p4lite.switch.core.codegen import CodeGen
 from p4lite.switch.core.program import fail, need, parse_hexstr
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, SwitchRuntimeError, TableEntry
-from p4lite.switch.core.tables import ActionInfo, Entry, KeyElem, TableState
+from p4lite.switch.core.tables import (
+    ActionInfo,
+    Entry,
+    KeyElem,
+    TableSpec,
+    TableState,
+    table_kind,
+)
 
 _MATCH_TYPES = {"exact", "lpm", "ternary", "range", "valid", "optional"}
 
@@ -40,13 +52,14 @@ def _key_elem(gen: CodeGen, k: Any, where: str) -> tuple[KeyElem, str]:
     return KeyElem(mt, name, width, mask), code
 
 
-def _lookup_lines(t: TableState, codes: list[str], names: dict[str, str]) -> list[str]:
+def _lookup_lines(t: TableSpec, codes: list[str], names: dict[str, str]) -> list[str]:
     if not t.keys:
         return ["_e = None"]
-    if t.kind == "exact":
+    kind = table_kind(t.keys)
+    if kind == "exact":
         key = codes[0] if len(codes) == 1 else "(" + ", ".join(codes) + ",)"
         return [f"_e = {names['exact']}.get({key})"]
-    if t.kind == "lpm":
+    if kind == "lpm":
         exacts = [c for c, k in zip(codes, t.keys, strict=True) if k.match_type != "lpm"]
         lpm = next(c for c, k in zip(codes, t.keys, strict=True) if k.match_type == "lpm")
         probe = "_k >> _sh" if not exacts else "(" + ", ".join(exacts) + ", _k >> _sh)"
@@ -72,11 +85,12 @@ def _lookup_lines(t: TableState, codes: list[str], names: dict[str, str]) -> lis
     return lines
 
 
-def table_source(gen: CodeGen, fname: str, t: TableState, codes: list[str],
+def table_source(gen: CodeGen, fname: str, t: TableSpec, codes: list[str],
                  meter_target: int | None, meter_by_bytes: bool = False) -> str:
-    names = {"exact": gen.bind(t.exact, "ex"), "lpm": gen.bind(t.lpm, "lpm"),
-             "ternary": gen.bind(t.ternary, "tern")}
-    tbl = gen.bind(t, "tbl")
+    names = {"exact": gen.bind_state(("exact", t.name), "ex"),
+             "lpm": gen.bind_state(("lpm", t.name), "lpm"),
+             "ternary": gen.bind_state(("ternary", t.name), "tern")}
+    tbl = gen.bind_state(("table", t.name), "tbl")
     body = _lookup_lines(t, codes, names)
     body += ["if _e is None:", f"    _e = {tbl}.default", "    _e.fn(F, P, _e.args)",
              "    return _e.next"]
@@ -89,7 +103,7 @@ def table_source(gen: CodeGen, fname: str, t: TableState, codes: list[str],
     return "\n".join([f"def {fname}(F, P):"] + ["    " + line for line in body]) + "\n"
 
 
-def _default_action(t: TableState, ids: dict[int, str], d: Any, where: str) -> ActionCall:
+def _default_action(t: TableSpec | TableState, ids: dict[int, str], d: Any, where: str) -> ActionCall:
     aid = need(d, "action_id", where, int)
     if aid not in ids:
         raise fail(where, f"default action id {aid} is not an action of the table")
@@ -97,7 +111,7 @@ def _default_action(t: TableState, ids: dict[int, str], d: Any, where: str) -> A
     return ActionCall(ids[aid], data)
 
 
-def _const_entries(t: TableState, ids: dict[int, str], entries: list, where: str) -> list[TableEntry]:
+def _const_entries(t: TableSpec | TableState, ids: dict[int, str], entries: list, where: str) -> list[TableEntry]:
     prios = [e.get("priority", i + 1) if isinstance(e, dict) else 0 for i, e in enumerate(entries)]
     top = max(prios, default=0) + 1
     out = []
@@ -123,13 +137,16 @@ def _const_entries(t: TableState, ids: dict[int, str], entries: list, where: str
         ae = need(e, "action_entry", w, dict)
         action = _default_action(t, ids, ae, w)
         # JSON priority: smaller wins; runtime_api priority: larger wins.
-        prio = top - prios[i] if t.needs_priority else 0
+        prio = top - prios[i] if table_kind(t.keys) == "ternary" else 0
         out.append(TableEntry(t.name, tuple(fields), action, prio))
     return out
 
 
-def build_table(gen: CodeGen, js: dict, actions_by_id: dict[int, Any], meters: dict) -> tuple[
-        TableState, list[str], int | None]:
+def build_table(gen: CodeGen, js: dict, actions_by_id: dict[int, tuple[dict, str]],
+                meters: dict) -> tuple[TableSpec, list[str], int | None]:
+    """The table's spec (next nodes and defaults not set yet: table_setup), its key
+    sources and its direct meter's target slot. ``actions_by_id``: id -> (JSON action,
+    generated function name)."""
     name = need(js, "name", "table", str)
     where = f"table '{name}'"
     if js.get("type", "simple") != "simple":
@@ -142,73 +159,107 @@ def build_table(gen: CodeGen, js: dict, actions_by_id: dict[int, Any], meters: d
     anames = need(js, "actions", where, list)
     if len(ids) != len(anames):
         raise fail(where, "'actions' and 'action_ids' differ in length")
-    infos: dict[str, ActionInfo] = {}
+    infos: dict[str, tuple[str, int, tuple[int, ...], str]] = {}
     for aid, aname in zip(ids, anames, strict=True):
         if aid not in actions_by_id:
             raise fail(where, f"unknown action id {aid}")
-        act, fn = actions_by_id[aid]
-        widths = [rd["bitwidth"] for rd in act.get("runtime_data") or []]
-        infos[aname] = ActionInfo(aname, aid, widths, fn)
+        act, fname = actions_by_id[aid]
+        widths = tuple(rd["bitwidth"] for rd in act.get("runtime_data") or [])
+        infos[aname] = (aname, aid, widths, fname)
     meter_target = None
     dm = js.get("direct_meters")
     if dm:
         if dm not in meters:
             raise fail(where, f"unknown direct meter '{dm}'")
         meter_target = meters[dm]
-    table = TableState(name, keys, infos, int(js.get("max_size") or 0),
-                       bool(js.get("with_counters")), dm is not None and dm != "")
-    return table, codes, meter_target
+    spec = TableSpec(name, tuple(keys), tuple(infos.values()), int(js.get("max_size") or 0),
+                     bool(js.get("with_counters")), dm is not None and dm != "")
+    return spec, codes, meter_target
 
 
-def finish_table(t: TableState, js: dict, ns: dict[str, Any], node_names: dict[str, str],
-                 fused: bool = False) -> None:
-    """Resolve next nodes, then install the default action and const entries. A table
+def table_setup(spec: TableSpec, js: dict, node_names: dict[str, str],
+                fused: bool = False) -> TableSpec:
+    """``spec`` with its next nodes, default action and const entries, validated (as a
+    runtime will install them, on a scratch TableState that is then dropped). A table
     fused into its pipeline's code (fixed action) keeps no next pointers."""
-    where = f"table '{t.name}'"
+    where = f"table '{spec.name}'"
     nxt = js.get("next_tables") or {}
 
-    def node(name: Any) -> Any:
+    def node(name: Any) -> str | None:
         if name is None:
             return None
         if name not in node_names:
             raise fail(where, f"unknown next node '{name}'")
-        return None if fused else ns[node_names[name]]
+        return None if fused else node_names[name]
 
     base = node(js.get("base_default_next"))
-    if "__HIT__" in nxt or "__MISS__" in nxt:
-        t.use_hit_miss = True
-        t.hit_next, t.miss_next = node(nxt.get("__HIT__")), node(nxt.get("__MISS__"))
-    t.next_by_action = {a: node(nxt[a]) if a in nxt else base for a in t.actions}
-    ids = {info.id: name for name, info in t.actions.items()}
+    use_hit_miss = "__HIT__" in nxt or "__MISS__" in nxt
+    hit = miss = None
+    if use_hit_miss:
+        hit, miss = node(nxt.get("__HIT__")), node(nxt.get("__MISS__"))
+    by_action = tuple((a[0], node(nxt[a[0]]) if a[0] in nxt else base) for a in spec.actions)
+    scratch = new_table(spec)  # validation only: what setup_table will do per runtime
+    scratch.actions.update({a[0]: ActionInfo(a[0], a[1], list(a[2]), _no_action)
+                            for a in spec.actions})
+    ids = {a[1]: a[0] for a in spec.actions}
+    initial = None
+    default_const = False
     d = js.get("default_entry")
     if d is not None:
         try:
-            t.initial_default = _default_action(t, ids, d, f"{where} default_entry")
-            t.set_default(t.initial_default, internal=True)
+            initial = _default_action(spec, ids, d, f"{where} default_entry")
+            scratch.set_default(initial, internal=True)
         except SwitchRuntimeError as exc:
             raise fail(where, f"bad default entry: {exc.message}") from None
-        t.default_const = bool(d.get("action_const"))
+        default_const = bool(d.get("action_const"))
+    const: list[TableEntry] = []
+    entries = js.get("entries")
+    if entries:
+        try:
+            const = _const_entries(spec, ids, entries, where)
+            for e in const:
+                scratch.add(e, internal=True)
+        except SwitchRuntimeError as exc:
+            raise fail(where, f"bad const entry: {exc.message}") from None
+    return replace(spec, use_hit_miss=use_hit_miss, hit_next=hit, miss_next=miss,
+                   next_by_action=by_action, miss_default_next=miss if use_hit_miss else base,
+                   initial_default=initial, default_const=default_const,
+                   const_entries=tuple(const))
+
+
+def new_table(spec: TableSpec) -> TableState:
+    """An empty TableState for ``spec``: its lookup structures exist (generated code
+    binds them), its actions, next nodes and entries come with ``setup_table``."""
+    return TableState(spec.name, list(spec.keys), {}, spec.max_size, spec.with_counters,
+                      spec.has_meter)
+
+
+def setup_table(t: TableState, spec: TableSpec, ns: dict[str, Any]) -> None:
+    """Resolve ``spec``'s action functions and next nodes in a runtime's namespace
+    ``ns``, then install the default action and const entries (validated at load)."""
+    t.actions.update({name: ActionInfo(name, aid, list(widths), ns[fname])
+                      for name, aid, widths, fname in spec.actions})
+
+    def node(name: str | None) -> Any:
+        return None if name is None else ns[name]
+
+    t.use_hit_miss = spec.use_hit_miss
+    t.hit_next, t.miss_next = node(spec.hit_next), node(spec.miss_next)
+    t.next_by_action = {a: node(n) for a, n in spec.next_by_action}
+    t.initial_default = spec.initial_default
+    t.default_const = spec.default_const
+    if spec.initial_default is not None:
+        t.set_default(spec.initial_default, internal=True)
     else:  # no default entry: a miss runs nothing (BMv2), until one is set
-        t.default = Entry((), ActionCall(""), 0, _no_action,
-                          t.miss_next if t.use_hit_miss else base, -1, ())
-    install_const_entries(t, js)
+        t.default = Entry((), ActionCall(""), 0, _no_action, node(spec.miss_default_next), -1, ())
+    t.const_entries = list(spec.const_entries)
+    if t.const_entries:
+        reinstall_const(t)
+        t.const = True
 
 
 def _no_action(F: list, P: object, A: tuple) -> None:
     return None
-
-
-def install_const_entries(t: TableState, js: dict) -> None:
-    entries = js.get("entries")
-    if not entries:
-        return
-    ids = {info.id: name for name, info in t.actions.items()}
-    try:
-        t.const_entries = _const_entries(t, ids, entries, f"table '{t.name}'")
-        reinstall_const(t)
-    except SwitchRuntimeError as exc:
-        raise fail(f"table '{t.name}'", f"bad const entry: {exc.message}") from None
-    t.const = True
 
 
 def reinstall_const(t: TableState) -> None:

@@ -165,7 +165,7 @@ def _index(gen: CodeGen, v: Any, where: str) -> tuple[list[str], str]:
 def _p_register_read(gen: CodeGen, p: list, where: str) -> list[str]:
     _n(p, 3, "register_read", where)
     reg = _named(gen, p[1], "register_array", gen.registers, where)
-    values = gen.bind(reg.values, "reg")
+    values = gen.bind_state(("reg", reg.name), "reg")
     lv = gen.lvalue(p[0], where)
     setup, i = _index(gen, p[2], where)
     # Out of range: BMv2 logs an error and leaves the destination unchanged.
@@ -176,7 +176,7 @@ def _p_register_read(gen: CodeGen, p: list, where: str) -> list[str]:
 def _p_register_write(gen: CodeGen, p: list, where: str) -> list[str]:
     _n(p, 3, "register_write", where)
     reg = _named(gen, p[0], "register_array", gen.registers, where)
-    values = gen.bind(reg.values, "reg")
+    values = gen.bind_state(("reg", reg.name), "reg")
     src, width = gen.expr(p[2], where), gen.width_of(p[2])
     value = src if width is not None and width <= reg.bitwidth else f"({src}) & {reg.mask}"
     setup, i = _index(gen, p[1], where)
@@ -186,15 +186,16 @@ def _p_register_write(gen: CodeGen, p: list, where: str) -> list[str]:
 def _p_count(gen: CodeGen, p: list, where: str) -> list[str]:
     _n(p, 2, "count", where)
     ctr = _named(gen, p[0], "counter_array", gen.counters, where)
-    b, k = gen.bind(ctr.bytes, "cb"), gen.bind(ctr.packets, "cp")
+    b, k = gen.bind_state(("cbytes", ctr.name), "cb"), gen.bind_state(("cpackets", ctr.name), "cp")
     setup, i = _index(gen, p[1], where)
     return setup + [f"if {i} < {ctr.size}:", f"    {b}[{i}] += P.ilen", f"    {k}[{i}] += 1"]
 
 
 def _p_execute_meter(gen: CodeGen, p: list, where: str) -> list[str]:
     _n(p, 3, "execute_meter", where)
-    meter = gen.bind(_named(gen, p[0], "meter_array", gen.meters, where), "mtr")
-    size = gen.ns[meter].size
+    spec = _named(gen, p[0], "meter_array", gen.meters, where)
+    meter = gen.bind_state(("meter", spec.name), "mtr")
+    size = spec.size
     lv = gen.lvalue(p[2], where)
     return [f"_i = {gen.expr(p[1], where)}", f"if _i < {size}:",
             "    " + gen.store_code(lv, f"{meter}.execute(_i, P.now, P.ilen)", 2)]

@@ -2,6 +2,8 @@
 
 Generated code holds direct references to the lists inside these objects, so
 they are mutated in place (never rebound) by resets and control-plane writes.
+The ``*Spec`` classes are their immutable descriptions in a loaded program
+(loader.py); every runtime makes its own arrays from them (``spec.new()``).
 """
 
 from __future__ import annotations
@@ -134,3 +136,42 @@ class Pre:
 
     def replicas(self, group: int) -> list[Replica]:
         return self.groups.get(group, [])
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterSpec:
+    name: str
+    size: int
+    bitwidth: int
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.bitwidth) - 1
+
+    def new(self) -> RegisterArray:
+        return RegisterArray(self.name, self.size, self.bitwidth)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSpec:
+    name: str
+    size: int
+    is_direct: bool
+    binding: str | None
+
+    def new(self) -> CounterArray:
+        return CounterArray(self.name, self.size, self.is_direct, self.binding)
+
+
+@dataclass(frozen=True, slots=True)
+class MeterSpec:
+    name: str
+    size: int
+    by_bytes: bool
+    rate_count: int
+    is_direct: bool
+    binding: str | None
+
+    def new(self) -> MeterArray:
+        return MeterArray(self.name, self.size, self.by_bytes, self.rate_count, self.is_direct,
+                          self.binding)

@@ -55,6 +55,36 @@ class ActionInfo:
     fn: Callable
 
 
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    """One table of a loaded program (immutable): what a runtime needs to make its
+    TableState. Actions are ``(name, id, widths, generated function name)``; next
+    nodes are generated function names (None: end of the control). Built by
+    pipeline.build_table, completed (next nodes, defaults, const entries, all
+    validated) by pipeline.table_setup; pipeline.new_table instantiates it."""
+
+    name: str
+    keys: tuple[KeyElem, ...]
+    actions: tuple[tuple[str, int, tuple[int, ...], str], ...]
+    max_size: int
+    with_counters: bool
+    has_meter: bool
+    use_hit_miss: bool = False
+    hit_next: str | None = None
+    miss_next: str | None = None
+    next_by_action: tuple[tuple[str, str | None], ...] = ()
+    miss_default_next: str | None = None  # the next node of the no-default-entry miss
+    initial_default: ActionCall | None = None
+    default_const: bool = False
+    const_entries: tuple[TableEntry, ...] = ()
+
+
+def table_kind(keys: list[KeyElem] | tuple[KeyElem, ...]) -> str:
+    """``exact`` | ``lpm`` | ``ternary``: the lookup structure a table's keys need."""
+    types = {k.match_type for k in keys}
+    return "ternary" if types & {"ternary", "range"} else "lpm" if "lpm" in types else "exact"
+
+
 class Entry:
     """An installed entry; the generated code reads fn, args, next and the counters."""
 
@@ -75,9 +105,7 @@ class TableState:
                  max_size: int, with_counters: bool, has_meter: bool) -> None:
         self.name, self.keys, self.actions = name, keys, actions
         self.max_size, self.with_counters, self.has_meter = max_size, with_counters, has_meter
-        types = {k.match_type for k in keys}
-        self.kind = ("ternary" if types & {"ternary", "range"} else "lpm" if "lpm" in types
-                     else "exact")
+        self.kind = table_kind(keys)
         self.needs_priority = self.kind == "ternary"
         self.const = False  # JSON const entries make the table immutable
         self.const_entries: list[TableEntry] = []

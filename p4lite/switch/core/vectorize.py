@@ -340,11 +340,25 @@ def register_accesses(actions: list) -> dict[str, int]:
     return counts
 
 
-def plan_banks(gen: CodeGen, runs: list[Run], accesses: dict[str, int]) -> dict[tuple[str, ...], np.ndarray]:
-    """Banks for the register tuples of ``runs``; the registers' storage is moved into
-    their bank. A register stays a plain list if it is in two different tuples or if
-    any primitive outside the runs touches it (``accesses``: all of them), so unfused
-    data-plane code never goes through the slower BankColumn."""
+@dataclass(frozen=True, slots=True)
+class BankSpec:
+    """One register bank of a loaded program: its registers (the columns, in order),
+    rows and dtype. Each runtime allocates the array (``new``) and stores its
+    registers' cells there through ``BankColumn``."""
+
+    regs: tuple[str, ...]
+    size: int
+    dtype: np.dtype
+
+    def new(self) -> np.ndarray:
+        return np.zeros((self.size, len(self.regs)), self.dtype)
+
+
+def plan_banks(gen: CodeGen, runs: list[Run], accesses: dict[str, int]) -> dict[tuple[str, ...], BankSpec]:
+    """Banks for the register tuples of ``runs`` (each runtime moves the registers'
+    storage into their bank). A register stays a plain list if it is in two different
+    tuples or if any primitive outside the runs touches it (``accesses``: all of them),
+    so unfused data-plane code never goes through the slower BankColumn."""
     owner: dict[str, set[tuple[str, ...]]] = {}
     covered: dict[str, int] = {}
     for run in runs:
@@ -352,32 +366,26 @@ def plan_banks(gen: CodeGen, runs: list[Run], accesses: dict[str, int]) -> dict[
         for r in run.regs:
             owner.setdefault(r, set()).add(run.regs)
             covered[r] = covered.get(r, 0) + per_lane
-    banks: dict[tuple[str, ...], np.ndarray] = {}
+    banks: dict[tuple[str, ...], BankSpec] = {}
     for run in runs:
         regs = run.regs
         if regs in banks or any(len(owner[r]) != 1 or covered[r] != accesses.get(r) for r in regs):
             continue
         first = gen.registers[regs[0]]
         nbytes = next(b for b, _ in _DTYPES if b >= first.bitwidth) // 8
-        dtype = np.dtype(f"=u{nbytes}")
-        bank = np.zeros((first.size, len(regs)), dtype)
-        for col, name in enumerate(regs):
-            reg = gen.registers[name]
-            bank[:, col] = reg.values[:]  # keeps any state written before loading (none today)
-            reg.values = BankColumn(bank, col)
-        banks[regs] = bank
+        banks[regs] = BankSpec(regs, first.size, np.dtype(f"=u{nbytes}"))
     return banks
 
 
-def run_lines(gen: CodeGen, run: Run, bank: np.ndarray, unfused: list[str]) -> list[str]:
+def run_lines(gen: CodeGen, run: Run, bank: BankSpec, unfused: list[str]) -> list[str]:
     """Source of one banked run; ``unfused`` (the per-primitive lines) handles an index
     out of range."""
     width = gen.registers[run.regs[0]].bitwidth
     code = next(c for b, c in _DTYPES if b >= width)
     n = len(run.lanes)
-    b = gen.bind(bank, "bank")
+    b = gen.bind_state(("bank", run.regs), "bank")
     lanes = f"F[{run.lanes[0]}:{run.lanes[-1] + 1}]"
-    size = bank.shape[0]
+    size = bank.size
     if run.kind == "read":
         return [f"if {run.index} < {size}:", f"    {lanes} = {b}[{run.index}].tolist()"]
     st = gen.bind(struct.Struct(f"={n}{code}"), "vst")
