@@ -25,7 +25,7 @@ _libc: ctypes.CDLL | None = None
 
 
 def result_key(datagram: bytes) -> bytes:
-    """(job, chunk) of a p4hub datagram: a RESULT is checked against the one the PBox would send."""
+    """(job, position) of a p4hub datagram: a RESULT is checked against the one the PBox would send."""
     return datagram[2:4] + datagram[12:16]
 
 

@@ -5,7 +5,7 @@ p4src/aggregate.p4, p4hub-controller; links shaped to --bw Mbit/s) runs, on the 
 hosts, links and switch in the same run:
 
 * ``switch``: the host agent joins through the controller (JoinJob), which gives the
-  job switch slots: the switch sums the fixed-point chunks and multicasts the result;
+  job switch slots: the switch sums the fixed-point blocks and multicasts the result;
 * ``pbox``: the same agents, the job placed on the PBox (JoinJob placement "pbox"):
   the switch forwards to p4hub-pbox, which sums in software;
 * ``gloo``: torch.distributed with the Gloo backend (ring all-reduce over TCP).

@@ -50,10 +50,10 @@ def packetize(x: np.ndarray, packets: np.ndarray) -> np.ndarray:
         part = packets[lo:hi]
         exps = quantize.local_exponents(blocks[lo:hi])
         quantize.quantize(blocks[lo:hi], exps, WORLD_SIZE, out=part["values"])
-        chunk = np.arange(lo, hi, dtype=np.int64)
+        position = np.arange(lo, hi, dtype=np.int64)
         wire.fill_headers(
-            part, ptype=PacketType.CONTRIB, job=1, rank=0, count=1, slot=chunk % 256,
-            chunk=chunk, exp=exps, nelem=np.minimum(K, x.size - chunk * K), flags=0,
+            part, ptype=PacketType.CONTRIB, job=1, rank=0, count=1, slot=position % 256,
+            position=position, exp=exps, nelem=np.minimum(K, x.size - position * K), flags=0,
         )  # fmt: skip
     return packets
 

@@ -12,7 +12,7 @@ In-process cases (one core, ``Switch.process`` in a loop):
   job per world size N and 128 slots each; realistic CONTRIB frames
   (Ethernet/IPv4/UDP around hosts.wire datagrams, 64 int32 lanes) cycle through
   two rounds of every slot (both shadow sets), slot after slot, so every N-th
-  contribution completes a set and multicasts N results. One whole cycle is
+  contribution completes a cell and multicasts N results. One whole cycle is
   checked first: every RESULT byte-identical to what hosts.aggregator (the PBox
   core) sends for the same datagrams, one per worker port.
 
@@ -223,7 +223,8 @@ class AggRack:
                 exps = self.rng.integers(-20, 20, n)
                 for rank in range(n):
                     header = Header(type=PacketType.CONTRIB, job=job_id, rank=rank, slot=base + k,
-                                    chunk=rnd * count + k, nelem=K, exp=int(exps[rank]), shadow=rnd)
+                                    position=rnd * count + k, nelem=K, exp=int(exps[rank]),
+                                    shadow=rnd)
                     payload = wire.encode(header, lanes[rank])
                     mac, ip, port, sw_port = self.worker(rank)
                     frames.append((sw_port, udp_frame((mac, ip, port), dst, payload)))
@@ -313,15 +314,15 @@ def time_aggregate(agg: AggRack, n: int, reps: int, seconds: float) -> AggResult
                      [round(r, 1) for r in rates], round(median, 1),
                      round(median * results_per_cycle / len(cycle), 1), round(1e6 / median, 2),
                      round(max(rates), 1), round(statistics.median(cpu_rates), 1),
-                     f"p4src/aggregate.p4, job of {n} on {job.slot_count} slots x 2 sets, "
-                     f"{K} int32 lanes, a set completes every {n} contributions")
+                     f"p4src/aggregate.p4, job of {n} on {job.slot_count} slots x 2 shadow sets, "
+                     f"{K} int32 lanes, a cell completes every {n} contributions")
 
 
 def breakdown_aggregate(agg: AggRack, n: int, cycles: int = 3) -> dict:
     """Median cost of each kind of packet through aggregate.p4, each call timed on its own
     (no profiler; medians shrug off preemption on a loaded machine): a plain L2-forwarded
     frame of the same size, a contribution for an unknown job (parsed, looked up, dropped),
-    a contribution that is consumed, and one that completes a set (N results)."""
+    a contribution that is consumed, and one that completes a cell (N results)."""
     sw = agg.switch()
     job = agg.jobs[n]
     process, clock = sw.process, time.perf_counter_ns

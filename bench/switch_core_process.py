@@ -122,7 +122,7 @@ class BscNet:
 
 class ResultCounter:
     """Counts RESULT frames arriving on the worker ports (a thread over epoll), checking each
-    against the PBox's datagram for its (job, chunk); frames to the PBox port are counted
+    against the PBox's datagram for its (job, position); frames to the PBox port are counted
     apart (a fallback would show there)."""
 
     def __init__(self, socks: dict[int, socket.socket], expected: dict[bytes, bytes], pbox_port: int) -> None:

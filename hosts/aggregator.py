@@ -2,33 +2,34 @@
 
 This is the PBox's core and the reference model for the switch program
 (p4src/aggregate.p4): for identical inputs both must produce the same bytes.
-The rules are those of the shared protocol semantics (docs/DESIGN.md):
+The rules are those of the shared protocol semantics (docs/DESIGN.md, whose glossary
+defines slot, shadow set, cell and position):
 
 * a job is (job id, world size n <= 32, slot range [slot_base, slot_base+slot_count));
 * a contribution is rejected (dropped, counted per job) for a RESULT type, a rank >= n,
   a slot outside the range, a count outside 1..n (p4src/aggregate.p4 checks the same),
   or a source address (host, port) other than the one the rank used first;
-* each slot has two shadow sets; per (slot, set) a worker bitmap, a contribution
-  counter (mod n), a max exponent and K int32 lanes, which double as the stored
-  result once the set is complete;
-* a new contribution sets its rank's bit and clears the same bit in the other set;
-  the first one of a round overwrites the lanes, later ones add (int32 wrap-around);
-* the contribution that brings the counter back to 0 completes the set: a RESULT goes
+* each slot has two shadow sets, so two cells (slot, shadow set); per cell a worker
+  bitmap, a contribution counter (mod n), a max exponent and K int32 lanes, which
+  double as the stored result once the cell is complete;
+* a new contribution sets its rank's bit and clears the same bit in the slot's other
+  cell; the first one of a round overwrites the lanes, later ones add (int32 wrap-around);
+* the contribution that brings the counter back to 0 completes the cell: a RESULT goes
   to every worker of the job;
-* a duplicate only reads: on a complete set it gets the stored result back by unicast,
+* a duplicate only reads: on a complete cell it gets the stored result back by unicast,
   otherwise it is dropped silently.
 
 Result header: built from the packet that triggered it (the completing contribution,
 or the duplicate for a unicast resend) with type RESULT, rank 0xFFFF, count n and the
-set's max exponent; flags (shadow, retransmit, fallback, priority), job, slot, chunk and
-element count are copied unchanged, which is what an in-place header rewrite on a switch
-gives.
+cell's max exponent; flags (shadow, retransmit, fallback, priority), job, slot, position
+and element count are copied unchanged, which is what an in-place header rewrite on a
+switch gives.
 
 Nothing here raises on a datagram: malformed or rejected packets are counted and
 dropped. Memory is bounded: each job's state is preallocated at ``add_job`` and the
 sum of all jobs' slot counts may not exceed ``max_slots``.
 
-Sharding (PBox chunk-to-core affinity): an aggregator built with
+Sharding (PBox slot-to-core affinity): an aggregator built with
 ``shard=(index, count)`` only owns the slots with ``slot % count == index`` and
 allocates state for those alone; a packet for a slot it does not own is rejected
 with reason ``shard`` (which means the kernel's steering misrouted it).
@@ -70,7 +71,7 @@ class JobStats:
 
     contributions: int = 0  # new contributions accepted (not duplicates)
     duplicates: int = 0  # contributions whose bit was already set
-    completions: int = 0  # (slot, set) rounds completed
+    completions: int = 0  # cell rounds completed
     results_sent: int = 0  # RESULT datagrams sent on completion (n per completion)
     resent_results: int = 0  # stored results unicast back to a duplicate
     bytes_received: int = 0
@@ -107,7 +108,7 @@ class _JobState:
         # Smallest owned slot >= slot_base; owned slots are first_owned + i * stride.
         self.first_owned = config.slot_base + (shard_index - config.slot_base) % shard_count
         owned = len(range(self.first_owned, self.slot_end, shard_count))
-        # Index [local_slot * 2 + set]: one flat row per (slot, shadow set).
+        # Index [local_slot * 2 + shadow set]: one cell per (slot, shadow set).
         self.lanes = np.zeros((owned * 2, K), dtype=np.int32)
         self.bitmap = np.zeros(owned * 2, dtype=np.uint32)
         self.counter = np.zeros(owned * 2, dtype=np.uint16)
@@ -181,7 +182,7 @@ class Aggregator:
         if len(datagram) != PACKET_LEN:
             self.malformed += 1
             return []
-        ver_type, flags, job, rank, count, slot, chunk, exp, _, nelem = _HEADER.unpack_from(
+        ver_type, flags, job, rank, count, slot, position, exp, _, nelem = _HEADER.unpack_from(
             datagram
         )
         ptype = ver_type & 0x0F
@@ -210,13 +211,14 @@ class Aggregator:
         elif known != src:
             return state.reject("address")
         state.stats.last_seen = now
-        row = local * 2 + (flags & 1)
-        return _apply(state, row, rank, count, exp, datagram, src, (flags, job, slot, chunk, nelem))
+        cell = local * 2 + (flags & 1)
+        echo = (flags, job, slot, position, nelem)
+        return _apply(state, cell, rank, count, exp, datagram, src, echo)
 
 
 def _apply(
     state: _JobState,
-    row: int,
+    cell: int,
     rank: int,
     count: int,
     exp: int,
@@ -224,38 +226,38 @@ def _apply(
     src: Address,
     echo: tuple[int, int, int, int, int],
 ) -> list[tuple[bytes, Address]]:
-    """Apply one validated contribution to (slot, set) row ``row``."""
+    """Apply one validated contribution to ``cell`` (local_slot * 2 + shadow set)."""
     stats = state.stats
     bit = 1 << rank
     bitmap = state.bitmap
     n = state.n
-    if int(bitmap[row]) & bit:
-        # A duplicate only reads: a complete set answers with its stored result.
+    if int(bitmap[cell]) & bit:
+        # A duplicate only reads: a complete cell answers with its stored result.
         stats.duplicates += 1
-        if int(state.counter[row]) != 0:
+        if int(state.counter[cell]) != 0:
             return []
         stats.resent_results += 1
         stats.bytes_sent += PACKET_LEN
-        return [(_result_bytes(state, row, echo), src)]
+        return [(_result_bytes(state, cell, echo), src)]
     stats.contributions += 1
-    bitmap[row] = int(bitmap[row]) | bit
-    other = row ^ 1  # the other shadow set of the same slot is being recycled
+    bitmap[cell] = int(bitmap[cell]) | bit
+    other = cell ^ 1  # the slot's other cell (shadow set) is being recycled
     bitmap[other] = int(bitmap[other]) & ~bit
-    before = int(state.counter[row])
+    before = int(state.counter[cell])
     after = (before + count) % n
-    state.counter[row] = after
+    state.counter[cell] = after
     values = np.frombuffer(datagram, dtype=_LANES_BE, count=K, offset=HEADER_LEN)
-    lanes = state.lanes[row]
+    lanes = state.lanes[cell]
     if before == 0:
         lanes[:] = values
-        state.max_exp[row] = exp
+        state.max_exp[cell] = exp
     else:
         np.add(lanes, values, out=lanes)  # int32 wrap-around, as on the switch
-        if exp > state.max_exp[row]:
-            state.max_exp[row] = exp
+        if exp > state.max_exp[cell]:
+            state.max_exp[cell] = exp
     if after != 0:
         return []
-    result = _result_bytes(state, row, echo)
+    result = _result_bytes(state, cell, echo)
     destinations = [addr for addr in state.addresses if addr is not None]
     stats.completions += 1
     stats.results_sent += len(destinations)
@@ -263,13 +265,13 @@ def _apply(
     return [(result, addr) for addr in destinations]
 
 
-def _result_bytes(state: _JobState, row: int, echo: tuple[int, int, int, int, int]) -> bytes:
-    flags, job, slot, chunk, nelem = echo
+def _result_bytes(state: _JobState, cell: int, echo: tuple[int, int, int, int, int]) -> bytes:
+    flags, job, slot, position, nelem = echo
     header = _HEADER.pack(
-        _RESULT_VER_TYPE, flags, job, NO_RANK, state.n, slot, chunk,
-        int(state.max_exp[row]), 0, nelem,
+        _RESULT_VER_TYPE, flags, job, NO_RANK, state.n, slot, position,
+        int(state.max_exp[cell]), 0, nelem,
     )
-    return header + state.lanes[row].astype(_LANES_BE).tobytes()
+    return header + state.lanes[cell].astype(_LANES_BE).tobytes()
 
 
 def _check_job(config: JobConfig) -> None:

@@ -1,21 +1,22 @@
 """How one tensor becomes a run of packets in a session's position stream.
 
-A session numbers every packet it will ever send with a *position* g = 0, 1, 2, ...
-(chunk id on the wire = g mod 2**32, slot = slot_base + g mod W, shadow set =
-(g // W) mod 2). Tensors take consecutive runs of positions in the order they are
-started, so every worker, starting the same tensors in the same order, puts the
-same data in the same slot.
+Vocabulary (docs/DESIGN.md, Glossary): a tensor is cut into *blocks* of K = 64 lanes,
+one block per packet. A session numbers every packet it will ever send with a
+*position* g = 0, 1, 2, ... (the wire's position field = g mod 2**32, slot =
+slot_base + g mod W, shadow set = (g // W) mod 2). Tensors take consecutive runs of
+positions in the order they are started, so every worker, starting the same tensors in
+the same order, puts the same data in the same slot.
 
-A float tensor of m chunks takes ``c + m`` positions, where ``c = min(W, m)``:
+A float tensor of m blocks takes ``c + m`` positions, where ``c = min(W, m)``:
 
 * local offsets ``0 .. c-1`` are *priming* packets (no lanes, ``nelem = 0``);
-* local offset ``c + j`` is data chunk j.
+* local offset ``c + j`` carries block j.
 
-The packet at local offset l carries in ``exp`` the local exponent of data chunk l
-(if l < m), and its RESULT brings back the agreed exponent of chunk l. So data chunk j
+The packet at local offset l carries in ``exp`` the local exponent of block l
+(if l < m), and its RESULT brings back the agreed exponent of block l. So block j
 waits for the result at offset j, which is c positions earlier: the previous round of
 the same slot when ``c = W`` (SwitchML's "one window ahead"), and the priming round for
-the first window. A tensor smaller than the window primes only its own chunks (c = m).
+the first window. A tensor smaller than the window primes only its own blocks (c = m).
 int32 tensors need no exponents: ``c = 0`` and their packets carry ``exp = 0``.
 """
 
@@ -74,41 +75,42 @@ class TensorStream:
     primes: int  # c: priming packets before the data
     agreed: np.ndarray = field(init=False)  # (m,) int8 agreed exponents, as they arrive
     sums: np.ndarray = field(init=False)  # (m, K) int32 aggregated lanes
-    received: int = 0  # data chunks whose result arrived
+    received: int = 0  # blocks whose result arrived
 
     def __post_init__(self) -> None:
-        m = self.chunks
+        m = self.block_count
         self.agreed = np.full(m, quantize.EXP_ZERO, dtype=np.int8)
         self.sums = np.zeros((m, K), dtype=np.int32)
 
     @property
-    def chunks(self) -> int:
+    def block_count(self) -> int:
+        """m: the tensor's blocks (data packets)."""
         return self.prepared.blocks.shape[0]
 
     @property
     def end(self) -> int:
         """One past the last position."""
-        return self.start + self.primes + self.chunks
+        return self.start + self.primes + self.block_count
 
     @property
     def complete(self) -> bool:
-        return self.received == self.chunks
+        return self.received == self.block_count
 
     def carried_exps(self, offsets: np.ndarray) -> np.ndarray:
-        """The ``exp`` field of the packets at local ``offsets``: chunk l's local exponent."""
+        """The ``exp`` field of the packets at local ``offsets``: block l's local exponent."""
         exps = np.full(offsets.shape, quantize.EXP_ZERO, dtype=np.int8)
-        inside = offsets < self.chunks
+        inside = offsets < self.block_count
         exps[inside] = self.prepared.local_exps[offsets[inside]]
         return exps
 
-    def nelem(self, chunks: np.ndarray) -> np.ndarray:
-        """Lanes carrying data in data chunks ``chunks``."""
-        return np.minimum(K, self.prepared.size - chunks * K)
+    def nelem(self, block_ids: np.ndarray) -> np.ndarray:
+        """Lanes carrying data in the packets of blocks ``block_ids``."""
+        return np.minimum(K, self.prepared.size - block_ids * K)
 
-    def lanes(self, chunks: np.ndarray, world_size: int, out: np.ndarray) -> None:
-        """Write the lanes of data ``chunks`` (ascending) into ``out`` (a (len, K) view)."""
+    def lanes(self, block_ids: np.ndarray, world_size: int, out: np.ndarray) -> None:
+        """Write the lanes of blocks ``block_ids`` (ascending) into ``out`` (a (len, K) view)."""
         p = self.prepared
-        index = _as_index(chunks)
+        index = _as_index(block_ids)
         if p.kind == "int32":
             out[...] = p.blocks[index]
             return
@@ -118,12 +120,12 @@ class TensorStream:
 
     def store_results(self, offsets: np.ndarray, exps: np.ndarray, lanes: np.ndarray) -> None:
         """Record the results at ascending local ``offsets`` (exps and lanes alike)."""
-        known = offsets < self.chunks
+        known = offsets < self.block_count
         self.agreed[offsets[known]] = exps[known]
         data = offsets >= self.primes
-        chunks = offsets[data] - self.primes
-        self.received += int(chunks.size)
-        self.sums[_as_index(chunks)] = lanes[data]
+        block_ids = offsets[data] - self.primes
+        self.received += int(block_ids.size)
+        self.sums[_as_index(block_ids)] = lanes[data]
 
     def result(self, world_size: int) -> np.ndarray:
         """The reduced tensor (float32 or int32), shaped like the input."""
@@ -136,12 +138,12 @@ class TensorStream:
 
 
 def primes_for(prepared: PreparedTensor, window: int) -> int:
-    """Priming packets a tensor needs: one per chunk of its first window (float only)."""
+    """Priming packets a tensor needs: one per block of its first window (float only)."""
     return min(window, prepared.blocks.shape[0]) if prepared.kind == "float" else 0
 
 
-def _as_index(chunks: np.ndarray) -> np.ndarray | slice:
+def _as_index(block_ids: np.ndarray) -> np.ndarray | slice:
     """A slice for an ascending run without gaps (the common case): views, not gathers."""
-    if chunks.size and int(chunks[-1]) - int(chunks[0]) + 1 == chunks.size:
-        return slice(int(chunks[0]), int(chunks[-1]) + 1)
-    return chunks
+    if block_ids.size and int(block_ids[-1]) - int(block_ids[0]) + 1 == block_ids.size:
+        return slice(int(block_ids[0]), int(block_ids[-1]) + 1)
+    return block_ids

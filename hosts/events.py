@@ -10,7 +10,7 @@ import numpy as np
 
 @dataclass(frozen=True, slots=True)
 class TensorCompleted:
-    """Every chunk of a tensor came back aggregated; ``result`` has the input's shape."""
+    """Every block of a tensor came back aggregated; ``result`` has the input's shape."""
 
     tensor_id: Hashable
     result: np.ndarray

@@ -44,7 +44,7 @@ def parse_job(text: str) -> JobConfig:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="p4hub-pbox", description="PBox: software slot aggregator with chunk-to-core affinity"
+        prog="p4hub-pbox", description="PBox: software slot aggregator with slot-to-core affinity"
     )
     parser.add_argument("--listen", type=parse_hostport, default=("0.0.0.0", AGG_UDP_PORT),
                         help=f"UDP address for contributions (default 0.0.0.0:{AGG_UDP_PORT})")

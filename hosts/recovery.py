@@ -1,22 +1,22 @@
-"""Per-slot retransmission timers: an RTT-driven timeout with per-chunk backoff.
+"""Per-slot retransmission timers: an RTT-driven timeout with per-position backoff.
 
 Time is an argument; nothing here reads a clock. Each of the window's slots holds at
-most one chunk in flight, so the state is a few arrays indexed by slot.
+most one position in flight, so the state is a few arrays indexed by slot.
 
 The base timeout follows RFC 6298 (``srtt + 4 * rttvar``, clamped to ``[rto_min,
-rto_max]``). The k-th retransmission of a chunk waits ``min(rto * 2**k, rto_max)``;
-the backoff belongs to that chunk and never raises the shared base.
+rto_max]``). The k-th retransmission of a position waits ``min(rto * 2**k, rto_max)``;
+the backoff belongs to that position and never raises the shared base.
 
-Which samples count matters more here than in TCP. A chunk's "RTT" is the time to its
+Which samples count matters more here than in TCP. A position's "RTT" is the time to its
 result, and the result waits for the slowest peer. A peer that lost a packet makes
 everyone wait for its retransmission. If such waits fed the estimate, a larger timeout
 would make recovery slower and the next samples larger. Measured on a simulated
-3-worker, 1-slot job with 15 % loss, that feedback settled at the 1 s cap (one chunk per
-0.7 s). So a sample is taken only from a chunk that
+3-worker, 1-slot job with 15 % loss, that feedback settled at the 1 s cap (one position
+per 0.7 s). So a sample is taken only from a position that
 
 * this worker never retransmitted (Karn's rule), and
 * whose RESULT does not carry the retransmission flag. Aggregators copy the flags of
-  the contribution that completed the set, so the flag means the round was held up by
+  the contribution that completed the cell, so the flag means the round was held up by
   somebody's loss recovery. An aggregator that clears the flag only makes this filter
   weaker.
 
@@ -44,12 +44,12 @@ class SlotTimers:
         self.rto = rto_min
         self.srtt: float | None = None
         self.rttvar = 0.0
-        self.sent_at = np.zeros(window)  # first transmission of the chunk in flight
+        self.sent_at = np.zeros(window)  # first transmission of the position in flight
         self.deadline = np.full(window, np.inf)
         self.retries = np.zeros(window, dtype=np.int64)
 
     def on_sent(self, slots: np.ndarray, now: float) -> None:
-        """Chunks went out for the first time in ``slots``."""
+        """Positions went out for the first time in ``slots``."""
         self.sent_at[slots] = now
         self.retries[slots] = 0
         self.deadline[slots] = now + self.rto

@@ -13,11 +13,11 @@ Protocol (see docs/notes/host-agent.md and hosts/chunking.py): the session keeps
 window of W slots; position g uses slot ``slot_base + g % W`` and shadow set
 ``(g // W) % 2``. Slot k sends its next position only once the result of its previous
 one arrived (SwitchML's reuse rule: the other shadow set stays intact until every
-worker has moved on), and a data chunk only once its agreed exponent is known. Slots
+worker has moved on), and a block only once its agreed exponent is known. Slots
 advance independently; a lost packet or result holds up only its own slot.
 
 Results are checked as a batch with numpy: wrong version/type/job, a slot outside
-the window, a chunk id or shadow bit that is not what the slot has in flight (a
+the window, a position or shadow bit that is not what the slot has in flight (a
 duplicate, a stale result of an earlier round or a stray) are dropped and counted.
 If nothing comes back for ``deadline`` seconds while work is outstanding, every
 tensor fails with a reason naming the stuck slot, and the session stays failed.
@@ -38,7 +38,7 @@ from hosts.recovery import SlotTimers
 from hosts.wire import PACKET_LEN, K, PacketType
 
 _RESULT_VT = wire.ver_type(PacketType.RESULT)
-_CHUNK_MASK = 0xFFFFFFFF
+_POSITION_MASK = 0xFFFFFFFF  # the wire's position field is g mod 2**32
 
 
 @dataclass(slots=True)
@@ -48,7 +48,7 @@ class SessionStats:
     sent: int = 0  # first transmissions
     retransmitted: int = 0
     results: int = 0  # results accepted
-    duplicates: int = 0  # results for a chunk not in flight (duplicate or stale)
+    duplicates: int = 0  # results for a position not in flight (duplicate or stale)
     foreign: int = 0  # not a result of this job, or malformed
 
     def as_dict(self) -> dict[str, int]:
@@ -85,7 +85,7 @@ class Session:
         self._template = wire.packet_array(window)
         wire.fill_headers(
             self._template, ptype=PacketType.CONTRIB, job=job_id, rank=rank, count=1,
-            slot=0, chunk=0, exp=0, nelem=0, flags=0,
+            slot=0, position=0, exp=0, nelem=0, flags=0,
         )  # fmt: skip
         self._retransmit = np.zeros(0, dtype=np.int64)  # slots due for a resend
         self._total = 0  # positions handed out so far
@@ -121,7 +121,7 @@ class Session:
         stream = chunking.TensorStream(
             tensor_id, prepared, self._total, chunking.primes_for(prepared, self.window)
         )
-        if stream.chunks == 0:
+        if stream.block_count == 0:
             self._events.append(TensorCompleted(tensor_id, stream.result(self.world_size)))
             return
         if not self._tensors:
@@ -220,13 +220,13 @@ class Session:
             flags[lo:hi] |= t.prepared.priority << wire.PRIORITY_SHIFT
             first_data = lo + int(np.searchsorted(offsets, t.primes))
             if first_data < hi:
-                chunks = positions[first_data:hi] - t.start - t.primes
-                nelem[first_data:hi] = t.nelem(chunks)
-                t.lanes(chunks, self.world_size, batch["values"][first_data:hi])
+                block_ids = positions[first_data:hi] - t.start - t.primes
+                nelem[first_data:hi] = t.nelem(block_ids)
+                t.lanes(block_ids, self.world_size, batch["values"][first_data:hi])
         slots = positions % self.window
         hdr = batch["hdr"]
         hdr["slot"] = self.slot_base + slots
-        hdr["chunk"] = positions & _CHUNK_MASK
+        hdr["position"] = positions & _POSITION_MASK
         hdr["exp"] = exp
         hdr["nelem"] = nelem
         hdr["flags"] = flags
@@ -259,7 +259,8 @@ class Session:
         slots = np.where(ours, slots, 0)
         pos = self._slot_pos[slots]
         live = ours & (pos >= 0)
-        live &= ((pos & _CHUNK_MASK) == hdr["chunk"]) & (((pos // self.window) & 1) == (hdr["flags"] & 1))
+        live &= (pos & _POSITION_MASK) == hdr["position"]
+        live &= ((pos // self.window) & 1) == (hdr["flags"] & 1)
         idx = np.flatnonzero(live)
         if idx.size > 1:  # the same result twice in one batch: keep the first
             order = np.argsort(slots[idx], kind="stable")
@@ -318,7 +319,7 @@ class Session:
         pos = int(self._slot_pos[k])
         return (
             f"no result for {silent:.3f} s (deadline {self.deadline} s): job {self.job_id} rank"
-            f" {self.rank}, oldest chunk {pos} in slot {self.slot_base + k} (shadow"
+            f" {self.rank}, oldest position {pos} in slot {self.slot_base + k} (shadow"
             f" {(pos // self.window) & 1}) resent {int(self._timers.retries[k])} times,"
             f" {in_flight.size} slots waiting; the aggregator or a peer is silent (are all"
             f" {self.world_size} ranks running and reducing the same tensor sizes in the"

@@ -13,7 +13,8 @@ Offsets (network byte order)::
     4  u16  worker rank (for PARTIAL: the child aggregator's index)
     6  u16  contribution count (1 from a worker; n in a result or a partial sum)
     8  u32  slot index inside the aggregator's pool
-    12 u32  chunk id, echoed in the result so the host can place it
+    12 u32  position mod 2**32 (the sender's packet number g, see hosts/chunking.py),
+            echoed in the result so the host can place it
     16 i8   block exponent (contribution: for the block one window ahead;
             result: the maximum over the contributions)
     17 u8   reserved, zero
@@ -49,7 +50,7 @@ HEADER_DTYPE = np.dtype(
         ("rank", ">u2"),
         ("count", ">u2"),
         ("slot", ">u4"),
-        ("chunk", ">u4"),
+        ("position", ">u4"),
         ("exp", "i1"),
         ("reserved", "u1"),
         ("nelem", ">u2"),
@@ -107,7 +108,7 @@ class Header:
     job: int
     rank: int
     slot: int
-    chunk: int
+    position: int  # the sender's position g mod 2**32
     nelem: int
     exp: int = 0
     count: int = 1
@@ -134,7 +135,7 @@ def _check_header(h: Header) -> None:
         ("rank", h.rank, 16),
         ("count", h.count, 16),
         ("slot", h.slot, 32),
-        ("chunk", h.chunk, 32),
+        ("position", h.position, 32),
     ):
         if not 0 <= value < 1 << bits:
             raise WireError(f"{name} {value} does not fit in {bits} bits")
@@ -164,7 +165,7 @@ def _fill_header(hdr: np.ndarray, h: Header) -> None:
     hdr["rank"] = h.rank
     hdr["count"] = h.count
     hdr["slot"] = h.slot
-    hdr["chunk"] = h.chunk
+    hdr["position"] = h.position
     hdr["exp"] = h.exp
     hdr["reserved"] = 0
     hdr["nelem"] = h.nelem
@@ -196,7 +197,7 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
         job=int(hdr["job"]),
         rank=int(hdr["rank"]),
         slot=int(hdr["slot"]),
-        chunk=int(hdr["chunk"]),
+        position=int(hdr["position"]),
         nelem=nelem,
         exp=int(hdr["exp"]),
         count=int(hdr["count"]),
@@ -235,7 +236,7 @@ def fill_headers(
     rank: int,
     count: int,
     slot: np.ndarray | int,
-    chunk: np.ndarray | int,
+    position: np.ndarray | int,
     exp: np.ndarray | int,
     nelem: np.ndarray | int,
     flags: np.ndarray | int,
@@ -252,7 +253,7 @@ def fill_headers(
     hdr["rank"] = rank
     hdr["count"] = count
     hdr["slot"] = slot
-    hdr["chunk"] = chunk
+    hdr["position"] = position
     hdr["exp"] = exp
     hdr["reserved"] = 0
     hdr["nelem"] = nelem

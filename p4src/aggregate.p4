@@ -22,19 +22,19 @@
  *      job_stats[job*8 + STAT_REJECTED]. A rejected packet touches no register.
  *   5. Job on the PBox, or fallback flag set: forwarded unchanged at L2 to the
  *      PBox (job_stats STAT_FORWARDED). Falling back is just forwarding.
- *   6. Job on the switch: SwitchML slot logic on (slot, shadow set) at register
- *      index slot*2 + shadow:
- *        new contribution: set the rank's bitmap bit, clear it in the other set,
+ *   6. Job on the switch: SwitchML slot logic on the cell (slot, shadow set) at
+ *      register index slot*2 + shadow:
+ *        new contribution: set the rank's bitmap bit, clear it in the other cell,
  *          counter = (counter + count) mod n; the first contribution of a round
  *          (counter was 0) overwrites lanes and max exponent, later ones add
  *          (32-bit wrap-around = int32 two's complement) and take the max;
  *          if the counter is back to 0 the packet becomes the RESULT and is
  *          multicast to group `mcast_grp`; otherwise it is consumed (dropped).
- *        duplicate (bit already set): only reads; if the set is complete the
+ *        duplicate (bit already set): only reads; if the cell is complete the
  *          stored RESULT goes back by unicast out of the ingress port, else drop.
  *      A RESULT is the packet's own header rewritten in place: type 2,
  *      rank 0xFFFF, count n, exp = max exponent, reserved 0; flags, job, slot,
- *      chunk and nelem unchanged. Its source becomes the PBox's MAC/IP and UDP
+ *      position and nelem unchanged. Its source becomes the PBox's MAC/IP and UDP
  *      port 48879 (the contribution's destination), so agents cannot tell the
  *      switch from the PBox.
  *   7. Everything else: `l2_fwd` (exact on destination MAC): forward(port),
@@ -56,7 +56,7 @@
  *     Slot ranges are reused by later jobs and registers cannot be reset over
  *     P4Runtime on simple_switch_grpc, so a cell whose owner differs from the
  *     job's epoch (a jobs-entry parameter, never 0) is treated as fresh
- *     (bitmap 0, counter 0) and claimed. The other set's bit-clear may land on
+ *     (bitmap 0, counter 0) and claimed. The other cell's bit-clear may land on
  *     a stale cell; that cell is reset on its own first use, so it is harmless.
  *
  * Control-plane conventions (controller/program.py holds the same names)
@@ -85,7 +85,7 @@
 
 #define STAT_CONTRIB 0       /* new contributions aggregated */
 #define STAT_DUPLICATE 1     /* duplicates (retransmissions) seen */
-#define STAT_COMPLETION 2    /* sets completed, RESULT multicast */
+#define STAT_COMPLETION 2    /* cells completed, RESULT multicast */
 #define STAT_RESENT 3        /* stored RESULT unicast to a duplicate */
 #define STAT_REJECTED 4      /* dropped: not a member, bad header, slot out of range */
 #define STAT_FORWARDED 5     /* forwarded to the PBox (job on PBox or fallback flag) */
@@ -147,7 +147,7 @@ header p4hub_t {
     bit<16> rank;
     bit<16> count;
     bit<32> slot;
-    bit<32> chunk;
+    bit<32> position;     /* the sender's position g mod 2**32 */
     bit<8>  exp;          /* int8 */
     bit<8>  reserved;
     bit<16> nelem;
@@ -257,7 +257,7 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
     hdr.lanes.L = (meta.lane_tmp & meta.keep_mask) + hdr.lanes.L; \
     L.write(meta.idx, hdr.lanes.L);
 
-/* One lane of a duplicate on a complete set: the stored result into the packet. */
+/* One lane of a duplicate on a complete cell: the stored result into the packet. */
 #define READ_LANE(L) \
     L.read(hdr.lanes.L, meta.idx);
 

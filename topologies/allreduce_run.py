@@ -5,7 +5,7 @@ trained a model).
 Each path runs topologies/worker.py on every worker: ``switch`` (the controller gives
 the job switch slots), ``pbox`` (the same agents, the job placed on the PBox through
 JoinJob's placement), ``gloo`` (torch.distributed's ring on the same links). A row has
-the iteration's time, goodput, where the chunks were aggregated, the max abs error
+the iteration's time, goodput, where the blocks were aggregated, the max abs error
 against the float64 sum of the unquantized inputs, and whether every worker got exactly
 the sum of the quantized inputs.
 """

@@ -4,10 +4,10 @@ It is deliberately simple (no exponents, no pipelining across windows) and share
 code with the host agent, so it checks the PBox and the rack on their own:
 
     python -m topologies.probe --job 1 --rank 0 --world 4 --pbox 10.0.0.100:48879 \
-        --chunks 256 --seed 1
+        --blocks 256 --seed 1
 
 Every rank derives every rank's input from the seed, so each can check the sum it gets
-back. Prints one JSON line: {"rank", "ok", "chunks", "seconds", "retransmits", "digest"}.
+back. Prints one JSON line: {"rank", "ok", "blocks", "seconds", "retransmits", "digest"}.
 """
 
 from __future__ import annotations
@@ -25,30 +25,30 @@ from hosts import wire
 from hosts.wire import Header, K, PacketType
 
 
-def probe_input(seed: int, rank: int, chunks: int) -> np.ndarray:
+def probe_input(seed: int, rank: int, blocks: int) -> np.ndarray:
     rng = np.random.default_rng([seed, rank])
-    return rng.integers(-(2**24), 2**24, (chunks, K), dtype=np.int32)
+    return rng.integers(-(2**24), 2**24, (blocks, K), dtype=np.int32)
 
 
-def run(job: int, rank: int, world: int, pbox: tuple[str, int], chunks: int, seed: int,
+def run(job: int, rank: int, world: int, pbox: tuple[str, int], blocks: int, seed: int,
         window: int = 32, rto: float = 0.05, deadline: float = 60.0) -> dict:
-    data = probe_input(seed, rank, chunks)
+    data = probe_input(seed, rank, blocks)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.settimeout(rto)
-    result = np.zeros((chunks, K), np.int64)
+    result = np.zeros((blocks, K), np.int64)
     retransmits = 0
     start = time.monotonic()
-    for first in range(0, chunks, window):
-        todo = set(range(first, min(first + window, chunks)))
+    for first in range(0, blocks, window):
+        todo = set(range(first, min(first + window, blocks)))
         packets = {
             c: wire.encode(Header(type=PacketType.CONTRIB, job=job, rank=rank, slot=c % window,
-                                  chunk=c, nelem=K, shadow=(c // window) % 2), data[c])
+                                  position=c, nelem=K, shadow=(c // window) % 2), data[c])
             for c in todo
         }
         resend = False
         while todo:
             if time.monotonic() - start > deadline:
-                raise TimeoutError(f"rank {rank}: chunks {sorted(todo)[:8]} never completed")
+                raise TimeoutError(f"rank {rank}: blocks {sorted(todo)[:8]} never completed")
             for c in sorted(todo):
                 try:
                     sock.sendto(packets[c], pbox)
@@ -57,9 +57,9 @@ def run(job: int, rank: int, world: int, pbox: tuple[str, int], chunks: int, see
                 retransmits += resend
             resend = True
             _collect(sock, todo, result)
-    expected = sum(probe_input(seed, r, chunks).astype(np.int64) for r in range(world))
+    expected = sum(probe_input(seed, r, blocks).astype(np.int64) for r in range(world))
     return {
-        "rank": rank, "ok": bool(np.array_equal(result, expected)), "chunks": chunks,
+        "rank": rank, "ok": bool(np.array_equal(result, expected)), "blocks": blocks,
         "seconds": time.monotonic() - start, "retransmits": retransmits,
         "digest": hashlib.sha256(result.tobytes()).hexdigest()[:16],
     }
@@ -76,9 +76,9 @@ def _collect(sock: socket.socket, todo: set[int], result: np.ndarray) -> None:
             header, lanes = wire.decode(datagram)
         except wire.WireError:
             continue
-        if header.type == PacketType.RESULT and header.chunk in todo:
-            result[header.chunk] = lanes
-            todo.discard(header.chunk)
+        if header.type == PacketType.RESULT and header.position in todo:
+            result[header.position] = lanes
+            todo.discard(header.position)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,13 +87,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--world", type=int, required=True)
     parser.add_argument("--pbox", required=True, help="HOST:PORT")
-    parser.add_argument("--chunks", type=int, default=256)
+    parser.add_argument("--blocks", "--chunks", dest="blocks", type=int, default=256,
+                        help="64-lane blocks to reduce (--chunks: the old name)")
     parser.add_argument("--window", type=int, default=32)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     host, _, port = args.pbox.rpartition(":")
     try:
-        report = run(args.job, args.rank, args.world, (host, int(port)), args.chunks,
+        report = run(args.job, args.rank, args.world, (host, int(port)), args.blocks,
                      args.seed, args.window)
     except TimeoutError as exc:
         report = {"rank": args.rank, "ok": False, "error": str(exc)}

@@ -1,8 +1,8 @@
-"""The PBox: a multi-process UDP aggregation server with chunk-to-core affinity.
+"""The PBox: a multi-process UDP aggregation server with slot-to-core affinity.
 
-PHub gives every chunk one core, so a chunk's state never moves between caches
-and no lock is needed. Here N worker processes each bind their own UDP socket to
-the same port with SO_REUSEPORT, and a classic BPF program attached to the group
+PHub gives every chunk of a gradient one core; the PBox does the same per slot, so a
+slot's state never moves between caches and no lock is needed. Here N worker processes
+each bind their own UDP socket to the same port with SO_REUSEPORT, and a classic BPF program attached to the group
 (SO_ATTACH_REUSEPORT_CBPF) picks the socket from the packet's slot field:
 ``socket index = slot mod N``. One slot therefore always lands in the same process,
 which owns that slot's state in its own sharded :class:`~hosts.aggregator.Aggregator`

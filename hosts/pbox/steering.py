@@ -1,4 +1,4 @@
-"""Chunk-to-core affinity: N reuseport UDP sockets and the cBPF program that picks one
+"""Slot-to-core affinity: N reuseport UDP sockets and the cBPF program that picks one
 by slot (``socket index = slot mod N``)."""
 
 from __future__ import annotations

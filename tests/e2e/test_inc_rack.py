@@ -237,8 +237,8 @@ print(sent)
 """
 
 # RESULTs "from the PBox" to w1's agent for every position g its job will use: slot
-# base + g mod W, shadow (g // W) mod 2, chunk g. Crafted once with scapy, then sent with
-# the chunk and slot patched in, over a raw socket (scapy is too slow for 25k frames).
+# base + g mod W, shadow (g // W) mod 2, position g. Crafted once with scapy, then sent with
+# the position and slot patched in, over a raw socket (scapy is too slow for 25k frames).
 FORGE_RESULTS = r"""
 import socket, struct, sys, time
 from scapy.all import Ether, IP, UDP, Raw

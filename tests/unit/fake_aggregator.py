@@ -33,7 +33,7 @@ class AggregatorCore(Protocol):
 
 
 @dataclass
-class _Set:
+class _Cell:
     bitmap: int = 0
     counter: int = 0
     max_exp: int = -128
@@ -46,7 +46,7 @@ class _Job:
     world_size: int
     slot_base: int
     slot_count: int
-    sets: dict = field(default_factory=dict)  # (slot, shadow) -> _Set
+    cells: dict = field(default_factory=dict)  # (slot, shadow) -> _Cell
     addresses: dict = field(default_factory=dict)  # rank -> address first seen
     rejected: int = 0
     duplicates: int = 0
@@ -78,8 +78,8 @@ class FakeAggregator(AggregatorCore):
         if not self._admissible(job, hdr, src):
             job.rejected += 1
             return []
-        s = job.sets.setdefault((hdr.slot, hdr.shadow), _Set())
-        other = job.sets.setdefault((hdr.slot, 1 - hdr.shadow), _Set())
+        s = job.cells.setdefault((hdr.slot, hdr.shadow), _Cell())
+        other = job.cells.setdefault((hdr.slot, 1 - hdr.shadow), _Cell())
         bit = 1 << hdr.rank
         if s.bitmap & bit:  # a duplicate only reads
             job.duplicates += 1
@@ -114,10 +114,10 @@ class FakeAggregator(AggregatorCore):
         return known == src
 
     @staticmethod
-    def _result(job: _Job, s: _Set, hdr: wire.Header) -> bytes:
+    def _result(job: _Job, s: _Cell, hdr: wire.Header) -> bytes:
         out = wire.Header(
-            type=PacketType.RESULT, job=hdr.job, rank=NO_RANK, slot=hdr.slot, chunk=hdr.chunk,
-            nelem=hdr.nelem, exp=s.max_exp, count=job.world_size, shadow=hdr.shadow,
+            type=PacketType.RESULT, job=hdr.job, rank=NO_RANK, slot=hdr.slot,
+            position=hdr.position, nelem=hdr.nelem, exp=s.max_exp, count=job.world_size, shadow=hdr.shadow,
             priority=hdr.priority,
         )  # fmt: skip
         return wire.encode(out, s.lanes)

@@ -96,7 +96,7 @@ def run_ranks(address, work, n=N, **agent_kw) -> list:
 @pytest.mark.parametrize("loss", [0.0, 0.05])
 def test_four_agents_get_the_exact_quantized_sum(factory, loss):
     agg = serve(factory, loss)
-    floats = gradients(N, (50, 41), seed=4)  # 2050 values: 33 chunks
+    floats = gradients(N, (50, 41), seed=4)  # 2050 values: 33 blocks
     small = gradients(N, 10, seed=5, scale=1e-30)
     ints = [np.arange(1000, dtype=np.int32) * (r + 1) for r in range(N)]
 
@@ -191,8 +191,8 @@ def test_agents_through_the_multi_process_pbox():
     for rank, got in enumerate(results):
         assert not isinstance(got, Exception), f"rank {rank}: {got!r}"
         assert got.tobytes() == expected.tobytes()
-    # both processes served slots (chunk-to-core affinity), and every chunk completed:
-    # 20000 values = 313 chunks + 32 priming packets per rank
+    # both processes served slots (slot-to-core affinity), and every block completed:
+    # 20000 values = 313 blocks + 32 priming packets per rank
     job = stats["jobs"][str(JOB)]
     assert job["completions"] == 313 + 32
     assert all(w["jobs"][str(JOB)]["completions"] > 0 for w in stats["workers"])

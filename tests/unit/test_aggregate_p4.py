@@ -80,10 +80,10 @@ AGG = (PBOX.mac, PBOX.ip, p.AGG_UDP_PORT)
 
 
 def contrib(job: int, rank: int, slot: int, shadow: int = 0, values=None, exp: int = 0,
-            chunk: int = 0, nelem: int = K, count: int = 1, ptype=PacketType.CONTRIB,
+            position: int = 0, nelem: int = K, count: int = 1, ptype=PacketType.CONTRIB,
             retransmit: bool = False) -> bytes:
-    header = Header(type=ptype, job=job, rank=rank, slot=slot, chunk=chunk, nelem=nelem, exp=exp,
-                    count=count, shadow=shadow, retransmit=retransmit)
+    header = Header(type=ptype, job=job, rank=rank, slot=slot, position=position, nelem=nelem,
+                    exp=exp, count=count, shadow=shadow, retransmit=retransmit)
     return wire.encode(header, None if values is None else np.asarray(values, np.int32))
 
 
@@ -205,17 +205,18 @@ def test_four_workers_get_the_exact_sum_by_multicast_bit_identical_to_the_pbox(r
     inputs = rng.integers(-(2**28), 2**28, (4, K), dtype=np.int32)
     exps = [3, -7, 12, 5]
     for rank in range(3):
-        pkt = contrib(reply.job_id, rank, 3, values=inputs[rank], exp=exps[rank], chunk=11, nelem=K)
+        pkt = contrib(reply.job_id, rank, 3, values=inputs[rank], exp=exps[rank], position=11,
+                      nelem=K)
         assert rk.send(rank + 1, pkt) == []
         assert pbox_says(ref, rank + 1, pkt) == []
-    last = contrib(reply.job_id, 3, 3, values=inputs[3], exp=exps[3], chunk=11, nelem=K)
+    last = contrib(reply.job_id, 3, 3, values=inputs[3], exp=exps[3], position=11, nelem=K)
     out = rk.send(4, last)
     assert sorted(port for port, _ in out) == [1, 2, 3, 4]
     results = as_results(out)
     assert results == pbox_says(ref, 4, last)
     header, lanes = wire.decode(results[0][0])
     assert (header.type, header.rank, header.count, header.exp) == (PacketType.RESULT, 0xFFFF, 4, 12)
-    assert (header.job, header.slot, header.chunk) == (reply.job_id, 3, 11)
+    assert (header.job, header.slot, header.position) == (reply.job_id, 3, 11)
     np.testing.assert_array_equal(lanes, inputs.astype(np.int64).sum(axis=0))
     assert rk.job_stat(reply.job_id, "contributions") == 4
     assert rk.job_stat(reply.job_id, "completions") == 1
@@ -225,15 +226,17 @@ def test_duplicates_are_silent_until_complete_then_get_the_stored_result_by_unic
     reply = rk.job("dup", [1, 2, 3])
     ref = reference(reply.job_id, 3, reply.slot_base, reply.slot_count)
     vals = [np.full(K, v, np.int32) for v in (5, -9, 100)]
-    pkts = [contrib(reply.job_id, r, 0, shadow=1, values=vals[r], exp=r, chunk=4) for r in range(3)]
+    pkts = [contrib(reply.job_id, r, 0, shadow=1, values=vals[r], exp=r, position=4)
+            for r in range(3)]
     for r in range(2):
         rk.send(r + 1, pkts[r])
         pbox_says(ref, r + 1, pkts[r])
-    retry = contrib(reply.job_id, 0, 0, shadow=1, values=vals[0], exp=0, chunk=4, retransmit=True)
+    retry = contrib(reply.job_id, 0, 0, shadow=1, values=vals[0], exp=0, position=4,
+                    retransmit=True)
     assert rk.send(1, retry) == [] and pbox_says(ref, 1, retry) == []
     assert len(rk.send(3, pkts[2])) == 3
     pbox_says(ref, 3, pkts[2])
-    late = contrib(reply.job_id, 1, 0, shadow=1, values=vals[1], exp=1, chunk=4, retransmit=True)
+    late = contrib(reply.job_id, 1, 0, shadow=1, values=vals[1], exp=1, position=4, retransmit=True)
     out = rk.send(2, late)
     assert [port for port, _ in out] == [2]
     assert as_results(out) == pbox_says(ref, 2, late)
@@ -261,33 +264,33 @@ def test_random_schedules_match_the_pbox_packet_for_packet(rk):
     ref = reference(reply.job_id, n, reply.slot_base, reply.slot_count)
     rng = random.Random(3)
     data = np.random.default_rng(4)
-    packets: dict[tuple[int, int], bytes] = {}  # (rank, chunk) -> datagram
+    packets: dict[tuple[int, int], bytes] = {}  # (rank, position) -> datagram
     mismatches = completed = 0
     for rnd in range(rounds):
         sequences = []
         for rank in range(n):
             for k in range(window):
-                chunk = rnd * window + k
+                position = rnd * window + k
                 values = data.integers(-(2**20), 2**20, K, dtype=np.int32)
                 nelem = rng.randint(0, K)
                 values[nelem:] = 0
-                packets[(rank, chunk)] = contrib(
+                packets[(rank, position)] = contrib(
                     reply.job_id, rank, reply.slot_base + k, shadow=rnd % 2, values=values,
-                    exp=rng.randint(-128, 127), chunk=chunk, nelem=nelem)
+                    exp=rng.randint(-128, 127), position=position, nelem=nelem)
                 seq = []
-                if rnd and rng.random() < 0.3:  # a retransmission of the chunk before
-                    seq.append((rank, chunk - window))
-                seq.append((rank, chunk))
+                if rnd and rng.random() < 0.3:  # a resend of the position one window before
+                    seq.append((rank, position - window))
+                seq.append((rank, position))
                 if rng.random() < 0.3:
-                    seq.append((rank, chunk))
+                    seq.append((rank, position))
                 sequences.append(seq)
         # interleave the per-(rank, slot) sequences at random, keeping each one's order
         while sequences:
             seq = rng.choice(sequences)
-            rank, chunk = seq.pop(0)
+            rank, position = seq.pop(0)
             if not seq:
                 sequences.remove(seq)
-            pkt = packets[(rank, chunk)]
+            pkt = packets[(rank, position)]
             got = as_results(rk.send(rank + 1, pkt))
             mismatches += got != pbox_says(ref, rank + 1, pkt)
             completed += len(got) == n

@@ -13,10 +13,10 @@ JOB = 7
 ADDR = [(f"10.0.0.{r + 1}", 40000 + r) for r in range(32)]
 
 
-def contrib(rank, slot, shadow=0, values=None, exp=0, chunk=0, nelem=K, job=JOB, count=1,
+def contrib(rank, slot, shadow=0, values=None, exp=0, position=0, nelem=K, job=JOB, count=1,
             ptype=PacketType.CONTRIB, retransmit=False, priority=0):
     vals = np.zeros(K, np.int32) if values is None else np.asarray(values, np.int32)
-    header = Header(type=ptype, job=job, rank=rank, slot=slot, chunk=chunk, nelem=nelem,
+    header = Header(type=ptype, job=job, rank=rank, slot=slot, position=position, nelem=nelem,
                     exp=exp, count=count, shadow=shadow, retransmit=retransmit,
                     priority=priority)
     return wire.encode(header, vals)
@@ -37,18 +37,18 @@ def test_first_contribution_overwrites_then_adds_and_result_goes_to_everyone():
     # Leave garbage in the lanes from a finished earlier round.
     rng = np.random.default_rng(1)
     inputs = [rng.integers(-1000, 1000, K, dtype=np.int32) for _ in range(3)]
-    assert agg.receive(contrib(0, 1, values=inputs[0], exp=3, chunk=9), ADDR[0], 0.0) == []
-    assert agg.receive(contrib(1, 1, values=inputs[1], exp=5, chunk=9), ADDR[1], 0.0) == []
-    out = decoded(agg.receive(contrib(2, 1, values=inputs[2], exp=4, chunk=9, nelem=10),
+    assert agg.receive(contrib(0, 1, values=inputs[0], exp=3, position=9), ADDR[0], 0.0) == []
+    assert agg.receive(contrib(1, 1, values=inputs[1], exp=5, position=9), ADDR[1], 0.0) == []
+    out = decoded(agg.receive(contrib(2, 1, values=inputs[2], exp=4, position=9, nelem=10),
                               ADDR[2], 0.0))
     assert sorted(addr for _, addr in out) == ADDR[:3]
     for (header, lanes), _ in out:
         assert header.type == PacketType.RESULT
         assert header.rank == wire.NO_RANK and header.count == 3
-        assert (header.job, header.slot, header.chunk, header.nelem) == (JOB, 1, 9, 10)
+        assert (header.job, header.slot, header.position, header.nelem) == (JOB, 1, 9, 10)
         assert header.exp == 5
         np.testing.assert_array_equal(lanes, inputs[0] + inputs[1] + inputs[2])
-    # The next round in the same set (after the other set was used) overwrites.
+    # The next round in the same cell (after the other cell was used) overwrites.
     for r in range(3):
         agg.receive(contrib(r, 1, shadow=1, values=np.ones(K)), ADDR[r], 1.0)
     fresh = [np.full(K, 10 * (r + 1), np.int32) for r in range(3)]
@@ -134,10 +134,10 @@ def test_single_worker_job_completes_on_every_contribution():
 
 def test_result_copies_flags_and_echo_fields():
     agg = make(n=1)
-    out = decoded(agg.receive(contrib(0, 3, shadow=1, chunk=123456, nelem=17, priority=5,
+    out = decoded(agg.receive(contrib(0, 3, shadow=1, position=123456, nelem=17, priority=5,
                                       exp=-7), ADDR[0], 0.0))
     header = out[0][0][0]
-    assert (header.shadow, header.priority, header.chunk, header.nelem, header.exp) == (
+    assert (header.shadow, header.priority, header.position, header.nelem, header.exp) == (
         1, 5, 123456, 17, -7)
 
 
@@ -279,17 +279,17 @@ def test_random_rounds_match_reference_sums():
     rng = np.random.default_rng(4)
     n, slots, window = 5, 8, 8
     agg = make(n=n, count=slots)
-    for chunk in range(4 * window):
-        slot, shadow = chunk % window, (chunk // window) % 2
+    for position in range(4 * window):
+        slot, shadow = position % window, (position // window) % 2
         inputs = rng.integers(-(2**20), 2**20, (n, K), dtype=np.int32)
         order = list(rng.permutation(n)) + list(rng.integers(0, n, 3))  # plus duplicates
         results = []
         for r in order:
-            pkt = contrib(int(r), slot, shadow=shadow, values=inputs[r], chunk=chunk)
-            results += decoded(agg.receive(pkt, ADDR[r], float(chunk)))
+            pkt = contrib(int(r), slot, shadow=shadow, values=inputs[r], position=position)
+            results += decoded(agg.receive(pkt, ADDR[r], float(position)))
         by_addr = {}
         for (header, lanes), addr in results:
-            assert header.chunk == chunk
+            assert header.position == position
             np.testing.assert_array_equal(lanes, inputs.sum(axis=0, dtype=np.int64))
             by_addr.setdefault(addr, 0)
             by_addr[addr] += 1

@@ -76,14 +76,15 @@ def test_controller_configures_runs_jobs_and_rebuilds_after_a_restart(switch, pi
     assert pbox_jobs[-1] == PBoxJobWrite("pb1", MODIFY, c.job_id, 1, c.slot_base, c.slot_count)
     pbox_jobs.clear()
 
-    def round_trip(value: int, chunk: int) -> list[tuple[int, bytes]]:
+    def round_trip(value: int, position: int) -> list[tuple[int, bytes]]:
         sent.clear()
         for rank in (0, 1):
-            pkt = contrib(a.job_id, rank, 0, shadow=chunk % 2, values=np.full(K, value), chunk=chunk)
+            pkt = contrib(a.job_id, rank, 0, shadow=position % 2, values=np.full(K, value),
+                          position=position)
             device.receive(udp_frame(endpoint(topo, rank + 1, 4001 + rank), agg, pkt), rank + 1)
         return list(sent)
 
-    out = round_trip(3, chunk=0)
+    out = round_trip(3, position=0)
     assert sorted(port for port, _ in out) == [1, 2]
     for port, frame in out:
         f = parse_frame(frame)
@@ -99,12 +100,12 @@ def test_controller_configures_runs_jobs_and_rebuilds_after_a_restart(switch, pi
     assert sorted(again.registry.jobs) == sorted([a.job_id, c.job_id])
     assert [(w.op, w.job_id) for w in pbox_jobs] == [(MODIFY, c.job_id)]  # re-asserted
     assert again.join("a", 2, 1, ("10.0.0.2", 4002), now=101.0) == replace(a, rank=1)
-    out = round_trip(5, chunk=1)
+    out = round_trip(5, position=1)
     assert sorted(port for port, _ in out) == [1, 2]
     assert set(wire.decode(parse_frame(out[0][1])["payload"])[1].tolist()) == {10}
     # ending the job removes it from the switch; its contributions become unknown
     again.kill(a.job_id)
-    assert round_trip(1, chunk=0) == []
+    assert round_trip(1, position=0) == []
     again.close()
 
 

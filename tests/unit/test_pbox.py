@@ -63,8 +63,8 @@ def box() -> Iterator[PBoxProcess]:
             handle.proc.communicate()
 
 
-def packet(job: int, rank: int, slot: int, values, shadow: int = 0, chunk: int = 0) -> bytes:
-    header = Header(type=PacketType.CONTRIB, job=job, rank=rank, slot=slot, chunk=chunk,
+def packet(job: int, rank: int, slot: int, values, shadow: int = 0, position: int = 0) -> bytes:
+    header = Header(type=PacketType.CONTRIB, job=job, rank=rank, slot=slot, position=position,
                     nelem=K, shadow=shadow)
     return wire.encode(header, np.asarray(values, np.int32))
 
@@ -120,7 +120,7 @@ def test_three_workers_all_reduce_exactly_with_duplicates(box):
         inputs = rng.integers(-(2**24), 2**24, (3, 64, K), dtype=np.int32)
         for rank, sock in enumerate(socks):
             for slot in range(64):
-                data = packet(2, rank, slot, inputs[rank, slot], shadow=round_, chunk=slot)
+                data = packet(2, rank, slot, inputs[rank, slot], shadow=round_, position=slot)
                 sock.sendto(data, box.udp)
                 if slot % 8 == 0:
                     sock.sendto(data, box.udp)  # a duplicate before completion: only read
@@ -130,7 +130,7 @@ def test_three_workers_all_reduce_exactly_with_duplicates(box):
         for sock, count in zip(socks, (64, 64, 72), strict=True):
             for header, lanes, _ in receive(sock, count):
                 assert header.shadow == round_
-                np.testing.assert_array_equal(lanes, expected[header.chunk])
+                np.testing.assert_array_equal(lanes, expected[header.position])
     stats = box.request({"cmd": "stats"})["jobs"]["2"]
     assert stats["contributions"] == 2 * 3 * 64 and stats["completions"] == 128
     assert stats["results_sent"] == 3 * 128

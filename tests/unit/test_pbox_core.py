@@ -31,7 +31,7 @@ SHARDS = 2
 
 
 def contribution(job: int, rank: int, slot: int, value: int, shadow: int = 0) -> bytes:
-    header = Header(type=PacketType.CONTRIB, job=job, rank=rank, slot=slot, chunk=slot,
+    header = Header(type=PacketType.CONTRIB, job=job, rank=rank, slot=slot, position=slot,
                     nelem=K, shadow=shadow)
     return encode(header, np.full(K, value, np.int32))
 

@@ -63,7 +63,7 @@ class Net:
         self.alive = alive if alive is not None else set(range(len(sessions)))
         self.now = 0.0
         self.events: list[list] = [[] for _ in sessions]
-        self.results_seen: list[set] = [set() for _ in sessions]  # (slot, shadow, chunk)
+        self.results_seen: list[set] = [set() for _ in sessions]  # (slot, shadow, position)
         # hook(rank, header) before the aggregator sees it
         self.on_contribution: Callable[[int, wire.Header], None] | None = None
 
@@ -82,7 +82,7 @@ class Net:
             r = dst[1]
             if r in self.alive:
                 h, _ = wire.decode(d)
-                self.results_seen[r].add((h.slot, h.shadow, h.chunk))
+                self.results_seen[r].add((h.slot, h.shadow, h.position))
                 self.sessions[r].receive(d, self.now)
         self._collect()
         return bool(sent or replies)
@@ -155,7 +155,7 @@ def start_all(net: Net, tid, inputs, **kw) -> None:
 @AGGREGATORS
 def test_clean_network_gives_the_quantized_reference_on_every_worker(factory):
     net = make_net(factory=factory)
-    inputs = gradients(4, (10, 77))  # 770 values: 13 chunks, the last one partial
+    inputs = gradients(4, (10, 77))  # 770 values: 13 blocks, the last one partial
     start_all(net, "g", inputs)
     net.run()
     assert_all_equal_reference(net, "g", reference_sum(inputs))
@@ -213,18 +213,18 @@ def test_window_reuse_never_overwrites_a_set_someone_still_needs(factory):
     up = Link(loss=0.2, reorder=True, rng=random.Random(11))
     down = Link(loss=0.3, reorder=True, rng=random.Random(12))
     net = make_net(window=4, up=up, down=down, factory=factory)
-    contents: dict = {}  # (slot, shadow) -> chunk id of the round the set holds
+    contents: dict = {}  # (slot, shadow) -> position of the round the cell holds
     violations = []
 
     def check(rank, h):
         key = (h.slot, h.shadow)
         old = contents.get(key)
-        if old is not None and old != h.chunk:
-            # a new round for this set: every worker must already hold the old result
+        if old is not None and old != h.position:
+            # a new round for this cell: every worker must already hold the old result
             missing = [r for r in range(4) if (h.slot, h.shadow, old) not in net.results_seen[r]]
             if missing:
-                violations.append((rank, key, old, h.chunk, missing))
-        contents[key] = h.chunk
+                violations.append((rank, key, old, h.position, missing))
+        contents[key] = h.position
 
     net.on_contribution = check
     inputs = gradients(4, 64 * 40, seed=3)
@@ -257,7 +257,7 @@ def test_silent_aggregator_backs_off_then_fails():
     s = Session(JOB, 0, 2, 0, 4, 4, rto=0.01, rto_max=0.08, deadline=1.0)
     s.start("t", np.ones(10, dtype=np.float32), 0.0)
     first = s.datagrams_to_send(0.0)
-    assert len(first) == 1  # one chunk: one priming packet, data waits for its exponent
+    assert len(first) == 1  # one block: one priming packet, data waits for its exponent
     gaps, now = [], 0.0
     while s.failed is None:
         t = s.get_timer()
@@ -276,7 +276,7 @@ def test_packets_follow_the_slot_and_exponent_rules():
     n, window = 2, 4
     s = Session(JOB, 1, n, 100, 8, window)
     x = gradients(1, 64 * 10)[0]
-    x[64 * 5 : 64 * 6] *= 1000  # chunk 5 has a larger exponent
+    x[64 * 5 : 64 * 6] *= 1000  # block 5 has a larger exponent
     s.start("t", x, 0.0)
     local = quantize.local_exponents(quantize.to_blocks(x))
     agg = FakeAggregator()
@@ -293,12 +293,12 @@ def test_packets_follow_the_slot_and_exponent_rules():
                 for out, dst in agg.receive(d, ("w", r), 0.0):
                     (partner if dst[1] == 0 else s).receive(out, 0.0)
     assert s.idle
-    assert [h.chunk for h, _ in seen] == list(range(14))  # 4 primes + 10 chunks
+    assert [h.position for h, _ in seen] == list(range(14))  # 4 primes + 10 blocks
     for h, v in seen:
-        g = h.chunk
+        g = h.position
         assert (h.type, h.job, h.rank, h.count) == (PacketType.CONTRIB, JOB, 1, 1)
         assert h.slot == 100 + g % window and h.shadow == (g // window) % 2
-        assert h.exp == (local[g] if g < 10 else quantize.EXP_ZERO)  # chunk g's exponent
+        assert h.exp == (local[g] if g < 10 else quantize.EXP_ZERO)  # block g's exponent
         if g < window:
             assert h.nelem == 0 and not v.any()
         else:
@@ -326,7 +326,7 @@ def test_foreign_stale_and_duplicate_results_are_dropped_and_counted():
     h, v = wire.decode(good)
 
     def variant(**changes):
-        fields = {f: getattr(h, f) for f in ("type", "job", "rank", "slot", "chunk", "nelem", "exp", "count", "shadow")}
+        fields = {f: getattr(h, f) for f in ("type", "job", "rank", "slot", "position", "nelem", "exp", "count", "shadow")}
         fields.update(changes)
         return wire.encode(wire.Header(**fields), np.full(K, 999, dtype=np.int32))
 
@@ -336,7 +336,7 @@ def test_foreign_stale_and_duplicate_results_are_dropped_and_counted():
         variant(slot=99),
         variant(slot=104),
         variant(shadow=1),
-        variant(chunk=h.chunk + 4),
+        variant(position=h.position + 4),
         b"\x12" * 20,
         good[:-1],
     ):
@@ -385,7 +385,7 @@ def test_timers_learn_only_from_clean_round_trips():
     # a window whose results come back spread out widens rttvar by the spread
     assert t.rttvar > 0.002 and t.rto > t.srtt + 4 * 0.002
     t.on_sent(np.arange(1), 1.0)
-    t.on_retransmitted(np.arange(1), 1.0 + t.rto)  # backoff stays with the chunk
+    t.on_retransmitted(np.arange(1), 1.0 + t.rto)  # backoff stays with the position
     rto = t.rto
     t.on_sent(np.arange(1, 2), 2.0)
     assert t.deadline[1] == pytest.approx(2.0 + rto)

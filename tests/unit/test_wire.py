@@ -14,37 +14,37 @@ from hosts.wire import PACKET_LEN, Header, K, PacketType, WireError
 ZERO_LANE = "00000000"
 
 # CONTRIB v1, flags = priority 5 (0xa0) | retransmit (0x02) | shadow (0x01), job 0x1234,
-# rank 5, count 1, slot 0x102, chunk 0xdeadbeef, exp -3, reserved 0, nelem 3, lanes 1 -1 max
+# rank 5, count 1, slot 0x102, position 0xdeadbeef, exp -3, reserved 0, nelem 3, lanes 1 -1 max
 GOLDEN_CONTRIB = (
     "11" "a3" "1234" "0005" "0001" "00000102" "deadbeef" "fd" "00" "0003"
     + "00000001" "ffffffff" "7fffffff" + ZERO_LANE * (K - 3)
 )  # fmt: skip
-# RESULT v1, flags = fallback (0x04), job 7, rank 0xffff, count 4, slot 0, chunk 0,
+# RESULT v1, flags = fallback (0x04), job 7, rank 0xffff, count 4, slot 0, position 0,
 # exp 127, nelem 64, every lane 0x01020304
 GOLDEN_RESULT = (
     "12" "04" "0007" "ffff" "0004" "00000000" "00000000" "7f" "00" "0040" + "01020304" * K
 )  # fmt: skip
 # PARTIAL v1, flags = priority 7 (0xe0), job 1, child 2, count 3, slot 0xffffffff,
-# chunk 1, exp -128, nelem 0, no lanes
+# position 1, exp -128, nelem 0, no lanes
 GOLDEN_PARTIAL = (
     "13" "e0" "0001" "0002" "0003" "ffffffff" "00000001" "80" "00" "0000" + ZERO_LANE * K
 )  # fmt: skip
 
 CASES = [
     (
-        Header(PacketType.CONTRIB, job=0x1234, rank=5, slot=0x102, chunk=0xDEADBEEF, nelem=3,
+        Header(PacketType.CONTRIB, job=0x1234, rank=5, slot=0x102, position=0xDEADBEEF, nelem=3,
                exp=-3, count=1, shadow=1, retransmit=True, priority=5),
         np.array([1, -1, 2**31 - 1], dtype=np.int32),
         GOLDEN_CONTRIB,
     ),
     (
-        Header(PacketType.RESULT, job=7, rank=0xFFFF, slot=0, chunk=0, nelem=64, exp=127,
+        Header(PacketType.RESULT, job=7, rank=0xFFFF, slot=0, position=0, nelem=64, exp=127,
                count=4, fallback=True),
         np.full(K, 0x01020304, dtype=np.int32),
         GOLDEN_RESULT,
     ),
     (
-        Header(PacketType.PARTIAL, job=1, rank=2, slot=0xFFFFFFFF, chunk=1, nelem=0, exp=-128,
+        Header(PacketType.PARTIAL, job=1, rank=2, slot=0xFFFFFFFF, position=1, nelem=0, exp=-128,
                count=3, priority=7),
         None,
         GOLDEN_PARTIAL,
@@ -79,7 +79,7 @@ def _random_header(rng: random.Random) -> Header:
         job=rng.randrange(1 << 16),
         rank=rng.randrange(1 << 16),
         slot=rng.randrange(1 << 32),
-        chunk=rng.randrange(1 << 32),
+        position=rng.randrange(1 << 32),
         nelem=rng.randrange(K + 1),
         exp=rng.randrange(-128, 128),
         count=rng.randrange(1 << 16),
@@ -110,7 +110,7 @@ def test_batch_helpers_agree_with_the_single_packet_codec():
     batch = wire.packet_array(20)
     wire.fill_headers(
         batch, ptype=PacketType.CONTRIB, job=9, rank=3, count=1,
-        slot=[h.slot for h in headers], chunk=[h.chunk for h in headers],
+        slot=[h.slot for h in headers], position=[h.position for h in headers],
         exp=[h.exp for h in headers], nelem=[h.nelem for h in headers],
         flags=[h.flags for h in headers],
     )  # fmt: skip
@@ -119,7 +119,7 @@ def test_batch_helpers_agree_with_the_single_packet_codec():
     assert datagrams == [wire.encode(h, v) for h, v in zip(headers, values, strict=True)]
     view = wire.decode_batch(b"".join(datagrams), 20)
     assert np.array_equal(view["values"], values)
-    assert list(view["hdr"]["chunk"]) == [h.chunk for h in headers]
+    assert list(view["hdr"]["position"]) == [h.position for h in headers]
 
 
 @pytest.mark.parametrize(
@@ -135,11 +135,11 @@ def test_batch_helpers_agree_with_the_single_packet_codec():
         (dict(rank=-1), "rank"),
         (dict(count=1 << 16), "count"),
         (dict(slot=1 << 32), "slot"),
-        (dict(chunk=-1), "chunk"),
+        (dict(position=-1), "position"),
     ],
 )
 def test_encode_rejects_fields_out_of_range(change, message):
-    fields = dict(type=PacketType.CONTRIB, job=1, rank=0, slot=0, chunk=0, nelem=0) | change
+    fields = dict(type=PacketType.CONTRIB, job=1, rank=0, slot=0, position=0, nelem=0) | change
     with pytest.raises(WireError, match=message):
         wire.encode(Header(**fields))
 
@@ -155,7 +155,7 @@ def test_encode_rejects_fields_out_of_range(change, message):
     ],
 )
 def test_encode_rejects_bad_lanes(values, message):
-    h = Header(PacketType.CONTRIB, job=1, rank=0, slot=0, chunk=0, nelem=0)
+    h = Header(PacketType.CONTRIB, job=1, rank=0, slot=0, position=0, nelem=0)
     with pytest.raises(WireError, match=message):
         wire.encode(h, values)
 
