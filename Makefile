@@ -47,6 +47,7 @@ cli: deps stop
 
 lint: deps
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 unit: deps
 	$(PY) -m pytest -q -m "not root" $(PYTEST_ARGS)
