@@ -1,4 +1,4 @@
-"""``python -m p4lite.stf [-I DIR] [-D NAME[=VAL]] (PROG.p4 | --json PROG.json) TEST.stf``.
+"""``python -m p4lite.stf [--strict] [-I DIR] [-D NAME[=VAL]] (PROG.p4 | --json PROG.json) TEST.stf``.
 
 Exit status: 0 when every expectation holds, 1 on a failed expectation, 2 on
 bad input (a compile error, a malformed STF line, an unreadable file).
@@ -28,12 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("stf", help="the STF test")
     ap.add_argument("--json", dest="json_path", help="run this BMv2 JSON instead of compiling")
     ap.add_argument("-I", dest="include_dirs", action="append", default=[], help="include dir")
+    ap.add_argument("--strict", action="store_true",
+                    help="p4c's STF grammar only, even if the file opts into p4lite's extensions")
     ap.add_argument("-D", dest="defines", action="append", default=[], help="NAME[=VALUE]")
     args = ap.parse_args(argv)
     if (args.program is None) == (args.json_path is None):
         ap.error("give either PROG.p4 or --json PROG.json")
     try:
-        stf = parse_stf_file(args.stf)
+        stf = parse_stf_file(args.stf, extensions=False if args.strict else None)
         if args.json_path:
             with open(args.json_path, encoding="utf-8") as f:
                 program = json.load(f)

@@ -250,6 +250,8 @@ class StfRunner:
                 nbytes, npackets = sw.counter_read(name, a[0])
                 self.result.log.append(f"line {cmd.line}: {name}[{a[0]}] = "
                                        f"{npackets} packets, {nbytes} bytes")
+            elif cmd.name == "counter_write":  # simple_switch_CLI: <name> <index> <packets> <bytes>
+                sw.counter_write(name, a[0], a[2], a[1])
             else:
                 for index in range(sw.counter_size(name)):
                     sw.counter_write(name, index, 0, 0)
@@ -259,7 +261,7 @@ class StfRunner:
             rates = tuple((round(rate * 1_000_000), burst) for rate, burst in cmd.rates) or None
             sw.meter_set(name, a[0], rates)
         else:
-            raise StfNameError(f"unknown command {cmd.name}")
+            raise StfNameError(f"{cmd.name} is not supported by p4lite's STF runner")
 
     def _check(self, cmd: CheckCmd) -> None:
         actual = self._checked_value(cmd)

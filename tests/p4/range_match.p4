@@ -1,6 +1,7 @@
-// Tests: a range-match table (STF lo..hi values) with overlapping ranges
-// resolved by priority, range end points, and the const default action
-// taking a compile-time argument on a miss.
+// Tests: a range-match table (const entries: p4c's STF has no syntax for range
+// values) with overlapping ranges resolved by entry order (the first listed wins),
+// range end points, and the const default action taking a compile-time argument
+// on a miss.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -34,6 +35,11 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         }
         actions = { set_result; }
         const default_action = set_result(0xee);
+        const entries = {
+            (15 .. 30, 0x0001) : set_result(2);
+            (10 .. 20, 0x0001) : set_result(1);
+            (0 .. 255, 0x0001) : set_result(9);
+        }
     }
     apply {
         sm.egress_spec = 2;
