@@ -525,7 +525,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                 drop();
             } else {
                 meta.idx = (hdr.p4hub.slot << 1) | ((bit<32>)hdr.p4hub.shadow);
-                meta.worker_bit = ((bit<32>)1) << hdr.p4hub.rank;
+                meta.worker_bit = ((bit<32>)1) << (bit<8>)hdr.p4hub.rank;  // BMv2 shifts by 8 bits at most
                 slot_bitmap.read(meta.bitmap, meta.idx);
                 slot_counter.read(meta.contributions, meta.idx);
                 slot_owner.read(meta.owner, meta.idx);

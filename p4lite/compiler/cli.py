@@ -12,7 +12,7 @@ directory (it exists, ends with '/', or has no suffix) the BMv2 JSON goes to
 file extension unless ``--p4runtime-format`` is given.
 Options p4c accepts but p4lite ignores get a one-line warning. ``#warning``
 lines print ``file:line:col: warning: #warning text`` (as cpp does for p4c) and
-compilation goes on. Errors print ``file:line:col: error: message`` and exit 1.
+compilation goes on; so do p4c's own warnings (``'x' is unused``, see target_checks). Errors print ``file:line:col: error: message`` and exit 1.
 An exception other than ``CompileError`` is a bug in p4lite, not in the program:
 it prints its traceback and ``p4lite-c: internal compiler error: ...`` and exits 1.
 """
@@ -73,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _warn(f"ignoring option {option.split('=', 1)[0]} (not used by p4lite)")
         return _compile_and_write(args)
     except CompileError as exc:
+        for warning in exc.warnings:
+            print(warning, file=sys.stderr)
         print(str(exc), file=sys.stderr)
         return 1
     except _UsageError as exc:

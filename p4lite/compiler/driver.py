@@ -8,7 +8,7 @@ p4lite and is left to propagate as it is (the CLI reports it as an internal erro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from p4lite.compiler.errors import CompileError
 from p4lite.compiler.lower_program import lower_program
 from p4lite.compiler.p4info import build_p4info
 from p4lite.compiler.parser import parse_file, parse_text
+from p4lite.compiler.target_checks import unused_warnings
 
 
 @dataclass(slots=True)
@@ -29,11 +30,13 @@ class CompileResult:
     bmv2: dict[str, Any]
     p4info: p4info_pb2.P4Info
     program: ast.Program
+    diagnostics: list[str] = field(default_factory=list)
 
     @property
     def warnings(self) -> list[str]:
-        """The ``#warning`` diagnostics, each ``file:line:col: warning: #warning text``."""
-        return self.program.warnings
+        """Every warning, each ``file:line:col: warning: text``: the ``#warning`` lines,
+        then p4c's (unused declarations, shifts; see target_checks)."""
+        return [*self.program.warnings, *self.diagnostics]
 
     def bmv2_text(self) -> str:
         """The BMv2 JSON as p4c-style indented text."""
@@ -64,11 +67,16 @@ def compile_text(text: str, filename: str = "<string>", include_dirs=(),
 
 def _compile(program: ast.Program, main_file: str, source: SourceText,
              p4c_nesting: bool) -> CompileResult:
+    diagnostics, backend_warnings = unused_warnings(program, main_file, source)
     try:
-        bmv2, model = lower_program(program, main_file, source)
+        bmv2, model = lower_program(program, main_file, source, diagnostics)
         info = build_p4info(model)
     except RecursionError as exc:
         raise CompileError("program too deeply nested") from exc
+    except CompileError as exc:
+        # p4c prints the warnings it found before the error: the CLI does the same
+        exc.warnings = [*program.warnings, *diagnostics]
+        raise
     if p4c_nesting:
         with_p4c_nesting(bmv2)
-    return CompileResult(bmv2, info, program)
+    return CompileResult(bmv2, info, program, [*diagnostics, *backend_warnings])

@@ -29,6 +29,7 @@ class CompileError(Exception):
         super().__init__(message)
         self.message = message
         self.loc = loc
+        self.warnings: list[str] = []  # warnings found before the error, printed first
 
     def __str__(self) -> str:
         if self.loc is None:

@@ -29,6 +29,7 @@ from p4lite.compiler.bindings import (
 )
 from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
 from p4lite.compiler.program_env import ProgramEnv
+from p4lite.compiler.target_checks import shift_diagnostics
 from p4lite.compiler.types import (
     BitT,
     BoolT,
@@ -303,6 +304,7 @@ class ExprCompiler:
         if e.op == "++":
             return self._concat(left, right, e.loc)
         if e.op in ("<<", ">>"):
+            self._check_shift(e, left, right)
             return self._shift(e.op, left, right, e.loc)
         left, right = self._unify(left, right, e)
         if e.op in _COMPARE:
@@ -366,6 +368,27 @@ class ExprCompiler:
         if op in _ARITH:
             json = wrap(json, left.type)
         return Val(left.type, json)
+
+    def _check_shift(self, e: ast.Binary, left: Val, right: Val) -> None:
+        """p4c's BMv2 limits on a shift amount (see target_checks)."""
+        if left.const is not None and right.const is not None:
+            return  # folded by the front end: the back end never sees it
+        if not isinstance(left.type, BitT | IntT) or not isinstance(right.type, BitT | IntT):
+            return  # _shift reports it
+        error, warn = shift_diagnostics(
+            e, left.type.width if isinstance(left.type, BitT) else None,
+            right.type.width if isinstance(right.type, BitT) else None,
+            int(right.const) if right.const is not None else None, self._folded)
+        if warn is not None and warn not in self.env.diagnostics:
+            self.env.diagnostics.append(warn)
+        if error is not None:
+            raise error
+
+    def _folded(self, e: ast.Expression) -> int | None:
+        """The value of ``e`` when it is a compile-time integer, else None."""
+        val = self.compile(e)
+        return int(val.const) if isinstance(val.const, int) and not isinstance(
+            val.const, bool) and isinstance(val.type, BitT | IntT) else None
 
     def _shift(self, op: str, left: Val, right: Val, loc) -> Val:
         if not isinstance(left.type, BitT | IntT) or not isinstance(right.type, BitT | IntT):

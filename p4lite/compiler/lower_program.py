@@ -22,9 +22,12 @@ Json = dict[str, Any]
 _BLOCKS = ("parser", "verifyChecksum", "ingress", "egress", "computeChecksum", "deparser")
 
 
-def lower_program(program: ast.Program, main_file: str,
-                  source: SourceText) -> tuple[Json, ControlPlaneModel]:
+def lower_program(program: ast.Program, main_file: str, source: SourceText,
+                  diagnostics: list[str] | None = None) -> tuple[Json, ControlPlaneModel]:
+    """Lower to BMv2 JSON; the warnings found on the way go to ``diagnostics``."""
     env = ProgramEnv(program, main_file)
+    if diagnostics is not None:
+        env.diagnostics = diagnostics
     env.const_folder = lambda expr, scope: ExprCompiler(env, scope).const_value(expr)
     env.bind_constants(lambda expr, t: _fold_const(env, expr, t))
     lw = Lowering(env, source)

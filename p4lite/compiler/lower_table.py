@@ -20,6 +20,7 @@ from p4lite.compiler.cpmodel import (
 )
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, hex_text
+from p4lite.compiler.target_checks import name_loc
 from p4lite.compiler.types import BitT, width_of
 
 Json = dict[str, Any]
@@ -95,7 +96,7 @@ class TableLowerer:
         lw.node_names.reserve(name)
         lw.next_node_number()
         comp = ExprCompiler(lw.env, control.scope)
-        keys, cp_keys = self._keys_of(decl, comp)
+        keys, cp_keys = self._keys_of(decl, comp, name)
         actions, cp_actions = self._actions_of(decl)
         default_id, default_data, default_const, default_name = self._default_of(decl, actions)
         if default_name not in [a[1] for a in actions]:
@@ -133,7 +134,8 @@ class TableLowerer:
         return table
 
     # ----------------------------------------------------------------- keys
-    def _keys_of(self, decl: ast.TableDecl, comp: ExprCompiler) -> tuple[list[Json], list[CpKey]]:
+    def _keys_of(self, decl: ast.TableDecl, comp: ExprCompiler, name: str = ""
+                 ) -> tuple[list[Json], list[CpKey]]:
         keys: list[Json] = []
         cp_keys: list[CpKey] = []
         widths: list[tuple[str, int]] = []
@@ -149,7 +151,9 @@ class TableLowerer:
             cp_keys.append(CpKey(key_name, width, element.match_kind))
             widths.append((kind, width))
         if sum(1 for k in keys if k["match_type"] == "lpm") > 1:
-            raise CompileError("a table can have at most one lpm key", decl.loc)
+            # p4c's BMv2 back end (control.cpp), at the table's name
+            raise CompileError(f"multiple LPM keys in table {name or decl.name} not supported",
+                               name_loc(decl, decl.name, self.lw.source))
         self._keys[id(decl)] = widths
         return keys, cp_keys
 

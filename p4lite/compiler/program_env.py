@@ -58,6 +58,7 @@ class ProgramEnv:
         self.controls: dict[str, ast.ControlDecl] = {}
         self.extern_functions: dict[str, ast.ExternFunctionDecl] = {}
         self.instantiations: list[ast.Instantiation] = []
+        self.diagnostics: list[str] = []  # warnings found while lowering (target_checks)
         self.global_scope = Scope()
         self._resolved: dict[str, P4Type] = {}
         self._resolving: set[str] = set()
