@@ -5,8 +5,16 @@
 switch, with the tutorials' argument layout:
 
     <exe> -i 1@s1-eth1 -i 2@s1-eth2 ... --pcap <abs pcaps dir> --device-id 0 \\
-        build/aggregate.json --log-console --thrift-port 9090 \\
+        build/aggregate.json [--log-console --log-level LEVEL] --thrift-port 9090 \\
         -- --grpc-server-addr 0.0.0.0:50051
+
+Per-packet logging is off by default (``log_level="off"``): with ``--log-console``
+simple_switch_grpc writes several lines per packet (gigabytes in minutes under an
+all-reduce). ``log_level`` "trace" | "debug" | "info" | "warn" | "error" turns it on
+(``--log-console --log-level LEVEL``, flags both switches take); its console output
+is then copied to the log by a reader thread that caps it: past ``log_max_bytes``
+the log is rotated to ``s1.log.1`` .. ``s1.log.<log_keep>`` (oldest dropped), so the
+switch's log never takes more than (log_keep + 1) * log_max_bytes.
 
 Output goes to ``<log_dir>/s1.log``. The switch counts as started when its process
 is alive AND its own process listens on the gRPC port (polled for up to 10 s);
@@ -22,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +41,9 @@ from mininet.node import Switch
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
 START_TIMEOUT = 10.0
+LOG_LEVELS = ("off", "trace", "debug", "info", "warn", "error")
+LOG_MAX_BYTES = 50 * 1024 * 1024
+LOG_KEEP = 2
 
 
 class P4SwitchError(RuntimeError):
@@ -75,13 +87,57 @@ def listens_on(pid: int, port: int) -> bool:
                for c in conns)
 
 
+class CappedLog:
+    """Copies a stream to ``path``, rotating it past ``max_bytes`` (``path.1`` .. ``path.N``)."""
+
+    def __init__(self, path: Path, max_bytes: int = LOG_MAX_BYTES, keep: int = LOG_KEEP) -> None:
+        self.path = path
+        self.max_bytes = max(1, max_bytes)
+        self.keep = max(0, keep)
+        self.thread: threading.Thread | None = None
+
+    def rotate(self) -> None:
+        for index in range(self.keep, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{index}")
+            newer = self.path.with_name(f"{self.path.name}.{index - 1}") if index > 1 else self.path
+            if newer.exists():
+                newer.replace(older)
+        if self.keep == 0:
+            self.path.unlink(missing_ok=True)
+
+    def copy(self, stream, out) -> None:
+        """Reads ``stream`` (binary) to EOF into ``out`` (the open log), rotating as needed."""
+        size = out.tell()
+        for line in iter(stream.readline, b""):
+            if size + len(line) > self.max_bytes and size > 0:
+                out.close()
+                self.rotate()
+                out = open(self.path, "ab")  # noqa: SIM115 - closed at EOF or next rotation
+                size = 0
+            out.write(line)
+            out.flush()
+            size += len(line)
+        out.close()
+        stream.close()
+
+    def start(self, stream, out) -> None:
+        self.thread = threading.Thread(target=self.copy, args=(stream, out), daemon=True,
+                                       name=f"log-{self.path.name}")
+        self.thread.start()
+
+
 class P4Switch(Switch):
     """A Mininet switch running a P4 program in a simple_switch_grpc-compatible process."""
 
     def __init__(self, name: str, json_path: str | Path, *, log_dir: str | Path,
                  pcap_dir: str | Path | None = None, grpc_port: int = 50051,
                  thrift_port: int = 9090, device_id: int = 0, sw_cmd: list[str] | None = None,
-                 extra_args: Sequence[str] = (), **kwargs) -> None:
+                 extra_args: Sequence[str] = (), log_level: str = "off",
+                 log_max_bytes: int = LOG_MAX_BYTES, log_keep: int = LOG_KEEP,
+                 **kwargs) -> None:
+        if log_level not in LOG_LEVELS:
+            raise ValueError(f"switch log level {log_level!r}: expected one of "
+                             f"{', '.join(LOG_LEVELS)}")
         super().__init__(name, **kwargs)
         self.json_path = Path(json_path).resolve()
         self.log_path = Path(log_dir).resolve() / f"{name}.log"
@@ -91,6 +147,9 @@ class P4Switch(Switch):
         self.device_id = device_id
         self.sw_cmd = sw_cmd or switch_command()
         self.extra_args = list(extra_args)  # after "--", e.g. ["--cpu-port", "510"]
+        self.log_level = log_level  # "off": no per-packet logging
+        self.log_max_bytes = log_max_bytes
+        self.log_keep = log_keep
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -104,8 +163,10 @@ class P4Switch(Switch):
                 args += ["-i", f"{port}@{intf.name}"]
         if self.pcap_dir is not None:
             args += ["--pcap", str(self.pcap_dir)]
-        args += ["--device-id", str(self.device_id), str(self.json_path), "--log-console",
-                 "--thrift-port", str(self.thrift_port), "--",
+        args += ["--device-id", str(self.device_id), str(self.json_path)]
+        if self.log_level != "off":
+            args += ["--log-console", "--log-level", self.log_level]
+        args += ["--thrift-port", str(self.thrift_port), "--",
                  "--grpc-server-addr", f"0.0.0.0:{self.grpc_port}", *self.extra_args]
         return args
 
@@ -113,11 +174,21 @@ class P4Switch(Switch):
         if self.pcap_dir is not None:
             self.pcap_dir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "w") as log:
-            log.write(" ".join(self.command()) + "\n")
-            log.flush()
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                         cwd=str(REPO), start_new_session=True)
+        if self.log_level == "off":
+            with open(self.log_path, "w") as log:
+                log.write(" ".join(self.command()) + "\n")
+                log.flush()
+                self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                             cwd=str(REPO), start_new_session=True)
+        else:  # per-packet logging: through a reader that caps the log's size
+            out = open(self.log_path, "wb")  # noqa: SIM115 - the CappedLog thread closes it
+            out.write((" ".join(self.command()) + "\n").encode())
+            out.flush()
+            self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, cwd=str(REPO),
+                                         start_new_session=True)
+            CappedLog(self.log_path, self.log_max_bytes, self.log_keep).start(self.proc.stdout,
+                                                                              out)
         if not self._wait_ready(START_TIMEOUT):
             self.stop_process()
             raise P4SwitchError(f"P4 switch {self.name} did not start correctly, "

@@ -90,6 +90,8 @@ class RackConfig:
     p4: bool = False  # P4 switch running p4src/aggregate.p4 + management network
     grpc_port: int = 50051  # the P4 switch's P4Runtime port (root namespace)
     pcap: bool = True  # P4 switch writes pcaps/ (costs switch CPU per packet)
+    switch_log: str = "off"  # P4 switch per-packet log level: off|trace|debug|info|warn|error
+    switch_log_max_mb: int = 50  # the switch log rotates past this size (2 old files kept)
     controller_port: int = 50060  # job API, on the management bridge
 
 
@@ -175,7 +177,9 @@ class Rack:
             raise RackError(str(exc)) from None
         opts = {"json_path": self.bmv2_json, "log_dir": self.log_dir,
                 "pcap_dir": self.log_dir / "pcaps" if self.config.pcap else None,
-                "grpc_port": self.config.grpc_port, **self.config.switch_opts}
+                "grpc_port": self.config.grpc_port, "log_level": self.config.switch_log,
+                "log_max_bytes": self.config.switch_log_max_mb * 1024 * 1024,
+                **self.config.switch_opts}
         return self.config.switch_cls or P4Switch, opts
 
     def _lock(self) -> None:

@@ -55,6 +55,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--controller-port", type=int, default=50060, help="job API port")
     parser.add_argument("--no-pcap", action="store_true",
                         help="the switch writes no pcaps (they cost switch CPU per packet)")
+    parser.add_argument("--switch-log", default="off",
+                        choices=("off", "trace", "debug", "info", "warn", "error"),
+                        help="the P4 switch's per-packet log level (default off: no "
+                             "--log-console); the log rotates past --switch-log-max-mb")
+    parser.add_argument("--switch-log-max-mb", type=int, default=50,
+                        help="size at which the switch log rotates (MB, 2 old files kept)")
     parser.add_argument("--pbox-workers", type=int, default=2)
     parser.add_argument("--per-layer", action="store_true",
                         help="one all-reduce per layer (default: one fused bucket, as DDP and "
@@ -104,7 +110,8 @@ def rack_config(args: argparse.Namespace, run_name: str = "run") -> RackConfig:
     return RackConfig(workers=args.workers, bw=args.bw or None, loss=args.loss,
                       loss_method=args.loss_method, delay_ms=args.delay, run_name=run_name,
                       p4=True, grpc_port=args.grpc_port, pcap=not args.no_pcap,
-                      controller_port=args.controller_port)
+                      controller_port=args.controller_port, switch_log=args.switch_log,
+                      switch_log_max_mb=args.switch_log_max_mb)
 
 
 def start_services(rack: Rack, args: argparse.Namespace) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,6 +30,9 @@ def bare_switch(tmp_path: Path, sw_cmd: list[str], grpc_port: int = 50051) -> P4
     sw.device_id = 0
     sw.sw_cmd = sw_cmd
     sw.extra_args = []
+    sw.log_level = "off"
+    sw.log_max_bytes = p4switch.LOG_MAX_BYTES
+    sw.log_keep = p4switch.LOG_KEEP
     sw.proc = None
     return sw
 
@@ -37,11 +41,54 @@ def test_command_has_the_tutorials_argument_layout(tmp_path):
     sw = bare_switch(tmp_path, ["p4lite-switch"])
     assert sw.command() == [
         "p4lite-switch", "-i", "1@s1-eth1", "-i", "2@s1-eth2", "--pcap", str(tmp_path / "pcaps"),
-        "--device-id", "0", str(tmp_path / "build" / "aggregate.json"), "--log-console",
+        "--device-id", "0", str(tmp_path / "build" / "aggregate.json"),
         "--thrift-port", "9090", "--", "--grpc-server-addr", "0.0.0.0:50051",
     ]
     sw.pcap_dir = None
     assert "--pcap" not in sw.command()
+
+
+def test_default_command_has_no_per_packet_console_logging(tmp_path):
+    cmd = bare_switch(tmp_path, ["simple_switch_grpc"]).command()
+    assert "--log-console" not in cmd and "--log-level" not in cmd and "--log-file" not in cmd
+
+
+def test_log_level_option_turns_console_logging_on(tmp_path):
+    sw = bare_switch(tmp_path, ["simple_switch_grpc"])
+    sw.log_level = "debug"
+    cmd = sw.command()
+    json_at = cmd.index(str(tmp_path / "build" / "aggregate.json"))
+    assert cmd[json_at + 1:json_at + 4] == ["--log-console", "--log-level", "debug"]
+    assert cmd.index("--log-console") < cmd.index("--")
+
+
+def test_unknown_log_level_is_refused():
+    with pytest.raises(ValueError, match="switch log level"):
+        P4Switch("s1", "x.json", log_dir="/tmp", log_level="verbose")
+
+
+def test_p4lite_switch_takes_the_logging_flags():
+    from p4lite.switch.process.main import parse_args
+
+    opts = parse_args(["--log-console", "--log-level", "debug", "--no-p4"])
+    assert opts.log_console and opts.log_level == "debug"
+
+
+def test_switch_log_is_size_capped_with_rotation(tmp_path):
+    sw = bare_switch(tmp_path, [sys.executable, "-c",
+                                "import sys\nfor i in range(400): print('packet', i, 'x' * 50)"])
+    sw.log_level = "trace"
+    sw.log_max_bytes = 4096
+    sw.log_keep = 2
+    with pytest.raises(P4SwitchError):  # it never listens: started, logged, exited
+        sw.start([])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and "packet 399" not in sw.log_path.read_text():
+        time.sleep(0.05)
+    logs = sorted(sw.log_path.parent.glob("s1.log*"))
+    assert [p.name for p in logs] == ["s1.log", "s1.log.1", "s1.log.2"]
+    assert all(p.stat().st_size <= 4096 for p in logs)
+    assert "packet 399" in sw.log_path.read_text()
 
 
 def test_simple_switch_grpc_wins_when_it_is_on_path(tmp_path, monkeypatch):
