@@ -1,6 +1,6 @@
 // Tests: register<bit<32>> read and write from the data plane (index from the
 // packet, read-modify-write with 32-bit wrap-around), and from STF with
-// register_write, register_read, register_reset and check_register.
+// register_write, register_read and register_reset (values read back through packets).
 #include <core.p4>
 #include <v1model.p4>
 
