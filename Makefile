@@ -12,7 +12,7 @@ APT_PACKAGES := mininet iproute2 iptables nftables bridge-utils ethtool iputils-
 # its own site-packages so pinned PyPI packages always win.
 MININET_DIR := /usr/lib/python3/dist-packages
 
-.PHONY: all run cli test unit lint bench stop clean distclean deps apt venv torch
+.PHONY: all run cli test unit lint bench xcheck stop clean distclean deps apt venv torch
 
 all: run
 
@@ -57,6 +57,12 @@ test: deps lint
 
 bench: deps stop
 	$(PY) -m bench.run_all
+
+# Cross-check against real p4c-bm2-ss, simple_switch and p4c's STF runner (not part of
+# `make test`): source your p4c/BMv2 install's env.sh first. Exit 2 if they are missing.
+# Report: build/xcheck/report.json. Options: XCHECK_ARGS='-j 2 --timeout 120 --only NAME'.
+xcheck: deps
+	$(PY) -m p4lite.xcheck $(XCHECK_ARGS)
 
 stop:
 	-@command -v mn >/dev/null && mn -c >/dev/null 2>&1 || true
