@@ -13,6 +13,7 @@ from p4lite.compiler.bindings import ExternB, FieldB, HeaderB, StructB
 from p4lite.compiler.cpmodel import CpCounter, CpDigest, CpMeter, CpRegister, CpStructType
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, as_data, hexstr, to_param
+from p4lite.compiler.names import NameGen
 from p4lite.compiler.types import BitT, BoolT, EnumT, ExternT, IntT, P4Type, StructT, width_of
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class Externs:
         self.lw = lw
         self._learn_lists: dict[str, int] = {}
         self._field_lists: dict[int, int] = {}
+        self._empty_list_names = NameGen()
 
     # ---------------------------------------------------------- instances
     def declare(self, inst: ast.Instantiation, name: str, comp: ExprCompiler) -> ExternB:
@@ -167,7 +169,10 @@ class Externs:
 
     def _fn_clone(self, args, call, comp, pipeline) -> list[Json]:
         _arity(args, 2, call)
-        return [self._clone(args[0], args[1], 0, call, comp)]
+        # BMv2's simple_switch copies the clone's field list with field_lists.at(id) once a
+        # configured session fires: id 0 (no list) aborts it. p4c gives each clone() call a
+        # list of its own, empty; so does p4lite-c.
+        return [self._clone(args[0], args[1], self.empty_field_list_id(), call, comp)]
 
     def _fn_clone_preserving_field_list(self, args, call, comp, pipeline) -> list[Json]:
         _arity(args, 3, call)
@@ -257,6 +262,13 @@ class Externs:
         self.lw.field_lists.append({"id": list_id, "name": f"field_list{index}",
                                     "elements": elements})
         self._field_lists[index] = list_id
+        return list_id
+
+    def empty_field_list_id(self) -> int:
+        """A new empty field list (p4c's ``fl``, ``fl_0`` ...), for a plain ``clone``."""
+        list_id = len(self.lw.field_lists) + 1
+        self.lw.field_lists.append({"id": list_id, "name": self._empty_list_names.fresh("fl"),
+                                    "elements": []})
         return list_id
 
     def learn_list_id(self, data: ast.Expression, call: ast.Call, comp: ExprCompiler) -> int:

@@ -7,6 +7,7 @@ import lower_control (which creates the ``TableLowerer``): no import circle.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 from p4lite.compiler import ast
@@ -25,6 +26,9 @@ from p4lite.compiler.types import BitT, width_of
 
 Json = dict[str, Any]
 _MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
+# p4c names an un-annotated ``h.isValid()`` key ``h.$valid$`` (JSON and P4Info); BMv2's STF
+# runner and controllers look keys up by that name.
+_VALID_CALL = re.compile(r"\.\s*isValid\s*\(\s*\)\s*$")
 DEFAULT_SIZE = 1024
 
 
@@ -145,7 +149,7 @@ class TableLowerer:
             target, mask, width = self._key_target(element.expr, comp)
             ann = element.annotation("name")
             key_name = (ann.args[0].value if ann and ann.args and isinstance(
-                ann.args[0], ast.StringLiteral) else element.text)
+                ann.args[0], ast.StringLiteral) else _VALID_CALL.sub(".$valid$", element.text))
             kind = "ternary" if element.match_kind == "optional" else element.match_kind
             keys.append({"match_type": kind, "name": key_name, "target": target, "mask": mask})
             cp_keys.append(CpKey(key_name, width, element.match_kind))

@@ -68,6 +68,16 @@ def _log_msg(fmt: str, args: tuple) -> None:
     p4_log.info("%s", text)
 
 
+def _list_of(doc: dict, key: str) -> list:
+    """``doc[key]`` as a list (absent or null: empty), else a SwitchLoadError."""
+    items = doc.get(key)
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise fail(key, f"'{key}' has the wrong type ({type(items).__name__})")
+    return items
+
+
 def _frozen(d: dict) -> Mapping:
     return MappingProxyType(d)
 
@@ -246,19 +256,33 @@ class _Loader:
         gen.registers, gen.counters, gen.meters = self.registers, self.counters, self.meters
 
     def _load_lists(self, doc: dict, gen: CodeGen) -> None:
+        """field_lists and learn_lists by id; the primitives that name them check the ids
+        against these (primitives.py), as BMv2 looks them up by id."""
         self.field_lists: dict[int, tuple[int, ...]] = {}
-        for i, fl in enumerate(doc.get("field_lists") or []):
-            where = f"field_list '{fl.get('name', i)}'"
-            slots = [self.layout.field_slot(need(el, "value", where), where)
-                     for el in need(fl, "elements", where, list) if el.get("type") == "field"]
-            self.field_lists[need(fl, "id", where, int)] = tuple(slots)
+        for i, fl in enumerate(_list_of(doc, "field_lists")):
+            where = f"field_list '{fl.get('name', i) if isinstance(fl, dict) else i}'"
+            slots = []
+            for el in need(fl, "elements", where, list):
+                if need(el, "type", where, str) != "field":  # BMv2: fields only
+                    raise fail(where, f"element of type '{el['type']}' (BMv2 takes 'field')")
+                slots.append(self.layout.field_slot(need(el, "value", where), where))
+            fid = need(fl, "id", where, int)
+            if fid in self.field_lists:
+                raise fail(where, f"duplicate field_list id {fid}")
+            self.field_lists[fid] = tuple(slots)
         self.learn_lists: dict[int, tuple[str, tuple[int, ...]]] = {}
-        for i, ll in enumerate(doc.get("learn_lists") or []):
-            where = f"learn_list '{ll.get('name', i)}'"
-            slots = [self.layout.field_slot(need(el, "value", where), where)
-                     for el in need(ll, "elements", where, list)]
-            self.learn_lists[need(ll, "id", where, int)] = (need(ll, "name", where, str),
-                                                            tuple(slots))
+        for i, ll in enumerate(_list_of(doc, "learn_lists")):
+            where = f"learn_list '{ll.get('name', i) if isinstance(ll, dict) else i}'"
+            slots = []
+            for el in need(ll, "elements", where, list):
+                if need(el, "type", where, str) != "field":
+                    raise fail(where, f"element of type '{el['type']}' (BMv2 takes 'field')")
+                slots.append(self.layout.field_slot(need(el, "value", where), where))
+            lid = need(ll, "id", where, int)
+            if lid in self.learn_lists:
+                raise fail(where, f"duplicate learn_list id {lid}")
+            self.learn_lists[lid] = (need(ll, "name", where, str), tuple(slots))
+        gen.field_lists, gen.learn_lists = self.field_lists, self.learn_lists
 
     def _load_pipeline(self, gen: CodeGen, pipes: dict, name: str,
                        actions_by_id: dict[int, tuple[dict, str]]) -> str | None:
