@@ -91,6 +91,7 @@ class Lowering:
         self.calc_names = NameGen()
         self.checksum_names = NameGen()
         self.table_count = 0
+        self.key_copy_count = 0  # p4c's key_N scalars for sliced table keys
         self.conditional_count = 0
         self.node_counter = 0
         # (id(action decl), control prefix, bound arguments) -> (action id, name, decl)

@@ -58,6 +58,7 @@ class ControlLowerer:
         self.scope.readonly = set(readonly or ())
         self.return_exits: list[Setter] = []
         self.init_stmts: list[ast.Node] = []
+        self.key_copy_stmts: set[int] = set()  # ids of the key_N copies _add_key_copies makes
         self.tables = TableLowerer(lw, self)
         self._declare_locals()
 
@@ -221,12 +222,66 @@ class ControlLowerer:
                 if isinstance(stmt, ast.VarDecl | ast.ConstDecl):
                     self._declare_in_block(stmt, inner, group)
                 continue
+            self._add_key_copies(stmt, inner, group)
             flush()
             result = self.seq(result, self.lower_stmt(stmt, inner))
             if result.entry is not PASS and not result.exits:
                 break  # everything after exit/return is unreachable
         flush()
         return result
+
+    def _add_key_copies(self, stmt: ast.Node, scope: Scope, group: list[ast.Node]) -> None:
+        """A sliced key of the table ``stmt`` applies, copied into a scalar ``key_N``.
+
+        As p4c (midend SimplifyKey, which keeps only fields, masks and isValid() as keys):
+        the copy is a statement just before the one that applies the table, so it joins the
+        straight-line statements before it in one hidden action, and the table matches on
+        the copy (its P4Info width and entry values are the slice's).
+        """
+        decl = self._applied_table(stmt, scope)
+        if decl is None:
+            return
+        comp = ExprCompiler(self.lw.env, scope)
+        for index, element in enumerate(decl.keys or []):
+            if not isinstance(element.expr, ast.Slice):
+                continue
+            name = f"key_{self.lw.key_copy_count}"
+            self.lw.key_copy_count += 1
+            t = comp.compile(element.expr).type
+            binding = self.lw.storage.add_scalar(name, t)
+            scope.bind("$" + name, binding)
+            loc = element.expr.loc
+            copy = ast.Assign(ast.Name("$" + name, loc=loc), element.expr, loc=loc)
+            self.key_copy_stmts.add(id(copy))
+            group.append(copy)
+            self.tables.key_copies[(id(decl), index)] = binding
+
+    def _applied_table(self, stmt: ast.Node, scope: Scope) -> ast.TableDecl | None:
+        """The table that ``stmt`` applies (``t.apply();``, ``if (t.apply().hit)``,
+        ``switch (t.apply().action_run)``), if any."""
+        expr: ast.Expression | None = None
+        if isinstance(stmt, ast.CallStmt):
+            func = stmt.call.func
+            if isinstance(func, ast.Member) and func.member == "apply":
+                expr = func.expr
+        elif isinstance(stmt, ast.If):
+            hit = _table_hit_condition(stmt.cond)
+            if hit is not None:
+                expr = hit[0]
+        elif isinstance(stmt, ast.Switch):
+            sel = stmt.expr
+            if (isinstance(sel, ast.Member) and isinstance(sel.expr, ast.Call)
+                    and isinstance(sel.expr.func, ast.Member) and sel.expr.func.member == "apply"):
+                expr = sel.expr.func.expr
+        if expr is None:
+            return None
+        try:
+            target = ExprCompiler(self.lw.env, scope).compile(expr).binding
+        except CompileError:
+            return None  # the real lowering reports it
+        if isinstance(target, DeclB) and target.kind == "table":
+            return target.table()
+        return None
 
     def _declare_in_block(self, stmt, scope: Scope, group: list[ast.Node]) -> None:
         group.pop()
@@ -526,12 +581,19 @@ class PipelineBuilder:
 
     def hidden_action(self, control: ControlLowerer, stmts: list[ast.Node], scope: Scope) -> Frag:
         """Straight-line statements as a hidden action in a hidden keyless table."""
-        base = synthesized_name(stmts[0].loc)
+        loc = stmts[0].loc
+        if any(id(stmt) in control.key_copy_stmts for stmt in stmts):
+            # p4c names the action after its statements' merged source position, the
+            # earliest: a key copy's is the key's, in the table declaration
+            locs = [stmt.loc for stmt in stmts
+                    if stmt.loc is not None and stmt.loc.file == loc.file]
+            loc = min(locs, key=lambda at: (at.line, at.col), default=loc)
+        base = synthesized_name(loc)
         action_name = self.lw.action_names.fresh(base)
         lowerer = StmtLowerer(self.lw, self.externs, scope)
         prims = lowerer.lower_body(stmts)
-        action_id = self.lw.add_action(action_name, [], prims, stmts[0].loc)
-        return self.hidden_table(f"tbl_{base}", action_id, action_name, [], stmts[0].loc)
+        action_id = self.lw.add_action(action_name, [], prims, loc)
+        return self.hidden_table(f"tbl_{base}", action_id, action_name, [], loc)
 
     def direct_action(self, control: ControlLowerer, action: DeclB, call: ast.Call) -> Frag:
         action_id, name, decl = control.action_for(action, call.loc)

@@ -65,6 +65,8 @@ class TableLowerer:
         self._tables: dict[int, Json] = {}
         self._keys: dict[int, list[tuple[str, int]]] = {}
         self._bound: dict[int, tuple[int, str, int]] = {}
+        # (id(table decl), key index) -> the scalar key_N a sliced key is copied into
+        self.key_copies: dict[tuple[int, int], FieldB] = {}
 
     def json_of(self, decl: ast.TableDecl) -> Json:
         return self._tables[id(decl)]
@@ -143,10 +145,14 @@ class TableLowerer:
         keys: list[Json] = []
         cp_keys: list[CpKey] = []
         widths: list[tuple[str, int]] = []
-        for element in decl.keys or []:
+        for index, element in enumerate(decl.keys or []):
             if element.match_kind not in _MATCH_KINDS:
                 raise not_supported(f"match kind {element.match_kind}", element.loc)
-            target, mask, width = self._key_target(element.expr, comp)
+            copy = self.key_copies.get((id(decl), index))
+            if copy is not None:
+                target, mask, width = [copy.header, copy.field], None, width_of(copy.type)
+            else:
+                target, mask, width = self._key_target(element.expr, comp)
             ann = element.annotation("name")
             key_name = (ann.args[0].value if ann and ann.args and isinstance(
                 ann.args[0], ast.StringLiteral) else _VALID_CALL.sub(".$valid$", element.text))

@@ -1,8 +1,8 @@
 // Tests: header assignment (copies fields and validity: copying a valid header
 // into an invalid one makes it valid; copying an invalid one invalidates the
 // destination), struct assignment between metadata structs, and a table keyed
-// on a slice (hdr.second.y[7:4]; STF values are the unshifted field bits, as
-// simple_switch_CLI takes them).
+// on a slice (hdr.second.y[7:4]: as p4c, p4lite-c copies the slice into a 4-bit
+// scalar key_N and matches on that, so STF values are the slice's own 4 bits).
 #include <core.p4>
 #include <v1model.p4>
 

@@ -311,7 +311,10 @@ def test_table_keys_names_masks_and_default_entry() -> None:
     t = table(result, "I.t")
     assert t["key"] == [
         {"match_type": "exact", "name": "hdr.eth.dst", "target": ["eth", "dst"], "mask": None},
-        {"match_type": "ternary", "name": "wslice", "target": ["h", "w"], "mask": "0x0ff0"},
+        # a sliced key is copied into a scalar key_N just before the apply (as p4c's
+        # SimplifyKey): the table matches on the 8-bit copy, not on h.w with a mask
+        {"match_type": "ternary", "name": "wslice", "target": ["scalars", "key_0"],
+         "mask": None},
         # p4c's name for an isValid() key (JSON and P4Info): h.$valid$
         {"match_type": "exact", "name": "hdr.h.$valid$", "target": ["h", "$valid$"],
          "mask": None},
@@ -321,9 +324,25 @@ def test_table_keys_names_masks_and_default_entry() -> None:
     assert t["default_entry"] == {"action_id": action(result, "I.fwd")["id"],
                                   "action_const": False, "action_data": ["0x3", "0xa0b"],
                                   "action_entry_const": False}
-    assert ingress(result)["init_table"] == "I.t"
+    assert ["key_0", 8, False] in result.bmv2["header_types"][0]["fields"]
+    pre = table(result, ingress(result)["init_table"])
+    assert pre["key"] == [] and pre["base_default_next"] == "I.t"
+    copy = action(result, pre["actions"][0])["primitives"][0]["parameters"]
+    assert copy[0] == {"type": "field", "value": ["scalars", "key_0"]}
     assert action(result, "I.fwd")["runtime_data"] == [{"name": "port", "bitwidth": 9},
                                                        {"name": "mac", "bitwidth": 48}]
+
+
+def test_sliced_key_copy_joins_the_statements_before_the_apply() -> None:
+    """As p4c: ``key_N = slice`` is one more statement before the apply, merged with the
+    straight-line statements before it, and the action is named after the earliest (the key)."""
+    result = compile_program(program("hdr.h.v = 1;\n        t.apply();", LOCALS))
+    pre = table(result, ingress(result)["init_table"])
+    assert pre["base_default_next"] == "I.t"
+    prims = action(result, pre["actions"][0])["primitives"]
+    assert [p["parameters"][0]["value"] for p in prims] == [["h", "v"], ["scalars", "key_0"]]
+    key_line = table(result, "I.t")["source_info"]["line"] + 1  # LOCALS: key on the next line
+    assert pre["actions"][0] == f"prog{key_line}"
 
 
 def test_table_without_default_gets_noaction() -> None:
@@ -396,7 +415,9 @@ def test_if_else_hit_miss_switch_and_exit() -> None:
 """
     result = compile_program(program(body, local))
     cond = ingress(result)["conditionals"][0]
-    assert cond["true_next"] == "I.t" and cond["false_next"] == "I.t3"
+    # t's sliced key is copied first, in a hidden table between the condition and t
+    assert table(result, cond["true_next"])["base_default_next"] == "I.t"
+    assert cond["false_next"] == "I.t3"
     assert table(result, "I.t")["next_tables"] == {"I.fwd": "I.t2", "I.drop": None}
     assert table(result, "I.t3")["next_tables"] == {"__HIT__": None, "__MISS__": None}
 

@@ -154,7 +154,12 @@ def _transition_lines(gen: CodeGen, state: dict, index: dict[str | None, int], w
         test = (f"_key == {value}" if mask is None
                 else f"_key & {parse_hexstr(mask, where)} == {value}")
         lines += [f"if {test}:", f"    {goto(t)}"]
-    lines.append(f"return pos, {no_match}")
+    # No case matched and there is no default: BMv2 goes to the state's default next
+    # state, null when the JSON has none, so parsing ends there with NoError, not
+    # NoMatch (behavioral-model src/bm_sim/parser.cpp, ParseState::find_next_state and
+    # Parser::parse). p4c-bm2-ss writes no default for a select without one.
+    del no_match
+    lines.append(f"return pos, {no_error}")
     return lines
 
 

@@ -1,9 +1,13 @@
 // Tests: parser errors do not drop the packet on v1model. Ingress reads
 // standard_metadata.parser_error and writes a code into the packet: NoError,
 // PacketTooShort (extract past the end; the short bytes stay as payload),
-// NoMatch (select without default), a failed verify() with a core error, and
-// an explicit `transition reject` (only forwarding is checked: BMv2's error
-// code for it is not asserted).
+// a select without default and no matching case (NoError: BMv2 ends the parse
+// there, it sets no NoMatch), a failed verify() with a core error, and
+// an explicit `transition reject` (p4c-bm2-ss, like p4lite-c, emits it as
+// next_state null with the warning "Explicit transition to reject not supported
+// on this target", so BMv2 accepts the packet with NoError).
+// Not named parser_errors: p4c's run-bmv2-test.py (isError) takes a file name
+// holding "_errors" for a program that must fail to compile.
 #include <core.p4>
 #include <v1model.p4>
 
