@@ -86,16 +86,22 @@ def test_events_do_not_nest(reg):
     reg.commit()
 
 
-def test_a_failed_write_keeps_the_registry_object(switch, pipeline):  # noqa: F811
-    _, _, topo = switch
+def flaky_controller(topo, pipeline_config) -> tuple[Controller, list[FlakyClient]]:
+    """A started controller whose P4Runtime clients the test can make fail."""
     clients: list[FlakyClient] = []
 
     def factory(conf):
         clients.append(FlakyClient(conf.grpc_addr, conf.device_id, election_id=(0, 100)))
         return clients[-1]
 
-    ctl = Controller(topo, pipeline, client_factory=factory)
+    ctl = Controller(topo, pipeline_config, client_factory=factory)
     ctl.start(now=0.0)
+    return ctl, clients
+
+
+def test_a_failed_write_keeps_the_registry_object(switch, pipeline):  # noqa: F811
+    _, _, topo = switch
+    ctl, clients = flaky_controller(topo, pipeline)
     try:
         registry = ctl.registry
         a = ctl.join("a", 2, 0, ("10.0.0.1", 4001), now=0.0)
@@ -115,14 +121,7 @@ def test_a_barrier_in_progress_survives_a_failed_event(switch, pipeline):  # noq
     back; rank 1 arrives: rank 0 must pass at once, not by its timeout (it used to wait
     on the registry object the rollback had replaced)."""
     _, _, topo = switch
-    clients: list[FlakyClient] = []
-
-    def factory(conf):
-        clients.append(FlakyClient(conf.grpc_addr, conf.device_id, election_id=(0, 100)))
-        return clients[-1]
-
-    ctl = Controller(topo, pipeline, client_factory=factory)
-    ctl.start(now=0.0)
+    ctl, clients = flaky_controller(topo, pipeline)
     service = api.JobService(ctl, clock=lambda: 0.0)
 
     def call(method: str, **request):

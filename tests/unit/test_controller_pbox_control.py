@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import asdict
 
 import pytest
@@ -11,7 +10,7 @@ from controller import topology
 from controller.pbox_control import PBoxControl, PBoxControlError
 from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
 from hosts.aggregator import Aggregator, AggregatorError
-from hosts.pbox import ControlServer
+from tests.support.pbox_control import pbox_control
 
 
 class StubPBox:
@@ -39,22 +38,8 @@ class StubPBox:
 @pytest.fixture
 def pbox():
     stub = StubPBox()
-    server = ControlServer(stub, "127.0.0.1", 0)
-    stop = threading.Event()
-    thread = threading.Thread(target=lambda: [server.poll(0.02) for _ in iter(stop.is_set, True)])
-    thread.start()
-    host, port = server.address
-    topo = topology.from_dict({
-        "switches": {"s1": {"grpc_addr": "127.0.0.1:1"}},
-        "pboxes": {"pb1": {"ip": "10.0.0.100", "mac": "08:00:00:00:01:64", "switch": "s1",
-                           "port": 9, "control": f"{host}:{port}"}},
-    })
-    control = PBoxControl(topo, timeout=2.0)
-    yield stub, control, server
-    control.close()
-    stop.set()
-    thread.join()
-    server.close()
+    with pbox_control(stub) as (control, server):
+        yield stub, control, server
 
 
 def test_insert_modify_delete_reach_the_pbox(pbox):

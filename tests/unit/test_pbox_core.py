@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 
 import numpy as np
 import pytest
@@ -271,24 +270,12 @@ def test_reply_lines_are_byte_for_byte_the_protocol(core):
 
 
 def test_the_controller_client_drives_the_real_core():
-    from controller import topology
-    from controller.pbox_control import PBoxControl, PBoxControlError
+    from controller.pbox_control import PBoxControlError
     from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
-    from hosts.pbox.server import ControlServer
+    from tests.support.pbox_control import pbox_control
 
     core, shards = make()
-    server = ControlServer(core, "127.0.0.1", 0)
-    stop = threading.Event()
-    thread = threading.Thread(target=lambda: [server.poll(0.02) for _ in iter(stop.is_set, True)])
-    thread.start()
-    host, port = server.address
-    topo = topology.from_dict({
-        "switches": {"s1": {"grpc_addr": "127.0.0.1:1"}},
-        "pboxes": {"pb1": {"ip": "10.0.0.100", "mac": "08:00:00:00:01:64", "switch": "s1",
-                           "port": 9, "control": f"{host}:{port}"}},
-    })
-    control = PBoxControl(topo, timeout=2.0)
-    try:
+    with pbox_control(core) as (control, _):
         control(PBoxJobWrite("pb1", INSERT, 3, 4, 0, 32))
         control(PBoxJobWrite("pb1", MODIFY, 3, 4, 32, 16))
         assert control.jobs("pb1") == [
@@ -299,8 +286,3 @@ def test_the_controller_client_drives_the_real_core():
         assert core.jobs == {}
         with pytest.raises(PBoxControlError, match="refused remove_job"):
             control(PBoxJobWrite("pb1", DELETE, 3))
-    finally:
-        control.close()
-        stop.set()
-        thread.join()
-        server.close()

@@ -1,0 +1,41 @@
+"""A PBox control server on loopback, served from a thread, with the controller's client
+pointed at it: what the controller's PBox-client tests and the PBox core's tests share."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from controller import topology
+from controller.pbox_control import PBoxControl
+from hosts.pbox.server import Controlled, ControlServer
+
+
+@contextmanager
+def pbox_control(handler: Controlled) -> Iterator[tuple[PBoxControl, ControlServer]]:
+    """``handler`` (anything with ``control(request) -> reply``) behind a real TCP control
+    server; yields the controller's client for PBox "pb1" and the server."""
+    server = ControlServer(handler, "127.0.0.1", 0)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            server.poll(0.02)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    host, port = server.address
+    topo = topology.from_dict({
+        "switches": {"s1": {"grpc_addr": "127.0.0.1:1"}},
+        "pboxes": {"pb1": {"ip": "10.0.0.100", "mac": "08:00:00:00:01:64", "switch": "s1",
+                           "port": 9, "control": f"{host}:{port}"}},
+    })
+    control = PBoxControl(topo, timeout=2.0)
+    try:
+        yield control, server
+    finally:
+        control.close()
+        stop.set()
+        thread.join()
+        server.close()
