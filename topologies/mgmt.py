@@ -11,6 +11,8 @@ management network is lossless and unshaped, like a real rack's management port.
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 from typing import Any
 
@@ -49,6 +51,14 @@ def build(hosts: dict[str, Any], addresses: dict[str, str]) -> None:
                        f"ip link set {HOST_INTF} up && echo __ok")
         if "__ok" not in out:
             raise MgmtError(f"{name}: cannot configure {HOST_INTF}: {out.strip()}")
+
+
+def use_data_interface_for_gloo() -> None:
+    """Gloo picks its interface from the hostname, which every Mininet host shares; name
+    this host's own data interface instead (the one that is neither loopback nor ours)."""
+    data = [name for _, name in socket.if_nameindex() if name not in ("lo", HOST_INTF)]
+    if data:
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", data[0])
 
 
 def remove_leftovers(link_names: list[str]) -> None:

@@ -133,16 +133,12 @@ class GlooBackend:
 
     def __init__(self, args: argparse.Namespace) -> None:
         import datetime
-        import os
-        import socket
 
         import torch.distributed as dist
 
-        # Gloo picks its interface from the hostname, which every Mininet host shares;
-        # name the host's own (only) data interface instead.
-        data_intfs = [name for _, name in socket.if_nameindex() if name not in ("lo", "mgmt0")]
-        if data_intfs:
-            os.environ.setdefault("GLOO_SOCKET_IFNAME", data_intfs[0])
+        from topologies.mgmt import use_data_interface_for_gloo
+
+        use_data_interface_for_gloo()
         self.dist = dist
         dist.init_process_group("gloo", init_method=f"tcp://{args.master}", rank=args.rank,
                                 world_size=args.world,

@@ -204,27 +204,28 @@ class P4hubProcessGroup(dist.ProcessGroup):
                 raise BackendError(self._explain(str(exc))) from None
 
     def _work(self, handles: list[Handle], finish: Callable, describe: str) -> dist.Work:
+        return FutureWork(self._complete_later(handles, finish, describe))
+
+    def _complete_later(self, handles: list[Handle], finish: Callable,
+                        describe: str) -> torch.futures.Future:
+        """A future the completion thread fulfils with ``finish`` of the handles' results."""
         future: torch.futures.Future = torch.futures.Future()
         seq = self.liveness.started
         self._completer.submit(Pending(
             wait=lambda: [h.wait() for h in handles], finish=finish, future=future,
             describe=f"{describe} (collective #{seq} of rank {self._rank})"))
-        return FutureWork(future)
+        return future
 
     def average_future(self, tensor: torch.Tensor) -> torch.futures.Future:
         """Average ``tensor`` in place; the future's value is the tensor (the DDP hook)."""
         handles = self._start([(encoding.reduce_input(tensor), "mean")])
-        future: torch.futures.Future = torch.futures.Future()
 
         def finish(results: list[np.ndarray]) -> torch.Tensor:
             encoding.write_back(tensor, results[0])
             return tensor
 
-        self._completer.submit(Pending(
-            wait=lambda: [h.wait() for h in handles], finish=finish, future=future,
-            describe=f"DDP bucket of {tensor.numel()} {tensor.dtype} "
-                     f"(collective #{self.liveness.started} of rank {self._rank})"))
-        return future
+        return self._complete_later(handles, finish,
+                                    f"DDP bucket of {tensor.numel()} {tensor.dtype}")
 
     def _who(self, rank: int) -> str:
         return self.membership.who(rank) if self.membership is not None else f"rank {rank}"

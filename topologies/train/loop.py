@@ -23,7 +23,6 @@ import hashlib
 import json
 import math
 import os
-import socket
 import statistics
 import sys
 import time
@@ -38,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from topologies.mgmt import use_data_interface_for_gloo
 from topologies.train import data
 from topologies.train.model import build_model, parameter_count
 
@@ -74,14 +74,6 @@ def rendezvous_from(args: argparse.Namespace) -> Rendezvous:
     return Rendezvous(f"tcp://{args.master}", args.rank, args.world)
 
 
-def use_data_interface() -> None:
-    """Gloo picks its interface from the hostname, which every Mininet host shares; name
-    the host's own data interface instead (as topologies/worker.py does)."""
-    data_intfs = [name for _, name in socket.if_nameindex() if name not in ("lo", "mgmt0")]
-    if data_intfs:
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", data_intfs[0])
-
-
 def init_default_group(backend: str, rdzv: Rendezvous, timeout: float) -> None:
     dist.init_process_group(backend, init_method=rdzv.init_method, rank=rdzv.rank,
                             world_size=rdzv.world, timeout=datetime.timedelta(seconds=timeout))
@@ -89,7 +81,7 @@ def init_default_group(backend: str, rdzv: Rendezvous, timeout: float) -> None:
 
 def connect(model: nn.Module, args: argparse.Namespace, rdzv: Rendezvous) -> Comm:
     """Join the process group(s) of ``args.comm`` and wrap ``model`` in DDP."""
-    use_data_interface()
+    use_data_interface_for_gloo()
     if args.comm == "gloo":
         init_default_group("gloo", rdzv, args.timeout)
         return Comm(DistributedDataParallel(model))
