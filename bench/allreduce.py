@@ -38,7 +38,7 @@ from pathlib import Path
 import psutil
 
 from topologies.launch import WorkerRun, run_workers
-from topologies.rack import Rack, RackConfig, RackError, exit_on_sigterm, worker_ip
+from topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, exit_on_sigterm, worker_ip
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MB = 1 << 20
@@ -62,7 +62,7 @@ def _worker_args(backend: str, workers: int, args: argparse.Namespace, controlle
         placement = "auto" if backend == "switch" else "pbox"
         return ["--backend", "job", "--controller", controller, "--job-name",
                 f"inc-bench-{backend}", "--placement", placement, "--data-ip", worker_ip(rank),
-                "--agent-port", "47000", *common]
+                "--agent-port", str(AGENT_PORT), *common]
     return build
 
 

@@ -19,9 +19,7 @@ from dataclasses import dataclass, field
 
 from topologies import workload
 from topologies.launch import WorkerRun, run_workers
-from topologies.rack import Rack, worker_ip
-
-AGENT_PORT = 47000
+from topologies.rack import AGENT_PORT, Rack, worker_ip
 
 
 @dataclass

@@ -34,6 +34,7 @@ from topologies import linkem, mgmt
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
 PBOX_IP = "10.0.0.100"
+AGENT_PORT = 47000  # every worker's host-agent UDP port (the switch checks ip and port)
 MAX_WORKERS = 8  # names w1..w8 are ours
 SWITCH_NAME = "s1"
 PBOX_NAME = "pbox"

@@ -32,11 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from topologies.launch import WorkerRun, run_ranks
-from topologies.rack import Rack, mgmt_ip, worker_ip
+from topologies.rack import AGENT_PORT, Rack, mgmt_ip, worker_ip
 
 LOSS_TOLERANCE = 1e-3  # absolute, on the global batch's mean cross-entropy
 ACCURACY_TOLERANCE = 2 / 360  # two test images
-AGENT_PORT = 47000
 STORE_PORT = 29500  # + the path's index: every path gets a fresh c10d store
 
 

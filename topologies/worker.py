@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from topologies import workload
+from topologies.rack import AGENT_PORT
 
 TensorList = list[np.ndarray]
 
@@ -247,7 +248,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--job-name", default="train")
     parser.add_argument("--placement", choices=("auto", "pbox"), default="auto")
     parser.add_argument("--data-ip", default="", help="the agent's address (job backend)")
-    parser.add_argument("--agent-port", type=int, default=47000)
+    parser.add_argument("--agent-port", type=int, default=AGENT_PORT)
     parser.add_argument("--job", type=int, default=1)
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--world", type=int, required=True)
