@@ -37,6 +37,7 @@ import psutil
 from topologies import run as rack_run
 from topologies import train_run
 from topologies.rack import Rack, RackError, exit_on_sigterm
+from topologies.train.data import TRAIN_SIZE
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CPU_BOUND = 0.85  # fraction of all cores busy over the measured steps
@@ -77,7 +78,7 @@ def _busy_now() -> tuple[float, float]:
 def bench_bandwidth(bw: float, args: argparse.Namespace) -> list[dict]:
     rack_args = rack_run.parse_args(["--bw", str(bw), "--epochs", str(args.epochs),
                                      "--no-pcap", "--paths", ",".join(args.paths)])
-    steps = args.epochs * (1437 // (rack_args.workers * rack_args.batch))
+    steps = args.epochs * (TRAIN_SIZE // (rack_args.workers * rack_args.batch))
     rows = []
     with Rack(rack_run.rack_config(rack_args, run_name=f"bench-train-{bw:g}")) as rack:
         rack_run.start_services(rack, rack_args)
