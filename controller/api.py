@@ -4,9 +4,11 @@ Every method is unary; requests and responses are UTF-8 JSON objects (no
 generated stubs needed on either side; any gRPC client can call
 ``/p4hub.JobService/<Method>`` with a JSON body). Methods:
 
-  JoinJob    {name, world_size, rank, address: "ip:port", placement?: "auto"|"pbox"}
+  JoinJob    {name, world_size, rank, address: "ip:port", placement?: "auto"|"pbox",
+              lanes?: 64|256 (int32 lanes per packet, default 64; set by the first join)}
              -> {job_id, world_size, rank,
-             aggregator: "ip:port", slot_base, slot_count, k, window, where}
+             aggregator: "ip:port", slot_base, slot_count, k (the job's lanes), window,
+             where}
   LeaveJob   {job_id, rank} -> {}
   Heartbeat  {job_id, rank} -> {}
   Barrier    {job_id, rank, timeout?} -> {generation}   (blocks until every rank arrived)
@@ -163,8 +165,9 @@ class JobService:
         placement = r.get("placement", "auto")
         if not isinstance(placement, str):
             raise RefusedError("'placement' must be a string")
+        lanes = _int(r, "lanes") if "lanes" in r else 64
         reply = self.ctl.join(name, _int(r, "world_size"), _int(r, "rank"), _address(r.get("address")),
-                              self.clock(), placement)
+                              self.clock(), placement, lanes)
         return {
             "job_id": reply.job_id, "world_size": reply.world_size, "rank": reply.rank,
             "aggregator": f"{reply.aggregator_ip}:{reply.aggregator_port}",

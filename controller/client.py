@@ -40,9 +40,9 @@ class JobClient:
                                    wait_for_ready=self.wait_for_ready)
 
     def join(self, name: str, world_size: int, rank: int, address: str,
-             placement: str = "auto") -> dict:
+             placement: str = "auto", lanes: int = 64) -> dict:
         return self.call("JoinJob", name=name, world_size=world_size, rank=rank, address=address,
-                         placement=placement)
+                         placement=placement, lanes=lanes)
 
     def leave(self, job_id: int, rank: int) -> dict:
         return self.call("LeaveJob", job_id=job_id, rank=rank)

@@ -26,7 +26,7 @@ from controller import program as p
 from controller import rack, resync
 from controller.entries import EntryCodec
 from controller.errors import SetupError, UnavailableError
-from controller.jobs import JobRegistry, JoinReply, rebuild_from_entries
+from controller.jobs import JobRegistry, JoinReply, pbox_job_write, rebuild_from_entries
 from controller.p4info_index import EntryError, P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
 from controller.pbox_control import PBoxControlError
@@ -214,8 +214,7 @@ class Controller:
                 if job.where != "pbox" or job.pbox is None:
                     continue
                 try:
-                    self._to_pbox(PBoxJobWrite(job.pbox, MODIFY, job.job_id, job.world_size,
-                                               job.slots.base, job.slots.count))
+                    self._to_pbox(pbox_job_write(job, MODIFY))
                 except ControllerError as exc:
                     problems.append(str(exc))
         return problems
@@ -237,8 +236,10 @@ class Controller:
     # -- job events (the job API server calls these) --------------------------------
 
     def join(self, name: str, world_size: int, rank: int, address: tuple[str, int],
-             now: float, placement: str = "auto") -> JoinReply:
-        return self._event(lambda reg: reg.join(name, world_size, rank, address, now, placement))
+             now: float, placement: str = "auto", lanes: int = 64) -> JoinReply:
+        return self._event(
+            lambda reg: reg.join(name, world_size, rank, address, now, placement, lanes)
+        )
 
     def leave(self, job_id: int, rank: int) -> None:
         self._event(lambda reg: (None, reg.leave(job_id, rank)))
@@ -284,8 +285,7 @@ class Controller:
                 continue
             job = self.registry.jobs.get(write.job_id)
             if job is not None and job.pbox == write.pbox and job.where == "pbox":
-                fix = PBoxJobWrite(write.pbox, MODIFY, job.job_id, job.world_size,
-                                   job.slots.base, job.slots.count)
+                fix = pbox_job_write(job, MODIFY)
             else:
                 fix = PBoxJobWrite(write.pbox, DELETE, write.job_id)
             try:

@@ -9,8 +9,9 @@ on the switch when the switch's slot pool has ``job_slots`` contiguous free
 slots, otherwise on the rack's PBox (same wire protocol, same aggregator
 address, so agents never notice). Per job the switch holds::
 
-    jobs        job id -> job_on_switch(n, slot_base, slot_count, group, name_tag, epoch)
-                        | job_on_pbox(n, slot_base, slot_count, name_tag)
+    jobs        job id -> job_on_switch(n, slot_base, slot_count, lane_code, group, name_tag,
+                                        epoch)
+                        | job_on_pbox(n, slot_base, slot_count, lane_code, name_tag)
     members     (job, rank, worker IPv4, worker UDP port, switch port) -> is_member
     result_dst  egress_rid = job*32 + rank -> set_result_dst(mac, ip, udp_port)
     multicast group <job id>: (worker port, rid) per worker   (switch jobs only)
@@ -85,6 +86,7 @@ class Job:
     slots: SlotRange
     epoch: int
     pbox: str | None
+    lanes: int = p.K  # int32 lanes per packet, chosen by the join that created the job
     workers: dict[int, Worker] = field(default_factory=dict)
     barrier_generation: int = 0
     barrier_waiting: set[int] = field(default_factory=set)
@@ -204,7 +206,7 @@ class JobRegistry:
         return JoinReply(
             job_id=job.job_id, world_size=job.world_size, rank=rank,
             aggregator_ip=format_ipv4(pbox.ip), aggregator_port=p.AGG_UDP_PORT,
-            slot_base=job.slots.base, slot_count=job.slots.count, k=p.K,
+            slot_base=job.slots.base, slot_count=job.slots.count, k=job.lanes,
             window=job.window, where=job.where,
         )
 
@@ -212,15 +214,19 @@ class JobRegistry:
 
     def join(
         self, name: str, world_size: int, rank: int, address: tuple[str, int], now: float,
-        placement: str = PLACE_AUTO,
+        placement: str = PLACE_AUTO, lanes: int = p.K,
     ) -> tuple[JoinReply, list[Update]]:
         """A worker joins job ``name``; creates the job on first join. Idempotent per
         (rank, address): a retried join gets the same reply and no updates.
         ``placement`` only matters to the join that creates the job: PLACE_AUTO takes
         switch slots when there are any, PLACE_PBOX puts the job on the rack's PBox
-        (to compare both paths on the same rack)."""
+        (to compare both paths on the same rack). ``lanes`` (64 or 256 int32 lanes per
+        packet) is set by the join that creates the job; every later join must ask for
+        the same."""
         if placement not in PLACEMENTS:
             raise JobError(f"placement must be one of {PLACEMENTS}, not {placement!r}")
+        if lanes not in p.LANE_COUNTS:
+            raise JobError(f"lanes must be one of {p.LANE_COUNTS}, not {lanes!r}")
         ip, port = _check_join(name, world_size, rank, address)
         host = self.topo.host_by_ip(ip)
         if host is None:
@@ -228,11 +234,13 @@ class JobRegistry:
         updates: list[Update] = []
         job = self.job_by_name(name)
         if job is None:
-            job, updates = self._create(name, world_size, host.switch, placement)
+            job, updates = self._create(name, world_size, host.switch, placement, lanes)
         elif job.name is None:
             self._set(job, "name", name)  # adopted after a rebuild
         if job.world_size != world_size:
             raise JobError(f"job {name!r} has world size {job.world_size}, not {world_size}")
+        if job.lanes != lanes:
+            raise JobError(f"job {name!r} has {job.lanes} lanes per packet, not {lanes}")
         if job.switch != host.switch:
             raise JobError(f"job {name!r} runs on rack {job.switch}; {format_ipv4(ip)} is on "
                            f"{host.switch} (one rack per job)")
@@ -354,7 +362,7 @@ class JobRegistry:
         return epoch
 
     def _create(self, name: str, world_size: int, switch: str,
-                placement: str) -> tuple[Job, list[Update]]:
+                placement: str, lanes: int) -> tuple[Job, list[Update]]:
         tag = p.name_tag(name)
         if any(job.tag == tag for job in self.jobs.values()):
             raise JobError(f"job name {name!r} collides with a running job's name tag; rename it")
@@ -373,11 +381,11 @@ class JobRegistry:
             if got is None:
                 raise JobError(f"no room for {want} slots on switch {switch} or PBox {pbox.name}")
         epoch = self._take_epoch() if where == ON_SWITCH else 0  # epochs only matter for registers
-        job = Job(job_id, name, tag, world_size, switch, where, got, epoch, pbox.name)
+        job = Job(job_id, name, tag, world_size, switch, where, got, epoch, pbox.name, lanes)
         self._add_job(job)
         updates: list[Update] = [TableWrite(switch, INSERT, _job_entry(job))]
         if where == ON_PBOX:
-            updates.append(PBoxJobWrite(pbox.name, INSERT, job_id, world_size, got.base, got.count))
+            updates.append(pbox_job_write(job, INSERT))
         return job, updates
 
     def _member_writes(self, job: Job, worker: Worker, op: str) -> list[Update]:
@@ -401,9 +409,16 @@ def _job_key(job_id: int) -> Entry:
     return Entry(p.JOBS, (FieldMatch(p.JOBS_JOB, job_id),))
 
 
+def pbox_job_write(job: Job, op: str) -> PBoxJobWrite:
+    """Configure (INSERT; MODIFY: make sure it is there as described) a PBox job."""
+    assert job.pbox is not None
+    return PBoxJobWrite(job.pbox, op, job.job_id, job.world_size, job.slots.base,
+                        job.slots.count, job.lanes)
+
+
 def _job_entry(job: Job) -> Entry:
     common = (("world_size", job.world_size), ("slot_base", job.slots.base),
-              ("slot_count", job.slots.count))
+              ("slot_count", job.slots.count), ("lane_code", p.lane_code(job.lanes)))
     if job.where == ON_SWITCH:
         params = (*common, ("mcast_grp", job.job_id), ("name_tag", job.tag), ("epoch", job.epoch))
         return Entry(p.JOBS, _job_key(job.job_id).match, p.ACT_JOB_ON_SWITCH, params)
@@ -497,8 +512,7 @@ def rebuild_from_entries(
     registry._last_job_id = max(registry.jobs, default=0)
     for job in sorted(registry.jobs.values(), key=lambda j: j.job_id):
         if job.where == ON_PBOX and job.pbox is not None:  # make sure the PBox still has it
-            repairs.append(PBoxJobWrite(job.pbox, MODIFY, job.job_id, job.world_size,
-                                        job.slots.base, job.slots.count))
+            repairs.append(pbox_job_write(job, MODIFY))
     return registry, repairs
 
 
@@ -516,8 +530,11 @@ def _rebuild_job(registry: JobRegistry, switch: str, entry: Entry) -> Job:
         raise JobError(f"jobs entry for job {job_id} on {switch} has action {entry.action!r}")
     if job_id in registry.jobs:
         raise JobError(f"job {job_id} appears on two switches")
+    code = entry.param("lane_code")
+    if code >= len(p.LANE_COUNTS):
+        raise JobError(f"jobs entry for job {job_id} on {switch} has lane code {code}")
     job = Job(job_id, None, entry.param("name_tag"), entry.param("world_size"), switch, where,
-              slots, epoch, pbox.name if pbox else None)
+              slots, epoch, pbox.name if pbox else None, p.LANE_COUNTS[code])
     registry.jobs[job_id] = job
     return job
 

@@ -1,7 +1,7 @@
 """Jobs placed on a PBox: the client side of the PBox's JSON control channel.
 
 The PBox (hosts/pbox.py) serves newline-delimited JSON over TCP:
-``{"cmd": "add_job", "job", "world_size", "slot_base", "slot_count"}``,
+``{"cmd": "add_job", "job", "world_size", "slot_base", "slot_count", "lanes"}``,
 ``{"cmd": "remove_job", "job"}``, ``{"cmd": "list_jobs"}``; each answer is one
 line, ``{"ok": true, ...}`` or ``{"error": "..."}``. ``PBoxControl`` is the
 ``pbox_sink`` of controller.driver: it turns PBoxJobWrites into those requests
@@ -90,12 +90,14 @@ class PBoxControl:
         if channel is None:
             raise PBoxControlError(f"PBox {write.pbox} has no control address in the topology")
         add = {"cmd": "add_job", "job": write.job_id, "world_size": write.world_size,
-               "slot_base": write.slot_base, "slot_count": write.slot_count}
+               "slot_base": write.slot_base, "slot_count": write.slot_count,
+               "lanes": write.lanes}
         if write.op == INSERT:
             channel.request(add)
         elif write.op == MODIFY:  # make sure the PBox has the job as described (after a rebuild)
             want = {"job_id": write.job_id, "world_size": write.world_size,
-                    "slot_base": write.slot_base, "slot_count": write.slot_count}
+                    "slot_base": write.slot_base, "slot_count": write.slot_count,
+                    "lanes": write.lanes}
             have = [job for job in self.jobs(write.pbox) if job.get("job_id") == write.job_id]
             if have and have[0] == want:
                 return

@@ -25,8 +25,9 @@ ACT_IS_AGGREGATOR = "MyIngress.is_aggregator"
 
 JOBS = "MyIngress.jobs"
 JOBS_JOB = "hdr.p4hub.job"
-ACT_JOB_ON_SWITCH = "MyIngress.job_on_switch"  # (world_size, slot_base, slot_count, mcast_grp, name_tag)
-ACT_JOB_ON_PBOX = "MyIngress.job_on_pbox"  # (world_size, slot_base, slot_count, name_tag)
+# (world_size, slot_base, slot_count, lane_code, mcast_grp, name_tag, epoch)
+ACT_JOB_ON_SWITCH = "MyIngress.job_on_switch"
+ACT_JOB_ON_PBOX = "MyIngress.job_on_pbox"  # (world_size, slot_base, slot_count, lane_code, name_tag)
 
 MEMBERS = "MyIngress.members"
 MEMBERS_JOB = "hdr.p4hub.job"
@@ -60,7 +61,14 @@ NUM_PORTS = 512
 FLOOD_GROUP = MAX_JOBS  # job groups are the job ids, so the flood group sits above them
 BROADCAST_MAC = 0xFFFF_FFFF_FFFF
 
-K = 64  # lanes per packet
+K = 64  # the default lane count (int32 lanes per packet)
+LANE_COUNTS = (64, 256)  # a job's lane count; index = the wire's lane code and the
+# jobs entry's lane_code parameter
+
+
+def lane_code(lanes: int) -> int:
+    """The 2-bit lane code of a lane count (``LANE_COUNTS.index``)."""
+    return LANE_COUNTS.index(lanes)
 AGG_UDP_PORT = 48879
 
 

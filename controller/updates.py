@@ -75,6 +75,7 @@ class PBoxJobWrite:
     world_size: int = 0
     slot_base: int = 0
     slot_count: int = 0
+    lanes: int = 64
 
 
 Update = TableWrite | GroupWrite | PBoxJobWrite

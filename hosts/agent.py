@@ -33,7 +33,7 @@ from hosts.errors import AllreduceError
 from hosts.events import Event, TensorCompleted, TensorFailed
 from hosts.session import Session
 from hosts.transport import UdpTransport
-from hosts.wire import AGG_UDP_PORT
+from hosts.wire import AGG_UDP_PORT, K
 
 DEFAULT_SLOT_COUNT = 64
 
@@ -86,14 +86,18 @@ class Agent:
         rto: float = 0.02,
         rto_max: float = 1.0,
         bind: tuple[str, int] = ("0.0.0.0", 0),
+        lanes: int = K,
     ) -> None:
         """``timeout``: seconds without any result before pending all-reduces fail.
         ``rto``/``rto_max``: first and largest retransmission timeout (seconds).
-        ``window``: slots kept in flight (default: all ``slot_count``)."""
+        ``window``: slots kept in flight (default: all ``slot_count``).
+        ``lanes``: the job's lane count (64 or 256 int32 lanes per packet), as the job
+        was configured on the aggregator."""
         self._session = Session(
             job_id, rank, world_size, slot_base, slot_count, window,
-            rto=rto, rto_max=rto_max, deadline=timeout,
+            rto=rto, rto_max=rto_max, deadline=timeout, lanes=lanes,
         )  # fmt: skip
+        self.lanes = lanes
         self._lock = threading.Lock()
         self._handles: dict[Hashable, Handle] = {}
         self._next_id = 0
@@ -125,7 +129,8 @@ class Agent:
 
         The array is copied before this returns, so the caller may reuse it.
         """
-        prepared = chunking.prepare(array, op, priority)  # QuantizeError/SessionError here
+        # QuantizeError/SessionError here, in the caller's thread
+        prepared = chunking.prepare(array, op, priority, self.lanes)
         with self._lock:
             if self._closed:
                 raise AllreduceError("the agent is closed")

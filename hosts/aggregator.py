@@ -5,12 +5,14 @@ This is the PBox's core and the reference model for the switch program
 The rules are those of the shared protocol semantics (docs/DESIGN.md, whose glossary
 defines slot, shadow set, cell and position):
 
-* a job is (job id, world size n <= 32, slot range [slot_base, slot_base+slot_count));
-* a contribution is rejected (dropped, counted per job) for a RESULT type, a rank >= n,
-  a slot outside the range, a count outside 1..n (p4src/aggregate.p4 checks the same),
-  or a source address (host, port) other than the one the rank used first;
+* a job is (job id, world size n <= 32, slot range [slot_base, slot_base+slot_count),
+  lane count L = 64 or 256);
+* a contribution is rejected (dropped, counted per job) for a RESULT type, a lane code
+  other than the job's, a rank >= n, a slot outside the range, a count outside 1..n
+  (p4src/aggregate.p4 checks the same), or a source address (host, port) other than the
+  one the rank used first;
 * each slot has two shadow sets, so two cells (slot, shadow set); per cell a worker
-  bitmap, a contribution counter (mod n), a max exponent and K int32 lanes, which
+  bitmap, a contribution counter (mod n), a max exponent and L int32 lanes, which
   double as the stored result once the cell is complete;
 * a new contribution sets its rank's bit and clears the same bit in the slot's other
   cell; the first one of a round overwrites the lanes, later ones add (int32 wrap-around);
@@ -21,8 +23,8 @@ defines slot, shadow set, cell and position):
 
 Result header: built from the packet that triggered it (the completing contribution,
 or the duplicate for a unicast resend) with type RESULT, rank 0xFFFF, count n and the
-cell's max exponent; flags (shadow, retransmit, fallback, priority), job, slot, position
-and element count are copied unchanged, which is what an in-place header rewrite on a
+cell's max exponent; flags (shadow, retransmit, fallback, priority, lane code), job,
+slot, position, epoch and element count are copied unchanged, which is what an in-place header rewrite on a
 switch gives.
 
 Nothing here raises on a datagram: malformed or rejected packets are counted and
@@ -43,7 +45,18 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from hosts.errors import HostError
-from hosts.wire import HEADER_LEN, MAX_WORKERS, NO_RANK, PACKET_LEN, VERSION, K, PacketType
+from hosts.wire import (
+    HEADER_LEN,
+    LANE_CODE_MASK,
+    LANE_CODE_SHIFT,
+    LANE_COUNTS,
+    MAX_WORKERS,
+    NO_RANK,
+    VERSION,
+    K,
+    PacketType,
+    lanes_of_flags,
+)  # fmt: skip
 
 Address = tuple  # (host, port) as returned by recvfrom; compared as a whole
 
@@ -58,7 +71,7 @@ _PARTIAL = int(PacketType.PARTIAL)
 _RESULT_VER_TYPE = (VERSION << 4) | _RESULT
 _LANES_BE = np.dtype(">i4")
 
-REJECT_REASONS = ("type", "rank", "slot", "count", "address", "shard")
+REJECT_REASONS = ("type", "lanes", "rank", "slot", "count", "address", "shard")
 
 
 class AggregatorError(HostError, ValueError):
@@ -89,6 +102,7 @@ class JobConfig:
     world_size: int
     slot_base: int
     slot_count: int
+    lanes: int = K
 
 
 class _JobState:
@@ -96,20 +110,22 @@ class _JobState:
 
     __slots__ = (
         "config", "stats", "lanes", "bitmap", "counter", "max_exp", "addresses",
-        "first_owned", "slot_end", "stride", "n",
+        "first_owned", "slot_end", "stride", "n", "packet_len", "lane_flags",
     )
 
     def __init__(self, config: JobConfig, shard_index: int, shard_count: int) -> None:
         self.config = config
         self.stats = JobStats()
         self.n = config.world_size
+        self.packet_len = HEADER_LEN + 4 * config.lanes
+        self.lane_flags = LANE_COUNTS.index(config.lanes) << LANE_CODE_SHIFT
         self.stride = shard_count
         self.slot_end = config.slot_base + config.slot_count
         # Smallest owned slot >= slot_base; owned slots are first_owned + i * stride.
         self.first_owned = config.slot_base + (shard_index - config.slot_base) % shard_count
         owned = len(range(self.first_owned, self.slot_end, shard_count))
         # Index [local_slot * 2 + shadow set]: one cell per (slot, shadow set).
-        self.lanes = np.zeros((owned * 2, K), dtype=np.int32)
+        self.lanes = np.zeros((owned * 2, config.lanes), dtype=np.int32)
         self.bitmap = np.zeros(owned * 2, dtype=np.uint32)
         self.counter = np.zeros(owned * 2, dtype=np.uint16)
         self.max_exp = np.zeros(owned * 2, dtype=np.int8)
@@ -138,9 +154,12 @@ class Aggregator:
 
     # -- configuration -------------------------------------------------------------
 
-    def add_job(self, job_id: int, world_size: int, slot_base: int, slot_count: int) -> None:
+    def add_job(
+        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K
+    ) -> None:
         """Configure a job; raises AggregatorError if it is invalid or does not fit."""
-        config = JobConfig(int(job_id), int(world_size), int(slot_base), int(slot_count))
+        config = JobConfig(int(job_id), int(world_size), int(slot_base), int(slot_count),
+                           int(lanes))  # fmt: skip
         _check_job(config)
         if config.job_id in self._jobs:
             raise AggregatorError(f"job {config.job_id} already exists")
@@ -179,23 +198,27 @@ class Aggregator:
         self, datagram: bytes | bytearray | memoryview, src: Address, now: float
     ) -> list[tuple[bytes, Address]]:
         """Process one datagram from ``src``; returns the datagrams to send, with destinations."""
-        if len(datagram) != PACKET_LEN:
+        if len(datagram) < HEADER_LEN:
             self.malformed += 1
             return []
-        ver_type, flags, job, rank, count, slot, position, exp, _, nelem = _HEADER.unpack_from(
-            datagram
+        ver_type, flags, job, rank, count, slot, position, exp, epoch, nelem = (
+            _HEADER.unpack_from(datagram)
         )
         ptype = ver_type & 0x0F
-        if ver_type >> 4 != VERSION or nelem > K or ptype not in (_CONTRIB, _RESULT, _PARTIAL):
+        lanes = lanes_of_flags(flags)
+        if (ver_type >> 4 != VERSION or lanes is None or len(datagram) != HEADER_LEN + 4 * lanes
+                or nelem > lanes or ptype not in (_CONTRIB, _RESULT, _PARTIAL)):  # fmt: skip
             self.malformed += 1
             return []
         state = self._jobs.get(job)
         if state is None:
             self.unknown_job += 1
             return []
-        state.stats.bytes_received += PACKET_LEN
+        state.stats.bytes_received += len(datagram)
         if ptype == _RESULT:
             return state.reject("type")
+        if flags & (LANE_CODE_MASK << LANE_CODE_SHIFT) != state.lane_flags:
+            return state.reject("lanes")
         if rank >= state.n:
             return state.reject("rank")
         if not state.config.slot_base <= slot < state.slot_end:
@@ -212,7 +235,7 @@ class Aggregator:
             return state.reject("address")
         state.stats.last_seen = now
         cell = local * 2 + (flags & 1)
-        echo = (flags, job, slot, position, nelem)
+        echo = (flags, job, slot, position, epoch, nelem)
         return _apply(state, cell, rank, count, exp, datagram, src, echo)
 
 
@@ -224,7 +247,7 @@ def _apply(
     exp: int,
     datagram: bytes | bytearray | memoryview,
     src: Address,
-    echo: tuple[int, int, int, int, int],
+    echo: tuple[int, int, int, int, int, int],
 ) -> list[tuple[bytes, Address]]:
     """Apply one validated contribution to ``cell`` (local_slot * 2 + shadow set)."""
     stats = state.stats
@@ -237,7 +260,7 @@ def _apply(
         if int(state.counter[cell]) != 0:
             return []
         stats.resent_results += 1
-        stats.bytes_sent += PACKET_LEN
+        stats.bytes_sent += state.packet_len
         return [(_result_bytes(state, cell, echo), src)]
     stats.contributions += 1
     bitmap[cell] = int(bitmap[cell]) | bit
@@ -246,7 +269,7 @@ def _apply(
     before = int(state.counter[cell])
     after = (before + count) % n
     state.counter[cell] = after
-    values = np.frombuffer(datagram, dtype=_LANES_BE, count=K, offset=HEADER_LEN)
+    values = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)
     lanes = state.lanes[cell]
     if before == 0:
         lanes[:] = values
@@ -261,15 +284,17 @@ def _apply(
     destinations = [addr for addr in state.addresses if addr is not None]
     stats.completions += 1
     stats.results_sent += len(destinations)
-    stats.bytes_sent += PACKET_LEN * len(destinations)
+    stats.bytes_sent += state.packet_len * len(destinations)
     return [(result, addr) for addr in destinations]
 
 
-def _result_bytes(state: _JobState, cell: int, echo: tuple[int, int, int, int, int]) -> bytes:
-    flags, job, slot, position, nelem = echo
+def _result_bytes(
+    state: _JobState, cell: int, echo: tuple[int, int, int, int, int, int]
+) -> bytes:
+    flags, job, slot, position, epoch, nelem = echo
     header = _HEADER.pack(
         _RESULT_VER_TYPE, flags, job, NO_RANK, state.n, slot, position,
-        int(state.max_exp[cell]), 0, nelem,
+        int(state.max_exp[cell]), epoch, nelem,
     )
     return header + state.lanes[cell].astype(_LANES_BE).tobytes()
 
@@ -279,6 +304,8 @@ def _check_job(config: JobConfig) -> None:
         raise AggregatorError(f"job id {config.job_id} does not fit in 16 bits")
     if not 1 <= config.world_size <= MAX_WORKERS:
         raise AggregatorError(f"world size {config.world_size} outside 1..{MAX_WORKERS}")
+    if config.lanes not in LANE_COUNTS:
+        raise AggregatorError(f"lane count {config.lanes} is not one of {LANE_COUNTS}")
     if config.slot_count < 1:
         raise AggregatorError(f"slot count {config.slot_count} must be positive")
     if config.slot_base < 0 or config.slot_base + config.slot_count > 1 << 32:

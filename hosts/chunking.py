@@ -1,7 +1,7 @@
 """How one tensor becomes a run of packets in a session's position stream.
 
-Vocabulary (docs/DESIGN.md, Glossary): a tensor is cut into *blocks* of K = 64 lanes,
-one block per packet. A session numbers every packet it will ever send with a
+Vocabulary (docs/DESIGN.md, Glossary): a tensor is cut into *blocks* of L lanes (the
+job's lane count, 64 or 256), one block per packet. A session numbers every packet it will ever send with a
 *position* g = 0, 1, 2, ... (the wire's position field = g mod 2**32, slot =
 slot_base + g mod W, shadow set = (g // W) mod 2). Tensors take consecutive runs of
 positions in the order they are started, so every worker, starting the same tensors in
@@ -29,7 +29,7 @@ import numpy as np
 
 from hosts import quantize
 from hosts.errors import SessionError
-from hosts.wire import MAX_PRIORITY, K
+from hosts.wire import LANE_COUNTS, MAX_PRIORITY, K
 
 OPS = ("sum", "mean")
 
@@ -41,14 +41,23 @@ class PreparedTensor:
     kind: str  # "float" (quantized) or "int32" (exact)
     shape: tuple[int, ...]
     size: int
-    blocks: np.ndarray  # (m, K) float32 or int32, zero padded
+    blocks: np.ndarray  # (m, L) float32 or int32, zero padded
     local_exps: np.ndarray  # (m,) int8; zeros for int32
     mean: bool
     priority: int
 
+    @property
+    def lanes(self) -> int:
+        return self.blocks.shape[1]
 
-def prepare(array: np.ndarray, op: str = "sum", priority: int = 0) -> PreparedTensor:
-    """Validate and block a tensor; raises QuantizeError or SessionError on bad input."""
+
+def prepare(
+    array: np.ndarray, op: str = "sum", priority: int = 0, lanes: int = K
+) -> PreparedTensor:
+    """Validate and block a tensor into blocks of ``lanes`` lanes; raises QuantizeError or
+    SessionError on bad input."""
+    if lanes not in LANE_COUNTS:
+        raise SessionError(f"lane count {lanes} is not one of {LANE_COUNTS}")
     if op not in OPS:
         raise SessionError(f"unknown reduction {op!r}: expected one of {OPS}")
     if not 0 <= priority <= MAX_PRIORITY:
@@ -57,7 +66,7 @@ def prepare(array: np.ndarray, op: str = "sum", priority: int = 0) -> PreparedTe
     kind = quantize.tensor_kind(arr)
     if kind == "int32" and op == "mean":
         raise SessionError("the mean of an int32 tensor is not exact: reduce with op='sum'")
-    blocks = quantize.to_blocks(arr, kind)
+    blocks = quantize.to_blocks(arr, kind, lanes)
     if kind == "float":
         exps = quantize.local_exponents(blocks)
     else:
@@ -74,13 +83,13 @@ class TensorStream:
     start: int  # position of local offset 0
     primes: int  # c: priming packets before the data
     agreed: np.ndarray = field(init=False)  # (m,) int8 agreed exponents, as they arrive
-    sums: np.ndarray = field(init=False)  # (m, K) int32 aggregated lanes
+    sums: np.ndarray = field(init=False)  # (m, L) int32 aggregated lanes
     received: int = 0  # blocks whose result arrived
 
     def __post_init__(self) -> None:
         m = self.block_count
         self.agreed = np.full(m, quantize.EXP_ZERO, dtype=np.int8)
-        self.sums = np.zeros((m, K), dtype=np.int32)
+        self.sums = np.zeros((m, self.prepared.lanes), dtype=np.int32)
 
     @property
     def block_count(self) -> int:
@@ -105,10 +114,11 @@ class TensorStream:
 
     def nelem(self, block_ids: np.ndarray) -> np.ndarray:
         """Lanes carrying data in the packets of blocks ``block_ids``."""
-        return np.minimum(K, self.prepared.size - block_ids * K)
+        lanes = self.prepared.lanes
+        return np.minimum(lanes, self.prepared.size - block_ids * lanes)
 
     def lanes(self, block_ids: np.ndarray, world_size: int, out: np.ndarray) -> None:
-        """Write the lanes of blocks ``block_ids`` (ascending) into ``out`` (a (len, K) view)."""
+        """Write the lanes of blocks ``block_ids`` (ascending) into ``out`` (a (len, L) view)."""
         p = self.prepared
         index = _as_index(block_ids)
         if p.kind == "int32":

@@ -1,6 +1,6 @@
 """``p4hub-pbox``: run the PBox software aggregator.
 
-    p4hub-pbox --listen HOST:PORT [--workers N] [--job ID:WORLD[:SLOT_BASE:SLOT_COUNT]]...
+    p4hub-pbox --listen HOST:PORT [--workers N] [--job ID:WORLD[:SLOT_BASE:SLOT_COUNT[:LANES]]]...
                [--control HOST:PORT] [--stats-interval S] [--max-slots N]
 
 Prints JSON lines on stdout: ``{"event": "ready", ...}`` once listening (with the
@@ -32,9 +32,10 @@ def parse_hostport(text: str) -> tuple[str, int]:
 
 def parse_job(text: str) -> JobConfig:
     parts = text.split(":")
-    if len(parts) not in (2, 4) or not all(p.isdigit() for p in parts):
+    if len(parts) not in (2, 4, 5) or not all(p.isdigit() for p in parts):
         raise argparse.ArgumentTypeError(
-            f"expected ID:WORLD or ID:WORLD:SLOT_BASE:SLOT_COUNT, got {text!r}"
+            f"expected ID:WORLD, ID:WORLD:SLOT_BASE:SLOT_COUNT or"
+            f" ID:WORLD:SLOT_BASE:SLOT_COUNT:LANES, got {text!r}"
         )
     numbers = [int(p) for p in parts]
     if len(numbers) == 2:

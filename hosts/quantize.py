@@ -1,6 +1,6 @@
 """SwitchML-style block quantization of float32 gradients to int32 lanes.
 
-A *block* is the K = 64 lanes of one packet. Everything here is whole-array
+A *block* is the L lanes of one packet (L = 64 or 256, the job's lane count). Everything here is whole-array
 numpy over all blocks of a tensor at once; there is no per-element Python.
 
 Scheme
@@ -93,13 +93,13 @@ def tensor_kind(array: np.ndarray) -> str:
     )
 
 
-def to_blocks(array: np.ndarray, kind: str | None = None) -> np.ndarray:
-    """Copy a tensor into a zero-padded ``(ceil(size/K), K)`` float32 or int32 array."""
+def to_blocks(array: np.ndarray, kind: str | None = None, lanes: int = K) -> np.ndarray:
+    """Copy a tensor into a zero-padded ``(ceil(size/L), L)`` float32 or int32 array."""
     arr = np.asarray(array)
     kind = kind or tensor_kind(arr)
     dtype = np.float32 if kind == "float" else np.int32
-    nblocks = -(-arr.size // K)
-    blocks = np.zeros((nblocks, K), dtype=dtype)
+    nblocks = -(-arr.size // lanes)
+    blocks = np.zeros((nblocks, lanes), dtype=dtype)
     if arr.size:
         # float64 values beyond float32's range become Inf here and are caught below
         with np.errstate(over="ignore"):
@@ -108,13 +108,13 @@ def to_blocks(array: np.ndarray, kind: str | None = None) -> np.ndarray:
 
 
 def local_exponents(blocks: np.ndarray) -> np.ndarray:
-    """Per-block local exponents (int8) of a ``(m, K)`` float32 array.
+    """Per-block local exponents (int8) of a ``(m, L)`` float32 array.
 
     Raises QuantizeError if a value is NaN, Inf or has ``|x| >= 2**127``.
     """
     top = np.empty(blocks.shape[0], dtype=np.int32)
     bits = blocks.view(np.int32)
-    scratch = np.empty((min(blocks.shape[0], STRIPE), K), dtype=np.int32)
+    scratch = np.empty((min(blocks.shape[0], STRIPE), blocks.shape[1]), dtype=np.int32)
     for lo in range(0, blocks.shape[0], STRIPE):
         t = scratch[: min(STRIPE, blocks.shape[0] - lo)]
         np.bitwise_and(bits[lo : lo + STRIPE], _ABS_MASK, out=t)
@@ -136,7 +136,7 @@ def _raise_unrepresentable(blocks: np.ndarray, top: np.ndarray) -> None:
     value = lanes[lane]
     what = "NaN" if np.isnan(value) else "Inf" if np.isinf(value) else f"{float(value):g} (|x| >= 2**127)"
     raise QuantizeError(
-        f"tensor holds {what} at flat index {block * K + lane} (block {block}, lane {lane}):"
+        f"tensor holds {what} at flat index {block * blocks.shape[1] + lane} (block {block}, lane {lane}):"
         " only finite values below 2**127 can be aggregated"
     )
 
@@ -148,10 +148,10 @@ def quantize(
     out: np.ndarray | None = None,
     local: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Fixed-point lanes ``rint(x * 2**s)`` of ``(m, K)`` float32 blocks.
+    """Fixed-point lanes ``rint(x * 2**s)`` of ``(m, L)`` float32 blocks.
 
     ``exps`` are the agreed exponents (one per block). ``out`` may be any integer view
-    of shape ``(m, K)``, e.g. a packet array's big-endian ``values`` field, so the lanes
+    of shape ``(m, L)``, e.g. a packet array's big-endian ``values`` field, so the lanes
     land in wire order without another pass. If ``local`` (the blocks' own local
     exponents) is given, an agreed exponent below it raises QuantizeError instead of
     silently overflowing (a misbehaving aggregator).
@@ -166,7 +166,7 @@ def quantize(
     s = shifts(exps, world_size)[:, None]
     if out is None:
         out = np.empty(blocks.shape, dtype=np.int32)
-    scratch = np.empty((min(blocks.shape[0], STRIPE), K), dtype=np.float32)
+    scratch = np.empty((min(blocks.shape[0], STRIPE), blocks.shape[1]), dtype=np.float32)
     for lo in range(0, blocks.shape[0], STRIPE):
         t = scratch[: min(STRIPE, blocks.shape[0] - lo)]
         np.ldexp(blocks[lo : lo + STRIPE], s[lo : lo + STRIPE], out=t)
@@ -183,7 +183,7 @@ def dequantize(
     mean: bool = False,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """float32 values of summed lanes ``(m, K)`` with the agreed exponents: one rounding.
+    """float32 values of summed lanes ``(m, L)`` with the agreed exponents: one rounding.
 
     ``sums`` may be native or big-endian int32. With ``mean`` the sum is divided by n.
     """
@@ -214,7 +214,7 @@ def _dequantize(
 def _dequantize_wide(sums: np.ndarray, s: np.ndarray, divisor: int, out: np.ndarray) -> None:
     """``sums * 2**-s / divisor`` through float64 (the int32 and the scaling are exact
     there), rounded once to float32 at the end."""
-    scratch = np.empty((min(sums.shape[0], STRIPE), K), dtype=np.float64)
+    scratch = np.empty((min(sums.shape[0], STRIPE), sums.shape[1]), dtype=np.float64)
     for lo in range(0, sums.shape[0], STRIPE):
         t = scratch[: min(STRIPE, sums.shape[0] - lo)]
         np.copyto(t, sums[lo : lo + STRIPE], casting="unsafe")

@@ -35,7 +35,7 @@ from hosts import chunking, wire
 from hosts.errors import SessionError
 from hosts.events import Event, TensorCompleted, TensorFailed
 from hosts.recovery import SlotTimers
-from hosts.wire import PACKET_LEN, K, PacketType
+from hosts.wire import K, PacketType
 
 _RESULT_VT = wire.ver_type(PacketType.RESULT)
 _POSITION_MASK = 0xFFFFFFFF  # the wire's position field is g mod 2**32
@@ -70,22 +70,26 @@ class Session:
         rto: float = 0.02,
         rto_max: float = 1.0,
         deadline: float = 10.0,
+        lanes: int = K,
     ) -> None:
         window = slot_count if window is None else window
-        _check_params(job_id, rank, world_size, slot_base, slot_count, window, deadline)
+        _check_params(job_id, rank, world_size, slot_base, slot_count, window, deadline, lanes)
         self.job_id, self.rank, self.world_size = job_id, rank, world_size
         self.slot_base, self.window, self.deadline = slot_base, window, deadline
+        self.lanes = lanes  # the job's lane count: every packet of this session has it
+        self.packet_len = wire.packet_len(lanes)
+        self._lane_flags = wire.lane_code(lanes) << wire.LANE_CODE_SHIFT
         self.stats = SessionStats()
         self.failed: str | None = None
         self._timers = SlotTimers(window, rto, rto_max)
         self._slot_pos = np.full(window, -1, dtype=np.int64)  # position in flight, or -1
         self._slot_next = np.arange(window, dtype=np.int64)  # next position of each slot
-        self._slot_pkts = wire.packet_array(window)  # last packet sent, for resending
+        self._slot_pkts = wire.packet_array(window, lanes)  # last packet sent, for resending
         # the header fields that never change, written once; batches start as copies
-        self._template = wire.packet_array(window)
+        self._template = wire.packet_array(window, lanes)
         wire.fill_headers(
             self._template, ptype=PacketType.CONTRIB, job=job_id, rank=rank, count=1,
-            slot=0, position=0, exp=0, nelem=0, flags=0,
+            slot=0, position=0, exp=0, nelem=0, flags=self._lane_flags,
         )  # fmt: skip
         self._retransmit = np.zeros(0, dtype=np.int64)  # slots due for a resend
         self._total = 0  # positions handed out so far
@@ -113,8 +117,13 @@ class Session:
         if tensor_id in self._ids:
             raise SessionError(f"tensor id {tensor_id!r} is already in flight")
         prepared = array if isinstance(array, chunking.PreparedTensor) else chunking.prepare(
-            array, op, priority
+            array, op, priority, self.lanes
         )
+        if prepared.lanes != self.lanes:
+            raise SessionError(
+                f"tensor {tensor_id!r} is cut into blocks of {prepared.lanes} lanes, but the"
+                f" job's lane count is {self.lanes}"
+            )
         if self.failed is not None:
             self._events.append(TensorFailed(tensor_id, self.failed))
             return
@@ -142,16 +151,16 @@ class Session:
 
     def receive(self, datagram: bytes | bytearray | memoryview, now: float) -> None:
         """One datagram from the aggregator; anything unexpected is counted and dropped."""
-        if len(datagram) != PACKET_LEN:
+        if len(datagram) != self.packet_len:
             self.stats.foreign += 1
             return
         self.receive_batch(datagram, 1, now)
 
     def receive_batch(self, buf: bytes | bytearray | memoryview, n: int, now: float) -> None:
-        """``n`` back-to-back PACKET_LEN datagrams in ``buf`` (checked as one batch)."""
+        """``n`` back-to-back ``packet_len`` datagrams in ``buf`` (checked as one batch)."""
         if n <= 0 or self.failed is not None:
             return
-        pkts = wire.decode_batch(buf, n)
+        pkts = wire.decode_batch(buf, n, self.lanes)
         idx, slots = self._accept(pkts)
         if idx.size:
             self._apply(pkts, idx, slots, now)
@@ -209,7 +218,7 @@ class Session:
         batch = self._template[: positions.size].copy()
         exp = np.zeros(positions.size, dtype=np.int8)
         nelem = np.zeros(positions.size, dtype=np.int64)
-        flags = ((positions // self.window) & 1).astype(np.uint8)
+        flags = ((positions // self.window) & 1).astype(np.uint8) | self._lane_flags
         bounds = np.searchsorted(positions, [t.start for t in self._tensors] + [self._total])
         for i, t in enumerate(self._tensors):
             lo, hi = int(bounds[i]), int(bounds[i + 1])
@@ -254,7 +263,9 @@ class Session:
         hdr = pkts["hdr"]
         ours = (hdr["ver_type"] == _RESULT_VT) & (hdr["job"] == self.job_id)
         slots = hdr["slot"].astype(np.int64) - self.slot_base
-        ours &= (slots >= 0) & (slots < self.window) & (hdr["nelem"] <= K)
+        ours &= (slots >= 0) & (slots < self.window) & (hdr["nelem"] <= self.lanes)
+        lane_bits = wire.LANE_CODE_MASK << wire.LANE_CODE_SHIFT
+        ours &= (hdr["flags"] & lane_bits) == self._lane_flags
         self.stats.foreign += int(pkts.size - np.count_nonzero(ours))
         slots = np.where(ours, slots, 0)
         pos = self._slot_pos[slots]
@@ -330,8 +341,10 @@ class Session:
 
 def _check_params(
     job_id: int, rank: int, world_size: int, slot_base: int, slot_count: int, window: int,
-    deadline: float,
+    deadline: float, lanes: int,
 ) -> None:  # fmt: skip
+    if lanes not in wire.LANE_COUNTS:
+        raise SessionError(f"lane count {lanes} is not one of {wire.LANE_COUNTS}")
     if not 0 <= job_id <= 0xFFFF:
         raise SessionError(f"job id {job_id} does not fit in 16 bits")
     if not 1 <= world_size <= wire.MAX_WORKERS:

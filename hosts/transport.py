@@ -26,7 +26,7 @@ from collections.abc import Callable
 from hosts.errors import AllreduceError, TransportError
 from hosts.events import Event
 from hosts.session import Session
-from hosts.wire import PACKET_LEN
+from hosts.wire import MAX_PACKET_LEN
 
 BATCH = 512  # datagrams read per receive_batch at most
 SOCKET_BUFFER = 4 << 20  # absorbs a window of results from every slot at once
@@ -58,7 +58,7 @@ class UdpTransport:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._rx = bytearray(BATCH * PACKET_LEN + 1)  # +1 byte tells an oversized datagram
+        self._rx = bytearray(BATCH * MAX_PACKET_LEN + 1)  # +1 byte tells an oversized datagram
         self._rxview = memoryview(self._rx)
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -146,19 +146,19 @@ class UdpTransport:
 
     def _drain_socket(self) -> None:
         """Read every waiting datagram (up to BATCH) and hand them over as one batch."""
-        view, n = self._rxview, 0
+        view, n, size = self._rxview, 0, self.session.packet_len
         recv_into = self._sock.recv_into
         while n < BATCH:
-            off = n * PACKET_LEN
+            off = n * size
             try:
-                got = recv_into(view[off : off + PACKET_LEN + 1])
+                got = recv_into(view[off : off + size + 1])
             except (BlockingIOError, InterruptedError):
                 break
             except OSError as exc:  # an ICMP error for an earlier send: a loss like any other
                 if exc.errno not in _ICMP_ERRORS:
                     raise
                 continue
-            if got == PACKET_LEN:
+            if got == size:
                 n += 1
             else:
                 self.session.receive(view[off : off + got], time.monotonic())  # counted as foreign

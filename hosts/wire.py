@@ -1,14 +1,18 @@
-"""The p4hub aggregation wire protocol, version 1.
+"""The p4hub aggregation wire protocol, version 2.
 
-One UDP datagram carries one fixed 20-byte header and then exactly ``K = 64``
-big-endian int32 lanes (276 bytes of UDP payload). The layout is specified byte
-by byte in docs/DESIGN.md; the golden-bytes tests in tests/unit/test_wire.py
-freeze it. Switch (p4src/aggregate.p4) and PBox parse the same bytes.
+One UDP datagram carries one fixed 20-byte header and then exactly L big-endian
+int32 lanes, where the job's *lane count* L is 64 (276 bytes of UDP payload, the
+default: it fits a hardware switch's per-pass budget) or 256 (1044 bytes: a quarter
+of the packets, for software aggregators and links where framing matters). The
+layout is specified byte by byte in docs/DESIGN.md; the golden-bytes tests in
+tests/unit/test_wire.py freeze it. Switch (p4src/aggregate.p4) and PBox parse the
+same bytes.
 
 Offsets (network byte order)::
 
     0  u8   version << 4 | type
-    1  u8   flags: priority(3) << 5 | reserved(2) | fallback << 2 | retransmit << 1 | shadow
+    1  u8   flags: priority(3) << 5 | lane code(2) << 3 | fallback << 2 | retransmit << 1 | shadow
+            (lane code 0: 64 lanes, 1: 256 lanes; 2 and 3 are invalid)
     2  u16  job id
     4  u16  worker rank (for PARTIAL: the child aggregator's index)
     6  u16  contribution count (1 from a worker; n in a result or a partial sum)
@@ -17,9 +21,10 @@ Offsets (network byte order)::
             echoed in the result so the host can place it
     16 i8   block exponent (contribution: for the block one window ahead;
             result: the maximum over the contributions)
-    17 u8   reserved, zero
-    18 u16  element count (lanes that carry data, <= K; the rest are zero)
-    20 K x i32 lanes
+    17 u8   epoch: the aggregator-map epoch mod 256 the sender used (0 until a job's
+            load is spread over several aggregators); echoed in the result
+    18 u16  element count (lanes that carry data, <= L; the rest are zero)
+    20 L x i32 lanes
 
 Parsing uses numpy structured dtypes over ``frombuffer`` (no per-field Python).
 """
@@ -34,10 +39,12 @@ import numpy as np
 
 from hosts.errors import HostError
 
-VERSION = 1
-K = 64  # int32 lanes per packet; see docs/DESIGN.md for why 64
+VERSION = 2
+K = 64  # the default lane count (int32 lanes per packet); see docs/DESIGN.md for why 64
+LANE_COUNTS = (64, 256)  # index = the flags' lane code
 HEADER_LEN = 20
-PACKET_LEN = HEADER_LEN + 4 * K
+PACKET_LEN = HEADER_LEN + 4 * K  # of a default (64-lane) packet
+MAX_PACKET_LEN = HEADER_LEN + 4 * LANE_COUNTS[-1]
 AGG_UDP_PORT = 48879  # 0xBEEF: destination port of contributions, source port of results
 MAX_WORKERS = 32  # worker bitmaps are 32 bits wide in the switch
 NO_RANK = 0xFFFF  # rank field of a result packet
@@ -52,11 +59,13 @@ HEADER_DTYPE = np.dtype(
         ("slot", ">u4"),
         ("position", ">u4"),
         ("exp", "i1"),
-        ("reserved", "u1"),
+        ("epoch", "u1"),
         ("nelem", ">u2"),
     ]
 )
-PACKET_DTYPE = np.dtype([("hdr", HEADER_DTYPE), ("values", ">i4", (K,))])
+PACKET_DTYPES = {lanes: np.dtype([("hdr", HEADER_DTYPE), ("values", ">i4", (lanes,))])
+                 for lanes in LANE_COUNTS}  # fmt: skip
+PACKET_DTYPE = PACKET_DTYPES[K]
 assert HEADER_DTYPE.itemsize == HEADER_LEN and PACKET_DTYPE.itemsize == PACKET_LEN
 
 
@@ -69,6 +78,8 @@ class PacketType(IntEnum):
 FLAG_SHADOW = 0x01  # which of the slot's two shadow sets (SwitchML's "ver" bit)
 FLAG_RETRANSMIT = 0x02  # this is a retransmission
 FLAG_FALLBACK = 0x04  # do not aggregate in fixed point on the switch: send to the PBox
+LANE_CODE_SHIFT = 3
+LANE_CODE_MASK = 0x03
 PRIORITY_SHIFT = 5
 PRIORITY_MASK = 0x07
 MAX_PRIORITY = 7
@@ -76,6 +87,29 @@ MAX_PRIORITY = 7
 
 class WireError(HostError, ValueError):
     """A datagram that is not a valid p4hub packet."""
+
+
+def check_lanes(lanes: int) -> int:
+    """``lanes`` if it is a lane count the wire can carry; WireError otherwise."""
+    if lanes not in LANE_COUNTS:
+        raise WireError(f"lane count {lanes} is not one of {LANE_COUNTS}")
+    return lanes
+
+
+def lane_code(lanes: int) -> int:
+    """The flags' 2-bit lane code of a lane count."""
+    return LANE_COUNTS.index(check_lanes(lanes))
+
+
+def lanes_of_flags(flags: int) -> int | None:
+    """The lane count a flags byte announces, or None for an invalid code."""
+    code = (flags >> LANE_CODE_SHIFT) & LANE_CODE_MASK
+    return LANE_COUNTS[code] if code < len(LANE_COUNTS) else None
+
+
+def packet_len(lanes: int) -> int:
+    """Bytes of a datagram with ``lanes`` lanes."""
+    return HEADER_LEN + 4 * check_lanes(lanes)
 
 
 # The same header as HEADER_DTYPE for one packet at a time: struct is several times
@@ -90,10 +124,11 @@ def ver_type(ptype: PacketType) -> int:
 
 
 def make_flags(shadow: int = 0, retransmit: bool = False, fallback: bool = False,
-               priority: int = 0) -> int:
+               priority: int = 0, lanes: int = K) -> int:
     """The flags byte (see the offsets table in the module docstring)."""
     return (
         (priority & PRIORITY_MASK) << PRIORITY_SHIFT
+        | lane_code(lanes) << LANE_CODE_SHIFT
         | (FLAG_FALLBACK if fallback else 0)
         | (FLAG_RETRANSMIT if retransmit else 0)
         | (FLAG_SHADOW if shadow else 0)
@@ -116,18 +151,21 @@ class Header:
     retransmit: bool = False
     fallback: bool = False
     priority: int = 0
+    lanes: int = K
+    epoch: int = 0
     version: int = VERSION
 
     @property
     def flags(self) -> int:
-        return make_flags(self.shadow, self.retransmit, self.fallback, self.priority)
+        return make_flags(self.shadow, self.retransmit, self.fallback, self.priority, self.lanes)
 
 
 def _check_header(h: Header) -> None:
     if not 0 <= h.priority <= MAX_PRIORITY:
         raise WireError(f"priority {h.priority} outside 0..{MAX_PRIORITY}")
-    if not 0 <= h.nelem <= K:
-        raise WireError(f"element count {h.nelem} outside 0..{K}")
+    check_lanes(h.lanes)
+    if not 0 <= h.nelem <= h.lanes:
+        raise WireError(f"element count {h.nelem} outside 0..{h.lanes}")
     if not -128 <= h.exp <= 127:
         raise WireError(f"exponent {h.exp} does not fit in an int8")
     for name, value, bits in (
@@ -136,20 +174,21 @@ def _check_header(h: Header) -> None:
         ("count", h.count, 16),
         ("slot", h.slot, 32),
         ("position", h.position, 32),
+        ("epoch", h.epoch, 8),
     ):
         if not 0 <= value < 1 << bits:
             raise WireError(f"{name} {value} does not fit in {bits} bits")
 
 
 def encode(header: Header, values: np.ndarray | None = None) -> bytes:
-    """Build one datagram. ``values`` holds up to K int32s (zero-padded to K)."""
+    """Build one datagram. ``values`` holds up to ``header.lanes`` int32s (zero-padded)."""
     _check_header(header)
-    pkt = np.zeros((), dtype=PACKET_DTYPE)
+    pkt = np.zeros((), dtype=PACKET_DTYPES[header.lanes])
     _fill_header(pkt["hdr"], header)
     if values is not None:
         vals = np.asarray(values)
-        if vals.ndim != 1 or vals.size > K:
-            raise WireError(f"expected at most {K} values, got shape {vals.shape}")
+        if vals.ndim != 1 or vals.size > header.lanes:
+            raise WireError(f"expected at most {header.lanes} values, got shape {vals.shape}")
         if vals.dtype.kind not in "iu":
             raise WireError(f"lanes must be integers, got dtype {vals.dtype}")
         if vals.size and (int(vals.min()) < -(1 << 31) or int(vals.max()) >= 1 << 31):
@@ -167,18 +206,24 @@ def _fill_header(hdr: np.ndarray, h: Header) -> None:
     hdr["slot"] = h.slot
     hdr["position"] = h.position
     hdr["exp"] = h.exp
-    hdr["reserved"] = 0
+    hdr["epoch"] = h.epoch
     hdr["nelem"] = h.nelem
 
 
 def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
-    """Parse one datagram into a Header and a read-only view of its K big-endian lanes.
+    """Parse one datagram into a Header and a read-only view of its big-endian lanes.
 
-    Raises WireError for a wrong length, version or type; never anything else.
+    Raises WireError for a wrong length, version, type or lane code; never anything else.
     """
-    if len(data) != PACKET_LEN:
-        raise WireError(f"datagram of {len(data)} bytes, expected {PACKET_LEN}")
-    pkt = np.frombuffer(data, dtype=PACKET_DTYPE, count=1)[0]
+    if len(data) < HEADER_LEN:
+        raise WireError(f"datagram of {len(data)} bytes is shorter than a header")
+    lanes = lanes_of_flags(data[1])
+    if lanes is None:
+        raise WireError(f"invalid lane code {(data[1] >> LANE_CODE_SHIFT) & LANE_CODE_MASK}")
+    if len(data) != HEADER_LEN + 4 * lanes:
+        raise WireError(f"datagram of {len(data)} bytes, expected {HEADER_LEN + 4 * lanes}"
+                        f" for {lanes} lanes")
+    pkt = np.frombuffer(data, dtype=PACKET_DTYPES[lanes], count=1)[0]
     hdr = pkt["hdr"]
     ver_type = int(hdr["ver_type"])
     version, ptype = ver_type >> 4, ver_type & 0x0F
@@ -189,8 +234,8 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
     except ValueError:
         raise WireError(f"unknown packet type {ptype}") from None
     nelem = int(hdr["nelem"])
-    if nelem > K:
-        raise WireError(f"element count {nelem} exceeds {K}")
+    if nelem > lanes:
+        raise WireError(f"element count {nelem} exceeds {lanes}")
     flags = int(hdr["flags"])
     header = Header(
         type=packet_type,
@@ -205,27 +250,31 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
         retransmit=bool(flags & FLAG_RETRANSMIT),
         fallback=bool(flags & FLAG_FALLBACK),
         priority=(flags >> PRIORITY_SHIFT) & PRIORITY_MASK,
+        lanes=lanes,
+        epoch=int(hdr["epoch"]),
         version=version,
     )
     return header, pkt["values"]
 
 
-def packet_array(n: int) -> np.ndarray:
-    """A preallocated, zeroed array of n packets for batch encoding."""
-    return np.zeros(n, dtype=PACKET_DTYPE)
+def packet_array(n: int, lanes: int = K) -> np.ndarray:
+    """A preallocated, zeroed array of n packets of ``lanes`` lanes for batch encoding."""
+    return np.zeros(n, dtype=PACKET_DTYPES[check_lanes(lanes)])
 
 
-def decode_batch(buf: bytes | bytearray | memoryview, n: int) -> np.ndarray:
+def decode_batch(buf: bytes | bytearray | memoryview, n: int, lanes: int = K) -> np.ndarray:
     """View n back-to-back packets as a structured array (no validation, no copy)."""
-    if len(buf) < n * PACKET_LEN:
+    size = packet_len(lanes)
+    if len(buf) < n * size:
         raise WireError(f"buffer of {len(buf)} bytes holds fewer than {n} packets")
-    return np.frombuffer(buf, dtype=PACKET_DTYPE, count=n)
+    return np.frombuffer(buf, dtype=PACKET_DTYPES[lanes], count=n)
 
 
 def split_datagrams(packets: np.ndarray) -> list[bytes]:
     """One ``bytes`` object per packet of a packet array, with a single copy out of numpy."""
     raw = packets.tobytes()
-    return [raw[i : i + PACKET_LEN] for i in range(0, len(raw), PACKET_LEN)]
+    size = packets.dtype.itemsize
+    return [raw[i : i + size] for i in range(0, len(raw), size)]
 
 
 def fill_headers(
@@ -255,5 +304,5 @@ def fill_headers(
     hdr["slot"] = slot
     hdr["position"] = position
     hdr["exp"] = exp
-    hdr["reserved"] = 0
+    hdr["epoch"] = 0
     hdr["nelem"] = nelem

@@ -8,7 +8,8 @@
  *
  * Packet flow (ingress)
  *   1. Every packet is counted per ingress port (port_rx).
- *   2. UDP to port 48879 parses the 20-byte p4hub header and 64 int32 lanes.
+ *   2. UDP to port 48879 parses the 20-byte p4hub header (wire version 2) and its
+ *      lanes: 64 int32 lanes (lane code 0) or 256 in four lanes_t groups (lane code 1).
  *      Only if the IPv4 destination is an aggregator (table `aggregators`, the
  *      rack's PBox addresses) is the packet a contribution for this switch;
  *      anything else is forwarded at L2 untouched (e.g. results from a PBox).
@@ -17,7 +18,8 @@
  *      and counts agg_errors[ERR_UNKNOWN_JOB].
  *   4. `members` (exact on job, rank, IPv4 source, UDP source port: the
  *      worker's address as it joined) must hit, the header must be
- *      version 1 CONTRIB or PARTIAL with nelem <= 64, 1 <= count <= world size,
+ *      version 2 CONTRIB or PARTIAL with the job's lane code (a jobs-entry parameter),
+ *      all its lanes parsed and nelem <= its lanes, 1 <= count <= world size,
  *      and the slot inside the job's range; otherwise drop and count
  *      job_stats[job*8 + STAT_REJECTED]. A rejected packet touches no register.
  *   5. Job on the PBox, or fallback flag set: forwarded unchanged at L2 to the
@@ -33,7 +35,7 @@
  *        duplicate (bit already set): only reads; if the cell is complete the
  *          stored RESULT goes back by unicast out of the ingress port, else drop.
  *      A RESULT is the packet's own header rewritten in place: type 2,
- *      rank 0xFFFF, count n, exp = max exponent, reserved 0; flags, job, slot,
+ *      rank 0xFFFF, count n, exp = max exponent; flags, job, slot, epoch,
  *      position and nelem unchanged. Its source becomes the PBox's MAC/IP and UDP
  *      port 48879 (the contribution's destination), so agents cannot tell the
  *      switch from the PBox.
@@ -51,7 +53,8 @@
  *   slot_bitmap    bit<32>  worker bitmap (bit r = rank r has contributed)
  *   slot_counter   bit<8>   contributions mod n (0 = idle or complete)
  *   slot_exp       bit<8>   max block exponent (int8 stored as bits)
- *   lane_0..63     bit<32>  the running sum, then the stored result
+ *   lane_0..255    bit<32>  the running sum, then the stored result (a 64-lane job
+ *                            uses lane_0..63 only)
  *   slot_owner     bit<32>  epoch of the job instance that last used the cell.
  *     Slot ranges are reused by later jobs and registers cannot be reset over
  *     P4Runtime on simple_switch_grpc, so a cell whose owner differs from the
@@ -93,12 +96,14 @@
 #define ERR_SPOOFED_SOURCE 1 /* an aggregator's IPv4 source entering on another port */
 
 #define AGG_UDP_PORT 48879
-#define P4HUB_VERSION 1
+#define P4HUB_VERSION 2
 #define TYPE_CONTRIB 1
 #define TYPE_RESULT 2
 #define TYPE_PARTIAL 3
 #define NO_RANK 0xFFFF
-#define K_LANES 64
+#define K_LANES 64           /* lanes of a lanes_t group; a job has 1 or 4 groups */
+#define LANES_64 0           /* lane codes (flags bits 4-3) */
+#define LANES_256 1
 
 #define MODE_NONE 0
 #define MODE_SWITCH 1
@@ -139,7 +144,7 @@ header p4hub_t {
     bit<4>  version;
     bit<4>  ptype;
     bit<3>  priority;
-    bit<2>  flag_reserved;
+    bit<2>  lane_code;    /* LANES_64: lanes; LANES_256: lanes, lanes_1, lanes_2, lanes_3 */
     bit<1>  fallback;
     bit<1>  retransmit;
     bit<1>  shadow;
@@ -149,11 +154,11 @@ header p4hub_t {
     bit<32> slot;
     bit<32> position;     /* the sender's position g mod 2**32 */
     bit<8>  exp;          /* int8 */
-    bit<8>  reserved;
+    bit<8>  epoch;        /* aggregator-map epoch; echoed in the result */
     bit<16> nelem;
 }
 
-/* K = 64 big-endian int32 lanes */
+/* 64 big-endian int32 lanes: one group; a 256-lane job's packet carries four */
 header lanes_t {
     bit<32> lane_0; bit<32> lane_1; bit<32> lane_2; bit<32> lane_3; bit<32> lane_4; bit<32> lane_5; bit<32> lane_6; bit<32> lane_7;
     bit<32> lane_8; bit<32> lane_9; bit<32> lane_10; bit<32> lane_11; bit<32> lane_12; bit<32> lane_13; bit<32> lane_14; bit<32> lane_15;
@@ -170,7 +175,10 @@ struct headers_t {
     ipv4_t     ipv4;
     udp_t      udp;
     p4hub_t    p4hub;
-    lanes_t    lanes;
+    lanes_t    lanes;      /* lanes 0..63 */
+    lanes_t    lanes_1;    /* lanes 64..127 (256-lane jobs only) */
+    lanes_t    lanes_2;    /* lanes 128..191 */
+    lanes_t    lanes_3;    /* lanes 192..255 */
 }
 
 struct metadata_t {
@@ -184,6 +192,8 @@ struct metadata_t {
     bit<1>  l2;             /* forward with l2_fwd */
     bit<1>  egress_drop;
     bit<2>  job_mode;       /* MODE_* */
+    bit<2>  lane_code;      /* the job's lane code (LANES_*) */
+    bit<1>  lanes_ok;       /* every lanes_t group of the job's lane code was parsed */
     bit<8>  world_size;
     bit<32> slot_base;
     bit<32> slot_count;
@@ -239,7 +249,21 @@ parser MyParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
     }
     state parse_p4hub {
         packet.extract(hdr.p4hub);
+        transition select(hdr.p4hub.lane_code) {
+            LANES_64: parse_lanes;
+            LANES_256: parse_lanes_256;
+            default: accept;     /* no lanes: rejected in ingress */
+        }
+    }
+    state parse_lanes {
         packet.extract(hdr.lanes);
+        transition accept;
+    }
+    state parse_lanes_256 {
+        packet.extract(hdr.lanes);
+        packet.extract(hdr.lanes_1);
+        packet.extract(hdr.lanes_2);
+        packet.extract(hdr.lanes_3);
         transition accept;
     }
 }
@@ -252,14 +276,14 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 
 /* One lane of a new contribution: the first of a round overwrites (keep_mask 0),
  * later ones add; the sum is both stored and left in the packet. */
-#define ACCUMULATE_LANE(L) \
-    L.read(meta.lane_tmp, meta.idx); \
-    hdr.lanes.L = (meta.lane_tmp & meta.keep_mask) + hdr.lanes.L; \
-    L.write(meta.idx, hdr.lanes.L);
+#define ACCUMULATE_LANE(H, F, R) \
+    R.read(meta.lane_tmp, meta.idx); \
+    hdr.H.F = (meta.lane_tmp & meta.keep_mask) + hdr.H.F; \
+    R.write(meta.idx, hdr.H.F);
 
 /* One lane of a duplicate on a complete cell: the stored result into the packet. */
-#define READ_LANE(L) \
-    L.read(hdr.lanes.L, meta.idx);
+#define READ_LANE(H, F, R) \
+    R.read(hdr.H.F, meta.idx);
 
 #define LANE_REGISTER(L) \
     register<bit<32>>(SLOT_CELLS) L;
@@ -271,6 +295,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<8>>(SLOT_CELLS) slot_counter;
     register<bit<8>>(SLOT_CELLS) slot_exp;
     register<bit<32>>(SLOT_CELLS) slot_owner;
+    /* lane_0..63: every job's lanes; lane_64..255: the rest of a 256-lane job's */
     LANE_REGISTER(lane_0) LANE_REGISTER(lane_1) LANE_REGISTER(lane_2) LANE_REGISTER(lane_3)
     LANE_REGISTER(lane_4) LANE_REGISTER(lane_5) LANE_REGISTER(lane_6) LANE_REGISTER(lane_7)
     LANE_REGISTER(lane_8) LANE_REGISTER(lane_9) LANE_REGISTER(lane_10) LANE_REGISTER(lane_11)
@@ -287,6 +312,54 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     LANE_REGISTER(lane_52) LANE_REGISTER(lane_53) LANE_REGISTER(lane_54) LANE_REGISTER(lane_55)
     LANE_REGISTER(lane_56) LANE_REGISTER(lane_57) LANE_REGISTER(lane_58) LANE_REGISTER(lane_59)
     LANE_REGISTER(lane_60) LANE_REGISTER(lane_61) LANE_REGISTER(lane_62) LANE_REGISTER(lane_63)
+    LANE_REGISTER(lane_64) LANE_REGISTER(lane_65) LANE_REGISTER(lane_66) LANE_REGISTER(lane_67)
+    LANE_REGISTER(lane_68) LANE_REGISTER(lane_69) LANE_REGISTER(lane_70) LANE_REGISTER(lane_71)
+    LANE_REGISTER(lane_72) LANE_REGISTER(lane_73) LANE_REGISTER(lane_74) LANE_REGISTER(lane_75)
+    LANE_REGISTER(lane_76) LANE_REGISTER(lane_77) LANE_REGISTER(lane_78) LANE_REGISTER(lane_79)
+    LANE_REGISTER(lane_80) LANE_REGISTER(lane_81) LANE_REGISTER(lane_82) LANE_REGISTER(lane_83)
+    LANE_REGISTER(lane_84) LANE_REGISTER(lane_85) LANE_REGISTER(lane_86) LANE_REGISTER(lane_87)
+    LANE_REGISTER(lane_88) LANE_REGISTER(lane_89) LANE_REGISTER(lane_90) LANE_REGISTER(lane_91)
+    LANE_REGISTER(lane_92) LANE_REGISTER(lane_93) LANE_REGISTER(lane_94) LANE_REGISTER(lane_95)
+    LANE_REGISTER(lane_96) LANE_REGISTER(lane_97) LANE_REGISTER(lane_98) LANE_REGISTER(lane_99)
+    LANE_REGISTER(lane_100) LANE_REGISTER(lane_101) LANE_REGISTER(lane_102) LANE_REGISTER(lane_103)
+    LANE_REGISTER(lane_104) LANE_REGISTER(lane_105) LANE_REGISTER(lane_106) LANE_REGISTER(lane_107)
+    LANE_REGISTER(lane_108) LANE_REGISTER(lane_109) LANE_REGISTER(lane_110) LANE_REGISTER(lane_111)
+    LANE_REGISTER(lane_112) LANE_REGISTER(lane_113) LANE_REGISTER(lane_114) LANE_REGISTER(lane_115)
+    LANE_REGISTER(lane_116) LANE_REGISTER(lane_117) LANE_REGISTER(lane_118) LANE_REGISTER(lane_119)
+    LANE_REGISTER(lane_120) LANE_REGISTER(lane_121) LANE_REGISTER(lane_122) LANE_REGISTER(lane_123)
+    LANE_REGISTER(lane_124) LANE_REGISTER(lane_125) LANE_REGISTER(lane_126) LANE_REGISTER(lane_127)
+    LANE_REGISTER(lane_128) LANE_REGISTER(lane_129) LANE_REGISTER(lane_130) LANE_REGISTER(lane_131)
+    LANE_REGISTER(lane_132) LANE_REGISTER(lane_133) LANE_REGISTER(lane_134) LANE_REGISTER(lane_135)
+    LANE_REGISTER(lane_136) LANE_REGISTER(lane_137) LANE_REGISTER(lane_138) LANE_REGISTER(lane_139)
+    LANE_REGISTER(lane_140) LANE_REGISTER(lane_141) LANE_REGISTER(lane_142) LANE_REGISTER(lane_143)
+    LANE_REGISTER(lane_144) LANE_REGISTER(lane_145) LANE_REGISTER(lane_146) LANE_REGISTER(lane_147)
+    LANE_REGISTER(lane_148) LANE_REGISTER(lane_149) LANE_REGISTER(lane_150) LANE_REGISTER(lane_151)
+    LANE_REGISTER(lane_152) LANE_REGISTER(lane_153) LANE_REGISTER(lane_154) LANE_REGISTER(lane_155)
+    LANE_REGISTER(lane_156) LANE_REGISTER(lane_157) LANE_REGISTER(lane_158) LANE_REGISTER(lane_159)
+    LANE_REGISTER(lane_160) LANE_REGISTER(lane_161) LANE_REGISTER(lane_162) LANE_REGISTER(lane_163)
+    LANE_REGISTER(lane_164) LANE_REGISTER(lane_165) LANE_REGISTER(lane_166) LANE_REGISTER(lane_167)
+    LANE_REGISTER(lane_168) LANE_REGISTER(lane_169) LANE_REGISTER(lane_170) LANE_REGISTER(lane_171)
+    LANE_REGISTER(lane_172) LANE_REGISTER(lane_173) LANE_REGISTER(lane_174) LANE_REGISTER(lane_175)
+    LANE_REGISTER(lane_176) LANE_REGISTER(lane_177) LANE_REGISTER(lane_178) LANE_REGISTER(lane_179)
+    LANE_REGISTER(lane_180) LANE_REGISTER(lane_181) LANE_REGISTER(lane_182) LANE_REGISTER(lane_183)
+    LANE_REGISTER(lane_184) LANE_REGISTER(lane_185) LANE_REGISTER(lane_186) LANE_REGISTER(lane_187)
+    LANE_REGISTER(lane_188) LANE_REGISTER(lane_189) LANE_REGISTER(lane_190) LANE_REGISTER(lane_191)
+    LANE_REGISTER(lane_192) LANE_REGISTER(lane_193) LANE_REGISTER(lane_194) LANE_REGISTER(lane_195)
+    LANE_REGISTER(lane_196) LANE_REGISTER(lane_197) LANE_REGISTER(lane_198) LANE_REGISTER(lane_199)
+    LANE_REGISTER(lane_200) LANE_REGISTER(lane_201) LANE_REGISTER(lane_202) LANE_REGISTER(lane_203)
+    LANE_REGISTER(lane_204) LANE_REGISTER(lane_205) LANE_REGISTER(lane_206) LANE_REGISTER(lane_207)
+    LANE_REGISTER(lane_208) LANE_REGISTER(lane_209) LANE_REGISTER(lane_210) LANE_REGISTER(lane_211)
+    LANE_REGISTER(lane_212) LANE_REGISTER(lane_213) LANE_REGISTER(lane_214) LANE_REGISTER(lane_215)
+    LANE_REGISTER(lane_216) LANE_REGISTER(lane_217) LANE_REGISTER(lane_218) LANE_REGISTER(lane_219)
+    LANE_REGISTER(lane_220) LANE_REGISTER(lane_221) LANE_REGISTER(lane_222) LANE_REGISTER(lane_223)
+    LANE_REGISTER(lane_224) LANE_REGISTER(lane_225) LANE_REGISTER(lane_226) LANE_REGISTER(lane_227)
+    LANE_REGISTER(lane_228) LANE_REGISTER(lane_229) LANE_REGISTER(lane_230) LANE_REGISTER(lane_231)
+    LANE_REGISTER(lane_232) LANE_REGISTER(lane_233) LANE_REGISTER(lane_234) LANE_REGISTER(lane_235)
+    LANE_REGISTER(lane_236) LANE_REGISTER(lane_237) LANE_REGISTER(lane_238) LANE_REGISTER(lane_239)
+    LANE_REGISTER(lane_240) LANE_REGISTER(lane_241) LANE_REGISTER(lane_242) LANE_REGISTER(lane_243)
+    LANE_REGISTER(lane_244) LANE_REGISTER(lane_245) LANE_REGISTER(lane_246) LANE_REGISTER(lane_247)
+    LANE_REGISTER(lane_248) LANE_REGISTER(lane_249) LANE_REGISTER(lane_250) LANE_REGISTER(lane_251)
+    LANE_REGISTER(lane_252) LANE_REGISTER(lane_253) LANE_REGISTER(lane_254) LANE_REGISTER(lane_255)
 
     counter(JOB_STATS_SIZE, CounterType.packets_and_bytes) job_stats;
     counter(8, CounterType.packets_and_bytes) agg_errors;
@@ -358,8 +431,10 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     action job_on_switch(bit<8> world_size, bit<32> slot_base, bit<32> slot_count,
-                         bit<16> mcast_grp, bit<32> name_tag, bit<32> epoch) {
+                         bit<2> lane_code, bit<16> mcast_grp, bit<32> name_tag,
+                         bit<32> epoch) {
         meta.job_mode = MODE_SWITCH;
+        meta.lane_code = lane_code;
         meta.epoch = epoch;
         meta.world_size = world_size;
         meta.slot_base = slot_base;
@@ -369,8 +444,9 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     action job_on_pbox(bit<8> world_size, bit<32> slot_base, bit<32> slot_count,
-                       bit<32> name_tag) {
+                       bit<2> lane_code, bit<32> name_tag) {
         meta.job_mode = MODE_PBOX;
+        meta.lane_code = lane_code;
         meta.world_size = world_size;
         meta.slot_base = slot_base;
         meta.slot_count = slot_count;
@@ -415,41 +491,243 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     /* Slot arithmetic ------------------------------------------------------ */
 
     action accumulate_lanes() {
-        ACCUMULATE_LANE(lane_0) ACCUMULATE_LANE(lane_1) ACCUMULATE_LANE(lane_2) ACCUMULATE_LANE(lane_3)
-        ACCUMULATE_LANE(lane_4) ACCUMULATE_LANE(lane_5) ACCUMULATE_LANE(lane_6) ACCUMULATE_LANE(lane_7)
-        ACCUMULATE_LANE(lane_8) ACCUMULATE_LANE(lane_9) ACCUMULATE_LANE(lane_10) ACCUMULATE_LANE(lane_11)
-        ACCUMULATE_LANE(lane_12) ACCUMULATE_LANE(lane_13) ACCUMULATE_LANE(lane_14) ACCUMULATE_LANE(lane_15)
-        ACCUMULATE_LANE(lane_16) ACCUMULATE_LANE(lane_17) ACCUMULATE_LANE(lane_18) ACCUMULATE_LANE(lane_19)
-        ACCUMULATE_LANE(lane_20) ACCUMULATE_LANE(lane_21) ACCUMULATE_LANE(lane_22) ACCUMULATE_LANE(lane_23)
-        ACCUMULATE_LANE(lane_24) ACCUMULATE_LANE(lane_25) ACCUMULATE_LANE(lane_26) ACCUMULATE_LANE(lane_27)
-        ACCUMULATE_LANE(lane_28) ACCUMULATE_LANE(lane_29) ACCUMULATE_LANE(lane_30) ACCUMULATE_LANE(lane_31)
-        ACCUMULATE_LANE(lane_32) ACCUMULATE_LANE(lane_33) ACCUMULATE_LANE(lane_34) ACCUMULATE_LANE(lane_35)
-        ACCUMULATE_LANE(lane_36) ACCUMULATE_LANE(lane_37) ACCUMULATE_LANE(lane_38) ACCUMULATE_LANE(lane_39)
-        ACCUMULATE_LANE(lane_40) ACCUMULATE_LANE(lane_41) ACCUMULATE_LANE(lane_42) ACCUMULATE_LANE(lane_43)
-        ACCUMULATE_LANE(lane_44) ACCUMULATE_LANE(lane_45) ACCUMULATE_LANE(lane_46) ACCUMULATE_LANE(lane_47)
-        ACCUMULATE_LANE(lane_48) ACCUMULATE_LANE(lane_49) ACCUMULATE_LANE(lane_50) ACCUMULATE_LANE(lane_51)
-        ACCUMULATE_LANE(lane_52) ACCUMULATE_LANE(lane_53) ACCUMULATE_LANE(lane_54) ACCUMULATE_LANE(lane_55)
-        ACCUMULATE_LANE(lane_56) ACCUMULATE_LANE(lane_57) ACCUMULATE_LANE(lane_58) ACCUMULATE_LANE(lane_59)
-        ACCUMULATE_LANE(lane_60) ACCUMULATE_LANE(lane_61) ACCUMULATE_LANE(lane_62) ACCUMULATE_LANE(lane_63)
+        ACCUMULATE_LANE(lanes, lane_0, lane_0) ACCUMULATE_LANE(lanes, lane_1, lane_1)
+        ACCUMULATE_LANE(lanes, lane_2, lane_2) ACCUMULATE_LANE(lanes, lane_3, lane_3)
+        ACCUMULATE_LANE(lanes, lane_4, lane_4) ACCUMULATE_LANE(lanes, lane_5, lane_5)
+        ACCUMULATE_LANE(lanes, lane_6, lane_6) ACCUMULATE_LANE(lanes, lane_7, lane_7)
+        ACCUMULATE_LANE(lanes, lane_8, lane_8) ACCUMULATE_LANE(lanes, lane_9, lane_9)
+        ACCUMULATE_LANE(lanes, lane_10, lane_10) ACCUMULATE_LANE(lanes, lane_11, lane_11)
+        ACCUMULATE_LANE(lanes, lane_12, lane_12) ACCUMULATE_LANE(lanes, lane_13, lane_13)
+        ACCUMULATE_LANE(lanes, lane_14, lane_14) ACCUMULATE_LANE(lanes, lane_15, lane_15)
+        ACCUMULATE_LANE(lanes, lane_16, lane_16) ACCUMULATE_LANE(lanes, lane_17, lane_17)
+        ACCUMULATE_LANE(lanes, lane_18, lane_18) ACCUMULATE_LANE(lanes, lane_19, lane_19)
+        ACCUMULATE_LANE(lanes, lane_20, lane_20) ACCUMULATE_LANE(lanes, lane_21, lane_21)
+        ACCUMULATE_LANE(lanes, lane_22, lane_22) ACCUMULATE_LANE(lanes, lane_23, lane_23)
+        ACCUMULATE_LANE(lanes, lane_24, lane_24) ACCUMULATE_LANE(lanes, lane_25, lane_25)
+        ACCUMULATE_LANE(lanes, lane_26, lane_26) ACCUMULATE_LANE(lanes, lane_27, lane_27)
+        ACCUMULATE_LANE(lanes, lane_28, lane_28) ACCUMULATE_LANE(lanes, lane_29, lane_29)
+        ACCUMULATE_LANE(lanes, lane_30, lane_30) ACCUMULATE_LANE(lanes, lane_31, lane_31)
+        ACCUMULATE_LANE(lanes, lane_32, lane_32) ACCUMULATE_LANE(lanes, lane_33, lane_33)
+        ACCUMULATE_LANE(lanes, lane_34, lane_34) ACCUMULATE_LANE(lanes, lane_35, lane_35)
+        ACCUMULATE_LANE(lanes, lane_36, lane_36) ACCUMULATE_LANE(lanes, lane_37, lane_37)
+        ACCUMULATE_LANE(lanes, lane_38, lane_38) ACCUMULATE_LANE(lanes, lane_39, lane_39)
+        ACCUMULATE_LANE(lanes, lane_40, lane_40) ACCUMULATE_LANE(lanes, lane_41, lane_41)
+        ACCUMULATE_LANE(lanes, lane_42, lane_42) ACCUMULATE_LANE(lanes, lane_43, lane_43)
+        ACCUMULATE_LANE(lanes, lane_44, lane_44) ACCUMULATE_LANE(lanes, lane_45, lane_45)
+        ACCUMULATE_LANE(lanes, lane_46, lane_46) ACCUMULATE_LANE(lanes, lane_47, lane_47)
+        ACCUMULATE_LANE(lanes, lane_48, lane_48) ACCUMULATE_LANE(lanes, lane_49, lane_49)
+        ACCUMULATE_LANE(lanes, lane_50, lane_50) ACCUMULATE_LANE(lanes, lane_51, lane_51)
+        ACCUMULATE_LANE(lanes, lane_52, lane_52) ACCUMULATE_LANE(lanes, lane_53, lane_53)
+        ACCUMULATE_LANE(lanes, lane_54, lane_54) ACCUMULATE_LANE(lanes, lane_55, lane_55)
+        ACCUMULATE_LANE(lanes, lane_56, lane_56) ACCUMULATE_LANE(lanes, lane_57, lane_57)
+        ACCUMULATE_LANE(lanes, lane_58, lane_58) ACCUMULATE_LANE(lanes, lane_59, lane_59)
+        ACCUMULATE_LANE(lanes, lane_60, lane_60) ACCUMULATE_LANE(lanes, lane_61, lane_61)
+        ACCUMULATE_LANE(lanes, lane_62, lane_62) ACCUMULATE_LANE(lanes, lane_63, lane_63)
+    }
+
+    action accumulate_lanes_1() {
+        ACCUMULATE_LANE(lanes_1, lane_0, lane_64) ACCUMULATE_LANE(lanes_1, lane_1, lane_65)
+        ACCUMULATE_LANE(lanes_1, lane_2, lane_66) ACCUMULATE_LANE(lanes_1, lane_3, lane_67)
+        ACCUMULATE_LANE(lanes_1, lane_4, lane_68) ACCUMULATE_LANE(lanes_1, lane_5, lane_69)
+        ACCUMULATE_LANE(lanes_1, lane_6, lane_70) ACCUMULATE_LANE(lanes_1, lane_7, lane_71)
+        ACCUMULATE_LANE(lanes_1, lane_8, lane_72) ACCUMULATE_LANE(lanes_1, lane_9, lane_73)
+        ACCUMULATE_LANE(lanes_1, lane_10, lane_74) ACCUMULATE_LANE(lanes_1, lane_11, lane_75)
+        ACCUMULATE_LANE(lanes_1, lane_12, lane_76) ACCUMULATE_LANE(lanes_1, lane_13, lane_77)
+        ACCUMULATE_LANE(lanes_1, lane_14, lane_78) ACCUMULATE_LANE(lanes_1, lane_15, lane_79)
+        ACCUMULATE_LANE(lanes_1, lane_16, lane_80) ACCUMULATE_LANE(lanes_1, lane_17, lane_81)
+        ACCUMULATE_LANE(lanes_1, lane_18, lane_82) ACCUMULATE_LANE(lanes_1, lane_19, lane_83)
+        ACCUMULATE_LANE(lanes_1, lane_20, lane_84) ACCUMULATE_LANE(lanes_1, lane_21, lane_85)
+        ACCUMULATE_LANE(lanes_1, lane_22, lane_86) ACCUMULATE_LANE(lanes_1, lane_23, lane_87)
+        ACCUMULATE_LANE(lanes_1, lane_24, lane_88) ACCUMULATE_LANE(lanes_1, lane_25, lane_89)
+        ACCUMULATE_LANE(lanes_1, lane_26, lane_90) ACCUMULATE_LANE(lanes_1, lane_27, lane_91)
+        ACCUMULATE_LANE(lanes_1, lane_28, lane_92) ACCUMULATE_LANE(lanes_1, lane_29, lane_93)
+        ACCUMULATE_LANE(lanes_1, lane_30, lane_94) ACCUMULATE_LANE(lanes_1, lane_31, lane_95)
+        ACCUMULATE_LANE(lanes_1, lane_32, lane_96) ACCUMULATE_LANE(lanes_1, lane_33, lane_97)
+        ACCUMULATE_LANE(lanes_1, lane_34, lane_98) ACCUMULATE_LANE(lanes_1, lane_35, lane_99)
+        ACCUMULATE_LANE(lanes_1, lane_36, lane_100) ACCUMULATE_LANE(lanes_1, lane_37, lane_101)
+        ACCUMULATE_LANE(lanes_1, lane_38, lane_102) ACCUMULATE_LANE(lanes_1, lane_39, lane_103)
+        ACCUMULATE_LANE(lanes_1, lane_40, lane_104) ACCUMULATE_LANE(lanes_1, lane_41, lane_105)
+        ACCUMULATE_LANE(lanes_1, lane_42, lane_106) ACCUMULATE_LANE(lanes_1, lane_43, lane_107)
+        ACCUMULATE_LANE(lanes_1, lane_44, lane_108) ACCUMULATE_LANE(lanes_1, lane_45, lane_109)
+        ACCUMULATE_LANE(lanes_1, lane_46, lane_110) ACCUMULATE_LANE(lanes_1, lane_47, lane_111)
+        ACCUMULATE_LANE(lanes_1, lane_48, lane_112) ACCUMULATE_LANE(lanes_1, lane_49, lane_113)
+        ACCUMULATE_LANE(lanes_1, lane_50, lane_114) ACCUMULATE_LANE(lanes_1, lane_51, lane_115)
+        ACCUMULATE_LANE(lanes_1, lane_52, lane_116) ACCUMULATE_LANE(lanes_1, lane_53, lane_117)
+        ACCUMULATE_LANE(lanes_1, lane_54, lane_118) ACCUMULATE_LANE(lanes_1, lane_55, lane_119)
+        ACCUMULATE_LANE(lanes_1, lane_56, lane_120) ACCUMULATE_LANE(lanes_1, lane_57, lane_121)
+        ACCUMULATE_LANE(lanes_1, lane_58, lane_122) ACCUMULATE_LANE(lanes_1, lane_59, lane_123)
+        ACCUMULATE_LANE(lanes_1, lane_60, lane_124) ACCUMULATE_LANE(lanes_1, lane_61, lane_125)
+        ACCUMULATE_LANE(lanes_1, lane_62, lane_126) ACCUMULATE_LANE(lanes_1, lane_63, lane_127)
+    }
+
+    action accumulate_lanes_2() {
+        ACCUMULATE_LANE(lanes_2, lane_0, lane_128) ACCUMULATE_LANE(lanes_2, lane_1, lane_129)
+        ACCUMULATE_LANE(lanes_2, lane_2, lane_130) ACCUMULATE_LANE(lanes_2, lane_3, lane_131)
+        ACCUMULATE_LANE(lanes_2, lane_4, lane_132) ACCUMULATE_LANE(lanes_2, lane_5, lane_133)
+        ACCUMULATE_LANE(lanes_2, lane_6, lane_134) ACCUMULATE_LANE(lanes_2, lane_7, lane_135)
+        ACCUMULATE_LANE(lanes_2, lane_8, lane_136) ACCUMULATE_LANE(lanes_2, lane_9, lane_137)
+        ACCUMULATE_LANE(lanes_2, lane_10, lane_138) ACCUMULATE_LANE(lanes_2, lane_11, lane_139)
+        ACCUMULATE_LANE(lanes_2, lane_12, lane_140) ACCUMULATE_LANE(lanes_2, lane_13, lane_141)
+        ACCUMULATE_LANE(lanes_2, lane_14, lane_142) ACCUMULATE_LANE(lanes_2, lane_15, lane_143)
+        ACCUMULATE_LANE(lanes_2, lane_16, lane_144) ACCUMULATE_LANE(lanes_2, lane_17, lane_145)
+        ACCUMULATE_LANE(lanes_2, lane_18, lane_146) ACCUMULATE_LANE(lanes_2, lane_19, lane_147)
+        ACCUMULATE_LANE(lanes_2, lane_20, lane_148) ACCUMULATE_LANE(lanes_2, lane_21, lane_149)
+        ACCUMULATE_LANE(lanes_2, lane_22, lane_150) ACCUMULATE_LANE(lanes_2, lane_23, lane_151)
+        ACCUMULATE_LANE(lanes_2, lane_24, lane_152) ACCUMULATE_LANE(lanes_2, lane_25, lane_153)
+        ACCUMULATE_LANE(lanes_2, lane_26, lane_154) ACCUMULATE_LANE(lanes_2, lane_27, lane_155)
+        ACCUMULATE_LANE(lanes_2, lane_28, lane_156) ACCUMULATE_LANE(lanes_2, lane_29, lane_157)
+        ACCUMULATE_LANE(lanes_2, lane_30, lane_158) ACCUMULATE_LANE(lanes_2, lane_31, lane_159)
+        ACCUMULATE_LANE(lanes_2, lane_32, lane_160) ACCUMULATE_LANE(lanes_2, lane_33, lane_161)
+        ACCUMULATE_LANE(lanes_2, lane_34, lane_162) ACCUMULATE_LANE(lanes_2, lane_35, lane_163)
+        ACCUMULATE_LANE(lanes_2, lane_36, lane_164) ACCUMULATE_LANE(lanes_2, lane_37, lane_165)
+        ACCUMULATE_LANE(lanes_2, lane_38, lane_166) ACCUMULATE_LANE(lanes_2, lane_39, lane_167)
+        ACCUMULATE_LANE(lanes_2, lane_40, lane_168) ACCUMULATE_LANE(lanes_2, lane_41, lane_169)
+        ACCUMULATE_LANE(lanes_2, lane_42, lane_170) ACCUMULATE_LANE(lanes_2, lane_43, lane_171)
+        ACCUMULATE_LANE(lanes_2, lane_44, lane_172) ACCUMULATE_LANE(lanes_2, lane_45, lane_173)
+        ACCUMULATE_LANE(lanes_2, lane_46, lane_174) ACCUMULATE_LANE(lanes_2, lane_47, lane_175)
+        ACCUMULATE_LANE(lanes_2, lane_48, lane_176) ACCUMULATE_LANE(lanes_2, lane_49, lane_177)
+        ACCUMULATE_LANE(lanes_2, lane_50, lane_178) ACCUMULATE_LANE(lanes_2, lane_51, lane_179)
+        ACCUMULATE_LANE(lanes_2, lane_52, lane_180) ACCUMULATE_LANE(lanes_2, lane_53, lane_181)
+        ACCUMULATE_LANE(lanes_2, lane_54, lane_182) ACCUMULATE_LANE(lanes_2, lane_55, lane_183)
+        ACCUMULATE_LANE(lanes_2, lane_56, lane_184) ACCUMULATE_LANE(lanes_2, lane_57, lane_185)
+        ACCUMULATE_LANE(lanes_2, lane_58, lane_186) ACCUMULATE_LANE(lanes_2, lane_59, lane_187)
+        ACCUMULATE_LANE(lanes_2, lane_60, lane_188) ACCUMULATE_LANE(lanes_2, lane_61, lane_189)
+        ACCUMULATE_LANE(lanes_2, lane_62, lane_190) ACCUMULATE_LANE(lanes_2, lane_63, lane_191)
+    }
+
+    action accumulate_lanes_3() {
+        ACCUMULATE_LANE(lanes_3, lane_0, lane_192) ACCUMULATE_LANE(lanes_3, lane_1, lane_193)
+        ACCUMULATE_LANE(lanes_3, lane_2, lane_194) ACCUMULATE_LANE(lanes_3, lane_3, lane_195)
+        ACCUMULATE_LANE(lanes_3, lane_4, lane_196) ACCUMULATE_LANE(lanes_3, lane_5, lane_197)
+        ACCUMULATE_LANE(lanes_3, lane_6, lane_198) ACCUMULATE_LANE(lanes_3, lane_7, lane_199)
+        ACCUMULATE_LANE(lanes_3, lane_8, lane_200) ACCUMULATE_LANE(lanes_3, lane_9, lane_201)
+        ACCUMULATE_LANE(lanes_3, lane_10, lane_202) ACCUMULATE_LANE(lanes_3, lane_11, lane_203)
+        ACCUMULATE_LANE(lanes_3, lane_12, lane_204) ACCUMULATE_LANE(lanes_3, lane_13, lane_205)
+        ACCUMULATE_LANE(lanes_3, lane_14, lane_206) ACCUMULATE_LANE(lanes_3, lane_15, lane_207)
+        ACCUMULATE_LANE(lanes_3, lane_16, lane_208) ACCUMULATE_LANE(lanes_3, lane_17, lane_209)
+        ACCUMULATE_LANE(lanes_3, lane_18, lane_210) ACCUMULATE_LANE(lanes_3, lane_19, lane_211)
+        ACCUMULATE_LANE(lanes_3, lane_20, lane_212) ACCUMULATE_LANE(lanes_3, lane_21, lane_213)
+        ACCUMULATE_LANE(lanes_3, lane_22, lane_214) ACCUMULATE_LANE(lanes_3, lane_23, lane_215)
+        ACCUMULATE_LANE(lanes_3, lane_24, lane_216) ACCUMULATE_LANE(lanes_3, lane_25, lane_217)
+        ACCUMULATE_LANE(lanes_3, lane_26, lane_218) ACCUMULATE_LANE(lanes_3, lane_27, lane_219)
+        ACCUMULATE_LANE(lanes_3, lane_28, lane_220) ACCUMULATE_LANE(lanes_3, lane_29, lane_221)
+        ACCUMULATE_LANE(lanes_3, lane_30, lane_222) ACCUMULATE_LANE(lanes_3, lane_31, lane_223)
+        ACCUMULATE_LANE(lanes_3, lane_32, lane_224) ACCUMULATE_LANE(lanes_3, lane_33, lane_225)
+        ACCUMULATE_LANE(lanes_3, lane_34, lane_226) ACCUMULATE_LANE(lanes_3, lane_35, lane_227)
+        ACCUMULATE_LANE(lanes_3, lane_36, lane_228) ACCUMULATE_LANE(lanes_3, lane_37, lane_229)
+        ACCUMULATE_LANE(lanes_3, lane_38, lane_230) ACCUMULATE_LANE(lanes_3, lane_39, lane_231)
+        ACCUMULATE_LANE(lanes_3, lane_40, lane_232) ACCUMULATE_LANE(lanes_3, lane_41, lane_233)
+        ACCUMULATE_LANE(lanes_3, lane_42, lane_234) ACCUMULATE_LANE(lanes_3, lane_43, lane_235)
+        ACCUMULATE_LANE(lanes_3, lane_44, lane_236) ACCUMULATE_LANE(lanes_3, lane_45, lane_237)
+        ACCUMULATE_LANE(lanes_3, lane_46, lane_238) ACCUMULATE_LANE(lanes_3, lane_47, lane_239)
+        ACCUMULATE_LANE(lanes_3, lane_48, lane_240) ACCUMULATE_LANE(lanes_3, lane_49, lane_241)
+        ACCUMULATE_LANE(lanes_3, lane_50, lane_242) ACCUMULATE_LANE(lanes_3, lane_51, lane_243)
+        ACCUMULATE_LANE(lanes_3, lane_52, lane_244) ACCUMULATE_LANE(lanes_3, lane_53, lane_245)
+        ACCUMULATE_LANE(lanes_3, lane_54, lane_246) ACCUMULATE_LANE(lanes_3, lane_55, lane_247)
+        ACCUMULATE_LANE(lanes_3, lane_56, lane_248) ACCUMULATE_LANE(lanes_3, lane_57, lane_249)
+        ACCUMULATE_LANE(lanes_3, lane_58, lane_250) ACCUMULATE_LANE(lanes_3, lane_59, lane_251)
+        ACCUMULATE_LANE(lanes_3, lane_60, lane_252) ACCUMULATE_LANE(lanes_3, lane_61, lane_253)
+        ACCUMULATE_LANE(lanes_3, lane_62, lane_254) ACCUMULATE_LANE(lanes_3, lane_63, lane_255)
     }
 
     action read_lanes() {
-        READ_LANE(lane_0) READ_LANE(lane_1) READ_LANE(lane_2) READ_LANE(lane_3)
-        READ_LANE(lane_4) READ_LANE(lane_5) READ_LANE(lane_6) READ_LANE(lane_7)
-        READ_LANE(lane_8) READ_LANE(lane_9) READ_LANE(lane_10) READ_LANE(lane_11)
-        READ_LANE(lane_12) READ_LANE(lane_13) READ_LANE(lane_14) READ_LANE(lane_15)
-        READ_LANE(lane_16) READ_LANE(lane_17) READ_LANE(lane_18) READ_LANE(lane_19)
-        READ_LANE(lane_20) READ_LANE(lane_21) READ_LANE(lane_22) READ_LANE(lane_23)
-        READ_LANE(lane_24) READ_LANE(lane_25) READ_LANE(lane_26) READ_LANE(lane_27)
-        READ_LANE(lane_28) READ_LANE(lane_29) READ_LANE(lane_30) READ_LANE(lane_31)
-        READ_LANE(lane_32) READ_LANE(lane_33) READ_LANE(lane_34) READ_LANE(lane_35)
-        READ_LANE(lane_36) READ_LANE(lane_37) READ_LANE(lane_38) READ_LANE(lane_39)
-        READ_LANE(lane_40) READ_LANE(lane_41) READ_LANE(lane_42) READ_LANE(lane_43)
-        READ_LANE(lane_44) READ_LANE(lane_45) READ_LANE(lane_46) READ_LANE(lane_47)
-        READ_LANE(lane_48) READ_LANE(lane_49) READ_LANE(lane_50) READ_LANE(lane_51)
-        READ_LANE(lane_52) READ_LANE(lane_53) READ_LANE(lane_54) READ_LANE(lane_55)
-        READ_LANE(lane_56) READ_LANE(lane_57) READ_LANE(lane_58) READ_LANE(lane_59)
-        READ_LANE(lane_60) READ_LANE(lane_61) READ_LANE(lane_62) READ_LANE(lane_63)
+        READ_LANE(lanes, lane_0, lane_0) READ_LANE(lanes, lane_1, lane_1) READ_LANE(lanes, lane_2, lane_2)
+        READ_LANE(lanes, lane_3, lane_3) READ_LANE(lanes, lane_4, lane_4) READ_LANE(lanes, lane_5, lane_5)
+        READ_LANE(lanes, lane_6, lane_6) READ_LANE(lanes, lane_7, lane_7) READ_LANE(lanes, lane_8, lane_8)
+        READ_LANE(lanes, lane_9, lane_9) READ_LANE(lanes, lane_10, lane_10) READ_LANE(lanes, lane_11, lane_11)
+        READ_LANE(lanes, lane_12, lane_12) READ_LANE(lanes, lane_13, lane_13) READ_LANE(lanes, lane_14, lane_14)
+        READ_LANE(lanes, lane_15, lane_15) READ_LANE(lanes, lane_16, lane_16) READ_LANE(lanes, lane_17, lane_17)
+        READ_LANE(lanes, lane_18, lane_18) READ_LANE(lanes, lane_19, lane_19) READ_LANE(lanes, lane_20, lane_20)
+        READ_LANE(lanes, lane_21, lane_21) READ_LANE(lanes, lane_22, lane_22) READ_LANE(lanes, lane_23, lane_23)
+        READ_LANE(lanes, lane_24, lane_24) READ_LANE(lanes, lane_25, lane_25) READ_LANE(lanes, lane_26, lane_26)
+        READ_LANE(lanes, lane_27, lane_27) READ_LANE(lanes, lane_28, lane_28) READ_LANE(lanes, lane_29, lane_29)
+        READ_LANE(lanes, lane_30, lane_30) READ_LANE(lanes, lane_31, lane_31) READ_LANE(lanes, lane_32, lane_32)
+        READ_LANE(lanes, lane_33, lane_33) READ_LANE(lanes, lane_34, lane_34) READ_LANE(lanes, lane_35, lane_35)
+        READ_LANE(lanes, lane_36, lane_36) READ_LANE(lanes, lane_37, lane_37) READ_LANE(lanes, lane_38, lane_38)
+        READ_LANE(lanes, lane_39, lane_39) READ_LANE(lanes, lane_40, lane_40) READ_LANE(lanes, lane_41, lane_41)
+        READ_LANE(lanes, lane_42, lane_42) READ_LANE(lanes, lane_43, lane_43) READ_LANE(lanes, lane_44, lane_44)
+        READ_LANE(lanes, lane_45, lane_45) READ_LANE(lanes, lane_46, lane_46) READ_LANE(lanes, lane_47, lane_47)
+        READ_LANE(lanes, lane_48, lane_48) READ_LANE(lanes, lane_49, lane_49) READ_LANE(lanes, lane_50, lane_50)
+        READ_LANE(lanes, lane_51, lane_51) READ_LANE(lanes, lane_52, lane_52) READ_LANE(lanes, lane_53, lane_53)
+        READ_LANE(lanes, lane_54, lane_54) READ_LANE(lanes, lane_55, lane_55) READ_LANE(lanes, lane_56, lane_56)
+        READ_LANE(lanes, lane_57, lane_57) READ_LANE(lanes, lane_58, lane_58) READ_LANE(lanes, lane_59, lane_59)
+        READ_LANE(lanes, lane_60, lane_60) READ_LANE(lanes, lane_61, lane_61) READ_LANE(lanes, lane_62, lane_62)
+        READ_LANE(lanes, lane_63, lane_63)
+    }
+
+    action read_lanes_1() {
+        READ_LANE(lanes_1, lane_0, lane_64) READ_LANE(lanes_1, lane_1, lane_65) READ_LANE(lanes_1, lane_2, lane_66)
+        READ_LANE(lanes_1, lane_3, lane_67) READ_LANE(lanes_1, lane_4, lane_68) READ_LANE(lanes_1, lane_5, lane_69)
+        READ_LANE(lanes_1, lane_6, lane_70) READ_LANE(lanes_1, lane_7, lane_71) READ_LANE(lanes_1, lane_8, lane_72)
+        READ_LANE(lanes_1, lane_9, lane_73) READ_LANE(lanes_1, lane_10, lane_74) READ_LANE(lanes_1, lane_11, lane_75)
+        READ_LANE(lanes_1, lane_12, lane_76) READ_LANE(lanes_1, lane_13, lane_77) READ_LANE(lanes_1, lane_14, lane_78)
+        READ_LANE(lanes_1, lane_15, lane_79) READ_LANE(lanes_1, lane_16, lane_80) READ_LANE(lanes_1, lane_17, lane_81)
+        READ_LANE(lanes_1, lane_18, lane_82) READ_LANE(lanes_1, lane_19, lane_83) READ_LANE(lanes_1, lane_20, lane_84)
+        READ_LANE(lanes_1, lane_21, lane_85) READ_LANE(lanes_1, lane_22, lane_86) READ_LANE(lanes_1, lane_23, lane_87)
+        READ_LANE(lanes_1, lane_24, lane_88) READ_LANE(lanes_1, lane_25, lane_89) READ_LANE(lanes_1, lane_26, lane_90)
+        READ_LANE(lanes_1, lane_27, lane_91) READ_LANE(lanes_1, lane_28, lane_92) READ_LANE(lanes_1, lane_29, lane_93)
+        READ_LANE(lanes_1, lane_30, lane_94) READ_LANE(lanes_1, lane_31, lane_95) READ_LANE(lanes_1, lane_32, lane_96)
+        READ_LANE(lanes_1, lane_33, lane_97) READ_LANE(lanes_1, lane_34, lane_98) READ_LANE(lanes_1, lane_35, lane_99)
+        READ_LANE(lanes_1, lane_36, lane_100) READ_LANE(lanes_1, lane_37, lane_101) READ_LANE(lanes_1, lane_38, lane_102)
+        READ_LANE(lanes_1, lane_39, lane_103) READ_LANE(lanes_1, lane_40, lane_104) READ_LANE(lanes_1, lane_41, lane_105)
+        READ_LANE(lanes_1, lane_42, lane_106) READ_LANE(lanes_1, lane_43, lane_107) READ_LANE(lanes_1, lane_44, lane_108)
+        READ_LANE(lanes_1, lane_45, lane_109) READ_LANE(lanes_1, lane_46, lane_110) READ_LANE(lanes_1, lane_47, lane_111)
+        READ_LANE(lanes_1, lane_48, lane_112) READ_LANE(lanes_1, lane_49, lane_113) READ_LANE(lanes_1, lane_50, lane_114)
+        READ_LANE(lanes_1, lane_51, lane_115) READ_LANE(lanes_1, lane_52, lane_116) READ_LANE(lanes_1, lane_53, lane_117)
+        READ_LANE(lanes_1, lane_54, lane_118) READ_LANE(lanes_1, lane_55, lane_119) READ_LANE(lanes_1, lane_56, lane_120)
+        READ_LANE(lanes_1, lane_57, lane_121) READ_LANE(lanes_1, lane_58, lane_122) READ_LANE(lanes_1, lane_59, lane_123)
+        READ_LANE(lanes_1, lane_60, lane_124) READ_LANE(lanes_1, lane_61, lane_125) READ_LANE(lanes_1, lane_62, lane_126)
+        READ_LANE(lanes_1, lane_63, lane_127)
+    }
+
+    action read_lanes_2() {
+        READ_LANE(lanes_2, lane_0, lane_128) READ_LANE(lanes_2, lane_1, lane_129) READ_LANE(lanes_2, lane_2, lane_130)
+        READ_LANE(lanes_2, lane_3, lane_131) READ_LANE(lanes_2, lane_4, lane_132) READ_LANE(lanes_2, lane_5, lane_133)
+        READ_LANE(lanes_2, lane_6, lane_134) READ_LANE(lanes_2, lane_7, lane_135) READ_LANE(lanes_2, lane_8, lane_136)
+        READ_LANE(lanes_2, lane_9, lane_137) READ_LANE(lanes_2, lane_10, lane_138) READ_LANE(lanes_2, lane_11, lane_139)
+        READ_LANE(lanes_2, lane_12, lane_140) READ_LANE(lanes_2, lane_13, lane_141) READ_LANE(lanes_2, lane_14, lane_142)
+        READ_LANE(lanes_2, lane_15, lane_143) READ_LANE(lanes_2, lane_16, lane_144) READ_LANE(lanes_2, lane_17, lane_145)
+        READ_LANE(lanes_2, lane_18, lane_146) READ_LANE(lanes_2, lane_19, lane_147) READ_LANE(lanes_2, lane_20, lane_148)
+        READ_LANE(lanes_2, lane_21, lane_149) READ_LANE(lanes_2, lane_22, lane_150) READ_LANE(lanes_2, lane_23, lane_151)
+        READ_LANE(lanes_2, lane_24, lane_152) READ_LANE(lanes_2, lane_25, lane_153) READ_LANE(lanes_2, lane_26, lane_154)
+        READ_LANE(lanes_2, lane_27, lane_155) READ_LANE(lanes_2, lane_28, lane_156) READ_LANE(lanes_2, lane_29, lane_157)
+        READ_LANE(lanes_2, lane_30, lane_158) READ_LANE(lanes_2, lane_31, lane_159) READ_LANE(lanes_2, lane_32, lane_160)
+        READ_LANE(lanes_2, lane_33, lane_161) READ_LANE(lanes_2, lane_34, lane_162) READ_LANE(lanes_2, lane_35, lane_163)
+        READ_LANE(lanes_2, lane_36, lane_164) READ_LANE(lanes_2, lane_37, lane_165) READ_LANE(lanes_2, lane_38, lane_166)
+        READ_LANE(lanes_2, lane_39, lane_167) READ_LANE(lanes_2, lane_40, lane_168) READ_LANE(lanes_2, lane_41, lane_169)
+        READ_LANE(lanes_2, lane_42, lane_170) READ_LANE(lanes_2, lane_43, lane_171) READ_LANE(lanes_2, lane_44, lane_172)
+        READ_LANE(lanes_2, lane_45, lane_173) READ_LANE(lanes_2, lane_46, lane_174) READ_LANE(lanes_2, lane_47, lane_175)
+        READ_LANE(lanes_2, lane_48, lane_176) READ_LANE(lanes_2, lane_49, lane_177) READ_LANE(lanes_2, lane_50, lane_178)
+        READ_LANE(lanes_2, lane_51, lane_179) READ_LANE(lanes_2, lane_52, lane_180) READ_LANE(lanes_2, lane_53, lane_181)
+        READ_LANE(lanes_2, lane_54, lane_182) READ_LANE(lanes_2, lane_55, lane_183) READ_LANE(lanes_2, lane_56, lane_184)
+        READ_LANE(lanes_2, lane_57, lane_185) READ_LANE(lanes_2, lane_58, lane_186) READ_LANE(lanes_2, lane_59, lane_187)
+        READ_LANE(lanes_2, lane_60, lane_188) READ_LANE(lanes_2, lane_61, lane_189) READ_LANE(lanes_2, lane_62, lane_190)
+        READ_LANE(lanes_2, lane_63, lane_191)
+    }
+
+    action read_lanes_3() {
+        READ_LANE(lanes_3, lane_0, lane_192) READ_LANE(lanes_3, lane_1, lane_193) READ_LANE(lanes_3, lane_2, lane_194)
+        READ_LANE(lanes_3, lane_3, lane_195) READ_LANE(lanes_3, lane_4, lane_196) READ_LANE(lanes_3, lane_5, lane_197)
+        READ_LANE(lanes_3, lane_6, lane_198) READ_LANE(lanes_3, lane_7, lane_199) READ_LANE(lanes_3, lane_8, lane_200)
+        READ_LANE(lanes_3, lane_9, lane_201) READ_LANE(lanes_3, lane_10, lane_202) READ_LANE(lanes_3, lane_11, lane_203)
+        READ_LANE(lanes_3, lane_12, lane_204) READ_LANE(lanes_3, lane_13, lane_205) READ_LANE(lanes_3, lane_14, lane_206)
+        READ_LANE(lanes_3, lane_15, lane_207) READ_LANE(lanes_3, lane_16, lane_208) READ_LANE(lanes_3, lane_17, lane_209)
+        READ_LANE(lanes_3, lane_18, lane_210) READ_LANE(lanes_3, lane_19, lane_211) READ_LANE(lanes_3, lane_20, lane_212)
+        READ_LANE(lanes_3, lane_21, lane_213) READ_LANE(lanes_3, lane_22, lane_214) READ_LANE(lanes_3, lane_23, lane_215)
+        READ_LANE(lanes_3, lane_24, lane_216) READ_LANE(lanes_3, lane_25, lane_217) READ_LANE(lanes_3, lane_26, lane_218)
+        READ_LANE(lanes_3, lane_27, lane_219) READ_LANE(lanes_3, lane_28, lane_220) READ_LANE(lanes_3, lane_29, lane_221)
+        READ_LANE(lanes_3, lane_30, lane_222) READ_LANE(lanes_3, lane_31, lane_223) READ_LANE(lanes_3, lane_32, lane_224)
+        READ_LANE(lanes_3, lane_33, lane_225) READ_LANE(lanes_3, lane_34, lane_226) READ_LANE(lanes_3, lane_35, lane_227)
+        READ_LANE(lanes_3, lane_36, lane_228) READ_LANE(lanes_3, lane_37, lane_229) READ_LANE(lanes_3, lane_38, lane_230)
+        READ_LANE(lanes_3, lane_39, lane_231) READ_LANE(lanes_3, lane_40, lane_232) READ_LANE(lanes_3, lane_41, lane_233)
+        READ_LANE(lanes_3, lane_42, lane_234) READ_LANE(lanes_3, lane_43, lane_235) READ_LANE(lanes_3, lane_44, lane_236)
+        READ_LANE(lanes_3, lane_45, lane_237) READ_LANE(lanes_3, lane_46, lane_238) READ_LANE(lanes_3, lane_47, lane_239)
+        READ_LANE(lanes_3, lane_48, lane_240) READ_LANE(lanes_3, lane_49, lane_241) READ_LANE(lanes_3, lane_50, lane_242)
+        READ_LANE(lanes_3, lane_51, lane_243) READ_LANE(lanes_3, lane_52, lane_244) READ_LANE(lanes_3, lane_53, lane_245)
+        READ_LANE(lanes_3, lane_54, lane_246) READ_LANE(lanes_3, lane_55, lane_247) READ_LANE(lanes_3, lane_56, lane_248)
+        READ_LANE(lanes_3, lane_57, lane_249) READ_LANE(lanes_3, lane_58, lane_250) READ_LANE(lanes_3, lane_59, lane_251)
+        READ_LANE(lanes_3, lane_60, lane_252) READ_LANE(lanes_3, lane_61, lane_253) READ_LANE(lanes_3, lane_62, lane_254)
+        READ_LANE(lanes_3, lane_63, lane_255)
     }
 
     /* The packet's header becomes the RESULT header, rewritten in place. */
@@ -458,7 +736,6 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         hdr.p4hub.rank = NO_RANK;
         hdr.p4hub.count = (bit<16>)meta.world_size;
         hdr.p4hub.exp = meta.max_exp;
-        hdr.p4hub.reserved = 0;
         hdr.udp.checksum = 0;
     }
 
@@ -503,13 +780,22 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             meta.l2 = 0;
             jobs.apply();
             members.apply();
+            /* the packet carries the job's lane code, all its lanes and nelem within them */
+            if (hdr.p4hub.lane_code == meta.lane_code) {
+                if (meta.lane_code == LANES_64) {
+                    if (hdr.lanes.isValid() && hdr.p4hub.nelem <= K_LANES) {
+                        meta.lanes_ok = 1;
+                    }
+                } else if (hdr.lanes_3.isValid() && hdr.p4hub.nelem <= 4 * K_LANES) {
+                    meta.lanes_ok = 1;
+                }
+            }
             if (meta.job_mode == MODE_NONE) {
                 agg_errors.count((bit<32>)ERR_UNKNOWN_JOB);
                 drop();
-            } else if (meta.member == 0 || !hdr.lanes.isValid()
+            } else if (meta.member == 0 || meta.lanes_ok == 0
                        || hdr.p4hub.version != P4HUB_VERSION
                        || (hdr.p4hub.ptype != TYPE_CONTRIB && hdr.p4hub.ptype != TYPE_PARTIAL)
-                       || hdr.p4hub.nelem > K_LANES
                        || hdr.p4hub.count == 0
                        || hdr.p4hub.count > (bit<16>)meta.world_size
                        || hdr.p4hub.slot < meta.slot_base
@@ -561,6 +847,11 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                     slot_counter.write(meta.idx, meta.contributions);
                     slot_exp.write(meta.idx, meta.max_exp);
                     accumulate_lanes();
+                    if (meta.lane_code == LANES_256) {
+                        accumulate_lanes_1();
+                        accumulate_lanes_2();
+                        accumulate_lanes_3();
+                    }
                     if (meta.contributions == 0) {
                         job_stats.count(meta.stat_base + STAT_COMPLETION);
                         make_result();
@@ -574,6 +865,11 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                         job_stats.count(meta.stat_base + STAT_RESENT);
                         slot_exp.read(meta.max_exp, meta.idx);
                         read_lanes();
+                        if (meta.lane_code == LANES_256) {
+                            read_lanes_1();
+                            read_lanes_2();
+                            read_lanes_3();
+                        }
                         make_result();
                         reply_result();
                     } else {
@@ -652,6 +948,9 @@ control MyDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.udp);
         packet.emit(hdr.p4hub);
         packet.emit(hdr.lanes);
+        packet.emit(hdr.lanes_1);
+        packet.emit(hdr.lanes_2);
+        packet.emit(hdr.lanes_3);
     }
 }
 

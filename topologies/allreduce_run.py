@@ -102,7 +102,7 @@ def _collect(name: str, where: str, rack: Rack, args: argparse.Namespace,
 def job_worker_args(rack: Rack, args: argparse.Namespace, rank: int, job_name: str,
                     placement: str) -> list[str]:
     return ["--backend", "job", "--controller", rack.controller_address, "--job-name", job_name,
-            "--placement", placement, "--data-ip", worker_ip(rank),
+            "--placement", placement, "--lanes", str(args.lanes), "--data-ip", worker_ip(rank),
             "--agent-port", str(AGENT_PORT)]
 
 

@@ -117,7 +117,7 @@ def store_host() -> str:
 def p4hub_env(rack: Rack, path: TrainPath, args: argparse.Namespace, rank: int) -> dict:
     env = {"P4HUB_CONTROLLER": rack.controller_address, "P4HUB_DATA_IP": worker_ip(rank),
            "P4HUB_PORT": str(AGENT_PORT), "P4HUB_JOB_NAME": f"train-{path.name}",
-           "P4HUB_PLACEMENT": path.placement}
+           "P4HUB_PLACEMENT": path.placement, "P4HUB_LANES": str(args.lanes)}
     if args.rto:
         env["P4HUB_RTO"] = str(args.rto)
     if args.rto_max:

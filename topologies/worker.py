@@ -47,7 +47,7 @@ class PBoxBackend:
         from hosts.agent import Agent
 
         host, _, port = args.pbox.rpartition(":")
-        options = {"slot_base": args.slot_base, "timeout": args.timeout}
+        options = {"slot_base": args.slot_base, "timeout": args.timeout, "lanes": args.lanes}
         if args.slot_count:
             options["slot_count"] = args.slot_count
         if args.window:
@@ -91,7 +91,8 @@ class JobBackend(PBoxBackend):
         self.client = JobClient(args.controller, timeout=10.0, wait_for_ready=True)
         address = (args.data_ip, args.agent_port)
         reply = self.client.join(args.job_name, args.world, args.rank,
-                                 f"{address[0]}:{address[1]}", placement=args.placement)
+                                 f"{address[0]}:{address[1]}", placement=args.placement,
+                                 lanes=args.lanes)
         self.reply = reply
         emit({"event": "joined", "rank": args.rank, **reply})
         host, _, port = reply["aggregator"].rpartition(":")
@@ -101,7 +102,7 @@ class JobBackend(PBoxBackend):
         self.agent = Agent(reply["job_id"], args.rank, args.world, aggregator=(host, int(port)),
                            slot_base=reply["slot_base"], slot_count=reply["slot_count"],
                            window=reply["window"], timeout=args.timeout, bind=address,
-                           **options)
+                           lanes=reply["k"], **options)
         self.fuse = args.fuse
         self.where = reply["where"]
         self._stop = threading.Event()
@@ -257,6 +258,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--slot-base", type=int, default=0)
     parser.add_argument("--slot-count", type=int, default=0, help="0: the agent's default")
     parser.add_argument("--window", type=int, default=0, help="0: the agent's default")
+    parser.add_argument("--lanes", type=int, choices=(64, 256), default=64,
+                        help="int32 lanes per packet (asked for at join)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds without progress")
     parser.add_argument("--rto-max", type=float, default=0.0,
                         help="largest retransmission timeout, s (0: the agent's default)")

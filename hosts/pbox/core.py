@@ -11,8 +11,8 @@ the control channel: newline-delimited JSON, one reply line per request.
 
 Requests and replies (see docs/notes/pbox-and-rack.md §2):
 
-* ``{"cmd": "add_job", "job": ID, "world_size": N, "slot_base": B, "slot_count": C}``
-  -> ``{"ok": true}``
+* ``{"cmd": "add_job", "job": ID, "world_size": N, "slot_base": B, "slot_count": C,
+  "lanes": L}`` (``lanes`` optional: 64 or 256, default 64) -> ``{"ok": true}``
 * ``{"cmd": "remove_job", "job": ID}`` -> ``{"ok": true, "stats": {final counters}}``
 * ``{"cmd": "stats"}`` -> ``{"ok": true, "jobs": {...}, "global": {...}, "workers": [...]}``
 * ``{"cmd": "list_jobs"}`` -> ``{"ok": true, "jobs": [{"job_id", "world_size", ...}]}``
@@ -29,6 +29,7 @@ from typing import Protocol
 
 from hosts.aggregator import Aggregator, AggregatorError, JobConfig
 from hosts.errors import HostError
+from hosts.wire import K
 
 log = logging.getLogger("p4hub-pbox")
 
@@ -157,9 +158,11 @@ class ControlCore:
         self.shards = shards
         self.jobs: dict[int, JobConfig] = {}
 
-    def add_job(self, job_id: int, world_size: int, slot_base: int, slot_count: int) -> None:
+    def add_job(
+        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K
+    ) -> None:
         """Configure a job on every shard, or on none (PBoxError with the shard's reason)."""
-        config = JobConfig(job_id, world_size, slot_base, slot_count)
+        config = JobConfig(job_id, world_size, slot_base, slot_count, lanes)
         replies = self.shards.fan_out("add_job", asdict(config))
         errors = [r["error"] for r in replies if "error" in r]
         if errors:
@@ -202,9 +205,10 @@ class ControlCore:
                 raise PBoxError("a request must be a JSON object")
             cmd = request.get("cmd")
             if cmd == "add_job":
-                fields = [_int_field(request, k) for k in
-                          ("job", "world_size", "slot_base", "slot_count")]
-                self.add_job(*fields)
+                job, world, base, count = (_int_field(request, k) for k in
+                                           ("job", "world_size", "slot_base", "slot_count"))
+                lanes = _int_field(request, "lanes") if "lanes" in request else K
+                self.add_job(job, world, base, count, lanes)
                 return {"ok": True}
             if cmd == "remove_job":
                 return {"ok": True, "stats": self.remove_job(_int_field(request, "job"))}

@@ -109,7 +109,7 @@ def serve(
     try:
         pbox.start()
         for job in jobs:
-            pbox.add_job(job.job_id, job.world_size, job.slot_base, job.slot_count)
+            pbox.add_job(job.job_id, job.world_size, job.slot_base, job.slot_count, job.lanes)
         if control is not None:
             server = ControlServer(pbox, *control)
         _emit(out, {

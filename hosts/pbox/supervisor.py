@@ -11,6 +11,7 @@ from hosts.aggregator import JobConfig
 from hosts.pbox.core import ControlCore, PBoxError
 from hosts.pbox.steering import open_sockets
 from hosts.pbox.worker import worker_main
+from hosts.wire import K
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +87,10 @@ class PBox:
     def alive(self) -> bool:
         return all(proc.is_alive() for proc in self._procs)
 
-    def add_job(self, job_id: int, world_size: int, slot_base: int, slot_count: int) -> None:
-        self.core.add_job(job_id, world_size, slot_base, slot_count)
+    def add_job(
+        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K
+    ) -> None:
+        self.core.add_job(job_id, world_size, slot_base, slot_count, lanes)
 
     def remove_job(self, job_id: int) -> dict:
         return self.core.remove_job(job_id)

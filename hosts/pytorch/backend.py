@@ -89,7 +89,7 @@ class P4hubProcessGroup(dist.ProcessGroup):
         self.agent = Agent(plan.job_id, rank, world_size, plan.aggregator_address,
                            slot_base=plan.slot_base, slot_count=plan.slot_count,
                            window=plan.window, timeout=self.timeout, bind=self.membership.bind,
-                           **_rto_options(config))
+                           lanes=plan.lanes, **_rto_options(config))
         if self._lease is not None:
             self.liveness.extra_beat = self._lease.heartbeat
         self.liveness.start()

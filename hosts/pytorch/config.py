@@ -19,6 +19,8 @@ P4HUB_JOB_ID           without a controller: the job id configured on the aggreg
 P4HUB_SLOT_BASE        without a controller: the job's first slot (0)
 P4HUB_SLOT_COUNT       without a controller: the job's slot count (64)
 P4HUB_WINDOW           slots kept in flight (default: what the job was given)
+P4HUB_LANES            int32 lanes per packet, 64 (default) or 256 (a quarter of the
+                       packets; asked for at join, or as configured on the aggregator)
 P4HUB_TIMEOUT          seconds without progress before a collective fails (default:
                        the group's timeout from ``init_process_group``)
 P4HUB_RTO, P4HUB_RTO_MAX  first and largest retransmission timeout, seconds
@@ -54,6 +56,7 @@ class BackendConfig:
     rto: float | None = None
     rto_max: float | None = None
     dead_after: float = 8.0
+    lanes: int = 64
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BackendConfig:
@@ -74,7 +77,10 @@ class BackendConfig:
             rto=_optional(env, "P4HUB_RTO", float, 1e-4, 60.0),
             rto_max=_optional(env, "P4HUB_RTO_MAX", float, 1e-4, 600.0),
             dead_after=_number(env, "P4HUB_DEAD_AFTER", float, 8.0, 2.0, 1e6),
+            lanes=_number(env, "P4HUB_LANES", int, 64, 64, 256),
         )
+        if config.lanes not in (64, 256):
+            raise BackendError(f"P4HUB_LANES={config.lanes}: expected 64 or 256")
         if config.placement not in PLACEMENTS:
             raise BackendError(f"P4HUB_PLACEMENT={config.placement!r}: expected one of "
                                f"{', '.join(PLACEMENTS)}")

@@ -44,6 +44,7 @@ class JobPlan:
     slot_count: int
     window: int
     where: str  # "switch", "pbox", or "static" (configured by hand, no controller)
+    lanes: int = 64  # int32 lanes per packet
 
     @property
     def aggregator_address(self) -> tuple[str, int]:
@@ -169,14 +170,16 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
     where = f"{config.controller[0]}:{config.controller[1]}"
     client = JobClient(where, timeout=min(timeout.total_seconds(), 60.0), wait_for_ready=True)
     try:
-        reply = client.join(name, world_size, rank, f"{bind[0]}:{bind[1]}", config.placement)
+        reply = client.join(name, world_size, rank, f"{bind[0]}:{bind[1]}", config.placement,
+                            config.lanes)
     except grpc.RpcError as exc:
         raise BackendError(f"the controller at {where} refused rank {rank}'s join of job "
                            f"{name!r}: {exc.details()} ({exc.code().name})") from None
     finally:
         client.close()
     plan = JobPlan(reply["job_id"], reply["aggregator"], reply["slot_base"],
-                   reply["slot_count"], config.window or reply["window"], reply["where"])
+                   reply["slot_count"], config.window or reply["window"], reply["where"],
+                   reply["k"])
     return plan, Lease(where, plan.job_id, rank, timeout=10.0)
 
 
@@ -184,7 +187,7 @@ def _static_plan(config: BackendConfig) -> JobPlan:
     assert config.aggregator is not None
     host, port = config.aggregator
     return JobPlan(config.job_id, f"{host}:{port}", config.slot_base, config.slot_count,
-                   config.window or config.slot_count, "static")
+                   config.window or config.slot_count, "static", config.lanes)
 
 
 def _member(store: Store, rank: int, timeout: timedelta) -> dict:

@@ -81,9 +81,10 @@ AGG = (PBOX.mac, PBOX.ip, p.AGG_UDP_PORT)
 
 def contrib(job: int, rank: int, slot: int, shadow: int = 0, values=None, exp: int = 0,
             position: int = 0, nelem: int = K, count: int = 1, ptype=PacketType.CONTRIB,
-            retransmit: bool = False) -> bytes:
+            retransmit: bool = False, lanes: int = K, epoch: int = 0) -> bytes:
     header = Header(type=ptype, job=job, rank=rank, slot=slot, position=position, nelem=nelem,
-                    exp=exp, count=count, shadow=shadow, retransmit=retransmit)
+                    exp=exp, count=count, shadow=shadow, retransmit=retransmit, lanes=lanes,
+                    epoch=epoch)
     return wire.encode(header, None if values is None else np.asarray(values, np.int32))
 
 
@@ -122,16 +123,17 @@ class Rack:
                 else:
                     self.switch.mc_group_set(u.group, [Replica(port, rid) for port, rid in u.replicas])
             elif u.op == INSERT:
-                self.pbox.add_job(u.job_id, u.world_size, u.slot_base, u.slot_count)
+                self.pbox.add_job(u.job_id, u.world_size, u.slot_base, u.slot_count, u.lanes)
             else:
                 self.pbox.remove_job(u.job_id)
 
-    def job(self, name: str, hosts: list[int]):
+    def job(self, name: str, hosts: list[int], lanes: int = K):
         replies = []
         for rank, i in enumerate(hosts):
             mac, ip, port = host(i)
             reply, updates = self.registry.join(name, len(hosts), rank,
-                                                (topology.format_ipv4(ip), port), now=0.0)
+                                                (topology.format_ipv4(ip), port), now=0.0,
+                                                lanes=lanes)
             self.apply(updates)
             replies.append(reply)
         return replies[0]
@@ -149,9 +151,9 @@ def rk(compiled) -> Rack:
     return Rack(compiled)
 
 
-def reference(job_id: int, n: int, base: int, count: int) -> Aggregator:
+def reference(job_id: int, n: int, base: int, count: int, lanes: int = K) -> Aggregator:
     agg = Aggregator()
-    agg.add_job(job_id, n, base, count)
+    agg.add_job(job_id, n, base, count, lanes)
     return agg
 
 
@@ -220,6 +222,30 @@ def test_four_workers_get_the_exact_sum_by_multicast_bit_identical_to_the_pbox(r
     np.testing.assert_array_equal(lanes, inputs.astype(np.int64).sum(axis=0))
     assert rk.job_stat(reply.job_id, "contributions") == 4
     assert rk.job_stat(reply.job_id, "completions") == 1
+
+
+def test_a_256_lane_job_sums_all_four_groups_bit_identical_to_the_pbox(rk):
+    reply = rk.job("bert", [1, 2, 3], lanes=256)
+    assert (reply.where, reply.k) == (ON_SWITCH, 256)
+    ref = reference(reply.job_id, 3, reply.slot_base, reply.slot_count, lanes=256)
+    inputs = np.random.default_rng(9).integers(-(2**28), 2**28, (3, 256), dtype=np.int32)
+    pkts = [contrib(reply.job_id, r, 5, shadow=1, values=inputs[r], exp=r - 1, position=77,
+                    nelem=200, lanes=256, epoch=9) for r in range(3)]
+    for r in range(2):
+        assert rk.send(r + 1, pkts[r]) == [] and pbox_says(ref, r + 1, pkts[r]) == []
+    out = rk.send(3, pkts[2])
+    assert sorted(port for port, _ in out) == [1, 2, 3]
+    assert as_results(out) == pbox_says(ref, 3, pkts[2])
+    header, lanes = wire.decode(as_results(out)[0][0])
+    assert (header.lanes, header.epoch, header.nelem, header.exp) == (256, 9, 200, 1)
+    np.testing.assert_array_equal(lanes, inputs.astype(np.int64).sum(axis=0).astype(np.int32))
+    # a late duplicate reads all 256 stored lanes back
+    again = contrib(reply.job_id, 0, 5, shadow=1, values=inputs[0], exp=-1, position=77,
+                    nelem=200, lanes=256, epoch=9, retransmit=True)
+    resent = rk.send(1, again)
+    assert [port for port, _ in resent] == [1]
+    assert as_results(resent) == pbox_says(ref, 1, again)
+    np.testing.assert_array_equal(wire.decode(as_results(resent)[0][0])[1], lanes)
 
 
 def test_duplicates_are_silent_until_complete_then_get_the_stored_result_by_unicast(rk):
@@ -312,7 +338,10 @@ def test_foreign_jobs_ranks_and_slots_are_dropped_counted_and_touch_nothing(rk):
         (1, contrib(a.job_id, 0, 0, count=0)),
         (1, contrib(a.job_id, 0, 0, count=3)),  # more workers than the job has
         (1, contrib(a.job_id, 0, 0, ptype=PacketType.RESULT)),
-        (1, bytes([0x21]) + contrib(a.job_id, 0, 0)[1:]),  # version 2
+        (1, bytes([0x11]) + contrib(a.job_id, 0, 0)[1:]),  # version 1
+        (1, contrib(a.job_id, 0, 0, lanes=256)),  # a 256-lane packet for a 64-lane job
+        (1, contrib(a.job_id, 0, 0, lanes=256)[:20 + 4 * 128]),  # its lanes cut short
+        (1, bytes([0x21, 0x10]) + contrib(a.job_id, 0, 0)[2:]),  # lane code 2
     ]
     for i, pkt in bad:
         assert rk.send(i, pkt) == []

@@ -185,11 +185,14 @@ def test_unknown_job_and_garbage_are_counted_and_never_raise():
     garbage = [b"", b"\x00", b"x" * 19, b"y" * (wire.PACKET_LEN + 1)]
     garbage += [rng.bytes(wire.PACKET_LEN) for _ in range(500)]
     good = bytearray(contrib(0, 0))
-    good[0] = (2 << 4) | 1  # wrong version
+    good[0] = (1 << 4) | 1  # version 1: the old format
     garbage.append(bytes(good))
-    good[0] = (1 << 4) | 9  # unknown type
+    good[0] = (wire.VERSION << 4) | 9  # unknown type
     garbage.append(bytes(good))
-    good[0] = (1 << 4) | 1
+    good[0] = (wire.VERSION << 4) | 1
+    good[1] |= 2 << wire.LANE_CODE_SHIFT  # an invalid lane code
+    garbage.append(bytes(good))
+    good[1] &= ~(3 << wire.LANE_CODE_SHIFT) & 0xFF
     good[18:20] = (K + 1).to_bytes(2, "big")  # too many elements
     garbage.append(bytes(good))
     for data in garbage:

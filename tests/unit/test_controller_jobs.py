@@ -65,10 +65,11 @@ def reg(topo):
     return JobRegistry(topo, epoch_seed=100)
 
 
-def join_all(reg, sw, name, n, hosts=range(1, 7), now=0.0, port=40000):
+def join_all(reg, sw, name, n, hosts=range(1, 7), now=0.0, port=40000, lanes=64):
     replies = []
     for rank, host in zip(range(n), hosts, strict=False):
-        reply, updates = reg.join(name, n, rank, (f"10.0.0.{host}", port + rank), now)
+        reply, updates = reg.join(name, n, rank, (f"10.0.0.{host}", port + rank), now,
+                                  lanes=lanes)
         sw.apply(updates)
         replies.append(reply)
     return replies
@@ -83,7 +84,7 @@ def test_first_join_creates_a_switch_job(reg):
     assert job_write == TableWrite("s1", INSERT, job_write.entry)
     assert job_write.entry.action == p.ACT_JOB_ON_SWITCH
     assert dict(job_write.entry.params) == {
-        "world_size": 4, "slot_base": 0, "slot_count": 32, "mcast_grp": 1,
+        "world_size": 4, "slot_base": 0, "slot_count": 32, "lane_code": 0, "mcast_grp": 1,
         "name_tag": p.name_tag("resnet"), "epoch": 100,
     }
     assert [f.value for f in member.entry.match] == [1, 0, 0x0A000001, 40000, 1]  # + switch port
@@ -99,6 +100,18 @@ def test_later_joins_extend_the_group_and_retries_are_idempotent(reg):
     reply, updates = reg.join("resnet", 3, 1, ("10.0.0.2", 40001), now=1.0)
     assert updates == [] and reply.rank == 1
     assert len(sw.entries(p.MEMBERS)) == 3 and len(sw.entries(p.RESULT_DST)) == 3
+
+
+def test_the_first_join_sets_the_lane_count_and_later_joins_must_agree(reg):
+    sw = FakeSwitch()
+    reply = join_all(reg, sw, "bert", 1, lanes=256)[0]
+    assert reply.k == 256 and dict(sw.entries(p.JOBS)[0].params)["lane_code"] == 1
+    reg.join("two", 2, 0, ("10.0.0.2", 40000), now=0.0, lanes=256)
+    with pytest.raises(JobError, match="has 256 lanes per packet, not 64"):
+        reg.join("two", 2, 1, ("10.0.0.3", 40000), now=0.0)
+    with pytest.raises(JobError, match=r"lanes must be one of \(64, 256\), not 128"):
+        reg.join("odd", 1, 0, ("10.0.0.4", 40000), now=0.0, lanes=128)
+    assert sorted(j.lanes for j in reg.jobs.values()) == [256, 256]
 
 
 @pytest.mark.parametrize(
@@ -212,20 +225,21 @@ def test_rebuild_from_entries_restores_jobs_and_keeps_them_running(topo, reg):
     sw = FakeSwitch()
     sw.apply(rack.rack_writes(topo, "s1"))
     join_all(reg, sw, "a", 2)
-    join_all(reg, sw, "b", 2, hosts=(3, 4))
-    join_all(reg, sw, "c", 1, hosts=(5,))  # on the PBox
+    join_all(reg, sw, "b", 2, hosts=(3, 4), lanes=256)
+    join_all(reg, sw, "c", 1, hosts=(5,), lanes=256)  # on the PBox
     entries = {"s1": list(sw.tables.values())}
     rebuilt, repairs = rebuild_from_entries(topo, entries, now=50.0, epoch_seed=1)
     # only the flood group is rewritten (groups cannot be read back); the PBox job is re-asserted
     c_id = reg.job_by_name("c").job_id
     assert repairs == [GroupWrite("s1", MODIFY, p.FLOOD_GROUP, rack.flood_group(topo, "s1").replicas),
-                       PBoxJobWrite("pb1", MODIFY, c_id, 1, 0, 32)]
+                       PBoxJobWrite("pb1", MODIFY, c_id, 1, 0, 32, 256)]
     sw.apply(repairs)
     assert sorted(rebuilt.jobs) == sorted(reg.jobs)
     for job_id, job in reg.jobs.items():
         again = rebuilt.jobs[job_id]
-        assert (again.tag, again.world_size, again.where, again.slots, again.switch) == (
-            job.tag, job.world_size, job.where, job.slots, job.switch)
+        assert (again.tag, again.world_size, again.where, again.slots, again.switch,
+                again.lanes) == (job.tag, job.world_size, job.where, job.slots, job.switch,
+                                 job.lanes)
         if job.where == ON_SWITCH:
             assert again.epoch == job.epoch
         assert {r: (w.ip, w.port, w.mac) for r, w in again.workers.items()} == {

@@ -46,8 +46,8 @@ def test_insert_modify_delete_reach_the_pbox(pbox):
     stub, control, _ = pbox
     control(PBoxJobWrite("pb1", INSERT, 3, 4, 0, 32))
     assert [asdict(c) for c in stub.agg.jobs()] == [
-        {"job_id": 3, "world_size": 4, "slot_base": 0, "slot_count": 32}]
-    assert control.jobs("pb1") == [{"job_id": 3, "world_size": 4, "slot_base": 0, "slot_count": 32}]
+        {"job_id": 3, "world_size": 4, "slot_base": 0, "slot_count": 32, "lanes": 64}]
+    assert control.jobs("pb1") == [{"job_id": 3, "world_size": 4, "slot_base": 0, "slot_count": 32, "lanes": 64}]
     n = len(stub.requests)
     control(PBoxJobWrite("pb1", MODIFY, 3, 4, 0, 32))  # already there, as described: no change
     assert [r["cmd"] for r in stub.requests[n:]] == ["list_jobs"]

@@ -177,7 +177,7 @@ def test_control_channel_jobs_and_bad_requests(box):
     assert box.request({"cmd": "add_job", "job": 3, "world_size": 2, "slot_base": 100,
                         "slot_count": 10}) == {"ok": True}
     jobs = box.request({"cmd": "list_jobs"})["jobs"]
-    assert {"job_id": 3, "world_size": 2, "slot_base": 100, "slot_count": 10} in jobs
+    assert {"job_id": 3, "world_size": 2, "slot_base": 100, "slot_count": 10, "lanes": 64} in jobs
     sock = client()
     sock.sendto(packet(3, 0, 105, np.full(K, 1)), box.udp)
     sock.sendto(packet(3, 1, 105, np.full(K, 2)), box.udp)

@@ -46,9 +46,13 @@ def deliver(shards: list[ShardCore], data: bytes, src: tuple, now: float) -> lis
     return shards[slot % len(shards)].receive(data, src, now)
 
 
-def add(core: ControlCore, job: int, world: int, base: int, count: int) -> dict:
-    return core.control({"cmd": "add_job", "job": job, "world_size": world, "slot_base": base,
-                         "slot_count": count})
+def add(core: ControlCore, job: int, world: int, base: int, count: int,
+        lanes: int | None = None) -> dict:
+    request = {"cmd": "add_job", "job": job, "world_size": world, "slot_base": base,
+               "slot_count": count}
+    if lanes is not None:
+        request["lanes"] = lanes
+    return core.control(request)
 
 
 @pytest.fixture
@@ -63,10 +67,10 @@ def core() -> tuple[ControlCore, list[ShardCore]]:
 
 def test_add_job_reaches_every_shard_and_the_mirror(core):
     core, shards = core
-    assert add(core, 7, 4, 100, 10) == {"ok": True}
+    assert add(core, 7, 4, 100, 10, lanes=256) == {"ok": True}
     assert core.control({"cmd": "list_jobs"}) == {"ok": True, "jobs": [
-        {"job_id": 1, "world_size": 2, "slot_base": 0, "slot_count": 8},
-        {"job_id": 7, "world_size": 4, "slot_base": 100, "slot_count": 10},
+        {"job_id": 1, "world_size": 2, "slot_base": 0, "slot_count": 8, "lanes": 64},
+        {"job_id": 7, "world_size": 4, "slot_base": 100, "slot_count": 10, "lanes": 256},
     ]}
     for shard in shards:
         assert [c.job_id for c in shard.aggregator.jobs()] == [1, 7]
@@ -135,6 +139,10 @@ BAD_REQUESTS = [
     ({"cmd": "add_job", "job": 4, "world_size": 0, "slot_base": 0, "slot_count": 1},
      "world size 0"),
     ({"cmd": "add_job", "job": 4, "world_size": 2, "slot_base": 0, "slot_count": 0}, ""),
+    ({"cmd": "add_job", "job": 4, "world_size": 2, "slot_base": 0, "slot_count": 1,
+      "lanes": 128}, "lane count 128 is not one of (64, 256)"),
+    ({"cmd": "add_job", "job": 4, "world_size": 2, "slot_base": 0, "slot_count": 1,
+      "lanes": "256"}, "'lanes' must be an integer"),
     ({"cmd": "add_job", "job": 4, "world_size": 2, "slot_base": -1, "slot_count": 4}, ""),
     ({"cmd": "add_job", "job": 4, "world_size": 2, "slot_base": 2**32 - 2, "slot_count": 4}, ""),
     ({"cmd": "add_job", "job": 1, "world_size": 2, "slot_base": 0, "slot_count": 1}, ""),
@@ -256,7 +264,7 @@ def test_reply_lines_are_byte_for_byte_the_protocol(core):
     core, _ = core
     assert answer_line(core.control, b'{"cmd": "list_jobs"}') == (
         b'{"ok": true, "jobs": [{"job_id": 1, "world_size": 2, "slot_base": 0, '
-        b'"slot_count": 8}]}\n')
+        b'"slot_count": 8, "lanes": 64}]}\n')
     assert answer_line(core.control, b'{"cmd": "add_job", "job": 2, "world_size": 1, '
                        b'"slot_base": 8, "slot_count": 1}') == b'{"ok": true}\n'
     assert answer_line(core.control, b'{"cmd": "remove_job", "job": 9}') == (
@@ -279,7 +287,7 @@ def test_the_controller_client_drives_the_real_core():
         control(PBoxJobWrite("pb1", INSERT, 3, 4, 0, 32))
         control(PBoxJobWrite("pb1", MODIFY, 3, 4, 32, 16))
         assert control.jobs("pb1") == [
-            {"job_id": 3, "world_size": 4, "slot_base": 32, "slot_count": 16}]
+            {"job_id": 3, "world_size": 4, "slot_base": 32, "slot_count": 16, "lanes": 64}]
         assert all([(c.slot_base, c.slot_count) for c in s.aggregator.jobs()] == [(32, 16)]
                    for s in shards)
         control(PBoxJobWrite("pb1", DELETE, 3))

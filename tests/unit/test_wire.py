@@ -13,21 +13,28 @@ from hosts.wire import PACKET_LEN, Header, K, PacketType, WireError
 
 ZERO_LANE = "00000000"
 
-# CONTRIB v1, flags = priority 5 (0xa0) | retransmit (0x02) | shadow (0x01), job 0x1234,
-# rank 5, count 1, slot 0x102, position 0xdeadbeef, exp -3, reserved 0, nelem 3, lanes 1 -1 max
+# CONTRIB v2, flags = priority 5 (0xa0) | lane code 0 (64) | retransmit (0x02) | shadow (0x01),
+# job 0x1234, rank 5, count 1, slot 0x102, position 0xdeadbeef, exp -3, epoch 0, nelem 3,
+# lanes 1 -1 max
 GOLDEN_CONTRIB = (
-    "11" "a3" "1234" "0005" "0001" "00000102" "deadbeef" "fd" "00" "0003"
+    "21" "a3" "1234" "0005" "0001" "00000102" "deadbeef" "fd" "00" "0003"
     + "00000001" "ffffffff" "7fffffff" + ZERO_LANE * (K - 3)
 )  # fmt: skip
-# RESULT v1, flags = fallback (0x04), job 7, rank 0xffff, count 4, slot 0, position 0,
-# exp 127, nelem 64, every lane 0x01020304
+# RESULT v2, flags = fallback (0x04), job 7, rank 0xffff, count 4, slot 0, position 0,
+# exp 127, epoch 0xa5, nelem 64, every lane 0x01020304
 GOLDEN_RESULT = (
-    "12" "04" "0007" "ffff" "0004" "00000000" "00000000" "7f" "00" "0040" + "01020304" * K
+    "22" "04" "0007" "ffff" "0004" "00000000" "00000000" "7f" "a5" "0040" + "01020304" * K
 )  # fmt: skip
-# PARTIAL v1, flags = priority 7 (0xe0), job 1, child 2, count 3, slot 0xffffffff,
-# position 1, exp -128, nelem 0, no lanes
+# PARTIAL v2, flags = priority 7 (0xe0), job 1, child 2, count 3, slot 0xffffffff,
+# position 1, exp -128, epoch 255, nelem 0, no lanes
 GOLDEN_PARTIAL = (
-    "13" "e0" "0001" "0002" "0003" "ffffffff" "00000001" "80" "00" "0000" + ZERO_LANE * K
+    "23" "e0" "0001" "0002" "0003" "ffffffff" "00000001" "80" "ff" "0000" + ZERO_LANE * K
+)  # fmt: skip
+# CONTRIB v2 of a 256-lane job: flags = lane code 1 (0x08) | shadow, job 2, rank 1, count 1,
+# slot 9, position 300, exp 5, epoch 3, nelem 256, lane i = i (1044 bytes)
+GOLDEN_CONTRIB_256 = (
+    "21" "09" "0002" "0001" "0001" "00000009" "0000012c" "05" "03" "0100"
+    + "".join(f"{i:08x}" for i in range(256))
 )  # fmt: skip
 
 CASES = [
@@ -39,22 +46,32 @@ CASES = [
     ),
     (
         Header(PacketType.RESULT, job=7, rank=0xFFFF, slot=0, position=0, nelem=64, exp=127,
-               count=4, fallback=True),
+               count=4, fallback=True, epoch=0xA5),
         np.full(K, 0x01020304, dtype=np.int32),
         GOLDEN_RESULT,
     ),
     (
         Header(PacketType.PARTIAL, job=1, rank=2, slot=0xFFFFFFFF, position=1, nelem=0, exp=-128,
-               count=3, priority=7),
+               count=3, priority=7, epoch=255),
         None,
         GOLDEN_PARTIAL,
+    ),
+    (
+        Header(PacketType.CONTRIB, job=2, rank=1, slot=9, position=300, nelem=256, exp=5,
+               count=1, shadow=1, lanes=256, epoch=3),
+        np.arange(256, dtype=np.int32),
+        GOLDEN_CONTRIB_256,
     ),
 ]  # fmt: skip
 
 
 def test_sizes():
-    assert (wire.HEADER_LEN, K, PACKET_LEN) == (20, 64, 276)
+    assert (wire.HEADER_LEN, K, PACKET_LEN, wire.VERSION) == (20, 64, 276, 2)
     assert len(bytes.fromhex(GOLDEN_CONTRIB)) == PACKET_LEN
+    assert [wire.packet_len(lanes) for lanes in wire.LANE_COUNTS] == [276, 1044]
+    assert len(bytes.fromhex(GOLDEN_CONTRIB_256)) == wire.MAX_PACKET_LEN == 1044
+    with pytest.raises(WireError, match="lane count 128"):
+        wire.packet_len(128)
 
 
 @pytest.mark.parametrize("header,values,golden", CASES)
@@ -66,48 +83,52 @@ def test_encode_gives_the_golden_bytes(header, values, golden):
 def test_decode_of_the_golden_bytes(header, values, golden):
     got, lanes = wire.decode(bytes.fromhex(golden))
     assert got == header
-    expected = np.zeros(K, dtype=np.int32)
+    expected = np.zeros(header.lanes, dtype=np.int32)
     if values is not None:
         expected[: values.size] = values
     assert np.array_equal(lanes, expected)
     assert wire.HEADER_STRUCT.unpack_from(bytes.fromhex(golden))[1] == header.flags
 
 
-def _random_header(rng: random.Random) -> Header:
+def _random_header(rng: random.Random, lanes: int = K) -> Header:
     return Header(
         type=rng.choice(list(PacketType)),
         job=rng.randrange(1 << 16),
         rank=rng.randrange(1 << 16),
         slot=rng.randrange(1 << 32),
         position=rng.randrange(1 << 32),
-        nelem=rng.randrange(K + 1),
+        nelem=rng.randrange(lanes + 1),
         exp=rng.randrange(-128, 128),
         count=rng.randrange(1 << 16),
         shadow=rng.randrange(2),
         retransmit=rng.random() < 0.5,
         fallback=rng.random() < 0.5,
         priority=rng.randrange(8),
+        lanes=lanes,
+        epoch=rng.randrange(256),
     )
 
 
-def test_round_trip_of_random_packets():
+@pytest.mark.parametrize("lanes", wire.LANE_COUNTS)
+def test_round_trip_of_random_packets(lanes):
     rng = random.Random(0)
     nrng = np.random.default_rng(0)
     for _ in range(200):
-        h = _random_header(rng)
-        vals = nrng.integers(-(2**31), 2**31, size=rng.randrange(K + 1), dtype=np.int64)
-        got, lanes = wire.decode(wire.encode(h, vals))
+        h = _random_header(rng, lanes)
+        vals = nrng.integers(-(2**31), 2**31, size=rng.randrange(lanes + 1), dtype=np.int64)
+        got, values = wire.decode(wire.encode(h, vals))
         assert got == h
-        assert np.array_equal(lanes[: vals.size], vals) and not lanes[vals.size :].any()
+        assert np.array_equal(values[: vals.size], vals) and not values[vals.size :].any()
 
 
-def test_batch_helpers_agree_with_the_single_packet_codec():
+@pytest.mark.parametrize("lanes", wire.LANE_COUNTS)
+def test_batch_helpers_agree_with_the_single_packet_codec(lanes):
     rng = random.Random(1)
-    headers = [_random_header(rng) for _ in range(20)]
+    headers = [_random_header(rng, lanes) for _ in range(20)]
     for h in headers:
-        h.type, h.job, h.rank, h.count = PacketType.CONTRIB, 9, 3, 1
-    values = np.random.default_rng(1).integers(-1000, 1000, size=(20, K), dtype=np.int32)
-    batch = wire.packet_array(20)
+        h.type, h.job, h.rank, h.count, h.epoch = PacketType.CONTRIB, 9, 3, 1, 0
+    values = np.random.default_rng(1).integers(-1000, 1000, size=(20, lanes), dtype=np.int32)
+    batch = wire.packet_array(20, lanes)
     wire.fill_headers(
         batch, ptype=PacketType.CONTRIB, job=9, rank=3, count=1,
         slot=[h.slot for h in headers], position=[h.position for h in headers],
@@ -117,7 +138,7 @@ def test_batch_helpers_agree_with_the_single_packet_codec():
     batch["values"] = values
     datagrams = wire.split_datagrams(batch)
     assert datagrams == [wire.encode(h, v) for h, v in zip(headers, values, strict=True)]
-    view = wire.decode_batch(b"".join(datagrams), 20)
+    view = wire.decode_batch(b"".join(datagrams), 20, lanes)
     assert np.array_equal(view["values"], values)
     assert list(view["hdr"]["position"]) == [h.position for h in headers]
 
@@ -136,6 +157,9 @@ def test_batch_helpers_agree_with_the_single_packet_codec():
         (dict(count=1 << 16), "count"),
         (dict(slot=1 << 32), "slot"),
         (dict(position=-1), "position"),
+        (dict(epoch=256), "epoch"),
+        (dict(lanes=128), "lane count 128"),
+        (dict(lanes=256, nelem=257), "element count 257"),
     ],
 )
 def test_encode_rejects_fields_out_of_range(change, message):
@@ -172,12 +196,16 @@ def _patched(offset: int, byte: int) -> bytes:
         (b"", "0 bytes"),
         (bytes.fromhex(GOLDEN_CONTRIB)[:-1], "275 bytes"),
         (bytes.fromhex(GOLDEN_CONTRIB) + b"\0", "277 bytes"),
-        (_patched(0, 0x21), "version 2"),
-        (_patched(0, 0x01), "version 0"),
-        (_patched(0, 0x10), "unknown packet type 0"),
-        (_patched(0, 0x14), "unknown packet type 4"),
-        (_patched(0, 0x1F), "unknown packet type 15"),
+        (_patched(0, 0x11), "version 1"),
+        (_patched(0, 0x31), "version 3"),
+        (_patched(0, 0x20), "unknown packet type 0"),
+        (_patched(0, 0x24), "unknown packet type 4"),
+        (_patched(0, 0x2F), "unknown packet type 15"),
         (_patched(19, K + 1), "element count 65"),
+        (_patched(1, 0x08), "276 bytes, expected 1044 for 256 lanes"),  # 64 lanes' worth, code 1
+        (_patched(1, 0x10), "invalid lane code 2"),
+        (_patched(1, 0x18), "invalid lane code 3"),
+        (bytes.fromhex(GOLDEN_CONTRIB)[:19], "shorter than a header"),
     ],
 )
 def test_decode_rejects_what_is_not_a_packet(data, message):
