@@ -178,7 +178,8 @@ def run_training(backend, args: argparse.Namespace) -> None:
                   "bytes": 4 * sum(sizes), "backend": backend.name,
                   "where": getattr(backend, "where", backend.name)}
         if args.check:
-            record.update(_check(sizes, args, it, result, exact=backend.name != "gloo"))
+            lanes = backend.agent.lanes if hasattr(backend, "agent") else None
+            record.update(_check(sizes, args, it, result, lanes))
         emit(record)
         it += 1
 
@@ -225,17 +226,19 @@ def _timed(backend, tensors: TensorList) -> tuple[float, TensorList]:
 
 
 def _check(sizes: list[int], args: argparse.Namespace, it: int, result: TensorList,
-           exact: bool) -> dict:
-    """Compare with the references every rank can recompute from the seed."""
+           lanes: int | None) -> dict:
+    """Compare with the references every rank can recompute from the seed; with ``lanes``
+    (a p4hub path: blocks of that many lanes) also bit for bit with the quantized sum."""
     everyone = [workload.gradients(sizes, args.seed, it, r) for r in range(args.world)]
     got = np.concatenate([r.reshape(-1) for r in result])
     reference = workload.float64_sum([np.concatenate(x) for x in everyone])
     report = {"max_abs_err": float(np.max(np.abs(got.astype(np.float64) - reference))),
               "digest": workload.digest(got)}
-    if exact:
-        per_tensor = [workload.quantized_sum([x[i] for x in everyone]) for i in range(len(sizes))]
+    if lanes is not None:
+        per_tensor = [workload.quantized_sum([x[i] for x in everyone], lanes)
+                      for i in range(len(sizes))]
         if args.fuse:
-            per_tensor = [workload.quantized_sum([np.concatenate(x) for x in everyone])]
+            per_tensor = [workload.quantized_sum([np.concatenate(x) for x in everyone], lanes)]
         report["exact"] = bool(np.array_equal(np.concatenate(per_tensor).view(np.int32),
                                               got.view(np.int32)))
     return report

@@ -91,14 +91,15 @@ def float64_sum(inputs: list[np.ndarray]) -> np.ndarray:
     return total
 
 
-def quantized_sum(inputs: list[np.ndarray]) -> np.ndarray:
+def quantized_sum(inputs: list[np.ndarray], lanes: int = 64) -> np.ndarray:
     """What a correct aggregator must return for one tensor: the sum of the quantized inputs.
 
-    Agreed exponent per block = max of the ranks' local exponents, lanes quantized with
-    it, summed as integers and dequantized once (hosts.quantize's scheme).
+    Agreed exponent per block (of ``lanes`` lanes) = max of the ranks' local exponents,
+    lanes quantized with it, summed as integers and dequantized once (hosts.quantize's
+    scheme).
     """
     n = len(inputs)
-    blocks = [quantize.to_blocks(x.reshape(-1)) for x in inputs]
+    blocks = [quantize.to_blocks(x.reshape(-1), lanes=lanes) for x in inputs]
     agreed = np.max([quantize.local_exponents(b) for b in blocks], axis=0)
     total = np.zeros(blocks[0].shape, dtype=np.int64)
     for b in blocks:
