@@ -3,7 +3,9 @@
 A ``Session`` never touches a socket or a clock. Its whole interface is::
 
     start(tensor_id, array, now)      queue a tensor (several may be in flight)
-    datagrams_to_send(now)            what to put on the wire now
+    packets_to_send(now)              what to put on the wire now, as packet arrays
+                                      (each row one datagram: the batched send path)
+    datagrams_to_send(now)            the same as one ``bytes`` per datagram
     receive(datagram, now)            a datagram from the aggregator
     receive_batch(buf, n, now)        n back-to-back datagrams (the fast path)
     get_timer() / handle_timer(now)   retransmission and failure deadlines
@@ -139,15 +141,24 @@ class Session:
         self._tensors.append(stream)
         self._ids.add(tensor_id)
 
-    def datagrams_to_send(self, now: float) -> list[bytes]:
-        """Retransmissions due, then every position that may go out now."""
+    def packets_to_send(self, now: float) -> list[np.ndarray]:
+        """Retransmissions due, then every position that may go out now: packet arrays
+        (``wire.PACKET_DTYPES[lanes]``) whose rows are the datagrams' bytes."""
         if self.failed is not None:
             return []
-        out = self._resend(now) if self._retransmit.size else []
+        out = []
+        if self._retransmit.size:
+            resend = self._resend()
+            if resend.size:
+                out.append(resend)
         positions = self._sendable()
         if positions.size:
-            out += self._send_new(positions, now)
+            out.append(self._send_new(positions, now))
         return out
+
+    def datagrams_to_send(self, now: float) -> list[bytes]:
+        """``packets_to_send``, one ``bytes`` object per datagram."""
+        return [d for batch in self.packets_to_send(now) for d in wire.split_datagrams(batch)]
 
     def receive(self, datagram: bytes | bytearray | memoryview, now: float) -> None:
         """One datagram from the aggregator; anything unexpected is counted and dropped."""
@@ -187,6 +198,11 @@ class Session:
         return self._events.popleft() if self._events else None
 
     @property
+    def in_flight(self) -> int:
+        """Positions sent whose result has not arrived."""
+        return int(np.count_nonzero(self._slot_pos >= 0))
+
+    @property
     def idle(self) -> bool:
         """Nothing started and unfinished."""
         return not self._tensors
@@ -214,7 +230,7 @@ class Session:
             ok[data] = (self._slot_next[k] > carrier) & (self._slot_pos[k] != carrier)
         return ok
 
-    def _send_new(self, positions: np.ndarray, now: float) -> list[bytes]:
+    def _send_new(self, positions: np.ndarray, now: float) -> np.ndarray:
         batch = self._template[: positions.size].copy()
         exp = np.zeros(positions.size, dtype=np.int8)
         nelem = np.zeros(positions.size, dtype=np.int64)
@@ -244,17 +260,15 @@ class Session:
         self._slot_next[slots] = positions + self.window
         self._timers.on_sent(slots, now)
         self.stats.sent += positions.size
-        return wire.split_datagrams(batch)
+        return batch
 
-    def _resend(self, now: float) -> list[bytes]:
+    def _resend(self) -> np.ndarray:
         slots = self._retransmit[self._slot_pos[self._retransmit] >= 0]
         self._retransmit = np.zeros(0, dtype=np.int64)
-        if not slots.size:
-            return []
         batch = self._slot_pkts[slots]
         batch["hdr"]["flags"] |= wire.FLAG_RETRANSMIT
         self.stats.retransmitted += slots.size
-        return wire.split_datagrams(batch)
+        return batch
 
     # -- receiving --------------------------------------------------------------------
 

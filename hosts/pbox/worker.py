@@ -1,8 +1,13 @@
 """One PBox worker process: its reuseport socket, a :class:`~hosts.pbox.core.ShardCore`
-and the command pipe from the supervisor."""
+and the command pipe from the supervisor.
+
+Datagrams move in batches (hosts/batchio.py): one ``recvmmsg`` takes up to
+``RECV_BATCH`` contributions with their sources, the aggregator answers each, and one
+``sendmmsg`` sends all the batch's results to their workers."""
 
 from __future__ import annotations
 
+import errno
 import multiprocessing.connection
 import os
 import select
@@ -11,9 +16,19 @@ import socket
 import time
 
 from hosts.aggregator import Aggregator
+from hosts.batchio import BatchReceiver, BatchSender
 from hosts.pbox.core import ShardCore
+from hosts.wire import MAX_PACKET_LEN
 
-RECV_BATCH = 256  # datagrams drained per poll wake-up before looking at the pipe
+RECV_BATCH = 64  # datagrams per recvmmsg
+DRAIN_LIMIT = 256  # datagrams drained per poll wake-up before looking at the pipe
+SEND_BATCH = 256  # results per sendmmsg (a batch of completions times the job's workers)
+# A datagram one byte longer than the largest packet is already malformed: the
+# aggregator sees its length and counts it, instead of a silently cut copy.
+STRIDE = MAX_PACKET_LEN + 1
+# Sends that fail like a lost packet: full buffers, ICMP errors, a firewall's DROP.
+_LOST_ON_SEND = (errno.EAGAIN, errno.ENOBUFS, errno.EPERM, errno.ECONNREFUSED,
+                 errno.EHOSTUNREACH, errno.ENETUNREACH)
 
 
 class ShardWorker:
@@ -26,6 +41,8 @@ class ShardWorker:
         self.sock = sock
         self.conn = conn
         self.core = ShardCore(shard, max_slots, pid=os.getpid())
+        self.receiver = BatchReceiver(sock, RECV_BATCH, STRIDE, with_addresses=True)
+        self.sender = BatchSender(sock, SEND_BATCH, _LOST_ON_SEND)
 
     @property
     def aggregator(self) -> Aggregator:
@@ -49,27 +66,34 @@ class ShardWorker:
                     self._command()
 
     def _drain(self) -> None:
-        # ShardCore.receive, inlined: this loop is the PBox's hot path.
-        sock, core, clock = self.sock, self.core, time.monotonic
-        receive = core.aggregator.receive
-        for _ in range(RECV_BATCH):
+        drained = 0
+        while drained < DRAIN_LIMIT:
             try:
-                data, src = sock.recvfrom(2048, socket.MSG_DONTWAIT)
-            except (BlockingIOError, InterruptedError):
-                return
+                got = self.receiver.receive()
             except OSError:
-                core.send_errors += 1  # a queued ICMP error surfaces here; keep going
+                self.core.send_errors += 1  # a queued ICMP error surfaces here; keep going
                 continue
+            if got:
+                self._answer(got)
+            drained += got
+            if got < self.receiver.capacity:
+                return
+
+    def _answer(self, n: int) -> None:
+        # ShardCore.receive, inlined: this loop is the PBox's hot path.
+        rx, core, now = self.receiver, self.core, time.monotonic()
+        receive, view, address = core.aggregator.receive, rx.view, rx.address
+        replies: list = []
+        for i in range(n):
+            off = i * STRIDE
             try:
-                replies = receive(data, src, clock())
+                replies += receive(view[off : off + min(rx.lengths[i], STRIDE)], address(i), now)
             except Exception:  # never die on a packet; count and keep serving
                 core.internal_error()
-                continue
-            for reply, dst in replies:
-                try:
-                    sock.sendto(reply, dst)
-                except OSError:
-                    core.send_errors += 1
+        if replies:
+            lost = self.sender.errors
+            self.sender.send_to(replies)
+            core.send_errors += self.sender.errors - lost
 
     def _command(self) -> None:
         try:

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import errno
-import os
 import random
 import selectors
 import socket
 import threading
 import time
-import types
 from collections.abc import Callable
-from typing import cast
 
 import numpy as np
 import pytest
@@ -19,7 +15,6 @@ import pytest
 from hosts.agent import Agent
 from hosts.aggregator import Aggregator
 from hosts.errors import AllreduceError, HostError, QuantizeError, TransportError
-from hosts.transport import UdpTransport
 from tests.unit.fake_aggregator import AggregatorCore, FakeAggregator
 from tests.unit.test_session import gradients, reference_sum
 
@@ -237,23 +232,3 @@ def test_a_socket_that_cannot_be_opened_is_a_transport_error():
         taken.close()
 
 
-@pytest.mark.parametrize("err", [errno.EPERM, errno.ENOBUFS, errno.EAGAIN, errno.ECONNREFUSED])
-def test_a_send_the_host_refuses_counts_as_a_lost_packet(err: int) -> None:
-    class RefusingSocket:
-        def send(self, data: bytes) -> int:
-            raise OSError(err, os.strerror(err))
-
-    transport = types.SimpleNamespace(_sock=RefusingSocket(), send_errors=0)
-    # a stand-in `self` with only what _send touches (UdpTransport has no Protocol for it)
-    UdpTransport._send(cast(UdpTransport, transport), [b"a", b"b"])
-    assert transport.send_errors == 2
-
-
-def test_a_send_error_that_is_not_loss_is_raised() -> None:
-    class BrokenSocket:
-        def send(self, data: bytes) -> int:
-            raise OSError(errno.EBADF, "Bad file descriptor")
-
-    transport = types.SimpleNamespace(_sock=BrokenSocket(), send_errors=0)
-    with pytest.raises(OSError):
-        UdpTransport._send(cast(UdpTransport, transport), [b"a"])  # a stand-in `self`, as above
