@@ -32,7 +32,7 @@ from pathlib import Path
 
 MACHINE_BOUND = 0.9  # fraction of all cores busy over the timed intervals
 PROCESS_BOUND = 0.95  # cores used by one process over the timed intervals
-SAMPLE_SECONDS = 0.5  # how often CpuSampler reads /proc between marks
+SAMPLE_SECONDS = 0.2  # how often CpuSampler reads /proc between marks
 
 
 class CpuLoadError(ValueError):
@@ -297,10 +297,11 @@ class CpuSampler:
     (``watch``). Snapshots hold only the run's own processes: a few KB each."""
 
     def __init__(self, roots: Mapping[str, int] | None = None, interval: float = SAMPLE_SECONDS,
-                 proc: Path = Path("/proc")) -> None:
+                 proc: Path = Path("/proc"), clock: Callable[[], float] = time.monotonic) -> None:
         self.roots: dict[str, int] = {"workers": os.getpid(), **(roots or {})}
         self.interval = interval
         self.proc = proc
+        self.clock = clock  # the time base of the windows given to load()
         self.tick_hz = float(os.sysconf("SC_CLK_TCK"))
         self.snapshots: list[Snapshot] = []
         self._lock = threading.Lock()
@@ -339,9 +340,9 @@ class CpuSampler:
         with self._lock:
             roots = dict(self.roots)
         try:
-            snap = read_snapshot(roots, self.proc)
+            snap = read_snapshot(roots, self.proc, self.clock)
         except (OSError, CpuLoadError):
-            return time.monotonic()
+            return self.clock()
         with self._lock:
             self.snapshots.append(snap)
         return snap.at
@@ -353,6 +354,6 @@ class CpuSampler:
         return load_over(snapshots, windows, roots, self.tick_hz)
 
 
-def label(load: CpuLoad | None) -> str:
-    """The table's ``cpu`` column: the load's label, or ``cpu ?`` when nothing was measured."""
-    return load.label() if load is not None else "cpu ?"
+def column(cpu: Mapping[str, object] | None) -> str:
+    """The tables' ``cpu`` column from a ``CpuLoad.to_json()`` (``cpu ?``: nothing measured)."""
+    return str(cpu["label"]) if cpu else "cpu ?"

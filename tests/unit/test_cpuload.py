@@ -15,8 +15,8 @@ from topologies.cpuload import (
     MachineTimes,
     ProcTimes,
     Snapshot,
+    column,
     groups_of,
-    label,
     load_over,
     merge_windows,
     parse_pid_stat,
@@ -173,7 +173,8 @@ def test_nothing_to_measure() -> None:
     assert load_over([one], [(0.0, 1.0)], ROOTS, HZ) is None
     assert load_over([one, snap(1.0, 1, 2)], [], ROOTS, HZ) is None
     assert load_over([one, snap(1.0, 1, 2)], [(2.0, 1.0)], ROOTS, HZ) is None  # empty window
-    assert label(None) == "cpu ?"
+    assert column(None) == "cpu ?"
+    assert column({"label": "link-bound (cpu 0.50/2)"}) == "link-bound (cpu 0.50/2)"
 
 
 def test_merge_windows() -> None:
