@@ -7,13 +7,14 @@ lost, and the NIC offloads turned off with ethtool (a veth hands over
 un-checksummed, GRO-merged super-frames otherwise). ``--pcap DIR`` records
 ``<iface>_in.pcap`` / ``<iface>_out.pcap`` like BMv2.
 
-Frames move through PACKET_MMAP rings (ring.py: TPACKET_V2, an RX and a TX ring per
-port in one mmap): a drained batch costs no system call per frame, and the frames a
-loop turn sends to a port leave with one ``send()`` (made by the transmit thread, so
-the kernel's work for them overlaps the next batch's processing). Where the kernel
-refuses the rings (logged once) a port falls back to one ``recv``/``send`` system call
-per frame, sent in order by the same thread. ``PacketLoop(rings=False)`` (the switch's
-``--packet-io socket``) forces that path.
+With ``PacketLoop(rings=True)`` (the switch's ``--packet-io mmap``) frames move through
+PACKET_MMAP rings (ring.py: TPACKET_V2, an RX and a TX ring per port in one mmap): a
+drained batch costs no system call per frame, and the frames a loop turn sends to a
+port leave with one ``send()`` (made by the transmit thread, so the kernel's work for
+them overlaps the next batch's processing). Where the kernel refuses the rings (logged
+once) a port falls back to the default path: one ``recv``/``send`` system call per
+frame, the sends in order on the same thread. The default stays per frame until the
+rings measure faster (docs/notes/switch-process.md).
 
 The loop itself (``PacketLoop``) is a plain epoll loop; frames go to a
 ``deliver(frame, port)`` callback (the Device), and the Device calls
@@ -284,7 +285,7 @@ class PacketLoop:
                  use_files: int | None = None, tick: Callable[[], None] | None = None,
                  next_wait: Callable[[], float | None] | None = None,
                  dump_bytes: int = 0, tx_thread: bool = True,
-                 deliver_batch: DeliverBatch | None = None, rings: bool = True) -> None:
+                 deliver_batch: DeliverBatch | None = None, rings: bool = False) -> None:
         self.ports = {n: Port(n, iface) for n, iface in ports.items()}
         self.rings = rings
         self._dirty: list[Port] = []  # ports with frames put in their TX ring since the last flush
