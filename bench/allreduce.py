@@ -17,7 +17,9 @@ floors are link-bandwidth bounds: switch ``size / bw`` (each worker sends and re
 each byte once), single PBox ``N x size / bw`` (its one link carries every worker's
 contribution in and every result out), ring ``2(N-1)/N x size / bw``. Goodput is tensor
 bytes / time. The switch process's and the PBox's CPU seconds per backend are recorded
-too (where the time goes when a path falls short of its floor).
+too (where the time goes when a path falls short of its floor), and every row has a
+``cpu`` column over its timed all-reduces (topologies/cpuload.py): ``CPU-bound (...)``
+when the machine's cores, not the links, were the limit, else ``link-bound (...)``.
 
     .venv/bin/python -m bench.allreduce [--quick] [--workers 2,4,8] [--sizes-mb 0.5,2]
                                         [--bw 5] [--repeat 2]
@@ -40,6 +42,7 @@ from pathlib import Path
 
 import psutil
 
+from topologies.cpuload import CpuSampler, column
 from topologies.launch import WorkerRun, run_workers
 from topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, exit_on_sigterm, worker_ip
 
@@ -87,7 +90,8 @@ def _run_timeout(workers: int, args: argparse.Namespace) -> float:
 
 
 def _rows(backend: str, workers: int, run: WorkerRun, args: argparse.Namespace,
-          cpu: dict[str, float]) -> list[dict]:
+          cpu: dict[str, float], timed: CpuSampler,
+          windows: dict[float, list[tuple[float, float]]]) -> list[dict]:
     rows = []
     for size_mb in args.sizes_mb:
         times = [max(line["seconds"] for line in by_rank.values())
@@ -105,6 +109,7 @@ def _rows(backend: str, workers: int, run: WorkerRun, args: argparse.Namespace,
                              in run.iterations.items() if size == size_mb
                              for line in by_rank.values()}),
             "cpu_s_whole_backend": cpu,
+            "cpu": _load_json(timed, windows.get(size_mb, [])),
             "complete": len(times) == args.repeat,
             "errors": sorted(set(run.errors.values())),
         })
@@ -119,16 +124,34 @@ def bench_workers(workers: int, args: argparse.Namespace) -> list[dict]:
         pbox = rack.start_pbox(workers=args.pbox_workers)
         rack.start_controller(rack.controller_topology(job_slots=args.window))
         procs = {"switch": rack.switch.proc.pid, "pbox": pbox["pid"]}
-        for backend in args.backends:
-            before = _cpu_seconds(procs)
-            run = run_workers(rack, _worker_args(backend, workers, args, rack.controller_address),
-                              timeout=_run_timeout(workers, args), tag=f"-{backend}")
-            after = _cpu_seconds(procs)
-            cpu = {name: round(after[name] - before[name], 2) for name in after}
-            for row in _rows(backend, workers, run, args, cpu):
-                rows.append(row)
-                _print_row(row)
+        with CpuSampler(rack.process_roots()) as timed:
+            for backend in args.backends:
+                before = _cpu_seconds(procs)
+                windows: dict[float, list[tuple[float, float]]] = {}  # size -> timed windows
+                run = run_workers(rack, _worker_args(backend, workers, args, rack.controller_address),
+                                  timeout=_run_timeout(workers, args), tag=f"-{backend}",
+                                  on_iteration=_window_recorder(timed, windows))
+                after = _cpu_seconds(procs)
+                cpu = {name: round(after[name] - before[name], 2) for name in after}
+                for row in _rows(backend, workers, run, args, cpu, timed, windows):
+                    rows.append(row)
+                    _print_row(row)
     return rows
+
+
+def _window_recorder(timed: CpuSampler, windows: dict[float, list[tuple[float, float]]]):
+    """on_iteration: every rank reported this all-reduce, so it ended now (mark /proc while
+    the workers live); it began the slowest rank's seconds ago."""
+    def record(key: tuple, by_rank: dict[int, dict]) -> None:
+        end = timed.mark()
+        seconds = max(line["seconds"] for line in by_rank.values())
+        windows.setdefault(key[0], []).append((end - seconds, end))
+    return record
+
+
+def _load_json(timed: CpuSampler, windows: list[tuple[float, float]]) -> dict | None:
+    load = timed.load(windows)
+    return load.to_json() if load is not None else None
 
 
 def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
@@ -159,7 +182,7 @@ def _print_row(row: dict) -> None:
           f"{row['seconds']:>8.3f} s {row['goodput_mbit']:>7.1f} Mbit/s   floor: own "
           f"{row['floor_own_s']:.3f} s (x{row['seconds'] / row['floor_own_s']:.1f}); switch "
           f"{row['floor_switch_s']:.3f} s, single PBox {row['floor_pbox_s']:.3f} s, ring "
-          f"{row['floor_ring_s']:.3f} s", flush=True)
+          f"{row['floor_ring_s']:.3f} s; {column(row['cpu'])}", flush=True)
 
 
 def plot(rows: list[dict], path: Path, bw: float) -> None:

@@ -10,11 +10,12 @@ p4src/aggregate.p4, p4hub-controller) trains DigitsNet (topologies/train) over:
 * ``pbox``: DDP over the p4hub backend, job on the PBox.
 
 Per path: seconds per step (median over the steps after ``--warmup``, each step the
-slowest rank's), samples/s (workers x batch / that), x Gloo, and the machine's CPU
-use over the measured steps. A row whose machine was busy for more than
-``CPU_BOUND`` of its cores is flagged CPU-bound: then the emulator (4 Python workers,
-a Python switch and the PBox on 2 cores), not the link, set the pace, and the figure
-says nothing about the design.
+slowest rank's), samples/s (workers x batch / that), x Gloo, and the CPU use over the
+measured steps (topologies/cpuload.py, the rule ``make run`` uses too): a row is flagged
+CPU-bound when the machine was busy for at least 0.9 of its cores or one process of
+the emulation used 0.95 of a core: then the emulator (4 Python workers, a Python
+switch and the PBox on 2 cores), not the link, set the pace, and the figure says
+nothing about the design.
 
     .venv/bin/python -m bench.training [--bw 5,20] [--epochs 3] [--paths gloo,hook,switch,pbox]
 
@@ -32,25 +33,25 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
-
 from topologies import run as rack_run
 from topologies import train_run
+from topologies.cpuload import MACHINE_BOUND, PROCESS_BOUND, CpuLoad, CpuSampler
 from topologies.rack import Rack, RackError, exit_on_sigterm
 from topologies.train.data import TRAIN_SIZE
 
 RESULTS = Path(__file__).resolve().parent / "results"
-CPU_BOUND = 0.85  # fraction of all cores busy over the measured steps
 
 
 class CpuWindow:
-    """The machine's busy CPU seconds between the first measured step and the last step."""
+    """CPU use from the start of the first measured step to the moment every rank reported
+    the last step (``cpu`` marks /proc then, while the workers still run)."""
 
-    def __init__(self, first_step: int, last_step: int, world: int) -> None:
+    def __init__(self, first_step: int, last_step: int, world: int, cpu: CpuSampler) -> None:
         self.first_step, self.last_step, self.world = first_step, last_step, world
+        self.cpu = cpu
         self.seen: dict[int, int] = {}
-        self.start: tuple[float, float] | None = None
-        self.end: tuple[float, float] | None = None
+        self.start: float | None = None
+        self.end: float | None = None
 
     def observe(self, _rank: int, line: dict) -> None:
         if line.get("event") != "step":
@@ -58,21 +59,14 @@ class CpuWindow:
         step = line["step"]
         self.seen[step] = self.seen.get(step, 0) + 1
         if step == self.first_step and self.start is None:
-            self.start = _busy_now()
+            self.start = self.cpu.clock() - line["seconds"]
         if step == self.last_step and self.seen[step] == self.world:
-            self.end = _busy_now()
+            self.end = self.cpu.mark()
 
-    def busy_fraction(self) -> float:
-        if self.start is None or self.end is None or self.end[1] <= self.start[1]:
-            return float("nan")
-        cores = psutil.cpu_count() or 1
-        return (self.end[0] - self.start[0]) / ((self.end[1] - self.start[1]) * cores)
-
-
-def _busy_now() -> tuple[float, float]:
-    times = psutil.cpu_times()
-    busy = sum(times) - times.idle - getattr(times, "iowait", 0.0)
-    return busy, time.monotonic()
+    def load(self) -> CpuLoad | None:
+        if self.start is None or self.end is None:
+            return None
+        return self.cpu.load([(self.start, self.end)])
 
 
 def bench_bandwidth(bw: float, args: argparse.Namespace) -> list[dict]:
@@ -80,11 +74,14 @@ def bench_bandwidth(bw: float, args: argparse.Namespace) -> list[dict]:
                                      "--no-pcap", "--paths", ",".join(args.paths)])
     steps = args.epochs * (TRAIN_SIZE // (rack_args.workers * rack_args.batch))
     rows = []
-    with Rack(rack_run.rack_config(rack_args, run_name=f"bench-train-{bw:g}")) as rack:
+    with Rack(rack_run.rack_config(rack_args, run_name=f"bench-train-{bw:g}")) as rack, \
+            CpuSampler() as cpu:
         rack_run.start_services(rack, rack_args)
+        for group, pid in rack.process_roots().items():
+            cpu.watch(group, pid)
         results = {}
         for index, name in enumerate(args.paths):
-            window = CpuWindow(args.warmup, steps - 1, rack_args.workers)
+            window = CpuWindow(args.warmup, steps - 1, rack_args.workers, cpu)
             result = train_run.run_path(rack, train_run.PATHS[name], index, rack_args,
                                         observe=window.observe)
             results[name] = result
@@ -103,14 +100,16 @@ def _row(name: str, bw: float, result: train_run.TrainResult, window: CpuWindow,
          rack_args: argparse.Namespace, args: argparse.Namespace) -> dict:
     measured = result.step_seconds()[args.warmup:]
     per_step = statistics.median(measured) if measured else float("nan")
-    busy = window.busy_fraction()
+    load = window.load()
     rows = result.epoch_rows()
     return {"path": name, "title": result.path.title, "bw_mbit": bw, "where": result.where(),
             "workers": rack_args.workers, "batch": rack_args.batch,
             "steps_measured": len(measured), "seconds_per_step": per_step,
             "p90_seconds_per_step": _quantile(measured, 0.9),
             "samples_per_s": rack_args.workers * rack_args.batch / per_step,
-            "cpu_busy_fraction": busy, "cpu_bound": bool(busy > CPU_BOUND),
+            "cpu_busy_fraction": load.busy_cores / load.cores if load else float("nan"),
+            "cpu_bound": load.cpu_bound if load else False,
+            "cpu": load.to_json() if load else None,
             "final_test_accuracy": rows[-1]["test_accuracy"] if rows else None,
             "agent_stats": result.done.get(0, {}).get("stats")}
 
@@ -126,7 +125,7 @@ def print_rows(rows: list[dict]) -> None:
     print(f"\n{'Mbit/s':>6} {'path':<44} {'where':>6} {'s/step':>7} {'p90':>7} "
           f"{'samples/s':>9} {'x Gloo':>7} {'CPU busy':>8}  note")
     for r in rows:
-        note = "CPU-BOUND: emulator-limited" if r["cpu_bound"] else ""
+        note = f"{r['cpu']['label']}: emulator-limited" if r["cpu_bound"] else ""
         if not r["ok"]:
             note = f"FAILED: {'; '.join(r['problems'])[:120]}"
         x = f"{r['x_gloo']:.2f}" if r["x_gloo"] else "-"
@@ -196,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     report = {"benchmark": "training", "config": {k: str(v) if isinstance(v, Path) else v
                                                   for k, v in vars(args).items()},
-              "cpu_bound_threshold": CPU_BOUND,
+              "cpu_bound_thresholds": {"machine_fraction": MACHINE_BOUND,
+                                       "process_cores": PROCESS_BOUND},
               "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                           "kernel": platform.release()},
               "seconds_total": time.time() - started, "results": rows}

@@ -7,7 +7,8 @@ the job switch slots), ``pbox`` (the same agents, the job placed on the PBox thr
 JoinJob's placement), ``gloo`` (torch.distributed's ring on the same links). A row has
 the iteration's time, goodput, where the blocks were aggregated, the max abs error
 against the float64 sum of the unquantized inputs, and whether every worker got exactly
-the sum of the quantized inputs.
+the sum of the quantized inputs, and its CPU use (topologies/cpuload.py): whether the
+machine's cores, not the links, were the limit while it ran.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from topologies import workload
+from topologies.cpuload import CpuSampler, column
 from topologies.launch import WorkerRun, run_workers
 from topologies.rack import AGENT_PORT, Rack, worker_ip
 
@@ -30,6 +32,7 @@ class PathResult:
     ok: bool = True
     problems: list[str] = field(default_factory=list)
     counters: dict = field(default_factory=dict)
+    cpu: dict | None = None  # CpuLoad.to_json() over every timed iteration of the path
 
     def median_seconds(self) -> float:
         return statistics.median(r["seconds"] for r in self.rows) if self.rows else float("nan")
@@ -62,30 +65,39 @@ def _row(where: str, by_rank: dict[int, dict], bw_bytes: int) -> dict:
 def _print_header(title: str) -> None:
     print(f"\n{title}")
     print(f"{'iter':>4} {'time s':>8} {'goodput Mbit/s':>15} {'where':>6} "
-          f"{'max abs err':>12} {'exact':>6} {'same':>5}")
+          f"{'max abs err':>12} {'exact':>6} {'same':>5}  cpu")
 
 
 def _print_row(row: dict) -> None:
     exact = "-" if row["exact"] is None else ("yes" if row["exact"] else "NO")
     same = "yes" if row["same_everywhere"] else "NO"
     print(f"{row['iteration']:>4} {row['seconds']:>8.3f} {row['goodput_mbit']:>15.1f} "
-          f"{row['where']:>6} {row['max_abs_err']:>12.3e} {exact:>6} {same:>5}", flush=True)
+          f"{row['where']:>6} {row['max_abs_err']:>12.3e} {exact:>6} {same:>5}  "
+          f"{column(row['cpu'])}", flush=True)
 
 
-def _collect(name: str, where: str, rack: Rack, args: argparse.Namespace,
+def _collect(name: str, where: str, rack: Rack, args: argparse.Namespace, cpu: CpuSampler,
              worker_args: Callable[[int], list[str]]) -> tuple[PathResult, WorkerRun]:
     result = PathResult(name, where)
     nbytes = 4 * sum(workload.layer_sizes(args.model, args.scale))
     _print_header(f"{name}: {args.workers} workers, {nbytes / 1e6:.2f} MB of gradients "
                   f"per iteration, links {args.bw} Mbit/s, loss {args.loss}%")
 
+    windows: list[tuple[float, float]] = []
+
     def on_iteration(_key: tuple, by_rank: dict[int, dict]) -> None:
+        end = cpu.mark()  # the last rank just reported: the timed all-reduce ended now
         row = _row(where, by_rank, nbytes)
+        windows.append((end - row["seconds"], end))
+        load = cpu.load(windows[-1:])
+        row["cpu"] = load.to_json() if load is not None else None
         result.rows.append(row)
         _print_row(row)
 
     run = run_workers(rack, worker_args, timeout=args.path_timeout, on_iteration=on_iteration,
                       tag=f"-{name}")
+    load = cpu.load(windows)
+    result.cpu = load.to_json() if load is not None else None
     for rank, error in sorted(run.errors.items()):
         result.problems.append(f"w{rank + 1}: {error}")
     if run.timed_out:
@@ -106,10 +118,10 @@ def job_worker_args(rack: Rack, args: argparse.Namespace, rank: int, job_name: s
             "--agent-port", str(AGENT_PORT)]
 
 
-def _run_job_path(rack: Rack, args: argparse.Namespace, name: str, where: str,
+def _run_job_path(rack: Rack, args: argparse.Namespace, cpu: CpuSampler, name: str, where: str,
                   placement: str) -> PathResult:
     before = _switch_ports(rack)
-    result, _ = _collect(name, where, rack, args, lambda rank: [
+    result, _ = _collect(name, where, rack, args, cpu, lambda rank: [
         *job_worker_args(rack, args, rank, f"inc-{where}", placement),
         *_training_args(args, rank)])
     after = _switch_ports(rack)
@@ -139,25 +151,32 @@ def _total(ports: dict, kind: str) -> int:
     return sum(int(row[kind]["packets"]) for row in ports.values())
 
 
-def run_switch_path(rack: Rack, args: argparse.Namespace) -> PathResult:
-    return _run_job_path(rack, args, "switch path", "switch", "auto")
+def run_switch_path(rack: Rack, args: argparse.Namespace, cpu: CpuSampler) -> PathResult:
+    return _run_job_path(rack, args, cpu, "switch path", "switch", "auto")
 
 
-def run_job_pbox_path(rack: Rack, args: argparse.Namespace) -> PathResult:
-    return _run_job_path(rack, args, "PBox path (job placed on the PBox)", "pbox", "pbox")
+def run_job_pbox_path(rack: Rack, args: argparse.Namespace, cpu: CpuSampler) -> PathResult:
+    return _run_job_path(rack, args, cpu, "PBox path (job placed on the PBox)", "pbox", "pbox")
 
 
-def run_gloo_path(rack: Rack, args: argparse.Namespace) -> PathResult:
-    result, _ = _collect("Gloo ring (torch.distributed)", "gloo", rack, args, lambda rank: [
+def run_gloo_path(rack: Rack, args: argparse.Namespace, cpu: CpuSampler) -> PathResult:
+    result, _ = _collect("Gloo ring (torch.distributed)", "gloo", rack, args, cpu, lambda rank: [
         "--backend", "gloo", "--master", "10.0.0.1:29500", *_training_args(args, rank)])
     return result
 
 
-PATHS: dict[str, Callable[[Rack, argparse.Namespace], PathResult]] = {
+PATHS: dict[str, Callable[[Rack, argparse.Namespace, CpuSampler], PathResult]] = {
     "switch": run_switch_path,
     "pbox": run_job_pbox_path,
     "gloo": run_gloo_path,
 }
+
+
+def path_report(result: PathResult) -> dict:
+    """One path for the run's JSON: its rows (each with its ``cpu``) and the path's ``cpu``."""
+    return {"name": result.name, "where": result.where, "ok": result.ok,
+            "problems": result.problems, "median_seconds": result.median_seconds(),
+            "rows": result.rows, "counters": result.counters, "cpu": result.cpu}
 
 
 def summarize(results: list[PathResult], args: argparse.Namespace) -> None:
@@ -169,13 +188,13 @@ def summarize(results: list[PathResult], args: argparse.Namespace) -> None:
           f" = {2 * (n - 1) / n * link_s:.3f} s, switch size / bw = {link_s:.3f} s")
     floors = {"switch": link_s, "pbox": n * link_s, "gloo": 2 * (n - 1) / n * link_s}
     print(f"  {'path':<36} {'median s':>9} {'goodput Mbit/s':>15} {'floor s':>8} "
-          f"{'x floor':>8}  status")
+          f"{'x floor':>8}  {'status':<6}  cpu (over the timed iterations)")
     for result in results:
         status = "ok" if result.ok else "FAILED"
         median = result.median_seconds()
         floor = floors.get(result.where, float("nan"))
         print(f"  {result.name:<36} {median:>9.3f} {8 * nbytes / median / 1e6:>15.1f} "
-              f"{floor:>8.3f} {median / floor:>8.2f}  {status}")
+              f"{floor:>8.3f} {median / floor:>8.2f}  {status:<6}  {column(result.cpu)}")
         for problem in result.problems:
             print(f"    problem: {problem}")
         if result.counters:

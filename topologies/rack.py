@@ -260,6 +260,18 @@ class Rack:
 
     # -- processes ------------------------------------------------------------------
 
+    def process_roots(self) -> dict[str, int]:
+        """The emulation's long-lived processes by group, for topologies.cpuload: the P4
+        switch (a process in the root namespace), the PBox (its forked workers are its
+        children) and the controller; those not running are left out. (Mininet's host
+        popen execs the command in place, so a Popen's pid is the program's.)"""
+        roots = {}
+        for group, proc in (("switch", getattr(self.switch, "proc", None)),
+                            ("pbox", self._pbox_proc), ("controller", self.controller_proc)):
+            if proc is not None and proc.poll() is None:
+                roots[group] = proc.pid
+        return roots
+
     @property
     def controller_address(self) -> str:
         """The job API as the hosts reach it (management network)."""

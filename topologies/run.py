@@ -13,7 +13,12 @@ topologies/p4switch.py), starts the PBox and p4hub-controller, then:
   step, a summary with samples/s and x Gloo, ``logs/<run>/training.png`` and
   ``training.json``; fails if the p4hub curves leave Gloo's tolerance or the switch and
   PBox paths are not bit-identical;
-* ``--mode allreduce`` (topologies/allreduce_run.py): the synthetic-gradient table.
+* ``--mode allreduce`` (topologies/allreduce_run.py): the synthetic-gradient table and
+  ``logs/<run>/allreduce.json``.
+
+Every row and every path's summary has a ``cpu`` column (topologies/cpuload.py):
+``CPU-bound (1.96/2 cores; switch 0.98)`` when the machine's cores, not the links, were
+the limit while it was timed, else ``link-bound (cpu 1.10/2)``.
 
 Exits 0 only if every check passed.
 """
@@ -25,6 +30,7 @@ import json
 import sys
 
 from topologies import allreduce_run, train_plot, train_run, workload
+from topologies.cpuload import CpuSampler
 from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
 
 DEFAULT_BW = 5.0  # Mbit/s: see docs/notes/inc-rack.md for why
@@ -125,15 +131,20 @@ def start_services(rack: Rack, args: argparse.Namespace) -> None:
 
 
 def _allreduce(rack: Rack, args: argparse.Namespace) -> int:
-    results = [allreduce_run.PATHS[name](rack, args) for name in args.paths.split(",")]
+    with CpuSampler(rack.process_roots()) as cpu:
+        results = [allreduce_run.PATHS[name](rack, args, cpu) for name in args.paths.split(",")]
     allreduce_run.summarize(results, args)
+    report = {"config": vars(args), "paths": [allreduce_run.path_report(r) for r in results]}
+    (rack.log_dir / "allreduce.json").write_text(json.dumps(report, indent=1))
+    print(f"\nrows and CPU use: {rack.log_dir / 'allreduce.json'}")
     return 0 if all(r.ok for r in results) else 1
 
 
 def _train(rack: Rack, args: argparse.Namespace) -> int:
     names = args.paths.split(",")
-    results = {name: train_run.run_path(rack, train_run.PATHS[name], i, args)
-               for i, name in enumerate(names)}
+    with CpuSampler(rack.process_roots()) as cpu:
+        results = {name: train_run.run_path(rack, train_run.PATHS[name], i, args, cpu=cpu)
+                   for i, name in enumerate(names)}
     train_run.compare(results)
     train_run.summarize(results, args)
     title = (f"DigitsNet, {args.workers} workers x batch {args.batch}, {args.bw} Mbit/s, "
@@ -149,7 +160,7 @@ def _report(results: dict[str, train_run.TrainResult], args: argparse.Namespace)
             "paths": {name: {"title": r.path.title, "where": r.where(), "ok": r.ok,
                              "problems": r.problems, "epochs": r.epoch_rows(),
                              "losses": r.losses(), "step_seconds": r.step_seconds(),
-                             "median_step_seconds": r.median_step_seconds()}
+                             "median_step_seconds": r.median_step_seconds(), "cpu": r.cpu}
                       for name, r in results.items()}}
 
 

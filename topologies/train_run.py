@@ -31,6 +31,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from topologies.cpuload import CpuSampler, column
 from topologies.launch import WorkerRun, run_ranks
 from topologies.rack import AGENT_PORT, Rack, mgmt_ip, worker_ip
 
@@ -65,6 +66,12 @@ class TrainResult:
     errors: dict[int, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     run: WorkerRun = field(default_factory=WorkerRun)
+    # CPU use (CpuLoad.to_json()) per epoch, timed from the start of its first step to the
+    # moment every rank reported the epoch, and over all those windows of the path
+    epoch_cpu: dict[int, dict | None] = field(default_factory=dict)
+    cpu: dict | None = None
+    epoch_start: dict[int, float] = field(default_factory=dict)  # monotonic s
+    cpu_windows: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -81,8 +88,8 @@ class TrainResult:
                 for s in sorted(self.steps) if len(self.steps[s]) == self.world]
 
     def epoch_rows(self) -> list[dict]:
-        return [_epoch_row(e, by_rank) for e, by_rank in sorted(self.epochs.items())
-                if len(by_rank) == self.world]
+        return [{**_epoch_row(e, by_rank), "cpu": self.epoch_cpu.get(e)}
+                for e, by_rank in sorted(self.epochs.items()) if len(by_rank) == self.world]
 
     def median_step_seconds(self) -> float:
         seconds = self.step_seconds()
@@ -126,45 +133,69 @@ def p4hub_env(rack: Rack, path: TrainPath, args: argparse.Namespace, rank: int) 
 
 
 def run_path(rack: Rack, path: TrainPath, index: int, args: argparse.Namespace,
-             observe: Callable[[int, dict], None] | None = None) -> TrainResult:
-    """Train on every worker over ``path``; ``observe`` also sees every JSON line."""
+             observe: Callable[[int, dict], None] | None = None,
+             cpu: CpuSampler | None = None) -> TrainResult:
+    """Train on every worker over ``path``; ``observe`` also sees every JSON line; with
+    ``cpu``, each epoch and the path get their CPU use (``epoch_cpu``, ``cpu``)."""
     result = TrainResult(path, args.workers)
     print(f"\n{path.title}: {args.workers} workers x batch {args.batch}, {args.epochs} epochs, "
           f"links {args.bw} Mbit/s, loss {args.loss}%", flush=True)
     print(f"{'epoch':>5} {'train loss':>11} {'test acc':>9} {'test loss':>10} "
-          f"{'s/step':>8} {'same weights':>13}", flush=True)
+          f"{'s/step':>8} {'same weights':>13}  cpu", flush=True)
 
     def on_line(rank: int, line: dict) -> None:
-        _record(result, rank, line)
+        _record(result, rank, line, cpu)
         if observe is not None:
             observe(rank, line)
 
     env = None if path.comm == "gloo" else (lambda rank: p4hub_env(rack, path, args, rank))
     run_ranks(rack, lambda rank: loop_args(path, args, rank, index), args.path_timeout,
               on_line, result.run, tag=f"-{path.name}", env=env)
+    if cpu is not None:
+        load = cpu.load(result.cpu_windows)
+        result.cpu = load.to_json() if load is not None else None
     _check_path(result, args)
     return result
 
 
-def _record(result: TrainResult, rank: int, line: dict) -> None:
+def _record(result: TrainResult, rank: int, line: dict, cpu: CpuSampler | None = None) -> None:
     event = line.get("event")
     if event == "step":
         result.steps.setdefault(line["step"], {})[rank] = line
+        if cpu is not None:  # the epoch's timed work began with its earliest step
+            began = cpu.clock() - line["seconds"]
+            epoch = line.get("epoch", 0)
+            result.epoch_start[epoch] = min(began, result.epoch_start.get(epoch, began))
     elif event == "epoch":
         by_rank = result.epochs.setdefault(line["epoch"], {})
         by_rank[rank] = line
         if len(by_rank) == result.world:
-            _print_epoch(_epoch_row(line["epoch"], by_rank))
+            if cpu is not None:
+                _epoch_cpu(result, line["epoch"], cpu)
+            _print_epoch(_epoch_row(line["epoch"], by_rank), result.epoch_cpu.get(line["epoch"]))
     elif event == "done":
         result.done[rank] = line
     elif event == "error":
         result.errors[rank] = line.get("error", "?")
 
 
-def _print_epoch(row: dict) -> None:
+def _epoch_cpu(result: TrainResult, epoch: int, cpu: CpuSampler) -> None:
+    """Every rank reported ``epoch`` (they are alive: mark now, none of their CPU is lost)."""
+    end = cpu.mark()
+    start = result.epoch_start.get(epoch)
+    if start is None:
+        result.epoch_cpu[epoch] = None
+        return
+    result.cpu_windows.append((start, end))
+    load = cpu.load([(start, end)])
+    result.epoch_cpu[epoch] = load.to_json() if load is not None else None
+
+
+def _print_epoch(row: dict, cpu: dict | None = None) -> None:
     same = "yes" if row["same_weights"] else "NO"
     print(f"{row['epoch'] + 1:>5} {row['train_loss']:>11.4f} {row['test_accuracy']:>9.3f} "
-          f"{row['test_loss']:>10.4f} {row['seconds_per_step']:>8.3f} {same:>13}", flush=True)
+          f"{row['test_loss']:>10.4f} {row['seconds_per_step']:>8.3f} {same:>13}  "
+          f"{column(cpu)}", flush=True)
 
 
 def _check_path(result: TrainResult, args: argparse.Namespace) -> None:
@@ -236,7 +267,7 @@ def summarize(results: dict[str, TrainResult], args: argparse.Namespace) -> None
           f"epochs, {args.bw} Mbit/s links, loss {args.loss}%; loss tolerance vs Gloo "
           f"{LOSS_TOLERANCE:.0e}, accuracy tolerance {ACCURACY_TOLERANCE:.4f})")
     print(f"  {'path':<42} {'where':>6} {'test acc':>8} {'s/step':>7} {'samples/s':>9} "
-          f"{'x Gloo':>7} {'max |loss - Gloo|':>18}  status")
+          f"{'x Gloo':>7} {'max |loss - Gloo|':>18}  {'status':<6}  cpu (over the epochs)")
     for result in results.values():
         rows = result.epoch_rows()
         accuracy = rows[-1]["test_accuracy"] if rows else float("nan")
@@ -245,7 +276,7 @@ def summarize(results: dict[str, TrainResult], args: argparse.Namespace) -> None
         status = "ok" if result.ok else "FAILED"
         print(f"  {result.path.title:<42} {result.where():>6} {accuracy:>8.3f} "
               f"{result.median_step_seconds():>7.3f} {rate:>9.0f} {rate / gloo_rate:>7.2f} "
-              f"{gap:>18.2e}  {status}")
+              f"{gap:>18.2e}  {status:<6}  {column(result.cpu)}")
         for problem in result.problems:
             print(f"    problem: {problem}")
 
