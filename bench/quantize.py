@@ -12,9 +12,10 @@ Measures, in one run on the same array, GB/s of float32 input through:
   priming, per-window quantization, packet building, result checking and placing,
   dequantization; no sockets. This is the per-packet Python cost of the agent.
 
-The figure is each rate divided by the copy rate. Writes bench/results/quantize.json.
+The figure is each rate divided by the copy rate, for each lane count (64 and 256 lanes
+per packet). Writes bench/results/quantize.json.
 
-    .venv/bin/python -m bench.quantize [--mb 64] [--repeat 5]
+    .venv/bin/python -m bench.quantize [--mb 64] [--repeat 5] [--lanes 64,256]
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 from hosts import quantize, wire
 from hosts.events import TensorCompleted
 from hosts.session import Session
-from hosts.wire import K, PacketType
+from hosts.wire import PacketType
 
 RESULTS = Path(__file__).resolve().parent / "results" / "quantize.json"
 WORLD_SIZE = 8
@@ -39,42 +40,38 @@ WORLD_SIZE = 8
 def packetize(x: np.ndarray, packets: np.ndarray) -> np.ndarray:
     """float32 tensor -> a ready packet array (one worker, agreed = local exponents).
 
-    Blocking copies the whole tensor (the agent keeps that copy); the rest runs in
-    stripes of quantize.STRIPE packets so that each stripe's lanes and headers are
-    still in cache for the next step.
+    What the agent does, in its order: blocking and local exponents in one pass (the
+    agent keeps that copy: the caller may reuse the tensor), then quantization straight
+    into the packets' big-endian lanes, then every header at once.
     """
-    blocks = quantize.to_blocks(x, "float")
-    n = blocks.shape[0]
-    for lo in range(0, n, quantize.STRIPE):
-        hi = min(n, lo + quantize.STRIPE)
-        part = packets[lo:hi]
-        exps = quantize.local_exponents(blocks[lo:hi])
-        quantize.quantize(blocks[lo:hi], exps, WORLD_SIZE, out=part["values"])
-        position = np.arange(lo, hi, dtype=np.int64)
-        wire.fill_headers(
-            part, ptype=PacketType.CONTRIB, job=1, rank=0, count=1, slot=position % 256,
-            position=position, exp=exps, nelem=np.minimum(K, x.size - position * K), flags=0,
-        )  # fmt: skip
+    lanes = packets.dtype["values"].shape[0]
+    blocks, exps = quantize.blocks_and_exponents(x, "float", lanes)
+    quantize.quantize(blocks, exps, WORLD_SIZE, out=packets["values"])
+    position = np.arange(blocks.shape[0], dtype=np.int64)
+    wire.fill_headers(
+        packets, ptype=PacketType.CONTRIB, job=1, rank=0, count=1, slot=position % 256,
+        position=position, exp=exps, nelem=np.minimum(lanes, x.size - position * lanes),
+        flags=wire.lane_code(lanes) << wire.LANE_CODE_SHIFT,
+    )  # fmt: skip
     return packets
 
 
-def depacketize(raw: bytes, n_packets: int, size: int) -> np.ndarray:
+def depacketize(raw: bytes, n_packets: int, size: int, lanes: int) -> np.ndarray:
     """Received wire bytes -> float32 tensor, using each packet's exponent."""
-    pkts = wire.decode_batch(raw, n_packets)
+    pkts = wire.decode_batch(raw, n_packets, lanes)
     out = quantize.dequantize(pkts["values"], pkts["hdr"]["exp"], WORLD_SIZE)
     return out.reshape(-1)[:size]
 
 
-def session_echo(x: np.ndarray, window: int = 256) -> np.ndarray:
+def session_echo(x: np.ndarray, lanes: int, window: int = 256) -> np.ndarray:
     """All-reduce ``x`` through a Session whose aggregator is an in-memory echo (n = 1)."""
-    session = Session(1, 0, 1, 0, window)
+    session = Session(1, 0, 1, 0, window, lanes=lanes)
     session.start("x", x, 0.0)
     result_vt = wire.ver_type(PacketType.RESULT)
     while not session.idle:
-        out = session.datagrams_to_send(0.0)
-        raw = bytearray(b"".join(out))
-        wire.decode_batch(raw, len(out))["hdr"]["ver_type"] = result_vt
-        session.receive_batch(raw, len(out), 0.0)
+        for batch in session.packets_to_send(0.0):
+            batch["hdr"]["ver_type"] = result_vt
+            session.receive_batch(batch.view(np.uint8), batch.size, 0.0)
     event = session.next_event()
     if not isinstance(event, TensorCompleted):  # TensorFailed, or no event at all
         raise RuntimeError(f"the echo all-reduce did not complete: {event!r}")
@@ -91,20 +88,20 @@ def best_seconds(fn, repeat: int) -> float:
     return best
 
 
-def run(mb: int, repeat: int) -> dict:
+def run(mb: int, repeat: int, lanes: int) -> dict:
     size = mb * (1 << 20) // 4
     x = np.random.default_rng(0).standard_normal(size).astype(np.float32)
     x[::1000] *= 1e6  # a few outliers, so block exponents differ
     dst = np.empty_like(x)
-    n_packets = -(-size // K)
-    packets = wire.packet_array(n_packets)
+    n_packets = -(-size // lanes)
+    packets = wire.packet_array(n_packets, lanes)
     raw = packetize(x, packets).tobytes()
     # correctness guard: one worker's round trip is within half a quantum per value
-    back = depacketize(raw, n_packets, size)
+    back = depacketize(raw, n_packets, size, lanes)
     bound = quantize.error_bound(packets["hdr"]["exp"], WORLD_SIZE).max()
     assert float(np.max(np.abs(back - x))) <= bound, "round trip outside the error bound"
-    echoed = session_echo(x[: 64 * K])
-    assert float(np.max(np.abs(echoed - x[: 64 * K]))) <= bound, "session result outside the bound"
+    echoed = session_echo(x[: 64 * lanes], lanes)
+    assert float(np.max(np.abs(echoed - x[: 64 * lanes]))) <= bound, "session result outside the bound"
 
     timings = {
         "copy": best_seconds(lambda: np.copyto(dst, x), repeat),
@@ -112,8 +109,12 @@ def run(mb: int, repeat: int) -> dict:
         "quantize+packetize+datagrams": best_seconds(
             lambda: wire.split_datagrams(packetize(x, packets)), repeat
         ),
-        "depacketize+dequantize": best_seconds(lambda: depacketize(raw, n_packets, size), repeat),
-        "session path (echo, W=256)": best_seconds(lambda: session_echo(x[: size // 4]), 1) * 4,
+        "depacketize+dequantize": best_seconds(
+            lambda: depacketize(raw, n_packets, size, lanes), repeat
+        ),
+        "session path (echo, W=256)": best_seconds(
+            lambda: session_echo(x[: size // 4], lanes), 1
+        ) * 4,
     }
     copy_rate = x.nbytes / timings["copy"] / 1e9
     rows = {
@@ -127,6 +128,7 @@ def run(mb: int, repeat: int) -> dict:
     return {
         "benchmark": "quantize",
         "array_mb": mb,
+        "lanes": lanes,
         "float32_elements": size,
         "packets": n_packets,
         "world_size": WORLD_SIZE,
@@ -138,7 +140,8 @@ def run(mb: int, repeat: int) -> dict:
 
 
 def print_table(report: dict) -> None:
-    print(f"float32 array: {report['array_mb']} MB, {report['packets']} packets of {K} lanes")
+    print(f"float32 array: {report['array_mb']} MB, {report['packets']} packets of"
+          f" {report['lanes']} lanes")
     print(f"{'stage':32} {'GB/s':>8} {'x copy':>8}")
     for name, row in report["results"].items():
         print(f"{name:32} {row['gb_per_s']:8.2f} {row['ratio_to_copy']:8.3f}")
@@ -148,12 +151,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=64, help="array size in MB (default 64)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--lanes", type=lambda s: [int(v) for v in s.split(",")],
+                        default=[64, 256])
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    report = run(args.mb, args.repeat)
-    print_table(report)
+    reports = []
+    for lanes in args.lanes:
+        reports.append(run(args.mb, args.repeat, lanes))
+        print_table(reports[-1])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    args.out.write_text(json.dumps({"benchmark": "quantize", "by_lanes": reports}, indent=2)
+                        + "\n")
     print(f"wrote {args.out}")
     return 0
 

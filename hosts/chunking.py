@@ -66,11 +66,7 @@ def prepare(
     kind = quantize.tensor_kind(arr)
     if kind == "int32" and op == "mean":
         raise SessionError("the mean of an int32 tensor is not exact: reduce with op='sum'")
-    blocks = quantize.to_blocks(arr, kind, lanes)
-    if kind == "float":
-        exps = quantize.local_exponents(blocks)
-    else:
-        exps = np.zeros(blocks.shape[0], dtype=np.int8)
+    blocks, exps = quantize.blocks_and_exponents(arr, kind, lanes)
     return PreparedTensor(kind, arr.shape, arr.size, blocks, exps, op == "mean", priority)
 
 

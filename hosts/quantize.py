@@ -16,7 +16,10 @@ Scheme
   for every worker's values in that block.
 * **Scale**: with ``b = ceil(log2 n)`` headroom bits, the shift is
   ``s = 30 - b - e`` and ``q = rint(x * 2**s)`` (round half to even). Multiplying by
-  a power of two is exact (``np.ldexp``), so the only rounding is ``rint``.
+  a power of two is exact, so the only rounding is ``rint``. The multiplication is a
+  float32 ``x * 2.0**s`` (SIMD, ~25x ``np.ldexp``'s speed); only blocks whose factor is
+  not a float32 (``s > 127``, all values below ``2**-97``) go through ``np.ldexp``, which
+  gives the same values.
 
 Why no overflow: ``|x * 2**s| < 2**(30-b)`` so ``|q| <= 2**(30-b)``; an n-way sum with
 ``n <= 2**b`` has ``|sum q| <= 2**30 < 2**31 - 1``. (With ``31 - b`` instead of ``30 - b``
@@ -107,6 +110,38 @@ def to_blocks(array: np.ndarray, kind: str | None = None, lanes: int = K) -> np.
     return blocks
 
 
+def blocks_and_exponents(
+    array: np.ndarray, kind: str | None = None, lanes: int = K
+) -> tuple[np.ndarray, np.ndarray]:
+    """``to_blocks`` and, for floats, ``local_exponents`` in one pass over memory: each
+    stripe of blocks is copied and its exponents read while it is still in cache.
+    int32 tensors get zero exponents."""
+    arr = np.asarray(array)
+    kind = kind or tensor_kind(arr)
+    if kind != "float":
+        blocks = to_blocks(arr, kind, lanes)
+        return blocks, np.zeros(blocks.shape[0], dtype=np.int8)
+    flat = arr.reshape(-1)
+    nblocks = -(-flat.size // lanes)
+    blocks = np.zeros((nblocks, lanes), dtype=np.float32)
+    exps = np.empty(nblocks, dtype=np.int8)
+    out = blocks.reshape(-1)
+    step = STRIPE * lanes
+    try:
+        # float64 values beyond float32's range become Inf here and are refused below
+        with np.errstate(over="ignore"):
+            for lo in range(0, nblocks, STRIPE):
+                hi = min(nblocks, lo + STRIPE)
+                start = lo * lanes
+                np.copyto(out[start : start + step][: flat.size - start],
+                          flat[start : start + step], casting="unsafe")
+                exps[lo:hi] = local_exponents(blocks[lo:hi])
+    except QuantizeError:
+        local_exponents(blocks)  # again on the whole tensor: the error names the flat index
+        raise
+    return blocks, exps
+
+
 def local_exponents(blocks: np.ndarray) -> np.ndarray:
     """Per-block local exponents (int8) of a ``(m, L)`` float32 array.
 
@@ -163,16 +198,42 @@ def quantize(
             f"agreed exponent {int(exps[block])} of block {block} is below its local"
             f" exponent {int(local[block])}: the aggregator returned a wrong maximum"
         )
-    s = shifts(exps, world_size)[:, None]
+    s = shifts(exps, world_size)
     if out is None:
         out = np.empty(blocks.shape, dtype=np.int32)
-    scratch = np.empty((min(blocks.shape[0], STRIPE), blocks.shape[1]), dtype=np.float32)
+    if blocks.shape[0] <= _FEW_BLOCKS:  # a session's typical few blocks: no stripes
+        np.copyto(out, np.rint(np.ldexp(blocks, s[:, None])), casting="unsafe")
+        return out
+    scale = _powers_of_two(s, np.float32)
+    rows, lanes = min(blocks.shape[0], STRIPE), blocks.shape[1]
+    scratch = np.empty((rows, lanes), dtype=np.float32)
+    ints = np.empty((rows, lanes), dtype=np.int32)
+    # In stripes that stay in cache: scale, round to native int32 (|t| <= 2**30, so the
+    # cast is exact), then one copy into ``out`` (byte-swapping when it is wire order).
     for lo in range(0, blocks.shape[0], STRIPE):
-        t = scratch[: min(STRIPE, blocks.shape[0] - lo)]
-        np.ldexp(blocks[lo : lo + STRIPE], s[lo : lo + STRIPE], out=t)
-        # rounds and converts in one pass; |t| <= 2**30, so the int32 cast is exact
-        np.rint(t, out=out[lo : lo + STRIPE], casting="unsafe")
+        hi = min(blocks.shape[0], lo + STRIPE)
+        t, q = scratch[: hi - lo], ints[: hi - lo]
+        np.multiply(blocks[lo:hi], scale[lo:hi, None], out=t)
+        np.rint(t, out=q, casting="unsafe")
+        np.copyto(out[lo:hi], q)
+    wide = np.flatnonzero(s > _MAX_POW2_FLOAT32)
+    if wide.size:  # factors beyond float32: the exact, slow way
+        t = np.ldexp(blocks[wide], s[wide, None]).astype(np.float32)
+        out[wide] = np.rint(t).astype(np.int32)
     return out
+
+
+_MAX_POW2_FLOAT32 = 127  # 2**127 is the largest power of two a float32 holds
+# Up to this many blocks the striped, table-driven path costs more in fixed overhead than
+# it saves (a session quantizes the few blocks a window's results just released).
+_FEW_BLOCKS = 8
+
+
+def _powers_of_two(s: np.ndarray, dtype: type) -> np.ndarray:
+    """``2.0**s`` as ``dtype``, exactly, for ``-126 <= s <= 127`` (normal float32 powers);
+    other entries are 1 (the caller handles those rows another way)."""
+    safe = np.where((s >= -126) & (s <= _MAX_POW2_FLOAT32), s, 0).astype(np.int32)
+    return np.ldexp(np.ones(s.shape, dtype=dtype), safe)
 
 
 def dequantize(
@@ -202,7 +263,7 @@ def _dequantize(
     # The int32 -> float32 conversion is the one rounding; scaling by 2**-s is exact
     # as long as every non-zero result stays >= 2**-126 (a normal float32), i.e. s <= 126.
     np.copyto(out, sums, casting="unsafe")
-    np.ldexp(out, -s, out=out)
+    np.multiply(out, _powers_of_two(-s, np.float32), out=out)  # exact: a power of two
     tiny = np.flatnonzero(s[:, 0] > 126)  # subnormal results (or all-zero blocks)
     if tiny.size:
         wide = np.empty((tiny.size, sums.shape[1]), dtype=np.float32)

@@ -61,7 +61,8 @@ class SlotTimers:
         self.deadline = np.full(window, np.inf)
         self.retries = np.zeros(window, dtype=np.int64)
         self._estimate = rto_min  # RFC 6298's srtt + 4 rttvar, clamped; rto adds the floor
-        self._recent = np.full(max(HISTORY, window), np.inf)  # any round trip, newest last
+        self._recent = np.full(max(HISTORY, window), np.inf)  # any round trip (a ring)
+        self._recent_next = 0  # where the next one goes
 
     def on_sent(self, slots: np.ndarray, now: float) -> None:
         """Positions went out for the first time in ``slots``."""
@@ -118,6 +119,9 @@ class SlotTimers:
         keep = self._recent.size
         if times.size >= keep:
             self._recent[:] = times[-keep:]
-        else:
-            self._recent = np.roll(self._recent, -times.size)
-            self._recent[-times.size:] = times
+            return
+        at = self._recent_next
+        first = min(times.size, keep - at)
+        self._recent[at : at + first] = times[:first]
+        self._recent[: times.size - first] = times[first:]
+        self._recent_next = (at + times.size) % keep

@@ -187,3 +187,39 @@ def test_long_tensors_are_processed_in_stripes_with_the_same_result():
         y = qz.dequantize(q, exps, 5, mean=mean)
         parts = [qz.dequantize(q[p], exps[p], 5, mean=mean) for p in pieces]
         assert np.array_equal(y, np.concatenate(parts), equal_nan=True)
+
+
+@pytest.mark.parametrize("lanes", [64, 256])
+def test_the_fast_scaling_equals_ldexp_at_every_exponent(lanes):
+    """quantize/dequantize multiply by 2**s as float32 where that is a float32 and fall back
+    to ldexp elsewhere: the lanes must equal the plain ldexp formula for every agreed
+    exponent, the float32 range's edges (s = 127, 128, 126, 127 on the way back) included."""
+    rng = np.random.default_rng(lanes)
+    exps = np.arange(-128, 128, dtype=np.int8)
+    mantissas = rng.uniform(-1, 1, (exps.size, lanes))
+    blocks = np.ldexp(mantissas, exps.astype(np.int32)[:, None] - 1).astype(np.float32)
+    blocks[0] = 0.0
+    for n in (1, 2, 5, 32):
+        s = qz.shifts(exps, n)
+        assert s.max() > 127 and s.min() < 0  # both paths are exercised
+        want = np.rint(np.ldexp(blocks, s[:, None]).astype(np.float32)).astype(np.int32)
+        got = qz.quantize(blocks, exps, n)
+        np.testing.assert_array_equal(got, want)
+        back = qz.dequantize(got, exps, n)
+        exact = np.ldexp(got.astype(np.float64), -s[:, None]).astype(np.float32)
+        np.testing.assert_array_equal(back.view(np.int32), exact.view(np.int32))
+
+
+@pytest.mark.parametrize("lanes", [64, 256])
+def test_blocks_and_exponents_in_one_pass_equal_the_two_passes(lanes):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(qz.STRIPE * lanes * 2 + 77).astype(np.float64)
+    x[::997] *= 1e9
+    blocks, exps = qz.blocks_and_exponents(x, lanes=lanes)
+    np.testing.assert_array_equal(blocks, qz.to_blocks(x, lanes=lanes))
+    np.testing.assert_array_equal(exps, qz.local_exponents(blocks))
+    ints, zeros = qz.blocks_and_exponents(np.arange(10, dtype=np.int32), lanes=lanes)
+    assert ints.shape == (1, lanes) and not zeros.any()
+    x[qz.STRIPE * lanes + 5] = np.nan  # in the second stripe: the index is the tensor's
+    with pytest.raises(QuantizeError, match=f"flat index {qz.STRIPE * lanes + 5} "):
+        qz.blocks_and_exponents(x, lanes=lanes)
