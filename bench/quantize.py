@@ -71,7 +71,7 @@ def session_echo(x: np.ndarray, lanes: int, window: int = 256) -> np.ndarray:
     while not session.idle:
         for batch in session.packets_to_send(0.0):
             batch["hdr"]["ver_type"] = result_vt
-            session.receive_batch(memoryview(batch.view(np.uint8)), batch.size, 0.0)
+            session.receive_batch(batch.view(np.uint8), batch.size, 0.0)
     event = session.next_event()
     if not isinstance(event, TensorCompleted):  # TensorFailed, or no event at all
         raise RuntimeError(f"the echo all-reduce did not complete: {event!r}")

@@ -167,7 +167,9 @@ class Session:
             return
         self.receive_batch(datagram, 1, now)
 
-    def receive_batch(self, buf: bytes | bytearray | memoryview, n: int, now: float) -> None:
+    def receive_batch(
+        self, buf: bytes | bytearray | memoryview | np.ndarray, n: int, now: float
+    ) -> None:
         """``n`` back-to-back ``packet_len`` datagrams in ``buf`` (checked as one batch)."""
         if n <= 0 or self.failed is not None:
             return

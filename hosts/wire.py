@@ -262,7 +262,9 @@ def packet_array(n: int, lanes: int = K) -> np.ndarray:
     return np.zeros(n, dtype=PACKET_DTYPES[check_lanes(lanes)])
 
 
-def decode_batch(buf: bytes | bytearray | memoryview, n: int, lanes: int = K) -> np.ndarray:
+def decode_batch(
+    buf: bytes | bytearray | memoryview | np.ndarray, n: int, lanes: int = K
+) -> np.ndarray:
     """View n back-to-back packets as a structured array (no validation, no copy)."""
     size = packet_len(lanes)
     if len(buf) < n * size:
