@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["quantize", "switch_core", "switch_io", "allreduce", "training"]
+ORDER = ["quantize", "switch_core", "switch_io", "pbox_loopback", "allreduce", "training"]
 QUICK_ARGS: dict[str, list[str]] = {
     "quantize": ["--mb", "16", "--repeat", "3"],
+    "pbox_loopback": ["--repeat", "3"],
     "switch_core": ["--reps", "3"],
     "switch_io": [],
     "allreduce": ["--quick"],

@@ -180,7 +180,8 @@ class AggRack:
     """
 
     def __init__(self, world_sizes: tuple[int, ...] = AGG_WORLD_SIZES, slots: int = AGG_SLOTS,
-                 seed: int = 7) -> None:
+                 seed: int = 7, lanes: int = K) -> None:
+        self.lanes = lanes  # int32 lanes per packet of every job (wire version 2)
         self.compiled = compile_file(str(AGGREGATE_P4))
         raw = topology.rack_dict(max(world_sizes), "127.0.0.1:9559", job_slots=slots)
         self.topo = topology.from_dict(raw)
@@ -202,7 +203,8 @@ class AggRack:
         reply = None
         for rank in range(n):
             _, ip, port, _ = self.worker(rank)
-            reply, ups = self.registry.join(f"bench-n{n}", n, rank, (topology.format_ipv4(ip), port), 0.0)
+            reply, ups = self.registry.join(f"bench-n{n}", n, rank, (topology.format_ipv4(ip), port),
+                                            0.0, lanes=self.lanes)
             updates += ups
         assert reply is not None and reply.where == ON_SWITCH, "the bench job did not get switch slots"
         self.jobs[n] = self._traffic(reply.job_id, n, reply.slot_base, reply.slot_count)
@@ -214,17 +216,17 @@ class AggRack:
 
     def _traffic(self, job_id: int, n: int, base: int, count: int) -> AggJob:
         pbox = Aggregator()  # the PBox core: the reference for every RESULT byte
-        pbox.add_job(job_id, n, base, count)
+        pbox.add_job(job_id, n, base, count, self.lanes)
         dst = (self.pbox.mac, self.pbox.ip, AGG_UDP_PORT)
         frames, expected = [], {}
         for rnd in range(2):  # both shadow sets; the cycle then repeats indefinitely
             for k in range(count):
-                lanes = self.rng.integers(-(2**24), 2**24, (n, K), dtype=np.int32)
+                lanes = self.rng.integers(-(2**24), 2**24, (n, self.lanes), dtype=np.int32)
                 exps = self.rng.integers(-20, 20, n)
                 for rank in range(n):
                     header = Header(type=PacketType.CONTRIB, job=job_id, rank=rank, slot=base + k,
-                                    position=rnd * count + k, nelem=K, exp=int(exps[rank]),
-                                    shadow=rnd)
+                                    position=rnd * count + k, nelem=self.lanes,
+                                    exp=int(exps[rank]), shadow=rnd, lanes=self.lanes)
                     payload = wire.encode(header, lanes[rank])
                     mac, ip, port, sw_port = self.worker(rank)
                     frames.append((sw_port, udp_frame((mac, ip, port), dst, payload)))
@@ -310,12 +312,13 @@ def time_aggregate(agg: AggRack, n: int, reps: int, seconds: float) -> AggResult
         rates.append(count / (time.perf_counter() - t0))
         cpu_rates.append(count / max(time.process_time() - c0, 1e-9))
     median = statistics.median(rates)
-    return AggResult(f"aggregate_n{n}", n, job.slot_count, cycles * len(cycle),
+    suffix = "" if agg.lanes == K else f"_l{agg.lanes}"
+    return AggResult(f"aggregate_n{n}{suffix}", n, job.slot_count, cycles * len(cycle),
                      [round(r, 1) for r in rates], round(median, 1),
                      round(median * results_per_cycle / len(cycle), 1), round(1e6 / median, 2),
                      round(max(rates), 1), round(statistics.median(cpu_rates), 1),
                      f"p4src/aggregate.p4, job of {n} on {job.slot_count} slots x 2 shadow sets, "
-                     f"{K} int32 lanes, a cell completes every {n} contributions")
+                     f"{agg.lanes} int32 lanes, a cell completes every {n} contributions")
 
 
 def breakdown_aggregate(agg: AggRack, n: int, cycles: int = 3) -> dict:
@@ -437,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="cProfile the in-process aggregation (N=4); py-spy the switch process if installed")
     ap.add_argument("--scalar", action="store_true",
                     help="in-process switches without vectorized lane runs (before/after comparisons)")
+    ap.add_argument("--lanes", type=lambda text: [int(v) for v in text.split(",")],
+                    default=[64, 256], help="lane counts of the aggregate case (64,256)")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     SWITCH_OPTIONS["vectorize"] = not args.scalar
@@ -454,13 +459,14 @@ def main(argv: list[str] | None = None) -> int:
                      for name in ("l3_routing", "register_lanes32") if name in args.cases]
     process = None
     extra: dict = {}
-    if "aggregate" in args.cases:
-        agg = AggRack()
+    for lanes in args.lanes if "aggregate" in args.cases else []:
+        agg = AggRack(lanes=lanes)
+        suffix = "" if lanes == K else f"_l{lanes}"
         agg_results = [time_aggregate(agg, n, args.reps, args.seconds) for n in AGG_WORLD_SIZES]
         results += agg_results
         if args.profile:
-            extra["breakdown_aggregate_n4"] = breakdown_aggregate(agg, 4)
-            extra["profile_aggregate_n4"] = profile_aggregate(agg, 4, 20_000)
+            extra[f"breakdown_aggregate_n4{suffix}"] = breakdown_aggregate(agg, 4)
+            extra[f"profile_aggregate_n4{suffix}"] = profile_aggregate(agg, 4, 20_000)
         if args.no_process:
             pass
         elif os.geteuid() != 0:
@@ -470,8 +476,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from bench.switch_core_process import run_process_bench  # noqa: PLC0415 (root only)
             in_process = {r.world_size: r for r in agg_results}
+            print(f"p4lite-switch process, {lanes} lanes per packet:")
             process = run_process_bench(agg, in_process, args.seconds, args.profile)
-            extra["switch_process"] = process
+            extra[f"switch_process{suffix}"] = process
     print_table(results, process)
     stored.update({r.name: asdict(r) for r in results})
     doc.update({
