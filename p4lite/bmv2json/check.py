@@ -39,6 +39,10 @@ TABLE_TYPES = frozenset(("simple", "indirect", "indirect_ws"))
 PARSER_OPS = frozenset(("extract", "extract_VL", "set", "verify", "primitive", "shift",
                         "advance"))
 TRANSITION_KEY_TYPES = frozenset(("field", "stack_field", "union_stack_field", "lookahead"))
+# what BMv2's parse_match_key reads from a const entry's match_key element, by match type
+MATCH_PARAM_KEYS = {"exact": ("key",), "valid": ("key",), "lpm": ("key", "prefix_length"),
+                    "ternary": ("key", "mask"), "range": ("start", "end"),
+                    "optional": ("key",)}
 CALC_INPUT_TYPES = frozenset(("field", "hexstr", "header", "payload"))
 # primitive -> (position of its list id parameter, list kind); simple_switch looks the id
 # up with unordered_map::at when the packet is copied or the digest generated.
@@ -344,9 +348,13 @@ def _table(refs: Refs, table: Table, node: Callable[[str | None, Where], None],
             raise ew.key("match_key").fail(f"expected {len(table.key)} match fields, got "
                                            f"{len(entry.match_key)}")
         for k, (param, key) in enumerate(zip(entry.match_key, table.key, strict=True)):
+            mw = ew.key("match_key").index(k)
             if param.match_type != key.match_type:
-                raise ew.key("match_key").index(k).fail(
-                    f"match type '{param.match_type}', the key's is '{key.match_type}'")
+                raise mw.fail(f"match type '{param.match_type}', the key's is "
+                              f"'{key.match_type}'")
+            for needed in MATCH_PARAM_KEYS.get(param.match_type, ()):
+                if needed not in param.json_keys:  # BMv2 would read "" (or 0) instead
+                    raise mw.fail(f"missing '{needed}'")
         action = refs.action(entry.action_entry.action_id,
                              ew.key("action_entry").key("action_id"))
         _action_data(action, len(entry.action_entry.action_data),

@@ -29,6 +29,7 @@ from p4lite.bmv2json.codec import (
     Node,
     ObjOf,
     attr,
+    decode_obj,
 )
 from p4lite.bmv2json.where import Where
 
@@ -147,6 +148,10 @@ class ParserOp(Node):
     NAME_KEY: ClassVar[str | None] = None
     op: str = attr(STR)
     parameters: tuple[Json, ...] = attr(ListOf(RAW), default=())
+
+    def primitive(self) -> Primitive:
+        """The primitive call of a ``primitive`` op (check.py has validated its shape)."""
+        return decode_obj(Primitive, self.parameters[0], Where("parser op"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from p4lite.bmv2json.model import Action, Primitive
 from p4lite.switch.core.codegen import CodeGen, prim_params
 from p4lite.switch.core.program import fail, need, parse_hexstr
 from p4lite.switch.core.vectorize import Run, find_runs, run_lines
@@ -293,8 +294,8 @@ PRIMITIVES: dict[str, PrimFn] = {
 }
 
 
-def primitive_lines(gen: CodeGen, prim: Any, where: str) -> list[str]:
-    op = need(prim, "op", where, str)
+def primitive_lines(gen: CodeGen, prim: Primitive, where: str) -> list[str]:
+    op = prim.op
     fn = PRIMITIVES.get(op)
     if fn is None:
         raise fail(where, f"primitive '{op}' is not supported by p4lite")
@@ -306,35 +307,32 @@ def _indent(lines: list[str], depth: int) -> list[str]:
     return [pad + line for line in lines]
 
 
-def _set_params(gen: CodeGen, action: dict, where: str) -> list:
-    prims = need(action, "primitives", where, list)
-    gen.params = [need(rd, "bitwidth", f"{where} runtime_data", int)
-                  for rd in need(action, "runtime_data", where, list)]
-    return prims
+def _set_params(gen: CodeGen, action: Action) -> list[Primitive]:
+    gen.params = [rd.bitwidth for rd in action.runtime_data]
+    return list(action.primitives)
 
 
-def action_runs(gen: CodeGen, action: dict, where: str) -> list[Run]:
+def action_runs(gen: CodeGen, action: Action) -> list[Run]:
     """The vectorizable lane runs of one action (none in a program-counter action)."""
-    prims = _set_params(gen, action, where)
+    prims = _set_params(gen, action)
     try:
-        if any(isinstance(p, dict) and p.get("op") in ("_jump", "_jump_if_zero") for p in prims):
+        if any(p.op in ("_jump", "_jump_if_zero") for p in prims):
             return []
         return find_runs(gen, prims)
     finally:
         gen.params = None
 
 
-def action_source(gen: CodeGen, fname: str, action: dict, where: str,
+def action_source(gen: CodeGen, fname: str, action: Action, where: str,
                   runs: Sequence[Run] = (), banks: dict | None = None) -> str:
     """Source of ``def fname(F, P, A)`` for one JSON action; ``runs`` whose registers have
     a bank in ``banks`` compile to whole-row operations (vectorize.py)."""
-    prims = _set_params(gen, action, where)
+    prims = _set_params(gen, action)
     if banks is None:
         banks = {}
     fused = {r.start: r for r in runs if r.regs in banks}
     try:
-        ops = [need(p, "op", f"{where} primitive {i}", str) for i, p in enumerate(prims)]
-        if any(op in ("_jump", "_jump_if_zero") for op in ops):
+        if any(p.op in ("_jump", "_jump_if_zero") for p in prims):
             body = _jump_body(gen, prims, where)
         else:
             body = []
@@ -429,11 +427,11 @@ def _hoist_bounds(text: list[str], stored: set[int]) -> list[str]:
             + ["    " + line for line in rest])
 
 
-def _jump_body(gen: CodeGen, prims: list, where: str) -> list[str]:
+def _jump_body(gen: CodeGen, prims: list[Primitive], where: str) -> list[str]:
     body = ["_pc = 0", f"while _pc < {len(prims)}:"]
     for i, prim in enumerate(prims):
         w = f"{where} primitive {i}"
-        op = prim["op"]
+        op = prim.op
         body.append(f"    {'if' if i == 0 else 'elif'} _pc == {i}:")
         if op == "_jump":
             target = _int_param(_n(prim_params(prim), 1, op, w)[0], w)
