@@ -253,7 +253,7 @@ def _primitive(refs: Refs, op: str, params: tuple | list, nparams: int, where: W
     if list_id == 0 and op in ("resubmit", "recirculate"):
         raise pw.index(pos).fail(f"primitive '{op}' with {kind} id 0: simple_switch reads "
                                  f"id 0 as 'no {op}'")
-    if list_id not in known and not (list_id == 0 and op.startswith("clone")):
+    if list_id not in known:
         ids = ", ".join(str(k) for k in sorted(known)) or "none"
         raise pw.index(pos).fail(
             f"primitive '{op}' names {kind} id {list_id}, which the JSON's {kind}s do not "

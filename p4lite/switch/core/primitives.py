@@ -221,51 +221,37 @@ def _p_rng(gen: CodeGen, p: list, where: str) -> list[str]:
     return [gen.store_code(lv, f"_randint({gen.expr(p[1], where)}, {gen.expr(p[2], where)})")]
 
 
-def _list_id(gen: CodeGen, p: list, pos: int, op: str, kind: str, lists: dict,
-             where: str) -> str:
-    """A field list (``kind`` "field_list") or learn list id parameter. simple_switch looks
-    the id up with ``unordered_map::at`` when the packet is copied (or the digest is
-    generated) and aborts on an id it does not have, so a constant id must name a list in
-    the JSON; a missing parameter is a wrong parameter count, which BMv2 also refuses."""
-    _n(p, pos + 1, op, where)
-    param = p[pos]
-    if isinstance(param, dict) and param.get("type") == "hexstr":
-        list_id = parse_hexstr(param.get("value"), where)
-        if list_id not in lists:
-            known = ", ".join(str(k) for k in sorted(lists)) or "none"
-            raise fail(where, f"primitive '{op}' names {kind} id {list_id}, which the JSON's "
-                              f"{kind}s do not have (ids: {known}); BMv2 would abort "
-                              "(unordered_map::at) on the first packet that uses it")
-        if list_id == 0 and op in ("resubmit", "recirculate"):
-            raise fail(where, f"primitive '{op}' with {kind} id 0: simple_switch reads id 0 "
-                              f"as 'no {op}'")
-    return gen.expr(param, where)
+def _list_id(gen: CodeGen, p: list, pos: int, op: str, where: str) -> str:
+    """A field list or learn list id parameter. simple_switch looks the id up with
+    ``unordered_map::at``; the model (bmv2json/check.py) has refused a constant id the
+    JSON does not define."""
+    return gen.expr(_n(p, pos + 1, op, where)[pos], where)
 
 
 def _p_clone_i2e(gen: CodeGen, p: list, where: str) -> list[str]:
     op = "clone_ingress_pkt_to_egress"
-    fl = _list_id(gen, p, 1, op, "field_list", gen.field_lists, where)
+    fl = _list_id(gen, p, 1, op, where)
     return [f"P.clone_i = ({gen.expr(p[0], where)}, {fl})"]
 
 
 def _p_clone_e2e(gen: CodeGen, p: list, where: str) -> list[str]:
     op = "clone_egress_pkt_to_egress"
-    fl = _list_id(gen, p, 1, op, "field_list", gen.field_lists, where)
+    fl = _list_id(gen, p, 1, op, where)
     return [f"P.clone_e = ({gen.expr(p[0], where)}, {fl})"]
 
 
 def _p_resubmit(gen: CodeGen, p: list, where: str) -> list[str]:
-    fl = _list_id(gen, p, 0, "resubmit", "field_list", gen.field_lists, where)
+    fl = _list_id(gen, p, 0, "resubmit", where)
     return [f"P.resubmit = {fl}"]
 
 
 def _p_recirculate(gen: CodeGen, p: list, where: str) -> list[str]:
-    fl = _list_id(gen, p, 0, "recirculate", "field_list", gen.field_lists, where)
+    fl = _list_id(gen, p, 0, "recirculate", where)
     return [f"P.recirculate = {fl}"]
 
 
 def _p_digest(gen: CodeGen, p: list, where: str) -> list[str]:
-    ll = _list_id(gen, p, 1, "generate_digest", "learn_list", gen.learn_lists, where)
+    ll = _list_id(gen, p, 1, "generate_digest", where)
     return [f"P.digest = {ll}"]
 
 
