@@ -40,6 +40,7 @@ VALID_FIELD = "$valid$"  # BMv2 gives every header type this hidden field
 class Refs:
     program: Program
     types: dict[str, HeaderType]
+    type_fields: dict[str, frozenset[str]]  # header type -> its field names
     header_types: dict[str, str]  # header instance -> header type name
     stack_types: dict[str, str | None]  # header stack -> element header type name
     aliases: dict[str, tuple[str, str]]
@@ -62,6 +63,7 @@ class Refs:
         return Refs(
             program=prog,
             types={t.name: t for t in prog.header_types},
+            type_fields={t.name: frozenset(f.name for f in t.fields) for t in prog.header_types},
             header_types={h.name: h.header_type for h in prog.headers},
             stack_types={s.name: s.header_type for s in prog.header_stacks},
             aliases=aliases,
@@ -111,10 +113,10 @@ class Refs:
             self.type_field(tname, ref[1], f"header stack '{ref[0]}'", where)
 
     def type_field(self, tname: str, fname: str, owner: str, where: Where) -> None:
-        htype = self.types.get(tname)
-        if htype is None:
+        names = self.type_fields.get(tname)
+        if names is None:
             raise where.fail(f"unknown header type '{tname}'")
-        if fname != VALID_FIELD and htype.field(fname) is None:
+        if fname not in names and fname != VALID_FIELD:
             raise where.fail(f"{owner} has no field '{fname}'")
 
     def action(self, aid: int, where: Where) -> Action:
