@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from p4lite import bmv2json
 from p4lite.stf.harness import compile_program, make_switch, run_stf_on_json
 from p4lite.stf.parser import parse_stf_file
 
@@ -62,7 +63,7 @@ def test_cli_runs_a_json_file_and_reports_failures(tmp_path, capsys):
 
     program = compile_program(str(P4_DIR / "basic_exact.p4"))
     json_path = tmp_path / "basic_exact.json"
-    json_path.write_text(json.dumps(program))
+    json_path.write_text(json.dumps(bmv2json.dump(program)))
     stf = str(P4_DIR / "basic_exact.stf")
     assert main(["--json", str(json_path), stf]) == 0
     assert "3 passed, 0 failed" in capsys.readouterr().out

@@ -15,6 +15,7 @@ from typing import Any
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
+from p4lite import bmv2json
 from p4lite.compiler import ast
 from p4lite.compiler.bmv2_json import to_text, with_p4c_nesting
 from p4lite.compiler.context import SourceText
@@ -27,10 +28,12 @@ from p4lite.compiler.target_checks import unused_warnings
 
 @dataclass(slots=True)
 class CompileResult:
-    bmv2: dict[str, Any]
+    bmv2: dict[str, Any]  # the JSON document, as written (bmv2json.dump of bmv2_program)
     p4info: p4info_pb2.P4Info
     program: ast.Program
     diagnostics: list[str] = field(default_factory=list)
+    # the same document as the typed model (set by the compiler; the switch loads it as is)
+    bmv2_program: bmv2json.Program | None = None
 
     @property
     def warnings(self) -> list[str]:
@@ -79,4 +82,9 @@ def _compile(program: ast.Program, main_file: str, source: SourceText,
         raise
     if p4c_nesting:
         with_p4c_nesting(bmv2)
-    return CompileResult(bmv2, info, program, [*diagnostics, *backend_warnings])
+    # The emission boundary: the document goes through the model, so what is written is
+    # what BMv2 (and p4lite's switch) will load; a Bmv2JsonError here is a compiler bug
+    # and surfaces as an internal compiler error.
+    emitted = bmv2json.load(bmv2)
+    return CompileResult(bmv2json.dump(emitted), info, program,
+                         [*diagnostics, *backend_warnings], emitted)

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from p4lite import bmv2json
 from p4lite.stf.harness import compile_program, run_stf_on_json
 from p4lite.stf.parser import StfSyntaxError, parse_stf_file
 
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
                 program = json.load(f)
         else:
             program = compile_program(args.program, args.include_dirs, _defines(args.defines))
-    except (OSError, ValueError, StfSyntaxError) as exc:
+        program = bmv2json.load(program) if isinstance(program, dict) else program
+    except (OSError, ValueError, StfSyntaxError, bmv2json.Bmv2JsonError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # CompileError and friends: one clear line, no traceback

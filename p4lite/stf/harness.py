@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from p4lite import bmv2json
 from p4lite.stf.parser import StfFile, parse_stf_file
 from p4lite.stf.program import ProgramInfo
 from p4lite.stf.runner import StfResult, StfRunner
@@ -11,28 +12,33 @@ from p4lite.stf.runner import StfResult, StfRunner
 DROP_PORT = 511
 
 
-def make_switch(program: dict, drop_port: int = DROP_PORT):
+def make_switch(program: dict | bmv2json.Program, drop_port: int = DROP_PORT):
     # Imported here so the parser and its tests do not need the switch core.
     from p4lite.switch.core.switch import Switch
 
     return Switch(program, drop_port=drop_port)
 
 
-def run_stf_on_json(program: dict, stf: StfFile | str, switch=None) -> StfResult:
-    """Run ``stf`` (a parsed file or a path) on a fresh switch loaded with ``program``."""
+def run_stf_on_json(program: dict | bmv2json.Program, stf: StfFile | str,
+                    switch=None) -> StfResult:
+    """Run ``stf`` (a parsed file or a path) on a fresh switch loaded with ``program``
+    (a JSON dict is loaded through the model once, here: raises Bmv2JsonError)."""
     if isinstance(stf, str):
         stf = parse_stf_file(stf)
+    model = program if isinstance(program, bmv2json.Program) else bmv2json.load(program)
     if switch is None:
-        switch = make_switch(program)
-    return StfRunner(switch, ProgramInfo(program), stf.filename).run(stf)
+        switch = make_switch(model)
+    return StfRunner(switch, ProgramInfo(model), stf.filename).run(stf)
 
 
 def compile_program(p4_path: str, include_dirs: Iterable[str] = (),
-                    defines: dict[str, str] | None = None) -> dict:
-    """BMv2 JSON of ``p4_path`` from p4lite's compiler (raises CompileError)."""
+                    defines: dict[str, str] | None = None) -> bmv2json.Program:
+    """The BMv2 JSON model of ``p4_path`` from p4lite's compiler (raises CompileError)."""
     from p4lite.compiler.driver import compile_file
 
-    return compile_file(p4_path, include_dirs=tuple(include_dirs), defines=defines).bmv2
+    result = compile_file(p4_path, include_dirs=tuple(include_dirs), defines=defines)
+    assert result.bmv2_program is not None  # the compiler always sets it
+    return result.bmv2_program
 
 
 def run_stf_on_program(p4_path: str, stf_path: str, include_dirs: Iterable[str] = (),

@@ -1,4 +1,5 @@
-"""What the STF runner needs to know about a program, read once from its BMv2 JSON.
+"""What the STF runner needs to know about a program, read once from its BMv2 JSON model
+(p4lite.bmv2json, validated when it was loaded).
 
 STF names tables, keys and actions loosely (unique suffixes, ``hdr$0`` for
 ``hdr[0]``); this module resolves them to the exact JSON names and widths that
@@ -10,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from p4lite.bmv2json.model import Program
+from p4lite.bmv2json.model import Table as JsonTable
 from p4lite.stf.parser import KeyValue, Number
 from p4lite.switch.core.runtime_api import MatchField
 
@@ -46,31 +49,29 @@ class ParamInfo:
 class ProgramInfo:
     """Tables, actions and stateful objects of one BMv2 JSON."""
 
-    def __init__(self, program: dict) -> None:
+    def __init__(self, program: Program) -> None:
         self.field_widths = _field_widths(program)
         self.actions: dict[str, tuple[ParamInfo, ...]] = {}
-        for action in program.get("actions", []):
-            params = tuple(ParamInfo(p["name"], p["bitwidth"]) for p in action.get("runtime_data", []))
-            self.actions.setdefault(action["name"], params)
+        for action in program.actions:
+            params = tuple(ParamInfo(p.name, p.bitwidth) for p in action.runtime_data)
+            self.actions.setdefault(action.name, params)
         self.tables: dict[str, TableInfo] = {}
-        for pipeline in program.get("pipelines", []):
-            for table in pipeline.get("tables", []):
-                self.tables[table["name"]] = self._table(table)
-        self.direct_counters = {
-            c["name"]: c.get("binding") for c in program.get("counter_arrays", []) if c.get("is_direct")
-        }
-        self.registers = [r["name"] for r in program.get("register_arrays", [])]
-        self.counters = [c["name"] for c in program.get("counter_arrays", []) if not c.get("is_direct")]
-        self.meters = [m["name"] for m in program.get("meter_arrays", [])]
+        for pipeline in program.pipelines:
+            for table in pipeline.tables:
+                self.tables[table.name] = self._table(table)
+        self.direct_counters = {c.name: c.binding for c in program.counter_arrays if c.is_direct}
+        self.registers = [r.name for r in program.register_arrays]
+        self.counters = [c.name for c in program.counter_arrays if not c.is_direct]
+        self.meters = [m.name for m in program.meter_arrays]
 
-    def _table(self, table: dict) -> TableInfo:
+    def _table(self, table: JsonTable) -> TableInfo:
         keys = []
-        for key in table.get("key", []):
-            target = key["target"]
+        for key in table.key:
+            target = key.target
             alt = ".".join(target) if isinstance(target, list) else str(target)
             width = self._key_width(target)
-            keys.append(KeyInfo(key.get("name") or alt, alt, key["match_type"], width))
-        return TableInfo(table["name"], tuple(keys), tuple(table.get("actions", [])))
+            keys.append(KeyInfo(key.name or alt, alt, key.match_type, width))
+        return TableInfo(table.name, tuple(keys), table.actions)
 
     def _key_width(self, target: object) -> int:
         if isinstance(target, list) and len(target) == 2:
@@ -132,16 +133,13 @@ def _resolve(name: str, known: list[str], what: str) -> str:
     raise StfNameError(f"no {what} named {name!r}; known: {', '.join(sorted(known)) or '(none)'}")
 
 
-def _field_widths(program: dict) -> dict[tuple[str, str], int]:
-    types = {t["name"]: t for t in program.get("header_types", [])}
+def _field_widths(program: Program) -> dict[tuple[str, str], int]:
+    types = {t.name: t for t in program.header_types}
     widths: dict[tuple[str, str], int] = {}
-    for header in program.get("headers", []):
-        htype = types.get(header["header_type"])
-        if htype is None:
-            continue
-        for f in htype.get("fields", []):
-            if isinstance(f[1], int):
-                widths[(header["name"], f[0])] = f[1]
+    for header in program.headers:  # the model has checked that the types exist
+        for f in types[header.header_type].fields:
+            if isinstance(f.width, int):
+                widths[(header.name, f.name)] = f.width
     return widths
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from p4lite import bmv2json
 from p4lite.stf.parser import (
     AddCmd,
     CheckCmd,
@@ -169,27 +170,30 @@ def test_exact_key_must_be_given():
 
 # --- the runner, on a fake switch --------------------------------------------------
 
-PROGRAM = {
+PROGRAM = bmv2json.load({
     "header_types": [{"name": "h_t", "fields": [["f", 8, False], ["g", 8, False]]}],
     "headers": [{"name": "h", "header_type": "h_t"}],
+    "parsers": [],
+    "deparsers": [],
     "actions": [
-        {"name": "MyIngress.fwd", "runtime_data": [{"name": "port", "bitwidth": 9}]},
-        {"name": "MyIngress.drop", "runtime_data": []},
-        {"name": "NoAction", "runtime_data": []},
+        {"name": "MyIngress.fwd", "id": 0, "runtime_data": [{"name": "port", "bitwidth": 9}],
+         "primitives": []},
+        {"name": "MyIngress.drop", "id": 1, "runtime_data": [], "primitives": []},
+        {"name": "NoAction", "id": 2, "runtime_data": [], "primitives": []},
     ],
     "pipelines": [
         {"name": "ingress", "tables": [
-            {"name": "MyIngress.t", "key": [
+            {"name": "MyIngress.t", "max_size": 16, "key": [
                 {"match_type": "exact", "name": "hdr.h.f", "target": ["h", "f"]},
                 {"match_type": "ternary", "name": "hdr.h.g", "target": ["h", "g"]},
-            ], "actions": ["MyIngress.fwd", "MyIngress.drop", "NoAction"]},
+            ], "action_ids": [0, 1, 2], "actions": ["MyIngress.fwd", "MyIngress.drop", "NoAction"]},
         ]},
         {"name": "egress", "tables": []},
     ],
     "register_arrays": [{"name": "MyIngress.r", "size": 4, "bitwidth": 32}],
     "counter_arrays": [],
     "meter_arrays": [],
-}
+})
 
 
 class FakeSwitch(UnimplementedRuntime):

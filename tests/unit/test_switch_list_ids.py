@@ -53,7 +53,7 @@ def test_unknown_field_list_id_is_refused_naming_the_action(program: str, op: st
                                                            pos: int) -> None:
     doc = golden(program)
     name = set_list_param(doc, op, pos, "0x63")
-    with pytest.raises(SwitchLoadError, match=rf"action '{name}'.*'{op}'.*field_list id 99"):
+    with pytest.raises(SwitchLoadError, match=rf"actions\[\d+\] '{name}'.*'{op}'.*field_list id 99"):
         Switch(doc)
 
 
@@ -87,7 +87,7 @@ def test_missing_field_list_parameter_is_refused() -> None:
 def test_unknown_learn_list_id_is_refused() -> None:
     doc = golden("digest_learn")
     name = set_list_param(doc, "generate_digest", 1, "0x7")
-    with pytest.raises(SwitchLoadError, match=rf"action '{name}'.*learn_list id 7"):
+    with pytest.raises(SwitchLoadError, match=rf"actions\[\d+\] '{name}'.*learn_list id 7"):
         Switch(doc)
 
 
@@ -101,12 +101,12 @@ Change = Callable[[dict], None]
      "duplicate learn_list id 1"),
     ("resubmit_field_list",
      lambda d: d["field_lists"][0]["elements"].append({"type": "header", "value": "h"}),
-     r"field_list 'field_list1'.*element of type 'header'"),
+     r"field_lists\[0\] 'field_list1': elements\[1\]: element of type 'header'"),
     ("resubmit_field_list",
      lambda d: d["field_lists"][0]["elements"].append({"type": "field",
                                                        "value": ["scalars", "nope"]}),
-     r"field_list 'field_list1'.*nope"),
-    ("digest_learn", lambda d: d.update(learn_lists={}), "'learn_lists' has the wrong type"),
+     r"field_lists\[0\] 'field_list1': elements\[1\].value: .* no field 'nope'"),
+    ("digest_learn", lambda d: d.update(learn_lists={}), "learn_lists: expected an array, got dict"),
 ])
 def test_bad_lists_are_refused(program: str, change: Change, message: str) -> None:
     doc = golden(program)

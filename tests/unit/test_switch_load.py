@@ -80,7 +80,8 @@ def _action(doc: dict, name: str) -> dict:
      "header 'ipv4' has no field 'nope'"),
     (lambda d: d["pipelines"][0]["tables"][0]["key"][0].update(match_type="fuzzy"),
      "match type 'fuzzy'"),
-    (lambda d: d["pipelines"][0]["tables"][0].update(type="indirect"), "action profiles"),
+    (lambda d: d["pipelines"][0]["tables"][0].update(type="indirect"),
+     "only 'simple' tables can have a 'default_entry'"),
     (lambda d: d["pipelines"][0]["conditionals"][0].update(true_next="nowhere"), "nowhere"),
     (lambda d: d["pipelines"][0]["conditionals"][0].update(true_next="node_2"), "cycle"),
     (lambda d: d["pipelines"][0]["tables"][0].update(base_default_next="node_2", next_tables={}),
@@ -93,7 +94,7 @@ def _action(doc: dict, name: str) -> dict:
     (lambda d: d["pipelines"].pop(), "no pipeline named 'egress'"),
     (lambda d: d["header_unions"].append({"name": "u"}), "header unions"),
     (lambda d: d["pipelines"][0]["tables"][0]["default_entry"].update(action_id=42),
-     "default action id 42"),
+     r"default_entry.action_id: action id 42 names no action"),
 ])
 def test_bad_programs_raise_a_load_error_naming_the_object(change, message: str) -> None:
     with pytest.raises(SwitchLoadError, match=message):

@@ -304,7 +304,7 @@ def test_a_range_entry_missing_its_end_is_a_load_error() -> None:
     b.table("ingress", "ingress.t", [key("range", "h", "a")], [("NoAction", noop)],
             entries=[{"match_key": [{"match_type": "range", "start": "0x01"}],
                       "action_entry": {"action_id": noop, "action_data": []}, "priority": 1}])
-    with pytest.raises(SwitchLoadError, match="ingress.t.*missing 'end'"):
+    with pytest.raises(SwitchLoadError, match=r"tables\[0\] 'ingress.t': entries\[0\].match_key\[0\]: missing 'end'"):
         Switch(b.doc)
 
 

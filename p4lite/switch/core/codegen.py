@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
+from p4lite.bmv2json.model import Primitive
 from p4lite.switch.core.program import MAX_FIELD_WIDTH, Layout, fail, need, parse_hexstr
 
 # BMv2 binary operator -> the Python operator of the generated ``(left OP right)``
@@ -63,11 +64,10 @@ def unwrap(v: Any) -> Any:
     return v
 
 
-def prim_params(prim: Any) -> list:
+def prim_params(prim: Primitive) -> list:
     """A primitive's parameters with p4c's double expression wrapping removed (shared by
     primitives.py and vectorize.py, which no longer import each other)."""
-    params = prim.get("parameters") or []
-    return [unwrap(p) for p in params] if isinstance(params, list) else params
+    return [unwrap(p) for p in prim.parameters]
 
 
 @dataclass(slots=True)

@@ -1,7 +1,8 @@
 """Loading: a BMv2 JSON program validated and compiled into an immutable LoadedProgram.
 
-``load_program(program)`` reads and validates the JSON once and generates the
-program's Python code (program.py, codegen.py, parsegen.py, pipeline.py,
+``load_program(program)`` reads the JSON through the typed model (p4lite.bmv2json:
+validated once, with BMv2's own load-time checks; its errors become SwitchLoadError),
+refuses what p4lite's switch does not support, and generates the program's Python code (program.py, codegen.py, parsegen.py, pipeline.py,
 primitives.py, vectorize.py); sources are compiled here, once. The result holds
 no per-switch state: the generated code names the state it touches (register
 lists, counter lists, meters, table lookup structures, register banks, the random
@@ -16,11 +17,13 @@ from __future__ import annotations
 
 import logging
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import CodeType, MappingProxyType
 from typing import Any
 
+from p4lite import bmv2json
+from p4lite.bmv2json.model import Action, Checksum, Pipeline, Program
 from p4lite.switch.core import hashes
 from p4lite.switch.core.codegen import CodeGen, PacketAssertion, PacketExit, StateRef, TooShort
 from p4lite.switch.core.fusion import Node, check_acyclic, fused_sources
@@ -46,10 +49,7 @@ from p4lite.switch.core.program import (
     Layout,
     SwitchLoadError,
     build_layout,
-    by_name,
-    check_version,
     fail,
-    need,
     read_program,
 )
 from p4lite.switch.core.runtime_api import SwitchRuntimeError
@@ -66,16 +66,6 @@ def _log_msg(fmt: str, args: tuple) -> None:
     parts = fmt.split("{}")
     text = parts[0] + "".join(str(a) + p for a, p in zip(args, parts[1:], strict=False))
     p4_log.info("%s", text)
-
-
-def _list_of(doc: dict, key: str) -> list:
-    """``doc[key]`` as a list (absent or null: empty), else a SwitchLoadError."""
-    items = doc.get(key)
-    if items is None:
-        return []
-    if not isinstance(items, list):
-        raise fail(key, f"'{key}' has the wrong type ({type(items).__name__})")
-    return items
 
 
 def _frozen(d: dict) -> Mapping:
@@ -116,14 +106,26 @@ class LoadedProgram:
         return self.layout.standard
 
 
-def load_program(program: dict | str | pathlib.Path, *, drop_port: int = 511,
-                 vectorize: bool = True) -> LoadedProgram:
-    """Validate and compile ``program`` (a JSON dict, JSON text or a path); raises
-    SwitchLoadError naming what is malformed or unsupported. ``vectorize``: lane runs
-    as numpy row operations (vectorize.py)."""
+def load_model(program: dict | str | pathlib.Path | bmv2json.Program) -> bmv2json.Program:
+    """The validated model of ``program`` (a model as is, a JSON dict, JSON text or a
+    path); the model's Bmv2JsonError becomes a SwitchLoadError with the same message."""
+    if isinstance(program, bmv2json.Program):
+        return program
     doc = read_program(program)
     try:
-        return _Loader(drop_port, vectorize).load(doc)
+        return bmv2json.load(doc)
+    except bmv2json.Bmv2JsonError as exc:
+        raise SwitchLoadError(str(exc)) from exc
+
+
+def load_program(program: dict | str | pathlib.Path | bmv2json.Program, *,
+                 drop_port: int = 511, vectorize: bool = True) -> LoadedProgram:
+    """Validate and compile ``program`` (a loaded model, a JSON dict, JSON text or a
+    path); raises SwitchLoadError naming what is malformed or unsupported.
+    ``vectorize``: lane runs as numpy row operations (vectorize.py)."""
+    prog = load_model(program)
+    try:
+        return _Loader(drop_port, vectorize).load(prog)
     except SwitchLoadError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError,
@@ -137,34 +139,35 @@ class _Loader:
     def __init__(self, drop_port: int, vectorize: bool) -> None:
         self.drop_port, self.vectorize = drop_port, vectorize
 
-    def load(self, doc: dict) -> LoadedProgram:
-        check_version(doc)
-        for kind in ("parse_vsets", "extern_instances"):
-            if doc.get(kind):
-                raise fail(kind, "not supported by p4lite")
-        self.layout = layout = build_layout(doc)
+    def load(self, prog: Program) -> LoadedProgram:
+        if prog.parse_vsets:
+            raise fail("parse_vsets", "not supported by p4lite")
+        if prog.extern_instances:
+            raise fail("extern_instances", "not supported by p4lite")
+        self.layout = layout = build_layout(prog)
         ns: dict[str, Any] = dict(RUNTIME_HELPERS)
         ns.update(_Exit=PacketExit, _Assert=PacketAssertion, _TooShort=TooShort,
                   _lookahead=lookahead, _csum16_int=hashes.csum16_int, _log_msg=_log_msg)
         gen = CodeGen(layout, ns, self.drop_port)
         gen.state_refs["_randint"] = ("randint", None)
-        self._load_stateful(doc, gen)
-        self._load_lists(doc, gen)
-        for i, calc in enumerate(doc.get("calculations") or []):
-            cname = need(calc, "name", f"calculations[{i}]", str)
-            gen.calcs[cname] = f"_calc{i}"
+        self._load_stateful(prog, gen)
+        self._load_lists(prog, gen)
+        for i, calc in enumerate(prog.calculations):
+            gen.calcs[calc.name] = f"_calc{i}"
             gen.define(calculation_source(gen, f"_calc{i}", calc), f"_calc{i}")
-        actions_by_id = self._load_actions(doc, gen)
-        gen.define(parser_source(gen, self._pick(doc, "parsers", "parser")), "parse")
-        gen.define(deparser_source(gen, self._pick(doc, "deparsers", "deparser")), "deparse")
-        checks = doc.get("checksums") or []
+        actions_by_id = self._load_actions(prog, gen)
+        gen.define(parser_source(gen, _pick(prog.parsers, "parsers", "parser")), "parse")
+        gen.define(deparser_source(gen, _pick(prog.deparsers, "deparsers", "deparser")),
+                   "deparse")
+        checks = prog.checksums
         verify, update = checksum_sources(gen, checks)
         gen.define(verify, "verify_checksums")
         gen.define(update, "update_checksums")
         self.tables: dict[str, TableSpec] = {}
-        pipes = by_name(need(doc, "pipelines", "program", list), "pipelines")
-        ingress_init = self._load_pipeline(gen, pipes, "ingress", actions_by_id)
-        egress_init = self._load_pipeline(gen, pipes, "egress", actions_by_id)
+        ingress_init = self._load_pipeline(gen, prog.pipeline("ingress"), "ingress",
+                                           actions_by_id)
+        egress_init = self._load_pipeline(gen, prog.pipeline("egress"), "egress",
+                                          actions_by_id)
         meta_slots = self._load_lifecycle(gen, checks)
         for arr in self.meters.values():  # a direct meter's table takes meter rates
             if arr.is_direct and arr.binding in self.tables:
@@ -179,27 +182,25 @@ class _Loader:
             meta_slots=meta_slots, ingress_init=ingress_init, egress_init=egress_init,
             code=tuple(gen.code), static_ns=_frozen(ns))
 
-    def _load_actions(self, doc: dict, gen: CodeGen) -> dict[int, tuple[dict, str]]:
+    def _load_actions(self, prog: Program, gen: CodeGen) -> dict[int, tuple[Action, str]]:
         """Every action compiled: id -> (JSON action, function name)."""
         actions_by_id = {}
         self.action_fnames: dict[int, str] = {}
-        actions = need(doc, "actions", "program", list)
+        actions = prog.actions
         runs: list[list[Run]] = [[] for _ in actions]
         if self.vectorize:
             for i, act in enumerate(actions):
-                runs[i] = action_runs(gen, act, f"action '{act.get('name', i)}'")
+                runs[i] = action_runs(gen, act)
         banks = plan_banks(gen, [r for rs in runs for r in rs], register_accesses(actions))
         self.banks = banks
         for i, act in enumerate(actions):
-            where = f"action '{act.get('name', i)}'"
-            aid = need(act, "id", where, int)
             fname = f"_act{i}"
-            source = action_source(gen, fname, act, where, runs[i], banks)
-            actions_by_id[aid] = (act, gen.define(source, fname))
-            self.action_fnames[aid] = fname
+            source = action_source(gen, fname, act, f"action '{act.name}'", runs[i], banks)
+            actions_by_id[act.id] = (act, gen.define(source, fname))
+            self.action_fnames[act.id] = fname
         return actions_by_id
 
-    def _load_lifecycle(self, gen: CodeGen, checks: list) -> tuple[int, ...]:
+    def _load_lifecycle(self, gen: CodeGen, checks: Sequence[Checksum]) -> tuple[int, ...]:
         """The generated receive/ingress/egress halves; returns the metadata slots."""
         layout = self.layout
         std = layout.standard
@@ -208,113 +209,75 @@ class _Loader:
                            or owner == STANDARD_HEADER)
         espec_reset = (self.drop_port + 1) & ((1 << layout.width[std["egress_spec"]]) - 1)
         gen.define(receive_source(
-            std, layout.width, any(c.get("verify", True) for c in checks)), "receive")
+            std, layout.width, any(c.verify for c in checks)), "receive")
         gen.define(egress_source(
             std, layout.width, self.drop_port, espec_reset,
-            any(c.get("update", True) for c in checks)), "egress_run")
+            any(c.update for c in checks)), "egress_run")
         gen.define(ingress_normal_source(std, self.drop_port), "ingress_normal")
         return meta_slots
 
-    @staticmethod
-    def _pick(doc: dict, kind: str, name: str) -> dict:
-        items = need(doc, kind, "program", list)
-        named = by_name(items, kind)
-        if name in named:
-            return named[name]
-        if not items:
-            raise fail(kind, f"no {name}")
-        return items[0]
-
-    def _load_stateful(self, doc: dict, gen: CodeGen) -> None:
+    def _load_stateful(self, prog: Program, gen: CodeGen) -> None:
         self.registers: dict[str, RegisterSpec] = {}
         self.counters: dict[str, CounterSpec] = {}
         self.meters: dict[str, MeterSpec] = {}
         self.direct_meter_targets: dict[str, int] = {}
-        for i, r in enumerate(doc.get("register_arrays") or []):
-            where = f"register_array '{r.get('name', i)}'"
-            name = need(r, "name", where, str)
-            self.registers[name] = RegisterSpec(name, need(r, "size", where, int),
-                                                need(r, "bitwidth", where, int))
-        for i, c in enumerate(doc.get("counter_arrays") or []):
-            where = f"counter_array '{c.get('name', i)}'"
-            name = need(c, "name", where, str)
-            self.counters[name] = CounterSpec(name, int(c.get("size") or 0),
-                                              bool(c.get("is_direct")), c.get("binding"))
-        for i, m in enumerate(doc.get("meter_arrays") or []):
-            where = f"meter_array '{m.get('name', i)}'"
-            name = need(m, "name", where, str)
-            mtype = m.get("type", "packets")
-            if mtype not in ("packets", "bytes"):
-                raise fail(where, f"meter type '{mtype}'")
-            spec = MeterSpec(name, int(m.get("size") or 0), mtype == "bytes",
-                             int(m.get("rate_count", 2)), bool(m.get("is_direct")),
-                             m.get("binding"))
-            self.meters[name] = spec
-            if spec.is_direct:
-                target = need(m, "result_target", where)
-                self.direct_meter_targets[name] = self.layout.field_slot(target, where)
+        for r in prog.register_arrays:
+            self.registers[r.name] = RegisterSpec(r.name, r.size, r.bitwidth)
+        for c in prog.counter_arrays:
+            self.counters[c.name] = CounterSpec(c.name, c.size, c.is_direct, c.binding)
+        for m in prog.meter_arrays:  # the model has checked the type and result_target
+            spec = MeterSpec(m.name, m.size, m.type == "bytes", m.rate_count, m.is_direct,
+                             m.binding)
+            self.meters[m.name] = spec
+            if spec.is_direct and m.result_target is not None:
+                self.direct_meter_targets[m.name] = self.layout.field_slot(
+                    m.result_target, f"meter_array '{m.name}'")
         gen.registers, gen.counters, gen.meters = self.registers, self.counters, self.meters
 
-    def _load_lists(self, doc: dict, gen: CodeGen) -> None:
-        """field_lists and learn_lists by id; the primitives that name them check the ids
-        against these (primitives.py), as BMv2 looks them up by id."""
+    def _load_lists(self, prog: Program, gen: CodeGen) -> None:
+        """field_lists and learn_lists by id (the model has checked the ids are unique,
+        the elements and the ids the primitives name, as BMv2 looks them up by id)."""
         self.field_lists: dict[int, tuple[int, ...]] = {}
-        for i, fl in enumerate(_list_of(doc, "field_lists")):
-            where = f"field_list '{fl.get('name', i) if isinstance(fl, dict) else i}'"
-            slots = []
-            for el in need(fl, "elements", where, list):
-                if need(el, "type", where, str) != "field":  # BMv2: fields only
-                    raise fail(where, f"element of type '{el['type']}' (BMv2 takes 'field')")
-                slots.append(self.layout.field_slot(need(el, "value", where), where))
-            fid = need(fl, "id", where, int)
-            if fid in self.field_lists:
-                raise fail(where, f"duplicate field_list id {fid}")
-            self.field_lists[fid] = tuple(slots)
+        for fl in prog.field_lists:
+            where = f"field_list '{fl.name}'"
+            for el in fl.elements:
+                if el["type"] != "field":  # BMv2 also takes hexstr; p4lite does not
+                    raise fail(where, f"element of type '{el['type']}' is not supported "
+                                      "by p4lite")
+            self.field_lists[fl.id] = tuple(self.layout.field_slot(el["value"], where)
+                                            for el in fl.elements)
         self.learn_lists: dict[int, tuple[str, tuple[int, ...]]] = {}
-        for i, ll in enumerate(_list_of(doc, "learn_lists")):
-            where = f"learn_list '{ll.get('name', i) if isinstance(ll, dict) else i}'"
-            slots = []
-            for el in need(ll, "elements", where, list):
-                if need(el, "type", where, str) != "field":
-                    raise fail(where, f"element of type '{el['type']}' (BMv2 takes 'field')")
-                slots.append(self.layout.field_slot(need(el, "value", where), where))
-            lid = need(ll, "id", where, int)
-            if lid in self.learn_lists:
-                raise fail(where, f"duplicate learn_list id {lid}")
-            self.learn_lists[lid] = (need(ll, "name", where, str), tuple(slots))
+        for ll in prog.learn_lists:
+            where = f"learn_list '{ll.name}'"
+            self.learn_lists[ll.id] = (ll.name, tuple(
+                self.layout.field_slot(el["value"], where) for el in ll.elements))
         gen.field_lists, gen.learn_lists = self.field_lists, self.learn_lists
 
-    def _load_pipeline(self, gen: CodeGen, pipes: dict, name: str,
-                       actions_by_id: dict[int, tuple[dict, str]]) -> str | None:
+    def _load_pipeline(self, gen: CodeGen, pipe: Pipeline | None, name: str,
+                       actions_by_id: dict[int, tuple[Action, str]]) -> str | None:
         """Compile one pipeline; returns its first node's function name (None: empty)."""
-        if name not in pipes:
+        if pipe is None:
             raise fail("pipelines", f"no pipeline named '{name}'")
-        pipe = pipes[name]
         where = f"pipeline '{name}'"
-        if pipe.get("action_profiles"):
+        if pipe.action_profiles:
             raise fail(where, "action profiles are not supported by p4lite")
-        tables = need(pipe, "tables", where, list)
-        conds = pipe.get("conditionals") or []
-        node_names: dict[str, str] = {}
+        tables = pipe.tables
+        conds = pipe.conditionals
+        node_names: dict[str, str] = {}  # the model has checked the names are unique
         for i, t in enumerate(tables):
-            node_names[need(t, "name", f"{where} tables[{i}]", str)] = f"_{name}_t{i}"
+            node_names[t.name] = f"_{name}_t{i}"
         for i, c in enumerate(conds):
-            cname = need(c, "name", f"{where} conditionals[{i}]", str)
-            if cname in node_names:
-                raise fail(where, f"duplicate node name '{cname}'")
-            node_names[cname] = f"_{name}_c{i}"
+            node_names[c.name] = f"_{name}_c{i}"
         nodes: dict[str, Node] = {}
         built = []
         for tj in tables:
             spec, codes, _ = build_table(gen, tj, actions_by_id, self.direct_meter_targets)
-            if spec.name in self.tables:
-                raise fail(f"table '{spec.name}'", "duplicate table name")
             fname = node_names[spec.name]
             fixed = fixed_action_body(gen, tj, self.action_fnames, node_names)
             if fixed is not None:
                 nodes[spec.name] = Node(fname, "fixed", body=fixed[0], succ=[fixed[1]])
             else:
-                dm = tj.get("direct_meters") or ""
+                dm = tj.direct_meters or ""
                 target = self.direct_meter_targets.get(dm)
                 by_bytes = dm in self.meters and self.meters[dm].by_bytes
                 gen.define(table_source(gen, fname, spec, codes, target, by_bytes), fname)
@@ -323,12 +286,10 @@ class _Loader:
             self.tables[spec.name] = spec
             built.append((spec, tj, fixed is not None))
         for c in conds:
-            test, true_next, false_next = conditional_parts(gen, c, node_names)
-            nodes[c["name"]] = Node(node_names[c["name"]], "cond", test=test,
-                                    succ=[true_next, false_next])
-        init = pipe.get("init_table")
-        if init is not None and init not in node_names:
-            raise fail(where, f"unknown init_table '{init}'")
+            test, true_next, false_next = conditional_parts(gen, c)
+            nodes[c.name] = Node(node_names[c.name], "cond", test=test,
+                                 succ=[true_next, false_next])
+        init = pipe.init_table
         check_acyclic(nodes, where)
         for fname, source in fused_sources(nodes, init).items():
             gen.define(source, fname)
@@ -336,3 +297,14 @@ class _Loader:
             self.tables[spec.name] = table_setup(spec, tj, node_names, fused)
         return None if init is None else node_names[init]
 
+
+
+def _pick(items: Sequence[Any], kind: str, name: str) -> Any:
+    """The parser (deparser) named ``name``, else the first one (the model has checked
+    that they are well-formed)."""
+    for item in items:
+        if item.name == name:
+            return item
+    if not items:
+        raise fail(kind, f"no {name}")
+    return items[0]

@@ -9,8 +9,18 @@ deparser becomes ``deparse(F) -> list[bytes]`` over the valid headers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from p4lite.bmv2json.model import (
+    Calculation,
+    Checksum,
+    Deparser,
+    Parser,
+    ParserOp,
+    ParseState,
+    Transition,
+)
 from p4lite.switch.core import hashes
 from p4lite.switch.core.codegen import CodeGen, TooShort, unwrap
 from p4lite.switch.core.headercodec import emit_expr, extract_lines
@@ -43,12 +53,9 @@ def pack_expr(h: HeaderInfo) -> str:
     return " | ".join(parts) if parts else "0"
 
 
-def _op_lines(gen: CodeGen, op: Any, where: str, errors: dict[str, int]) -> list[str]:
-    kind = need(op, "op", where, str)
-    params = op.get("parameters") or []
-    if not isinstance(params, list):
-        raise fail(where, f"'parameters' of '{kind}' is not a list")
-    params = [unwrap(p) for p in params]  # p4c wraps set/advance sources twice
+def _op_lines(gen: CodeGen, op: ParserOp, where: str, errors: dict[str, int]) -> list[str]:
+    kind = op.op
+    params = [unwrap(p) for p in op.parameters]  # p4c wraps set/advance sources twice
     if kind == "extract":
         target = need(params[0] if params else None, "type", where, str)
         if target == "regular":
@@ -78,7 +85,7 @@ def _op_lines(gen: CodeGen, op: Any, where: str, errors: dict[str, int]) -> list
         return lines + ["if pos + _a > _n:", f"    return pos, {errors['PacketTooShort']}",
                         "pos += _a"]
     if kind == "primitive":
-        return primitive_lines(gen, params[0] if params else None, where)
+        return primitive_lines(gen, op.primitive(), where)
     raise fail(where, f"parser op '{kind}' is not supported by p4lite")
 
 
@@ -121,36 +128,31 @@ def _key_parts(gen: CodeGen, keys: list, where: str) -> tuple[str, int]:
     return " | ".join(reversed(parts)), total
 
 
-def _transition_lines(gen: CodeGen, state: dict, index: dict[str | None, int], where: str,
-                      no_match: int, no_error: int) -> list[str]:
-    keys = state.get("transition_key") or []
-    transitions = need(state, "transitions", where, list)
+def _transition_lines(gen: CodeGen, state: ParseState, index: dict[str | None, int],
+                      where: str, no_match: int, no_error: int) -> list[str]:
+    keys = list(state.transition_key)
 
-    def goto(t: dict) -> str:
-        nxt = t.get("next_state")
+    def goto(t: Transition) -> str:  # the model has checked that next_state exists
+        nxt = t.next_state
         if nxt is None:
             return f"return pos, {no_error}"
-        if nxt not in index:
-            raise fail(where, f"unknown next state '{nxt}'")
         return f"_st = {index[nxt]}; continue"
 
     lines = []
     if keys:
         key, _ = _key_parts(gen, keys, where)
         lines.append(f"_key = {key}")
-    for t in transitions:
-        kind = t.get("type", "hexstr")
-        if kind == "hexstr" and t.get("value") == "default":  # older JSON spelling
-            kind = "default"
-        if kind == "default":
+    for t in state.transitions:
+        if t.is_default:  # also the older untyped {"value": "default"}
             lines.append(goto(t))
             return lines
+        kind = t.type or "hexstr"
         if kind != "hexstr":
             raise fail(where, f"transition of type '{kind}' is not supported by p4lite")
         if not keys:
             raise fail(where, "a hexstr transition needs a transition_key")
-        value = parse_hexstr(t.get("value"), where)
-        mask = t.get("mask")
+        value = parse_hexstr(t.value, where)
+        mask = t.mask
         test = (f"_key == {value}" if mask is None
                 else f"_key & {parse_hexstr(mask, where)} == {value}")
         lines += [f"if {test}:", f"    {goto(t)}"]
@@ -163,13 +165,11 @@ def _transition_lines(gen: CodeGen, state: dict, index: dict[str | None, int], w
     return lines
 
 
-def parser_source(gen: CodeGen, parser: dict) -> str:
-    where = f"parser '{parser.get('name')}'"
-    states = need(parser, "parse_states", where, list)
-    init = need(parser, "init_state", where, str)
-    names = [need(s, "name", f"{where} state", str) for s in states]
-    if init not in names:
-        raise fail(where, f"unknown init_state '{init}'")
+def parser_source(gen: CodeGen, parser: Parser) -> str:
+    where = f"parser '{parser.name}'"
+    states = parser.parse_states
+    init = parser.init_state  # the model has checked that it names a state
+    names = [s.name for s in states]
     order = [init] + [n for n in names if n != init]
     index: dict[str | None, int] = {n: i for i, n in enumerate(order)}
     errors = {name: error_code(gen, name) for name in CORE_ERRORS}
@@ -180,7 +180,7 @@ def parser_source(gen: CodeGen, parser: dict) -> str:
         gen.in_parser = True
         try:
             lines: list[str] = []
-            for i, op in enumerate(need(state, "parser_ops", w, list)):
+            for i, op in enumerate(state.parser_ops):
                 lines += _op_lines(gen, op, f"{w} op {i}", errors)
             lines += _transition_lines(gen, state, index, w, errors["NoMatch"], errors["NoError"])
         finally:
@@ -196,10 +196,10 @@ def parser_source(gen: CodeGen, parser: dict) -> str:
     return "\n".join(head + body + tail) + "\n"
 
 
-def deparser_source(gen: CodeGen, deparser: dict) -> str:
-    where = f"deparser '{deparser.get('name')}'"
+def deparser_source(gen: CodeGen, deparser: Deparser) -> str:
+    where = f"deparser '{deparser.name}'"
     lines = ["def deparse(F, payload):", "    _out = []"]
-    for hname in need(deparser, "order", where, list):
+    for hname in deparser.order:
         h = gen.layout.header(hname, where)
         if h.metadata:
             raise fail(where, f"cannot emit metadata '{hname}'")
@@ -219,7 +219,7 @@ def _concat(parts: list[tuple[str, int]]) -> str:
     return "(" + " | ".join(reversed(terms)) + ")" if terms else "0"
 
 
-def _calc_chunks(gen: CodeGen, inputs: list, where: str) -> tuple[list, bool]:
+def _calc_chunks(gen: CodeGen, inputs: Sequence[Any], where: str) -> tuple[list, bool]:
     """Calculation inputs as [(validity slot or None, [(value source, width)])], merged
     where consecutive inputs share a header; and whether the payload follows them."""
     chunks: list[tuple[int | None, list[tuple[str, int]]]] = []
@@ -291,15 +291,15 @@ def _csum16_lines(chunks: list, guards: set[int]) -> list[str]:
                     "    return 65535 - _r"]
 
 
-def calculation_source(gen: CodeGen, fname: str, calc: dict) -> str:
+def calculation_source(gen: CodeGen, fname: str, calc: Calculation) -> str:
     """``def fname(F, P) -> int`` for one JSON calculation."""
-    where = f"calculation '{calc.get('name')}'"
-    algo = need(calc, "algo", where, str)
+    where = f"calculation '{calc.name}'"
+    algo = calc.algo
     fn = hashes.algorithm(algo)
     if fn is None:
         raise fail(where, f"hash algorithm '{algo}' is not supported by p4lite")
     alg = gen.bind(fn, "alg")
-    chunks, payload = _calc_chunks(gen, need(calc, "input", where, list), where)
+    chunks, payload = _calc_chunks(gen, calc.input, where)
     lines = [f"def {fname}(F, P):"]
     guards = {guard for guard, _ in chunks if guard is not None}
     if algo in ("csum16", "cksum16") and not payload and len(guards) <= 1:
@@ -328,27 +328,24 @@ def calculation_source(gen: CodeGen, fname: str, calc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def checksum_sources(gen: CodeGen, checksums: list) -> tuple[str, str]:
+def checksum_sources(gen: CodeGen, checksums: Sequence[Checksum]) -> tuple[str, str]:
     """Sources of ``verify_checksums(F, P)`` and ``update_checksums(F, P)``."""
     verify, update = ["def verify_checksums(F, P):", "    pass"], ["def update_checksums(F, P):",
                                                                       "    pass"]
     err = gen.layout.standard["checksum_error"]
-    for i, ck in enumerate(checksums or []):
-        where = f"checksum '{ck.get('name', i)}'"
-        kind = ck.get("type", "generic")
-        if kind != "generic":
-            raise fail(where, f"checksum type '{kind}' is not supported by p4lite")
-        calc = gen.calcs.get(need(ck, "calculation", where, str))
-        if calc is None:
-            raise fail(where, f"unknown calculation '{ck['calculation']}'")
-        target = gen.layout.field_slot(need(ck, "target", where), where)
+    for i, ck in enumerate(checksums):
+        where = f"checksum '{ck.name or i}'"
+        if ck.type != "generic":
+            raise fail(where, f"checksum type '{ck.type}' is not supported by p4lite")
+        calc = gen.calcs[ck.calculation or ""]  # the model has checked that it exists
+        target = gen.layout.field_slot(ck.target, where)
         owner = gen.layout.headers[gen.layout.owner[target]]
-        cond = gen.expr(ck["if_cond"], where) if ck.get("if_cond") is not None else "True"
+        cond = gen.expr(ck.if_cond, where) if ck.if_cond is not None else "True"
         mask = (1 << gen.layout.width[target]) - 1
-        if ck.get("verify", True):
+        if ck.verify:
             verify += [f"    if F[{owner.valid_slot}] and {cond}:",
                        f"        if {calc}(F, P) & {mask} != F[{target}]:",
                        f"            F[{err}] = 1"]
-        if ck.get("update", True):
+        if ck.update:
             update += [f"    if {cond}:", f"        F[{target}] = {calc}(F, P) & {mask}"]
     return "\n".join(verify) + "\n", "\n".join(update) + "\n"

@@ -14,11 +14,21 @@ runtime makes its own TableState from it (``new_table`` and ``setup_table``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from p4lite.bmv2json.model import (
+    Action,
+    ActionEntry,
+    Conditional,
+    DefaultEntry,
+    Table,
+    TableKey,
+)
+from p4lite.bmv2json.model import TableEntry as JsonTableEntry
 from p4lite.switch.core.codegen import CodeGen
-from p4lite.switch.core.program import fail, need, parse_hexstr
+from p4lite.switch.core.program import fail, parse_hexstr
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, SwitchRuntimeError, TableEntry
 from p4lite.switch.core.tables import (
     ActionInfo,
@@ -32,21 +42,21 @@ from p4lite.switch.core.tables import (
 _MATCH_TYPES = {"exact", "lpm", "ternary", "range", "valid", "optional"}
 
 
-def _key_elem(gen: CodeGen, k: Any, where: str) -> tuple[KeyElem, str]:
-    mt = need(k, "match_type", where, str)
+def _key_elem(gen: CodeGen, k: TableKey, where: str) -> tuple[KeyElem, str]:
+    mt = k.match_type
     if mt not in _MATCH_TYPES:
         raise fail(where, f"match type '{mt}' is not supported by p4lite")
     if mt == "optional":
         mt = "ternary"
-    target = need(k, "target", where)
-    name = k.get("name") or (".".join(target) if isinstance(target, list) else str(target))
+    target = k.target
+    name = k.name or (".".join(target) if isinstance(target, list) else str(target))
     if mt == "valid" and isinstance(target, str):
         slot = gen.layout.header(target, where).valid_slot
     else:
         slot = gen.layout.field_slot(target, where)
     width = gen.layout.width[slot]
     code = f"F[{slot}]"
-    mask = parse_hexstr(k["mask"], where) if k.get("mask") is not None else None
+    mask = parse_hexstr(k.mask, where) if k.mask is not None else None
     if gen.layout.signed[slot] or mask is not None:
         code = f"(F[{slot}] & {((1 << width) - 1) if mask is None else mask})"
     return KeyElem(mt, name, width, mask), code
@@ -103,96 +113,88 @@ def table_source(gen: CodeGen, fname: str, t: TableSpec, codes: list[str],
     return "\n".join([f"def {fname}(F, P):"] + ["    " + line for line in body]) + "\n"
 
 
-def _default_action(t: TableSpec | TableState, ids: dict[int, str], d: Any, where: str) -> ActionCall:
-    aid = need(d, "action_id", where, int)
+def _default_action(t: TableSpec | TableState, ids: dict[int, str],
+                    d: DefaultEntry | ActionEntry, where: str) -> ActionCall:
+    aid = d.action_id
     if aid not in ids:
         raise fail(where, f"default action id {aid} is not an action of the table")
-    data = tuple(parse_hexstr(x, where) for x in d.get("action_data") or [])
+    data = tuple(parse_hexstr(x, where) for x in d.action_data)
     return ActionCall(ids[aid], data)
 
 
-def _const_entries(t: TableSpec | TableState, ids: dict[int, str], entries: list, where: str) -> list[TableEntry]:
-    prios = [e.get("priority", i + 1) if isinstance(e, dict) else 0 for i, e in enumerate(entries)]
+def _const_entries(t: TableSpec | TableState, ids: dict[int, str],
+                   entries: Sequence[JsonTableEntry], where: str) -> list[TableEntry]:
+    prios = [i + 1 if e.priority is None else e.priority for i, e in enumerate(entries)]
     top = max(prios, default=0) + 1
     out = []
     for i, e in enumerate(entries):
         w = f"{where} entries[{i}]"
         fields = []
-        for k, m in zip(t.keys, need(e, "match_key", w, list), strict=False):
+        for k, m in zip(t.keys, e.match_key, strict=False):
             if k.match_type == "range":  # a range entry has start/end and no key
-                fields.append(MatchField("range", parse_hexstr(need(m, "start", w), w),
-                                         high=parse_hexstr(need(m, "end", w), w)))
+                fields.append(MatchField("range", parse_hexstr(m.start, w),
+                                         high=parse_hexstr(m.end, w)))
                 continue
-            key = need(m, "key", w)
+            key = m.key
             value = int(key) if isinstance(key, bool) else parse_hexstr(key, w)  # valid: bool
             if k.match_type == "lpm":
-                plen = need(m, "prefix_length", w, int)
+                plen = m.prefix_length
+                if plen is None:
+                    raise fail(w, "missing 'prefix_length'")
                 full = (1 << k.width) - 1
                 fields.append(MatchField("lpm", value & (full ^ (full >> plen)), prefix_len=plen))
             elif k.match_type == "ternary":
-                mask = parse_hexstr(need(m, "mask", w), w)
+                mask = parse_hexstr(m.mask, w)
                 fields.append(MatchField("ternary", value & mask, mask=mask))
             else:
                 fields.append(MatchField(k.match_type, value))
-        ae = need(e, "action_entry", w, dict)
-        action = _default_action(t, ids, ae, w)
+        action = _default_action(t, ids, e.action_entry, w)
         # JSON priority: smaller wins; runtime_api priority: larger wins.
         prio = top - prios[i] if table_kind(t.keys) == "ternary" else 0
         out.append(TableEntry(t.name, tuple(fields), action, prio))
     return out
 
 
-def build_table(gen: CodeGen, js: dict, actions_by_id: dict[int, tuple[dict, str]],
+def build_table(gen: CodeGen, js: Table, actions_by_id: dict[int, tuple[Action, str]],
                 meters: dict) -> tuple[TableSpec, list[str], int | None]:
     """The table's spec (next nodes and defaults not set yet: table_setup), its key
     sources and its direct meter's target slot. ``actions_by_id``: id -> (JSON action,
-    generated function name)."""
-    name = need(js, "name", "table", str)
+    generated function name). The model has checked the action ids, the key fields and
+    the direct meter's name."""
+    name = js.name
     where = f"table '{name}'"
-    if js.get("type", "simple") != "simple":
-        raise fail(where, f"table type '{js.get('type')}' (action profiles) is not supported by p4lite")
-    elems = [_key_elem(gen, k, f"{where} key {i}") for i, k in enumerate(need(js, "key", where, list))]
+    if js.type != "simple":
+        raise fail(where, f"table type '{js.type}' (action profiles) is not supported by p4lite")
+    elems = [_key_elem(gen, k, f"{where} key {i}") for i, k in enumerate(js.key)]
     keys, codes = [e[0] for e in elems], [e[1] for e in elems]
-    if sum(k.match_type == "lpm" for k in keys) > 1:
-        raise fail(where, "more than one lpm key field")
-    ids = need(js, "action_ids", where, list)
-    anames = need(js, "actions", where, list)
-    if len(ids) != len(anames):
-        raise fail(where, "'actions' and 'action_ids' differ in length")
     infos: dict[str, tuple[str, int, tuple[int, ...], str]] = {}
-    for aid, aname in zip(ids, anames, strict=True):
-        if aid not in actions_by_id:
-            raise fail(where, f"unknown action id {aid}")
+    for aid, aname in zip(js.action_ids, js.actions, strict=True):
         act, fname = actions_by_id[aid]
-        widths = tuple(rd["bitwidth"] for rd in act.get("runtime_data") or [])
+        widths = tuple(rd.bitwidth for rd in act.runtime_data)
         infos[aname] = (aname, aid, widths, fname)
     meter_target = None
-    dm = js.get("direct_meters")
+    dm = js.direct_meters
     if dm:
         if dm not in meters:
-            raise fail(where, f"unknown direct meter '{dm}'")
+            raise fail(where, f"meter '{dm}' is not a direct meter")
         meter_target = meters[dm]
-    spec = TableSpec(name, tuple(keys), tuple(infos.values()), int(js.get("max_size") or 0),
-                     bool(js.get("with_counters")), dm is not None and dm != "")
+    spec = TableSpec(name, tuple(keys), tuple(infos.values()), js.max_size or 0,
+                     js.with_counters, bool(dm))
     return spec, codes, meter_target
 
 
-def table_setup(spec: TableSpec, js: dict, node_names: dict[str, str],
+def table_setup(spec: TableSpec, js: Table, node_names: dict[str, str],
                 fused: bool = False) -> TableSpec:
     """``spec`` with its next nodes, default action and const entries, validated (as a
     runtime will install them, on a scratch TableState that is then dropped). A table
     fused into its pipeline's code (fixed action) keeps no next pointers."""
     where = f"table '{spec.name}'"
-    nxt = js.get("next_tables") or {}
+    nxt = dict(js.next_tables)
 
-    def node(name: Any) -> str | None:
-        if name is None:
-            return None
-        if name not in node_names:
-            raise fail(where, f"unknown next node '{name}'")
-        return None if fused else node_names[name]
+    def node(name: str | None) -> str | None:  # the model has checked that it exists
+        return None if name is None or fused else node_names[name]
 
-    base = node(js.get("base_default_next"))
+    base = node(js.base_default_next)
     use_hit_miss = "__HIT__" in nxt or "__MISS__" in nxt
     hit = miss = None
     if use_hit_miss:
@@ -204,16 +206,16 @@ def table_setup(spec: TableSpec, js: dict, node_names: dict[str, str],
     ids = {a[1]: a[0] for a in spec.actions}
     initial = None
     default_const = False
-    d = js.get("default_entry")
+    d = js.default_entry
     if d is not None:
         try:
             initial = _default_action(spec, ids, d, f"{where} default_entry")
             scratch.set_default(initial, internal=True)
         except SwitchRuntimeError as exc:
             raise fail(where, f"bad default entry: {exc.message}") from None
-        default_const = bool(d.get("action_const"))
+        default_const = d.action_const
     const: list[TableEntry] = []
-    entries = js.get("entries")
+    entries = js.entries
     if entries:
         try:
             const = _const_entries(spec, ids, entries, where)
@@ -267,31 +269,27 @@ def reinstall_const(t: TableState) -> None:
         t.add(e, internal=True)
 
 
-def fixed_action_body(gen: CodeGen, js: dict, action_fnames: dict[int, str],
+def fixed_action_body(gen: CodeGen, js: Table, action_fnames: dict[int, str],
                       node_names: dict[str, str]) -> tuple[list[str], str | None] | None:
     """A keyless table whose const default can never change (p4c's hidden ``tbl_*`` for
     action calls in a control body) runs its action's body with the data bound, then
     goes to a constant next node: (body lines, next node name), or None if the table
     does not qualify."""
-    d = js.get("default_entry")
-    if js.get("key") or not isinstance(d, dict) or not d.get("action_const"):
+    d = js.default_entry
+    if js.key or d is None or not d.action_const:
         return None
-    if js.get("with_counters") or js.get("direct_meters") or js.get("entries"):
+    if js.with_counters or js.direct_meters or js.entries:
         return None
-    aid = d.get("action_id")
-    if not isinstance(aid, int):
-        return None
+    aid = d.action_id
     source = gen.sources.get(action_fnames.get(aid, ""))
-    if source is None or aid not in (js.get("action_ids") or []):
+    if source is None or aid not in js.action_ids:
         return None
-    action = js["actions"][js["action_ids"].index(aid)]
-    nxt = js.get("next_tables") or {}
+    action = js.actions[js.action_ids.index(aid)]
+    nxt = dict(js.next_tables)
     target = nxt.get("__MISS__") if ("__HIT__" in nxt or "__MISS__" in nxt) else nxt.get(
-        action, js.get("base_default_next"))
-    if target is not None and target not in node_names:
-        return None  # finish_table reports the unknown node
-    where = f"table '{js.get('name')}' default_entry"
-    args = gen.bind(tuple(parse_hexstr(x, where) for x in d.get("action_data") or []), "args")
+        action, js.base_default_next)
+    where = f"table '{js.name}' default_entry"
+    args = gen.bind(tuple(parse_hexstr(x, where) for x in d.action_data), "args")
     header, *body = source.rstrip("\n").split("\n")
     if not header.endswith("(F, P, A):"):
         return None
@@ -301,28 +299,19 @@ def fixed_action_body(gen: CodeGen, js: dict, action_fnames: dict[int, str],
     return lines, target
 
 
-def table_successors(js: dict) -> list[str]:
+def table_successors(js: Table) -> list[str]:
     """Every node a table may continue to (the entry hit decides which)."""
-    nxt = js.get("next_tables") or {}
-    out = [n for n in nxt.values() if isinstance(n, str)]
-    if isinstance(js.get("base_default_next"), str):
-        out.append(js["base_default_next"])
+    out = [n for _, n in js.next_tables if n is not None]
+    if js.base_default_next is not None:
+        out.append(js.base_default_next)
     return sorted(set(out))
 
 
-def conditional_parts(gen: CodeGen, c: dict, node_names: dict[str, str]) -> tuple[
-        str, str | None, str | None]:
-    """(Python test, true next, false next) of a JSON conditional."""
-    name = need(c, "name", "conditional", str)
-    where = f"conditional '{name}'"
-    e = need(c, "expression", where)
+def conditional_parts(gen: CodeGen, c: Conditional) -> tuple[str, str | None, str | None]:
+    """(Python test, true next, false next) of a JSON conditional (the model has checked
+    that the next nodes exist)."""
+    where = f"conditional '{c.name}'"
+    e = c.expression
     if isinstance(e, dict) and "op" in e:
         e = {"type": "expression", "value": e}
-    test = gen.expr(e, where)
-    targets = []
-    for key in ("true_next", "false_next"):
-        n = c.get(key)
-        if n is not None and n not in node_names:
-            raise fail(where, f"unknown {key} node '{n}'")
-        targets.append(n)
-    return test, targets[0], targets[1]
+    return gen.expr(e, where), c.true_next, c.false_next

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from p4lite.bmv2json.model import Action, Primitive
 from p4lite.switch.core.codegen import CodeGen, prim_params
 from p4lite.switch.core.program import fail, need, parse_hexstr
 from p4lite.switch.core.vectorize import Run, find_runs, run_lines
@@ -220,51 +221,37 @@ def _p_rng(gen: CodeGen, p: list, where: str) -> list[str]:
     return [gen.store_code(lv, f"_randint({gen.expr(p[1], where)}, {gen.expr(p[2], where)})")]
 
 
-def _list_id(gen: CodeGen, p: list, pos: int, op: str, kind: str, lists: dict,
-             where: str) -> str:
-    """A field list (``kind`` "field_list") or learn list id parameter. simple_switch looks
-    the id up with ``unordered_map::at`` when the packet is copied (or the digest is
-    generated) and aborts on an id it does not have, so a constant id must name a list in
-    the JSON; a missing parameter is a wrong parameter count, which BMv2 also refuses."""
-    _n(p, pos + 1, op, where)
-    param = p[pos]
-    if isinstance(param, dict) and param.get("type") == "hexstr":
-        list_id = parse_hexstr(param.get("value"), where)
-        if list_id not in lists:
-            known = ", ".join(str(k) for k in sorted(lists)) or "none"
-            raise fail(where, f"primitive '{op}' names {kind} id {list_id}, which the JSON's "
-                              f"{kind}s do not have (ids: {known}); BMv2 would abort "
-                              "(unordered_map::at) on the first packet that uses it")
-        if list_id == 0 and op in ("resubmit", "recirculate"):
-            raise fail(where, f"primitive '{op}' with {kind} id 0: simple_switch reads id 0 "
-                              f"as 'no {op}'")
-    return gen.expr(param, where)
+def _list_id(gen: CodeGen, p: list, pos: int, op: str, where: str) -> str:
+    """A field list or learn list id parameter. simple_switch looks the id up with
+    ``unordered_map::at``; the model (bmv2json/check.py) has refused a constant id the
+    JSON does not define."""
+    return gen.expr(_n(p, pos + 1, op, where)[pos], where)
 
 
 def _p_clone_i2e(gen: CodeGen, p: list, where: str) -> list[str]:
     op = "clone_ingress_pkt_to_egress"
-    fl = _list_id(gen, p, 1, op, "field_list", gen.field_lists, where)
+    fl = _list_id(gen, p, 1, op, where)
     return [f"P.clone_i = ({gen.expr(p[0], where)}, {fl})"]
 
 
 def _p_clone_e2e(gen: CodeGen, p: list, where: str) -> list[str]:
     op = "clone_egress_pkt_to_egress"
-    fl = _list_id(gen, p, 1, op, "field_list", gen.field_lists, where)
+    fl = _list_id(gen, p, 1, op, where)
     return [f"P.clone_e = ({gen.expr(p[0], where)}, {fl})"]
 
 
 def _p_resubmit(gen: CodeGen, p: list, where: str) -> list[str]:
-    fl = _list_id(gen, p, 0, "resubmit", "field_list", gen.field_lists, where)
+    fl = _list_id(gen, p, 0, "resubmit", where)
     return [f"P.resubmit = {fl}"]
 
 
 def _p_recirculate(gen: CodeGen, p: list, where: str) -> list[str]:
-    fl = _list_id(gen, p, 0, "recirculate", "field_list", gen.field_lists, where)
+    fl = _list_id(gen, p, 0, "recirculate", where)
     return [f"P.recirculate = {fl}"]
 
 
 def _p_digest(gen: CodeGen, p: list, where: str) -> list[str]:
-    ll = _list_id(gen, p, 1, "generate_digest", "learn_list", gen.learn_lists, where)
+    ll = _list_id(gen, p, 1, "generate_digest", where)
     return [f"P.digest = {ll}"]
 
 
@@ -293,8 +280,8 @@ PRIMITIVES: dict[str, PrimFn] = {
 }
 
 
-def primitive_lines(gen: CodeGen, prim: Any, where: str) -> list[str]:
-    op = need(prim, "op", where, str)
+def primitive_lines(gen: CodeGen, prim: Primitive, where: str) -> list[str]:
+    op = prim.op
     fn = PRIMITIVES.get(op)
     if fn is None:
         raise fail(where, f"primitive '{op}' is not supported by p4lite")
@@ -306,35 +293,32 @@ def _indent(lines: list[str], depth: int) -> list[str]:
     return [pad + line for line in lines]
 
 
-def _set_params(gen: CodeGen, action: dict, where: str) -> list:
-    prims = need(action, "primitives", where, list)
-    gen.params = [need(rd, "bitwidth", f"{where} runtime_data", int)
-                  for rd in need(action, "runtime_data", where, list)]
-    return prims
+def _set_params(gen: CodeGen, action: Action) -> list[Primitive]:
+    gen.params = [rd.bitwidth for rd in action.runtime_data]
+    return list(action.primitives)
 
 
-def action_runs(gen: CodeGen, action: dict, where: str) -> list[Run]:
+def action_runs(gen: CodeGen, action: Action) -> list[Run]:
     """The vectorizable lane runs of one action (none in a program-counter action)."""
-    prims = _set_params(gen, action, where)
+    prims = _set_params(gen, action)
     try:
-        if any(isinstance(p, dict) and p.get("op") in ("_jump", "_jump_if_zero") for p in prims):
+        if any(p.op in ("_jump", "_jump_if_zero") for p in prims):
             return []
         return find_runs(gen, prims)
     finally:
         gen.params = None
 
 
-def action_source(gen: CodeGen, fname: str, action: dict, where: str,
+def action_source(gen: CodeGen, fname: str, action: Action, where: str,
                   runs: Sequence[Run] = (), banks: dict | None = None) -> str:
     """Source of ``def fname(F, P, A)`` for one JSON action; ``runs`` whose registers have
     a bank in ``banks`` compile to whole-row operations (vectorize.py)."""
-    prims = _set_params(gen, action, where)
+    prims = _set_params(gen, action)
     if banks is None:
         banks = {}
     fused = {r.start: r for r in runs if r.regs in banks}
     try:
-        ops = [need(p, "op", f"{where} primitive {i}", str) for i, p in enumerate(prims)]
-        if any(op in ("_jump", "_jump_if_zero") for op in ops):
+        if any(p.op in ("_jump", "_jump_if_zero") for p in prims):
             body = _jump_body(gen, prims, where)
         else:
             body = []
@@ -429,11 +413,11 @@ def _hoist_bounds(text: list[str], stored: set[int]) -> list[str]:
             + ["    " + line for line in rest])
 
 
-def _jump_body(gen: CodeGen, prims: list, where: str) -> list[str]:
+def _jump_body(gen: CodeGen, prims: list[Primitive], where: str) -> list[str]:
     body = ["_pc = 0", f"while _pc < {len(prims)}:"]
     for i, prim in enumerate(prims):
         w = f"{where} primitive {i}"
-        op = prim["op"]
+        op = prim.op
         body.append(f"    {'if' if i == 0 else 'elif'} _pc == {i}:")
         if op == "_jump":
             target = _int_param(_n(prim_params(prim), 1, op, w)[0], w)

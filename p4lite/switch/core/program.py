@@ -14,6 +14,7 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from p4lite.bmv2json.model import Program
 from p4lite.switch.core.errors import SwitchLoadError
 
 # standard_metadata fields the life cycle reads or writes, with their v1model widths.
@@ -39,7 +40,6 @@ DEFAULT_ALIASES = {
 # core.p4's errors in BMv2's order (values when a JSON has no ``errors`` list)
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
-MAX_MINOR_VERSION = 24
 MAX_FIELD_WIDTH = 1 << 16
 
 
@@ -72,18 +72,6 @@ def read_program(program: dict | str | pathlib.Path) -> dict:
     if not isinstance(doc, dict):
         raise SwitchLoadError("the program is not a JSON object")
     return doc
-
-
-def check_version(doc: dict) -> None:
-    meta = doc.get("__meta__")
-    if meta is None:
-        return
-    version = need(meta, "version", "__meta__", list)
-    if len(version) != 2 or not all(isinstance(v, int) for v in version):
-        raise fail("__meta__", f"bad version {version!r}")
-    if version[0] != 2 or version[1] > MAX_MINOR_VERSION:
-        raise fail("__meta__", f"unsupported JSON format version {version[0]}.{version[1]} "
-                   f"(need 2.x with x <= {MAX_MINOR_VERSION})")
 
 
 @dataclass(slots=True)
@@ -131,7 +119,8 @@ class Layout:
 
     def field_slot(self, ref: Any, where: str) -> int:
         """The slot of a JSON field reference ``[header, field]`` (aliases resolved)."""
-        if not (isinstance(ref, list) and len(ref) == 2 and all(isinstance(x, str) for x in ref)):
+        if not (isinstance(ref, (list, tuple)) and len(ref) == 2
+                and all(isinstance(x, str) for x in ref)):
             raise fail(where, f"bad field reference {ref!r}")
         hname, fname = ref
         if hname == STANDARD_HEADER and hname not in self.headers and fname in self.standard:
@@ -168,52 +157,41 @@ class Layout:
         return self.errors.get(name, default)
 
 
-def build_layout(doc: dict) -> Layout:
+def build_layout(prog: Program) -> Layout:
+    """The slot layout of ``prog`` (a model the loader has validated: header types,
+    header names and stack members exist); refuses what p4lite's switch does not support."""
     layout = Layout()
-    types: dict[str, list] = {}
-    for i, ht in enumerate(need(doc, "header_types", "program", list)):
-        where = f"header_types[{i}]"
-        name = need(ht, "name", where, str)
-        fields = need(ht, "fields", f"header type '{name}'", list)
-        for f in fields:
-            if not (isinstance(f, list) and len(f) >= 2 and isinstance(f[0], str)):
-                raise fail(f"header type '{name}'", f"bad field {f!r}")
-            if not isinstance(f[1], int) or isinstance(f[1], bool) or f[1] <= 0:
-                raise fail(f"header type '{name}'",
-                           f"field '{f[0]}' has width {f[1]!r}: varbit fields are not supported by p4lite")
-            if f[1] > MAX_FIELD_WIDTH:
-                raise fail(f"header type '{name}'", f"field '{f[0]}' is wider than {MAX_FIELD_WIDTH} bits")
-            if len(f) > 3 and f[3]:  # BMv2's 4th element: stores saturate instead of wrapping
-                raise fail(f"header type '{name}'",
-                           f"field '{f[0]}' is saturating: not supported by p4lite")
-        types[name] = fields
-    for i, h in enumerate(need(doc, "headers", "program", list)):
-        where = f"headers[{i}]"
-        name = need(h, "name", where, str)
-        tname = need(h, "header_type", f"header '{name}'", str)
-        if tname not in types:
-            raise fail(f"header '{name}'", f"unknown header type '{tname}'")
-        if name in layout.headers:
-            raise fail(f"header '{name}'", "duplicate header instance name")
-        metadata = bool(h.get("metadata", False))
-        fields = types[tname]
-        slots = [layout.new_slot(f[1], bool(f[2]) if len(f) > 2 else False, name) for f in fields]
-        valid = layout.new_slot(1, False, name, 1 if metadata else 0)
-        if not metadata and sum(f[1] for f in fields) % 8:
-            raise fail(f"header '{name}'", "header width is not a whole number of bytes")
-        layout.headers[name] = HeaderInfo(
-            name, tname, metadata, [f[0] for f in fields], slots, [f[1] for f in fields],
-            [layout.signed[s] for s in slots], valid)
-    _add_stacks(doc, layout)
-    for kind in ("header_unions", "header_union_stacks"):
-        if doc.get(kind):
-            raise fail(kind, "header unions are not supported by p4lite")
-    _add_standard_metadata(doc, layout)
-    for i, e in enumerate(doc.get("errors") or []):
-        if not (isinstance(e, list) and len(e) == 2 and isinstance(e[0], str)
-                and isinstance(e[1], int) and 0 <= e[1] < 1 << 32):
-            raise fail(f"errors[{i}]", f"bad error entry {e!r}")
-        layout.errors[e[0]] = e[1]
+    types: dict[str, list[tuple[str, int, bool]]] = {}
+    for ht in prog.header_types:
+        where = f"header type '{ht.name}'"
+        fields = []
+        for f in ht.fields:
+            if not isinstance(f.width, int) or f.width <= 0:
+                raise fail(where, f"field '{f.name}' has width {f.width!r}: varbit fields "
+                                  "are not supported by p4lite")
+            if f.width > MAX_FIELD_WIDTH:
+                raise fail(where, f"field '{f.name}' is wider than {MAX_FIELD_WIDTH} bits")
+            if f.saturating:  # BMv2's 4th element: stores saturate instead of wrapping
+                raise fail(where, f"field '{f.name}' is saturating: not supported by p4lite")
+            fields.append((f.name, f.width, f.signed))
+        types[ht.name] = fields
+    for h in prog.headers:
+        fields = types[h.header_type]
+        slots = [layout.new_slot(width, signed, h.name) for _, width, signed in fields]
+        valid = layout.new_slot(1, False, h.name, 1 if h.metadata else 0)
+        if not h.metadata and sum(w for _, w, _ in fields) % 8:
+            raise fail(f"header '{h.name}'", "header width is not a whole number of bytes")
+        layout.headers[h.name] = HeaderInfo(
+            h.name, h.header_type, h.metadata, [n for n, _, _ in fields], slots,
+            [w for _, w, _ in fields], [layout.signed[s] for s in slots], valid)
+    _add_stacks(prog, layout)
+    if prog.header_unions or prog.header_union_stacks:
+        raise fail("header_unions", "header unions are not supported by p4lite")
+    _add_standard_metadata(prog, layout)
+    for i, (name, value) in enumerate(prog.errors):
+        if not 0 <= value < 1 << 32:
+            raise fail(f"errors[{i}]", f"error value {value} out of range")
+        layout.errors[name] = value
     if layout.errors:  # as BMv2's add_core: a missing core error gets the next free value
         nxt = max(layout.errors.values()) + 1
         for name in CORE_ERRORS:
@@ -222,38 +200,26 @@ def build_layout(doc: dict) -> Layout:
     return layout
 
 
-def _add_stacks(doc: dict, layout: Layout) -> None:
-    # build_layout has checked that every header is a dict with a str "name"
-    names: dict[object, str] = {h.get("id"): h["name"] for h in doc["headers"]}
-    for i, st in enumerate(doc.get("header_stacks") or []):
-        where = f"header_stacks[{i}]"
-        name = need(st, "name", where, str)
-        ids = need(st, "header_ids", f"header stack '{name}'", list)
-        members = []
-        for hid in ids:
-            if hid not in names:
-                raise fail(f"header stack '{name}'", f"unknown header id {hid!r}")
-            members.append(names[hid])
-        nxt = layout.new_slot(32, False, name)
-        layout.stacks[name] = StackInfo(name, members, nxt)
+def _add_stacks(prog: Program, layout: Layout) -> None:
+    names = {h.id: h.name for h in prog.headers}  # the model has checked the member ids
+    for st in prog.header_stacks:
+        members = [names[hid] for hid in st.header_ids]
+        nxt = layout.new_slot(32, False, st.name)
+        layout.stacks[st.name] = StackInfo(st.name, members, nxt)
 
 
-def _add_standard_metadata(doc: dict, layout: Layout) -> None:
+def _add_standard_metadata(prog: Program, layout: Layout) -> None:
     std = layout.headers.get(STANDARD_HEADER)
     for fname, width in STANDARD_FIELDS.items():
         if std is not None and fname in std.field_names:
             layout.standard[fname] = std.slots[std.field_names.index(fname)]
         else:  # a hidden slot keeps the life cycle uniform for JSON that lacks the field
             layout.standard[fname] = layout.new_slot(width, False, STANDARD_HEADER)
-    pairs = doc.get("field_aliases")
+    pairs = prog.field_aliases
     if pairs is None:
-        pairs = [[alias, [STANDARD_HEADER, f]] for alias, f in DEFAULT_ALIASES.items()]
-    for i, pair in enumerate(pairs):
-        ok = (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
-              and isinstance(pair[1], list) and len(pair[1]) == 2)
-        if not ok:
-            raise fail(f"field_aliases[{i}]", f"bad alias {pair!r}")
-        layout.aliases[pair[0]] = (pair[1][0], pair[1][1])
+        pairs = tuple((alias, (STANDARD_HEADER, f)) for alias, f in DEFAULT_ALIASES.items())
+    for alias, target in pairs:
+        layout.aliases[alias] = target
     # Aliases of standard fields missing from the instance resolve to the hidden slots.
     for alias, (hname, fname) in list(layout.aliases.items()):
         if hname == STANDARD_HEADER and (std is None or fname not in std.field_names):
@@ -271,18 +237,3 @@ def parse_hexstr(value: Any, where: str) -> int:
         return int(value, 16) if value.lstrip("-").lower().startswith("0x") else int(value, 0)
     except ValueError:
         raise fail(where, f"bad hex string {value!r}") from None
-
-
-def by_name(items: Any, where: str) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for i, item in enumerate(items or []):
-        name = need(item, "name", f"{where}[{i}]", str)
-        out[name] = item
-    return out
-
-
-def by_id(items: Any, where: str) -> dict[int, dict]:
-    out: dict[int, dict] = {}
-    for i, item in enumerate(items or []):
-        out[need(item, "id", f"{where}[{i}]", int)] = item
-    return out

@@ -22,6 +22,7 @@ import pathlib
 import random
 from collections.abc import Callable
 
+from p4lite import bmv2json
 from p4lite.switch.core.control import ControlPlane
 from p4lite.switch.core.loader import LoadedProgram, load_program
 from p4lite.switch.core.packet_errors import PacketErrors
@@ -44,7 +45,8 @@ __all__ = ["Pkt", "Switch", "SwitchLoadError"]
 class Switch:
     """A v1model switch running one BMv2 JSON program (implements runtime_api.RuntimeOps)."""
 
-    def __init__(self, program: dict | str | pathlib.Path, *, drop_port: int = 511,
+    def __init__(self, program: dict | str | pathlib.Path | bmv2json.Program, *,
+                 drop_port: int = 511,
                  cpu_port: int | None = None, vectorize: bool = True,
                  seed: int | None = None) -> None:
         self.drop_port, self.cpu_port = drop_port, cpu_port

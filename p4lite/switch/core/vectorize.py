@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import ast
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from p4lite.bmv2json.model import Action, Primitive
 from p4lite.switch.core.codegen import CodeGen, prim_params
 from p4lite.switch.core.errors import SwitchLoadError
 
@@ -107,7 +109,7 @@ def _index(gen: CodeGen, v: Any) -> str | None:
     return None
 
 
-def _lane(gen: CodeGen, prims: list, j: int, kind: str) -> tuple | None:
+def _lane(gen: CodeGen, prims: list[Primitive], j: int, kind: str) -> tuple | None:
     """One lane of the given shape starting at primitive j, as a comparable tuple."""
     ops = {"rmw": ("register_read", "assign", "register_write"),
            "rmw4": ("register_read", "assign", "register_write", "assign"),
@@ -115,7 +117,7 @@ def _lane(gen: CodeGen, prims: list, j: int, kind: str) -> tuple | None:
     if j + len(ops) > len(prims):
         return None
     chunk = prims[j:j + len(ops)]
-    if any(not isinstance(p, dict) or p.get("op") != op for p, op in zip(chunk, ops, strict=True)):
+    if any(p.op != op for p, op in zip(chunk, ops, strict=True)):
         return None
     ps = [prim_params(p) for p in chunk]
     needed = {"rmw": (3, 2, 3), "rmw4": (3, 2, 3, 2)}.get(kind, (3,))
@@ -277,7 +279,7 @@ def ufunc_lines(template: str, width: int, width_of: dict[int, int]) -> list[str
     return u.lines + [last.replace(f"{result} = ", "", 1)[:-1] + ", out=_o)"]
 
 
-def find_runs(gen: CodeGen, prims: list) -> list[Run]:
+def find_runs(gen: CodeGen, prims: list[Primitive]) -> list[Run]:
     """Every run of at least MIN_RUN identical lanes in an action's primitive list."""
     runs: list[Run] = []
     j = 0
@@ -295,7 +297,7 @@ def find_runs(gen: CodeGen, prims: list) -> list[Run]:
     return runs
 
 
-def _run_at(gen: CodeGen, prims: list, j: int, kind: str, step: int) -> Run | None:
+def _run_at(gen: CodeGen, prims: list[Primitive], j: int, kind: str, step: int) -> Run | None:
     first = _lane(gen, prims, j, kind)
     if first is None:
         return None
@@ -324,13 +326,12 @@ def _run_at(gen: CodeGen, prims: list, j: int, kind: str, step: int) -> Run | No
     return Run(kind, j, k - j, tuple(regs), index, tuple(lanes), tmp, template)
 
 
-def register_accesses(actions: list) -> dict[str, int]:
+def register_accesses(actions: Sequence[Action]) -> dict[str, int]:
     """How many register_read/register_write primitives name each register."""
     counts: dict[str, int] = {}
     for act in actions:
-        prims = act.get("primitives") if isinstance(act, dict) else None
-        for prim in prims if isinstance(prims, list) else []:
-            op = prim.get("op") if isinstance(prim, dict) else None
+        for prim in act.primitives:
+            op = prim.op
             if op not in ("register_read", "register_write"):
                 continue
             params = prim_params(prim)
