@@ -200,6 +200,11 @@ class Session:
         return self._events.popleft() if self._events else None
 
     @property
+    def smoothed_rtt(self) -> float | None:
+        """The retransmission timers' smoothed round trip (None before the first sample)."""
+        return self._timers.srtt
+
+    @property
     def in_flight(self) -> int:
         """Positions sent whose result has not arrived."""
         return int(np.count_nonzero(self._slot_pos >= 0))

@@ -35,11 +35,14 @@ BATCH = 512  # datagrams read per wake-up at most
 RECV_BATCH = 64  # datagrams per recvmmsg call
 SEND_BATCH = 64  # datagrams per sendmmsg call
 # Interrupt moderation: a wake-up that found only a few results while many are in flight
-# waits this long once and drains again. Every loop turn costs ~50-100 us of numpy
-# bookkeeping whatever its batch, so turns of 1-2 results made that the agent's main
-# cost; the wait is far below a round trip, so throughput does not suffer.
+# waits once and drains again. Every loop turn costs ~100-200 us of numpy bookkeeping
+# whatever its batch, and on a paced link results arrive one by one, so turns of one
+# result made that the agent's main cost. The wait is an eighth of the smoothed round
+# trip (clamped): a window's results spread over a round trip, so it gathers about
+# W/8 of them and stays far below the round trip, which keeps the window busy.
 COALESCE_BELOW = 8
-COALESCE_WAIT = 0.0002
+COALESCE_WAIT_MIN = 0.0002
+COALESCE_WAIT_MAX = 0.002
 SOCKET_BUFFER = 4 << 20  # absorbs a window of results from every slot at once
 _ICMP_ERRORS = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
 # A netfilter DROP on OUTPUT (how a lossy link is emulated, or a host firewall)
@@ -130,7 +133,7 @@ class UdpTransport:
                 if key.data == "udp":
                     got = self._drain_socket()
                     if got < COALESCE_BELOW <= session.in_flight:
-                        time.sleep(COALESCE_WAIT)
+                        time.sleep(self._coalesce_wait())
                         self._drain_socket()
                 else:
                     self._drain_wake()
@@ -155,6 +158,11 @@ class UdpTransport:
     def _send(self, batches: list[np.ndarray]) -> None:
         for batch in batches:
             self._sender.send_rows(batch.data, batch.dtype.itemsize)
+
+    def _coalesce_wait(self) -> float:
+        srtt = self.session.smoothed_rtt
+        wait = COALESCE_WAIT_MIN if srtt is None else srtt / 8
+        return min(max(wait, COALESCE_WAIT_MIN), COALESCE_WAIT_MAX)
 
     def _drain_socket(self) -> int:
         """Read every waiting datagram (up to BATCH), a recvmmsg batch at a time, and hand
