@@ -152,14 +152,9 @@ def _parser(refs: Refs, parser: Parser, where: Where) -> None:
             _parser_op(refs, op.op, op.parameters, sw.key("parser_ops").index(j))
         for j, k in enumerate(state.transition_key):
             kw = sw.key("transition_key").index(j)
-            kind = k.get("type") if isinstance(k, dict) else None
-            if kind not in TRANSITION_KEY_TYPES:
-                raise kw.fail(f"invalid entry in parse state key: {k!r}")
-            if kind == "field":
-                refs.field(k.get("value"), kw.key("value"))
-            elif kind == "stack_field":
-                refs.stack_field(k.get("value"), kw.key("value"))
-            elif kind == "lookahead":
+            kind = _typed_reference(refs, k, kw, TRANSITION_KEY_TYPES,
+                                    f"invalid entry in parse state key: {k!r}")
+            if kind == "lookahead":
                 values.expression(refs, k, kw)
         for j, t in enumerate(state.transitions):
             if t.next_state is not None and t.next_state not in states:
@@ -215,16 +210,30 @@ def _arity(params: tuple, count: int, op: str, where: Where) -> None:
             f"'{op}' takes {count} parameter(s), got {len(params)}")
 
 
+def _typed_reference(refs: Refs, item: object, where: Where, allowed: frozenset[str],
+                     refusal: str) -> str | None:
+    """Check one ``{"type", "value"}`` item of a transition key or calculation input: a
+    type in ``allowed`` (else ``refusal``), and the header, field or stack field it
+    names. Returns the type."""
+    kind = item.get("type") if isinstance(item, dict) else None
+    if kind not in allowed:
+        raise where.fail(refusal)
+    assert isinstance(item, dict)
+    value = item.get("value")
+    if kind == "field":
+        refs.field(value, where.key("value"))
+    elif kind == "header":
+        refs.header(value, where.key("value"))
+    elif kind == "stack_field":
+        refs.stack_field(value, where.key("value"))
+    return kind
+
+
 def _calculation(refs: Refs, calc: Calculation, where: Where) -> None:
     for j, item in enumerate(calc.input):
-        iw = where.key("input").index(j)
         kind = item.get("type") if isinstance(item, dict) else None
-        if kind not in CALC_INPUT_TYPES:
-            raise iw.fail(f"unsupported input type {kind!r} for calculation '{calc.name}'")
-        if kind == "field":
-            refs.field(item.get("value"), iw.key("value"))
-        elif kind == "header":
-            refs.header(item.get("value"), iw.key("value"))
+        _typed_reference(refs, item, where.key("input").index(j), CALC_INPUT_TYPES,
+                         f"unsupported input type {kind!r} for calculation '{calc.name}'")
     if calc.algo not in KNOWN_HASHES:
         raise where.key("algo").fail(f"unknown hash algorithm '{calc.algo}'")
 
