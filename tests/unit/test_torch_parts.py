@@ -20,10 +20,12 @@ def test_config_reads_every_variable():
     config = BackendConfig.from_env({
         "P4HUB_CONTROLLER": "10.99.0.254:50060", "P4HUB_DATA_IP": "10.0.0.3",
         "P4HUB_PORT": "47000", "P4HUB_PLACEMENT": "pbox", "P4HUB_TIMEOUT": "12.5",
-        "P4HUB_WINDOW": "16", "P4HUB_RTO": "0.05", "P4HUB_DEAD_AFTER": "4"})
+        "P4HUB_WINDOW": "16", "P4HUB_RTO": "0.05", "P4HUB_DEAD_AFTER": "4",
+        "P4HUB_LANES": "256"})
     assert config.controller == ("10.99.0.254", 50060) and config.aggregator is None
     assert (config.data_ip, config.port, config.placement) == ("10.0.0.3", 47000, "pbox")
     assert (config.timeout, config.window, config.rto, config.dead_after) == (12.5, 16, 0.05, 4)
+    assert config.lanes == 256 and BackendConfig.from_env({"P4HUB_AGGREGATOR": "h:1"}).lanes == 64
 
 
 @pytest.mark.parametrize("env, needle", [
@@ -33,6 +35,8 @@ def test_config_reads_every_variable():
     ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_PORT": "70000"}, "P4HUB_PORT='70000': expected 0 to"),
     ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_PLACEMENT": "spine"}, "P4HUB_PLACEMENT='spine'"),
     ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_DEAD_AFTER": "0.5"}, "P4HUB_DEAD_AFTER"),
+    ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_LANES": "128"}, "P4HUB_LANES=128: expected 64 or 256"),
+    ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_LANES": "1024"}, "P4HUB_LANES"),
 ])
 def test_a_bad_setting_names_the_variable(env, needle):
     with pytest.raises(BackendError, match=None) as info:
