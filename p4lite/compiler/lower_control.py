@@ -129,14 +129,11 @@ class ControlLowerer:
         if len(bound) > len(decl.params):
             raise CompileError(f"too many arguments for action {decl.name}", loc)
         binder = StmtLowerer(self.lw, self.externs, self.scope)
-        setup: list[Json] = []
-        for param, arg in zip(decl.params, bound, strict=False):
+        for arg in bound:
             if arg.name is not None:
                 raise not_supported("named arguments in a table's action list", arg.loc)
-            scope.bind(param.name, binder.bind_argument(param, arg.value, setup))
-            if param.direction not in ("out", "inout"):
-                scope.readonly.add(param.name)
-        if setup:
+        frame = binder.bind_call(decl.params[:len(bound)], [a.value for a in bound], scope, loc)
+        if frame.pre:
             raise not_supported("an action-list argument that is not an l-value or constant", loc)
         for param in decl.params[len(bound):]:
             if param.direction:
@@ -150,7 +147,7 @@ class ControlLowerer:
             runtime_data.append({"name": param.name, "bitwidth": width})
             params.append((param.name, width))
         lowerer = StmtLowerer(self.lw, self.externs, scope)
-        prims = lowerer.lower_body(decl.body.statements)
+        prims = binder.finish_call(frame, lowerer.lower_body(decl.body.statements))
         action_id = self.lw.add_action(name, runtime_data, prims, decl.loc)
         fixed_id, id_loc = annotated_id(decl, ExprCompiler(self.lw.env, scope))
         annotations = [_annotation_text(a) for a in decl.annotations
@@ -360,16 +357,13 @@ class ControlLowerer:
         decl = target.control()
         inst: ast.Instantiation = target.owner
         args = match_args(decl.params, call.args, f"control {decl.name}", call.loc)
-        bindings: dict[str, Binding] = {}
-        prims: list[Json] = []
-        binder = StmtLowerer(self.lw, self.externs, scope)
+        given: list[ast.Expression] = []
         for param, arg in zip(decl.params, args, strict=True):
             if arg is None:
                 raise CompileError(f"missing argument for parameter {param.name}", call.loc)
-            bindings[param.name] = binder.bind_argument(param, arg, prims)
-        if prims:
-            raise not_supported("a sub-control argument that is not an l-value or constant",
-                                call.loc)
+            given.append(arg)
+        binder = StmtLowerer(self.lw, self.externs, scope)
+        bindings, copy_in, copy_out = binder.bind_block_args(decl.params, given, call.loc)
         name = self.cp_name(inst, inst.name)
         if name in self.pipeline.applied_controls:
             raise not_supported(f"applying control instance {inst.name} more than once",
@@ -377,7 +371,14 @@ class ControlLowerer:
         self.pipeline.applied_controls.add(name)
         readonly = {p.name for p in decl.params if p.direction not in ("out", "inout")}
         sub = ControlLowerer(self.lw, self.externs, self.pipeline, decl, name, bindings, readonly)
-        return sub.lower()
+        # P4_16 6.8: arguments are copied in before the control runs, out after it returns
+        frag = Frag(PASS)
+        if copy_in:
+            frag = self.pipeline.hidden_primitives(copy_in, call.loc)
+        frag = self.seq(frag, sub.lower())
+        if copy_out:
+            frag = self.seq(frag, self.pipeline.hidden_primitives(copy_out, call.loc))
+        return frag
 
     def _if(self, stmt: ast.If, scope: Scope) -> Frag:
         hit = _table_hit_condition(stmt.cond)
@@ -592,6 +593,13 @@ class PipelineBuilder:
         action_name = self.lw.action_names.fresh(base)
         lowerer = StmtLowerer(self.lw, self.externs, scope)
         prims = lowerer.lower_body(stmts)
+        action_id = self.lw.add_action(action_name, [], prims, loc)
+        return self.hidden_table(f"tbl_{base}", action_id, action_name, [], loc)
+
+    def hidden_primitives(self, prims: list[Json], loc) -> Frag:
+        """Primitives the compiler made (copies of arguments) as a hidden action."""
+        base = synthesized_name(loc)
+        action_name = self.lw.action_names.fresh(base)
         action_id = self.lw.add_action(action_name, [], prims, loc)
         return self.hidden_table(f"tbl_{base}", action_id, action_name, [], loc)
 

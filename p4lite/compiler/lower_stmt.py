@@ -7,10 +7,13 @@ are inlined with their parameters bound to the arguments.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler import ast
 from p4lite.compiler.bindings import (
+    Binding,
     ConstB,
     DeclB,
     ExternB,
@@ -20,6 +23,14 @@ from p4lite.compiler.bindings import (
     Scope,
     StackB,
     StructB,
+)
+from p4lite.compiler.copy_in_out import (
+    Renames,
+    binding_refs,
+    json_refs,
+    overlap,
+    placeholder,
+    relocate,
 )
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
@@ -32,7 +43,7 @@ from p4lite.compiler.lower_expr import (
     hexstr,
     to_param,
 )
-from p4lite.compiler.types import BitT, BoolT, same_type, width_of
+from p4lite.compiler.types import BitT, BoolT, P4Type, same_type, width_of
 
 if TYPE_CHECKING:
     from p4lite.compiler.context import Lowering
@@ -100,6 +111,7 @@ class StmtLowerer:
 
     def _emit(self, prims: list[Json], new: list[Json], loc, fragment: str | None = None) -> None:
         info = self.lw.source_info(loc, fragment)
+        relocate(new, len(prims))  # jump targets of a spliced body count from its start
         for prim in new:
             if "source_info" not in prim and info is not None:
                 prim["source_info"] = info
@@ -224,12 +236,18 @@ class StmtLowerer:
         width = target.type.width
         if not width > hi >= lo >= 0:
             raise CompileError(f"slice [{hi}:{lo}] out of range for {target.type}", lhs.loc)
-        value = self.comp.rvalue(rhs, BitT(hi - lo + 1))
+        return [self._store_slice(lhs, self.comp.rvalue(rhs, BitT(hi - lo + 1)))]
+
+    def _store_slice(self, lhs: ast.Slice, value: Val) -> Json:
+        target = self.comp.compile(lhs.expr)
+        assert isinstance(target.binding, FieldB) and isinstance(target.type, BitT)
+        hi, lo = int(self.comp.const_value(lhs.hi)), int(self.comp.const_value(lhs.lo))
+        width = target.type.width
         mask = ((1 << (hi - lo + 1)) - 1) << lo
         keep = expr_json("&", target.json, hexstr(((1 << width) - 1) ^ mask, width))
         shifted = value.json if lo == 0 else expr_json("<<", value.json, hexstr(lo, 8))
         new = expr_json("|", keep, expr_json("&", shifted, hexstr(mask, width)))
-        return [{"op": "assign", "parameters": [_field(target.binding), new]}]
+        return {"op": "assign", "parameters": [_field(target.binding), new]}
 
     # --------------------------------------------------------------- calls
     def call(self, call: ast.Call) -> list[Json]:
@@ -271,23 +289,157 @@ class StmtLowerer:
         raise not_supported(f"method {method} of {describe(base)}", call.loc)
 
     def inline_action(self, target: DeclB, call: ast.Call) -> list[Json]:
-        """The primitives of an action called from another action, parameters bound."""
+        """The primitives of an action called from another action, parameters copied in
+        and out (P4_16 6.8; copies are elided where aliasing gives the same result)."""
         decl = target.action()
         scope = (target.owner.scope if target.owner is not None else self.lw.env.global_scope)
         inner = scope.child()
-        prims: list[Json] = []
         args = match_args(decl.params, call.args, f"action {decl.name}", call.loc)
-        for param, arg in zip(decl.params, args, strict=True):
-            if arg is None:
-                raise CompileError(f"missing argument for parameter {param.name}", call.loc)
-            inner.bind(param.name, self.bind_argument(param, arg, prims))
+        missing = [p.name for p, a in zip(decl.params, args, strict=True) if a is None]
+        if missing:
+            raise CompileError(f"missing argument for parameter {missing[0]}", call.loc)
+        frame = self.bind_call(decl.params, [a for a in args if a is not None], inner, call.loc)
+        sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix)
+        return self.finish_call(frame, sub.lower_body(decl.body.statements))
+
+    # ------------------------------------------------------ copy-in/copy-out
+    def bind_call(self, params: list[ast.Param], args: list[ast.Expression], inner: Scope,
+                  loc) -> CallFrame:
+        """Bind a callee's parameters in ``inner``: storage arguments to placeholders
+        (decided by ``finish_call``), constants and control-plane values directly,
+        other ``in`` expressions through a temporary."""
+        frame = CallFrame(self._side_marks())
+        for param, arg in zip(params, args, strict=True):
+            t = self.lw.env.resolve(param.type)
+            passed = self._passed(param, t, arg, frame.pre)
+            if passed is None:
+                inner.bind(param.name, self.bind_argument(param, arg, frame.pre))
+            else:
+                frame.passed.append(passed)
+                inner.bind(param.name, passed.holder)
             if param.direction not in ("out", "inout"):
                 inner.readonly.add(param.name)
-        sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix)
-        prims += sub.lower_body(decl.body.statements)
-        if sub._returns:
-            raise not_supported("return inside an action called from another action", call.loc)
-        return prims
+        return frame
+
+    def _passed(self, param: ast.Param, t, arg: ast.Expression, pre: list[Json]) -> Passed | None:
+        writes = param.direction in ("out", "inout")
+        if writes and isinstance(arg, ast.Slice):
+            self.check_writable(arg)
+            if not isinstance(self.comp.compile(arg.expr).binding, FieldB):
+                raise not_supported("a slice of something that is not a field as an "
+                                    f"{param.direction} argument", arg.loc)
+            self.comp.rvalue(arg, t)  # range and width checks
+            holder = placeholder(t)
+            assert holder is not None  # a slice is a bit<N>
+            return Passed(param, t, arg, None, holder, writes)
+        if writes:
+            self.check_writable(arg)
+            val = self.comp.compile(arg)
+            if not isinstance(val.binding, FieldB | HeaderB | StructB | StackB):
+                raise CompileError(f"argument for {param.direction} parameter {param.name} "
+                                   "must be an l-value", arg.loc)
+        else:
+            val = self.comp.compile(arg, t if isinstance(t, BitT) else None)
+            if not isinstance(val.binding, FieldB | HeaderB | StructB | StackB):
+                return None
+        if not same_type(val.type, t):
+            raise CompileError(f"type mismatch: parameter {param.name} is {t}, the argument "
+                               f"is {val.type}", arg.loc)
+        holder = placeholder(t)
+        if holder is None:
+            raise not_supported(f"a parameter of type {t}", param.loc)
+        return Passed(param, t, arg, val.binding, holder, writes)
+
+    def finish_call(self, frame: CallFrame, body: list[Json]) -> list[Json]:
+        """Decide alias or copy per parameter, rename the placeholders, add the copies."""
+        side = self._side_entries(frame.side_marks)
+        used = json_refs([body, side], self._stack_elements)
+        renames = Renames()
+        copy_in: list[Json] = []
+        copy_out: list[Json] = []
+        for passed in frame.passed:
+            refs = binding_refs(passed.real) if passed.real is not None else set()
+            clash = passed.real is None or overlap(refs, used) or any(
+                overlap(refs, binding_refs(other.real)) for other in frame.passed
+                if other is not passed and other.real is not None
+                and (passed.writes or other.writes))
+            if not clash:
+                assert passed.real is not None
+                renames.pair(passed.holder, passed.real)
+                continue
+            temp = self.lw.storage.bind_local(passed.param.name, passed.type, passed.param.loc)
+            renames.pair(passed.holder, temp)
+            if passed.param.direction != "out":
+                copy_in += self._copy_to(temp, passed)
+            if passed.writes:
+                copy_out += self._copy_from(temp, passed)
+        renames.apply(body)
+        renames.apply(side)
+        head = frame.pre + copy_in
+        return head + relocate(body, len(head)) + copy_out
+
+    def bind_block_args(self, params: list[ast.Param], args: list[ast.Expression], loc
+                        ) -> tuple[dict[str, Binding], list[Json], list[Json]]:
+        """Parameters of a sub-control (or sub-parser) applied here: (bindings, copy-in
+        primitives, copy-out primitives).
+
+        A control reaches no storage but its parameters', so an argument is aliased
+        unless another argument of the same call overlaps it (one of them written).
+        """
+        frame = self.bind_call(params, args, Scope(), loc)
+        renames = Renames()
+        copy_in: list[Json] = list(frame.pre)
+        copy_out: list[Json] = []
+        bindings: dict[str, Binding] = {}
+        for param, arg in zip(params, args, strict=True):
+            passed = next((p for p in frame.passed if p.param is param), None)
+            if passed is None:
+                bindings[param.name] = self.bind_argument(param, arg, copy_in)
+                continue
+            refs = binding_refs(passed.real) if passed.real is not None else set()
+            clash = passed.real is None or any(
+                overlap(refs, binding_refs(other.real)) for other in frame.passed
+                if other is not passed and other.real is not None
+                and (passed.writes or other.writes))
+            if not clash:
+                assert passed.real is not None
+                bindings[param.name] = passed.real
+                continue
+            temp = self.lw.storage.bind_local(param.name, passed.type, param.loc)
+            renames.pair(passed.holder, temp)
+            bindings[param.name] = temp
+            if param.direction != "out":
+                copy_in += self._copy_to(temp, passed)
+            if passed.writes:
+                copy_out += self._copy_from(temp, passed)
+        return bindings, copy_in, copy_out
+
+    def _copy_to(self, temp, passed: Passed) -> list[Json]:
+        if passed.real is None:
+            assert isinstance(temp, FieldB)
+            return [_assign_prim(temp, self.comp.rvalue(passed.arg, passed.type))]
+        return self._copy_binding(temp, passed.real, passed.arg.loc)
+
+    def _copy_from(self, temp, passed: Passed) -> list[Json]:
+        if passed.real is None:
+            assert isinstance(passed.arg, ast.Slice) and isinstance(temp, FieldB)
+            value = Val(temp.type, _field(temp), None, temp)
+            return [self._store_slice(passed.arg, value)]
+        return self._copy_binding(passed.real, temp, passed.arg.loc)
+
+    def _side_marks(self) -> tuple[int, int, int]:
+        return len(self.lw.calculations), len(self.lw.learn_lists), len(self.lw.field_lists)
+
+    def _side_entries(self, marks: tuple[int, int, int]) -> list[Json]:
+        """Calculations and lists made while lowering a callee: they may name placeholders."""
+        return (self.lw.calculations[marks[0]:] + self.lw.learn_lists[marks[1]:]
+                + self.lw.field_lists[marks[2]:])
+
+    def _stack_elements(self, name: str) -> list[str]:
+        for stack, _, elements in self.lw.storage.stacks:
+            if stack == name:
+                return elements
+        return []
 
     def bind_argument(self, param: ast.Param, arg: ast.Expression, prims: list[Json]):
         """Bind an argument: out/inout alias the l-value, in values go through a temporary."""
@@ -307,6 +459,25 @@ class StmtLowerer:
         temp = self.lw.storage.add_scalar(f"{param.name}_tmp", t)
         prims.append(_assign_prim(temp, self.comp.rvalue(arg, t)))
         return temp
+
+
+@dataclass(slots=True)
+class Passed:
+    """A parameter whose argument is storage (or a slice of it): aliased or copied."""
+
+    param: ast.Param
+    type: P4Type
+    arg: ast.Expression
+    real: Binding | None  # the argument's storage; None for a slice (always copied)
+    holder: Binding  # the placeholder the callee's body sees
+    writes: bool  # out or inout
+
+
+@dataclass(slots=True)
+class CallFrame:
+    side_marks: tuple[int, int, int]
+    passed: list[Passed] = dc_field(default_factory=list)
+    pre: list[Json] = dc_field(default_factory=list)  # temporaries of `in` expressions
 
 
 def _field(binding: FieldB) -> Json:

@@ -1,0 +1,43 @@
+"""P4_16 constructs of issue 13: ill-formed uses are errors at file:line:col."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from p4lite.compiler.driver import compile_text
+from p4lite.compiler.errors import CompileError
+from tests.unit.test_compiler_backend_json import program
+
+
+def _error_at(text: str, needle: str, message: str) -> None:
+    """Compiling ``text`` fails with ``message`` at the first line holding ``needle``."""
+    with pytest.raises(CompileError) as info:
+        compile_text(text, filename="bad.p4")
+    err = str(info.value)
+    assert message in err, err
+    match = re.match(r"bad\.p4:(\d+):(\d+): error: ", err)
+    assert match, err
+    line = next(n for n, t in enumerate(text.splitlines(), start=1) if needle in t)
+    assert int(match.group(1)) == line, err
+    start = text.splitlines()[line - 1].index(needle)
+    assert start <= int(match.group(2)) - 1 < start + len(needle), err
+
+
+def test_inout_argument_must_be_an_lvalue() -> None:
+    locals_ = "action inc(inout bit<8> x) { x = x + 1; }"
+    _error_at(program("inc(hdr.h.v + 1);", locals_), "hdr.h.v + 1",
+              "argument for inout parameter x must be an l-value")
+
+
+def test_out_argument_type_must_match() -> None:
+    locals_ = "action set(out bit<8> x) { x = 1; }"
+    _error_at(program("set(hdr.h.w);", locals_), "hdr.h.w",
+              "type mismatch: parameter x is bit<8>, the argument is bit<16>")
+
+
+def test_sub_control_inout_argument_must_be_an_lvalue() -> None:
+    top = "control S(inout bit<8> p) { apply { p = 1; } }"
+    text = program("s.apply(8w3);", "S() s;", top=top)
+    _error_at(text, "8w3", "argument for inout parameter p must be an l-value")
