@@ -9,6 +9,7 @@ instance name as prefix (``MyIngress.sub.t``).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from p4lite.compiler.bindings import Binding, ConstB, DeclB, ExternB, ParamB, Sc
 from p4lite.compiler.cpmodel import CpAction
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
+from p4lite.compiler.hoist_calls import Hoister
 from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, hexstr
 from p4lite.compiler.lower_stmt import StmtLowerer
 from p4lite.compiler.lower_table import TableLowerer
@@ -219,6 +221,8 @@ class ControlLowerer:
                 if isinstance(stmt, ast.VarDecl | ast.ConstDecl):
                     self._declare_in_block(stmt, inner, group)
                 continue
+            if self.lw.env.functions and isinstance(stmt, ast.If | ast.Switch):
+                stmt = self._hoist_calls(stmt, inner, group)
             self._add_key_copies(stmt, inner, group)
             flush()
             result = self.seq(result, self.lower_stmt(stmt, inner))
@@ -226,6 +230,28 @@ class ControlLowerer:
                 break  # everything after exit/return is unreachable
         flush()
         return result
+
+    def _hoist_calls(self, stmt: ast.If | ast.Switch, scope: Scope, group: list[ast.Node]
+                     ) -> ast.If | ast.Switch:
+        """Function calls in a condition become assignments to temporaries before it."""
+        def is_function(call: ast.Call) -> bool:
+            name = call.func.name if isinstance(call.func, ast.Name) else ""
+            return name in self.lw.env.functions and not isinstance(scope.lookup(name), DeclB)
+
+        hoister = Hoister(is_function)
+        if isinstance(stmt, ast.If):
+            if _table_hit_condition(stmt.cond) is not None:
+                return stmt
+            stmt = dataclasses.replace(stmt, cond=hoister.expr(stmt.cond))
+        else:
+            stmt = dataclasses.replace(stmt, expr=hoister.expr(stmt.expr))
+        for name, call in hoister.calls:
+            assert isinstance(call.func, ast.Name)  # is_function checked it
+            decl = self.lw.env.functions[call.func.name]
+            t = self.lw.env.resolve(decl.return_type)
+            scope.bind(name, self.lw.storage.bind_local(f"{decl.name}_result", t, call.loc))
+            group.append(ast.Assign(ast.Name(name, loc=call.loc), call, loc=call.loc))
+        return stmt
 
     def _add_key_copies(self, stmt: ast.Node, scope: Scope, group: list[ast.Node]) -> None:
         """A sliced key of the table ``stmt`` applies, copied into a scalar ``key_N``.
@@ -324,6 +350,8 @@ class ControlLowerer:
     def lower_stmt(self, stmt: ast.Node, scope: Scope) -> Frag:
         if isinstance(stmt, ast.Block):
             return self.lower_stmts(stmt.statements, scope)
+        if self._is_straight_line(stmt, scope):  # a branch without braces: `else x = 1;`
+            return self.lower_stmts([stmt], scope)
         if isinstance(stmt, ast.CallStmt):
             return self._call(stmt.call, scope)
         if isinstance(stmt, ast.If):

@@ -7,6 +7,7 @@ are inlined with their parameters bound to the arguments.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from p4lite.compiler.copy_in_out import (
 )
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
+from p4lite.compiler.hoist_calls import Hoister, has_call
 from p4lite.compiler.lower_expr import (
     ExprCompiler,
     Val,
@@ -43,7 +45,7 @@ from p4lite.compiler.lower_expr import (
     hexstr,
     to_param,
 )
-from p4lite.compiler.types import BitT, BoolT, P4Type, same_type, width_of
+from p4lite.compiler.types import BitT, BoolT, P4Type, VoidT, same_type, width_of
 
 if TYPE_CHECKING:
     from p4lite.compiler.context import Lowering
@@ -85,6 +87,8 @@ class StmtLowerer:
             self.comp.scope = outer
 
     def lower_stmt(self, stmt: ast.Node, prims: list[Json]) -> None:
+        if self.lw.env.functions and not isinstance(stmt, ast.Block | ast.If):
+            stmt = self._hoist(stmt, prims)
         if isinstance(stmt, ast.Block):
             self.lower_block(stmt.statements, prims)
         elif isinstance(stmt, ast.Assign):
@@ -103,7 +107,13 @@ class StmtLowerer:
             self._emit(prims, [{"op": "exit", "parameters": []}], stmt.loc, "exit")
         elif isinstance(stmt, ast.Return):
             if stmt.value is not None:
-                raise CompileError("an action cannot return a value", stmt.loc)
+                if self.scope.lookup(_RETURN) is None:
+                    raise CompileError("an action cannot return a value", stmt.loc)
+                self._emit(prims, self.assign(ast.Name(_RETURN, loc=stmt.loc), stmt.value,
+                                              stmt.loc), stmt.loc)
+            elif self.scope.lookup(_RETURN) is not None:
+                raise CompileError("a function that returns a value needs return <value>",
+                                   stmt.loc)
             self._returns.append(len(prims))
             self._emit(prims, [{"op": "_jump", "parameters": [None]}], stmt.loc, "return")
         else:
@@ -125,7 +135,68 @@ class StmtLowerer:
             self._emit(prims, self.assign(ast.Name(stmt.name, loc=stmt.loc), stmt.init, stmt.loc),
                        stmt.loc)
 
+    def _hoist(self, stmt: ast.Node, prims: list[Json]) -> ast.Node:
+        """Function calls inside the expressions of ``stmt`` run first, into temporaries."""
+        hoister = Hoister(self.is_function_call)
+        if isinstance(stmt, ast.Assign):
+            if isinstance(stmt.rhs, ast.Call) and self.is_function_call(stmt.rhs):
+                call = stmt.rhs  # x = f(a): f's arguments first, then f itself below
+                stmt = dataclasses.replace(stmt, lhs=hoister.expr(stmt.lhs),
+                                           rhs=hoister.expr(call))
+            else:
+                stmt = dataclasses.replace(stmt, lhs=hoister.expr(stmt.lhs),
+                                           rhs=hoister.expr(stmt.rhs))
+        elif isinstance(stmt, ast.CallStmt):
+            call = stmt.call
+            args = [dataclasses.replace(a, value=hoister.expr(a.value)) for a in call.args]
+            stmt = dataclasses.replace(stmt, call=dataclasses.replace(call, args=args))
+        elif isinstance(stmt, ast.VarDecl) and stmt.init is not None:
+            stmt = dataclasses.replace(stmt, init=hoister.expr(stmt.init))
+        elif isinstance(stmt, ast.Return) and stmt.value is not None:
+            stmt = dataclasses.replace(stmt, value=hoister.expr(stmt.value))
+        for name, call in hoister.calls:
+            decl = self.lw.env.functions[_func_name(call)]
+            new, result = self.inline_function(decl, call)
+            self._emit(prims, new, call.loc)
+            if result is None:
+                raise CompileError(f"function {decl.name} returns no value", call.loc)
+            self.scope.bind(name, result)
+        return stmt
+
+    def is_function_call(self, call: ast.Call) -> bool:
+        """A call of a P4 function declared at top level (not shadowed by an action)."""
+        name = _func_name(call)
+        return (name in self.lw.env.functions and
+                not isinstance(self.scope.lookup(name), DeclB))
+
+    def inline_function(self, decl: ast.FunctionDecl, call: ast.Call
+                        ) -> tuple[list[Json], Binding | None]:
+        """A function's body, parameters copied in and out; its result's storage."""
+        inner = self.lw.env.global_scope.child()
+        args = match_args(decl.params, call.args, f"function {decl.name}", call.loc)
+        missing = [p.name for p, a in zip(decl.params, args, strict=True) if a is None]
+        if missing:
+            raise CompileError(f"missing argument for parameter {missing[0]}", call.loc)
+        frame = self.bind_call(decl.params, [a for a in args if a is not None], inner, call.loc)
+        result_t = self.lw.env.resolve(decl.return_type)
+        result: Binding | None = None
+        if not isinstance(result_t, VoidT):
+            result = self.lw.storage.bind_local(f"{decl.name}_retval", result_t, decl.loc)
+            inner.bind(_RETURN, result)
+        sub = StmtLowerer(self.lw, self.externs, inner.child(), local_prefix=self.local_prefix)
+        return self.finish_call(frame, sub.lower_body(decl.body.statements)), result
+
     def _if(self, stmt: ast.If, prims: list[Json]) -> None:
+        if self.lw.env.functions and has_call(stmt.cond, self.is_function_call):
+            hoister = Hoister(self.is_function_call)
+            new_cond = hoister.expr(stmt.cond)
+            for name, call in hoister.calls:
+                new, result = self.inline_function(self.lw.env.functions[_func_name(call)], call)
+                self._emit(prims, new, call.loc)
+                if result is None:
+                    raise CompileError(f"function {_func_name(call)} returns no value", call.loc)
+                self.scope.bind(name, result)
+            stmt = dataclasses.replace(stmt, cond=new_cond)
         cond = self.comp.rvalue(stmt.cond)
         if not isinstance(cond.type, BoolT):
             raise CompileError(f"condition must be bool, not {cond.type}", stmt.cond.loc)
@@ -261,6 +332,9 @@ class StmtLowerer:
             binding = self.scope.lookup(func.name)
             if isinstance(binding, DeclB) and binding.kind == "action":
                 return self.inline_action(binding, call)
+            function = self.lw.env.functions.get(func.name)
+            if function is not None and binding is None:
+                return self.inline_function(function, call)[0]
             if func.name in self.lw.env.extern_functions:
                 return self.externs.function_call(func.name, call, self.comp, "")
             action = self.lw.env.actions.get(func.name)
@@ -478,6 +552,13 @@ class CallFrame:
     side_marks: tuple[int, int, int]
     passed: list[Passed] = dc_field(default_factory=list)
     pre: list[Json] = dc_field(default_factory=list)  # temporaries of `in` expressions
+
+
+_RETURN = "$return"  # the result of the function being inlined
+
+
+def _func_name(call: ast.Call) -> str:
+    return call.func.name if isinstance(call.func, ast.Name) else ""
 
 
 def _field(binding: FieldB) -> Json:

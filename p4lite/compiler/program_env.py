@@ -57,6 +57,7 @@ class ProgramEnv:
         self.parsers: dict[str, ast.ParserDecl] = {}
         self.controls: dict[str, ast.ControlDecl] = {}
         self.extern_functions: dict[str, ast.ExternFunctionDecl] = {}
+        self.functions: dict[str, ast.FunctionDecl] = {}
         self.instantiations: list[ast.Instantiation] = []
         self.diagnostics: list[str] = []  # warnings found while lowering (target_checks)
         self.global_scope = Scope()
@@ -81,6 +82,8 @@ class ProgramEnv:
                 self.controls[decl.name] = decl
             elif isinstance(decl, ast.ExternFunctionDecl):
                 self.extern_functions[decl.name] = decl
+            elif isinstance(decl, ast.FunctionDecl):
+                self.functions[decl.name] = decl
             elif isinstance(decl, ast.Instantiation):
                 self.instantiations.append(decl)
             elif isinstance(decl, ast.ConstDecl):

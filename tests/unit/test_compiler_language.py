@@ -41,3 +41,31 @@ def test_sub_control_inout_argument_must_be_an_lvalue() -> None:
     top = "control S(inout bit<8> p) { apply { p = 1; } }"
     text = program("s.apply(8w3);", "S() s;", top=top)
     _error_at(text, "8w3", "argument for inout parameter p must be an l-value")
+
+
+def test_function_returning_a_value_needs_a_return_value() -> None:
+    top = "bit<8> f(in bit<8> x) {\n    return;\n}"
+    _error_at(program("hdr.h.v = f(hdr.h.v);", top=top), "return;",
+              "a function that returns a value needs return <value>")
+
+
+def test_void_function_has_no_value() -> None:
+    top = "void f(in bit<8> x) { }"
+    _error_at(program("hdr.h.v = f(hdr.h.v);", top=top), "f(hdr.h.v)",
+              "function f returns no value")
+
+
+def test_function_argument_count() -> None:
+    top = "bit<8> f(in bit<8> x) { return x; }"
+    _error_at(program("hdr.h.v = f(hdr.h.v, 1);", top=top), "f(hdr.h.v, 1)", "argument")
+
+
+def test_function_call_on_the_right_of_and_is_rejected() -> None:
+    top = "bool f(in bit<8> x) { return x == 1; }"
+    _error_at(program("if (hdr.h.v == 2 && f(hdr.h.v)) { hdr.h.v = 3; }", top=top),
+              "f(hdr.h.v))", "not supported by p4lite: a function call on the right of &&")
+
+
+def test_compound_assignment_needs_matching_types() -> None:
+    _error_at(program("hdr.h.v += hdr.h.w;"), "hdr.h.v += hdr.h.w",
+              "operands of + have different types")
