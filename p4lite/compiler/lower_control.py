@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler import ast
-from p4lite.compiler.bindings import Binding, ConstB, DeclB, ExternB, ParamB, Scope
+from p4lite.compiler.bindings import Binding, ConstB, DeclB, ExternB, FieldB, ParamB, Scope
 from p4lite.compiler.cpmodel import CpAction
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
-from p4lite.compiler.hoist_calls import Hoister
+from p4lite.compiler.hoist_calls import Hoister, has_call
 from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, hexstr
 from p4lite.compiler.lower_stmt import StmtLowerer
 from p4lite.compiler.lower_table import TableLowerer
@@ -231,50 +231,66 @@ class ControlLowerer:
         flush()
         return result
 
-    def _hoist_calls(self, stmt: ast.If | ast.Switch, scope: Scope, group: list[ast.Node]
-                     ) -> ast.If | ast.Switch:
-        """Function calls in a condition become assignments to temporaries before it."""
+    def _function_test(self, scope: Scope) -> Callable[[ast.Call], bool]:
         def is_function(call: ast.Call) -> bool:
             name = call.func.name if isinstance(call.func, ast.Name) else ""
             return name in self.lw.env.functions and not isinstance(scope.lookup(name), DeclB)
+        return is_function
 
-        hoister = Hoister(is_function)
+    def _hoist_calls(self, stmt: ast.If | ast.Switch, scope: Scope, group: list[ast.Node]
+                     ) -> ast.If | ast.Switch:
+        """Function calls in a condition become assignments to temporaries before it."""
         if isinstance(stmt, ast.If):
             if _table_hit_condition(stmt.cond) is not None:
                 return stmt
-            stmt = dataclasses.replace(stmt, cond=hoister.expr(stmt.cond))
-        else:
-            stmt = dataclasses.replace(stmt, expr=hoister.expr(stmt.expr))
+            return dataclasses.replace(stmt, cond=self._hoist_expr(stmt.cond, scope, group))
+        return dataclasses.replace(stmt, expr=self._hoist_expr(stmt.expr, scope, group))
+
+    def _hoist_expr(self, expr: ast.Expression, scope: Scope, group: list[ast.Node]
+                    ) -> ast.Expression:
+        """``expr`` with each function call replaced by a temporary assigned in ``group``."""
+        hoister = Hoister(self._function_test(scope))
+        expr = hoister.expr(expr)
         for name, call in hoister.calls:
             assert isinstance(call.func, ast.Name)  # is_function checked it
             decl = self.lw.env.functions[call.func.name]
             t = self.lw.env.resolve(decl.return_type)
             scope.bind(name, self.lw.storage.bind_local(f"{decl.name}_result", t, call.loc))
             group.append(ast.Assign(ast.Name(name, loc=call.loc), call, loc=call.loc))
-        return stmt
+        return expr
 
     def _add_key_copies(self, stmt: ast.Node, scope: Scope, group: list[ast.Node]) -> None:
-        """A sliced key of the table ``stmt`` applies, copied into a scalar ``key_N``.
+        """Keys of the table ``stmt`` applies that are expressions, copied into ``key_N``.
 
-        As p4c (midend SimplifyKey, which keeps only fields, masks and isValid() as keys):
-        the copy is a statement just before the one that applies the table, so it joins the
-        straight-line statements before it in one hidden action, and the table matches on
-        the copy (its P4Info width and entry values are the slice's).
+        As p4c (midend SimplifyKey, which leaves only fields and isValid() as keys): a
+        key that is a slice, an operation, a cast or a call is computed into a scalar
+        ``key_N`` by a statement just before the one that applies the table, so it joins
+        the straight-line statements before it in one hidden action, and the table
+        matches on the copy (its P4Info width and entry values are the expression's).
         """
         decl = self._applied_table(stmt, scope)
         if decl is None:
             return
         comp = ExprCompiler(self.lw.env, scope)
         for index, element in enumerate(decl.keys or []):
-            if not isinstance(element.expr, ast.Slice):
+            expr = element.expr
+            if _is_valid_call(expr):
                 continue
+            if self.lw.env.functions and has_call(expr, self._function_test(scope)):
+                expr = self._hoist_expr(expr, scope, group)
+            elif not isinstance(expr, ast.Slice):
+                try:
+                    if isinstance(comp.compile(expr).binding, FieldB):
+                        continue
+                except CompileError:
+                    continue  # the table's own lowering reports it
             name = f"key_{self.lw.key_copy_count}"
             self.lw.key_copy_count += 1
-            t = comp.compile(element.expr).type
+            t = comp.compile(expr).type
             binding = self.lw.storage.add_scalar(name, t)
             scope.bind("$" + name, binding)
             loc = element.expr.loc
-            copy = ast.Assign(ast.Name("$" + name, loc=loc), element.expr, loc=loc)
+            copy = ast.Assign(ast.Name("$" + name, loc=loc), expr, loc=loc)
             self.key_copy_stmts.add(id(copy))
             group.append(copy)
             self.tables.key_copies[(id(decl), index)] = binding
@@ -542,6 +558,11 @@ def _switch_as_ifs(stmt: ast.Switch) -> ast.Statement:
     for cond, body in reversed(branches):
         result = body if cond is None else ast.If(cond, body, result, loc=stmt.loc)
     return result
+
+
+def _is_valid_call(expr: ast.Expression) -> bool:
+    return (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Member)
+            and expr.func.member == "isValid" and not expr.args)
 
 
 def _dict_setter(obj: dict[str, Any], key: str) -> Setter:

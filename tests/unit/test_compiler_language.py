@@ -69,3 +69,19 @@ def test_function_call_on_the_right_of_and_is_rejected() -> None:
 def test_compound_assignment_needs_matching_types() -> None:
     _error_at(program("hdr.h.v += hdr.h.w;"), "hdr.h.v += hdr.h.w",
               "operands of + have different types")
+
+
+def test_masked_key_is_named_after_its_text_and_copied() -> None:
+    local = "table t2 { key = { hdr.h.v & 0xf0: exact; } actions = { NoAction; } }"
+    result = compile_text(program("t2.apply();", local), filename="prog.p4")
+    table = next(t for t in result.bmv2["pipelines"][0]["tables"] if t["name"] == "I.t2")
+    assert table["key"][0]["name"] == "hdr.h.v & 0xf0"
+    assert table["key"][0]["target"][0] == "scalars"  # computed into key_N, as p4c
+    fields = [f for t in result.p4info.tables for f in t.match_fields]
+    assert [(f.name, f.bitwidth) for f in fields] == [("hdr.h.v & 0xf0", 8)]
+
+
+def test_cast_key_without_name_is_an_error() -> None:
+    local = "table t2 { key = { (bit<16>) hdr.h.v: exact; } actions = { NoAction; } }"
+    _error_at(program("t2.apply();", local), "(bit<16>) hdr.h.v",
+              "Complex key expression requires a @name annotation")
