@@ -208,7 +208,11 @@ class Externs:
         dst = self._dest(args[0], comp)
         dst_type = comp.compile(args[0]).type
         algo = _algo(comp, args[1], call.loc)
-        base = comp.rvalue(args[2], dst_type if isinstance(dst_type, BitT) else None)
+        # O, T and M are independent type parameters of v1model's hash: only an untyped
+        # constant base takes the result's type
+        base = comp.rvalue(args[2])
+        if isinstance(base.type, IntT) and isinstance(dst_type, BitT):
+            base = comp.rvalue(args[2], dst_type)
         calc = self.calculation(algo, args[3], comp, call.loc)
         max_val = comp.rvalue(args[4])
         if isinstance(max_val.type, IntT):

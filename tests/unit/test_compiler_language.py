@@ -85,3 +85,14 @@ def test_cast_key_without_name_is_an_error() -> None:
     local = "table t2 { key = { (bit<16>) hdr.h.v: exact; } actions = { NoAction; } }"
     _error_at(program("t2.apply();", local), "(bit<16>) hdr.h.v",
               "Complex key expression requires a @name annotation")
+
+
+def test_top_level_register_index_type() -> None:
+    top = "register<bit<8>>(4) acc;"
+    _error_at(program("acc.write(0, hdr.h.w);", top=top), "hdr.h.w",
+              "type mismatch: expected bit<8>, got bit<16>")
+
+
+def test_hash_result_must_be_a_field() -> None:
+    _error_at(program("hash(hdr.h.v + 1, HashAlgorithm.crc16, 8w0, { hdr.h.v }, 16w8);"),
+              "hdr.h.v + 1", "an extern result that is not stored in a field")
