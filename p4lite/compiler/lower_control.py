@@ -16,7 +16,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler import ast
-from p4lite.compiler.bindings import Binding, ConstB, DeclB, ExternB, FieldB, ParamB, Scope
+from p4lite.compiler.bindings import (
+    Binding,
+    ConstB,
+    DeclB,
+    ExternB,
+    FieldB,
+    HeaderB,
+    ParamB,
+    Scope,
+    StackB,
+    StructB,
+)
 from p4lite.compiler.cpmodel import CpAction
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
@@ -58,11 +69,19 @@ class ControlLowerer:
         for name, binding in param_bindings.items():
             self.scope.bind(name, binding)
         self.scope.readonly = set(readonly or ())
+        self.signature = _signature(param_bindings)  # actions are lowered per binding
         self.return_exits: list[Setter] = []
         self.init_stmts: list[ast.Node] = []
         self.key_copy_stmts: set[int] = set()  # ids of the key_N copies _add_key_copies makes
         self.tables = TableLowerer(lw, self)
         self._declare_locals()
+
+    def rebind(self, param_bindings: dict[str, Binding], readonly: set[str]) -> None:
+        """Bind the parameters to another call's arguments."""
+        for name, binding in param_bindings.items():
+            self.scope.bind(name, binding)
+        self.scope.readonly = set(readonly)
+        self.signature = _signature(param_bindings)
 
     # --------------------------------------------------------------- names
     def cp_name(self, decl: ast.Declaration, local: str) -> str:
@@ -119,7 +138,8 @@ class ControlLowerer:
         (directional) parameters; the remaining parameters come from the control plane.
         """
         decl = target.action()
-        key = id(decl), (self.prefix if target.owner is not None else ""), repr(list(bound))
+        owner_key = f"{self.prefix}|{target.owner.signature}" if target.owner is not None else ""
+        key = id(decl), owner_key, repr(list(bound))
         cached = self.lw.action_cache.get(key)
         if cached is not None:
             return cached
@@ -385,7 +405,9 @@ class ControlLowerer:
     def _call(self, call: ast.Call, scope: Scope) -> Frag:
         func = call.func
         if isinstance(func, ast.Member) and func.member == "apply":
-            target = ExprCompiler(self.lw.env, scope).compile(func.expr).binding
+            target: Binding | None = self._by_type_name(func.expr, scope)
+            if target is None:
+                target = ExprCompiler(self.lw.env, scope).compile(func.expr).binding
             if isinstance(target, DeclB) and target.kind == "table":
                 node, exits = self.tables.apply(target.table(), call.loc)
                 return Frag(node, exits)
@@ -396,6 +418,19 @@ class ControlLowerer:
             action = self.resolve_action(func.name, call.loc)
             return self.pipeline.direct_action(self, action, call)
         raise not_supported("this call in an apply block", call.loc)
+
+    def _by_type_name(self, expr: ast.Expression, scope: Scope) -> DeclB | None:
+        """``C.apply(...)`` with C a control type: an instance named C, made here."""
+        if not isinstance(expr, ast.Name) or scope.lookup(expr.name) is not None:
+            return None
+        control = self.lw.env.controls.get(expr.name)
+        if control is None:
+            return None
+        if control.ctor_params:
+            raise not_supported("control constructor parameters", expr.loc)
+        inst = ast.Instantiation(expr.name, ast.TypeName(expr.name, loc=expr.loc), [],
+                                 loc=expr.loc)
+        return DeclB("control_instance", control, inst)
 
     def _apply_subcontrol(self, target: DeclB, call: ast.Call, scope: Scope) -> Frag:
         decl = target.control()
@@ -409,12 +444,16 @@ class ControlLowerer:
         binder = StmtLowerer(self.lw, self.externs, scope)
         bindings, copy_in, copy_out = binder.bind_block_args(decl.params, given, call.loc)
         name = self.cp_name(inst, inst.name)
-        if name in self.pipeline.applied_controls:
-            raise not_supported(f"applying control instance {inst.name} more than once",
-                                call.loc)
-        self.pipeline.applied_controls.add(name)
         readonly = {p.name for p in decl.params if p.direction not in ("out", "inout")}
-        sub = ControlLowerer(self.lw, self.externs, self.pipeline, decl, name, bindings, readonly)
+        sub = self.pipeline.applied_controls.get(name)
+        if sub is None:
+            sub = ControlLowerer(self.lw, self.externs, self.pipeline, decl, name, bindings,
+                                 readonly)
+            self.pipeline.applied_controls[name] = sub
+        else:
+            # applied again: the same instance (its externs and locals), with this call's
+            # arguments; a table it applies is then applied twice, which is an error
+            sub.rebind(bindings, readonly)
         # P4_16 6.8: arguments are copied in before the control runs, out after it returns
         frag = Frag(PASS)
         if copy_in:
@@ -560,6 +599,27 @@ def _switch_as_ifs(stmt: ast.Switch) -> ast.Statement:
     return result
 
 
+def _signature(bindings: dict[str, Binding]) -> str:
+    """What a control's parameters are bound to, as text (a cache key)."""
+    return ";".join(f"{name}={_binding_text(b)}" for name, b in sorted(bindings.items()))
+
+
+def _binding_text(b: Binding) -> str:
+    if isinstance(b, FieldB):
+        return f"{b.header}.{b.field}"
+    if isinstance(b, HeaderB):
+        return b.instance
+    if isinstance(b, StackB):
+        return b.name
+    if isinstance(b, StructB):
+        return "{" + ",".join(_binding_text(m) for m in b.members.values()) + "}"
+    if isinstance(b, ConstB):
+        return repr(b.value)
+    if isinstance(b, ExternB):
+        return b.name
+    return type(b).__name__
+
+
 def _is_valid_call(expr: ast.Expression) -> bool:
     return (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Member)
             and expr.func.member == "isValid" and not expr.args)
@@ -618,7 +678,7 @@ class PipelineBuilder:
         self.name = name
         self.tables: list[Json] = []
         self.conditionals: list[Json] = []
-        self.applied_controls: set[str] = set()
+        self.applied_controls: dict[str, ControlLowerer] = {}
 
     def conditional(self, expression: Json, loc) -> Json:
         name = f"node_{self.lw.next_node_number()}"

@@ -96,3 +96,18 @@ def test_top_level_register_index_type() -> None:
 def test_hash_result_must_be_a_field() -> None:
     _error_at(program("hash(hdr.h.v + 1, HashAlgorithm.crc16, 8w0, { hdr.h.v }, 16w8);"),
               "hdr.h.v + 1", "an extern result that is not stored in a field")
+
+
+def test_control_with_a_table_applied_twice_is_an_error() -> None:
+    top = ("control S(inout bit<8> p) {\n"
+           "    table t { key = { p : exact; } actions = { NoAction; } }\n"
+           "    apply { t.apply(); }\n"
+           "}")
+    text = program("s.apply(hdr.h.v);\n s.apply(hdr.h.v);", "S() s;", top=top)
+    _error_at(text, "t.apply()", "applying table t more than once")
+
+
+def test_control_type_applied_by_name_checks_its_arguments() -> None:
+    top = "control S(inout bit<8> p) { apply { p = 1; } }"
+    _error_at(program("S.apply(hdr.h.w);", top=top), "hdr.h.w",
+              "type mismatch: parameter p is bit<8>, the argument is bit<16>")
