@@ -435,7 +435,8 @@ class ControlLowerer:
     def _apply_subcontrol(self, target: DeclB, call: ast.Call, scope: Scope) -> Frag:
         decl = target.control()
         inst: ast.Instantiation = target.owner
-        args = match_args(decl.params, call.args, f"control {decl.name}", call.loc)
+        args = match_args(decl.params, call.args, f"control {decl.name}", call.loc,
+                          keep_dont_care=True)
         given: list[ast.Expression] = []
         for param, arg in zip(decl.params, args, strict=True):
             if arg is None:

@@ -173,7 +173,8 @@ class StmtLowerer:
                         ) -> tuple[list[Json], Binding | None]:
         """A function's body, parameters copied in and out; its result's storage."""
         inner = self.lw.env.global_scope.child()
-        args = match_args(decl.params, call.args, f"function {decl.name}", call.loc)
+        args = match_args(decl.params, call.args, f"function {decl.name}", call.loc,
+                          keep_dont_care=True)
         missing = [p.name for p, a in zip(decl.params, args, strict=True) if a is None]
         if missing:
             raise CompileError(f"missing argument for parameter {missing[0]}", call.loc)
@@ -368,7 +369,8 @@ class StmtLowerer:
         decl = target.action()
         scope = (target.owner.scope if target.owner is not None else self.lw.env.global_scope)
         inner = scope.child()
-        args = match_args(decl.params, call.args, f"action {decl.name}", call.loc)
+        args = match_args(decl.params, call.args, f"action {decl.name}", call.loc,
+                          keep_dont_care=True)
         missing = [p.name for p, a in zip(decl.params, args, strict=True) if a is None]
         if missing:
             raise CompileError(f"missing argument for parameter {missing[0]}", call.loc)
@@ -385,6 +387,10 @@ class StmtLowerer:
         frame = CallFrame(self._side_marks())
         for param, arg in zip(params, args, strict=True):
             t = self.lw.env.resolve(param.type)
+            if isinstance(arg, ast.DontCare):
+                # `_`: an out value nobody reads, an in value nobody set (P4_16 8.18)
+                inner.bind(param.name, self.lw.storage.bind_local(param.name, t, arg.loc))
+                continue
             passed = self._passed(param, t, arg, frame.pre)
             if passed is None:
                 inner.bind(param.name, self.bind_argument(param, arg, frame.pre))
@@ -460,7 +466,8 @@ class StmtLowerer:
         A control reaches no storage but its parameters', so an argument is aliased
         unless another argument of the same call overlaps it (one of them written).
         """
-        frame = self.bind_call(params, args, Scope(), loc)
+        scope = Scope()
+        frame = self.bind_call(params, args, scope, loc)
         renames = Renames()
         copy_in: list[Json] = list(frame.pre)
         copy_out: list[Json] = []
@@ -468,7 +475,9 @@ class StmtLowerer:
         for param, arg in zip(params, args, strict=True):
             passed = next((p for p in frame.passed if p.param is param), None)
             if passed is None:
-                bindings[param.name] = self.bind_argument(param, arg, copy_in)
+                found = scope.lookup(param.name) if isinstance(arg, ast.DontCare) else None
+                bindings[param.name] = (found if found is not None
+                                        else self.bind_argument(param, arg, copy_in))
                 continue
             refs = binding_refs(passed.real) if passed.real is not None else set()
             clash = passed.real is None or any(

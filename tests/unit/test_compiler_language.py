@@ -111,3 +111,8 @@ def test_control_type_applied_by_name_checks_its_arguments() -> None:
     top = "control S(inout bit<8> p) { apply { p = 1; } }"
     _error_at(program("S.apply(hdr.h.w);", top=top), "hdr.h.w",
               "type mismatch: parameter p is bit<8>, the argument is bit<16>")
+
+
+def test_dont_care_inside_an_expression_is_an_error() -> None:
+    locals_ = "action f(in bit<8> a) { hdr.h.v = a; }"
+    _error_at(program("f(_ + 1);", locals_), "_ + 1", "DontCare")
