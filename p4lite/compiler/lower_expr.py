@@ -300,7 +300,13 @@ class ExprCompiler:
     def _c_Binary(self, e: ast.Binary) -> Val:
         if e.op in _LOGIC:
             return self._logic(e)
-        left, right = self.rvalue(e.left), self.rvalue(e.right)
+        if e.op in ("==", "!=") and (_is_aggregate_literal(e.left)
+                                     or _is_aggregate_literal(e.right)):
+            return self._aggregate_compare(e)
+        first = self.compile(e.left)
+        if e.op in ("==", "!=") and isinstance(first.type, StructT | HeaderT):
+            return self._aggregate_compare(e)
+        left, right = self._filled(first, e.left), self.rvalue(e.right)
         if e.op == "++":
             return self._concat(left, right, e.loc)
         if e.op in ("<<", ">>"):
@@ -314,6 +320,83 @@ class ExprCompiler:
         if e.op in _ARITH or e.op in _BITWISE or e.op in ("/", "%"):
             return self._arith(e.op, left, right, e.loc)
         raise not_supported(f"operator {e.op}", e.loc)
+
+    def _filled(self, val: Val, e: ast.Expression) -> Val:
+        """``rvalue`` of an already compiled ``e``."""
+        if val.json is None:
+            if val.const is None:
+                raise CompileError(f"{describe(val)} is not a value here", e.loc)
+            val.json = self._const_json(val.const, val.type)
+        return val
+
+    # ------------------------------------------------- struct and header equality
+    def _aggregate_compare(self, e: ast.Binary) -> Val:
+        """``==``/``!=`` of structs, headers, and ``{...}`` list/struct expressions: every
+        field pairwise; two headers are equal when both are invalid, or both are valid
+        with equal fields (P4_16 8.16); a ``{...}`` stands for a valid header."""
+        t: P4Type | None = None
+        for side in (e.left, e.right):
+            if not _is_aggregate_literal(side):
+                t = self.compile(side).type
+                break
+        if not isinstance(t, StructT | HeaderT):
+            raise CompileError(f"cannot compare {'these values' if t is None else t} with "
+                               f"{e.op}", e.loc)
+        equal = self._equal_parts(e.left, e.right, t, e.loc)
+        if e.op == "!=":
+            return Val(BoolT(), expr_json("not", None, equal), is_data=False)
+        return Val(BoolT(), equal, is_data=False)
+
+    def _equal_parts(self, left: Any, right: Any, t: P4Type, loc) -> Json:
+        """Equality of two operands of type ``t``; an operand is an AST expression or a
+        compiled ``Val`` (members of a compiled struct or header)."""
+        if isinstance(t, StructT | HeaderT):
+            lv, rv = self._operand(left), self._operand(right)
+            parts = [self._equal_parts(self._member(lv, f, i, loc), self._member(rv, f, i, loc),
+                                       ft, loc) for i, (f, ft) in enumerate(t.fields)]
+            fields = parts[0] if parts else {"type": "bool", "value": True}
+            for part in parts[1:]:
+                fields = expr_json("and", fields, part)
+            if isinstance(t, StructT):
+                return fields
+            valid = [self._valid_of(v) for v in (lv, rv)]
+            if valid[0] is None and valid[1] is None:
+                return fields
+            if valid[0] is None or valid[1] is None:  # a {...} is a valid header
+                known = valid[0] if valid[0] is not None else valid[1]
+                return expr_json("and", expr_json("d2b", None, known), fields)
+            both = expr_json("==", valid[0], valid[1])
+            return expr_json("and", both, expr_json(
+                "or", expr_json("not", None, expr_json("d2b", None, valid[0])), fields))
+        lval = left if isinstance(left, Val) else self.rvalue(left, t)
+        rval = right if isinstance(right, Val) else self.rvalue(right, t)
+        return self._compare("==", self._filled(lval, ast.Name("?", loc=loc)),
+                             self._filled(rval, ast.Name("?", loc=loc)), loc).operand
+
+    def _operand(self, side: Any) -> Any:
+        if isinstance(side, Val) or _is_aggregate_literal(side):
+            return side
+        return self.compile(side)
+
+    def _member(self, side: Any, fname: str, index: int, loc) -> Any:
+        if isinstance(side, ast.StructExpr):
+            given = {f.name: f.value for f in side.fields}
+            if fname not in given:
+                raise CompileError(f"the expression sets no field {fname}", side.loc)
+            return given[fname]
+        if isinstance(side, ast.ListExpr):
+            if index >= len(side.items):
+                raise CompileError("the list has too few elements for the comparison",
+                                   side.loc)
+            return side.items[index]
+        assert isinstance(side, Val)
+        return self.member_of(side, fname, loc)
+
+    @staticmethod
+    def _valid_of(side: Any) -> Json | None:
+        if isinstance(side, Val) and isinstance(side.binding, HeaderB):
+            return {"type": "field", "value": [side.binding.instance, "$valid$"]}
+        return None
 
     def _unify(self, left: Val, right: Val, e: ast.Binary) -> tuple[Val, Val]:
         if isinstance(left.type, IntT) and not isinstance(right.type, IntT):
@@ -486,6 +569,10 @@ class ExprCompiler:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _is_aggregate_literal(e: Any) -> bool:
+    return isinstance(e, ast.StructExpr | ast.ListExpr)
 
 
 def annotated_id(decl: ast.Declaration, comp: ExprCompiler) -> tuple[int | None, SourceLoc | None]:

@@ -45,7 +45,16 @@ from p4lite.compiler.lower_expr import (
     hexstr,
     to_param,
 )
-from p4lite.compiler.types import BitT, BoolT, P4Type, VoidT, same_type, width_of
+from p4lite.compiler.types import (
+    BitT,
+    BoolT,
+    HeaderT,
+    P4Type,
+    StructT,
+    VoidT,
+    same_type,
+    width_of,
+)
 
 if TYPE_CHECKING:
     from p4lite.compiler.context import Lowering
@@ -237,6 +246,8 @@ class StmtLowerer:
             value = self.comp.rvalue(rhs, target.type)
             return [_assign_prim(binding, value)]
         if isinstance(binding, HeaderB):
+            if isinstance(rhs, ast.StructExpr | ast.ListExpr):
+                return self._assign_fields(binding, rhs, loc)
             source = self.comp.compile(rhs)
             if not isinstance(source.binding, HeaderB) or source.binding.type is not binding.type:
                 raise CompileError(f"cannot assign {describe(source)} to header {binding.instance}",
@@ -261,14 +272,8 @@ class StmtLowerer:
 
     def _assign_struct(self, target: StructB, rhs: ast.Expression, loc) -> list[Json]:
         prims: list[Json] = []
-        if isinstance(rhs, ast.StructExpr):
-            given = {f.name: f.value for f in rhs.fields}
-            if set(given) != {f for f, _ in target.type.fields}:
-                raise CompileError(f"the initializer must set every field of {target.type.name}",
-                                   loc)
-            for fname, _ in target.type.fields:
-                prims += self._assign_binding(target.members[fname], given[fname], loc)
-            return prims
+        if isinstance(rhs, ast.StructExpr | ast.ListExpr):
+            return self._assign_fields(target, rhs, loc)
         source = self.comp.compile(rhs)
         if not isinstance(source.binding, StructB) or source.binding.type is not target.type:
             raise CompileError(f"cannot assign {describe(source)} to struct {target.type.name}", loc)
@@ -276,12 +281,50 @@ class StmtLowerer:
             prims += self._copy_binding(target.members[fname], source.binding.members[fname], loc)
         return prims
 
+    def _assign_fields(self, target: StructB | HeaderB, rhs: ast.StructExpr | ast.ListExpr,
+                       loc) -> list[Json]:
+        """``x = {f = a, g = b}`` or ``x = {a, b}``: every field in declaration order; a
+        header becomes valid (P4_16 8.13)."""
+        t = target.type
+        names = [f for f, _ in t.fields]
+        if isinstance(rhs, ast.StructExpr):
+            given = {f.name: f.value for f in rhs.fields}
+            if set(given) != set(names):
+                raise CompileError(f"the initializer must set every field of {t.name}", rhs.loc)
+            values = [given[f] for f in names]
+        else:
+            if len(rhs.items) != len(names):
+                raise CompileError(f"{t.name} has {len(names)} fields, the list has "
+                                   f"{len(rhs.items)}", rhs.loc)
+            values = list(rhs.items)
+        prims: list[Json] = []
+        if isinstance(target, HeaderB):
+            prims.append({"op": "add_header", "parameters": [
+                {"type": "header", "value": target.instance}]})
+            for (fname, ftype), value in zip(t.fields, values, strict=True):
+                member = FieldB(target.instance, fname, ftype)
+                prims.append(_assign_prim(member, self.comp.rvalue(value, ftype)))
+            return prims
+        for fname, value in zip(names, values, strict=True):
+            prims += self._assign_binding(target.members[fname], value, loc)
+        return prims
+
     def _assign_binding(self, binding, rhs: ast.Expression, loc) -> list[Json]:
         if isinstance(binding, FieldB):
             return [_assign_prim(binding, self.comp.rvalue(rhs, binding.type))]
         if isinstance(binding, StructB):
             return self._assign_struct(binding, rhs, loc)
-        raise not_supported("initializing a header or stack inside a struct initializer", loc)
+        if isinstance(binding, HeaderB):
+            if isinstance(rhs, ast.StructExpr | ast.ListExpr):
+                return self._assign_fields(binding, rhs, loc)
+            return self._copy_binding(binding, self._storage_of(rhs), loc)
+        raise not_supported("initializing a header stack inside a struct initializer", loc)
+
+    def _storage_of(self, e: ast.Expression):
+        val = self.comp.compile(e)
+        if val.binding is None:
+            raise CompileError(f"expected a header, not {describe(val)}", e.loc)
+        return val.binding
 
     def _copy_binding(self, dst, src, loc) -> list[Json]:
         if isinstance(dst, FieldB) and isinstance(src, FieldB):
@@ -419,6 +462,13 @@ class StmtLowerer:
                 raise CompileError(f"argument for {param.direction} parameter {param.name} "
                                    "must be an l-value", arg.loc)
         else:
+            if isinstance(arg, ast.StructExpr | ast.ListExpr) and isinstance(t, StructT | HeaderT):
+                temp = self.lw.storage.bind_local(param.name, t, arg.loc)
+                assert isinstance(temp, StructB | HeaderB)
+                pre += self._assign_fields(temp, arg, arg.loc)
+                holder = placeholder(t)
+                assert holder is not None
+                return Passed(param, t, arg, temp, holder, writes)
             val = self.comp.compile(arg, t if isinstance(t, BitT) else None)
             if not isinstance(val.binding, FieldB | HeaderB | StructB | StackB):
                 return None

@@ -116,3 +116,20 @@ def test_control_type_applied_by_name_checks_its_arguments() -> None:
 def test_dont_care_inside_an_expression_is_an_error() -> None:
     locals_ = "action f(in bit<8> a) { hdr.h.v = a; }"
     _error_at(program("f(_ + 1);", locals_), "_ + 1", "DontCare")
+
+
+def test_list_expression_with_too_few_elements() -> None:
+    top = "struct pair_t { bit<8> x; bit<8> y; }"
+    _error_at(program("pair_t p = {hdr.h.v};", top=top), "{hdr.h.v}",
+              "pair_t has 2 fields, the list has 1")
+
+
+def test_struct_expression_missing_a_field() -> None:
+    top = "struct pair_t { bit<8> x; bit<8> y; }"
+    _error_at(program("pair_t p = {x = 1, y = 2};\n if (p == {x = 1}) { hdr.h.v = 1; }",
+                      top=top), "{x = 1}", "the expression sets no field y")
+
+
+def test_comparing_two_list_expressions_is_an_error() -> None:
+    _error_at(program("if ({1, 2} == {1, 2}) { hdr.h.v = 1; }"), "{1, 2} == {1, 2}",
+              "cannot compare these values with ==")
