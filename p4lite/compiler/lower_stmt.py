@@ -343,7 +343,22 @@ class StmtLowerer:
             return out
         raise not_supported("copying this struct member", loc)
 
+    def _flatten_slice(self, lhs: ast.Slice) -> ast.Slice:
+        """``x[7:4][1:0]`` as ``x[5:4]``: a slice of a slice is a slice of the field."""
+        while isinstance(lhs.expr, ast.Slice):
+            inner = lhs.expr
+            inner_hi = int(self.comp.const_value(inner.hi))
+            inner_lo = int(self.comp.const_value(inner.lo))
+            hi, lo = int(self.comp.const_value(lhs.hi)), int(self.comp.const_value(lhs.lo))
+            if not inner_hi - inner_lo >= hi >= lo >= 0:
+                raise CompileError(f"slice [{hi}:{lo}] out of range for "
+                                   f"bit<{inner_hi - inner_lo + 1}>", lhs.loc)
+            lhs = ast.Slice(inner.expr, ast.IntLiteral(inner_lo + hi, loc=lhs.hi.loc),
+                            ast.IntLiteral(inner_lo + lo, loc=lhs.lo.loc), loc=lhs.loc)
+        return lhs
+
     def _assign_slice(self, lhs: ast.Slice, rhs: ast.Expression, loc) -> list[Json]:
+        lhs = self._flatten_slice(lhs)
         target = self.comp.compile(lhs.expr)
         if not isinstance(target.binding, FieldB) or not isinstance(target.type, BitT):
             raise not_supported("assigning to a slice of something that is not a field", lhs.loc)
@@ -448,6 +463,7 @@ class StmtLowerer:
         writes = param.direction in ("out", "inout")
         if writes and isinstance(arg, ast.Slice):
             self.check_writable(arg)
+            arg = self._flatten_slice(arg)
             if not isinstance(self.comp.compile(arg.expr).binding, FieldB):
                 raise not_supported("a slice of something that is not a field as an "
                                     f"{param.direction} argument", arg.loc)

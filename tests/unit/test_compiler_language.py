@@ -133,3 +133,8 @@ def test_struct_expression_missing_a_field() -> None:
 def test_comparing_two_list_expressions_is_an_error() -> None:
     _error_at(program("if ({1, 2} == {1, 2}) { hdr.h.v = 1; }"), "{1, 2} == {1, 2}",
               "cannot compare these values with ==")
+
+
+def test_slice_of_a_slice_out_of_range() -> None:
+    _error_at(program("hdr.h.v[7:4][4:0] = 3;"), "hdr.h.v[7:4][4:0]",
+              "slice [4:0] out of range for bit<4>")
