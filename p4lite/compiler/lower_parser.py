@@ -24,7 +24,7 @@ from p4lite.compiler.lower_expr import (
     to_param,
 )
 from p4lite.compiler.lower_stmt import StmtLowerer
-from p4lite.compiler.types import BitT, BoolT, ErrorT, P4Type, width_of
+from p4lite.compiler.types import BitT, BoolT, ErrorT, ExternT, P4Type, width_of
 
 if TYPE_CHECKING:
     from p4lite.compiler.context import Lowering
@@ -55,6 +55,9 @@ def encode_keyset(parts: list[tuple[int, int]], widths: list[int]) -> tuple[str,
         mask_hex += f"{mask & full:0{2 * nbytes}x}"
         all_exact = all_exact and (mask & full) == full
     return "0x" + value_hex, (None if all_exact else "0x" + mask_hex)
+
+
+_NOT_IN_PARSERS = {"register", "counter", "direct_counter", "meter", "direct_meter"}
 
 
 class ParserLowerer:
@@ -94,6 +97,13 @@ class ParserLowerer:
                 self.scope.bind(local.name, binding)
                 if local.init is not None:
                     ops += self._set(ast.Name(local.name, loc=local.loc), local.init, local.loc)
+            elif isinstance(local, ast.Instantiation) and isinstance(
+                    self.lw.env.resolve(local.type), ExternT):
+                # an extern used by the states' statements (register, counter, ...)
+                name = f"{self.decl.name}.{local.name}"
+                self.scope.bind(local.name, self.externs.declare(local, name, self.comp))
+            elif isinstance(local, ast.Instantiation):
+                raise not_supported("sub-parser instances", local.loc)
             else:
                 raise not_supported(f"{type(local).__name__} inside a parser", local.loc)
         return ops
@@ -154,6 +164,10 @@ class ParserLowerer:
             base = self.comp.compile(func.expr)
             if isinstance(base.binding, ExternB) and base.binding.kind == "packet_in":
                 return self._packet_method(func.member, call)
+            if isinstance(base.binding, ExternB) and base.binding.kind in _NOT_IN_PARSERS:
+                # p4c's BMv2 back end (ParserConverter) has no parser op for them
+                text = self.lw.source.fragment(call.loc)
+                raise CompileError(f"{text}: not supported in parser on this target", call.loc)
         return self._primitives([ast.CallStmt(call, loc=loc)])
 
     def _primitives(self, stmts: list[ast.Node]) -> list[Json]:
@@ -183,6 +197,13 @@ class ParserLowerer:
                 raise CompileError("advance takes 1 argument", call.loc)
             bits = self.comp.rvalue(call.args[0].value, BitT(32))
             return [{"op": "advance", "parameters": [to_param(bits.operand)]}]
+        if method == "lookahead":
+            # the value is not used: nothing to do (BMv2's lookahead never fails)
+            if len(call.type_args) != 1 or call.args:
+                raise CompileError("lookahead takes one type argument and no arguments",
+                                   call.loc)
+            self._lookahead(self.lw.env.resolve(call.type_args[0]), call.loc)
+            return []
         raise not_supported(f"packet_in.{method} as a statement", call.loc)
 
     def _lookahead(self, t: P4Type, loc) -> Json:

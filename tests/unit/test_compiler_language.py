@@ -138,3 +138,18 @@ def test_comparing_two_list_expressions_is_an_error() -> None:
 def test_slice_of_a_slice_out_of_range() -> None:
     _error_at(program("hdr.h.v[7:4][4:0] = 3;"), "hdr.h.v[7:4][4:0]",
               "slice [4:0] out of range for bit<4>")
+
+
+def test_register_in_a_parser_is_an_error_as_in_p4c() -> None:
+    parser = ("register<bit<8>>(1) seen;\n"
+              "state start {\n"
+              "    seen.write(0, 1);\n"
+              "    pkt.extract(hdr.eth); transition accept; }")
+    _error_at(program(parser=parser), "seen.write(0, 1)",
+              "not supported in parser on this target")
+
+
+def test_lookahead_statement_needs_a_type() -> None:
+    parser = "state start { pkt.lookahead(); pkt.extract(hdr.eth); transition accept; }"
+    _error_at(program(parser=parser), "pkt.lookahead()",
+              "lookahead takes one type argument and no arguments")
