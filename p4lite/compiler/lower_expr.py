@@ -212,6 +212,8 @@ class ExprCompiler:
         binding = base.binding
         if isinstance(binding, TypeB):
             return _enum_member(binding.type, member, loc)
+        if isinstance(binding, HeaderB) and binding.type.members is not None:
+            return binding_val(_flattened_member(binding, member, loc))
         if isinstance(binding, HeaderB):
             ftype = binding.type.field_type(member)
             if ftype is None:
@@ -569,6 +571,22 @@ class ExprCompiler:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _flattened_member(binding: HeaderB, member: str, loc) -> Binding:
+    """A member of a header whose struct fields are stored flattened."""
+    t = binding.type
+    assert t.members is not None
+    mtype = t.members.get(member)
+    if mtype is None:
+        raise CompileError(f"header {t.name} has no field {member}", loc)
+
+    def view(path: str, vt: P4Type) -> Binding:
+        if isinstance(vt, StructT):
+            return StructB(vt, {f: view(f"{path}.{f}", ft) for f, ft in vt.fields})
+        return FieldB(binding.instance, t.storage[path], vt)
+
+    return view(member, mtype)
 
 
 def _is_aggregate_literal(e: Any) -> bool:

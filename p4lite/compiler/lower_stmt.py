@@ -286,6 +286,8 @@ class StmtLowerer:
         """``x = {f = a, g = b}`` or ``x = {a, b}``: every field in declaration order; a
         header becomes valid (P4_16 8.13)."""
         t = target.type
+        if isinstance(t, HeaderT) and t.members is not None:
+            raise not_supported("a {...} expression for a header with struct fields", rhs.loc)
         names = [f for f, _ in t.fields]
         if isinstance(rhs, ast.StructExpr):
             given = {f.name: f.value for f in rhs.fields}

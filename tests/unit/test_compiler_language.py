@@ -153,3 +153,12 @@ def test_lookahead_statement_needs_a_type() -> None:
     parser = "state start { pkt.lookahead(); pkt.extract(hdr.eth); transition accept; }"
     _error_at(program(parser=parser), "pkt.lookahead()",
               "lookahead takes one type argument and no arguments")
+
+
+def test_header_field_of_a_struct_holding_a_header_is_rejected() -> None:
+    top = ("header inner_t { bit<8> v; }\n"
+           "struct wrap_t { inner_t i; }\n"
+           "header outer_t {\n    wrap_t w;\n}\n"
+           "struct more_t { outer_t o; }")
+    text = program("hdr.h.v = 1;", top=top, meta="bit<8> m; more_t more;")
+    _error_at(text, "wrap_t w;", "not supported by p4lite: header field w of type")
