@@ -118,6 +118,6 @@ def test_tokens_separated_by_several_blanks() -> None:
     packet = strict("packet  0 0b  0000")
     assert isinstance(packet, PacketCmd) and packet.port == 0 and packet.data == b"\x0b\x00\x00"
     expect = strict("expect\t 1  0b 00 00  $")
-    assert isinstance(expect, ExpectCmd) and expect.pattern.lower() == "0b0000" and expect.exact_length
+    assert isinstance(expect, ExpectCmd) and (expect.pattern or "").lower() == "0b0000" and expect.exact_length
     check = strict("check_counter  c(1)  packets  ==  2")
     assert isinstance(check, CheckCmd) and check.value == 2
