@@ -119,6 +119,32 @@ class StackElemB(Binding):
     which: str
 
 
+@dataclass(slots=True)
+class DynElemB(Binding):
+    """``stack[i]`` with ``i`` known only at run time (p4c: dereference_header_stack)."""
+
+    stack: StackB
+    index: Json
+
+    def deref(self) -> Json:
+        return expr_json("dereference_header_stack",
+                         {"type": "header_stack", "value": self.stack.name}, self.index)
+
+
+@dataclass(slots=True)
+class DynFieldB(Binding):
+    """A field of ``stack[i]``, ``i`` known at run time: BMv2's access_field."""
+
+    elem: DynElemB
+    field: str
+    type: P4Type
+
+    def access(self) -> Json:
+        offset = [f for f, _ in self.elem.stack.type.element.fields].index(self.field)
+        return {"type": "expression", "value": {"op": "access_field",
+                                                "left": self.elem.deref(), "right": offset}}
+
+
 _ARITH = {"+", "-", "*", "<<"}
 _BITWISE = {"&": "&", "|": "|", "^": "^"}
 _COMPARE = {"==", "!=", "<", "<=", ">", ">="}
@@ -233,6 +259,13 @@ class ExprCompiler:
                 ref = {"type": "header_stack", "value": binding.name}
                 return Val(BitT(32), expr_json("last_stack_index", None, ref))
             raise not_supported(f"header stack member .{member} here", loc)
+        if isinstance(binding, DynElemB):
+            ftype = binding.stack.type.element.field_type(member)
+            if ftype is None:
+                raise CompileError(f"header {binding.stack.type.element.name} has no field "
+                                   f"{member}", loc)
+            dyn = DynFieldB(binding, member, ftype)
+            return Val(ftype, dyn.access(), None, dyn)
         if isinstance(binding, StackElemB):
             ftype = binding.stack.type.element.field_type(member)
             if ftype is None or binding.which != "last":
@@ -246,9 +279,15 @@ class ExprCompiler:
         if not isinstance(base.binding, StackB):
             raise CompileError(f"{describe(base)} cannot be indexed", e.loc)
         index = self.compile(e.index)
-        if index.const is None:
-            raise not_supported("a header stack index that is not a compile-time constant", e.loc)
         stack = base.binding
+        if index.const is None:
+            if not isinstance(index.type, BitT) or index.type.signed:
+                raise CompileError(f"a header stack index must be bit<N>, not {index.type}",
+                                   e.index.loc)
+            if stack.type.element.members is not None:
+                raise not_supported("a run-time index into a stack of headers with struct "
+                                    "fields", e.loc)
+            return Val(stack.type.element, None, None, DynElemB(stack, index.operand))
         if not 0 <= int(index.const) < stack.type.size:
             raise CompileError(
                 f"index {index.const} out of range for {stack.name}[{stack.type.size}]", e.loc
@@ -545,6 +584,10 @@ class ExprCompiler:
         func = e.func
         if isinstance(func, ast.Member) and func.member == "isValid" and not e.args:
             base = self.compile(func.expr)
+            if isinstance(base.binding, DynElemB):
+                # p4c's JSON for it makes simple_switch abort (Json::LogicError) at load
+                raise not_supported("isValid() on a header stack element with a run-time "
+                                    "index", e.loc)
             if not isinstance(base.binding, HeaderB):
                 raise CompileError(f"isValid() needs a header, not {describe(base)}", e.loc)
             valid = {"type": "field", "value": [base.binding.instance, "$valid$"]}
@@ -627,6 +670,10 @@ def binding_val(binding: Binding) -> Val:
         return Val(IntT(), None, None, binding)
     if isinstance(binding, StackElemB):
         return Val(binding.stack.type.element, None, None, binding)
+    if isinstance(binding, DynElemB):
+        return Val(binding.stack.type.element, None, None, binding)
+    if isinstance(binding, DynFieldB):
+        return Val(binding.type, binding.access(), None, binding)
     raise TypeError(binding)
 
 

@@ -37,6 +37,8 @@ from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
 from p4lite.compiler.hoist_calls import Hoister, has_call
 from p4lite.compiler.lower_expr import (
+    DynElemB,
+    DynFieldB,
     ExprCompiler,
     Val,
     as_data,
@@ -245,6 +247,12 @@ class StmtLowerer:
         if isinstance(binding, FieldB):
             value = self.comp.rvalue(rhs, target.type)
             return [_assign_prim(binding, value)]
+        if isinstance(binding, DynFieldB):  # stack[i].f = v: the l-value is an expression
+            value = self.comp.rvalue(rhs, binding.type)
+            return [{"op": "assign", "parameters": [binding.access(), to_param(as_data(value))]}]
+        if isinstance(binding, DynElemB):
+            raise not_supported("assigning a whole header stack element with a run-time "
+                                "index", lhs.loc)
         if isinstance(binding, HeaderB):
             if isinstance(rhs, ast.StructExpr | ast.ListExpr):
                 return self._assign_fields(binding, rhs, loc)
@@ -419,6 +427,10 @@ class StmtLowerer:
                                                hexstr(count, None)]}]
         if isinstance(binding, ExternB):
             return self.externs.method_call(binding, method, call, self.comp)
+        if isinstance(binding, DynElemB) and method in ("setValid", "setInvalid"):
+            # p4c's JSON for it makes simple_switch abort (Json::LogicError) at load
+            raise not_supported(f"{method}() on a header stack element with a run-time index",
+                                call.loc)
         if isinstance(binding, DeclB) and method == "apply":
             raise not_supported(f"applying a {binding.kind} inside an action", call.loc)
         raise not_supported(f"method {method} of {describe(base)}", call.loc)

@@ -162,3 +162,28 @@ def test_header_field_of_a_struct_holding_a_header_is_rejected() -> None:
            "struct more_t { outer_t o; }")
     text = program("hdr.h.v = 1;", top=top, meta="bit<8> m; more_t more;")
     _error_at(text, "wrap_t w;", "not supported by p4lite: header field w of type")
+
+
+def test_run_time_stack_index_from_action_data_is_a_local() -> None:
+    """Inside an expression an action parameter is "local" (p4c writes "runtime_data"
+    there, which simple_switch refuses to load: "Invalid 'type' in expression")."""
+    locals_ = ("action mark(bit<8> i) { hdr.vlan[i].tci = 1; }\n"
+               "table t { key = { hdr.h.v: exact; } actions = { mark; } }")
+    result = compile_text(program("t.apply();", locals_), filename="prog.p4",
+                          p4c_nesting=False)
+    action = next(a for a in result.bmv2["actions"] if a["name"] == "I.mark")
+    target = action["primitives"][0]["parameters"][0]
+    assert target["value"]["op"] == "access_field"
+    deref = target["value"]["left"]["value"]
+    assert deref["op"] == "dereference_header_stack"
+    assert deref["right"] == {"type": "local", "value": 0}
+
+
+def test_is_valid_with_a_run_time_stack_index_is_rejected() -> None:
+    _error_at(program("if (hdr.vlan[hdr.h.v].isValid()) { hdr.h.v = 1; }"),
+              "hdr.vlan[hdr.h.v].isValid()", "not supported by p4lite: isValid() on a header")
+
+
+def test_run_time_stack_index_must_be_unsigned_bits() -> None:
+    _error_at(program("hdr.vlan[hdr.h.v == 1].tci = 1;"), "hdr.h.v == 1",
+              "a header stack index must be bit<N>, not bool")
