@@ -187,3 +187,14 @@ def test_is_valid_with_a_run_time_stack_index_is_rejected() -> None:
 def test_run_time_stack_index_must_be_unsigned_bits() -> None:
     _error_at(program("hdr.vlan[hdr.h.v == 1].tci = 1;"), "hdr.h.v == 1",
               "a header stack index must be bit<N>, not bool")
+
+
+def test_sub_parser_with_a_missing_argument() -> None:
+    top = ("parser Sub(packet_in pkt, out ethernet_t e) {\n"
+           "    state start { pkt.extract(e); transition accept; } }")
+    parser = ("Sub() sub;\n"
+              "state start {\n"
+              "    sub.apply(pkt);\n"
+              "    transition accept; }")
+    text = program(parser=parser, top=top)
+    _error_at(text, "sub.apply(pkt)", "missing argument for parameter e")
