@@ -198,3 +198,14 @@ def test_sub_parser_with_a_missing_argument() -> None:
               "    transition accept; }")
     text = program(parser=parser, top=top)
     _error_at(text, "sub.apply(pkt)", "missing argument for parameter e")
+
+
+@pytest.mark.parametrize(("top", "meta", "needle", "what"), [
+    ("header a_t { bit<8> x; }\nheader b_t { bit<16> y; }\nheader_union u_t { a_t a; b_t b; }",
+     "bit<8> m; u_t u;", "header_union u_t", "header_union"),
+    ("header v_t { bit<8> len; varbit<32> opts; }", "bit<8> m; v_t v;", "varbit<32>", "varbit"),
+])
+def test_header_unions_and_varbit_are_rejected_at_the_declaration(top: str, meta: str,
+                                                                   needle: str,
+                                                                   what: str) -> None:
+    _error_at(program(top=top, meta=meta), needle, f"not supported by p4lite: {what}")
