@@ -70,30 +70,48 @@ def binding_refs(binding: Binding) -> set[Ref]:
     return set()
 
 
-def json_refs(obj: Any, stack_elements: Callable[[str], Iterable[str]]) -> set[Ref]:
-    """Every storage reference in a JSON fragment (primitives, calculations, lists)."""
+def json_refs(obj: Any, stack_elements: Callable[[str], Iterable[str]]
+              ) -> tuple[set[Ref], list[Json]]:
+    """Every storage reference in a JSON fragment (primitives, calculations, lists), and
+    the reference nodes that name a placeholder (for ``Renames.apply_to``).
+
+    One iterative walk: it runs for every inlined call, so it is kept cheap."""
     refs: set[Ref] = set()
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            kind, value = node.get("type"), node.get("value")
-            if kind == "field" and isinstance(value, list):
-                refs.add((value[0], value[1]))
-            elif kind == "header" and isinstance(value, str):
-                refs.add((value, None))
-            elif kind in ("header_stack", "stack_field") and isinstance(value, str | list):
-                stack = value if isinstance(value, str) else value[0]
-                refs.add((stack, None))
-                refs.update((element, None) for element in stack_elements(stack))
-            for child in node.values():
-                if isinstance(child, dict | list):
-                    visit(child)
-        elif isinstance(node, list):
+    marked: list[Json] = []
+    stack: list[Any] = [obj]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        if type(node) is list:
             for child in node:
-                visit(child)
-
-    visit(obj)
-    return refs
+                if type(child) is dict or type(child) is list:
+                    push(child)
+            continue
+        kind = node.get("type")
+        value = node.get("value")
+        if kind == "field" and type(value) is list:
+            header = value[0]
+            if type(header) is str:
+                refs.add((header, value[1]))
+                if header.startswith(PREFIX):
+                    marked.append(node)
+                continue
+        elif kind == "header" and type(value) is str:
+            refs.add((value, None))
+            if value.startswith(PREFIX):
+                marked.append(node)
+            continue
+        elif kind in ("header_stack", "stack_field"):
+            stack_name = value if type(value) is str else value[0]
+            refs.add((stack_name, None))
+            refs.update((element, None) for element in stack_elements(stack_name))
+            if stack_name.startswith(PREFIX):
+                marked.append(node)
+            continue
+        for child in node.values():
+            if type(child) is dict or type(child) is list:
+                push(child)
+    return refs, marked
 
 
 def overlap(a: set[Ref], b: set[Ref]) -> bool:
@@ -130,26 +148,18 @@ class Renames:
         else:
             raise TypeError(f"cannot pair {ph} with {real}")
 
-    def apply(self, obj: Any) -> None:
-        """Rename placeholder references in ``obj`` in place."""
-        if isinstance(obj, list):
-            for child in obj:
-                self.apply(child)
-            return
-        if not isinstance(obj, dict):
-            return
-        kind, value = obj.get("type"), obj.get("value")
-        if kind in ("field", "stack_field") and isinstance(value, list):
-            key = (value[0], value[1])
-            if key in self.fields:
-                obj["value"] = list(self.fields[key])
-            elif value[0] in self.headers:
-                obj["value"] = [self.headers[value[0]], value[1]]
-        elif kind in ("header", "header_stack") and isinstance(value, str):
-            obj["value"] = self.headers.get(value, value)
-        for child in obj.values():
-            if isinstance(child, dict | list):
-                self.apply(child)
+    def apply_to(self, nodes: list[Json]) -> None:
+        """Rename the reference nodes ``json_refs`` marked."""
+        for node in nodes:
+            value = node["value"]
+            if node["type"] in ("field", "stack_field") and type(value) is list:
+                key = (value[0], value[1])
+                if key in self.fields:
+                    node["value"] = list(self.fields[key])
+                elif value[0] in self.headers:
+                    node["value"] = [self.headers[value[0]], value[1]]
+            elif type(value) is str:
+                node["value"] = self.headers.get(value, value)
 
 
 def relocate(prims: list[Json], offset: int) -> list[Json]:

@@ -294,8 +294,8 @@ class ControlLowerer:
         comp = ExprCompiler(self.lw.env, scope)
         for index, element in enumerate(decl.keys or []):
             expr = element.expr
-            if _is_valid_call(expr):
-                continue
+            if _is_valid_call(expr) or _is_path(expr):
+                continue  # a field (or an error the table's lowering reports)
             if self.lw.env.functions and has_call(expr, self._function_test(scope)):
                 expr = self._hoist_expr(expr, scope, group)
             elif not isinstance(expr, ast.Slice):
@@ -619,6 +619,13 @@ def _binding_text(b: Binding) -> str:
     if isinstance(b, ExternB):
         return b.name
     return type(b).__name__
+
+
+def _is_path(expr: ast.Expression) -> bool:
+    """``a.b.c``: names and members only (no index that might be a run-time one)."""
+    while isinstance(expr, ast.Member):
+        expr = expr.expr
+    return isinstance(expr, ast.Name)
 
 
 def _is_valid_call(expr: ast.Expression) -> bool:

@@ -105,7 +105,7 @@ class StmtLowerer:
         elif isinstance(stmt, ast.Assign):
             self._emit(prims, self.assign(stmt.lhs, stmt.rhs, stmt.loc), stmt.loc)
         elif isinstance(stmt, ast.CallStmt):
-            self._emit(prims, self.call(stmt.call), stmt.loc)
+            self._emit(prims, self.call(stmt.call), stmt.loc, spliced=True)
         elif isinstance(stmt, ast.VarDecl):
             self.declare_var(stmt, prims)
         elif isinstance(stmt, ast.ConstDecl):
@@ -130,9 +130,11 @@ class StmtLowerer:
         else:
             raise not_supported(f"statement {type(stmt).__name__} here", stmt.loc)
 
-    def _emit(self, prims: list[Json], new: list[Json], loc, fragment: str | None = None) -> None:
+    def _emit(self, prims: list[Json], new: list[Json], loc, fragment: str | None = None,
+              *, spliced: bool = False) -> None:
         info = self.lw.source_info(loc, fragment)
-        relocate(new, len(prims))  # jump targets of a spliced body count from its start
+        if spliced:  # a lowered body (inlined call): its jump targets count from its start
+            relocate(new, len(prims))
         for prim in new:
             if "source_info" not in prim and info is not None:
                 prim["source_info"] = info
@@ -168,7 +170,7 @@ class StmtLowerer:
         for name, call in hoister.calls:
             decl = self.lw.env.functions[_func_name(call)]
             new, result = self.inline_function(decl, call)
-            self._emit(prims, new, call.loc)
+            self._emit(prims, new, call.loc, spliced=True)
             if result is None:
                 raise CompileError(f"function {decl.name} returns no value", call.loc)
             self.scope.bind(name, result)
@@ -204,7 +206,7 @@ class StmtLowerer:
             new_cond = hoister.expr(stmt.cond)
             for name, call in hoister.calls:
                 new, result = self.inline_function(self.lw.env.functions[_func_name(call)], call)
-                self._emit(prims, new, call.loc)
+                self._emit(prims, new, call.loc, spliced=True)
                 if result is None:
                     raise CompileError(f"function {_func_name(call)} returns no value", call.loc)
                 self.scope.bind(name, result)
@@ -512,8 +514,10 @@ class StmtLowerer:
 
     def finish_call(self, frame: CallFrame, body: list[Json]) -> list[Json]:
         """Decide alias or copy per parameter, rename the placeholders, add the copies."""
+        if not frame.passed:
+            return frame.pre + relocate(body, len(frame.pre))
         side = self._side_entries(frame.side_marks)
-        used = json_refs([body, side], self._stack_elements)
+        used, marked = json_refs([body, side], self._stack_elements)
         renames = Renames()
         copy_in: list[Json] = []
         copy_out: list[Json] = []
@@ -533,8 +537,7 @@ class StmtLowerer:
                 copy_in += self._copy_to(temp, passed)
             if passed.writes:
                 copy_out += self._copy_from(temp, passed)
-        renames.apply(body)
-        renames.apply(side)
+        renames.apply_to(marked)
         head = frame.pre + copy_in
         return head + relocate(body, len(head)) + copy_out
 
@@ -548,7 +551,6 @@ class StmtLowerer:
         """
         scope = Scope()
         frame = self.bind_call(params, args, scope, loc)
-        renames = Renames()
         copy_in: list[Json] = list(frame.pre)
         copy_out: list[Json] = []
         bindings: dict[str, Binding] = {}
@@ -569,7 +571,6 @@ class StmtLowerer:
                 bindings[param.name] = passed.real
                 continue
             temp = self.lw.storage.bind_local(param.name, passed.type, param.loc)
-            renames.pair(passed.holder, temp)
             bindings[param.name] = temp
             if param.direction != "out":
                 copy_in += self._copy_to(temp, passed)

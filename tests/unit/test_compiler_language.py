@@ -209,3 +209,12 @@ def test_header_unions_and_varbit_are_rejected_at_the_declaration(top: str, meta
                                                                    needle: str,
                                                                    what: str) -> None:
     _error_at(program(top=top, meta=meta), needle, f"not supported by p4lite: {what}")
+
+
+def test_key_on_a_stack_element_with_a_run_time_index_is_copied() -> None:
+    local = ("table t2 { key = { hdr.vlan[hdr.h.b].tci: exact @name(\"tci\"); }\n"
+             "    actions = { NoAction; } }")
+    result = compile_text(program("t2.apply();", local), filename="prog.p4")
+    table = next(t for t in result.bmv2["pipelines"][0]["tables"] if t["name"] == "I.t2")
+    assert table["key"][0]["target"][0] == "scalars"
+    assert table["key"][0]["target"][1].startswith("key_")
