@@ -611,6 +611,16 @@ class ActionDecl(Declaration):
 
 
 @dataclass(slots=True)
+class FunctionDecl(Declaration):
+    """``T name(params) { body }`` at top level; p4c inlines every call."""
+
+    name: str
+    return_type: Type
+    params: list[Param]
+    body: Block
+
+
+@dataclass(slots=True)
 class KeyElement(Declaration):
     """``expr : match_kind;`` in a table key; the key's name is ``@name`` or the expression text."""
 

@@ -28,8 +28,9 @@ _BIT32 = BitT(32)
 
 
 def match_args(params: list[ast.Param], args: list[ast.Argument], what: str,
-               loc) -> list[ast.Expression | None]:
-    """Arguments in parameter order (named arguments allowed); missing ones are None."""
+               loc, *, keep_dont_care: bool = False) -> list[ast.Expression | None]:
+    """Arguments in parameter order (named arguments allowed); missing ones are None, and
+    so is ``_`` unless ``keep_dont_care`` (the callee then sees a value nobody set)."""
     out: list[ast.Expression | None] = [None] * len(params)
     names = [p.name for p in params]
     if len(args) > len(params):
@@ -44,7 +45,7 @@ def match_args(params: list[ast.Param], args: list[ast.Argument], what: str,
     for i, param in enumerate(params):
         if out[i] is None and param.default is not None:
             out[i] = param.default
-        if isinstance(out[i], ast.DontCare):
+        if isinstance(out[i], ast.DontCare) and not keep_dont_care:
             out[i] = None
     return out
 
@@ -208,7 +209,11 @@ class Externs:
         dst = self._dest(args[0], comp)
         dst_type = comp.compile(args[0]).type
         algo = _algo(comp, args[1], call.loc)
-        base = comp.rvalue(args[2], dst_type if isinstance(dst_type, BitT) else None)
+        # O, T and M are independent type parameters of v1model's hash: only an untyped
+        # constant base takes the result's type
+        base = comp.rvalue(args[2])
+        if isinstance(base.type, IntT) and isinstance(dst_type, BitT):
+            base = comp.rvalue(args[2], dst_type)
         calc = self.calculation(algo, args[3], comp, call.loc)
         max_val = comp.rvalue(args[4])
         if isinstance(max_val.type, IntT):

@@ -26,7 +26,8 @@ KEYWORDS = frozenset(
 SOFT_KEYWORDS = frozenset("apply key actions state entries type priority".split())
 
 _OPERATORS = (
-    "&&& |+| |-| << <= >= == != && || ++ .. ## > < = + - * / % & | ^ ~ ! ? : ; , . ( ) { } [ ] @ #"
+    "|+|= |-|= <<= >>= &&& |+| |-| += -= *= /= %= &= |= ^= "
+    "<< <= >= == != && || ++ .. ## > < = + - * / % & | ^ ~ ! ? : ; , . ( ) { } [ ] @ #"
 ).split()
 
 # Leading blanks are consumed with the token, halving the number of matches.

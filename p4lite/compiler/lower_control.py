@@ -9,16 +9,29 @@ instance name as prefix (``MyIngress.sub.t``).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler import ast
-from p4lite.compiler.bindings import Binding, ConstB, DeclB, ExternB, ParamB, Scope
+from p4lite.compiler.bindings import (
+    Binding,
+    ConstB,
+    DeclB,
+    ExternB,
+    FieldB,
+    HeaderB,
+    ParamB,
+    Scope,
+    StackB,
+    StructB,
+)
 from p4lite.compiler.cpmodel import CpAction
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
+from p4lite.compiler.hoist_calls import Hoister, has_call
 from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, hexstr
 from p4lite.compiler.lower_stmt import StmtLowerer
 from p4lite.compiler.lower_table import TableLowerer
@@ -56,11 +69,19 @@ class ControlLowerer:
         for name, binding in param_bindings.items():
             self.scope.bind(name, binding)
         self.scope.readonly = set(readonly or ())
+        self.signature = _signature(param_bindings)  # actions are lowered per binding
         self.return_exits: list[Setter] = []
         self.init_stmts: list[ast.Node] = []
         self.key_copy_stmts: set[int] = set()  # ids of the key_N copies _add_key_copies makes
         self.tables = TableLowerer(lw, self)
         self._declare_locals()
+
+    def rebind(self, param_bindings: dict[str, Binding], readonly: set[str]) -> None:
+        """Bind the parameters to another call's arguments."""
+        for name, binding in param_bindings.items():
+            self.scope.bind(name, binding)
+        self.scope.readonly = set(readonly)
+        self.signature = _signature(param_bindings)
 
     # --------------------------------------------------------------- names
     def cp_name(self, decl: ast.Declaration, local: str) -> str:
@@ -117,7 +138,8 @@ class ControlLowerer:
         (directional) parameters; the remaining parameters come from the control plane.
         """
         decl = target.action()
-        key = id(decl), (self.prefix if target.owner is not None else ""), repr(list(bound))
+        owner_key = f"{self.prefix}|{target.owner.signature}" if target.owner is not None else ""
+        key = id(decl), owner_key, repr(list(bound))
         cached = self.lw.action_cache.get(key)
         if cached is not None:
             return cached
@@ -129,14 +151,11 @@ class ControlLowerer:
         if len(bound) > len(decl.params):
             raise CompileError(f"too many arguments for action {decl.name}", loc)
         binder = StmtLowerer(self.lw, self.externs, self.scope)
-        setup: list[Json] = []
-        for param, arg in zip(decl.params, bound, strict=False):
+        for arg in bound:
             if arg.name is not None:
                 raise not_supported("named arguments in a table's action list", arg.loc)
-            scope.bind(param.name, binder.bind_argument(param, arg.value, setup))
-            if param.direction not in ("out", "inout"):
-                scope.readonly.add(param.name)
-        if setup:
+        frame = binder.bind_call(decl.params[:len(bound)], [a.value for a in bound], scope, loc)
+        if frame.pre:
             raise not_supported("an action-list argument that is not an l-value or constant", loc)
         for param in decl.params[len(bound):]:
             if param.direction:
@@ -150,7 +169,7 @@ class ControlLowerer:
             runtime_data.append({"name": param.name, "bitwidth": width})
             params.append((param.name, width))
         lowerer = StmtLowerer(self.lw, self.externs, scope)
-        prims = lowerer.lower_body(decl.body.statements)
+        prims = binder.finish_call(frame, lowerer.lower_body(decl.body.statements))
         action_id = self.lw.add_action(name, runtime_data, prims, decl.loc)
         fixed_id, id_loc = annotated_id(decl, ExprCompiler(self.lw.env, scope))
         annotations = [_annotation_text(a) for a in decl.annotations
@@ -222,6 +241,8 @@ class ControlLowerer:
                 if isinstance(stmt, ast.VarDecl | ast.ConstDecl):
                     self._declare_in_block(stmt, inner, group)
                 continue
+            if self.lw.env.functions and isinstance(stmt, ast.If | ast.Switch):
+                stmt = self._hoist_calls(stmt, inner, group)
             self._add_key_copies(stmt, inner, group)
             flush()
             result = self.seq(result, self.lower_stmt(stmt, inner))
@@ -230,28 +251,66 @@ class ControlLowerer:
         flush()
         return result
 
-    def _add_key_copies(self, stmt: ast.Node, scope: Scope, group: list[ast.Node]) -> None:
-        """A sliced key of the table ``stmt`` applies, copied into a scalar ``key_N``.
+    def _function_test(self, scope: Scope) -> Callable[[ast.Call], bool]:
+        def is_function(call: ast.Call) -> bool:
+            name = call.func.name if isinstance(call.func, ast.Name) else ""
+            return name in self.lw.env.functions and not isinstance(scope.lookup(name), DeclB)
+        return is_function
 
-        As p4c (midend SimplifyKey, which keeps only fields, masks and isValid() as keys):
-        the copy is a statement just before the one that applies the table, so it joins the
-        straight-line statements before it in one hidden action, and the table matches on
-        the copy (its P4Info width and entry values are the slice's).
+    def _hoist_calls(self, stmt: ast.If | ast.Switch, scope: Scope, group: list[ast.Node]
+                     ) -> ast.If | ast.Switch:
+        """Function calls in a condition become assignments to temporaries before it."""
+        if isinstance(stmt, ast.If):
+            if _table_hit_condition(stmt.cond) is not None:
+                return stmt
+            return dataclasses.replace(stmt, cond=self._hoist_expr(stmt.cond, scope, group))
+        return dataclasses.replace(stmt, expr=self._hoist_expr(stmt.expr, scope, group))
+
+    def _hoist_expr(self, expr: ast.Expression, scope: Scope, group: list[ast.Node]
+                    ) -> ast.Expression:
+        """``expr`` with each function call replaced by a temporary assigned in ``group``."""
+        hoister = Hoister(self._function_test(scope))
+        expr = hoister.expr(expr)
+        for name, call in hoister.calls:
+            assert isinstance(call.func, ast.Name)  # is_function checked it
+            decl = self.lw.env.functions[call.func.name]
+            t = self.lw.env.resolve(decl.return_type)
+            scope.bind(name, self.lw.storage.bind_local(f"{decl.name}_result", t, call.loc))
+            group.append(ast.Assign(ast.Name(name, loc=call.loc), call, loc=call.loc))
+        return expr
+
+    def _add_key_copies(self, stmt: ast.Node, scope: Scope, group: list[ast.Node]) -> None:
+        """Keys of the table ``stmt`` applies that are expressions, copied into ``key_N``.
+
+        As p4c (midend SimplifyKey, which leaves only fields and isValid() as keys): a
+        key that is a slice, an operation, a cast or a call is computed into a scalar
+        ``key_N`` by a statement just before the one that applies the table, so it joins
+        the straight-line statements before it in one hidden action, and the table
+        matches on the copy (its P4Info width and entry values are the expression's).
         """
         decl = self._applied_table(stmt, scope)
         if decl is None:
             return
         comp = ExprCompiler(self.lw.env, scope)
         for index, element in enumerate(decl.keys or []):
-            if not isinstance(element.expr, ast.Slice):
-                continue
+            expr = element.expr
+            if _is_valid_call(expr) or _is_path(expr):
+                continue  # a field (or an error the table's lowering reports)
+            if self.lw.env.functions and has_call(expr, self._function_test(scope)):
+                expr = self._hoist_expr(expr, scope, group)
+            elif not isinstance(expr, ast.Slice):
+                try:
+                    if isinstance(comp.compile(expr).binding, FieldB):
+                        continue
+                except CompileError:
+                    continue  # the table's own lowering reports it
             name = f"key_{self.lw.key_copy_count}"
             self.lw.key_copy_count += 1
-            t = comp.compile(element.expr).type
+            t = comp.compile(expr).type
             binding = self.lw.storage.add_scalar(name, t)
             scope.bind("$" + name, binding)
             loc = element.expr.loc
-            copy = ast.Assign(ast.Name("$" + name, loc=loc), element.expr, loc=loc)
+            copy = ast.Assign(ast.Name("$" + name, loc=loc), expr, loc=loc)
             self.key_copy_stmts.add(id(copy))
             group.append(copy)
             self.tables.key_copies[(id(decl), index)] = binding
@@ -327,6 +386,8 @@ class ControlLowerer:
     def lower_stmt(self, stmt: ast.Node, scope: Scope) -> Frag:
         if isinstance(stmt, ast.Block):
             return self.lower_stmts(stmt.statements, scope)
+        if self._is_straight_line(stmt, scope):  # a branch without braces: `else x = 1;`
+            return self.lower_stmts([stmt], scope)
         if isinstance(stmt, ast.CallStmt):
             return self._call(stmt.call, scope)
         if isinstance(stmt, ast.If):
@@ -344,7 +405,9 @@ class ControlLowerer:
     def _call(self, call: ast.Call, scope: Scope) -> Frag:
         func = call.func
         if isinstance(func, ast.Member) and func.member == "apply":
-            target = ExprCompiler(self.lw.env, scope).compile(func.expr).binding
+            target: Binding | None = self._by_type_name(func.expr, scope)
+            if target is None:
+                target = ExprCompiler(self.lw.env, scope).compile(func.expr).binding
             if isinstance(target, DeclB) and target.kind == "table":
                 node, exits = self.tables.apply(target.table(), call.loc)
                 return Frag(node, exits)
@@ -356,28 +419,50 @@ class ControlLowerer:
             return self.pipeline.direct_action(self, action, call)
         raise not_supported("this call in an apply block", call.loc)
 
+    def _by_type_name(self, expr: ast.Expression, scope: Scope) -> DeclB | None:
+        """``C.apply(...)`` with C a control type: an instance named C, made here."""
+        if not isinstance(expr, ast.Name) or scope.lookup(expr.name) is not None:
+            return None
+        control = self.lw.env.controls.get(expr.name)
+        if control is None:
+            return None
+        if control.ctor_params:
+            raise not_supported("control constructor parameters", expr.loc)
+        inst = ast.Instantiation(expr.name, ast.TypeName(expr.name, loc=expr.loc), [],
+                                 loc=expr.loc)
+        return DeclB("control_instance", control, inst)
+
     def _apply_subcontrol(self, target: DeclB, call: ast.Call, scope: Scope) -> Frag:
         decl = target.control()
         inst: ast.Instantiation = target.owner
-        args = match_args(decl.params, call.args, f"control {decl.name}", call.loc)
-        bindings: dict[str, Binding] = {}
-        prims: list[Json] = []
-        binder = StmtLowerer(self.lw, self.externs, scope)
+        args = match_args(decl.params, call.args, f"control {decl.name}", call.loc,
+                          keep_dont_care=True)
+        given: list[ast.Expression] = []
         for param, arg in zip(decl.params, args, strict=True):
             if arg is None:
                 raise CompileError(f"missing argument for parameter {param.name}", call.loc)
-            bindings[param.name] = binder.bind_argument(param, arg, prims)
-        if prims:
-            raise not_supported("a sub-control argument that is not an l-value or constant",
-                                call.loc)
+            given.append(arg)
+        binder = StmtLowerer(self.lw, self.externs, scope)
+        bindings, copy_in, copy_out = binder.bind_block_args(decl.params, given, call.loc)
         name = self.cp_name(inst, inst.name)
-        if name in self.pipeline.applied_controls:
-            raise not_supported(f"applying control instance {inst.name} more than once",
-                                call.loc)
-        self.pipeline.applied_controls.add(name)
         readonly = {p.name for p in decl.params if p.direction not in ("out", "inout")}
-        sub = ControlLowerer(self.lw, self.externs, self.pipeline, decl, name, bindings, readonly)
-        return sub.lower()
+        sub = self.pipeline.applied_controls.get(name)
+        if sub is None:
+            sub = ControlLowerer(self.lw, self.externs, self.pipeline, decl, name, bindings,
+                                 readonly)
+            self.pipeline.applied_controls[name] = sub
+        else:
+            # applied again: the same instance (its externs and locals), with this call's
+            # arguments; a table it applies is then applied twice, which is an error
+            sub.rebind(bindings, readonly)
+        # P4_16 6.8: arguments are copied in before the control runs, out after it returns
+        frag = Frag(PASS)
+        if copy_in:
+            frag = self.pipeline.hidden_primitives(copy_in, call.loc)
+        frag = self.seq(frag, sub.lower())
+        if copy_out:
+            frag = self.seq(frag, self.pipeline.hidden_primitives(copy_out, call.loc))
+        return frag
 
     def _if(self, stmt: ast.If, scope: Scope) -> Frag:
         hit = _table_hit_condition(stmt.cond)
@@ -515,6 +600,39 @@ def _switch_as_ifs(stmt: ast.Switch) -> ast.Statement:
     return result
 
 
+def _signature(bindings: dict[str, Binding]) -> str:
+    """What a control's parameters are bound to, as text (a cache key)."""
+    return ";".join(f"{name}={_binding_text(b)}" for name, b in sorted(bindings.items()))
+
+
+def _binding_text(b: Binding) -> str:
+    if isinstance(b, FieldB):
+        return f"{b.header}.{b.field}"
+    if isinstance(b, HeaderB):
+        return b.instance
+    if isinstance(b, StackB):
+        return b.name
+    if isinstance(b, StructB):
+        return "{" + ",".join(_binding_text(m) for m in b.members.values()) + "}"
+    if isinstance(b, ConstB):
+        return repr(b.value)
+    if isinstance(b, ExternB):
+        return b.name
+    return type(b).__name__
+
+
+def _is_path(expr: ast.Expression) -> bool:
+    """``a.b.c``: names and members only (no index that might be a run-time one)."""
+    while isinstance(expr, ast.Member):
+        expr = expr.expr
+    return isinstance(expr, ast.Name)
+
+
+def _is_valid_call(expr: ast.Expression) -> bool:
+    return (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Member)
+            and expr.func.member == "isValid" and not expr.args)
+
+
 def _dict_setter(obj: dict[str, Any], key: str) -> Setter:
     def setter(value: Any) -> None:
         obj[key] = value
@@ -568,7 +686,7 @@ class PipelineBuilder:
         self.name = name
         self.tables: list[Json] = []
         self.conditionals: list[Json] = []
-        self.applied_controls: set[str] = set()
+        self.applied_controls: dict[str, ControlLowerer] = {}
 
     def conditional(self, expression: Json, loc) -> Json:
         name = f"node_{self.lw.next_node_number()}"
@@ -592,6 +710,13 @@ class PipelineBuilder:
         action_name = self.lw.action_names.fresh(base)
         lowerer = StmtLowerer(self.lw, self.externs, scope)
         prims = lowerer.lower_body(stmts)
+        action_id = self.lw.add_action(action_name, [], prims, loc)
+        return self.hidden_table(f"tbl_{base}", action_id, action_name, [], loc)
+
+    def hidden_primitives(self, prims: list[Json], loc) -> Frag:
+        """Primitives the compiler made (copies of arguments) as a hidden action."""
+        base = synthesized_name(loc)
+        action_name = self.lw.action_names.fresh(base)
         action_id = self.lw.add_action(action_name, [], prims, loc)
         return self.hidden_table(f"tbl_{base}", action_id, action_name, [], loc)
 

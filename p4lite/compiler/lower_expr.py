@@ -119,6 +119,32 @@ class StackElemB(Binding):
     which: str
 
 
+@dataclass(slots=True)
+class DynElemB(Binding):
+    """``stack[i]`` with ``i`` known only at run time (p4c: dereference_header_stack)."""
+
+    stack: StackB
+    index: Json
+
+    def deref(self) -> Json:
+        return expr_json("dereference_header_stack",
+                         {"type": "header_stack", "value": self.stack.name}, self.index)
+
+
+@dataclass(slots=True)
+class DynFieldB(Binding):
+    """A field of ``stack[i]``, ``i`` known at run time: BMv2's access_field."""
+
+    elem: DynElemB
+    field: str
+    type: P4Type
+
+    def access(self) -> Json:
+        offset = [f for f, _ in self.elem.stack.type.element.fields].index(self.field)
+        return {"type": "expression", "value": {"op": "access_field",
+                                                "left": self.elem.deref(), "right": offset}}
+
+
 _ARITH = {"+", "-", "*", "<<"}
 _BITWISE = {"&": "&", "|": "|", "^": "^"}
 _COMPARE = {"==", "!=", "<", "<=", ">", ">="}
@@ -212,6 +238,8 @@ class ExprCompiler:
         binding = base.binding
         if isinstance(binding, TypeB):
             return _enum_member(binding.type, member, loc)
+        if isinstance(binding, HeaderB) and binding.type.members is not None:
+            return binding_val(_flattened_member(binding, member, loc))
         if isinstance(binding, HeaderB):
             ftype = binding.type.field_type(member)
             if ftype is None:
@@ -231,6 +259,13 @@ class ExprCompiler:
                 ref = {"type": "header_stack", "value": binding.name}
                 return Val(BitT(32), expr_json("last_stack_index", None, ref))
             raise not_supported(f"header stack member .{member} here", loc)
+        if isinstance(binding, DynElemB):
+            ftype = binding.stack.type.element.field_type(member)
+            if ftype is None:
+                raise CompileError(f"header {binding.stack.type.element.name} has no field "
+                                   f"{member}", loc)
+            dyn = DynFieldB(binding, member, ftype)
+            return Val(ftype, dyn.access(), None, dyn)
         if isinstance(binding, StackElemB):
             ftype = binding.stack.type.element.field_type(member)
             if ftype is None or binding.which != "last":
@@ -244,9 +279,15 @@ class ExprCompiler:
         if not isinstance(base.binding, StackB):
             raise CompileError(f"{describe(base)} cannot be indexed", e.loc)
         index = self.compile(e.index)
-        if index.const is None:
-            raise not_supported("a header stack index that is not a compile-time constant", e.loc)
         stack = base.binding
+        if index.const is None:
+            if not isinstance(index.type, BitT) or index.type.signed:
+                raise CompileError(f"a header stack index must be bit<N>, not {index.type}",
+                                   e.index.loc)
+            if stack.type.element.members is not None:
+                raise not_supported("a run-time index into a stack of headers with struct "
+                                    "fields", e.loc)
+            return Val(stack.type.element, None, None, DynElemB(stack, index.operand))
         if not 0 <= int(index.const) < stack.type.size:
             raise CompileError(
                 f"index {index.const} out of range for {stack.name}[{stack.type.size}]", e.loc
@@ -300,7 +341,13 @@ class ExprCompiler:
     def _c_Binary(self, e: ast.Binary) -> Val:
         if e.op in _LOGIC:
             return self._logic(e)
-        left, right = self.rvalue(e.left), self.rvalue(e.right)
+        if e.op in ("==", "!=") and (_is_aggregate_literal(e.left)
+                                     or _is_aggregate_literal(e.right)):
+            return self._aggregate_compare(e)
+        first = self.compile(e.left)
+        if e.op in ("==", "!=") and isinstance(first.type, StructT | HeaderT):
+            return self._aggregate_compare(e)
+        left, right = self._filled(first, e.left), self.rvalue(e.right)
         if e.op == "++":
             return self._concat(left, right, e.loc)
         if e.op in ("<<", ">>"):
@@ -314,6 +361,83 @@ class ExprCompiler:
         if e.op in _ARITH or e.op in _BITWISE or e.op in ("/", "%"):
             return self._arith(e.op, left, right, e.loc)
         raise not_supported(f"operator {e.op}", e.loc)
+
+    def _filled(self, val: Val, e: ast.Expression) -> Val:
+        """``rvalue`` of an already compiled ``e``."""
+        if val.json is None:
+            if val.const is None:
+                raise CompileError(f"{describe(val)} is not a value here", e.loc)
+            val.json = self._const_json(val.const, val.type)
+        return val
+
+    # ------------------------------------------------- struct and header equality
+    def _aggregate_compare(self, e: ast.Binary) -> Val:
+        """``==``/``!=`` of structs, headers, and ``{...}`` list/struct expressions: every
+        field pairwise; two headers are equal when both are invalid, or both are valid
+        with equal fields (P4_16 8.16); a ``{...}`` stands for a valid header."""
+        t: P4Type | None = None
+        for side in (e.left, e.right):
+            if not _is_aggregate_literal(side):
+                t = self.compile(side).type
+                break
+        if not isinstance(t, StructT | HeaderT):
+            raise CompileError(f"cannot compare {'these values' if t is None else t} with "
+                               f"{e.op}", e.loc)
+        equal = self._equal_parts(e.left, e.right, t, e.loc)
+        if e.op == "!=":
+            return Val(BoolT(), expr_json("not", None, equal), is_data=False)
+        return Val(BoolT(), equal, is_data=False)
+
+    def _equal_parts(self, left: Any, right: Any, t: P4Type, loc) -> Json:
+        """Equality of two operands of type ``t``; an operand is an AST expression or a
+        compiled ``Val`` (members of a compiled struct or header)."""
+        if isinstance(t, StructT | HeaderT):
+            lv, rv = self._operand(left), self._operand(right)
+            parts = [self._equal_parts(self._member(lv, f, i, loc), self._member(rv, f, i, loc),
+                                       ft, loc) for i, (f, ft) in enumerate(t.fields)]
+            fields = parts[0] if parts else {"type": "bool", "value": True}
+            for part in parts[1:]:
+                fields = expr_json("and", fields, part)
+            if isinstance(t, StructT):
+                return fields
+            valid = [self._valid_of(v) for v in (lv, rv)]
+            if valid[0] is None and valid[1] is None:
+                return fields
+            if valid[0] is None or valid[1] is None:  # a {...} is a valid header
+                known = valid[0] if valid[0] is not None else valid[1]
+                return expr_json("and", expr_json("d2b", None, known), fields)
+            both = expr_json("==", valid[0], valid[1])
+            return expr_json("and", both, expr_json(
+                "or", expr_json("not", None, expr_json("d2b", None, valid[0])), fields))
+        lval = left if isinstance(left, Val) else self.rvalue(left, t)
+        rval = right if isinstance(right, Val) else self.rvalue(right, t)
+        return self._compare("==", self._filled(lval, ast.Name("?", loc=loc)),
+                             self._filled(rval, ast.Name("?", loc=loc)), loc).operand
+
+    def _operand(self, side: Any) -> Any:
+        if isinstance(side, Val) or _is_aggregate_literal(side):
+            return side
+        return self.compile(side)
+
+    def _member(self, side: Any, fname: str, index: int, loc) -> Any:
+        if isinstance(side, ast.StructExpr):
+            given = {f.name: f.value for f in side.fields}
+            if fname not in given:
+                raise CompileError(f"the expression sets no field {fname}", side.loc)
+            return given[fname]
+        if isinstance(side, ast.ListExpr):
+            if index >= len(side.items):
+                raise CompileError("the list has too few elements for the comparison",
+                                   side.loc)
+            return side.items[index]
+        assert isinstance(side, Val)
+        return self.member_of(side, fname, loc)
+
+    @staticmethod
+    def _valid_of(side: Any) -> Json | None:
+        if isinstance(side, Val) and isinstance(side.binding, HeaderB):
+            return {"type": "field", "value": [side.binding.instance, "$valid$"]}
+        return None
 
     def _unify(self, left: Val, right: Val, e: ast.Binary) -> tuple[Val, Val]:
         if isinstance(left.type, IntT) and not isinstance(right.type, IntT):
@@ -460,6 +584,10 @@ class ExprCompiler:
         func = e.func
         if isinstance(func, ast.Member) and func.member == "isValid" and not e.args:
             base = self.compile(func.expr)
+            if isinstance(base.binding, DynElemB):
+                # p4c's JSON for it makes simple_switch abort (Json::LogicError) at load
+                raise not_supported("isValid() on a header stack element with a run-time "
+                                    "index", e.loc)
             if not isinstance(base.binding, HeaderB):
                 raise CompileError(f"isValid() needs a header, not {describe(base)}", e.loc)
             valid = {"type": "field", "value": [base.binding.instance, "$valid$"]}
@@ -486,6 +614,26 @@ class ExprCompiler:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _flattened_member(binding: HeaderB, member: str, loc) -> Binding:
+    """A member of a header whose struct fields are stored flattened."""
+    t = binding.type
+    assert t.members is not None
+    mtype = t.members.get(member)
+    if mtype is None:
+        raise CompileError(f"header {t.name} has no field {member}", loc)
+
+    def view(path: str, vt: P4Type) -> Binding:
+        if isinstance(vt, StructT):
+            return StructB(vt, {f: view(f"{path}.{f}", ft) for f, ft in vt.fields})
+        return FieldB(binding.instance, t.storage[path], vt)
+
+    return view(member, mtype)
+
+
+def _is_aggregate_literal(e: Any) -> bool:
+    return isinstance(e, ast.StructExpr | ast.ListExpr)
 
 
 def annotated_id(decl: ast.Declaration, comp: ExprCompiler) -> tuple[int | None, SourceLoc | None]:
@@ -522,6 +670,10 @@ def binding_val(binding: Binding) -> Val:
         return Val(IntT(), None, None, binding)
     if isinstance(binding, StackElemB):
         return Val(binding.stack.type.element, None, None, binding)
+    if isinstance(binding, DynElemB):
+        return Val(binding.stack.type.element, None, None, binding)
+    if isinstance(binding, DynFieldB):
+        return Val(binding.type, binding.access(), None, binding)
     raise TypeError(binding)
 
 

@@ -12,9 +12,9 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler import ast
-from p4lite.compiler.bindings import ConstB, ExternB, FieldB, HeaderB, Scope, StackB
+from p4lite.compiler.bindings import ConstB, DeclB, ExternB, FieldB, HeaderB, Scope, StackB
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.externs import Externs
+from p4lite.compiler.externs import Externs, match_args
 from p4lite.compiler.lower_expr import (
     ExprCompiler,
     StackElemB,
@@ -24,7 +24,7 @@ from p4lite.compiler.lower_expr import (
     to_param,
 )
 from p4lite.compiler.lower_stmt import StmtLowerer
-from p4lite.compiler.types import BitT, BoolT, ErrorT, P4Type, width_of
+from p4lite.compiler.types import BitT, BoolT, ErrorT, ExternT, P4Type, width_of
 
 if TYPE_CHECKING:
     from p4lite.compiler.context import Lowering
@@ -57,9 +57,17 @@ def encode_keyset(parts: list[tuple[int, int]], widths: list[int]) -> tuple[str,
     return "0x" + value_hex, (None if all_exact else "0x" + mask_hex)
 
 
+_NOT_IN_PARSERS = {"register", "counter", "direct_counter", "meter", "direct_meter"}
+
+
 class ParserLowerer:
+    """One parser; a sub-parser it applies is inlined: its states are added with the
+    instance name as prefix, and its ``accept`` continues the calling state after the
+    ``apply`` (as p4c's inliner does)."""
+
     def __init__(self, lw: Lowering, externs: Externs, decl: ast.ParserDecl,
-                 bindings: dict[str, Any]) -> None:
+                 bindings: dict[str, Any], *, prefix: str = "", accept: str | None = None,
+                 states: list[Json] | None = None) -> None:
         self.lw = lw
         self.externs = externs
         self.decl = decl
@@ -69,18 +77,30 @@ class ParserLowerer:
         self.state_names = [s.name for s in decl.states]
         self.comp = ExprCompiler(lw.env, self.scope, lookahead=self._lookahead)
         self._lookahead_offset = 0
+        self.prefix = prefix
+        self.accept = accept  # where `accept` goes: None ends the parse
+        self.states: list[Json] = states if states is not None else []
+        self._continuations = 0
+        self._applied: dict[str, int] = {}
 
     def lower(self) -> Json:
+        self.lower_states()
+        for index, state in enumerate(self.states):
+            state["id"] = index
+        return {"name": "parser", "id": 0, "init_state": "start", "parse_states": self.states}
+
+    def lower_states(self) -> None:
         if "start" not in self.state_names:
             raise CompileError(f"parser {self.decl.name} has no start state", self.decl.loc)
         init_ops = self._locals()
-        states = []
-        for index, state in enumerate(self.decl.states):
+        for state in self.decl.states:
             if state.name in ("accept", "reject"):
                 raise CompileError(f"a state cannot be named {state.name}", state.loc)
             ops = init_ops if state.name == "start" else []
-            states.append(self._state(state, index, list(ops)))
-        return {"name": "parser", "id": 0, "init_state": "start", "parse_states": states}
+            self._state(state, 0, list(ops))
+
+    def state_name(self, name: str) -> str:
+        return self.prefix + name
 
     def _locals(self) -> list[Json]:
         ops: list[Json] = []
@@ -94,18 +114,86 @@ class ParserLowerer:
                 self.scope.bind(local.name, binding)
                 if local.init is not None:
                     ops += self._set(ast.Name(local.name, loc=local.loc), local.init, local.loc)
+            elif isinstance(local, ast.Instantiation):
+                type_name = local.type.name if isinstance(local.type, ast.TypeName) else ""
+                sub = self.lw.env.parsers.get(type_name)
+                if sub is not None:
+                    if local.args:
+                        raise not_supported("parser constructor parameters", local.loc)
+                    self.scope.bind(local.name, DeclB("parser_instance", sub, local))
+                elif isinstance(self.lw.env.resolve(local.type), ExternT):
+                    # an extern used by the states' statements (register, counter, ...)
+                    name = f"{self.decl.name}.{local.name}"
+                    self.scope.bind(local.name, self.externs.declare(local, name, self.comp))
+                else:
+                    raise not_supported(f"instance of {type_name or 'this type'} inside a "
+                                        "parser", local.loc)
             else:
                 raise not_supported(f"{type(local).__name__} inside a parser", local.loc)
         return ops
 
     # --------------------------------------------------------------- states
-    def _state(self, state: ast.ParserState, index: int, ops: list[Json]) -> Json:
+    def _state(self, state: ast.ParserState, index: int, ops: list[Json],
+               name: str | None = None) -> None:
         self._lookahead_offset = 0
-        for stmt in state.statements:
-            ops += self._statement(stmt)
+        name = name if name is not None else self.state_name(state.name)
+        entry: Json = {"name": name, "id": index, "parser_ops": ops, "transitions": [],
+                       "transition_key": []}
+        self.states.append(entry)
+        for position, stmt in enumerate(state.statements):
+            sub = self._sub_parser_apply(stmt)
+            if sub is None:
+                ops += self._statement(stmt)
+                continue
+            # the rest of this state continues in a state of its own, after the sub-parser
+            self._continuations += 1
+            rest = ast.ParserState(state.name, state.statements[position + 1:],
+                                   state.transition, loc=state.loc)
+            cont = f"{name}_{self._continuations}"
+            entry["transitions"] = [_default(self._inline(sub, stmt, cont))]
+            self._state(rest, 0, [], cont)
+            return
         key, transitions = self._transition(state, ops)
-        return {"name": state.name, "id": index, "parser_ops": ops,
-                "transitions": transitions, "transition_key": key}
+        entry["transitions"], entry["transition_key"] = transitions, key
+
+    def _sub_parser_apply(self, stmt: ast.Node) -> tuple[ast.ParserDecl, ast.Call, str] | None:
+        if not (isinstance(stmt, ast.CallStmt) and isinstance(stmt.call.func, ast.Member)
+                and stmt.call.func.member == "apply"
+                and isinstance(stmt.call.func.expr, ast.Name)):
+            return None
+        name = stmt.call.func.expr.name
+        found = self.scope.lookup(name)
+        if isinstance(found, DeclB) and found.kind == "parser_instance":
+            assert isinstance(found.decl, ast.ParserDecl)
+            return found.decl, stmt.call, name
+        if found is None and name in self.lw.env.parsers:  # P.apply(...) by type name
+            return self.lw.env.parsers[name], stmt.call, name
+        return None
+
+    def _inline(self, sub: tuple[ast.ParserDecl, ast.Call, str], stmt: ast.Node,
+                cont: str) -> str:
+        """Add the states of the applied sub-parser; the name of its start state."""
+        decl, call, inst = sub
+        if decl.ctor_params:
+            raise not_supported("parser constructor parameters", call.loc)
+        args = match_args(decl.params, call.args, f"parser {decl.name}", call.loc)
+        given: list[ast.Expression] = []
+        for param, arg in zip(decl.params, args, strict=True):
+            if arg is None:
+                raise CompileError(f"missing argument for parameter {param.name}", call.loc)
+            given.append(arg)
+        binder = StmtLowerer(self.lw, self.externs, self.scope, lookahead=self._lookahead)
+        bindings, copy_in, copy_out = binder.bind_block_args(decl.params, given, call.loc)
+        if copy_in or copy_out:
+            raise not_supported("sub-parser arguments that overlap or are not l-values",
+                                call.loc)
+        count = self._applied.get(inst, 0)
+        self._applied[inst] = count + 1
+        prefix = f"{self.prefix}{inst}{'' if count == 0 else count}_"
+        lowerer = ParserLowerer(self.lw, self.externs, decl, bindings, prefix=prefix,
+                                accept=cont, states=self.states)
+        lowerer.lower_states()
+        return lowerer.state_name("start")
 
     def _statement(self, stmt: ast.Node) -> list[Json]:
         if isinstance(stmt, ast.Assign):
@@ -154,6 +242,10 @@ class ParserLowerer:
             base = self.comp.compile(func.expr)
             if isinstance(base.binding, ExternB) and base.binding.kind == "packet_in":
                 return self._packet_method(func.member, call)
+            if isinstance(base.binding, ExternB) and base.binding.kind in _NOT_IN_PARSERS:
+                # p4c's BMv2 back end (ParserConverter) has no parser op for them
+                text = self.lw.source.fragment(call.loc)
+                raise CompileError(f"{text}: not supported in parser on this target", call.loc)
         return self._primitives([ast.CallStmt(call, loc=loc)])
 
     def _primitives(self, stmts: list[ast.Node]) -> list[Json]:
@@ -183,6 +275,13 @@ class ParserLowerer:
                 raise CompileError("advance takes 1 argument", call.loc)
             bits = self.comp.rvalue(call.args[0].value, BitT(32))
             return [{"op": "advance", "parameters": [to_param(bits.operand)]}]
+        if method == "lookahead":
+            # the value is not used: nothing to do (BMv2's lookahead never fails)
+            if len(call.type_args) != 1 or call.args:
+                raise CompileError("lookahead takes one type argument and no arguments",
+                                   call.loc)
+            self._lookahead(self.lw.env.resolve(call.type_args[0]), call.loc)
+            return []
         raise not_supported(f"packet_in.{method} as a statement", call.loc)
 
     def _lookahead(self, t: P4Type, loc) -> Json:
@@ -226,11 +325,13 @@ class ParserLowerer:
         return keys, transitions
 
     def _next(self, name: str, loc) -> str | None:
-        if name in ("accept", "reject"):
+        if name == "accept":
+            return self.accept
+        if name == "reject":
             return None  # p4c: BMv2 has no explicit reject transition
         if name not in self.state_names:
             raise CompileError(f"unknown parser state {name}", loc)
-        return name
+        return self.state_name(name)
 
     def _select_key(self, e: ast.Expression, ops: list[Json]) -> tuple[Json, int]:
         val = self.comp.rvalue(e)

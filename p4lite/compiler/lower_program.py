@@ -33,6 +33,7 @@ def lower_program(program: ast.Program, main_file: str, source: SourceText,
     lw = Lowering(env, source)
     externs = Externs(lw)
     blocks = _main_blocks(env)
+    _declare_top_level_externs(env, externs)
     parser = blocks["parser"]
     if not isinstance(parser, ast.ParserDecl) or len(parser.params) != 4:
         raise CompileError("V1Switch's first argument must be a parser with 4 parameters",
@@ -89,6 +90,26 @@ def lower_program(program: ast.Program, main_file: str, source: SourceText,
     bmv2 = assemble(lw, program=main_file, parser=parser_json, deparser=deparser_json,
                     pipelines=pipelines, field_aliases=_field_aliases(std_t))
     return bmv2, lw.cp
+
+
+def _declare_top_level_externs(env: ProgramEnv, externs: Externs) -> None:
+    """Extern instances declared at top level (``register<bit<8>>(4) r;``), named as
+    declared, as p4c names them."""
+    comp = ExprCompiler(env, env.global_scope)
+    for inst in env.instantiations:
+        type_name = inst.type.name if isinstance(inst.type, ast.TypeName) else (
+            inst.type.base.name if isinstance(inst.type, ast.SpecializedType) else None)
+        decl = env.type_decls.get(type_name) if type_name else None
+        if not isinstance(decl, ast.ExternDecl):
+            continue  # main, parser and control instances
+        env.global_scope.bind(inst.name, externs.declare(inst, _global_name(inst), comp))
+
+
+def _global_name(inst: ast.Instantiation) -> str:
+    ann = inst.annotation("name")
+    if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
+        return ann.args[0].value.lstrip(".")
+    return inst.name
 
 
 def _struct_param(t: P4Type, param: ast.Param, what: str) -> StructT:

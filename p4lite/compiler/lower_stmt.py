@@ -7,10 +7,14 @@ are inlined with their parameters bound to the arguments.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler import ast
 from p4lite.compiler.bindings import (
+    Binding,
     ConstB,
     DeclB,
     ExternB,
@@ -21,9 +25,20 @@ from p4lite.compiler.bindings import (
     StackB,
     StructB,
 )
+from p4lite.compiler.copy_in_out import (
+    Renames,
+    binding_refs,
+    json_refs,
+    overlap,
+    placeholder,
+    relocate,
+)
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
+from p4lite.compiler.hoist_calls import Hoister, has_call
 from p4lite.compiler.lower_expr import (
+    DynElemB,
+    DynFieldB,
     ExprCompiler,
     Val,
     as_data,
@@ -32,7 +47,16 @@ from p4lite.compiler.lower_expr import (
     hexstr,
     to_param,
 )
-from p4lite.compiler.types import BitT, BoolT, same_type, width_of
+from p4lite.compiler.types import (
+    BitT,
+    BoolT,
+    HeaderT,
+    P4Type,
+    StructT,
+    VoidT,
+    same_type,
+    width_of,
+)
 
 if TYPE_CHECKING:
     from p4lite.compiler.context import Lowering
@@ -74,12 +98,14 @@ class StmtLowerer:
             self.comp.scope = outer
 
     def lower_stmt(self, stmt: ast.Node, prims: list[Json]) -> None:
+        if self.lw.env.functions and not isinstance(stmt, ast.Block | ast.If):
+            stmt = self._hoist(stmt, prims)
         if isinstance(stmt, ast.Block):
             self.lower_block(stmt.statements, prims)
         elif isinstance(stmt, ast.Assign):
             self._emit(prims, self.assign(stmt.lhs, stmt.rhs, stmt.loc), stmt.loc)
         elif isinstance(stmt, ast.CallStmt):
-            self._emit(prims, self.call(stmt.call), stmt.loc)
+            self._emit(prims, self.call(stmt.call), stmt.loc, spliced=True)
         elif isinstance(stmt, ast.VarDecl):
             self.declare_var(stmt, prims)
         elif isinstance(stmt, ast.ConstDecl):
@@ -92,14 +118,23 @@ class StmtLowerer:
             self._emit(prims, [{"op": "exit", "parameters": []}], stmt.loc, "exit")
         elif isinstance(stmt, ast.Return):
             if stmt.value is not None:
-                raise CompileError("an action cannot return a value", stmt.loc)
+                if self.scope.lookup(_RETURN) is None:
+                    raise CompileError("an action cannot return a value", stmt.loc)
+                self._emit(prims, self.assign(ast.Name(_RETURN, loc=stmt.loc), stmt.value,
+                                              stmt.loc), stmt.loc)
+            elif self.scope.lookup(_RETURN) is not None:
+                raise CompileError("a function that returns a value needs return <value>",
+                                   stmt.loc)
             self._returns.append(len(prims))
             self._emit(prims, [{"op": "_jump", "parameters": [None]}], stmt.loc, "return")
         else:
             raise not_supported(f"statement {type(stmt).__name__} here", stmt.loc)
 
-    def _emit(self, prims: list[Json], new: list[Json], loc, fragment: str | None = None) -> None:
+    def _emit(self, prims: list[Json], new: list[Json], loc, fragment: str | None = None,
+              *, spliced: bool = False) -> None:
         info = self.lw.source_info(loc, fragment)
+        if spliced:  # a lowered body (inlined call): its jump targets count from its start
+            relocate(new, len(prims))
         for prim in new:
             if "source_info" not in prim and info is not None:
                 prim["source_info"] = info
@@ -113,7 +148,69 @@ class StmtLowerer:
             self._emit(prims, self.assign(ast.Name(stmt.name, loc=stmt.loc), stmt.init, stmt.loc),
                        stmt.loc)
 
+    def _hoist(self, stmt: ast.Node, prims: list[Json]) -> ast.Node:
+        """Function calls inside the expressions of ``stmt`` run first, into temporaries."""
+        hoister = Hoister(self.is_function_call)
+        if isinstance(stmt, ast.Assign):
+            if isinstance(stmt.rhs, ast.Call) and self.is_function_call(stmt.rhs):
+                call = stmt.rhs  # x = f(a): f's arguments first, then f itself below
+                stmt = dataclasses.replace(stmt, lhs=hoister.expr(stmt.lhs),
+                                           rhs=hoister.expr(call))
+            else:
+                stmt = dataclasses.replace(stmt, lhs=hoister.expr(stmt.lhs),
+                                           rhs=hoister.expr(stmt.rhs))
+        elif isinstance(stmt, ast.CallStmt):
+            call = stmt.call
+            args = [dataclasses.replace(a, value=hoister.expr(a.value)) for a in call.args]
+            stmt = dataclasses.replace(stmt, call=dataclasses.replace(call, args=args))
+        elif isinstance(stmt, ast.VarDecl) and stmt.init is not None:
+            stmt = dataclasses.replace(stmt, init=hoister.expr(stmt.init))
+        elif isinstance(stmt, ast.Return) and stmt.value is not None:
+            stmt = dataclasses.replace(stmt, value=hoister.expr(stmt.value))
+        for name, call in hoister.calls:
+            decl = self.lw.env.functions[_func_name(call)]
+            new, result = self.inline_function(decl, call)
+            self._emit(prims, new, call.loc, spliced=True)
+            if result is None:
+                raise CompileError(f"function {decl.name} returns no value", call.loc)
+            self.scope.bind(name, result)
+        return stmt
+
+    def is_function_call(self, call: ast.Call) -> bool:
+        """A call of a P4 function declared at top level (not shadowed by an action)."""
+        name = _func_name(call)
+        return (name in self.lw.env.functions and
+                not isinstance(self.scope.lookup(name), DeclB))
+
+    def inline_function(self, decl: ast.FunctionDecl, call: ast.Call
+                        ) -> tuple[list[Json], Binding | None]:
+        """A function's body, parameters copied in and out; its result's storage."""
+        inner = self.lw.env.global_scope.child()
+        args = match_args(decl.params, call.args, f"function {decl.name}", call.loc,
+                          keep_dont_care=True)
+        missing = [p.name for p, a in zip(decl.params, args, strict=True) if a is None]
+        if missing:
+            raise CompileError(f"missing argument for parameter {missing[0]}", call.loc)
+        frame = self.bind_call(decl.params, [a for a in args if a is not None], inner, call.loc)
+        result_t = self.lw.env.resolve(decl.return_type)
+        result: Binding | None = None
+        if not isinstance(result_t, VoidT):
+            result = self.lw.storage.bind_local(f"{decl.name}_retval", result_t, decl.loc)
+            inner.bind(_RETURN, result)
+        sub = StmtLowerer(self.lw, self.externs, inner.child(), local_prefix=self.local_prefix)
+        return self.finish_call(frame, sub.lower_body(decl.body.statements)), result
+
     def _if(self, stmt: ast.If, prims: list[Json]) -> None:
+        if self.lw.env.functions and has_call(stmt.cond, self.is_function_call):
+            hoister = Hoister(self.is_function_call)
+            new_cond = hoister.expr(stmt.cond)
+            for name, call in hoister.calls:
+                new, result = self.inline_function(self.lw.env.functions[_func_name(call)], call)
+                self._emit(prims, new, call.loc, spliced=True)
+                if result is None:
+                    raise CompileError(f"function {_func_name(call)} returns no value", call.loc)
+                self.scope.bind(name, result)
+            stmt = dataclasses.replace(stmt, cond=new_cond)
         cond = self.comp.rvalue(stmt.cond)
         if not isinstance(cond.type, BoolT):
             raise CompileError(f"condition must be bool, not {cond.type}", stmt.cond.loc)
@@ -152,7 +249,15 @@ class StmtLowerer:
         if isinstance(binding, FieldB):
             value = self.comp.rvalue(rhs, target.type)
             return [_assign_prim(binding, value)]
+        if isinstance(binding, DynFieldB):  # stack[i].f = v: the l-value is an expression
+            value = self.comp.rvalue(rhs, binding.type)
+            return [{"op": "assign", "parameters": [binding.access(), to_param(as_data(value))]}]
+        if isinstance(binding, DynElemB):
+            raise not_supported("assigning a whole header stack element with a run-time "
+                                "index", lhs.loc)
         if isinstance(binding, HeaderB):
+            if isinstance(rhs, ast.StructExpr | ast.ListExpr):
+                return self._assign_fields(binding, rhs, loc)
             source = self.comp.compile(rhs)
             if not isinstance(source.binding, HeaderB) or source.binding.type is not binding.type:
                 raise CompileError(f"cannot assign {describe(source)} to header {binding.instance}",
@@ -177,14 +282,8 @@ class StmtLowerer:
 
     def _assign_struct(self, target: StructB, rhs: ast.Expression, loc) -> list[Json]:
         prims: list[Json] = []
-        if isinstance(rhs, ast.StructExpr):
-            given = {f.name: f.value for f in rhs.fields}
-            if set(given) != {f for f, _ in target.type.fields}:
-                raise CompileError(f"the initializer must set every field of {target.type.name}",
-                                   loc)
-            for fname, _ in target.type.fields:
-                prims += self._assign_binding(target.members[fname], given[fname], loc)
-            return prims
+        if isinstance(rhs, ast.StructExpr | ast.ListExpr):
+            return self._assign_fields(target, rhs, loc)
         source = self.comp.compile(rhs)
         if not isinstance(source.binding, StructB) or source.binding.type is not target.type:
             raise CompileError(f"cannot assign {describe(source)} to struct {target.type.name}", loc)
@@ -192,12 +291,52 @@ class StmtLowerer:
             prims += self._copy_binding(target.members[fname], source.binding.members[fname], loc)
         return prims
 
+    def _assign_fields(self, target: StructB | HeaderB, rhs: ast.StructExpr | ast.ListExpr,
+                       loc) -> list[Json]:
+        """``x = {f = a, g = b}`` or ``x = {a, b}``: every field in declaration order; a
+        header becomes valid (P4_16 8.13)."""
+        t = target.type
+        if isinstance(t, HeaderT) and t.members is not None:
+            raise not_supported("a {...} expression for a header with struct fields", rhs.loc)
+        names = [f for f, _ in t.fields]
+        if isinstance(rhs, ast.StructExpr):
+            given = {f.name: f.value for f in rhs.fields}
+            if set(given) != set(names):
+                raise CompileError(f"the initializer must set every field of {t.name}", rhs.loc)
+            values = [given[f] for f in names]
+        else:
+            if len(rhs.items) != len(names):
+                raise CompileError(f"{t.name} has {len(names)} fields, the list has "
+                                   f"{len(rhs.items)}", rhs.loc)
+            values = list(rhs.items)
+        prims: list[Json] = []
+        if isinstance(target, HeaderB):
+            prims.append({"op": "add_header", "parameters": [
+                {"type": "header", "value": target.instance}]})
+            for (fname, ftype), value in zip(t.fields, values, strict=True):
+                member = FieldB(target.instance, fname, ftype)
+                prims.append(_assign_prim(member, self.comp.rvalue(value, ftype)))
+            return prims
+        for fname, value in zip(names, values, strict=True):
+            prims += self._assign_binding(target.members[fname], value, loc)
+        return prims
+
     def _assign_binding(self, binding, rhs: ast.Expression, loc) -> list[Json]:
         if isinstance(binding, FieldB):
             return [_assign_prim(binding, self.comp.rvalue(rhs, binding.type))]
         if isinstance(binding, StructB):
             return self._assign_struct(binding, rhs, loc)
-        raise not_supported("initializing a header or stack inside a struct initializer", loc)
+        if isinstance(binding, HeaderB):
+            if isinstance(rhs, ast.StructExpr | ast.ListExpr):
+                return self._assign_fields(binding, rhs, loc)
+            return self._copy_binding(binding, self._storage_of(rhs), loc)
+        raise not_supported("initializing a header stack inside a struct initializer", loc)
+
+    def _storage_of(self, e: ast.Expression):
+        val = self.comp.compile(e)
+        if val.binding is None:
+            raise CompileError(f"expected a header, not {describe(val)}", e.loc)
+        return val.binding
 
     def _copy_binding(self, dst, src, loc) -> list[Json]:
         if isinstance(dst, FieldB) and isinstance(src, FieldB):
@@ -216,7 +355,22 @@ class StmtLowerer:
             return out
         raise not_supported("copying this struct member", loc)
 
+    def _flatten_slice(self, lhs: ast.Slice) -> ast.Slice:
+        """``x[7:4][1:0]`` as ``x[5:4]``: a slice of a slice is a slice of the field."""
+        while isinstance(lhs.expr, ast.Slice):
+            inner = lhs.expr
+            inner_hi = int(self.comp.const_value(inner.hi))
+            inner_lo = int(self.comp.const_value(inner.lo))
+            hi, lo = int(self.comp.const_value(lhs.hi)), int(self.comp.const_value(lhs.lo))
+            if not inner_hi - inner_lo >= hi >= lo >= 0:
+                raise CompileError(f"slice [{hi}:{lo}] out of range for "
+                                   f"bit<{inner_hi - inner_lo + 1}>", lhs.loc)
+            lhs = ast.Slice(inner.expr, ast.IntLiteral(inner_lo + hi, loc=lhs.hi.loc),
+                            ast.IntLiteral(inner_lo + lo, loc=lhs.lo.loc), loc=lhs.loc)
+        return lhs
+
     def _assign_slice(self, lhs: ast.Slice, rhs: ast.Expression, loc) -> list[Json]:
+        lhs = self._flatten_slice(lhs)
         target = self.comp.compile(lhs.expr)
         if not isinstance(target.binding, FieldB) or not isinstance(target.type, BitT):
             raise not_supported("assigning to a slice of something that is not a field", lhs.loc)
@@ -224,12 +378,18 @@ class StmtLowerer:
         width = target.type.width
         if not width > hi >= lo >= 0:
             raise CompileError(f"slice [{hi}:{lo}] out of range for {target.type}", lhs.loc)
-        value = self.comp.rvalue(rhs, BitT(hi - lo + 1))
+        return [self._store_slice(lhs, self.comp.rvalue(rhs, BitT(hi - lo + 1)))]
+
+    def _store_slice(self, lhs: ast.Slice, value: Val) -> Json:
+        target = self.comp.compile(lhs.expr)
+        assert isinstance(target.binding, FieldB) and isinstance(target.type, BitT)
+        hi, lo = int(self.comp.const_value(lhs.hi)), int(self.comp.const_value(lhs.lo))
+        width = target.type.width
         mask = ((1 << (hi - lo + 1)) - 1) << lo
         keep = expr_json("&", target.json, hexstr(((1 << width) - 1) ^ mask, width))
         shifted = value.json if lo == 0 else expr_json("<<", value.json, hexstr(lo, 8))
         new = expr_json("|", keep, expr_json("&", shifted, hexstr(mask, width)))
-        return [{"op": "assign", "parameters": [_field(target.binding), new]}]
+        return {"op": "assign", "parameters": [_field(target.binding), new]}
 
     # --------------------------------------------------------------- calls
     def call(self, call: ast.Call) -> list[Json]:
@@ -243,6 +403,9 @@ class StmtLowerer:
             binding = self.scope.lookup(func.name)
             if isinstance(binding, DeclB) and binding.kind == "action":
                 return self.inline_action(binding, call)
+            function = self.lw.env.functions.get(func.name)
+            if function is not None and binding is None:
+                return self.inline_function(function, call)[0]
             if func.name in self.lw.env.extern_functions:
                 return self.externs.function_call(func.name, call, self.comp, "")
             action = self.lw.env.actions.get(func.name)
@@ -266,28 +429,181 @@ class StmtLowerer:
                                                hexstr(count, None)]}]
         if isinstance(binding, ExternB):
             return self.externs.method_call(binding, method, call, self.comp)
+        if isinstance(binding, DynElemB) and method in ("setValid", "setInvalid"):
+            # p4c's JSON for it makes simple_switch abort (Json::LogicError) at load
+            raise not_supported(f"{method}() on a header stack element with a run-time index",
+                                call.loc)
         if isinstance(binding, DeclB) and method == "apply":
             raise not_supported(f"applying a {binding.kind} inside an action", call.loc)
         raise not_supported(f"method {method} of {describe(base)}", call.loc)
 
     def inline_action(self, target: DeclB, call: ast.Call) -> list[Json]:
-        """The primitives of an action called from another action, parameters bound."""
+        """The primitives of an action called from another action, parameters copied in
+        and out (P4_16 6.8; copies are elided where aliasing gives the same result)."""
         decl = target.action()
         scope = (target.owner.scope if target.owner is not None else self.lw.env.global_scope)
         inner = scope.child()
-        prims: list[Json] = []
-        args = match_args(decl.params, call.args, f"action {decl.name}", call.loc)
-        for param, arg in zip(decl.params, args, strict=True):
-            if arg is None:
-                raise CompileError(f"missing argument for parameter {param.name}", call.loc)
-            inner.bind(param.name, self.bind_argument(param, arg, prims))
+        args = match_args(decl.params, call.args, f"action {decl.name}", call.loc,
+                          keep_dont_care=True)
+        missing = [p.name for p, a in zip(decl.params, args, strict=True) if a is None]
+        if missing:
+            raise CompileError(f"missing argument for parameter {missing[0]}", call.loc)
+        frame = self.bind_call(decl.params, [a for a in args if a is not None], inner, call.loc)
+        sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix)
+        return self.finish_call(frame, sub.lower_body(decl.body.statements))
+
+    # ------------------------------------------------------ copy-in/copy-out
+    def bind_call(self, params: list[ast.Param], args: list[ast.Expression], inner: Scope,
+                  loc) -> CallFrame:
+        """Bind a callee's parameters in ``inner``: storage arguments to placeholders
+        (decided by ``finish_call``), constants and control-plane values directly,
+        other ``in`` expressions through a temporary."""
+        frame = CallFrame(self._side_marks())
+        for param, arg in zip(params, args, strict=True):
+            t = self.lw.env.resolve(param.type)
+            if isinstance(arg, ast.DontCare):
+                # `_`: an out value nobody reads, an in value nobody set (P4_16 8.18)
+                inner.bind(param.name, self.lw.storage.bind_local(param.name, t, arg.loc))
+                continue
+            passed = self._passed(param, t, arg, frame.pre)
+            if passed is None:
+                inner.bind(param.name, self.bind_argument(param, arg, frame.pre))
+            else:
+                frame.passed.append(passed)
+                inner.bind(param.name, passed.holder)
             if param.direction not in ("out", "inout"):
                 inner.readonly.add(param.name)
-        sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix)
-        prims += sub.lower_body(decl.body.statements)
-        if sub._returns:
-            raise not_supported("return inside an action called from another action", call.loc)
-        return prims
+        return frame
+
+    def _passed(self, param: ast.Param, t, arg: ast.Expression, pre: list[Json]) -> Passed | None:
+        writes = param.direction in ("out", "inout")
+        if writes and isinstance(arg, ast.Slice):
+            self.check_writable(arg)
+            arg = self._flatten_slice(arg)
+            if not isinstance(self.comp.compile(arg.expr).binding, FieldB):
+                raise not_supported("a slice of something that is not a field as an "
+                                    f"{param.direction} argument", arg.loc)
+            self.comp.rvalue(arg, t)  # range and width checks
+            holder = placeholder(t)
+            assert holder is not None  # a slice is a bit<N>
+            return Passed(param, t, arg, None, holder, writes)
+        if writes:
+            self.check_writable(arg)
+            val = self.comp.compile(arg)
+            if not isinstance(val.binding, FieldB | HeaderB | StructB | StackB):
+                raise CompileError(f"argument for {param.direction} parameter {param.name} "
+                                   "must be an l-value", arg.loc)
+        else:
+            if isinstance(arg, ast.StructExpr | ast.ListExpr) and isinstance(t, StructT | HeaderT):
+                temp = self.lw.storage.bind_local(param.name, t, arg.loc)
+                assert isinstance(temp, StructB | HeaderB)
+                pre += self._assign_fields(temp, arg, arg.loc)
+                holder = placeholder(t)
+                assert holder is not None
+                return Passed(param, t, arg, temp, holder, writes)
+            val = self.comp.compile(arg, t if isinstance(t, BitT) else None)
+            if not isinstance(val.binding, FieldB | HeaderB | StructB | StackB):
+                return None
+        if not same_type(val.type, t):
+            raise CompileError(f"type mismatch: parameter {param.name} is {t}, the argument "
+                               f"is {val.type}", arg.loc)
+        holder = placeholder(t)
+        if holder is None:
+            raise not_supported(f"a parameter of type {t}", param.loc)
+        return Passed(param, t, arg, val.binding, holder, writes)
+
+    def finish_call(self, frame: CallFrame, body: list[Json]) -> list[Json]:
+        """Decide alias or copy per parameter, rename the placeholders, add the copies."""
+        if not frame.passed:
+            return frame.pre + relocate(body, len(frame.pre))
+        side = self._side_entries(frame.side_marks)
+        used, marked = json_refs([body, side], self._stack_elements)
+        renames = Renames()
+        copy_in: list[Json] = []
+        copy_out: list[Json] = []
+        for passed in frame.passed:
+            refs = binding_refs(passed.real) if passed.real is not None else set()
+            clash = passed.real is None or overlap(refs, used) or any(
+                overlap(refs, binding_refs(other.real)) for other in frame.passed
+                if other is not passed and other.real is not None
+                and (passed.writes or other.writes))
+            if not clash:
+                assert passed.real is not None
+                renames.pair(passed.holder, passed.real)
+                continue
+            temp = self.lw.storage.bind_local(passed.param.name, passed.type, passed.param.loc)
+            renames.pair(passed.holder, temp)
+            if passed.param.direction != "out":
+                copy_in += self._copy_to(temp, passed)
+            if passed.writes:
+                copy_out += self._copy_from(temp, passed)
+        renames.apply_to(marked)
+        head = frame.pre + copy_in
+        return head + relocate(body, len(head)) + copy_out
+
+    def bind_block_args(self, params: list[ast.Param], args: list[ast.Expression], loc
+                        ) -> tuple[dict[str, Binding], list[Json], list[Json]]:
+        """Parameters of a sub-control (or sub-parser) applied here: (bindings, copy-in
+        primitives, copy-out primitives).
+
+        A control reaches no storage but its parameters', so an argument is aliased
+        unless another argument of the same call overlaps it (one of them written).
+        """
+        scope = Scope()
+        frame = self.bind_call(params, args, scope, loc)
+        copy_in: list[Json] = list(frame.pre)
+        copy_out: list[Json] = []
+        bindings: dict[str, Binding] = {}
+        for param, arg in zip(params, args, strict=True):
+            passed = next((p for p in frame.passed if p.param is param), None)
+            if passed is None:
+                found = scope.lookup(param.name) if isinstance(arg, ast.DontCare) else None
+                bindings[param.name] = (found if found is not None
+                                        else self.bind_argument(param, arg, copy_in))
+                continue
+            refs = binding_refs(passed.real) if passed.real is not None else set()
+            clash = passed.real is None or any(
+                overlap(refs, binding_refs(other.real)) for other in frame.passed
+                if other is not passed and other.real is not None
+                and (passed.writes or other.writes))
+            if not clash:
+                assert passed.real is not None
+                bindings[param.name] = passed.real
+                continue
+            temp = self.lw.storage.bind_local(param.name, passed.type, param.loc)
+            bindings[param.name] = temp
+            if param.direction != "out":
+                copy_in += self._copy_to(temp, passed)
+            if passed.writes:
+                copy_out += self._copy_from(temp, passed)
+        return bindings, copy_in, copy_out
+
+    def _copy_to(self, temp, passed: Passed) -> list[Json]:
+        if passed.real is None:
+            assert isinstance(temp, FieldB)
+            return [_assign_prim(temp, self.comp.rvalue(passed.arg, passed.type))]
+        return self._copy_binding(temp, passed.real, passed.arg.loc)
+
+    def _copy_from(self, temp, passed: Passed) -> list[Json]:
+        if passed.real is None:
+            assert isinstance(passed.arg, ast.Slice) and isinstance(temp, FieldB)
+            value = Val(temp.type, _field(temp), None, temp)
+            return [self._store_slice(passed.arg, value)]
+        return self._copy_binding(passed.real, temp, passed.arg.loc)
+
+    def _side_marks(self) -> tuple[int, int, int]:
+        return len(self.lw.calculations), len(self.lw.learn_lists), len(self.lw.field_lists)
+
+    def _side_entries(self, marks: tuple[int, int, int]) -> list[Json]:
+        """Calculations and lists made while lowering a callee: they may name placeholders."""
+        return (self.lw.calculations[marks[0]:] + self.lw.learn_lists[marks[1]:]
+                + self.lw.field_lists[marks[2]:])
+
+    def _stack_elements(self, name: str) -> list[str]:
+        for stack, _, elements in self.lw.storage.stacks:
+            if stack == name:
+                return elements
+        return []
 
     def bind_argument(self, param: ast.Param, arg: ast.Expression, prims: list[Json]):
         """Bind an argument: out/inout alias the l-value, in values go through a temporary."""
@@ -307,6 +623,32 @@ class StmtLowerer:
         temp = self.lw.storage.add_scalar(f"{param.name}_tmp", t)
         prims.append(_assign_prim(temp, self.comp.rvalue(arg, t)))
         return temp
+
+
+@dataclass(slots=True)
+class Passed:
+    """A parameter whose argument is storage (or a slice of it): aliased or copied."""
+
+    param: ast.Param
+    type: P4Type
+    arg: ast.Expression
+    real: Binding | None  # the argument's storage; None for a slice (always copied)
+    holder: Binding  # the placeholder the callee's body sees
+    writes: bool  # out or inout
+
+
+@dataclass(slots=True)
+class CallFrame:
+    side_marks: tuple[int, int, int]
+    passed: list[Passed] = dc_field(default_factory=list)
+    pre: list[Json] = dc_field(default_factory=list)  # temporaries of `in` expressions
+
+
+_RETURN = "$return"  # the result of the function being inlined
+
+
+def _func_name(call: ast.Call) -> str:
+    return call.func.name if isinstance(call.func, ast.Name) else ""
 
 
 def _field(binding: FieldB) -> Json:

@@ -154,6 +154,10 @@ class TableLowerer:
             else:
                 target, mask, width = self._key_target(element.expr, comp)
             ann = element.annotation("name")
+            if ann is None and not _nameable(element.expr):
+                # p4c's KeyNameGenerator (frontends/p4/tableKeyNames.cpp)
+                raise CompileError(f"{element.text}: Complex key expression requires a @name "
+                                   "annotation", element.expr.loc)
             key_name = (ann.args[0].value if ann and ann.args and isinstance(
                 ann.args[0], ast.StringLiteral) else _VALID_CALL.sub(".$valid$", element.text))
             kind = "ternary" if element.match_kind == "optional" else element.match_kind
@@ -184,10 +188,14 @@ class TableLowerer:
                 raise CompileError(f"slice [{hi}:{lo}] out of range for {base.type}", expr.loc)
             mask = ((1 << (hi - lo + 1)) - 1) << lo
             return [base.binding.header, base.binding.field], hex_text(mask, full), hi - lo + 1
+        if self.lw.env.functions and any(isinstance(n, ast.Call) for n in ast.walk(expr)):
+            # only a table that is never applied gets here (applied ones match on a key_N
+            # copy): its output is dropped, its key only type-checked
+            return ["scalars", "$unapplied"], None, 0
         val = comp.compile(expr)
         if not isinstance(val.binding, FieldB):
-            raise not_supported("a table key that is not a field, a slice of a field or "
-                                "isValid()", expr.loc)
+            # an expression key of a table that is never applied (see above)
+            return ["scalars", "$unapplied"], None, width_of(val.type)
         return [val.binding.header, val.binding.field], None, width_of(val.type)
 
     # -------------------------------------------------------------- actions
@@ -342,6 +350,24 @@ def _int(comp: ExprCompiler, e: ast.Expression, t: BitT) -> int:
     if isinstance(val.type, BitT) and val.type.width != t.width:
         raise CompileError(f"entry value has type {val.type}, the key is {t}", e.loc)
     return int(val.const) & ((1 << t.width) - 1)
+
+
+def _nameable(expr: ast.Expression) -> bool:
+    """Whether p4c can name a key after its text: paths, members, constant indices and
+    constants, slices and ``&`` of those, ``isValid()``."""
+    if isinstance(expr, ast.Name | ast.IntLiteral):
+        return True
+    if isinstance(expr, ast.Member):
+        return _nameable(expr.expr)
+    if isinstance(expr, ast.Index):
+        return _nameable(expr.expr) and _nameable(expr.index)
+    if isinstance(expr, ast.Slice):
+        return _nameable(expr.expr) and _nameable(expr.hi) and _nameable(expr.lo)
+    if isinstance(expr, ast.Binary) and expr.op == "&":
+        return _nameable(expr.left) and _nameable(expr.right)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Member):
+        return expr.func.member == "isValid" and not expr.args and _nameable(expr.func.expr)
+    return False
 
 
 def _prefix_len(mask: int, width: int, loc) -> int:

@@ -99,16 +99,30 @@ class P4Parser(ExpressionParser):
     # BNF: instantiation : type '(' args ')' name ';'
     def _parse_top_level_instantiation(self) -> ast.Declaration:
         start = self._peek()
-        type_ = self._parse_type()
+        if start.kind == "void":  # only a function returns void here
+            type_ = self._parse_type(allow_void=True)
+            if not (self._is_name() and self._kind(1) in ("(", "<")):
+                raise CompileError("'void' is only a return type", start.loc)
+        else:
+            type_ = self._parse_type()
         if self._kind() == "(":
             return self._finish_instantiation(type_, start)
-        if self._is_name() and self._kind(1) in ("(", "<"):
-            raise not_supported("function declarations", start.loc)
+        if self._is_name() and self._kind(1) == "<":
+            raise not_supported("generic function declarations", start.loc)
+        if self._is_name() and self._kind(1) == "(":
+            return self._finish_function_decl(type_, start)
         raise CompileError(
             "only constants, types, externs, actions, parsers, controls and instantiations "
             "may be declared at top level",
             start.loc,
         )
+
+    # BNF: function_decl : type name '(' params ')' block
+    def _finish_function_decl(self, return_type: ast.Type, start: Token) -> ast.FunctionDecl:
+        name = self._parse_name("a function name")
+        params = self._parse_params()
+        body = self._parse_block()
+        return ast.FunctionDecl(name.value, return_type, params, body, loc=start.loc)
 
     def _finish_instantiation(self, type_: ast.Type, start: Token) -> ast.Instantiation:
         args = self._parse_arguments()
@@ -412,7 +426,12 @@ class P4Parser(ExpressionParser):
     # BNF: instantiation : type '(' args ')' name ';'
     def _parse_variable_or_instance(self) -> ast.Declaration:
         start = self._peek()
-        type_ = self._parse_type()
+        if start.kind == "void":  # only a function returns void here
+            type_ = self._parse_type(allow_void=True)
+            if not (self._is_name() and self._kind(1) in ("(", "<")):
+                raise CompileError("'void' is only a return type", start.loc)
+        else:
+            type_ = self._parse_type()
         if self._kind() == "(":
             return self._finish_instantiation(type_, start)
         name = self._parse_name("a variable name")
@@ -680,6 +699,13 @@ class P4Parser(ExpressionParser):
             value = self._parse_expression()
             self._expect(";")
             return ast.Assign(target, value, loc=start.loc)
+        compound = _COMPOUND_ASSIGN.get(self._kind())
+        if compound is not None:  # a op= b is a = a op b (P4_16 v1.2.4)
+            op = self._advance()
+            value = self._parse_expression()
+            self._expect(";")
+            return ast.Assign(target, ast.Binary(compound, target, value, loc=op.loc),
+                              loc=start.loc)
         if not isinstance(target, ast.Call):
             self._unexpected("'=' or '(' (a statement is an assignment or a call)")
         self._expect(";")
@@ -747,6 +773,9 @@ _STRUCT_LIKE: dict[str, type] = {
 }
 
 _UNSUPPORTED_STATEMENTS = frozenset(["for", "while", "break", "continue"])
+
+_COMPOUND_ASSIGN = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "&=": "&", "|=": "|",
+                    "^=": "^", "<<=": "<<", ">>=": ">>", "|+|=": "|+|", "|-|=": "|-|"}
 
 _TOP_LEVEL: dict[str, Callable[[P4Parser], ast.Declaration]] = {
     "const": P4Parser._parse_const_decl,

@@ -44,6 +44,12 @@ TypeDecl: TypeAlias = (
 )
 
 
+def _flat_bits(t: StructT) -> bool:
+    """A struct that may sit in a header: bit<N>, int<N>, bool and such structs."""
+    return all(isinstance(ft, BitT | BoolT) or (isinstance(ft, StructT) and _flat_bits(ft))
+               for _, ft in t.fields)
+
+
 class ProgramEnv:
     """Index of a program's top level, with type resolution."""
 
@@ -57,6 +63,7 @@ class ProgramEnv:
         self.parsers: dict[str, ast.ParserDecl] = {}
         self.controls: dict[str, ast.ControlDecl] = {}
         self.extern_functions: dict[str, ast.ExternFunctionDecl] = {}
+        self.functions: dict[str, ast.FunctionDecl] = {}
         self.instantiations: list[ast.Instantiation] = []
         self.diagnostics: list[str] = []  # warnings found while lowering (target_checks)
         self.global_scope = Scope()
@@ -81,6 +88,8 @@ class ProgramEnv:
                 self.controls[decl.name] = decl
             elif isinstance(decl, ast.ExternFunctionDecl):
                 self.extern_functions[decl.name] = decl
+            elif isinstance(decl, ast.FunctionDecl):
+                self.functions[decl.name] = decl
             elif isinstance(decl, ast.Instantiation):
                 self.instantiations.append(decl)
             elif isinstance(decl, ast.ConstDecl):
@@ -168,9 +177,27 @@ class ProgramEnv:
         if isinstance(decl, ast.HeaderDecl):
             fields = [(f.name, self.resolve(f.type)) for f in decl.fields]
             for (fname, ftype), f in zip(fields, decl.fields, strict=True):
-                if not isinstance(ftype, BitT):
+                if not isinstance(ftype, BitT | BoolT | StructT) or (
+                        isinstance(ftype, StructT) and not _flat_bits(ftype)):
                     raise not_supported(f"header field {fname} of type {ftype}", f.loc)
-            return HeaderT(decl.name, fields, decl)
+            if not any(isinstance(ft, StructT) for _, ft in fields):
+                return HeaderT(decl.name, fields, decl)
+            # as p4c's FlattenHeaders: every leaf becomes _<path><n>
+            flat: list[tuple[str, P4Type]] = []
+            storage: dict[str, str] = {}
+
+            def flatten(path: list[str], t: P4Type) -> None:
+                if isinstance(t, StructT):
+                    for sub_name, sub_t in t.fields:
+                        flatten(path + [sub_name], sub_t)
+                    return
+                name = f"_{'_'.join(path)}{len(flat)}"
+                flat.append((name, t))
+                storage[".".join(path)] = name
+
+            for fname, ftype in fields:
+                flatten([fname], ftype)
+            return HeaderT(decl.name, flat, decl, dict(fields), storage)
         if isinstance(decl, ast.StructDecl):
             return StructT(decl.name, [(f.name, self.resolve(f.type)) for f in decl.fields], decl)
         if isinstance(decl, ast.TypedefDecl | ast.NewTypeDecl):

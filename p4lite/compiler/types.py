@@ -96,9 +96,15 @@ class EnumT(_NamedT):
 
 @dataclass(eq=False, slots=True)
 class HeaderT(_FieldsT):
+    """``fields`` are the stored (wire) fields. A header with struct-typed fields keeps
+    its P4 view in ``members`` (name -> type) and stores the leaves flattened, named as
+    p4c's FlattenHeaders does (``storage``: dotted P4 path -> stored field name)."""
+
     name: str
     fields: list[tuple[str, P4Type]]
     decl: ast.HeaderDecl | None = None
+    members: dict[str, P4Type] | None = None
+    storage: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(eq=False, slots=True)

@@ -128,7 +128,7 @@ def test_syntax_errors_name_the_location(source: str, where: str, message: str) 
 @pytest.mark.parametrize(
     ("source", "where", "what"),
     [
-        ("bit<8> f(in bit<8> x) { return x; }", "1:1", "function declarations"),
+        ("T f<T>(in T x) { return x; }", "1:1", "generic function declarations"),
         (
             "parser p() {\n  value_set<bit<8>>(4) vs;\n  state start { transition accept; } }",
             "2:3",

@@ -107,3 +107,17 @@ def test_marker_opts_into_extensions():
     # the marker must be the first line
     with pytest.raises(StfSyntaxError):
         parse_stf("# hello\n" + text, "x.stf")
+
+
+def test_tokens_separated_by_several_blanks() -> None:
+    """p4c's lexer skips any run of blanks between tokens (issue 13)."""
+    add = strict("add  t   10\thdr.tags$1.val:0x1*   hdr.h.k:0x02  MyIngress.a(x:1,  y:2)")
+    assert isinstance(add, AddCmd) and add.priority == 10
+    assert [k for k, _ in add.keys] == ["hdr.tags$1.val", "hdr.h.k"]
+    assert add.args == (("x", add.args[0][1]), ("y", add.args[1][1]))
+    packet = strict("packet  0 0b  0000")
+    assert isinstance(packet, PacketCmd) and packet.port == 0 and packet.data == b"\x0b\x00\x00"
+    expect = strict("expect\t 1  0b 00 00  $")
+    assert isinstance(expect, ExpectCmd) and (expect.pattern or "").lower() == "0b0000" and expect.exact_length
+    check = strict("check_counter  c(1)  packets  ==  2")
+    assert isinstance(check, CheckCmd) and check.value == 2

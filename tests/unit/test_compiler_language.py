@@ -1,0 +1,220 @@
+"""P4_16 constructs of issue 13: ill-formed uses are errors at file:line:col."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from p4lite.compiler.driver import compile_text
+from p4lite.compiler.errors import CompileError
+from tests.unit.test_compiler_backend_json import program
+
+
+def _error_at(text: str, needle: str, message: str) -> None:
+    """Compiling ``text`` fails with ``message`` at the first line holding ``needle``."""
+    with pytest.raises(CompileError) as info:
+        compile_text(text, filename="bad.p4")
+    err = str(info.value)
+    assert message in err, err
+    match = re.match(r"bad\.p4:(\d+):(\d+): error: ", err)
+    assert match, err
+    line = next(n for n, t in enumerate(text.splitlines(), start=1) if needle in t)
+    assert int(match.group(1)) == line, err
+    start = text.splitlines()[line - 1].index(needle)
+    assert start <= int(match.group(2)) - 1 < start + len(needle), err
+
+
+def test_inout_argument_must_be_an_lvalue() -> None:
+    locals_ = "action inc(inout bit<8> x) { x = x + 1; }"
+    _error_at(program("inc(hdr.h.v + 1);", locals_), "hdr.h.v + 1",
+              "argument for inout parameter x must be an l-value")
+
+
+def test_out_argument_type_must_match() -> None:
+    locals_ = "action set(out bit<8> x) { x = 1; }"
+    _error_at(program("set(hdr.h.w);", locals_), "hdr.h.w",
+              "type mismatch: parameter x is bit<8>, the argument is bit<16>")
+
+
+def test_sub_control_inout_argument_must_be_an_lvalue() -> None:
+    top = "control S(inout bit<8> p) { apply { p = 1; } }"
+    text = program("s.apply(8w3);", "S() s;", top=top)
+    _error_at(text, "8w3", "argument for inout parameter p must be an l-value")
+
+
+def test_function_returning_a_value_needs_a_return_value() -> None:
+    top = "bit<8> f(in bit<8> x) {\n    return;\n}"
+    _error_at(program("hdr.h.v = f(hdr.h.v);", top=top), "return;",
+              "a function that returns a value needs return <value>")
+
+
+def test_void_function_has_no_value() -> None:
+    top = "void f(in bit<8> x) { }"
+    _error_at(program("hdr.h.v = f(hdr.h.v);", top=top), "f(hdr.h.v)",
+              "function f returns no value")
+
+
+def test_function_argument_count() -> None:
+    top = "bit<8> f(in bit<8> x) { return x; }"
+    _error_at(program("hdr.h.v = f(hdr.h.v, 1);", top=top), "f(hdr.h.v, 1)", "argument")
+
+
+def test_function_call_on_the_right_of_and_is_rejected() -> None:
+    top = "bool f(in bit<8> x) { return x == 1; }"
+    _error_at(program("if (hdr.h.v == 2 && f(hdr.h.v)) { hdr.h.v = 3; }", top=top),
+              "f(hdr.h.v))", "not supported by p4lite: a function call on the right of &&")
+
+
+def test_compound_assignment_needs_matching_types() -> None:
+    _error_at(program("hdr.h.v += hdr.h.w;"), "hdr.h.v += hdr.h.w",
+              "operands of + have different types")
+
+
+def test_masked_key_is_named_after_its_text_and_copied() -> None:
+    local = "table t2 { key = { hdr.h.v & 0xf0: exact; } actions = { NoAction; } }"
+    result = compile_text(program("t2.apply();", local), filename="prog.p4")
+    table = next(t for t in result.bmv2["pipelines"][0]["tables"] if t["name"] == "I.t2")
+    assert table["key"][0]["name"] == "hdr.h.v & 0xf0"
+    assert table["key"][0]["target"][0] == "scalars"  # computed into key_N, as p4c
+    fields = [f for t in result.p4info.tables for f in t.match_fields]
+    assert [(f.name, f.bitwidth) for f in fields] == [("hdr.h.v & 0xf0", 8)]
+
+
+def test_cast_key_without_name_is_an_error() -> None:
+    local = "table t2 { key = { (bit<16>) hdr.h.v: exact; } actions = { NoAction; } }"
+    _error_at(program("t2.apply();", local), "(bit<16>) hdr.h.v",
+              "Complex key expression requires a @name annotation")
+
+
+def test_top_level_register_index_type() -> None:
+    top = "register<bit<8>>(4) acc;"
+    _error_at(program("acc.write(0, hdr.h.w);", top=top), "hdr.h.w",
+              "type mismatch: expected bit<8>, got bit<16>")
+
+
+def test_hash_result_must_be_a_field() -> None:
+    _error_at(program("hash(hdr.h.v + 1, HashAlgorithm.crc16, 8w0, { hdr.h.v }, 16w8);"),
+              "hdr.h.v + 1", "an extern result that is not stored in a field")
+
+
+def test_control_with_a_table_applied_twice_is_an_error() -> None:
+    top = ("control S(inout bit<8> p) {\n"
+           "    table t { key = { p : exact; } actions = { NoAction; } }\n"
+           "    apply { t.apply(); }\n"
+           "}")
+    text = program("s.apply(hdr.h.v);\n s.apply(hdr.h.v);", "S() s;", top=top)
+    _error_at(text, "t.apply()", "applying table t more than once")
+
+
+def test_control_type_applied_by_name_checks_its_arguments() -> None:
+    top = "control S(inout bit<8> p) { apply { p = 1; } }"
+    _error_at(program("S.apply(hdr.h.w);", top=top), "hdr.h.w",
+              "type mismatch: parameter p is bit<8>, the argument is bit<16>")
+
+
+def test_dont_care_inside_an_expression_is_an_error() -> None:
+    locals_ = "action f(in bit<8> a) { hdr.h.v = a; }"
+    _error_at(program("f(_ + 1);", locals_), "_ + 1", "DontCare")
+
+
+def test_list_expression_with_too_few_elements() -> None:
+    top = "struct pair_t { bit<8> x; bit<8> y; }"
+    _error_at(program("pair_t p = {hdr.h.v};", top=top), "{hdr.h.v}",
+              "pair_t has 2 fields, the list has 1")
+
+
+def test_struct_expression_missing_a_field() -> None:
+    top = "struct pair_t { bit<8> x; bit<8> y; }"
+    _error_at(program("pair_t p = {x = 1, y = 2};\n if (p == {x = 1}) { hdr.h.v = 1; }",
+                      top=top), "{x = 1}", "the expression sets no field y")
+
+
+def test_comparing_two_list_expressions_is_an_error() -> None:
+    _error_at(program("if ({1, 2} == {1, 2}) { hdr.h.v = 1; }"), "{1, 2} == {1, 2}",
+              "cannot compare these values with ==")
+
+
+def test_slice_of_a_slice_out_of_range() -> None:
+    _error_at(program("hdr.h.v[7:4][4:0] = 3;"), "hdr.h.v[7:4][4:0]",
+              "slice [4:0] out of range for bit<4>")
+
+
+def test_register_in_a_parser_is_an_error_as_in_p4c() -> None:
+    parser = ("register<bit<8>>(1) seen;\n"
+              "state start {\n"
+              "    seen.write(0, 1);\n"
+              "    pkt.extract(hdr.eth); transition accept; }")
+    _error_at(program(parser=parser), "seen.write(0, 1)",
+              "not supported in parser on this target")
+
+
+def test_lookahead_statement_needs_a_type() -> None:
+    parser = "state start { pkt.lookahead(); pkt.extract(hdr.eth); transition accept; }"
+    _error_at(program(parser=parser), "pkt.lookahead()",
+              "lookahead takes one type argument and no arguments")
+
+
+def test_header_field_of_a_struct_holding_a_header_is_rejected() -> None:
+    top = ("header inner_t { bit<8> v; }\n"
+           "struct wrap_t { inner_t i; }\n"
+           "header outer_t {\n    wrap_t w;\n}\n"
+           "struct more_t { outer_t o; }")
+    text = program("hdr.h.v = 1;", top=top, meta="bit<8> m; more_t more;")
+    _error_at(text, "wrap_t w;", "not supported by p4lite: header field w of type")
+
+
+def test_run_time_stack_index_from_action_data_is_a_local() -> None:
+    """Inside an expression an action parameter is "local" (p4c writes "runtime_data"
+    there, which simple_switch refuses to load: "Invalid 'type' in expression")."""
+    locals_ = ("action mark(bit<8> i) { hdr.vlan[i].tci = 1; }\n"
+               "table t { key = { hdr.h.v: exact; } actions = { mark; } }")
+    result = compile_text(program("t.apply();", locals_), filename="prog.p4",
+                          p4c_nesting=False)
+    action = next(a for a in result.bmv2["actions"] if a["name"] == "I.mark")
+    target = action["primitives"][0]["parameters"][0]
+    assert target["value"]["op"] == "access_field"
+    deref = target["value"]["left"]["value"]
+    assert deref["op"] == "dereference_header_stack"
+    assert deref["right"] == {"type": "local", "value": 0}
+
+
+def test_is_valid_with_a_run_time_stack_index_is_rejected() -> None:
+    _error_at(program("if (hdr.vlan[hdr.h.v].isValid()) { hdr.h.v = 1; }"),
+              "hdr.vlan[hdr.h.v].isValid()", "not supported by p4lite: isValid() on a header")
+
+
+def test_run_time_stack_index_must_be_unsigned_bits() -> None:
+    _error_at(program("hdr.vlan[hdr.h.v == 1].tci = 1;"), "hdr.h.v == 1",
+              "a header stack index must be bit<N>, not bool")
+
+
+def test_sub_parser_with_a_missing_argument() -> None:
+    top = ("parser Sub(packet_in pkt, out ethernet_t e) {\n"
+           "    state start { pkt.extract(e); transition accept; } }")
+    parser = ("Sub() sub;\n"
+              "state start {\n"
+              "    sub.apply(pkt);\n"
+              "    transition accept; }")
+    text = program(parser=parser, top=top)
+    _error_at(text, "sub.apply(pkt)", "missing argument for parameter e")
+
+
+@pytest.mark.parametrize(("top", "meta", "needle", "what"), [
+    ("header a_t { bit<8> x; }\nheader b_t { bit<16> y; }\nheader_union u_t { a_t a; b_t b; }",
+     "bit<8> m; u_t u;", "header_union u_t", "header_union"),
+    ("header v_t { bit<8> len; varbit<32> opts; }", "bit<8> m; v_t v;", "varbit<32>", "varbit"),
+])
+def test_header_unions_and_varbit_are_rejected_at_the_declaration(top: str, meta: str,
+                                                                   needle: str,
+                                                                   what: str) -> None:
+    _error_at(program(top=top, meta=meta), needle, f"not supported by p4lite: {what}")
+
+
+def test_key_on_a_stack_element_with_a_run_time_index_is_copied() -> None:
+    local = ("table t2 { key = { hdr.vlan[hdr.h.b].tci: exact @name(\"tci\"); }\n"
+             "    actions = { NoAction; } }")
+    result = compile_text(program("t2.apply();", local), filename="prog.p4")
+    table = next(t for t in result.bmv2["pipelines"][0]["tables"] if t["name"] == "I.t2")
+    assert table["key"][0]["target"][0] == "scalars"
+    assert table["key"][0]["target"][1].startswith("key_")
