@@ -39,12 +39,14 @@ from p4lite.bmv2json.where import Where
 @dataclass(frozen=True, kw_only=True)
 class FieldSpec:
     """One ``[name, width, signed, saturating]`` element of a header type's fields
-    (``width`` is ``"*"`` for a varbit field); ``arity`` elements were written."""
+    (``width`` is ``"*"`` for a varbit field); ``arity`` elements were written. The
+    flags are JSON booleans, or numbers as BMv2's ``asBool`` reads them (p4c writes
+    ``0`` for a header's ``bool`` field); kept as written, so a dump round-trips."""
 
     name: str
     width: int | str
-    signed: bool = False
-    saturating: bool = False
+    signed: bool | int = False
+    saturating: bool | int = False
     arity: int = 3
 
     @property
@@ -55,7 +57,7 @@ class FieldSpec:
 def _field_spec(value: Json, where: Where) -> FieldSpec:
     ok = (isinstance(value, list) and 2 <= len(value) <= 4 and isinstance(value[0], str)
           and (isinstance(value[1], int) and not isinstance(value[1], bool) or value[1] == "*")
-          and all(isinstance(v, bool) for v in value[2:]))
+          and all(isinstance(v, int) for v in value[2:]))  # bool is an int
     if not ok:
         raise where.fail(f"expected [name, width, signed], got {value!r}")
     return FieldSpec(name=value[0], width=value[1], signed=len(value) > 2 and value[2],

@@ -98,6 +98,18 @@ def test_null_lists_and_unknown_keys_round_trip() -> None:
     assert bmv2json.dump(bmv2json.load(doc)) == doc
 
 
+def test_field_flags_may_be_numbers_as_p4c_writes_a_bool_field() -> None:
+    """p4c writes a header's ``bool`` field as ``[name, 1, 0]``; BMv2 reads the flag with
+    asBool, so a number is a valid flag, and the dump gives back what was written."""
+    doc = minimal()
+    doc["header_types"][0]["fields"][0] = ["f", 8, 0]
+    assert bmv2json.dump(bmv2json.load(doc)) == doc
+    Switch(doc)
+    doc["header_types"][0]["fields"][0] = ["f", 8, "no"]
+    with pytest.raises(bmv2json.Bmv2JsonError, match=r"expected \[name, width, signed\]"):
+        bmv2json.load(doc)
+
+
 def test_model_is_typed() -> None:
     prog = bmv2json.load(minimal())
     table = prog.pipelines[0].tables[0]
