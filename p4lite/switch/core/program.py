@@ -173,7 +173,7 @@ def build_layout(prog: Program) -> Layout:
                 raise fail(where, f"field '{f.name}' is wider than {MAX_FIELD_WIDTH} bits")
             if f.saturating:  # BMv2's 4th element: stores saturate instead of wrapping
                 raise fail(where, f"field '{f.name}' is saturating: not supported by p4lite")
-            fields.append((f.name, f.width, f.signed))
+            fields.append((f.name, f.width, bool(f.signed)))
         types[ht.name] = fields
     for h in prog.headers:
         fields = types[h.header_type]
