@@ -96,15 +96,19 @@ class P4Parser(ExpressionParser):
         decl.annotations = annotations + decl.annotations
         return decl
 
+    def _parse_declared_type(self, start: Token) -> ast.Type:
+        """The type that starts a declaration; ``void`` only where a function follows."""
+        if start.kind != "void":
+            return self._parse_type()
+        type_ = self._parse_type(allow_void=True)
+        if not (self._is_name() and self._kind(1) in ("(", "<")):
+            raise CompileError("'void' is only a return type", start.loc)
+        return type_
+
     # BNF: instantiation : type '(' args ')' name ';'
     def _parse_top_level_instantiation(self) -> ast.Declaration:
         start = self._peek()
-        if start.kind == "void":  # only a function returns void here
-            type_ = self._parse_type(allow_void=True)
-            if not (self._is_name() and self._kind(1) in ("(", "<")):
-                raise CompileError("'void' is only a return type", start.loc)
-        else:
-            type_ = self._parse_type()
+        type_ = self._parse_declared_type(start)
         if self._kind() == "(":
             return self._finish_instantiation(type_, start)
         if self._is_name() and self._kind(1) == "<":
@@ -426,12 +430,7 @@ class P4Parser(ExpressionParser):
     # BNF: instantiation : type '(' args ')' name ';'
     def _parse_variable_or_instance(self) -> ast.Declaration:
         start = self._peek()
-        if start.kind == "void":  # only a function returns void here
-            type_ = self._parse_type(allow_void=True)
-            if not (self._is_name() and self._kind(1) in ("(", "<")):
-                raise CompileError("'void' is only a return type", start.loc)
-        else:
-            type_ = self._parse_type()
+        type_ = self._parse_declared_type(start)
         if self._kind() == "(":
             return self._finish_instantiation(type_, start)
         name = self._parse_name("a variable name")
