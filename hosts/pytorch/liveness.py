@@ -56,6 +56,7 @@ class Liveness:
         self._seqs = [0] * world_size
         self._left = [False] * world_size
         self._changed = [clock()] * world_size  # when each counter last moved
+        self._last_read = clock()  # the last round trip to the store that worked
         self._reported = False
         self._ticks = 0
         self._read_once = False  # no peer's progress known before the first read
@@ -89,9 +90,15 @@ class Liveness:
     def _touch_store(self, now: float) -> None:
         try:
             self.publish()
+            if self.store_error is not None:
+                # Silence while the store was down proves nothing (the peers' beats
+                # failed too): take the outage off every rank's silence, but keep what
+                # was seen before it. Resetting instead let a store that fails every
+                # few ticks (a loaded host) hide a dead rank for ever.
+                outage = now - self._last_read
+                self._changed = [min(now, t + outage) for t in self._changed]
             self._read_peers(now)
-            if self.store_error is not None:  # silence while it was down proves nothing
-                self._changed = [now] * self.world_size
+            self._last_read = now
             self.store_error, self._store_failures = None, 0
         except Exception as exc:  # noqa: BLE001 - the store's errors have no common type
             self.store_error = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"

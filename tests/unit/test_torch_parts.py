@@ -180,6 +180,26 @@ def test_an_unreachable_store_is_diagnosed_not_taken_for_dead_peers_and_backs_of
     assert me.store_error is None
 
 
+def test_a_store_that_keeps_failing_now_and_then_does_not_hide_a_dead_rank():
+    """A loaded host's store fails a round trip every few ticks. Each outage is taken off
+    the dead rank's silence, not the silence reset: it is still reported, later by the
+    outages' length (before: reset at every recovery, never reported)."""
+    store = FakeStore()
+    lives = [make(store, r) for r in range(3)]
+    for now in range(1, 4):
+        for live, _ in lives:
+            live.tick(float(now))
+    me, told = lives[0]
+    for now in range(4, 60):  # rank 2 stops beating at t=3; the store fails 1 tick in 4
+        store.down = now % 4 == 0
+        for live, _ in lives[:2]:
+            live.tick(float(now))
+        if told:
+            break
+    assert len(told) == 1 and "rank 2 (h2) has sent no heartbeat" in told[0], told
+    assert now < 40  # 5 s of observed silence, the outages (and the back-off) not counted
+
+
 def test_the_extra_beat_runs_every_tick_and_its_failures_are_ignored():
     store = FakeStore()
     beats: list[float] = []
