@@ -143,16 +143,14 @@ class Liveness:
         gone = self.gone(now)
         if gone:
             return self.describe(gone, now)
-        behind = [f"{self.who(r)} is alive but has started only {self._seqs[r]} "
-                  f"collectives (this rank: {self.started})"
-                  for r in range(self.world_size)
-                  if self._read_once and self._seqs[r] < self.started]
-        if behind:
-            return "; ".join(behind)
-        if self.store_error is not None:
-            return (f"the c10d store is unreachable ({self.store_error}): the process that "
-                    f"hosts it (rank 0 or the torchrun agent) may have died")
-        return ""
+        parts = [f"{self.who(r)} is alive but has started only {self._seqs[r]} "
+                 f"collectives (this rank: {self.started})"
+                 for r in range(self.world_size)
+                 if self._read_once and self._seqs[r] < self.started]
+        if self.store_error is not None:  # also when it hides whether a lagging rank lives
+            parts.append(f"the c10d store is unreachable ({self.store_error}): the process "
+                         f"that hosts it (rank 0 or the torchrun agent) may have died")
+        return "; ".join(parts)
 
     def mark_left(self) -> None:
         try:

@@ -222,6 +222,11 @@ def dead(rank: int, world: int) -> None:
     except Exception as exc:  # noqa: BLE001 - the message is what is checked
         emit(event="failed", seconds=time.monotonic() - start, error=str(exc),
              type=type(exc).__name__)
+        if rank == 0:
+            # Rank 0 hosts the c10d store: leaving at once would take the store away
+            # from the other survivor before it has seen rank 2's silence (it would then
+            # rightly report an unreachable store, not a dead rank).
+            time.sleep(10)
         os._exit(0)  # the group is broken; skip destroy's goodbyes
     emit(event="no error")
 
