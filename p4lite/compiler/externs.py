@@ -50,6 +50,17 @@ def match_args(params: list[ast.Param], args: list[ast.Argument], what: str,
     return out
 
 
+def every_arg(params: list[ast.Param], args: list[ast.Argument], what: str,
+              loc) -> list[ast.Expression]:
+    """``match_args`` (``_`` kept) for a callee whose every parameter needs an argument:
+    a function, an action called from an action, a sub-control."""
+    matched = match_args(params, args, what, loc, keep_dont_care=True)
+    for param, arg in zip(params, matched, strict=True):
+        if arg is None:
+            raise CompileError(f"missing argument for parameter {param.name}", loc)
+    return [arg for arg in matched if arg is not None]
+
+
 class Externs:
     """Declares extern instances and turns extern calls into primitives."""
 

@@ -30,7 +30,7 @@ from p4lite.compiler.bindings import (
 )
 from p4lite.compiler.cpmodel import CpAction
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.externs import Externs, match_args
+from p4lite.compiler.externs import Externs, every_arg, match_args
 from p4lite.compiler.hoist_calls import Hoister, has_call
 from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, hexstr
 from p4lite.compiler.lower_stmt import StmtLowerer
@@ -435,13 +435,7 @@ class ControlLowerer:
     def _apply_subcontrol(self, target: DeclB, call: ast.Call, scope: Scope) -> Frag:
         decl = target.control()
         inst: ast.Instantiation = target.owner
-        args = match_args(decl.params, call.args, f"control {decl.name}", call.loc,
-                          keep_dont_care=True)
-        given: list[ast.Expression] = []
-        for param, arg in zip(decl.params, args, strict=True):
-            if arg is None:
-                raise CompileError(f"missing argument for parameter {param.name}", call.loc)
-            given.append(arg)
+        given = every_arg(decl.params, call.args, f"control {decl.name}", call.loc)
         binder = StmtLowerer(self.lw, self.externs, scope)
         bindings, copy_in, copy_out = binder.bind_block_args(decl.params, given, call.loc)
         name = self.cp_name(inst, inst.name)

@@ -34,7 +34,7 @@ from p4lite.compiler.copy_in_out import (
     relocate,
 )
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.externs import Externs, match_args
+from p4lite.compiler.externs import Externs, every_arg
 from p4lite.compiler.hoist_calls import Hoister, has_call
 from p4lite.compiler.lower_expr import (
     DynElemB,
@@ -186,12 +186,8 @@ class StmtLowerer:
                         ) -> tuple[list[Json], Binding | None]:
         """A function's body, parameters copied in and out; its result's storage."""
         inner = self.lw.env.global_scope.child()
-        args = match_args(decl.params, call.args, f"function {decl.name}", call.loc,
-                          keep_dont_care=True)
-        missing = [p.name for p, a in zip(decl.params, args, strict=True) if a is None]
-        if missing:
-            raise CompileError(f"missing argument for parameter {missing[0]}", call.loc)
-        frame = self.bind_call(decl.params, [a for a in args if a is not None], inner, call.loc)
+        args = every_arg(decl.params, call.args, f"function {decl.name}", call.loc)
+        frame = self.bind_call(decl.params, args, inner, call.loc)
         result_t = self.lw.env.resolve(decl.return_type)
         result: Binding | None = None
         if not isinstance(result_t, VoidT):
@@ -443,12 +439,8 @@ class StmtLowerer:
         decl = target.action()
         scope = (target.owner.scope if target.owner is not None else self.lw.env.global_scope)
         inner = scope.child()
-        args = match_args(decl.params, call.args, f"action {decl.name}", call.loc,
-                          keep_dont_care=True)
-        missing = [p.name for p, a in zip(decl.params, args, strict=True) if a is None]
-        if missing:
-            raise CompileError(f"missing argument for parameter {missing[0]}", call.loc)
-        frame = self.bind_call(decl.params, [a for a in args if a is not None], inner, call.loc)
+        args = every_arg(decl.params, call.args, f"action {decl.name}", call.loc)
+        frame = self.bind_call(decl.params, args, inner, call.loc)
         sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix)
         return self.finish_call(frame, sub.lower_body(decl.body.statements))
 
