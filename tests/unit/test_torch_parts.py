@@ -131,12 +131,18 @@ def make(store: FakeStore, rank: int, world: int = 3, **kw) -> tuple[Liveness, l
     return live, told
 
 
-def test_a_peer_whose_heartbeat_stops_is_reported_once_after_dead_after():
+def three_ranks_beating_until_3() -> tuple[FakeStore, list[tuple[Liveness, list[str]]]]:
+    """Three ranks on one store, each having ticked at t = 1, 2, 3."""
     store = FakeStore()
     lives = [make(store, r) for r in range(3)]
     for now in range(1, 4):
         for live, _ in lives:
             live.tick(float(now))
+    return store, lives
+
+
+def test_a_peer_whose_heartbeat_stops_is_reported_once_after_dead_after():
+    store, lives = three_ranks_beating_until_3()
     me, told = lives[0]
     for now in range(4, 20):  # rank 2 stops beating at t=3
         for live, _ in lives[:2]:
@@ -184,11 +190,7 @@ def test_a_store_that_keeps_failing_now_and_then_does_not_hide_a_dead_rank():
     """A loaded host's store fails a round trip every few ticks. Each outage is taken off
     the dead rank's silence, not the silence reset: it is still reported, later by the
     outages' length (before: reset at every recovery, never reported)."""
-    store = FakeStore()
-    lives = [make(store, r) for r in range(3)]
-    for now in range(1, 4):
-        for live, _ in lives:
-            live.tick(float(now))
+    store, lives = three_ranks_beating_until_3()
     me, told = lives[0]
     for now in range(4, 60):  # rank 2 stops beating at t=3; the store fails 1 tick in 4
         store.down = now % 4 == 0
