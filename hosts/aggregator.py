@@ -47,7 +47,7 @@ import numpy as np
 from hosts.errors import HostError
 from hosts.wire import (
     HEADER_LEN,
-    LANE_CODE_MASK,
+    LANE_CODE_BITS,
     LANE_CODE_SHIFT,
     LANE_COUNTS,
     MAX_WORKERS,
@@ -217,7 +217,7 @@ class Aggregator:
         state.stats.bytes_received += len(datagram)
         if ptype == _RESULT:
             return state.reject("type")
-        if flags & (LANE_CODE_MASK << LANE_CODE_SHIFT) != state.lane_flags:
+        if flags & LANE_CODE_BITS != state.lane_flags:
             return state.reject("lanes")
         if rank >= state.n:
             return state.reject("rank")

@@ -285,8 +285,7 @@ class Session:
         ours = (hdr["ver_type"] == _RESULT_VT) & (hdr["job"] == self.job_id)
         slots = hdr["slot"].astype(np.int64) - self.slot_base
         ours &= (slots >= 0) & (slots < self.window) & (hdr["nelem"] <= self.lanes)
-        lane_bits = wire.LANE_CODE_MASK << wire.LANE_CODE_SHIFT
-        ours &= (hdr["flags"] & lane_bits) == self._lane_flags
+        ours &= (hdr["flags"] & wire.LANE_CODE_BITS) == self._lane_flags
         self.stats.foreign += int(pkts.size - np.count_nonzero(ours))
         slots = np.where(ours, slots, 0)
         pos = self._slot_pos[slots]

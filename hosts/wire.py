@@ -80,6 +80,7 @@ FLAG_RETRANSMIT = 0x02  # this is a retransmission
 FLAG_FALLBACK = 0x04  # do not aggregate in fixed point on the switch: send to the PBox
 LANE_CODE_SHIFT = 3
 LANE_CODE_MASK = 0x03
+LANE_CODE_BITS = LANE_CODE_MASK << LANE_CODE_SHIFT  # the lane code's bits in the flags byte
 PRIORITY_SHIFT = 5
 PRIORITY_MASK = 0x07
 MAX_PRIORITY = 7
