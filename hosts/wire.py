@@ -20,7 +20,7 @@ Offsets (network byte order)::
     12 u32  position mod 2**32 (the sender's packet number g, see hosts/chunking.py),
             echoed in the result so the host can place it
     16 i8   block exponent (contribution: for the block one window ahead;
-            result: the maximum over the contributions)
+            result: the maximum over the contributions; PRIME: unused, -128)
     17 u8   epoch: the aggregator-map epoch mod 256 the sender used (0 until a job's
             load is spread over several aggregators); echoed in the result
     18 u16  element count (lanes that carry data, <= L; the rest are zero)
@@ -73,6 +73,14 @@ class PacketType(IntEnum):
     CONTRIB = 1  # one worker's contribution to a slot
     RESULT = 2  # the aggregate of a slot, sent to every worker of the job
     PARTIAL = 3  # a partial sum standing for `count` workers (hierarchical aggregation)
+    # exponent priming: like CONTRIB, but the aggregator takes the lane-wise maximum
+    # (unsigned 32-bit) instead of the sum; its result is an ordinary RESULT. Lane i
+    # carries block i's local exponent e as e - PRIME_EXP_BIAS (0..255; 0 = all zero)
+    PRIME = 4
+
+
+CONTRIBUTION_TYPES = (PacketType.CONTRIB, PacketType.PARTIAL, PacketType.PRIME)
+PRIME_EXP_BIAS = -128  # a prime lane is exponent - bias: int8 -128..127 -> 0..255
 
 
 FLAG_SHADOW = 0x01  # which of the slot's two shadow sets (SwitchML's "ver" bit)
