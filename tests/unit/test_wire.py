@@ -199,7 +199,7 @@ def _patched(offset: int, byte: int) -> bytes:
         (_patched(0, 0x11), "version 1"),
         (_patched(0, 0x31), "version 3"),
         (_patched(0, 0x20), "unknown packet type 0"),
-        (_patched(0, 0x24), "unknown packet type 4"),
+        (_patched(0, 0x25), "unknown packet type 5"),
         (_patched(0, 0x2F), "unknown packet type 15"),
         (_patched(19, K + 1), "element count 65"),
         (_patched(1, 0x08), "276 bytes, expected 1044 for 256 lanes"),  # 64 lanes' worth, code 1
