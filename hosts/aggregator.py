@@ -68,6 +68,7 @@ assert _HEADER.size == HEADER_LEN
 _CONTRIB = int(PacketType.CONTRIB)
 _RESULT = int(PacketType.RESULT)
 _PARTIAL = int(PacketType.PARTIAL)
+_PRIME = int(PacketType.PRIME)
 _RESULT_VER_TYPE = (VERSION << 4) | _RESULT
 _LANES_BE = np.dtype(">i4")
 
@@ -207,7 +208,7 @@ class Aggregator:
         ptype = ver_type & 0x0F
         lanes = lanes_of_flags(flags)
         if (ver_type >> 4 != VERSION or lanes is None or len(datagram) != HEADER_LEN + 4 * lanes
-                or nelem > lanes or ptype not in (_CONTRIB, _RESULT, _PARTIAL)):  # fmt: skip
+                or nelem > lanes or ptype not in (_CONTRIB, _RESULT, _PARTIAL, _PRIME)):  # fmt: skip
             self.malformed += 1
             return []
         state = self._jobs.get(job)
@@ -236,7 +237,7 @@ class Aggregator:
         state.stats.last_seen = now
         cell = local * 2 + (flags & 1)
         echo = (flags, job, slot, position, epoch, nelem)
-        return _apply(state, cell, rank, count, exp, datagram, src, echo)
+        return _apply(state, cell, rank, count, exp, datagram, src, echo, ptype == _PRIME)
 
 
 def _apply(
@@ -248,8 +249,10 @@ def _apply(
     datagram: bytes | bytearray | memoryview,
     src: Address,
     echo: tuple[int, int, int, int, int, int],
+    prime: bool,
 ) -> list[tuple[bytes, Address]]:
-    """Apply one validated contribution to ``cell`` (local_slot * 2 + shadow set)."""
+    """Apply one validated contribution to ``cell`` (local_slot * 2 + shadow set);
+    a PRIME's lanes are combined by unsigned maximum instead of sum."""
     stats = state.stats
     bit = 1 << rank
     bitmap = state.bitmap
@@ -274,6 +277,8 @@ def _apply(
     if before == 0:
         lanes[:] = values
         state.max_exp[cell] = exp
+    elif prime:
+        np.maximum(lanes.view(np.uint32), values.view(">u4"), out=lanes.view(np.uint32))
     else:
         np.add(lanes, values, out=lanes)  # int32 wrap-around, as on the switch
         if exp > state.max_exp[cell]:

@@ -73,7 +73,7 @@ class FakeAggregator(AggregatorCore):
             self.malformed += 1
             return []
         job = self.jobs.get(hdr.job)
-        if job is None or hdr.type not in (PacketType.CONTRIB, PacketType.PARTIAL):
+        if job is None or hdr.type not in wire.CONTRIBUTION_TYPES:
             return []
         if not self._admissible(job, hdr, src):
             job.rejected += 1
@@ -94,6 +94,8 @@ class FakeAggregator(AggregatorCore):
         if first:
             s.lanes = lanes.copy()
             s.max_exp = hdr.exp
+        elif hdr.type == PacketType.PRIME:  # unsigned 32-bit maximum, lane by lane
+            s.lanes = np.maximum(s.lanes.view(np.uint32), lanes.view(np.uint32)).view(np.int32)
         else:
             s.lanes = s.lanes + lanes  # int32 wraps
             s.max_exp = max(s.max_exp, hdr.exp)
