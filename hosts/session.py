@@ -11,16 +11,27 @@ A ``Session`` never touches a socket or a clock. Its whole interface is::
     get_timer() / handle_timer(now)   retransmission and failure deadlines
     next_event()                      TensorCompleted / TensorFailed, or None
 
-Protocol (see docs/notes/host-agent.md and hosts/chunking.py): the session keeps a
-window of W slots; position g uses slot ``slot_base + g % W`` and shadow set
-``(g // W) % 2``. Slot k sends its next position only once the result of its previous
-one arrived (SwitchML's reuse rule: the other shadow set stays intact until every
-worker has moved on), and a block only once its agreed exponent is known. Slots
+Protocol (see docs/notes/host-agent.md and hosts/chunking.py): the session keeps, for
+each of its C *priority classes*, a window of W slots and a stream of positions; class
+c's position g uses slot ``slot_base + c*W + g % W`` and shadow set ``(g // W) % 2``. A
+tensor goes to the class of its priority (``priority * C // 8``; C = 1, the default,
+is one FIFO stream). Slot k sends its next position only once the result of its
+previous one arrived (SwitchML's reuse rule: the other shadow set stays intact until
+every worker has moved on), and a block only once its agreed exponent is known. Slots
 advance independently; a lost packet or result holds up only its own slot.
 
+Classes share a *credit* of positions in flight (default W, one class's window), given
+to the most urgent class first: packets of an urgent tensor overtake the queued packets
+of less urgent ones, while what is already on the wire is not recalled. Which class
+sends first is a local decision, which is safe because classes are independent streams
+on their own slots; inside a class, the order is the start order, the same on every
+rank. So that two ranks that gave their credit to different classes cannot wait on each
+other for ever, a class may always send its oldest unsent position when none of its
+older positions is in flight (the reserve).
+
 Results are checked as a batch with numpy: wrong version/type/job, a slot outside
-the window, a position or shadow bit that is not what the slot has in flight (a
-duplicate, a stale result of an earlier round or a stray) are dropped and counted.
+the session's slots, a position or shadow bit that is not what the slot has in flight
+(a duplicate, a stale result of an earlier round or a stray) are dropped and counted.
 If nothing comes back for ``deadline`` seconds while work is outstanding, every
 tensor fails with a reason naming the stuck slot, and the session stays failed.
 """
@@ -33,13 +44,15 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from hosts import chunking, wire
+from hosts import chunking, quantize, wire
 from hosts.errors import SessionError
 from hosts.events import Event, TensorCompleted, TensorFailed
 from hosts.recovery import SlotTimers
 from hosts.wire import K, PacketType
 
 _RESULT_VT = wire.ver_type(PacketType.RESULT)
+_PRIME_VT = wire.ver_type(PacketType.PRIME)
+_CLASS_STRIDE = 1 << 56  # sorts results class by class (positions stay far below it)
 _POSITION_MASK = 0xFFFFFFFF  # the wire's position field is g mod 2**32
 
 
@@ -73,32 +86,47 @@ class Session:
         rto_max: float = 1.0,
         deadline: float = 10.0,
         lanes: int = K,
+        classes: int = 1,
+        credit: int | None = None,
     ) -> None:
-        window = slot_count if window is None else window
-        _check_params(job_id, rank, world_size, slot_base, slot_count, window, deadline, lanes)
+        """``window``: slots per priority class (default: ``slot_count // classes``);
+        ``classes``: priority classes (1-8), each its own stream of positions on its own
+        ``window`` slots; ``credit``: positions in flight over all classes (default
+        ``window``)."""
+        if not 1 <= classes <= wire.MAX_PRIORITY + 1:
+            raise SessionError(f"priority classes {classes} outside 1..{wire.MAX_PRIORITY + 1}")
+        window = slot_count // classes if window is None else window
+        _check_params(job_id, rank, world_size, slot_base, slot_count, window * classes,
+                      deadline, lanes, window)  # fmt: skip
+        credit = window if credit is None else credit
+        if credit < 1:
+            raise SessionError(f"credit {credit} must be positive")
         self.job_id, self.rank, self.world_size = job_id, rank, world_size
         self.slot_base, self.window, self.deadline = slot_base, window, deadline
+        self.classes, self.credit = classes, credit
         self.lanes = lanes  # the job's lane count: every packet of this session has it
         self.packet_len = wire.packet_len(lanes)
         self._lane_flags = wire.lane_code(lanes) << wire.LANE_CODE_SHIFT
         self.stats = SessionStats()
         self.failed: str | None = None
-        self._timers = SlotTimers(window, rto, rto_max)
-        self._slot_pos = np.full(window, -1, dtype=np.int64)  # position in flight, or -1
-        self._slot_next = np.arange(window, dtype=np.int64)  # next position of each slot
-        self._slot_pkts = wire.packet_array(window, lanes)  # last packet sent, for resending
+        slots = window * classes
+        self._timers = SlotTimers(slots, rto, rto_max)
+        self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
+        self._slot_next = np.tile(np.arange(window, dtype=np.int64), classes)  # next position
+        self._slot_pkts = wire.packet_array(slots, lanes)  # last packet sent, for resending
         # the header fields that never change, written once; batches start as copies
-        self._template = wire.packet_array(window, lanes)
+        self._template = wire.packet_array(slots, lanes)
         wire.fill_headers(
             self._template, ptype=PacketType.CONTRIB, job=job_id, rank=rank, count=1,
             slot=0, position=0, exp=0, nelem=0, flags=self._lane_flags,
         )  # fmt: skip
         self._retransmit = np.zeros(0, dtype=np.int64)  # slots due for a resend
-        self._total = 0  # positions handed out so far
-        self._tensors: list[chunking.TensorStream] = []  # started, unfinished, by start
+        self._total = [0] * classes  # positions handed out so far, per class
+        self._tensors: list[list[chunking.TensorStream]] = [[] for _ in range(classes)]
         self._ids: set[Hashable] = set()
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
+        self._credit_blocked = False  # a class had positions ready but no credit
 
     # -- public API ---------------------------------------------------------------
 
@@ -114,7 +142,8 @@ class Session:
         """Queue a tensor. Every worker must start the same sizes in the same order.
 
         ``array`` may be a ``chunking.prepare``-d tensor (so the caller's thread pays
-        for copying and exponents). Raises QuantizeError/SessionError on bad input.
+        for copying and exponents; its priority then is the prepared one). Raises
+        QuantizeError/SessionError on bad input.
         """
         if tensor_id in self._ids:
             raise SessionError(f"tensor id {tensor_id!r} is already in flight")
@@ -129,21 +158,25 @@ class Session:
         if self.failed is not None:
             self._events.append(TensorFailed(tensor_id, self.failed))
             return
-        stream = chunking.TensorStream(
-            tensor_id, prepared, self._total, chunking.primes_for(prepared, self.window)
-        )
+        c = self.class_of(prepared.priority)
+        stream = chunking.TensorStream(tensor_id, prepared, self._total[c])
         if stream.block_count == 0:
             self._events.append(TensorCompleted(tensor_id, stream.result(self.world_size)))
             return
-        if not self._tensors:
+        if self.idle:
             self._last_progress = now  # the no-progress clock starts with the work
-        self._total = stream.end
-        self._tensors.append(stream)
+        self._total[c] = stream.end
+        self._tensors[c].append(stream)
         self._ids.add(tensor_id)
 
+    def class_of(self, priority: int) -> int:
+        """The class (stream) of a priority: higher priorities, higher classes."""
+        return priority * self.classes // (wire.MAX_PRIORITY + 1)
+
     def packets_to_send(self, now: float) -> list[np.ndarray]:
-        """Retransmissions due, then every position that may go out now: packet arrays
-        (``wire.PACKET_DTYPES[lanes]``) whose rows are the datagrams' bytes."""
+        """Retransmissions due, then every position that may go out now, most urgent
+        class first: packet arrays (``wire.PACKET_DTYPES[lanes]``) whose rows are the
+        datagrams' bytes."""
         if self.failed is not None:
             return []
         out = []
@@ -151,9 +184,8 @@ class Session:
             resend = self._resend()
             if resend.size:
                 out.append(resend)
-        positions = self._sendable()
-        if positions.size:
-            out.append(self._send_new(positions, now))
+        for c, positions in self._sendable(now):
+            out.append(self._send_new(c, positions, now))
         return out
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
@@ -180,13 +212,16 @@ class Session:
 
     def get_timer(self) -> float | None:
         """When ``handle_timer`` must run next, or None when there is nothing to wait for."""
-        if self.failed is not None or not self._tensors:
+        if self.failed is not None or self.idle:
             return None
-        return min(self._timers.next_deadline(), self._last_progress + self.deadline)
+        deadline = min(self._timers.next_deadline(), self._last_progress + self.deadline)
+        if self._credit_blocked:  # wake up when the reserve may be used
+            deadline = min(deadline, self._last_progress + self._timers.rto)
+        return deadline
 
     def handle_timer(self, now: float) -> None:
         """Queue resends of expired slots; fail everything if no progress for too long."""
-        if self.failed is not None or not self._tensors:
+        if self.failed is not None or self.idle:
             return
         if now >= self._last_progress + self.deadline:
             self._fail(now)
@@ -212,51 +247,91 @@ class Session:
     @property
     def idle(self) -> bool:
         """Nothing started and unfinished."""
-        return not self._tensors
+        return not any(self._tensors)
 
     # -- sending --------------------------------------------------------------------
 
-    def _sendable(self) -> np.ndarray:
-        """Positions whose slot is free and whose exponent is known, ascending."""
-        free = np.flatnonzero((self._slot_pos < 0) & (self._slot_next < self._total))
+    def _sendable(self, now: float) -> list[tuple[int, np.ndarray]]:
+        """(class, ascending positions) that may go out now, most urgent class first:
+        free slots whose exponents are known, within the credit, plus the reserve."""
+        ready = [(c, self._ready(c)) for c in reversed(range(self.classes)) if self._tensors[c]]
+        if self.classes == 1:  # one stream: its window is the credit
+            return [(c, p) for c, p in ready if p.size]
+        credit = self.credit - self.in_flight
+        stalled = now >= self._last_progress + self._timers.rto
+        self._credit_blocked = False
+        out = []
+        for c, positions in ready:
+            take = min(max(credit, 0), positions.size)
+            if take < positions.size:
+                if not take and stalled and self._reserve_due(c, int(positions[0])):
+                    take = 1
+                elif not stalled:  # the reserve may apply once the stall has lasted
+                    self._credit_blocked = True
+            if take:
+                out.append((c, positions[:take]))
+                credit -= take
+        return out
+
+    def _ready(self, c: int) -> np.ndarray:
+        """Class c's positions whose slot is free and whose exponent is known, ascending."""
+        lo = c * self.window
+        span = slice(lo, lo + self.window)
+        free = np.flatnonzero((self._slot_pos[span] < 0) & (self._slot_next[span] < self._total[c]))
         if not free.size:
             return free
-        positions = np.sort(self._slot_next[free])
-        small = [t for t in self._tensors if 0 < t.primes < self.window]
-        if small:  # tensors shorter than the window wait on another slot's result
-            positions = positions[self._exponent_known(positions, small)]
+        positions = np.sort(self._slot_next[span][free])
+        for t in self._tensors[c]:
+            if not t.primes or positions[-1] < t.start + t.primes:
+                continue
+            if positions[0] >= t.end:
+                continue
+            data = (positions >= t.start + t.primes) & (positions < t.end)
+            ok = t.exponents_known(positions[data] - t.start - t.primes)
+            if not ok.all():
+                keep = np.ones(positions.shape, dtype=bool)
+                keep[np.flatnonzero(data)[~ok]] = False
+                positions = positions[keep]
+                if not positions.size:
+                    break
         return positions
 
-    def _exponent_known(self, positions: np.ndarray, small: list) -> np.ndarray:
-        ok = np.ones(positions.shape, dtype=bool)
-        for t in small:
-            offsets = positions - t.start
-            data = (offsets >= t.primes) & (positions < t.end)
-            carrier = t.start + offsets[data] - t.primes  # the packet that brought its exponent
-            k = carrier % self.window
-            ok[data] = (self._slot_next[k] > carrier) & (self._slot_pos[k] != carrier)
-        return ok
+    def _reserve_due(self, c: int, oldest_unsent: int) -> bool:
+        """Whether class c may send ``oldest_unsent`` beyond the credit once nothing has
+        come back for a retransmission timeout: none of its older positions is in flight.
+        Two ranks that gave their credit to different classes wait on each other's
+        packets, and nothing comes back; this one position per class breaks the wait."""
+        lo = c * self.window
+        pos = self._slot_pos[lo : lo + self.window]
+        flying = pos[pos >= 0]
+        return not flying.size or int(flying.min()) > oldest_unsent
 
-    def _send_new(self, positions: np.ndarray, now: float) -> np.ndarray:
+    def _send_new(self, c: int, positions: np.ndarray, now: float) -> np.ndarray:
         batch = self._template[: positions.size].copy()
-        exp = np.zeros(positions.size, dtype=np.int8)
+        hdr = batch["hdr"]
+        exp = np.full(positions.size, quantize.EXP_ZERO, dtype=np.int8)
         nelem = np.zeros(positions.size, dtype=np.int64)
         flags = ((positions // self.window) & 1).astype(np.uint8) | self._lane_flags
-        bounds = np.searchsorted(positions, [t.start for t in self._tensors] + [self._total])
-        for i, t in enumerate(self._tensors):
+        tensors = self._tensors[c]
+        bounds = np.searchsorted(positions, [t.start for t in tensors] + [self._total[c]])
+        for i, t in enumerate(tensors):
             lo, hi = int(bounds[i]), int(bounds[i + 1])
             if lo == hi:
                 continue
             offsets = positions[lo:hi] - t.start
-            exp[lo:hi] = t.carried_exps(offsets)
             flags[lo:hi] |= t.prepared.priority << wire.PRIORITY_SHIFT
             first_data = lo + int(np.searchsorted(offsets, t.primes))
+            if first_data > lo:  # PRIMEs: local exponents, max-reduced
+                hdr["ver_type"][lo:first_data] = _PRIME_VT
+                nelem[lo:first_data] = t.prime_lanes(
+                    offsets[: first_data - lo], batch["values"][lo:first_data]
+                )
             if first_data < hi:
                 block_ids = positions[first_data:hi] - t.start - t.primes
                 nelem[first_data:hi] = t.nelem(block_ids)
+                exp[first_data:hi] = t.agreed[block_ids]
                 t.lanes(block_ids, self.world_size, batch["values"][first_data:hi])
-        slots = positions % self.window
-        hdr = batch["hdr"]
+        slots = c * self.window + positions % self.window
         hdr["slot"] = self.slot_base + slots
         hdr["position"] = positions & _POSITION_MASK
         hdr["exp"] = exp
@@ -284,7 +359,7 @@ class Session:
         hdr = pkts["hdr"]
         ours = (hdr["ver_type"] == _RESULT_VT) & (hdr["job"] == self.job_id)
         slots = hdr["slot"].astype(np.int64) - self.slot_base
-        ours &= (slots >= 0) & (slots < self.window) & (hdr["nelem"] <= self.lanes)
+        ours &= (slots >= 0) & (slots < self._slot_pos.size) & (hdr["nelem"] <= self.lanes)
         ours &= (hdr["flags"] & wire.LANE_CODE_BITS) == self._lane_flags
         self.stats.foreign += int(pkts.size - np.count_nonzero(ours))
         slots = np.where(ours, slots, 0)
@@ -303,42 +378,53 @@ class Session:
         return idx, slots[idx]
 
     def _apply(self, pkts: np.ndarray, idx: np.ndarray, slots: np.ndarray, now: float) -> None:
+        # class-major, then position: one ascending run per class
+        order = np.argsort(self._slot_pos[slots] + (slots // self.window) * _CLASS_STRIDE)
+        idx, slots = idx[order], slots[order]
         positions = self._slot_pos[slots]
-        order = np.argsort(positions)
-        idx, slots, positions = idx[order], slots[order], positions[order]
         self._slot_pos[slots] = -1
         # a round completed by someone's retransmission says nothing about the RTT
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
         self._timers.on_result(slots, now, clean)
         self._last_progress = now
         self.stats.results += idx.size
-        bounds = np.searchsorted(positions, [t.start for t in self._tensors] + [self._total])
-        exps = pkts["hdr"]["exp"][idx]
         lanes = pkts["values"][idx]
-        for i, t in enumerate(self._tensors):
+        classes = slots // self.window
+        cuts = np.flatnonzero(np.diff(classes)) + 1
+        for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [idx.size])), strict=True):
+            c = int(classes[lo])
+            self._store(c, positions[lo:hi], lanes[lo:hi])
+
+    def _store(self, c: int, positions: np.ndarray, lanes: np.ndarray) -> None:
+        tensors = self._tensors[c]
+        bounds = np.searchsorted(positions, [t.start for t in tensors] + [self._total[c]])
+        done = False
+        for i, t in enumerate(tensors):
             lo, hi = int(bounds[i]), int(bounds[i + 1])
             if lo < hi:
-                t.store_results(positions[lo:hi] - t.start, exps[lo:hi], lanes[lo:hi])
-        if any(t.complete for t in self._tensors):
-            self._finish_complete()
+                t.store_results(positions[lo:hi] - t.start, lanes[lo:hi])
+                done |= t.complete
+        if done:
+            self._finish_complete(c)
 
-    def _finish_complete(self) -> None:
+    def _finish_complete(self, c: int) -> None:
         keep = []
-        for t in self._tensors:
+        for t in self._tensors[c]:
             if t.complete:
                 self._events.append(TensorCompleted(t.tensor_id, t.result(self.world_size)))
                 self._ids.discard(t.tensor_id)
             else:
                 keep.append(t)
-        self._tensors = keep
+        self._tensors[c] = keep
 
     # -- failure ------------------------------------------------------------------------
 
     def _fail(self, now: float) -> None:
         self.failed = self._stuck_reason(now)
-        for t in self._tensors:
-            self._events.append(TensorFailed(t.tensor_id, self.failed))
-        self._tensors, self._ids = [], set()
+        for tensors in self._tensors:
+            for t in tensors:
+                self._events.append(TensorFailed(t.tensor_id, self.failed))
+        self._tensors, self._ids = [[] for _ in range(self.classes)], set()
         self._timers.stop(slice(None))
 
     def _stuck_reason(self, now: float) -> str:
@@ -348,9 +434,10 @@ class Session:
             return f"no progress for {silent:.3f} s with nothing in flight (job {self.job_id})"
         k = int(in_flight[np.argmin(self._slot_pos[in_flight])])
         pos = int(self._slot_pos[k])
+        where = f" of priority class {k // self.window}" if self.classes > 1 else ""
         return (
             f"no result for {silent:.3f} s (deadline {self.deadline} s): job {self.job_id} rank"
-            f" {self.rank}, oldest position {pos} in slot {self.slot_base + k} (shadow"
+            f" {self.rank}, oldest position {pos}{where} in slot {self.slot_base + k} (shadow"
             f" {(pos // self.window) & 1}) resent {int(self._timers.retries[k])} times,"
             f" {in_flight.size} slots waiting; the aggregator or a peer is silent (are all"
             f" {self.world_size} ranks running and reducing the same tensor sizes in the"
@@ -360,8 +447,8 @@ class Session:
 
 
 def _check_params(
-    job_id: int, rank: int, world_size: int, slot_base: int, slot_count: int, window: int,
-    deadline: float, lanes: int,
+    job_id: int, rank: int, world_size: int, slot_base: int, slot_count: int, used: int,
+    deadline: float, lanes: int, window: int,
 ) -> None:  # fmt: skip
     if lanes not in wire.LANE_COUNTS:
         raise SessionError(f"lane count {lanes} is not one of {wire.LANE_COUNTS}")
@@ -373,7 +460,12 @@ def _check_params(
         raise SessionError(f"rank {rank} outside 0..{world_size - 1}")
     if slot_base < 0 or slot_count < 1 or slot_base + slot_count > 1 << 32:
         raise SessionError(f"slot range {slot_base}+{slot_count} is not a valid 32-bit range")
-    if not 1 <= window <= slot_count:
-        raise SessionError(f"window {window} outside 1..slot_count ({slot_count})")
+    if window < 1 or used > slot_count:
+        raise SessionError(
+            f"window {window} outside 1..slot_count ({slot_count})"
+            if used == window
+            else f"{used // window} priority classes of {window} slots need {used} slots,"
+            f" the job has {slot_count}"
+        )
     if deadline <= 0:
         raise SessionError(f"deadline {deadline} must be positive")

@@ -120,7 +120,7 @@ class FakeAggregator(AggregatorCore):
         out = wire.Header(
             type=PacketType.RESULT, job=hdr.job, rank=NO_RANK, slot=hdr.slot,
             position=hdr.position, nelem=hdr.nelem, exp=s.max_exp, count=job.world_size, shadow=hdr.shadow,
-            priority=hdr.priority,
+            priority=hdr.priority, lanes=hdr.lanes,
         )  # fmt: skip
         return wire.encode(out, s.lanes)
 

@@ -187,9 +187,9 @@ def test_agents_through_the_multi_process_pbox():
         assert not isinstance(got, Exception), f"rank {rank}: {got!r}"
         assert got.tobytes() == expected.tobytes()
     # both processes served slots (slot-to-core affinity), and every block completed:
-    # 20000 values = 313 blocks + 32 priming packets per rank
+    # 20000 values = 313 blocks + 5 PRIMEs (64 exponents each) per rank
     job = stats["jobs"][str(JOB)]
-    assert job["completions"] == 313 + 32
+    assert job["completions"] == 313 + 5
     assert all(w["jobs"][str(JOB)]["completions"] > 0 for w in stats["workers"])
 
 

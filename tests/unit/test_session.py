@@ -293,16 +293,33 @@ def test_packets_follow_the_slot_and_exponent_rules():
                 for out, dst in agg.receive(d, ("w", r), 0.0):
                     (partner if dst[1] == 0 else s).receive(out, 0.0)
     assert s.idle
-    assert [h.position for h, _ in seen] == list(range(14))  # 4 primes + 10 blocks
+    assert [h.position for h, _ in seen] == list(range(11))  # 1 PRIME + 10 blocks
+    agreed = np.maximum(local, quantize.local_exponents(quantize.to_blocks(np.zeros_like(x))))
     for h, v in seen:
         g = h.position
-        assert (h.type, h.job, h.rank, h.count) == (PacketType.CONTRIB, JOB, 1, 1)
+        assert (h.job, h.rank, h.count) == (JOB, 1, 1)
         assert h.slot == 100 + g % window and h.shadow == (g // window) % 2
-        assert h.exp == (local[g] if g < 10 else quantize.EXP_ZERO)  # block g's exponent
-        if g < window:
-            assert h.nelem == 0 and not v.any()
-        else:
-            assert h.nelem == 64
+        if g == 0:  # the PRIME: every block's local exponent + 128, in lane order
+            assert (h.type, h.nelem, h.exp) == (PacketType.PRIME, 10, quantize.EXP_ZERO)
+            assert v[:10].tolist() == [e + 128 for e in local.tolist()] and not v[10:].any()
+        else:  # block g - 1, scaled by its agreed exponent, which the header repeats
+            assert (h.type, h.nelem, h.exp) == (PacketType.CONTRIB, 64, agreed[g - 1])
+
+
+def test_a_tensor_pays_one_prime_per_lane_count_of_blocks():
+    """P3-sized slices must be cheap: 40,000 parameters cost at most 5% more packets."""
+    for lanes in wire.LANE_COUNTS:
+        for size in (1, 4_000, 40_000, 200_000):
+            sessions = make_sessions(n=2, window=16, lanes=lanes)
+            net = Net(sessions)
+            net.agg.add_job(JOB, 2, 100, 32)
+            for s in sessions:
+                s.start("t", np.ones(size, dtype=np.float32), 0.0)
+            net.run()
+            blocks = -(-size // lanes)
+            assert sessions[0].stats.sent == blocks + -(-blocks // lanes)
+            if size >= 4_000:
+                assert sessions[0].stats.sent <= 1.05 * blocks * (1 + (size < 40_000))
 
 
 def _one_round(n=2):
