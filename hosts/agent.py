@@ -46,6 +46,7 @@ class Handle:
         self._done = threading.Event()
         self._result: np.ndarray | None = None
         self._error: str | None = None
+        self.completed_at: float | None = None  # time.monotonic() when it completed or failed
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -61,11 +62,13 @@ class Handle:
 
     def _complete(self, result: np.ndarray) -> None:
         self._result = result
+        self.completed_at = time.monotonic()
         self._done.set()
 
     def _fail(self, reason: str) -> None:
         if not self._done.is_set():
             self._error = reason
+            self.completed_at = time.monotonic()
             self._done.set()
 
 
@@ -87,15 +90,22 @@ class Agent:
         rto_max: float = 1.0,
         bind: tuple[str, int] = ("0.0.0.0", 0),
         lanes: int = K,
+        classes: int = 1,
+        credit: int | None = None,
     ) -> None:
         """``timeout``: seconds without any result before pending all-reduces fail.
         ``rto``/``rto_max``: first and largest retransmission timeout (seconds).
-        ``window``: slots kept in flight (default: all ``slot_count``).
+        ``window``: slots kept in flight per priority class (default: ``slot_count //
+        classes``).
         ``lanes``: the job's lane count (64 or 256 int32 lanes per packet), as the job
-        was configured on the aggregator."""
+        was configured on the aggregator.
+        ``classes``: priority classes (1-8; hosts/session.py): all-reduces of a higher
+        ``priority`` overtake queued packets of lower ones, sharing ``credit`` positions
+        in flight (default ``window``). 1 (the default) is one FIFO stream."""
         self._session = Session(
             job_id, rank, world_size, slot_base, slot_count, window,
-            rto=rto, rto_max=rto_max, deadline=timeout, lanes=lanes,
+            rto=rto, rto_max=rto_max, deadline=timeout, lanes=lanes, classes=classes,
+            credit=credit,
         )  # fmt: skip
         self.lanes = lanes
         self._lock = threading.Lock()
@@ -118,6 +128,11 @@ class Agent:
 
     def allreduce(self, array: np.ndarray, op: str = "sum", *, priority: int = 0) -> np.ndarray:
         """Reduce ``array`` over all ranks and return the result (same shape).
+
+        ``priority`` (0-7, higher is more urgent) goes in every packet's header (switches
+        started with priority queues serve it first) and, with ``classes`` > 1, picks the
+        stream: all ranks must start the same sizes in the same order *within* each
+        class; across classes the order may differ.
 
         float arrays come back as float32 (quantized, see hosts/quantize.py for the
         error bound); int32 arrays are summed exactly. Raises AllreduceError on failure.

@@ -24,6 +24,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -47,7 +48,8 @@ class PBoxBackend:
         from hosts.agent import Agent
 
         host, _, port = args.pbox.rpartition(":")
-        options = {"slot_base": args.slot_base, "timeout": args.timeout, "lanes": args.lanes}
+        options = {"slot_base": args.slot_base, "timeout": args.timeout, "lanes": args.lanes,
+                   **_class_options(args)}
         if args.slot_count:
             options["slot_count"] = args.slot_count
         if args.window:
@@ -99,10 +101,12 @@ class JobBackend(PBoxBackend):
         options = {"rto_max": args.rto_max} if args.rto_max else {}
         if args.rto:
             options["rto"] = args.rto
+        # with priority classes the job's slots are split between them
+        window = reply["window"] // args.classes
         self.agent = Agent(reply["job_id"], args.rank, args.world, aggregator=(host, int(port)),
                            slot_base=reply["slot_base"], slot_count=reply["slot_count"],
-                           window=reply["window"], timeout=args.timeout, bind=address,
-                           lanes=reply["k"], **options)
+                           window=window, timeout=args.timeout, bind=address,
+                           lanes=reply["k"], **options, **_class_options(args))
         self.fuse = args.fuse
         self.where = reply["where"]
         self._stop = threading.Event()
@@ -160,6 +164,10 @@ class GlooBackend:
         self.dist.destroy_process_group()
 
 
+def _class_options(args: argparse.Namespace) -> dict:
+    return {"classes": args.classes, **({"credit": args.credit} if args.credit else {})}
+
+
 def _split(flat: np.ndarray, like: TensorList) -> TensorList:
     out, start = [], 0
     for t in like:
@@ -182,6 +190,38 @@ def run_training(backend, args: argparse.Namespace) -> None:
             record.update(_check(sizes, args, it, result, lanes))
         emit(record)
         it += 1
+
+
+def run_replay(backend, args: argparse.Namespace) -> None:
+    """``--replay fifo|p3``: emulated compute from the model's profile, real all-reduces
+    (topologies/replay.py); one line per iteration, the timelines to ``--timeline``."""
+    from hosts import p3
+    from topologies import replay
+
+    if not hasattr(backend, "agent"):
+        raise SystemExit("--replay needs a p4hub backend (pbox or job)")
+    layers = replay.load_layers(workload.model_path(args.model), args.time_scale, args.scale)
+    sizes = [layer.params for layer in layers]
+    plan = (p3.p3_plan(sizes, args.slice_params, backend.agent.lanes) if args.replay == "p3"
+            else p3.fifo_plan(sizes))
+    grads = replay.synthetic_gradients(layers, args.rank, args.seed)
+    timelines = []
+    for it in range(args.iterations):
+        backend.barrier()  # every rank starts the iteration together, as after a step
+        record = replay.replay_iteration(backend.agent, layers, plan, grads, it,
+                                         timeout=args.timeout)
+        timelines.append(record)
+        emit({"event": "iteration", "iteration": it, "rank": args.rank,
+              "seconds": record.seconds, "backward_s": record.backward_seconds,
+              "digest": record.digest, "mode": args.replay, "backend": backend.name,
+              "where": getattr(backend, "where", backend.name),
+              "bytes": 4 * sum(sizes), "slices": sum(len(p) for p in plan)})
+    if args.timeline and args.rank == 0:
+        import dataclasses
+
+        Path(args.timeline).write_text(json.dumps(
+            {"mode": args.replay, "model": str(args.model), "layers": [layer.name for layer in layers],
+             "iterations": [dataclasses.asdict(r) for r in timelines]}) + "\n")
 
 
 def _keep_going(backend, args: argparse.Namespace, it: int) -> bool:
@@ -279,6 +319,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes-mb", type=lambda s: [float(x) for x in s.split(",")],
                         default=None, help="benchmark mode: flat tensors of these sizes")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--classes", type=int, default=1,
+                        help="priority classes of the agent (1: one FIFO stream)")
+    parser.add_argument("--credit", type=int, default=0,
+                        help="positions in flight over all classes (0: one class's window)")
+    parser.add_argument("--replay", choices=("fifo", "p3"), default=None,
+                        help="replay mode: emulated compute from the model's profile")
+    parser.add_argument("--time-scale", type=float, default=1.0,
+                        help="replay: multiplies the profile's compute times")
+    parser.add_argument("--slice-params", type=int, default=40_000,
+                        help="replay p3: parameters per slice (rounded up to whole blocks)")
+    parser.add_argument("--timeline", default="", help="replay: rank 0 writes timelines here")
     return parser.parse_args(argv)
 
 
@@ -289,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         backend = backends[args.backend](args)
         emit({"event": "ready", "rank": args.rank, "backend": args.backend})
-        (run_sizes if args.sizes_mb else run_training)(backend, args)
+        mode = run_replay if args.replay else run_sizes if args.sizes_mb else run_training
+        mode(backend, args)
         agent = getattr(backend, "agent", None)
         emit({"event": "done", "rank": args.rank,
               "agent_stats": agent.stats if agent is not None else {}})

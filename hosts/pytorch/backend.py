@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -295,8 +295,13 @@ for _name in ("reduce", "reduce_scatter", "reduce_scatter_single", "_reduce_scat
     setattr(P4hubProcessGroup, _name, _refusal(_name))
 
 
-def _rto_options(config: BackendConfig) -> dict[str, float]:
-    options = {}
+class _RtoOptions(TypedDict, total=False):
+    rto: float
+    rto_max: float
+
+
+def _rto_options(config: BackendConfig) -> _RtoOptions:
+    options: _RtoOptions = {}
     if config.rto is not None:
         options["rto"] = config.rto
     if config.rto_max is not None:
