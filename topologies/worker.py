@@ -102,7 +102,7 @@ class JobBackend(PBoxBackend):
         if args.rto:
             options["rto"] = args.rto
         # with priority classes the job's slots are split between them
-        window = reply["window"] // args.classes
+        window = args.window or reply["window"] // args.classes
         self.agent = Agent(reply["job_id"], args.rank, args.world, aggregator=(host, int(port)),
                            slot_base=reply["slot_base"], slot_count=reply["slot_count"],
                            window=window, timeout=args.timeout, bind=address,

@@ -65,7 +65,8 @@ class InstantAgent:
     """Every all-reduce is back 1 ms after it started; records the start order."""
 
     def __init__(self, clock: FakeClock) -> None:
-        self.clock, self.started = clock, []
+        self.clock = clock
+        self.started: list[tuple[int, int]] = []
 
     def allreduce_async(self, array, op="sum", *, priority=0):
         self.started.append((array.size, priority))

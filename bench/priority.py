@@ -1,0 +1,266 @@
+"""Priority propagation (P3) vs FIFO: replayed training iterations on the switch path.
+
+One rack (N workers, the P4 switch running p4src/aggregate.p4 with priority queues, the
+controller; links shaped to each bandwidth of the sweep) replays training iterations of
+a model profile (topologies/replay.py): compute emulated by sleeping, gradients really
+all-reduced through the switch, the next forward pass overlapped layer by layer.
+
+* ``fifo``: one whole-tensor all-reduce per layer in backward order, one stream (what a
+  framework without a scheduler does; DDP-like but without bucket fusion);
+* ``p3``: every layer cut into slices of whole blocks, priority by the layer's distance
+  from the input (hosts/p3.py), the agent's priority classes (urgent slices overtake
+  queued packets), switch priority queues.
+
+Both use the same window of packets in flight (``--window``; P3's classes share it as
+their credit). The compute time is scaled so that compute equals the switch path's
+communication floor (model bytes / bandwidth) at the middle bandwidth of the sweep (the
+*balance point*); the sweep goes below and above it. Each row gives iterations per
+second (from the mean iteration time of the slowest rank over the timed iterations,
+the first one discarded as warm-up) with a 95% t-interval, and P3's gain over FIFO.
+
+    sudo .venv/bin/python -m bench.priority [--models resnet50,vgg19] [--bw 2.5,5,10]
+                                            [--iterations 6] [--workers 4]
+
+Writes bench/results/priority.json, bench/results/priority.png (gain vs bandwidth) and
+bench/results/priority_timeline_<model>.png (one iteration at the balance point, FIFO
+and P3: when each layer's slices were ready and came back, and when its forward began).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from topologies import workload
+from topologies.cpuload import CpuSampler, column
+from topologies.launch import WorkerRun, run_workers
+from topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, exit_on_sigterm, worker_ip
+
+RESULTS = Path(__file__).resolve().parent / "results"
+# parameter scale per model: about 1 MB of float32 gradients, so an iteration takes
+# seconds, not minutes, on 5 Mbit/s links
+PARAM_SCALES = {"resnet50": 0.01, "vgg19": 0.002, "bert_base": 0.0025}
+T_95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
+
+
+def model_profile(name: str) -> dict:
+    return json.loads(workload.model_path(name).read_text())
+
+
+def time_scale_for_balance(profile: dict, param_scale: float, bw_mbit: float) -> float:
+    """The compute-time factor that makes compute (forward + backward) equal the switch
+    path's floor for the model's gradients at ``bw_mbit``."""
+    comm = 32 * profile["total_params"] * param_scale / (bw_mbit * 1e6)
+    compute = (profile["fwd_ms_total"] + profile["bwd_ms_total"]) / 1e3
+    return comm / compute
+
+
+def interval(seconds: list[float]) -> tuple[float, float, float]:
+    """Iterations per second: (rate from the mean time, low, high) of a 95% t-interval."""
+    mean = statistics.fmean(seconds)
+    if len(seconds) < 2:
+        return 1 / mean, 1 / mean, 1 / mean
+    half = T_95.get(len(seconds) - 1, 1.96) * statistics.stdev(seconds) / len(seconds) ** 0.5
+    return 1 / mean, 1 / (mean + half), 1 / max(mean - half, 1e-9)
+
+
+def _worker_args(mode: str, model: str, args: argparse.Namespace, controller: str,
+                 time_scale: float, timeline: Path):
+    def build(rank: int) -> list[str]:
+        classes = args.classes if mode == "p3" else 1
+        return ["--backend", "job", "--controller", controller, "--job-name", f"p3-{mode}",
+                "--lanes", str(args.lanes), "--data-ip", worker_ip(rank),
+                "--agent-port", str(AGENT_PORT), "--rank", str(rank), "--world", str(args.workers),
+                "--replay", mode, "--model", model, "--scale", str(PARAM_SCALES[model]),
+                "--time-scale", f"{time_scale:.6f}", "--iterations", str(args.iterations + 1),
+                "--classes", str(classes), "--window", str(args.window),
+                "--credit", str(args.window), "--slice-params", str(args.slice_params),
+                "--timeout", "120", "--timeline", str(timeline)]
+    return build
+
+
+def _row(mode: str, model: str, bw: float, run: WorkerRun, args: argparse.Namespace,
+         time_scale: float, cpu: dict | None) -> dict:
+    times, digests = [], set()
+    for (_, it), by_rank in sorted(run.iterations.items()):
+        if len(by_rank) == args.workers:
+            digests |= {line["digest"] for line in by_rank.values()}
+            if it > 0:  # the first iteration warms up
+                times.append(max(line["seconds"] for line in by_rank.values()))
+    rate = interval(times) if times else None
+    profile = model_profile(model)
+    return {
+        "model": model, "mode": mode, "bw_mbit": bw, "workers": args.workers,
+        "iterations_per_s": rate[0] if rate else None,
+        "ci95": [rate[1], rate[2]] if rate else None,
+        "seconds_all": times,
+        "compute_s": (profile["fwd_ms_total"] + profile["bwd_ms_total"]) * time_scale / 1e3,
+        "floor_comm_s": 32 * profile["total_params"] * PARAM_SCALES[model] / (bw * 1e6),
+        "time_scale": time_scale, "ranks_agree": len(digests) <= 1 and bool(times),
+        "cpu": cpu, "complete": len(times) == args.iterations and not run.errors,
+        "errors": sorted(set(run.errors.values())),
+    }
+
+
+def bench_bandwidth(bw: float, args: argparse.Namespace, scales: dict[str, float]) -> list[dict]:
+    rows = []
+    config = RackConfig(workers=args.workers, bw=bw, run_name=f"bench-p3-{bw:g}", p4=True,
+                        pcap=False)
+    with Rack(config) as rack:
+        rack.start_pbox()
+        rack.start_controller(rack.controller_topology(job_slots=args.window * args.classes))
+        with CpuSampler(rack.process_roots()) as timed:
+            for model in args.models:
+                for mode in ("fifo", "p3"):
+                    timeline = RESULTS / f"priority_timeline_{model}_{mode}_{bw:g}.json"
+                    windows: list[tuple[float, float]] = []
+                    run = run_workers(rack, _worker_args(mode, model, args, rack.controller_address,
+                                                         scales[model], timeline),
+                                      timeout=args.path_timeout, tag=f"-{model}-{mode}",
+                                      on_iteration=_window_recorder(timed, windows))
+                    load = timed.load(windows)
+                    row = _row(mode, model, bw, run, args, scales[model],
+                               load.to_json() if load else None)
+                    row["cpu_column"] = column(row["cpu"])
+                    rows.append(row)
+                    _print_row(row)
+    return rows
+
+
+def _window_recorder(timed: CpuSampler, windows: list[tuple[float, float]]):
+    """on_iteration: every rank reported the iteration, so it ended now; it began the
+    slowest rank's seconds ago (the CPU column covers the timed iterations only)."""
+    def record(_key: tuple, by_rank: dict[int, dict]) -> None:
+        end = timed.mark()
+        windows.append((end - max(line["seconds"] for line in by_rank.values()), end))
+    return record
+
+
+def _print_row(row: dict) -> None:
+    if row["iterations_per_s"] is None:
+        print(f"{row['model']:>9} {row['mode']:>4} {row['bw_mbit']:>5g} Mbit/s  FAILED "
+              f"{'; '.join(row['errors'])[:200]}", flush=True)
+        return
+    lo, hi = row["ci95"]
+    print(f"{row['model']:>9} {row['mode']:>4} {row['bw_mbit']:>5g} Mbit/s "
+          f"{row['iterations_per_s']:.3f} it/s [{lo:.3f}, {hi:.3f}]  compute "
+          f"{row['compute_s']:.2f} s, comm floor {row['floor_comm_s']:.2f} s, ranks agree: "
+          f"{row['ranks_agree']}; {row['cpu_column']}", flush=True)
+
+
+def gains(rows: list[dict]) -> list[dict]:
+    out = []
+    for p3 in (r for r in rows if r["mode"] == "p3" and r["iterations_per_s"]):
+        fifo = next((r for r in rows if r["mode"] == "fifo" and r["model"] == p3["model"]
+                     and r["bw_mbit"] == p3["bw_mbit"] and r["iterations_per_s"]), None)
+        if fifo:
+            out.append({"model": p3["model"], "bw_mbit": p3["bw_mbit"],
+                        "gain": p3["iterations_per_s"] / fifo["iterations_per_s"] - 1,
+                        "gain_low": p3["ci95"][0] / fifo["ci95"][1] - 1,
+                        "gain_high": p3["ci95"][1] / fifo["ci95"][0] - 1})
+    return out
+
+
+def plot_gains(table: list[dict], path: Path, balance_bw: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, model in enumerate(sorted({g["model"] for g in table})):
+        pts = sorted((g["bw_mbit"], g["gain"], g["gain_low"], g["gain_high"])
+                     for g in table if g["model"] == model)
+        bw, gain, low, high = zip(*pts, strict=True)
+        ax.errorbar(bw, [100 * g for g in gain],
+                    yerr=[[100 * (g - lo) for g, lo in zip(gain, low, strict=True)],
+                          [100 * (hi - g) for g, hi in zip(gain, high, strict=True)]],
+                    fmt="o-", color=f"C{i}", capsize=3, label=model)
+    ax.axvline(balance_bw, color="grey", linestyle=":", label="balance point")
+    ax.axhline(0, color="black", linewidth=0.5)
+    ax.set(xscale="log", xlabel="link bandwidth (Mbit/s)", ylabel="P3 gain over FIFO (%)",
+           title="priority propagation on the switch path")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    def numbers(cast):
+        return lambda text: [cast(x) for x in text.split(",")]
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=lambda s: s.split(","), default=["resnet50", "vgg19"])
+    parser.add_argument("--bw", type=numbers(float), default=[2.5, 5.0, 10.0],
+                        help="Mbit/s; the middle one is the balance point")
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--iterations", type=int, default=6, help="timed, after one warm-up")
+    parser.add_argument("--lanes", type=int, choices=(64, 256), default=256)
+    parser.add_argument("--classes", type=int, default=4, help="P3's priority classes")
+    parser.add_argument("--window", type=int, default=32,
+                        help="packets in flight (FIFO's window, P3's credit and class window)")
+    parser.add_argument("--slice-params", type=int, default=4096,
+                        help="P3 slice size (P3's 40,000 scaled down with the model)")
+    parser.add_argument("--path-timeout", type=float, default=900.0)
+    parser.add_argument("--out", type=Path, default=RESULTS / "priority.json")
+    args = parser.parse_args(argv)
+    unknown = set(args.models) - set(PARAM_SCALES)
+    if unknown:
+        parser.error(f"unknown models {sorted(unknown)}: one of {sorted(PARAM_SCALES)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if os.geteuid() != 0:
+        print("bench.priority needs root (Mininet)", file=sys.stderr)
+        return 2
+    exit_on_sigterm()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    balance_bw = sorted(args.bw)[len(args.bw) // 2]
+    scales = {m: time_scale_for_balance(model_profile(m), PARAM_SCALES[m], balance_bw)
+              for m in args.models}  # fmt: skip
+    started = time.time()
+    rows: list[dict] = []
+    try:
+        for bw in args.bw:
+            rows += bench_bandwidth(bw, args, scales)
+    except RackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    table = gains(rows)
+    for g in table:
+        print(f"gain {g['model']:>9} {g['bw_mbit']:>5g} Mbit/s: {100 * g['gain']:+.1f}% "
+              f"[{100 * g['gain_low']:+.1f}%, {100 * g['gain_high']:+.1f}%]")
+    report = {
+        "benchmark": "priority",
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "balance_bw_mbit": balance_bw, "time_scales": scales, "param_scales": PARAM_SCALES,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "kernel": platform.release()},
+        "seconds_total": time.time() - started, "results": rows, "gains": table,
+    }
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    if table:
+        plot_gains(table, args.out.with_suffix(".png"), balance_bw)
+    from topologies.timeline_plot import plot_timelines
+
+    for model in args.models:
+        runs = {mode: RESULTS / f"priority_timeline_{model}_{mode}_{balance_bw:g}.json"
+                for mode in ("fifo", "p3")}
+        if all(p.exists() for p in runs.values()):
+            plot_timelines(runs, RESULTS / f"priority_timeline_{model}.png")
+    print(f"wrote {args.out} and its plots")
+    return 0 if all(r["complete"] and r["ranks_agree"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
