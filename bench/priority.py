@@ -75,6 +75,7 @@ def _worker_args(mode: str, model: str, args: argparse.Namespace, controller: st
     def build(rank: int) -> list[str]:
         classes = args.classes if mode == "p3" else 1
         return ["--backend", "job", "--controller", controller, "--job-name", f"p3-{mode}",
+                "--placement", args.placement,
                 "--lanes", str(args.lanes), "--data-ip", worker_ip(rank),
                 "--agent-port", str(AGENT_PORT), "--rank", str(rank), "--world", str(args.workers),
                 "--replay", mode, "--model", model, "--scale", str(PARAM_SCALES[model]),
@@ -97,6 +98,8 @@ def _row(mode: str, model: str, bw: float, run: WorkerRun, args: argparse.Namesp
     profile = model_profile(model)
     return {
         "model": model, "mode": mode, "bw_mbit": bw, "workers": args.workers,
+        "where": sorted({line.get("where", "?") for by_rank in run.iterations.values()
+                         for line in by_rank.values()}),
         "iterations_per_s": rate[0] if rate else None,
         "ci95": [rate[1], rate[2]] if rate else None,
         "seconds_all": times,
@@ -209,6 +212,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="packets in flight (FIFO's window, P3's credit and class window)")
     parser.add_argument("--slice-params", type=int, default=4096,
                         help="P3 slice size (P3's 40,000 scaled down with the model)")
+    parser.add_argument("--placement", choices=("auto", "pbox"), default="auto",
+                        help="auto: the switch aggregates; pbox: the PBox does")
     parser.add_argument("--path-timeout", type=float, default=900.0)
     parser.add_argument("--out", type=Path, default=RESULTS / "priority.json")
     args = parser.parse_args(argv)

@@ -19,7 +19,7 @@ Offsets (network byte order)::
     8  u32  slot index inside the aggregator's pool
     12 u32  position mod 2**32 (the sender's packet number g, see hosts/chunking.py),
             echoed in the result so the host can place it
-    16 i8   block exponent (contribution: for the block one window ahead;
+    16 i8   block exponent (contribution: the block's agreed exponent, repeated;
             result: the maximum over the contributions; PRIME: unused, -128)
     17 u8   epoch: the aggregator-map epoch mod 256 the sender used (0 until a job's
             load is spread over several aggregators); echoed in the result
