@@ -88,8 +88,9 @@ class P4hubProcessGroup(dist.ProcessGroup):
         self.timeout = config.timeout or timeout.total_seconds()
         self.agent = Agent(plan.job_id, rank, world_size, plan.aggregator_address,
                            slot_base=plan.slot_base, slot_count=plan.slot_count,
-                           window=plan.window, timeout=self.timeout, bind=self.membership.bind,
-                           lanes=plan.lanes, **_rto_options(config))
+                           window=max(1, min(plan.window, plan.slot_count // config.classes)),
+                           timeout=self.timeout, bind=self.membership.bind,
+                           lanes=plan.lanes, classes=config.classes, **_rto_options(config))
         if self._lease is not None:
             self.liveness.extra_beat = self._lease.heartbeat
         self.liveness.start()
@@ -192,16 +193,27 @@ class P4hubProcessGroup(dist.ProcessGroup):
 
     # -- the machinery -------------------------------------------------------------------
 
-    def _start(self, jobs: Sequence[tuple[np.ndarray, str]]) -> list[Handle]:
+    def _start(self, jobs: Sequence[tuple[np.ndarray, str]], priority: int = 0) -> list[Handle]:
         """Start every all-reduce of one collective, in order, or none of them."""
         with self._lock:
             if self._broken is not None:
                 raise BackendError(f"the p4hub group is broken: {self._broken}")
             self.liveness.started += 1
             try:
-                return [self.agent.allreduce_async(array, op) for array, op in jobs]
+                return [self.agent.allreduce_async(array, op, priority=priority)
+                        for array, op in jobs]
             except HostError as exc:
                 raise BackendError(self._explain(str(exc))) from None
+
+    def start_average(self, array: np.ndarray, priority: int) -> Handle:
+        """Start a ``mean`` all-reduce of ``array`` at ``priority`` and return the agent's
+        handle (hosts/pytorch/overlap.py waits on it where it needs the result, not in
+        start order as the completion thread does)."""
+        return self._start([(array, "mean")], priority)[0]
+
+    def explain(self, reason: str) -> str:
+        """A failure reason with the peers' liveness added (names a dead rank)."""
+        return self._explain(reason)
 
     def _work(self, handles: list[Handle], finish: Callable, describe: str) -> dist.Work:
         return FutureWork(self._complete_later(handles, finish, describe))

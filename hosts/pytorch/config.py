@@ -24,6 +24,9 @@ P4HUB_LANES            int32 lanes per packet, 64 (default) or 256 (a quarter of
 P4HUB_TIMEOUT          seconds without progress before a collective fails (default:
                        the group's timeout from ``init_process_group``)
 P4HUB_RTO, P4HUB_RTO_MAX  first and largest retransmission timeout, seconds
+P4HUB_CLASSES          priority classes of the agent (1, the default: one FIFO stream; up
+                       to 8): the job's slots are split between them (hosts/session.py),
+                       for hosts.pytorch.overlap's P3 schedule
 P4HUB_DEAD_AFTER       seconds without a peer's heartbeat before it counts as dead (8)
 =====================  ==================================================================
 """
@@ -57,6 +60,7 @@ class BackendConfig:
     rto_max: float | None = None
     dead_after: float = 8.0
     lanes: int = 64
+    classes: int = 1
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BackendConfig:
@@ -78,6 +82,7 @@ class BackendConfig:
             rto_max=_optional(env, "P4HUB_RTO_MAX", float, 1e-4, 600.0),
             dead_after=_number(env, "P4HUB_DEAD_AFTER", float, 8.0, 2.0, 1e6),
             lanes=_number(env, "P4HUB_LANES", int, 64, 64, 256),
+            classes=_number(env, "P4HUB_CLASSES", int, 1, 1, 8),
         )
         if config.lanes not in (64, 256):
             raise BackendError(f"P4HUB_LANES={config.lanes}: expected 64 or 256")

@@ -108,6 +108,13 @@ def test_p4hub_group_beside_gloo_and_the_ddp_hook_matches_gloo(pbox):
     assert hook["worst_relative"] > 0  # quantized, so not bit-identical to Gloo's float sum
 
 
+def test_overlapped_p3_steps_equal_the_unscheduled_loop(pbox):
+    """Per-parameter all-reduce in priority classes, optimizer steps inside the next
+    forward pass: the same parameters as all-reduce-then-step, on every rank."""
+    outputs = run_ranks("overlap", 2, env_for(6, P4HUB_AGGREGATOR=pbox, P4HUB_CLASSES="8"))
+    assert_checks_pass(outputs, 3)
+
+
 def test_a_dead_rank_is_named_and_fails_the_others_fast(pbox):
     env = env_for(3, P4HUB_AGGREGATOR=pbox, P4HUB_DEAD_AFTER="3", TEST_PG_TIMEOUT="60")
     outputs = run_ranks("dead", 3, env)

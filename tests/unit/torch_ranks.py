@@ -210,6 +210,39 @@ def _model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
 
 
+def overlap(rank: int, world: int) -> None:
+    """OverlappedStep (P3 and FIFO over p4hub, FIFO over Gloo) gives the parameters of the
+    unscheduled loop (average every gradient, then step), bit for bit."""
+    from hosts.pytorch.overlap import OverlappedStep
+
+    gloo = dist.new_group(backend="gloo")
+    for name, group, schedule in (("p3 over p4hub", None, "p3"),
+                                  ("fifo over p4hub", None, "fifo"),
+                                  ("over gloo", gloo, "fifo")):  # fmt: skip
+        model, reference = _model(), _model()
+        opt = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+        step = OverlappedStep(model, lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+                              group, schedule=schedule, slice_params=64)
+        for it in range(3):
+            x = torch.from_numpy(inputs(rank * 10 + it, 64 * 8, 4).reshape(64, 8))
+            model(x).pow(2).mean().backward()  # waits per module for the last step
+            opt.zero_grad()
+            reference(x).pow(2).mean().backward()
+            for p in reference.parameters():
+                if group is None:
+                    dist.all_reduce(_grad(p), op=dist.ReduceOp.AVG)
+                else:  # as the step does on Gloo: divide, then sum
+                    p.grad = _grad(p) / world
+                    dist.all_reduce(_grad(p), group=group)
+            opt.step()
+        step.synchronize()
+        same = all(torch.equal(a, b) for a, b in zip(model.parameters(),
+                                                        reference.parameters(), strict=True))
+        check(f"overlapped step {name} equals the unscheduled loop", same)
+        digest(f"overlapped weights {name}", torch.cat([p.reshape(-1) for p in model.parameters()]))
+        step.remove()
+
+
 def dead(rank: int, world: int) -> None:
     t = torch.ones(100)
     dist.all_reduce(t)
@@ -254,6 +287,7 @@ def basic(rank: int, world: int) -> None:
 
 SCENARIOS: dict[str, Callable[[int, int], None]] = {
     "collectives": collectives, "mixed": mixed, "dead": dead, "late": late, "basic": basic,
+    "overlap": overlap,
 }
 DEFAULT_BACKEND = {"mixed": "gloo"}
 
