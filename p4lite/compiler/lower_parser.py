@@ -12,7 +12,16 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler import ast
-from p4lite.compiler.bindings import ConstB, DeclB, ExternB, FieldB, HeaderB, Scope, StackB
+from p4lite.compiler.bindings import (
+    ConstB,
+    DeclB,
+    ExternB,
+    FieldB,
+    HeaderB,
+    Scope,
+    StackB,
+    UnionB,
+)
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
 from p4lite.compiler.lower_expr import (
@@ -24,7 +33,7 @@ from p4lite.compiler.lower_expr import (
     to_param,
 )
 from p4lite.compiler.lower_stmt import StmtLowerer
-from p4lite.compiler.types import BitT, BoolT, ErrorT, ExternT, P4Type, width_of
+from p4lite.compiler.types import BitT, BoolT, ErrorT, ExternT, HeaderT, P4Type, UnionT, width_of
 
 if TYPE_CHECKING:
     from p4lite.compiler.context import Lowering
@@ -266,7 +275,12 @@ class ParserLowerer:
                 self._lookahead_offset = 0
                 return [{"op": "extract", "parameters": [
                     {"type": "regular", "value": binding.instance}]}]
-            if isinstance(binding, StackElemB) and binding.which == "next":
+            if (isinstance(binding, StackElemB) and binding.which == "next"
+                    and binding.member is not None):  # a member of a stack of unions
+                return [{"op": "extract", "parameters": [
+                    {"type": "union_stack", "value": [binding.stack.name, binding.member]}]}]
+            if (isinstance(binding, StackElemB) and binding.which == "next"
+                    and isinstance(binding.stack.type.element, HeaderT)):
                 return [{"op": "extract", "parameters": [
                     {"type": "stack", "value": binding.stack.name}]}]
             raise CompileError("extract needs a header or stack.next", call.args[0].loc)
@@ -403,15 +417,21 @@ def _emit_binding(binding: Any, order: list[str], loc) -> None:
 
     if isinstance(binding, HeaderB):
         order.append(binding.instance)
+    elif isinstance(binding, UnionB):  # BMv2 emits the valid member, if any
+        order.extend(h.instance for h in binding.members.values())
+    elif isinstance(binding, StackB) and isinstance(binding.type.element, UnionT):
+        for i in range(binding.type.size):
+            order.extend(f"{binding.name}[{i}].{m}" for m, _ in binding.type.element.members())
     elif isinstance(binding, StackB):
         order.extend(f"{binding.name}[{i}]" for i in range(binding.type.size))
     elif isinstance(binding, StructB):
         for fname, _ in binding.type.fields:
             member = binding.members[fname]
-            if isinstance(member, HeaderB | StackB | StructB):
+            if isinstance(member, HeaderB | UnionB | StackB | StructB):
                 _emit_binding(member, order, loc)
     else:
-        raise CompileError("emit needs a header, a header stack or a struct of headers", loc)
+        raise CompileError("emit needs a header, a header union, a header stack or a struct "
+                           "of headers", loc)
 
 
 def _flatten(stmts: list[ast.Node]) -> list[ast.Node]:

@@ -24,6 +24,7 @@ from p4lite.compiler.bindings import (
     Scope,
     StackB,
     StructB,
+    UnionB,
 )
 from p4lite.compiler.copy_in_out import (
     Renames,
@@ -53,6 +54,7 @@ from p4lite.compiler.types import (
     HeaderT,
     P4Type,
     StructT,
+    UnionT,
     VoidT,
     same_type,
     width_of,
@@ -263,6 +265,16 @@ class StmtLowerer:
                 {"type": "header", "value": source.binding.instance}]}]
         if isinstance(binding, StructB):
             return self._assign_struct(binding, rhs, loc)
+        if isinstance(binding, UnionB):
+            if isinstance(rhs, ast.StructExpr | ast.ListExpr):
+                raise not_supported("a {...} expression for a header union", rhs.loc)
+            source = self.comp.compile(rhs)
+            if not isinstance(source.binding, UnionB) or source.binding.type is not binding.type:
+                raise CompileError(f"cannot assign {describe(source)} to header union "
+                                   f"{binding.instance}", loc)
+            return self._copy_binding(binding, source.binding, loc)
+        if isinstance(binding, StackB) and isinstance(binding.type.element, UnionT):
+            raise not_supported("assigning a whole stack of header unions", lhs.loc)
         if isinstance(binding, StackB):
             source = self.comp.compile(rhs)
             if not isinstance(source.binding, StackB) or not same_type(source.type, target.type):
@@ -340,7 +352,12 @@ class StmtLowerer:
         if isinstance(dst, HeaderB) and isinstance(src, HeaderB):
             return [{"op": "assign_header", "parameters": [
                 {"type": "header", "value": dst.instance}, {"type": "header", "value": src.instance}]}]
-        if isinstance(dst, StackB) and isinstance(src, StackB):
+        if isinstance(dst, UnionB) and isinstance(src, UnionB):
+            # member by member, as p4c: BMv2's assign_header keeps at most one valid
+            return [prim for m, header in dst.members.items()
+                    for prim in self._copy_binding(header, src.members[m], loc)]
+        if (isinstance(dst, StackB) and isinstance(src, StackB)
+                and isinstance(dst.type.element, HeaderT)):
             return [{"op": "assign_header_stack", "parameters": [
                 {"type": "header_stack", "value": dst.name},
                 {"type": "header_stack", "value": src.name}]}]
@@ -421,7 +438,9 @@ class StmtLowerer:
         if isinstance(binding, StackB) and method in ("push_front", "pop_front"):
             count = int(self.comp.const_value(call.args[0].value)) if call.args else 1
             op = "push" if method == "push_front" else "pop"
-            return [{"op": op, "parameters": [{"type": "header_stack", "value": binding.name},
+            kind = ("header_union_stack" if isinstance(binding.type.element, UnionT)
+                    else "header_stack")
+            return [{"op": op, "parameters": [{"type": kind, "value": binding.name},
                                                hexstr(count, None)]}]
         if isinstance(binding, ExternB):
             return self.externs.method_call(binding, method, call, self.comp)

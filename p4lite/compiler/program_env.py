@@ -26,6 +26,7 @@ from p4lite.compiler.types import (
     StringT,
     StructT,
     TupleT,
+    UnionT,
     VoidT,
 )
 
@@ -143,7 +144,7 @@ class ProgramEnv:
             return ExternT(base.name, base.decl, args)
         if isinstance(t, ast.HeaderStackType):
             element = self.resolve(t.element, type_params)
-            if not isinstance(element, HeaderT):
+            if not isinstance(element, HeaderT | UnionT):
                 raise not_supported("a stack of non-header elements", t.loc)
             return StackT(element, self.const_int(t.size))
         if isinstance(t, ast.TupleType):
@@ -207,7 +208,19 @@ class ProgramEnv:
         if isinstance(decl, ast.ExternDecl):
             return ExternT(decl.name, decl)
         if isinstance(decl, ast.HeaderUnionDecl):
-            raise not_supported("header_union", decl.loc)
+            members: list[tuple[str, P4Type]] = []
+            for f in decl.fields:
+                ftype = self.resolve(f.type)
+                if not isinstance(ftype, HeaderT):
+                    raise CompileError(f"header_union {decl.name}: member {f.name} must be a "
+                                       f"header, not {ftype}", f.loc)
+                if ftype.members is not None:
+                    raise not_supported(f"a header with struct fields in header_union "
+                                        f"{decl.name}", f.loc)
+                members.append((f.name, ftype))
+            if not members:
+                raise not_supported(f"an empty header_union {decl.name}", decl.loc)
+            return UnionT(decl.name, members, decl)
         raise not_supported(f"{decl.name} used as a type", decl.loc)
 
     def _build_enum(self, decl: ast.EnumDecl) -> EnumT:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB
+from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB, UnionB
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.names import NameGen
 from p4lite.compiler.types import (
@@ -26,6 +26,7 @@ from p4lite.compiler.types import (
     P4Type,
     StackT,
     StructT,
+    UnionT,
     is_scalar,
     width_of,
 )
@@ -43,6 +44,9 @@ class Storage:
         self._type_order: list[str] = []
         self.headers: list[tuple[str, str, bool]] = []  # (instance, type name, metadata)
         self.stacks: list[tuple[str, str, list[str]]] = []
+        self.union_types: dict[str, UnionT] = {}
+        self.unions: list[tuple[str, str, list[str]]] = []  # (instance, type, member headers)
+        self.union_stacks: list[tuple[str, str, list[str]]] = []  # (name, type, unions)
         self.scalars: list[list[Any]] = []
         self._scalar_names: set[str] = set()
         self._instance_names = NameGen()
@@ -74,8 +78,21 @@ class Storage:
         self.header_by_instance[name] = t
         return HeaderB(name, t, metadata)
 
+    def add_union(self, name: str, t: UnionT, *, fresh: bool = True) -> UnionB:
+        if fresh:
+            name = self._instance_names.fresh(name)
+        self.union_types.setdefault(t.name, t)
+        members = {m: self.add_header(f"{name}.{m}", mt) for m, mt in t.members()}
+        self.unions.append((name, t.name, [h.instance for h in members.values()]))
+        return UnionB(name, t, members)
+
     def add_stack(self, name: str, t: StackT) -> StackB:
         name = self._instance_names.fresh(name)
+        if isinstance(t.element, UnionT):
+            unions = [self.add_union(f"{name}[{i}]", t.element, fresh=False).instance
+                      for i in range(t.size)]
+            self.union_stacks.append((name, t.element.name, unions))
+            return StackB(name, t)
         elements = [self.add_header(f"{name}[{i}]", t.element).instance for i in range(t.size)]
         self.stacks.append((name, t.element.name, elements))
         return StackB(name, t)
@@ -96,6 +113,8 @@ class Storage:
             name = f"{prefix}{fname}"
             if isinstance(ftype, HeaderT):
                 members[fname] = self.add_header(name, ftype)
+            elif isinstance(ftype, UnionT):
+                members[fname] = self.add_union(name, ftype)
             elif isinstance(ftype, StackT):
                 members[fname] = self.add_stack(name, ftype)
             elif isinstance(ftype, StructT):
@@ -138,6 +157,8 @@ class Storage:
             return self.add_scalar(name, t)
         if isinstance(t, HeaderT):
             return self.add_header(name, t)
+        if isinstance(t, UnionT):
+            return self.add_union(name, t)
         if isinstance(t, StackT):
             return self.add_stack(name, t)
         if isinstance(t, StructT):
@@ -184,6 +205,21 @@ class Storage:
              "header_ids": [self.header_id(e) for e in elements]}
             for i, (name, type_name, elements) in enumerate(self.stacks)
         ]
+
+    def header_union_types_json(self) -> list[Json]:
+        return [{"name": t.name, "id": i, "headers": [[m, mt.name] for m, mt in t.members()]}
+                for i, t in enumerate(self.union_types.values())]
+
+    def header_unions_json(self) -> list[Json]:
+        return [{"name": name, "id": i, "union_type": type_name,
+                 "header_ids": [self.header_id(h) for h in members], "pi_omit": True}
+                for i, (name, type_name, members) in enumerate(self.unions)]
+
+    def header_union_stacks_json(self) -> list[Json]:
+        ids = {name: i for i, (name, _, _) in enumerate(self.unions)}
+        return [{"name": name, "id": i, "union_type": type_name, "size": len(unions),
+                 "header_union_ids": [ids[u] for u in unions]}
+                for i, (name, type_name, unions) in enumerate(self.union_stacks)]
 
     def field_width(self, header: str, field: str) -> int:
         if header == SCALARS:

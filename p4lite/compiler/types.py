@@ -115,8 +115,20 @@ class StructT(_FieldsT):
 
 
 @dataclass(eq=False, slots=True)
+class UnionT(_FieldsT):
+    """A ``header_union``: its members are headers, at most one of them valid (P4_16 8.20)."""
+
+    name: str
+    fields: list[tuple[str, P4Type]]  # every type a HeaderT
+    decl: ast.HeaderUnionDecl | None = None
+
+    def members(self) -> list[tuple[str, HeaderT]]:
+        return [(n, t) for n, t in self.fields if isinstance(t, HeaderT)]
+
+
+@dataclass(eq=False, slots=True)
 class StackT(P4Type):
-    element: HeaderT
+    element: HeaderT | UnionT
     size: int
 
     def __str__(self) -> str:

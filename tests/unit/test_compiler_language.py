@@ -201,14 +201,33 @@ def test_sub_parser_with_a_missing_argument() -> None:
 
 
 @pytest.mark.parametrize(("top", "meta", "needle", "what"), [
-    ("header a_t { bit<8> x; }\nheader b_t { bit<16> y; }\nheader_union u_t { a_t a; b_t b; }",
-     "bit<8> m; u_t u;", "header_union u_t", "header_union"),
     ("header v_t { bit<8> len; varbit<32> opts; }", "bit<8> m; v_t v;", "varbit<32>", "varbit"),
 ])
-def test_header_unions_and_varbit_are_rejected_at_the_declaration(top: str, meta: str,
-                                                                   needle: str,
-                                                                   what: str) -> None:
+def test_varbit_is_rejected_at_the_declaration(top: str, meta: str, needle: str,
+                                               what: str) -> None:
     _error_at(program(top=top, meta=meta), needle, f"not supported by p4lite: {what}")
+
+
+UNION = "header a_t { bit<8> x; }\nheader b_t { bit<16> y; }\nheader_union u_t { a_t a; b_t b; }"
+
+
+@pytest.mark.parametrize(("top", "body", "needle", "message"), [
+    # ill-formed: a union member must be a header (P4_16 8.20)
+    ("struct s_t { bit<8> x; }\nheader_union u_t { s_t s; }", "", "s_t s;",
+     "error: header_union u_t: member s must be a header, not s_t"),
+    (UNION, "hdr.h.v = u.c.x;", "u.c.x", "header_union u_t has no member c"),
+    (UNION, "hdr.h.v = u.x;", "u.x", "header_union u_t has no member x"),
+    (UNION, "u = hdr.h;", "u = hdr.h;", "cannot assign header h to header union u"),
+    (UNION, "hdr.h.v = (bit<8>)us.lastIndex;", "us.lastIndex",
+     "not supported by p4lite: member .lastIndex of a stack of header unions here"),
+    (UNION, "us[hdr.h.v].a.setValid();", "us[hdr.h.v]",
+     "not supported by p4lite: a run-time index into a stack of header unions"),
+    # valid P4 that p4lite leaves out
+    (UNION, "u = {a = {1}};", "{a = {1}}",
+     "not supported by p4lite: a {...} expression for a header union"),
+])
+def test_header_union_errors(top: str, body: str, needle: str, message: str) -> None:
+    _error_at(program(body, "u_t u;\nu_t[2] us;", top=top), needle, message)
 
 
 def test_key_on_a_stack_element_with_a_run_time_index_is_copied() -> None:

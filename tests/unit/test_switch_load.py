@@ -92,7 +92,9 @@ def _action(doc: dict, name: str) -> dict:
      "unknown next state 'nope'"),
     (lambda d: d["calculations"][0].update(algo="md5"), "hash algorithm 'md5'"),
     (lambda d: d["pipelines"].pop(), "no pipeline named 'egress'"),
-    (lambda d: d["header_unions"].append({"name": "u"}), "header unions"),
+    (lambda d: d["header_unions"].append({"name": "u", "id": 0, "union_type": "nope_t",
+                                          "header_ids": []}),
+     "header_unions\\[0\\] 'u': union_type: unknown header union type 'nope_t'"),
     (lambda d: d["pipelines"][0]["tables"][0]["default_entry"].update(action_id=42),
      r"default_entry.action_id: action id 42 names no action"),
 ])

@@ -93,7 +93,8 @@ def extract_lines(gen: CodeGen, h: HeaderInfo, too_short: int) -> list[str]:
                 else:
                     expr = f"({value}) & {(1 << w) - 1}"
                 lines.append(f"F[{slot}] = {_signed(expr, w) if signed else expr}")
-    lines += [f"F[{h.valid_slot}] = 1", f"pos += {nbytes}"]
+    lines += [f"F[{h.valid_slot}] = 1"] + [f"F[{s}] = 0" for s in h.siblings]
+    lines.append(f"pos += {nbytes}")
     return lines
 
 

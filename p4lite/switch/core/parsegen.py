@@ -63,6 +63,8 @@ def _op_lines(gen: CodeGen, op: ParserOp, where: str, errors: dict[str, int]) ->
                                  errors["PacketTooShort"])
         if target == "stack":
             return _extract_stack(gen, params[0].get("value"), where, errors)
+        if target == "union_stack":
+            return _extract_union_stack(gen, params[0].get("value"), where, errors)
         raise fail(where, f"extract into a {target} is not supported by p4lite")
     if kind == "set":
         if len(params) != 2:
@@ -102,6 +104,23 @@ def _extract_stack(gen: CodeGen, name: Any, where: str, errors: dict[str, int]) 
                                                            errors["PacketTooShort"])]
     lines += ["else:", f"    return pos, {errors['StackOutOfBounds']}",
               f"F[{stack.next_slot}] = _k + 1"]
+    return lines
+
+
+def _extract_union_stack(gen: CodeGen, value: Any, where: str, errors: dict[str, int]
+                         ) -> list[str]:
+    """``stack.next.member`` of a stack of unions: that member of the next union."""
+    ustack = gen.layout.union_stack(value[0], where)  # the model checked the shape
+    if value[1] not in ustack.members:
+        raise fail(where, f"header union stack '{ustack.name}' has no member '{value[1]}'")
+    member = ustack.members.index(value[1])
+    lines = [f"_k = F[{ustack.next_slot}]"]
+    for i, union in enumerate(ustack.unions):
+        lines.append(f"{'if' if i == 0 else 'elif'} _k == {i}:")
+        lines += ["    " + line for line in extract_lines(gen, gen.layout.headers[union[member]],
+                                                           errors["PacketTooShort"])]
+    lines += ["else:", f"    return pos, {errors['StackOutOfBounds']}",
+              f"F[{ustack.next_slot}] = _k + 1"]
     return lines
 
 

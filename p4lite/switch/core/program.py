@@ -84,6 +84,9 @@ class HeaderInfo:
     widths: list[int]
     signed: list[bool]
     valid_slot: int
+    # validity slots of the other members of this header's union: BMv2 makes them invalid
+    # whenever this one becomes valid (HeaderUnion::make_header_valid)
+    siblings: tuple[int, ...] = ()
 
     @property
     def nbits(self) -> int:
@@ -98,9 +101,19 @@ class StackInfo:
 
 
 @dataclass(slots=True)
+class UnionStackInfo:
+    name: str
+    unions: list[list[str]]  # per element: its member headers, in the union type's order
+    members: list[str]  # the union type's member names
+    next_slot: int
+
+
+@dataclass(slots=True)
 class Layout:
     headers: dict[str, HeaderInfo] = field(default_factory=dict)
     stacks: dict[str, StackInfo] = field(default_factory=dict)
+    unions: dict[str, list[str]] = field(default_factory=dict)  # union -> member headers
+    union_stacks: dict[str, UnionStackInfo] = field(default_factory=dict)
     aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     width: list[int] = field(default_factory=list)  # per slot
@@ -153,6 +166,12 @@ class Layout:
             raise fail(where, f"unknown header stack {name!r}")
         return info
 
+    def union_stack(self, name: Any, where: str) -> UnionStackInfo:
+        info = self.union_stacks.get(name) if isinstance(name, str) else None
+        if info is None:
+            raise fail(where, f"unknown header union stack {name!r}")
+        return info
+
     def error_value(self, name: str, default: int) -> int:
         return self.errors.get(name, default)
 
@@ -185,8 +204,7 @@ def build_layout(prog: Program) -> Layout:
             h.name, h.header_type, h.metadata, [n for n, _, _ in fields], slots,
             [w for _, w, _ in fields], [layout.signed[s] for s in slots], valid)
     _add_stacks(prog, layout)
-    if prog.header_unions or prog.header_union_stacks:
-        raise fail("header_unions", "header unions are not supported by p4lite")
+    _add_unions(prog, layout)
     _add_standard_metadata(prog, layout)
     for i, (name, value) in enumerate(prog.errors):
         if not 0 <= value < 1 << 32:
@@ -206,6 +224,23 @@ def _add_stacks(prog: Program, layout: Layout) -> None:
         members = [names[hid] for hid in st.header_ids]
         nxt = layout.new_slot(32, False, st.name)
         layout.stacks[st.name] = StackInfo(st.name, members, nxt)
+
+
+def _add_unions(prog: Program, layout: Layout) -> None:
+    names = {h.id: h.name for h in prog.headers}  # the model has checked the ids
+    by_id: dict[int | None, list[str]] = {}
+    for u in prog.header_unions:
+        members = [names[hid] for hid in u.header_ids]
+        for hname in members:
+            info = layout.headers[hname]
+            info.siblings = tuple(layout.headers[other].valid_slot
+                                  for other in members if other != hname)
+        layout.unions[u.name] = by_id[u.id] = members
+    types = {t.name: [m for m, _ in t.headers] for t in prog.header_union_types}
+    for st in prog.header_union_stacks:
+        nxt = layout.new_slot(32, False, st.name)
+        layout.union_stacks[st.name] = UnionStackInfo(
+            st.name, [by_id[uid] for uid in st.header_union_ids], types[st.union_type], nxt)
 
 
 def _add_standard_metadata(prog: Program, layout: Layout) -> None:
