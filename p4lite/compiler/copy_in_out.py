@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB
-from p4lite.compiler.types import HeaderT, P4Type, StackT, StructT, is_scalar
+from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB, UnionB
+from p4lite.compiler.types import HeaderT, P4Type, StackT, StructT, UnionT, is_scalar
 
 Json = dict[str, Any]
 Ref = tuple[str, str | None]
@@ -40,7 +40,7 @@ def placeholder(t: P4Type) -> Binding | None:
         return FieldB(name, "$", t)
     if isinstance(t, HeaderT):
         return HeaderB(name, t)
-    if isinstance(t, StackT):
+    if isinstance(t, StackT) and isinstance(t.element, HeaderT):
         return StackB(name, t)
     if isinstance(t, StructT):
         members: dict[str, Binding] = {}
@@ -59,15 +59,25 @@ def binding_refs(binding: Binding) -> set[Ref]:
         return {(binding.header, binding.field)}
     if isinstance(binding, HeaderB):
         return {(binding.instance, None)}
+    if isinstance(binding, UnionB):
+        return _whole([binding.instance, *(h.instance for h in binding.members.values())])
     if isinstance(binding, StackB):
-        return {(binding.name, None)} | {(f"{binding.name}[{i}]", None)
-                                         for i in range(binding.type.size)}
+        element = binding.type.element
+        names = [binding.name] + [f"{binding.name}[{i}]" for i in range(binding.type.size)]
+        if isinstance(element, UnionT):
+            names += [f"{binding.name}[{i}].{m}" for i in range(binding.type.size)
+                      for m, _ in element.members()]
+        return _whole(names)
     if isinstance(binding, StructB):
         refs: set[Ref] = set()
         for member in binding.members.values():
             refs |= binding_refs(member)
         return refs
     return set()
+
+
+def _whole(headers: list[str]) -> set[Ref]:
+    return {(name, None) for name in headers}
 
 
 def json_refs(obj: Any, stack_elements: Callable[[str], Iterable[str]]

@@ -386,6 +386,8 @@ class ExprCompiler:
                                      or _is_aggregate_literal(e.right)):
             return self._aggregate_compare(e)
         first = self.compile(e.left)
+        if isinstance(first.type, UnionT) or isinstance(first.binding, StackB):
+            raise not_supported(f"operator {e.op} on {describe(first)}", e.loc)
         if e.op in ("==", "!=") and isinstance(first.type, StructT | HeaderT):
             return self._aggregate_compare(e)
         left, right = self._filled(first, e.left), self.rvalue(e.right)

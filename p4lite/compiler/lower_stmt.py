@@ -53,6 +53,7 @@ from p4lite.compiler.types import (
     BoolT,
     HeaderT,
     P4Type,
+    StackT,
     StructT,
     UnionT,
     VoidT,
@@ -487,6 +488,8 @@ class StmtLowerer:
         return frame
 
     def _passed(self, param: ast.Param, t, arg: ast.Expression, pre: list[Json]) -> Passed | None:
+        if _holds_union(t):
+            raise not_supported(f"a parameter of type {t}", param.loc)
         writes = param.direction in ("out", "inout")
         if writes and isinstance(arg, ast.Slice):
             self.check_writable(arg)
@@ -673,3 +676,13 @@ def _assign_prim(binding: FieldB, value: Val) -> Json:
     if json.get("type") == "hexstr" and isinstance(binding.type, BitT):
         json = hexstr(int(value.const), width_of(binding.type)) if value.const is not None else json
     return {"op": "assign", "parameters": [_field(binding), json]}
+
+
+def _holds_union(t: P4Type) -> bool:
+    """A header union, a stack of them or a struct holding one (passed to actions and
+    functions: not supported)."""
+    if isinstance(t, StackT):
+        t = t.element
+    if isinstance(t, StructT):
+        return any(_holds_union(ft) for _, ft in t.fields)
+    return isinstance(t, UnionT)

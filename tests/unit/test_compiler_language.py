@@ -237,3 +237,15 @@ def test_key_on_a_stack_element_with_a_run_time_index_is_copied() -> None:
     table = next(t for t in result.bmv2["pipelines"][0]["tables"] if t["name"] == "I.t2")
     assert table["key"][0]["target"][0] == "scalars"
     assert table["key"][0]["target"][1].startswith("key_")
+
+
+@pytest.mark.parametrize(("locals_", "body", "needle", "message"), [
+    ("u_t u;\naction f(inout u_t x) { x.a.setValid(); }", "f(u);", "inout u_t x",
+     "not supported by p4lite: a parameter of type u_t"),
+    ("u_t u;\nu_t v;", "if (u == v) { hdr.h.v = 1; }", "u == v",
+     "not supported by p4lite: operator == on header union u"),
+])
+def test_header_union_parameters_and_equality_are_not_supported(locals_: str, body: str,
+                                                                needle: str,
+                                                                message: str) -> None:
+    _error_at(program(body, locals_, top=UNION), needle, message)
