@@ -192,8 +192,10 @@ def _parser_op(refs: Refs, op: str, params: tuple, where: Where) -> None:
     if op not in PARSER_OPS:
         raise where.key("op").fail(f"parser op '{op}' not supported")
     pw = where.key("parameters")
-    if op == "extract":
-        _arity(params, 1, op, where)
+    if op in ("extract", "extract_VL"):  # extract_VL: the target, then the length in bits
+        _arity(params, 1 if op == "extract" else 2, op, where)
+        if op == "extract_VL":
+            values.expression(refs, params[1], pw.index(1))
         p = params[0]
         kind = p.get("type") if isinstance(p, dict) else None
         if kind == "regular":
@@ -230,7 +232,7 @@ def _parser_op(refs: Refs, op: str, params: tuple, where: Where) -> None:
         if not isinstance(prim, dict) or not isinstance(prim.get("op"), str):
             raise pw.index(0).fail("expected a primitive call {op, parameters}")
         _primitive(refs, prim["op"], prim.get("parameters") or [], 0, pw.index(0))
-    elif op in ("shift", "advance", "extract_VL"):
+    elif op in ("shift", "advance"):
         for j, p in enumerate(params):
             if not isinstance(p, int) or isinstance(p, bool):
                 values.expression(refs, p, pw.index(j))

@@ -73,6 +73,9 @@ class HeaderType(Node):
     name: str = attr(STR)
     id: int | None = attr(OPT_INT, default=None)
     fields: tuple[FieldSpec, ...] = attr(ListOf(Custom(_field_spec, _field_spec_json)))
+    # with a varbit field: the most bytes a header of this type takes (BMv2's extract_VL
+    # fails with HeaderTooShort beyond it)
+    max_length: int | None = attr(OPT_INT, default=None)
 
     def field(self, name: str) -> FieldSpec | None:
         return next((f for f in self.fields if f.name == name), None)

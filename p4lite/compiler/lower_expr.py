@@ -43,6 +43,7 @@ from p4lite.compiler.types import (
     StringT,
     StructT,
     UnionT,
+    VarbitT,
     same_type,
     width_of,
 )
@@ -504,6 +505,9 @@ class ExprCompiler:
         return Val(BoolT(), expr_json(_LOGIC[e.op], as_bool(left), as_bool(right)), is_data=False)
 
     def _compare(self, op: str, left: Val, right: Val, loc) -> Val:
+        if isinstance(left.type, VarbitT) and op in ("==", "!="):
+            # BMv2 compares the values (not the lengths) of varbit fields
+            return Val(BoolT(), expr_json(op, left.json, right.json), is_data=False)
         if not isinstance(left.type, BitT | IntT | BoolT | ErrorT | EnumT):
             raise not_supported(f"comparing values of type {left.type}", loc)
         if op not in ("==", "!=") and not isinstance(left.type, BitT | IntT):

@@ -33,7 +33,17 @@ from p4lite.compiler.lower_expr import (
     to_param,
 )
 from p4lite.compiler.lower_stmt import StmtLowerer
-from p4lite.compiler.types import BitT, BoolT, ErrorT, ExternT, HeaderT, P4Type, UnionT, width_of
+from p4lite.compiler.types import (
+    BitT,
+    BoolT,
+    ErrorT,
+    ExternT,
+    HeaderT,
+    P4Type,
+    UnionT,
+    VarbitT,
+    width_of,
+)
 
 if TYPE_CHECKING:
     from p4lite.compiler.context import Lowering
@@ -267,10 +277,13 @@ class ParserLowerer:
 
     def _packet_method(self, method: str, call: ast.Call) -> list[Json]:
         if method == "extract":
-            if len(call.args) != 1:
-                raise not_supported("extract with a variable-size argument (varbit)", call.loc)
+            if len(call.args) not in (1, 2):
+                raise CompileError("extract takes a header and, for a header with a varbit "
+                                   "field, its length in bits", call.loc)
             target = self.comp.compile(call.args[0].value)
             binding = target.binding
+            if len(call.args) == 2 or _has_varbit(target.type):
+                return self._extract_vl(call, binding)
             if isinstance(binding, HeaderB):
                 self._lookahead_offset = 0
                 return [{"op": "extract", "parameters": [
@@ -297,6 +310,24 @@ class ParserLowerer:
             self._lookahead(self.lw.env.resolve(call.type_args[0]), call.loc)
             return []
         raise not_supported(f"packet_in.{method} as a statement", call.loc)
+
+    def _extract_vl(self, call: ast.Call, binding: Any) -> list[Json]:
+        """``pkt.extract(h, len)``: BMv2's extract_VL, the varbit field ``len`` bits long."""
+        arg = call.args[0].value
+        if not isinstance(binding, HeaderB):
+            raise not_supported("extract with a length into anything but a header", arg.loc)
+        if not _has_varbit(binding.type):
+            raise CompileError(f"header {binding.type.name} has no varbit field: extract it "
+                               "without a length", call.loc)
+        if len(call.args) != 2:
+            raise CompileError(f"header {binding.type.name} has a varbit field: extract needs "
+                               "its length in bits as a second argument", call.loc)
+        length = self.comp.rvalue(call.args[1].value, BitT(32))
+        self._lookahead_offset = 0
+        # p4c's form: the length as an "expression" parameter around its expression
+        return [{"op": "extract_VL", "parameters": [
+            {"type": "regular", "value": binding.instance},
+            {"type": "expression", "value": length.operand}]}]
 
     def _lookahead(self, t: P4Type, loc) -> Json:
         if not isinstance(t, BitT | BoolT):
@@ -432,6 +463,10 @@ def _emit_binding(binding: Any, order: list[str], loc) -> None:
     else:
         raise CompileError("emit needs a header, a header union, a header stack or a struct "
                            "of headers", loc)
+
+
+def _has_varbit(t: Any) -> bool:
+    return isinstance(t, HeaderT) and any(isinstance(ft, VarbitT) for _, ft in t.fields)
 
 
 def _flatten(stmts: list[ast.Node]) -> list[ast.Node]:

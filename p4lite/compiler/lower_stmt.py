@@ -56,6 +56,7 @@ from p4lite.compiler.types import (
     StackT,
     StructT,
     UnionT,
+    VarbitT,
     VoidT,
     same_type,
     width_of,
@@ -245,6 +246,9 @@ class StmtLowerer:
             return self._assign_slice(lhs, rhs, loc)
         target = self.comp.compile(lhs)
         binding = target.binding
+        if isinstance(binding, FieldB) and isinstance(binding.type, VarbitT):
+            # BMv2 would copy the value but not the length; whole headers copy both
+            raise not_supported("assigning a varbit field (assign the whole header)", lhs.loc)
         if isinstance(binding, FieldB):
             value = self.comp.rvalue(rhs, target.type)
             return [_assign_prim(binding, value)]

@@ -27,6 +27,7 @@ from p4lite.compiler.types import (
     StructT,
     TupleT,
     UnionT,
+    VarbitT,
     VoidT,
 )
 
@@ -150,7 +151,7 @@ class ProgramEnv:
         if isinstance(t, ast.TupleType):
             return TupleT([self.resolve(e, type_params) for e in t.elements])
         if isinstance(t, ast.VarbitType):
-            raise not_supported("varbit", t.loc)
+            return VarbitT(self.const_int(t.max_width))
         raise not_supported(f"type {type(t).__name__}", t.loc)
 
     def resolve_named(self, t: ast.TypeName) -> P4Type:
@@ -177,7 +178,15 @@ class ProgramEnv:
     def _build_named(self, decl: TypeDecl) -> P4Type:
         if isinstance(decl, ast.HeaderDecl):
             fields = [(f.name, self.resolve(f.type)) for f in decl.fields]
+            varbits = [f for (_, ftype), f in zip(fields, decl.fields, strict=True)
+                       if isinstance(ftype, VarbitT)]
+            if len(varbits) > 1:  # BMv2 headers have at most one variable-length field
+                raise not_supported("a header with more than one varbit field", varbits[1].loc)
             for (fname, ftype), f in zip(fields, decl.fields, strict=True):
+                if isinstance(ftype, VarbitT):
+                    if ftype.width <= 0:
+                        raise CompileError(f"varbit field {fname} needs a width above 0", f.loc)
+                    continue
                 if not isinstance(ftype, BitT | BoolT | StructT) or (
                         isinstance(ftype, StructT) and not _flat_bits(ftype)):
                     raise not_supported(f"header field {fname} of type {ftype}", f.loc)

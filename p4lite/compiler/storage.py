@@ -27,6 +27,7 @@ from p4lite.compiler.types import (
     StackT,
     StructT,
     UnionT,
+    VarbitT,
     is_scalar,
     width_of,
 )
@@ -41,6 +42,7 @@ class Storage:
 
     def __init__(self) -> None:
         self._types: dict[str, list[list[Any]]] = {}
+        self._max_length: dict[str, int] = {}  # header types with a varbit field
         self._type_order: list[str] = []
         self.headers: list[tuple[str, str, bool]] = []  # (instance, type name, metadata)
         self.stacks: list[tuple[str, str, list[str]]] = []
@@ -67,7 +69,11 @@ class Storage:
         return HeaderB(STANDARD_METADATA, header_t, metadata=True)
 
     def add_header(self, name: str, t: HeaderT, metadata: bool = False) -> HeaderB:
-        total = sum(width_of(ft) for _, ft in t.fields)
+        # a varbit field's length is whole bytes (BMv2's extract_VL), so the rest must be
+        total = sum(width_of(ft) for _, ft in t.fields if not isinstance(ft, VarbitT))
+        if metadata and any(isinstance(ft, VarbitT) for _, ft in t.fields):
+            raise not_supported(f"a header with a varbit field ({t.name}) as metadata",
+                                t.decl.loc if t.decl else None)
         if not metadata and total % 8:
             # BMv2 extracts and emits whole bytes; p4c rejects such headers too.
             raise CompileError(f"header {t.name} is {total} bits long, not a whole number of "
@@ -168,10 +174,14 @@ class Storage:
 
     def _add_type(self, t: HeaderT) -> None:
         existing = self._types.get(t.name)
-        fields = [[name, width_of(ft), isinstance(ft, BitT) and ft.signed] for name, ft in t.fields]
+        fields = [[name, "*"] if isinstance(ft, VarbitT)  # as p4c writes a varbit field
+                  else [name, width_of(ft), isinstance(ft, BitT) and ft.signed]
+                  for name, ft in t.fields]
         if existing is None:
             self._types[t.name] = fields
             self._type_order.append(t.name)
+            if any(isinstance(ft, VarbitT) for _, ft in t.fields):
+                self._max_length[t.name] = (sum(width_of(ft) for _, ft in t.fields) + 7) // 8
         elif existing != fields:
             raise CompileError(f"two different header types are named {t.name}",
                                t.decl.loc if t.decl else None)
@@ -182,7 +192,11 @@ class Storage:
         _pad(scalars, "_padding_0")
         out = [{"name": "scalars_0", "id": 0, "fields": scalars}]
         for i, name in enumerate(self._type_order, start=1):
-            out.append({"name": name, "id": i, "fields": self._types[name]})
+            entry: Json = {"name": name, "id": i, "fields": self._types[name]}
+            max_length = self._max_length.get(name)
+            if max_length is not None:  # p4c: the header's most bytes, varbit at its max
+                entry["max_length"] = max_length
+            out.append(entry)
         return out
 
     def headers_json(self) -> list[Json]:

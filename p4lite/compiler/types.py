@@ -52,6 +52,17 @@ class BitT(P4Type):
 
 
 @dataclass(frozen=True, slots=True)
+class VarbitT(P4Type):
+    """``varbit<N>``: a header field of at most N bits whose length is set per packet by
+    a two-argument extract (BMv2 ``extract_VL``)."""
+
+    width: int
+
+    def __str__(self) -> str:
+        return f"varbit<{self.width}>"
+
+
+@dataclass(frozen=True, slots=True)
 class IntT(_KeywordT):
     """The infinite-precision type of untyped integer constants."""
 
@@ -159,7 +170,7 @@ def is_scalar(t: P4Type) -> bool:
 
 def width_of(t: P4Type) -> int:
     """The width in bits of a scalar type as stored in BMv2 (bool 1, error/enum 32)."""
-    if isinstance(t, BitT):
+    if isinstance(t, BitT | VarbitT):
         return t.width
     if isinstance(t, BoolT):
         return 1
@@ -171,6 +182,6 @@ def width_of(t: P4Type) -> int:
 
 
 def same_type(a: P4Type, b: P4Type) -> bool:
-    if isinstance(a, BitT | BoolT | ErrorT | StringT | IntT | VoidT):
+    if isinstance(a, BitT | BoolT | ErrorT | StringT | IntT | VoidT | VarbitT):
         return a == b
     return a is b

@@ -200,12 +200,30 @@ def test_sub_parser_with_a_missing_argument() -> None:
     _error_at(text, "sub.apply(pkt)", "missing argument for parameter e")
 
 
-@pytest.mark.parametrize(("top", "meta", "needle", "what"), [
-    ("header v_t { bit<8> len; varbit<32> opts; }", "bit<8> m; v_t v;", "varbit<32>", "varbit"),
+VARBIT = "header v_t { bit<8> len; varbit<32> opts; }"
+
+
+@pytest.mark.parametrize(("kw", "needle", "message"), [
+    # ill-formed: a varbit header is extracted with its length, a fixed one without
+    ({"parser": "v_t v;\nstate start { pkt.extract(v); transition accept; }"},
+     "pkt.extract(v)", "header v_t has a varbit field: extract needs its length in bits"),
+    ({"parser": "state start { pkt.extract(hdr.eth, 32w8); transition accept; }"},
+     "pkt.extract(hdr.eth, 32w8)", "header ethernet_t has no varbit field"),
+    ({"parser": "v_t v;\nstate start { pkt.extract(v, true); transition accept; }"},
+     "true", "type mismatch: expected bit<32>, got bool"),
+    # valid P4 that p4lite leaves out
+    ({"ingress": "v.opts = w.opts;", "ingress_locals": "v_t v; v_t w;"}, "v.opts",
+     "not supported by p4lite: assigning a varbit field"),
+    ({"ingress_locals": "varbit<8> x;"}, "varbit<8> x;",
+     "not supported by p4lite: a local variable of type varbit<8>"),
+    ({"ingress_locals": "w_t z;", "top": VARBIT + "\nheader w_t { varbit<8> a; varbit<8> b; }"},
+     "varbit<8> b;", "not supported by p4lite: a header with more than one varbit field"),
+    ({"meta": "bit<8> m; v_t v;"}, "header v_t",
+     "not supported by p4lite: a header with a varbit field (v_t) as metadata"),
 ])
-def test_varbit_is_rejected_at_the_declaration(top: str, meta: str, needle: str,
-                                               what: str) -> None:
-    _error_at(program(top=top, meta=meta), needle, f"not supported by p4lite: {what}")
+def test_varbit_errors(kw: dict[str, str], needle: str, message: str) -> None:
+    kw.setdefault("top", VARBIT)
+    _error_at(program(**kw), needle, message)
 
 
 UNION = "header a_t { bit<8> x; }\nheader b_t { bit<16> y; }\nheader_union u_t { a_t a; b_t b; }"

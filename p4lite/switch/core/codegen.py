@@ -299,6 +299,8 @@ class CodeGen:
         v = unwrap(v)
         if isinstance(v, dict) and v.get("type") == "field":
             slot = self.layout.field_slot(v.get("value"), where)
+            if slot in self.layout.varbit_slots:  # its length would have to follow
+                raise fail(where, "assigning a varbit field is not supported by p4lite")
             return Lvalue(str(slot), self.layout.width[slot], self.layout.signed[slot])
         if isinstance(v, dict) and v.get("type") == "expression":
             e = v.get("value") or {}

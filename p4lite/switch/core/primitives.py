@@ -73,6 +73,8 @@ def _p_assign_header(gen: CodeGen, p: list, where: str) -> list[str]:
     lines = [f"if F[{src.valid_slot}]:"]
     lines += [f"    F[{d}] = F[{s}]" for d, s in zip(dst.slots, src.slots, strict=True)]
     lines += [f"    F[{s}] = 0" for s in dst.siblings]  # dst becomes valid in its union
+    if dst.varbit is not None and src.varbit is not None:  # and takes src's length
+        lines.append(f"    F[{dst.varbit.len_slot}] = F[{src.varbit.len_slot}]")
     lines.append(f"F[{dst.valid_slot}] = F[{src.valid_slot}]")
     return lines
 
@@ -81,6 +83,8 @@ def _p_add_header(gen: CodeGen, p: list, where: str) -> list[str]:
     h = gen.layout.header(need(_n(p, 1, "add_header", where)[0], "value", where), where)
     lines = [f"if not F[{h.valid_slot}]:"]
     lines += [f"    F[{s}] = 0" for s in h.slots]  # BMv2 zeroes a header made valid
+    if h.varbit is not None:
+        lines.append(f"    F[{h.varbit.len_slot}] = 0")
     lines += [f"    F[{s}] = 0" for s in h.siblings]  # ... and invalidates its union's others
     lines.append(f"    F[{h.valid_slot}] = 1")
     return lines
@@ -111,10 +115,15 @@ def _stack_elements(gen: CodeGen, v: Any, where: str) -> tuple[str, int]:
         stack = gen.layout.stack(name, where)
         groups, nxt = [[h] for h in stack.headers], stack.next_slot
     elems = tuple(
-        (tuple(s for h in group for s in (*headers[h].slots, headers[h].valid_slot)),
+        (tuple(s for h in group for s in (*headers[h].slots, headers[h].valid_slot,
+                                          *_varbit_len(headers[h]))),
          tuple(headers[h].valid_slot for h in group))
         for group in groups)
     return gen.bind(elems, "stk"), nxt
+
+
+def _varbit_len(h: Any) -> tuple[int, ...]:
+    return () if h.varbit is None else (h.varbit.len_slot,)
 
 
 def _p_push(gen: CodeGen, p: list, where: str) -> list[str]:
