@@ -53,7 +53,6 @@ from p4lite.compiler.types import (
     BoolT,
     HeaderT,
     P4Type,
-    StackT,
     StructT,
     UnionT,
     VarbitT,
@@ -366,6 +365,9 @@ class StmtLowerer:
             return [{"op": "assign_header_stack", "parameters": [
                 {"type": "header_stack", "value": dst.name},
                 {"type": "header_stack", "value": src.name}]}]
+        if isinstance(dst, StackB) and isinstance(src, StackB):
+            raise not_supported("copying a stack of header unions (here a copy-in/copy-out "
+                                "that cannot alias its argument)", loc)
         if isinstance(dst, StructB) and isinstance(src, StructB):
             out: list[Json] = []
             for fname, _ in dst.type.fields:
@@ -492,8 +494,6 @@ class StmtLowerer:
         return frame
 
     def _passed(self, param: ast.Param, t, arg: ast.Expression, pre: list[Json]) -> Passed | None:
-        if _holds_union(t):
-            raise not_supported(f"a parameter of type {t}", param.loc)
         writes = param.direction in ("out", "inout")
         if writes and isinstance(arg, ast.Slice):
             self.check_writable(arg)
@@ -508,7 +508,7 @@ class StmtLowerer:
         if writes:
             self.check_writable(arg)
             val = self.comp.compile(arg)
-            if not isinstance(val.binding, FieldB | HeaderB | StructB | StackB):
+            if not isinstance(val.binding, FieldB | HeaderB | UnionB | StructB | StackB):
                 raise CompileError(f"argument for {param.direction} parameter {param.name} "
                                    "must be an l-value", arg.loc)
         else:
@@ -520,7 +520,7 @@ class StmtLowerer:
                 assert holder is not None
                 return Passed(param, t, arg, temp, holder, writes)
             val = self.comp.compile(arg, t if isinstance(t, BitT) else None)
-            if not isinstance(val.binding, FieldB | HeaderB | StructB | StackB):
+            if not isinstance(val.binding, FieldB | HeaderB | UnionB | StructB | StackB):
                 return None
         if not same_type(val.type, t):
             raise CompileError(f"type mismatch: parameter {param.name} is {t}, the argument "
@@ -618,9 +618,17 @@ class StmtLowerer:
                 + self.lw.field_lists[marks[2]:])
 
     def _stack_elements(self, name: str) -> list[str]:
-        for stack, _, elements in self.lw.storage.stacks:
+        """The headers a stack, a union or a stack of unions covers."""
+        storage = self.lw.storage
+        for stack, _, elements in storage.stacks:
             if stack == name:
                 return elements
+        for union, _, members in storage.unions:
+            if union == name:
+                return members
+        for ustack, _, unions in storage.union_stacks:
+            if ustack == name:
+                return unions + [h for u in unions for h in self._stack_elements(u)]
         return []
 
     def bind_argument(self, param: ast.Param, arg: ast.Expression, prims: list[Json]):
@@ -681,12 +689,3 @@ def _assign_prim(binding: FieldB, value: Val) -> Json:
         json = hexstr(int(value.const), width_of(binding.type)) if value.const is not None else json
     return {"op": "assign", "parameters": [_field(binding), json]}
 
-
-def _holds_union(t: P4Type) -> bool:
-    """A header union, a stack of them or a struct holding one (passed to actions and
-    functions: not supported)."""
-    if isinstance(t, StackT):
-        t = t.element
-    if isinstance(t, StructT):
-        return any(_holds_union(ft) for _, ft in t.fields)
-    return isinstance(t, UnionT)

@@ -184,4 +184,6 @@ def width_of(t: P4Type) -> int:
 def same_type(a: P4Type, b: P4Type) -> bool:
     if isinstance(a, BitT | BoolT | ErrorT | StringT | IntT | VoidT | VarbitT):
         return a == b
+    if isinstance(a, StackT) and isinstance(b, StackT):  # T[N] is built at each use
+        return a.element is b.element and a.size == b.size
     return a is b

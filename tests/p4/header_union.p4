@@ -82,7 +82,25 @@ control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {
     apply { }
 }
 
+// a sub-control taking a struct that holds a union and a stack of unions
+control Tail(inout headers_t h) {
+    apply {
+        if (h.us[1].a.isValid()) {
+            h.us[1].a.x = h.us[1].a.x + 1;
+        }
+    }
+}
+
 control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    Tail() tail;
+    // copy-in/copy-out of a union (P4_16 6.8): x is a copy of hdr.u, so making hdr.u.b
+    // valid does not touch x, and copying x out leaves u.a = 0x99 (u.b invalid)
+    action set_a(inout ab_t x) {
+        x.a.setValid();
+        x.a.x = 0x99;
+        hdr.u.b.setValid();
+        hdr.u.b.y = 0x5555;
+    }
     apply {
         sm.egress_spec = 1;
         if (hdr.u.isValid()) {
@@ -121,6 +139,10 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
                 sm.egress_spec = 7;
             }
         }
+        if (hdr.top.kind == 0x0d) {
+            set_a(hdr.u);
+        }
+        tail.apply(hdr);
     }
 }
 

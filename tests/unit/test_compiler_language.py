@@ -257,9 +257,18 @@ def test_key_on_a_stack_element_with_a_run_time_index_is_copied() -> None:
     assert table["key"][0]["target"][1].startswith("key_")
 
 
+def test_a_stack_of_unions_parameter_aliases_its_argument() -> None:
+    locals_ = "u_t[2] us;\naction g(inout u_t[2] x) { x[0].a.setValid(); x.push_front(1); }"
+    result = compile_text(program("g(us);", locals_, top=UNION), filename="prog.p4")
+    prims = [p for a in result.bmv2["actions"] for p in a["primitives"]]
+    assert [(p["op"], p["parameters"][0]) for p in prims[-2:]] == [
+        ("add_header", {"type": "header", "value": "us[0].a"}),
+        ("push", {"type": "header_union_stack", "value": "us"})]
+
+
 @pytest.mark.parametrize(("locals_", "body", "needle", "message"), [
-    ("u_t u;\naction f(inout u_t x) { x.a.setValid(); }", "f(u);", "inout u_t x",
-     "not supported by p4lite: a parameter of type u_t"),
+    ("u_t[2] us;\naction g(inout u_t[2] x) { x[0].a.setValid(); us[0].b.setValid(); }",
+     "g(us);", "g(us);", "not supported by p4lite: copying a stack of header unions"),
     ("u_t u;\nu_t v;", "if (u == v) { hdr.h.v = 1; }", "u == v",
      "not supported by p4lite: operator == on header union u"),
 ])
