@@ -276,3 +276,16 @@ def test_header_union_parameters_and_equality_are_not_supported(locals_: str, bo
                                                                 needle: str,
                                                                 message: str) -> None:
     _error_at(program(body, locals_, top=UNION), needle, message)
+
+
+def test_a_sub_control_applied_to_two_unions_writes_each() -> None:
+    """Sub-control actions are cached per argument binding: the key must tell unions apart."""
+    top = UNION + ("\ncontrol S(inout u_t x) {\n"
+                   "    action mark() { x.a.setValid(); x.a.x = 1; }\n"
+                   "    apply { mark(); } }")
+    locals_ = "u_t u; u_t v; S() s;"
+    result = compile_text(program("s.apply(u); s.apply(v);", locals_, top=top),
+                          filename="prog.p4")
+    written = {p["parameters"][0]["value"] for a in result.bmv2["actions"]
+               for p in a["primitives"] if p["op"] == "add_header"}
+    assert written == {"u.a", "v.a"}
