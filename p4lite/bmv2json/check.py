@@ -73,6 +73,7 @@ def check_program(prog: Program) -> None:
         for j, hid in enumerate(s.header_ids):
             if hid not in header_ids:
                 raise w.key("header_ids").index(j).fail(f"unknown header id {hid}")
+    _unions(prog, refs, header_ids)
     for i, (alias, target) in enumerate(prog.field_aliases or ()):
         refs.field(target, Where("field_aliases").index(i).named(alias))
     _pairs(prog.errors, "errors", "error")
@@ -162,19 +163,52 @@ def _parser(refs: Refs, parser: Parser, where: Where) -> None:
                     f"unknown next state '{t.next_state}'")
 
 
+def _unions(prog: Program, refs: Refs, header_ids: set[int | None]) -> None:
+    """Union types name header types; unions and union stacks name their type and members
+    by id (BMv2: ``get_header_union_type`` / ``get_header_union`` abort on unknown ones)."""
+    union_types = {t.name for t in prog.header_union_types}
+    for i, t in enumerate(prog.header_union_types):
+        w = Where("header_union_types").index(i).named(t.name).key("headers")
+        for j, (_, type_name) in enumerate(t.headers):
+            if type_name not in refs.types:
+                raise w.index(j).fail(f"unknown header type '{type_name}'")
+    union_ids = {u.id for u in prog.header_unions}
+    members: list[tuple[str, int, str, str, tuple[int, ...], set]] = [
+        ("header_unions", i, u.name, u.union_type, u.header_ids, header_ids)
+        for i, u in enumerate(prog.header_unions)]
+    members += [("header_union_stacks", i, s.name, s.union_type, s.header_union_ids, union_ids)
+                for i, s in enumerate(prog.header_union_stacks)]
+    for kind, i, name, union_type, ids, known in members:
+        w = Where(kind).index(i).named(name)
+        if union_type not in union_types:
+            raise w.key("union_type").fail(f"unknown header union type '{union_type}'")
+        key = "header_ids" if kind == "header_unions" else "header_union_ids"
+        for j, member in enumerate(ids):
+            if member not in known:
+                raise w.key(key).index(j).fail(f"unknown id {member}")
+
+
 def _parser_op(refs: Refs, op: str, params: tuple, where: Where) -> None:
     if op not in PARSER_OPS:
         raise where.key("op").fail(f"parser op '{op}' not supported")
     pw = where.key("parameters")
-    if op == "extract":
-        _arity(params, 1, op, where)
+    if op in ("extract", "extract_VL"):  # extract_VL: the target, then the length in bits
+        _arity(params, 1 if op == "extract" else 2, op, where)
+        if op == "extract_VL":
+            values.expression(refs, params[1], pw.index(1))
         p = params[0]
         kind = p.get("type") if isinstance(p, dict) else None
         if kind == "regular":
             refs.header(p.get("value"), pw.index(0).key("value"))
         elif kind == "stack":
             refs.stack(p.get("value"), pw.index(0).key("value"))
-        elif kind != "union_stack":
+        elif kind == "union_stack":
+            value = p.get("value")
+            if not (isinstance(value, list) and len(value) == 2
+                    and value[0] in refs.union_stacks and isinstance(value[1], str)):
+                raise pw.index(0).key("value").fail(
+                    f"expected [header union stack, member], got {value!r}")
+        else:
             raise pw.index(0).fail(f"extract type {kind!r} not supported")
     elif op == "set":
         _arity(params, 2, op, where)
@@ -198,7 +232,7 @@ def _parser_op(refs: Refs, op: str, params: tuple, where: Where) -> None:
         if not isinstance(prim, dict) or not isinstance(prim.get("op"), str):
             raise pw.index(0).fail("expected a primitive call {op, parameters}")
         _primitive(refs, prim["op"], prim.get("parameters") or [], 0, pw.index(0))
-    elif op in ("shift", "advance", "extract_VL"):
+    elif op in ("shift", "advance"):
         for j, p in enumerate(params):
             if not isinstance(p, int) or isinstance(p, bool):
                 values.expression(refs, p, pw.index(j))

@@ -73,6 +73,9 @@ class HeaderType(Node):
     name: str = attr(STR)
     id: int | None = attr(OPT_INT, default=None)
     fields: tuple[FieldSpec, ...] = attr(ListOf(Custom(_field_spec, _field_spec_json)))
+    # with a varbit field: the most bytes a header of this type takes (BMv2's extract_VL
+    # fails with HeaderTooShort beyond it)
+    max_length: int | None = attr(OPT_INT, default=None)
 
     def field(self, name: str) -> FieldSpec | None:
         return next((f for f in self.fields if f.name == name), None)
@@ -94,6 +97,46 @@ class HeaderStack(Node):
     header_type: str | None = attr(OPT_STR, default=None)  # older JSON omits it
     size: int | None = attr(OPT_INT, default=None)
     header_ids: tuple[int, ...] = attr(ListOf(INT))
+
+
+STR_PAIR = Custom(lambda value, where: _str_pair(value, where), list)
+
+
+def _str_pair(value: Json, where: Where) -> tuple[str, str]:
+    if not (isinstance(value, list) and len(value) == 2
+            and all(isinstance(v, str) for v in value)):
+        raise where.fail(f"expected [member, header type], got {value!r}")
+    return (value[0], value[1])
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeaderUnionType(Node):
+    """A ``header_union`` type: its members as ``[name, header type]`` pairs."""
+
+    name: str = attr(STR)
+    id: int | None = attr(OPT_INT, default=None)
+    headers: tuple[tuple[str, str], ...] = attr(ListOf(STR_PAIR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeaderUnion(Node):
+    """A header union instance: the header instances (ids) that are its members, in the
+    order of its type's members."""
+
+    name: str = attr(STR)
+    id: int | None = attr(OPT_INT, default=None)
+    union_type: str = attr(STR)
+    header_ids: tuple[int, ...] = attr(ListOf(INT))
+    pi_omit: bool = attr(BOOL, default=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeaderUnionStack(Node):
+    name: str = attr(STR)
+    id: int | None = attr(OPT_INT, default=None)
+    union_type: str = attr(STR)
+    size: int | None = attr(OPT_INT, default=None)
+    header_union_ids: tuple[int, ...] = attr(ListOf(INT))
 
 
 # --- lists, errors, enums ---------------------------------------------------------
@@ -421,9 +464,11 @@ class Program(Node):
     header_types: tuple[HeaderType, ...] = attr(ListOf(ObjOf(HeaderType)))
     headers: tuple[Header, ...] = attr(ListOf(ObjOf(Header)))
     header_stacks: tuple[HeaderStack, ...] = attr(ListOf(ObjOf(HeaderStack)), default=())
-    header_union_types: tuple[Json, ...] = attr(ListOf(RAW), default=())
-    header_unions: tuple[Json, ...] = attr(ListOf(RAW), default=())
-    header_union_stacks: tuple[Json, ...] = attr(ListOf(RAW), default=())
+    header_union_types: tuple[HeaderUnionType, ...] = attr(
+        ListOf(ObjOf(HeaderUnionType)), default=())
+    header_unions: tuple[HeaderUnion, ...] = attr(ListOf(ObjOf(HeaderUnion)), default=())
+    header_union_stacks: tuple[HeaderUnionStack, ...] = attr(
+        ListOf(ObjOf(HeaderUnionStack)), default=())
     field_lists: tuple[FieldList, ...] = attr(ListOf(ObjOf(FieldList)), default=())
     errors: tuple[tuple[str, int], ...] = attr(ListOf(ERROR_PAIR), default=())
     enums: tuple[Enum, ...] = attr(ListOf(ObjOf(Enum)), default=())

@@ -73,8 +73,8 @@ class Refs:
             counters=frozenset(c.name for c in prog.counter_arrays),
             meters=frozenset(m.name for m in prog.meter_arrays),
             externs=frozenset(e.name for e in prog.extern_instances),
-            unions=frozenset(_name(u) for u in prog.header_unions),
-            union_stacks=frozenset(_name(u) for u in prog.header_union_stacks),
+            unions=frozenset(u.name for u in prog.header_unions),
+            union_stacks=frozenset(u.name for u in prog.header_union_stacks),
             field_lists=frozenset(f.id for f in prog.field_lists),
             learn_lists=frozenset(f.id for f in prog.learn_lists),
             errors=frozenset(v for _, v in prog.errors),
@@ -126,5 +126,3 @@ class Refs:
         return action
 
 
-def _name(obj: object) -> str:
-    return obj.get("name", "") if isinstance(obj, dict) else ""

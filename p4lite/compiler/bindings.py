@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from p4lite.compiler import ast
-from p4lite.compiler.types import HeaderT, P4Type, StackT, StructT
+from p4lite.compiler.types import HeaderT, P4Type, StackT, StructT, UnionT
 
 
 class Binding:
@@ -38,6 +38,16 @@ class HeaderB(Binding):
     instance: str
     type: HeaderT
     metadata: bool = False
+
+
+@dataclass(slots=True)
+class UnionB(Binding):
+    """A header union instance: BMv2's ``header_unions`` entry, its members header
+    instances named ``<union>.<member>`` (as p4c names them)."""
+
+    instance: str
+    type: UnionT
+    members: dict[str, HeaderB]
 
 
 @dataclass(slots=True)

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB
-from p4lite.compiler.types import HeaderT, P4Type, StackT, StructT, is_scalar
+from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB, UnionB
+from p4lite.compiler.types import HeaderT, P4Type, StackT, StructT, UnionT, is_scalar
 
 Json = dict[str, Any]
 Ref = tuple[str, str | None]
@@ -40,6 +40,8 @@ def placeholder(t: P4Type) -> Binding | None:
         return FieldB(name, "$", t)
     if isinstance(t, HeaderT):
         return HeaderB(name, t)
+    if isinstance(t, UnionT):
+        return UnionB(name, t, {m: HeaderB(f"{name}.{m}", mt) for m, mt in t.members()})
     if isinstance(t, StackT):
         return StackB(name, t)
     if isinstance(t, StructT):
@@ -59,15 +61,25 @@ def binding_refs(binding: Binding) -> set[Ref]:
         return {(binding.header, binding.field)}
     if isinstance(binding, HeaderB):
         return {(binding.instance, None)}
+    if isinstance(binding, UnionB):
+        return _whole([binding.instance, *(h.instance for h in binding.members.values())])
     if isinstance(binding, StackB):
-        return {(binding.name, None)} | {(f"{binding.name}[{i}]", None)
-                                         for i in range(binding.type.size)}
+        element = binding.type.element
+        names = [binding.name] + [f"{binding.name}[{i}]" for i in range(binding.type.size)]
+        if isinstance(element, UnionT):
+            names += [f"{binding.name}[{i}].{m}" for i in range(binding.type.size)
+                      for m, _ in element.members()]
+        return _whole(names)
     if isinstance(binding, StructB):
         refs: set[Ref] = set()
         for member in binding.members.values():
             refs |= binding_refs(member)
         return refs
     return set()
+
+
+def _whole(headers: list[str]) -> set[Ref]:
+    return {(name, None) for name in headers}
 
 
 def json_refs(obj: Any, stack_elements: Callable[[str], Iterable[str]]
@@ -101,7 +113,13 @@ def json_refs(obj: Any, stack_elements: Callable[[str], Iterable[str]]
             if value.startswith(PREFIX):
                 marked.append(node)
             continue
-        elif kind in ("header_stack", "stack_field"):
+        elif kind in ("header_union", "header_union_stack") and type(value) is str:
+            refs.add((value, None))
+            refs.update((element, None) for element in stack_elements(value))
+            if value.startswith(PREFIX):
+                marked.append(node)
+            continue
+        elif kind in ("header_stack", "stack_field", "union_stack"):
             stack_name = value if type(value) is str else value[0]
             refs.add((stack_name, None))
             refs.update((element, None) for element in stack_elements(stack_name))
@@ -138,10 +156,18 @@ class Renames:
             self.fields[(ph.header, ph.field)] = (real.header, real.field)
         elif isinstance(ph, HeaderB) and isinstance(real, HeaderB):
             self.headers[ph.instance] = real.instance
+        elif isinstance(ph, UnionB) and isinstance(real, UnionB):
+            self.headers[ph.instance] = real.instance
+            for m, header in ph.members.items():
+                self.headers[header.instance] = real.members[m].instance
         elif isinstance(ph, StackB) and isinstance(real, StackB):
             self.headers[ph.name] = real.name
+            element = ph.type.element
             for i in range(ph.type.size):
                 self.headers[f"{ph.name}[{i}]"] = f"{real.name}[{i}]"
+                if isinstance(element, UnionT):
+                    for m, _ in element.members():
+                        self.headers[f"{ph.name}[{i}].{m}"] = f"{real.name}[{i}].{m}"
         elif isinstance(ph, StructB) and isinstance(real, StructB):
             for fname, member in ph.members.items():
                 self.pair(member, real.members[fname])
@@ -152,7 +178,7 @@ class Renames:
         """Rename the reference nodes ``json_refs`` marked."""
         for node in nodes:
             value = node["value"]
-            if node["type"] in ("field", "stack_field") and type(value) is list:
+            if node["type"] in ("field", "stack_field", "union_stack") and type(value) is list:
                 key = (value[0], value[1])
                 if key in self.fields:
                     node["value"] = list(self.fields[key])

@@ -27,6 +27,7 @@ from p4lite.compiler.bindings import (
     Scope,
     StackB,
     StructB,
+    UnionB,
 )
 from p4lite.compiler.cpmodel import CpAction
 from p4lite.compiler.errors import CompileError, not_supported
@@ -602,7 +603,7 @@ def _signature(bindings: dict[str, Binding]) -> str:
 def _binding_text(b: Binding) -> str:
     if isinstance(b, FieldB):
         return f"{b.header}.{b.field}"
-    if isinstance(b, HeaderB):
+    if isinstance(b, HeaderB | UnionB):
         return b.instance
     if isinstance(b, StackB):
         return b.name

@@ -26,6 +26,7 @@ from p4lite.compiler.bindings import (
     StackB,
     StructB,
     TypeB,
+    UnionB,
 )
 from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
 from p4lite.compiler.program_env import ProgramEnv
@@ -41,6 +42,8 @@ from p4lite.compiler.types import (
     StackT,
     StringT,
     StructT,
+    UnionT,
+    VarbitT,
     same_type,
     width_of,
 )
@@ -113,10 +116,12 @@ def to_param(json: Json) -> Json:
 
 @dataclass(slots=True)
 class StackElemB(Binding):
-    """``stack.next`` / ``stack.last`` inside a parser."""
+    """``stack.next`` / ``stack.last`` inside a parser; ``member`` is the union member of
+    ``stack.next.<member>`` for a stack of header unions."""
 
     stack: StackB
     which: str
+    member: str | None = None
 
 
 @dataclass(slots=True)
@@ -250,6 +255,24 @@ class ExprCompiler:
             if inner is None:
                 raise CompileError(f"struct {binding.type.name} has no field {member}", loc)
             return binding_val(inner)
+        if isinstance(binding, UnionB):
+            header = binding.members.get(member)
+            if header is None:
+                raise CompileError(f"header_union {binding.type.name} has no member {member}",
+                                   loc)
+            return binding_val(header)
+        if isinstance(binding, StackB) and isinstance(binding.type.element, UnionT):
+            return self._union_stack_member(binding, member, loc)
+        if isinstance(binding, StackElemB) and isinstance(binding.stack.type.element, UnionT):
+            # only `stack.next.member` in an extract (StackElemB.member says which)
+            if binding.member is not None or binding.which != "next":
+                raise not_supported(f"{binding.stack.name}.{binding.which} of a stack of "
+                                    "header unions here (only .next.<member> in extract)", loc)
+            mtype = binding.stack.type.element.field_type(member)
+            if not isinstance(mtype, HeaderT):
+                raise CompileError(f"header_union {binding.stack.type.element.name} has no "
+                                   f"member {member}", loc)
+            return Val(mtype, None, None, StackElemB(binding.stack, "next", member))
         if isinstance(binding, StackB):
             if member == "size":
                 return Val(BitT(32), hexstr(binding.type.size, 32), binding.type.size)
@@ -274,12 +297,31 @@ class ExprCompiler:
             return Val(ftype, json)
         raise CompileError(f"{describe(base)} has no member {member}", loc)
 
+    def _union_stack_member(self, stack: StackB, member: str, loc) -> Val:
+        """``.size``, ``.lastIndex`` and (in parsers) ``.next`` of a stack of unions; p4c's
+        JSON for ``.last`` of one does not load on simple_switch, so it is refused."""
+        if member == "size":
+            return Val(BitT(32), hexstr(stack.type.size, 32), stack.type.size)
+        if member == "lastIndex" and self.parser_mode:  # p4c: "only in a parser"
+            ref = {"type": "header_union_stack", "value": stack.name}
+            return Val(BitT(32), expr_json("last_stack_index", None, ref))
+        if member == "next" and self.parser_mode:
+            return Val(stack.type.element, None, None, StackElemB(stack, member))
+        raise not_supported(f"member .{member} of a stack of header unions here", loc)
+
     def _c_Index(self, e: ast.Index) -> Val:
         base = self.compile(e.expr)
         if not isinstance(base.binding, StackB):
             raise CompileError(f"{describe(base)} cannot be indexed", e.loc)
         index = self.compile(e.index)
         stack = base.binding
+        if isinstance(stack.type.element, UnionT):
+            if index.const is None:
+                raise not_supported("a run-time index into a stack of header unions", e.loc)
+            if not 0 <= int(index.const) < stack.type.size:
+                raise CompileError(f"index {index.const} out of range for "
+                                   f"{stack.name}[{stack.type.size}]", e.loc)
+            return binding_val(union_binding(f"{stack.name}[{index.const}]", stack.type.element))
         if index.const is None:
             if not isinstance(index.type, BitT) or index.type.signed:
                 raise CompileError(f"a header stack index must be bit<N>, not {index.type}",
@@ -345,6 +387,8 @@ class ExprCompiler:
                                      or _is_aggregate_literal(e.right)):
             return self._aggregate_compare(e)
         first = self.compile(e.left)
+        if isinstance(first.type, UnionT) or isinstance(first.binding, StackB):
+            raise not_supported(f"operator {e.op} on {describe(first)}", e.loc)
         if e.op in ("==", "!=") and isinstance(first.type, StructT | HeaderT):
             return self._aggregate_compare(e)
         left, right = self._filled(first, e.left), self.rvalue(e.right)
@@ -461,6 +505,9 @@ class ExprCompiler:
         return Val(BoolT(), expr_json(_LOGIC[e.op], as_bool(left), as_bool(right)), is_data=False)
 
     def _compare(self, op: str, left: Val, right: Val, loc) -> Val:
+        if isinstance(left.type, VarbitT) and op in ("==", "!="):
+            # BMv2 compares the values (not the lengths) of varbit fields
+            return Val(BoolT(), expr_json(op, left.json, right.json), is_data=False)
         if not isinstance(left.type, BitT | IntT | BoolT | ErrorT | EnumT):
             raise not_supported(f"comparing values of type {left.type}", loc)
         if op not in ("==", "!=") and not isinstance(left.type, BitT | IntT):
@@ -588,6 +635,9 @@ class ExprCompiler:
                 # p4c's JSON for it makes simple_switch abort (Json::LogicError) at load
                 raise not_supported("isValid() on a header stack element with a run-time "
                                     "index", e.loc)
+            if isinstance(base.binding, UnionB):  # valid when one of its members is
+                ref = {"type": "header_union", "value": base.binding.instance}
+                return Val(BoolT(), expr_json("valid_union", None, ref), is_data=False)
             if not isinstance(base.binding, HeaderB):
                 raise CompileError(f"isValid() needs a header, not {describe(base)}", e.loc)
             valid = {"type": "field", "value": [base.binding.instance, "$valid$"]}
@@ -614,6 +664,11 @@ class ExprCompiler:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def union_binding(instance: str, t: UnionT) -> UnionB:
+    """The binding of union instance ``instance`` (its members named as Storage names them)."""
+    return UnionB(instance, t, {m: HeaderB(f"{instance}.{m}", mt) for m, mt in t.members()})
 
 
 def _flattened_member(binding: HeaderB, member: str, loc) -> Binding:
@@ -660,7 +715,7 @@ def binding_val(binding: Binding) -> Val:
         return Val(binding.type, None, None, binding)
     if isinstance(binding, StackB):
         return Val(binding.type, None, None, binding)
-    if isinstance(binding, StructB):
+    if isinstance(binding, StructB | UnionB):
         return Val(binding.type, None, None, binding)
     if isinstance(binding, ExternB):
         return Val(binding.type, None, None, binding)
@@ -669,7 +724,10 @@ def binding_val(binding: Binding) -> Val:
     if isinstance(binding, DeclB):
         return Val(IntT(), None, None, binding)
     if isinstance(binding, StackElemB):
-        return Val(binding.stack.type.element, None, None, binding)
+        element = binding.stack.type.element
+        if binding.member is not None:
+            return Val(element.field_type(binding.member) or element, None, None, binding)
+        return Val(element, None, None, binding)
     if isinstance(binding, DynElemB):
         return Val(binding.stack.type.element, None, None, binding)
     if isinstance(binding, DynFieldB):
@@ -685,6 +743,8 @@ def describe(val: Val) -> str:
         return f"struct of type {b.type.name}"
     if isinstance(b, StackB):
         return f"header stack {b.name}"
+    if isinstance(b, UnionB):
+        return f"header union {b.instance}"
     if isinstance(b, ExternB):
         return f"extern {b.name}"
     if isinstance(b, TypeB):

@@ -12,7 +12,16 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler import ast
-from p4lite.compiler.bindings import ConstB, DeclB, ExternB, FieldB, HeaderB, Scope, StackB
+from p4lite.compiler.bindings import (
+    ConstB,
+    DeclB,
+    ExternB,
+    FieldB,
+    HeaderB,
+    Scope,
+    StackB,
+    UnionB,
+)
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.externs import Externs, match_args
 from p4lite.compiler.lower_expr import (
@@ -24,7 +33,17 @@ from p4lite.compiler.lower_expr import (
     to_param,
 )
 from p4lite.compiler.lower_stmt import StmtLowerer
-from p4lite.compiler.types import BitT, BoolT, ErrorT, ExternT, P4Type, width_of
+from p4lite.compiler.types import (
+    BitT,
+    BoolT,
+    ErrorT,
+    ExternT,
+    HeaderT,
+    P4Type,
+    UnionT,
+    VarbitT,
+    width_of,
+)
 
 if TYPE_CHECKING:
     from p4lite.compiler.context import Lowering
@@ -258,15 +277,23 @@ class ParserLowerer:
 
     def _packet_method(self, method: str, call: ast.Call) -> list[Json]:
         if method == "extract":
-            if len(call.args) != 1:
-                raise not_supported("extract with a variable-size argument (varbit)", call.loc)
+            if len(call.args) not in (1, 2):
+                raise CompileError("extract takes a header and, for a header with a varbit "
+                                   "field, its length in bits", call.loc)
             target = self.comp.compile(call.args[0].value)
             binding = target.binding
+            if len(call.args) == 2 or _has_varbit(target.type):
+                return self._extract_vl(call, binding)
             if isinstance(binding, HeaderB):
                 self._lookahead_offset = 0
                 return [{"op": "extract", "parameters": [
                     {"type": "regular", "value": binding.instance}]}]
-            if isinstance(binding, StackElemB) and binding.which == "next":
+            if (isinstance(binding, StackElemB) and binding.which == "next"
+                    and binding.member is not None):  # a member of a stack of unions
+                return [{"op": "extract", "parameters": [
+                    {"type": "union_stack", "value": [binding.stack.name, binding.member]}]}]
+            if (isinstance(binding, StackElemB) and binding.which == "next"
+                    and isinstance(binding.stack.type.element, HeaderT)):
                 return [{"op": "extract", "parameters": [
                     {"type": "stack", "value": binding.stack.name}]}]
             raise CompileError("extract needs a header or stack.next", call.args[0].loc)
@@ -283,6 +310,24 @@ class ParserLowerer:
             self._lookahead(self.lw.env.resolve(call.type_args[0]), call.loc)
             return []
         raise not_supported(f"packet_in.{method} as a statement", call.loc)
+
+    def _extract_vl(self, call: ast.Call, binding: Any) -> list[Json]:
+        """``pkt.extract(h, len)``: BMv2's extract_VL, the varbit field ``len`` bits long."""
+        arg = call.args[0].value
+        if not isinstance(binding, HeaderB):
+            raise not_supported("extract with a length into anything but a header", arg.loc)
+        if not _has_varbit(binding.type):
+            raise CompileError(f"header {binding.type.name} has no varbit field: extract it "
+                               "without a length", call.loc)
+        if len(call.args) != 2:
+            raise CompileError(f"header {binding.type.name} has a varbit field: extract needs "
+                               "its length in bits as a second argument", call.loc)
+        length = self.comp.rvalue(call.args[1].value, BitT(32))
+        self._lookahead_offset = 0
+        # p4c's form: the length as an "expression" parameter around its expression
+        return [{"op": "extract_VL", "parameters": [
+            {"type": "regular", "value": binding.instance},
+            {"type": "expression", "value": length.operand}]}]
 
     def _lookahead(self, t: P4Type, loc) -> Json:
         if not isinstance(t, BitT | BoolT):
@@ -403,15 +448,25 @@ def _emit_binding(binding: Any, order: list[str], loc) -> None:
 
     if isinstance(binding, HeaderB):
         order.append(binding.instance)
+    elif isinstance(binding, UnionB):  # BMv2 emits the valid member, if any
+        order.extend(h.instance for h in binding.members.values())
+    elif isinstance(binding, StackB) and isinstance(binding.type.element, UnionT):
+        for i in range(binding.type.size):
+            order.extend(f"{binding.name}[{i}].{m}" for m, _ in binding.type.element.members())
     elif isinstance(binding, StackB):
         order.extend(f"{binding.name}[{i}]" for i in range(binding.type.size))
     elif isinstance(binding, StructB):
         for fname, _ in binding.type.fields:
             member = binding.members[fname]
-            if isinstance(member, HeaderB | StackB | StructB):
+            if isinstance(member, HeaderB | UnionB | StackB | StructB):
                 _emit_binding(member, order, loc)
     else:
-        raise CompileError("emit needs a header, a header stack or a struct of headers", loc)
+        raise CompileError("emit needs a header, a header union, a header stack or a struct "
+                           "of headers", loc)
+
+
+def _has_varbit(t: Any) -> bool:
+    return isinstance(t, HeaderT) and any(isinstance(ft, VarbitT) for _, ft in t.fields)
 
 
 def _flatten(stmts: list[ast.Node]) -> list[ast.Node]:

@@ -24,6 +24,7 @@ from p4lite.compiler.bindings import (
     Scope,
     StackB,
     StructB,
+    UnionB,
 )
 from p4lite.compiler.copy_in_out import (
     Renames,
@@ -53,6 +54,8 @@ from p4lite.compiler.types import (
     HeaderT,
     P4Type,
     StructT,
+    UnionT,
+    VarbitT,
     VoidT,
     same_type,
     width_of,
@@ -242,6 +245,9 @@ class StmtLowerer:
             return self._assign_slice(lhs, rhs, loc)
         target = self.comp.compile(lhs)
         binding = target.binding
+        if isinstance(binding, FieldB) and isinstance(binding.type, VarbitT):
+            # BMv2 would copy the value but not the length; whole headers copy both
+            raise not_supported("assigning a varbit field (assign the whole header)", lhs.loc)
         if isinstance(binding, FieldB):
             value = self.comp.rvalue(rhs, target.type)
             return [_assign_prim(binding, value)]
@@ -263,6 +269,16 @@ class StmtLowerer:
                 {"type": "header", "value": source.binding.instance}]}]
         if isinstance(binding, StructB):
             return self._assign_struct(binding, rhs, loc)
+        if isinstance(binding, UnionB):
+            if isinstance(rhs, ast.StructExpr | ast.ListExpr):
+                raise not_supported("a {...} expression for a header union", rhs.loc)
+            source = self.comp.compile(rhs)
+            if not isinstance(source.binding, UnionB) or source.binding.type is not binding.type:
+                raise CompileError(f"cannot assign {describe(source)} to header union "
+                                   f"{binding.instance}", loc)
+            return self._copy_binding(binding, source.binding, loc)
+        if isinstance(binding, StackB) and isinstance(binding.type.element, UnionT):
+            raise not_supported("assigning a whole stack of header unions", lhs.loc)
         if isinstance(binding, StackB):
             source = self.comp.compile(rhs)
             if not isinstance(source.binding, StackB) or not same_type(source.type, target.type):
@@ -340,10 +356,18 @@ class StmtLowerer:
         if isinstance(dst, HeaderB) and isinstance(src, HeaderB):
             return [{"op": "assign_header", "parameters": [
                 {"type": "header", "value": dst.instance}, {"type": "header", "value": src.instance}]}]
-        if isinstance(dst, StackB) and isinstance(src, StackB):
+        if isinstance(dst, UnionB) and isinstance(src, UnionB):
+            # member by member, as p4c: BMv2's assign_header keeps at most one valid
+            return [prim for m, header in dst.members.items()
+                    for prim in self._copy_binding(header, src.members[m], loc)]
+        if (isinstance(dst, StackB) and isinstance(src, StackB)
+                and isinstance(dst.type.element, HeaderT)):
             return [{"op": "assign_header_stack", "parameters": [
                 {"type": "header_stack", "value": dst.name},
                 {"type": "header_stack", "value": src.name}]}]
+        if isinstance(dst, StackB) and isinstance(src, StackB):
+            raise not_supported("copying a stack of header unions (here a copy-in/copy-out "
+                                "that cannot alias its argument)", loc)
         if isinstance(dst, StructB) and isinstance(src, StructB):
             out: list[Json] = []
             for fname, _ in dst.type.fields:
@@ -421,7 +445,9 @@ class StmtLowerer:
         if isinstance(binding, StackB) and method in ("push_front", "pop_front"):
             count = int(self.comp.const_value(call.args[0].value)) if call.args else 1
             op = "push" if method == "push_front" else "pop"
-            return [{"op": op, "parameters": [{"type": "header_stack", "value": binding.name},
+            kind = ("header_union_stack" if isinstance(binding.type.element, UnionT)
+                    else "header_stack")
+            return [{"op": op, "parameters": [{"type": kind, "value": binding.name},
                                                hexstr(count, None)]}]
         if isinstance(binding, ExternB):
             return self.externs.method_call(binding, method, call, self.comp)
@@ -482,7 +508,7 @@ class StmtLowerer:
         if writes:
             self.check_writable(arg)
             val = self.comp.compile(arg)
-            if not isinstance(val.binding, FieldB | HeaderB | StructB | StackB):
+            if not isinstance(val.binding, FieldB | HeaderB | UnionB | StructB | StackB):
                 raise CompileError(f"argument for {param.direction} parameter {param.name} "
                                    "must be an l-value", arg.loc)
         else:
@@ -494,7 +520,7 @@ class StmtLowerer:
                 assert holder is not None
                 return Passed(param, t, arg, temp, holder, writes)
             val = self.comp.compile(arg, t if isinstance(t, BitT) else None)
-            if not isinstance(val.binding, FieldB | HeaderB | StructB | StackB):
+            if not isinstance(val.binding, FieldB | HeaderB | UnionB | StructB | StackB):
                 return None
         if not same_type(val.type, t):
             raise CompileError(f"type mismatch: parameter {param.name} is {t}, the argument "
@@ -592,9 +618,17 @@ class StmtLowerer:
                 + self.lw.field_lists[marks[2]:])
 
     def _stack_elements(self, name: str) -> list[str]:
-        for stack, _, elements in self.lw.storage.stacks:
+        """The headers a stack, a union or a stack of unions covers."""
+        storage = self.lw.storage
+        for stack, _, elements in storage.stacks:
             if stack == name:
                 return elements
+        for union, _, members in storage.unions:
+            if union == name:
+                return members
+        for ustack, _, unions in storage.union_stacks:
+            if ustack == name:
+                return unions + [h for u in unions for h in self._stack_elements(u)]
         return []
 
     def bind_argument(self, param: ast.Param, arg: ast.Expression, prims: list[Json]):
@@ -654,3 +688,4 @@ def _assign_prim(binding: FieldB, value: Val) -> Json:
     if json.get("type") == "hexstr" and isinstance(binding.type, BitT):
         json = hexstr(int(value.const), width_of(binding.type)) if value.const is not None else json
     return {"op": "assign", "parameters": [_field(binding), json]}
+

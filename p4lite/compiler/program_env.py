@@ -26,6 +26,8 @@ from p4lite.compiler.types import (
     StringT,
     StructT,
     TupleT,
+    UnionT,
+    VarbitT,
     VoidT,
 )
 
@@ -143,13 +145,13 @@ class ProgramEnv:
             return ExternT(base.name, base.decl, args)
         if isinstance(t, ast.HeaderStackType):
             element = self.resolve(t.element, type_params)
-            if not isinstance(element, HeaderT):
+            if not isinstance(element, HeaderT | UnionT):
                 raise not_supported("a stack of non-header elements", t.loc)
             return StackT(element, self.const_int(t.size))
         if isinstance(t, ast.TupleType):
             return TupleT([self.resolve(e, type_params) for e in t.elements])
         if isinstance(t, ast.VarbitType):
-            raise not_supported("varbit", t.loc)
+            return VarbitT(self.const_int(t.max_width))
         raise not_supported(f"type {type(t).__name__}", t.loc)
 
     def resolve_named(self, t: ast.TypeName) -> P4Type:
@@ -176,7 +178,15 @@ class ProgramEnv:
     def _build_named(self, decl: TypeDecl) -> P4Type:
         if isinstance(decl, ast.HeaderDecl):
             fields = [(f.name, self.resolve(f.type)) for f in decl.fields]
+            varbits = [f for (_, ftype), f in zip(fields, decl.fields, strict=True)
+                       if isinstance(ftype, VarbitT)]
+            if len(varbits) > 1:  # BMv2 headers have at most one variable-length field
+                raise not_supported("a header with more than one varbit field", varbits[1].loc)
             for (fname, ftype), f in zip(fields, decl.fields, strict=True):
+                if isinstance(ftype, VarbitT):
+                    if ftype.width <= 0:
+                        raise CompileError(f"varbit field {fname} needs a width above 0", f.loc)
+                    continue
                 if not isinstance(ftype, BitT | BoolT | StructT) or (
                         isinstance(ftype, StructT) and not _flat_bits(ftype)):
                     raise not_supported(f"header field {fname} of type {ftype}", f.loc)
@@ -207,7 +217,19 @@ class ProgramEnv:
         if isinstance(decl, ast.ExternDecl):
             return ExternT(decl.name, decl)
         if isinstance(decl, ast.HeaderUnionDecl):
-            raise not_supported("header_union", decl.loc)
+            members: list[tuple[str, P4Type]] = []
+            for f in decl.fields:
+                ftype = self.resolve(f.type)
+                if not isinstance(ftype, HeaderT):
+                    raise CompileError(f"header_union {decl.name}: member {f.name} must be a "
+                                       f"header, not {ftype}", f.loc)
+                if ftype.members is not None:
+                    raise not_supported(f"a header with struct fields in header_union "
+                                        f"{decl.name}", f.loc)
+                members.append((f.name, ftype))
+            if not members:
+                raise not_supported(f"an empty header_union {decl.name}", decl.loc)
+            return UnionT(decl.name, members, decl)
         raise not_supported(f"{decl.name} used as a type", decl.loc)
 
     def _build_enum(self, decl: ast.EnumDecl) -> EnumT:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB
+from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB, UnionB
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.names import NameGen
 from p4lite.compiler.types import (
@@ -26,6 +26,8 @@ from p4lite.compiler.types import (
     P4Type,
     StackT,
     StructT,
+    UnionT,
+    VarbitT,
     is_scalar,
     width_of,
 )
@@ -40,9 +42,13 @@ class Storage:
 
     def __init__(self) -> None:
         self._types: dict[str, list[list[Any]]] = {}
+        self._max_length: dict[str, int] = {}  # header types with a varbit field
         self._type_order: list[str] = []
         self.headers: list[tuple[str, str, bool]] = []  # (instance, type name, metadata)
         self.stacks: list[tuple[str, str, list[str]]] = []
+        self.union_types: dict[str, UnionT] = {}
+        self.unions: list[tuple[str, str, list[str]]] = []  # (instance, type, member headers)
+        self.union_stacks: list[tuple[str, str, list[str]]] = []  # (name, type, unions)
         self.scalars: list[list[Any]] = []
         self._scalar_names: set[str] = set()
         self._instance_names = NameGen()
@@ -63,7 +69,11 @@ class Storage:
         return HeaderB(STANDARD_METADATA, header_t, metadata=True)
 
     def add_header(self, name: str, t: HeaderT, metadata: bool = False) -> HeaderB:
-        total = sum(width_of(ft) for _, ft in t.fields)
+        # a varbit field's length is whole bytes (BMv2's extract_VL), so the rest must be
+        total = sum(width_of(ft) for _, ft in t.fields if not isinstance(ft, VarbitT))
+        if metadata and any(isinstance(ft, VarbitT) for _, ft in t.fields):
+            raise not_supported(f"a header with a varbit field ({t.name}) as metadata",
+                                t.decl.loc if t.decl else None)
         if not metadata and total % 8:
             # BMv2 extracts and emits whole bytes; p4c rejects such headers too.
             raise CompileError(f"header {t.name} is {total} bits long, not a whole number of "
@@ -74,8 +84,21 @@ class Storage:
         self.header_by_instance[name] = t
         return HeaderB(name, t, metadata)
 
+    def add_union(self, name: str, t: UnionT, *, fresh: bool = True) -> UnionB:
+        if fresh:
+            name = self._instance_names.fresh(name)
+        self.union_types.setdefault(t.name, t)
+        members = {m: self.add_header(f"{name}.{m}", mt) for m, mt in t.members()}
+        self.unions.append((name, t.name, [h.instance for h in members.values()]))
+        return UnionB(name, t, members)
+
     def add_stack(self, name: str, t: StackT) -> StackB:
         name = self._instance_names.fresh(name)
+        if isinstance(t.element, UnionT):
+            unions = [self.add_union(f"{name}[{i}]", t.element, fresh=False).instance
+                      for i in range(t.size)]
+            self.union_stacks.append((name, t.element.name, unions))
+            return StackB(name, t)
         elements = [self.add_header(f"{name}[{i}]", t.element).instance for i in range(t.size)]
         self.stacks.append((name, t.element.name, elements))
         return StackB(name, t)
@@ -96,6 +119,8 @@ class Storage:
             name = f"{prefix}{fname}"
             if isinstance(ftype, HeaderT):
                 members[fname] = self.add_header(name, ftype)
+            elif isinstance(ftype, UnionT):
+                members[fname] = self.add_union(name, ftype)
             elif isinstance(ftype, StackT):
                 members[fname] = self.add_stack(name, ftype)
             elif isinstance(ftype, StructT):
@@ -138,6 +163,8 @@ class Storage:
             return self.add_scalar(name, t)
         if isinstance(t, HeaderT):
             return self.add_header(name, t)
+        if isinstance(t, UnionT):
+            return self.add_union(name, t)
         if isinstance(t, StackT):
             return self.add_stack(name, t)
         if isinstance(t, StructT):
@@ -147,10 +174,14 @@ class Storage:
 
     def _add_type(self, t: HeaderT) -> None:
         existing = self._types.get(t.name)
-        fields = [[name, width_of(ft), isinstance(ft, BitT) and ft.signed] for name, ft in t.fields]
+        fields = [[name, "*"] if isinstance(ft, VarbitT)  # as p4c writes a varbit field
+                  else [name, width_of(ft), isinstance(ft, BitT) and ft.signed]
+                  for name, ft in t.fields]
         if existing is None:
             self._types[t.name] = fields
             self._type_order.append(t.name)
+            if any(isinstance(ft, VarbitT) for _, ft in t.fields):
+                self._max_length[t.name] = (sum(width_of(ft) for _, ft in t.fields) + 7) // 8
         elif existing != fields:
             raise CompileError(f"two different header types are named {t.name}",
                                t.decl.loc if t.decl else None)
@@ -161,7 +192,11 @@ class Storage:
         _pad(scalars, "_padding_0")
         out = [{"name": "scalars_0", "id": 0, "fields": scalars}]
         for i, name in enumerate(self._type_order, start=1):
-            out.append({"name": name, "id": i, "fields": self._types[name]})
+            entry: Json = {"name": name, "id": i, "fields": self._types[name]}
+            max_length = self._max_length.get(name)
+            if max_length is not None:  # p4c: the header's most bytes, varbit at its max
+                entry["max_length"] = max_length
+            out.append(entry)
         return out
 
     def headers_json(self) -> list[Json]:
@@ -184,6 +219,21 @@ class Storage:
              "header_ids": [self.header_id(e) for e in elements]}
             for i, (name, type_name, elements) in enumerate(self.stacks)
         ]
+
+    def header_union_types_json(self) -> list[Json]:
+        return [{"name": t.name, "id": i, "headers": [[m, mt.name] for m, mt in t.members()]}
+                for i, t in enumerate(self.union_types.values())]
+
+    def header_unions_json(self) -> list[Json]:
+        return [{"name": name, "id": i, "union_type": type_name,
+                 "header_ids": [self.header_id(h) for h in members], "pi_omit": True}
+                for i, (name, type_name, members) in enumerate(self.unions)]
+
+    def header_union_stacks_json(self) -> list[Json]:
+        ids = {name: i for i, (name, _, _) in enumerate(self.unions)}
+        return [{"name": name, "id": i, "union_type": type_name, "size": len(unions),
+                 "header_union_ids": [ids[u] for u in unions]}
+                for i, (name, type_name, unions) in enumerate(self.union_stacks)]
 
     def field_width(self, header: str, field: str) -> int:
         if header == SCALARS:

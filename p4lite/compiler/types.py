@@ -52,6 +52,17 @@ class BitT(P4Type):
 
 
 @dataclass(frozen=True, slots=True)
+class VarbitT(P4Type):
+    """``varbit<N>``: a header field of at most N bits whose length is set per packet by
+    a two-argument extract (BMv2 ``extract_VL``)."""
+
+    width: int
+
+    def __str__(self) -> str:
+        return f"varbit<{self.width}>"
+
+
+@dataclass(frozen=True, slots=True)
 class IntT(_KeywordT):
     """The infinite-precision type of untyped integer constants."""
 
@@ -115,8 +126,20 @@ class StructT(_FieldsT):
 
 
 @dataclass(eq=False, slots=True)
+class UnionT(_FieldsT):
+    """A ``header_union``: its members are headers, at most one of them valid (P4_16 8.20)."""
+
+    name: str
+    fields: list[tuple[str, P4Type]]  # every type a HeaderT
+    decl: ast.HeaderUnionDecl | None = None
+
+    def members(self) -> list[tuple[str, HeaderT]]:
+        return [(n, t) for n, t in self.fields if isinstance(t, HeaderT)]
+
+
+@dataclass(eq=False, slots=True)
 class StackT(P4Type):
-    element: HeaderT
+    element: HeaderT | UnionT
     size: int
 
     def __str__(self) -> str:
@@ -147,7 +170,7 @@ def is_scalar(t: P4Type) -> bool:
 
 def width_of(t: P4Type) -> int:
     """The width in bits of a scalar type as stored in BMv2 (bool 1, error/enum 32)."""
-    if isinstance(t, BitT):
+    if isinstance(t, BitT | VarbitT):
         return t.width
     if isinstance(t, BoolT):
         return 1
@@ -159,6 +182,8 @@ def width_of(t: P4Type) -> int:
 
 
 def same_type(a: P4Type, b: P4Type) -> bool:
-    if isinstance(a, BitT | BoolT | ErrorT | StringT | IntT | VoidT):
+    if isinstance(a, BitT | BoolT | ErrorT | StringT | IntT | VoidT | VarbitT):
         return a == b
+    if isinstance(a, StackT) and isinstance(b, StackT):  # T[N] is built at each use
+        return a.element is b.element and a.size == b.size
     return a is b

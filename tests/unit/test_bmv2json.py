@@ -118,6 +118,26 @@ def test_model_is_typed() -> None:
     assert prog.actions[0].primitives[0].op == "assign"
 
 
+def test_header_unions_are_typed_and_round_trip() -> None:
+    doc = minimal()
+    hid = doc["headers"][-1]["id"]
+    htype = doc["headers"][-1]["header_type"]
+    doc["header_union_types"] = [{"name": "u_t", "id": 0, "headers": [["a", htype]]}]
+    doc["header_unions"] = [{"name": "u", "id": 0, "union_type": "u_t", "header_ids": [hid],
+                             "pi_omit": True}]
+    doc["header_union_stacks"] = [{"name": "us", "id": 0, "union_type": "u_t", "size": 1,
+                                   "header_union_ids": [0]}]
+    prog = bmv2json.load(doc)
+    assert prog.header_union_types[0].headers == (("a", htype),)
+    assert prog.header_unions[0].header_ids == (hid,)
+    assert prog.header_union_stacks[0].header_union_ids == (0,)
+    assert bmv2json.dump(prog) == doc
+    doc["header_union_stacks"][0]["header_union_ids"] = [5]
+    with pytest.raises(bmv2json.Bmv2JsonError,
+                       match=r"header_union_stacks\[0\] 'us': header_union_ids\[0\]: unknown id 5"):
+        bmv2json.load(doc)
+
+
 def test_error_names_the_object_and_the_path() -> None:
     doc = minimal()
     doc["actions"][0]["primitives"][0]["parameters"][1] = 7
@@ -246,6 +266,11 @@ REFUSALS = [
     (_set("field_lists.0.elements.0", {"type": "field", "value": ["h", "zz"]}),
      r"field_lists\[0\] 'fl': elements\[0\].value: header 'h' has no field 'zz'"),
     (_append("field_lists", {"id": 1, "name": "again", "elements": []}), r"field_lists\[1\]: duplicate field_list id 1"),
+    # init_header_unions / init_header_union_stacks: union types, member ids
+    (_set("header_union_types", [{"name": "u_t", "id": 0, "headers": [["a", "nope_t"]]}]),
+     r"header_union_types\[0\] 'u_t': headers\[0\]: unknown header type 'nope_t'"),
+    (_set("header_unions", [{"name": "u", "id": 0, "union_type": "u_t", "header_ids": []}]),
+     r"header_unions\[0\] 'u': union_type: unknown header union type 'u_t'"),
     # the document's shape
     (_set("actions", {}), r"^actions: expected an array, got dict"),
     (lambda d: d.pop("pipelines"), r"^program: missing 'pipelines'"),

@@ -114,7 +114,7 @@ def test_unsupported_package_and_constructs() -> None:
          "not supported by p4lite: metadata field st of type vlan_t[2]"),
         ({"body": "mark_to_drop(hdr);"}, "mark_to_drop(hdr)", "mark_to_drop needs standard_metadata"),
         ({"deparse": "pkt.emit(hdr.h.v);"}, "pkt.emit(hdr.h.v)",
-         "emit needs a header, a header stack or a struct of headers"),
+         "emit needs a header, a header union, a header stack or a struct of headers"),
         ({"compute": "verify_checksum(true, {hdr.h.v}, hdr.h.w, HashAlgorithm.csum16);"},
          "verify_checksum", "verify_checksum belongs in the verifyChecksum control"),
     ],

@@ -200,15 +200,52 @@ def test_sub_parser_with_a_missing_argument() -> None:
     _error_at(text, "sub.apply(pkt)", "missing argument for parameter e")
 
 
-@pytest.mark.parametrize(("top", "meta", "needle", "what"), [
-    ("header a_t { bit<8> x; }\nheader b_t { bit<16> y; }\nheader_union u_t { a_t a; b_t b; }",
-     "bit<8> m; u_t u;", "header_union u_t", "header_union"),
-    ("header v_t { bit<8> len; varbit<32> opts; }", "bit<8> m; v_t v;", "varbit<32>", "varbit"),
+VARBIT = "header v_t { bit<8> len; varbit<32> opts; }"
+
+
+@pytest.mark.parametrize(("kw", "needle", "message"), [
+    # ill-formed: a varbit header is extracted with its length, a fixed one without
+    ({"parser": "v_t v;\nstate start { pkt.extract(v); transition accept; }"},
+     "pkt.extract(v)", "header v_t has a varbit field: extract needs its length in bits"),
+    ({"parser": "state start { pkt.extract(hdr.eth, 32w8); transition accept; }"},
+     "pkt.extract(hdr.eth, 32w8)", "header ethernet_t has no varbit field"),
+    ({"parser": "v_t v;\nstate start { pkt.extract(v, true); transition accept; }"},
+     "true", "type mismatch: expected bit<32>, got bool"),
+    # valid P4 that p4lite leaves out
+    ({"ingress": "v.opts = w.opts;", "ingress_locals": "v_t v; v_t w;"}, "v.opts",
+     "not supported by p4lite: assigning a varbit field"),
+    ({"ingress_locals": "varbit<8> x;"}, "varbit<8> x;",
+     "not supported by p4lite: a local variable of type varbit<8>"),
+    ({"ingress_locals": "w_t z;", "top": VARBIT + "\nheader w_t { varbit<8> a; varbit<8> b; }"},
+     "varbit<8> b;", "not supported by p4lite: a header with more than one varbit field"),
+    ({"meta": "bit<8> m; v_t v;"}, "header v_t",
+     "not supported by p4lite: a header with a varbit field (v_t) as metadata"),
 ])
-def test_header_unions_and_varbit_are_rejected_at_the_declaration(top: str, meta: str,
-                                                                   needle: str,
-                                                                   what: str) -> None:
-    _error_at(program(top=top, meta=meta), needle, f"not supported by p4lite: {what}")
+def test_varbit_errors(kw: dict[str, str], needle: str, message: str) -> None:
+    kw.setdefault("top", VARBIT)
+    _error_at(program(**kw), needle, message)
+
+
+UNION = "header a_t { bit<8> x; }\nheader b_t { bit<16> y; }\nheader_union u_t { a_t a; b_t b; }"
+
+
+@pytest.mark.parametrize(("top", "body", "needle", "message"), [
+    # ill-formed: a union member must be a header (P4_16 8.20)
+    ("struct s_t { bit<8> x; }\nheader_union u_t { s_t s; }", "", "s_t s;",
+     "error: header_union u_t: member s must be a header, not s_t"),
+    (UNION, "hdr.h.v = u.c.x;", "u.c.x", "header_union u_t has no member c"),
+    (UNION, "hdr.h.v = u.x;", "u.x", "header_union u_t has no member x"),
+    (UNION, "u = hdr.h;", "u = hdr.h;", "cannot assign header h to header union u"),
+    (UNION, "hdr.h.v = (bit<8>)us.lastIndex;", "us.lastIndex",
+     "not supported by p4lite: member .lastIndex of a stack of header unions here"),
+    (UNION, "us[hdr.h.v].a.setValid();", "us[hdr.h.v]",
+     "not supported by p4lite: a run-time index into a stack of header unions"),
+    # valid P4 that p4lite leaves out
+    (UNION, "u = {a = {1}};", "{a = {1}}",
+     "not supported by p4lite: a {...} expression for a header union"),
+])
+def test_header_union_errors(top: str, body: str, needle: str, message: str) -> None:
+    _error_at(program(body, "u_t u;\nu_t[2] us;", top=top), needle, message)
 
 
 def test_key_on_a_stack_element_with_a_run_time_index_is_copied() -> None:
@@ -218,3 +255,37 @@ def test_key_on_a_stack_element_with_a_run_time_index_is_copied() -> None:
     table = next(t for t in result.bmv2["pipelines"][0]["tables"] if t["name"] == "I.t2")
     assert table["key"][0]["target"][0] == "scalars"
     assert table["key"][0]["target"][1].startswith("key_")
+
+
+def test_a_stack_of_unions_parameter_aliases_its_argument() -> None:
+    locals_ = "u_t[2] us;\naction g(inout u_t[2] x) { x[0].a.setValid(); x.push_front(1); }"
+    result = compile_text(program("g(us);", locals_, top=UNION), filename="prog.p4")
+    prims = [p for a in result.bmv2["actions"] for p in a["primitives"]]
+    assert [(p["op"], p["parameters"][0]) for p in prims[-2:]] == [
+        ("add_header", {"type": "header", "value": "us[0].a"}),
+        ("push", {"type": "header_union_stack", "value": "us"})]
+
+
+@pytest.mark.parametrize(("locals_", "body", "needle", "message"), [
+    ("u_t[2] us;\naction g(inout u_t[2] x) { x[0].a.setValid(); us[0].b.setValid(); }",
+     "g(us);", "g(us);", "not supported by p4lite: copying a stack of header unions"),
+    ("u_t u;\nu_t v;", "if (u == v) { hdr.h.v = 1; }", "u == v",
+     "not supported by p4lite: operator == on header union u"),
+])
+def test_header_union_parameters_and_equality_are_not_supported(locals_: str, body: str,
+                                                                needle: str,
+                                                                message: str) -> None:
+    _error_at(program(body, locals_, top=UNION), needle, message)
+
+
+def test_a_sub_control_applied_to_two_unions_writes_each() -> None:
+    """Sub-control actions are cached per argument binding: the key must tell unions apart."""
+    top = UNION + ("\ncontrol S(inout u_t x) {\n"
+                   "    action mark() { x.a.setValid(); x.a.x = 1; }\n"
+                   "    apply { mark(); } }")
+    locals_ = "u_t u; u_t v; S() s;"
+    result = compile_text(program("s.apply(u); s.apply(v);", locals_, top=top),
+                          filename="prog.p4")
+    written = {p["parameters"][0]["value"] for a in result.bmv2["actions"]
+               for p in a["primitives"] if p["op"] == "add_header"}
+    assert written == {"u.a", "v.a"}

@@ -92,7 +92,9 @@ def _action(doc: dict, name: str) -> dict:
      "unknown next state 'nope'"),
     (lambda d: d["calculations"][0].update(algo="md5"), "hash algorithm 'md5'"),
     (lambda d: d["pipelines"].pop(), "no pipeline named 'egress'"),
-    (lambda d: d["header_unions"].append({"name": "u"}), "header unions"),
+    (lambda d: d["header_unions"].append({"name": "u", "id": 0, "union_type": "nope_t",
+                                          "header_ids": []}),
+     "header_unions\\[0\\] 'u': union_type: unknown header union type 'nope_t'"),
     (lambda d: d["pipelines"][0]["tables"][0]["default_entry"].update(action_id=42),
      r"default_entry.action_id: action id 42 names no action"),
 ])
@@ -157,3 +159,35 @@ def test_mutated_programs_either_load_error_or_run_cleanly(make) -> None:
         for data in (b"", bytes(20), bytes(range(60))):
             sw.process(data, 1)
         assert sw.errors == 0, path
+
+
+def _varbit_program() -> dict:
+    from p4lite.compiler.driver import compile_file
+    root = pathlib.Path(__file__).resolve().parents[2]
+    return compile_file(str(root / "tests" / "p4" / "varbit.p4")).bmv2
+
+
+def _first_extract_vl(doc: dict) -> dict:
+    ops = doc["parsers"][0]["parse_states"][0]["parser_ops"]
+    return next(op for op in ops if op["op"] == "extract_VL")
+
+
+@pytest.mark.parametrize("change,message", [
+    # extract (fixed size) of a header with a varbit field
+    (lambda d: _first_extract_vl(d).update(op="extract", parameters=[
+        {"type": "regular", "value": "o"}]), "which has a varbit field, without a length"),
+    # a varbit field written directly: BMv2 would keep the old length
+    (lambda d: d["actions"][0]["primitives"].append(
+        prim("assign", {"type": "field", "value": ["o", "opts"]},
+             {"type": "hexstr", "value": "0x1"})), "assigning a varbit field"),
+    # a varbit field as a hash input
+    (lambda d: d["calculations"].append({"name": "c", "id": 9, "algo": "crc16", "input": [
+        {"type": "field", "value": ["o", "opts"]}]}), "varbit field in a calculation"),
+    (lambda d: d["header_types"][-1].pop("max_length"), "needs 'max_length'"),
+])
+def test_varbit_limits_are_load_errors(change, message: str) -> None:
+    doc = _varbit_program()
+    Switch(copy.deepcopy(doc))
+    change(doc)
+    with pytest.raises(SwitchLoadError, match=message):
+        Switch(doc)

@@ -212,6 +212,10 @@ class CodeGen:
             return f"({self.expr(left, where)} if {c} else {self.expr(right, where)})"
         if op == "valid":
             return f"(F[{self._valid_index(right, where)}] == 1)"
+        if op == "valid_union":  # one of the union's members is valid
+            members = self._union_of(right, where)
+            return "(" + " or ".join(f"F[{self.layout.headers[h].valid_slot}] == 1"
+                                     for h in members) + ")"
         if op in ("two_comp_mod", "sat_cast", "usat_cast"):
             return self._cast(op, left, right, where)
         if op == "access_field":
@@ -245,10 +249,21 @@ class CodeGen:
         return f"min(max({x}, 0), {mask})"
 
     def _stack_of(self, v: Any, where: str) -> Any:
+        """A header stack or a header union stack (both have ``next_slot``)."""
         v = unwrap(v)
+        if isinstance(v, dict) and v.get("type") == "header_union_stack":
+            return self.layout.union_stack(v.get("value"), where)
         if not isinstance(v, dict) or v.get("type") != "header_stack":
             raise fail(where, f"expected a header stack, got {v!r}")
         return self.layout.stack(v.get("value"), where)
+
+    def _union_of(self, v: Any, where: str) -> list[str]:
+        v = unwrap(v)
+        name = v.get("value") if isinstance(v, dict) else None
+        if not (isinstance(v, dict) and v.get("type") == "header_union"
+                and name in self.layout.unions):
+            raise fail(where, f"expected a header union, got {v!r}")
+        return self.layout.unions[name]
 
     def _header_ref(self, v: Any, where: str) -> tuple[list, str | None]:
         """([HeaderInfo...], index source or None) for a header-valued operand."""
@@ -284,6 +299,8 @@ class CodeGen:
         v = unwrap(v)
         if isinstance(v, dict) and v.get("type") == "field":
             slot = self.layout.field_slot(v.get("value"), where)
+            if slot in self.layout.varbit_slots:  # its length would have to follow
+                raise fail(where, "assigning a varbit field is not supported by p4lite")
             return Lvalue(str(slot), self.layout.width[slot], self.layout.signed[slot])
         if isinstance(v, dict) and v.get("type") == "expression":
             e = v.get("value") or {}

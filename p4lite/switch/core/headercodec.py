@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass, field
 
 from p4lite.switch.core.codegen import CodeGen
-from p4lite.switch.core.program import HeaderInfo
+from p4lite.switch.core.program import HeaderInfo, fail
 
 _ITEMS = ((64, "Q"), (32, "I"), (16, "H"), (8, "B"))
 
@@ -60,6 +60,9 @@ def _signed(value: str, width: int) -> str:
 
 def extract_lines(gen: CodeGen, h: HeaderInfo, too_short: int) -> list[str]:
     """Lines that extract h at ``pos`` of ``B`` (returning PacketTooShort if short)."""
+    if h.varbit is not None:  # BMv2 would extract the varbit field as 0 bits long
+        raise fail(f"header '{h.name}'", "extract of a header with a varbit field without a "
+                                         "length: not supported by p4lite")
     nbytes = h.nbits // 8
     units = units_of(h)
     st = _struct(gen, units)
@@ -93,12 +96,72 @@ def extract_lines(gen: CodeGen, h: HeaderInfo, too_short: int) -> list[str]:
                 else:
                     expr = f"({value}) & {(1 << w) - 1}"
                 lines.append(f"F[{slot}] = {_signed(expr, w) if signed else expr}")
-    lines += [f"F[{h.valid_slot}] = 1", f"pos += {nbytes}"]
+    lines += [f"F[{h.valid_slot}] = 1"] + [f"F[{s}] = 0" for s in h.siblings]
+    lines.append(f"pos += {nbytes}")
     return lines
+
+
+def _vl_split(h: HeaderInfo) -> tuple[list[tuple[int, int, bool]], list[tuple[int, int, bool]]]:
+    """(fields before, fields after) the varbit field, as (slot, width, signed)."""
+    assert h.varbit is not None
+    fields = list(zip(h.slots, h.widths, h.signed, strict=True))
+    return fields[:h.varbit.index], fields[h.varbit.index + 1:]
+
+
+def extract_vl_lines(gen: CodeGen, h: HeaderInfo, length: str, errors: dict[str, int]
+                     ) -> list[str]:
+    """Lines that extract h, whose varbit field is ``length`` bits long, as BMv2's
+    extract_VL: a length that is not whole bytes is ParserInvalidArgument, a packet
+    shorter than the header PacketTooShort, a header longer than its type's
+    ``max_length`` HeaderTooShort (checked in that order)."""
+    vb = h.varbit
+    assert vb is not None
+    before, after = _vl_split(h)
+    fixed_bytes = h.fixed_bits // 8
+    lines = [f"_l = {length}",
+             "if _l & 7:", f"    return pos, {errors['ParserInvalidArgument']}",
+             f"_b = {fixed_bytes} + (_l >> 3)",
+             "if pos + _b > _n:", f"    return pos, {errors['PacketTooShort']}",
+             f"if _b > {vb.max_bytes}:", f"    return pos, {errors['HeaderTooShort']}",
+             "_v = int.from_bytes(B[pos:pos + _b], 'big')"]
+
+    def take(fields: list[tuple[int, int, bool]]) -> None:
+        for slot, width, signed in reversed(fields):
+            value = f"_v & {(1 << width) - 1}"
+            lines.extend([f"F[{slot}] = {_signed(value, width) if signed else value}",
+                          f"_v >>= {width}"])
+
+    take(after)
+    lines += [f"F[{h.slots[vb.index]}] = _v & ((1 << _l) - 1)", "_v >>= _l"]
+    take(before)
+    lines += [f"F[{vb.len_slot}] = _l", f"F[{h.valid_slot}] = 1"]
+    lines += [f"F[{s}] = 0" for s in h.siblings] + ["pos += _b"]
+    return lines
+
+
+def _vl_emit_expr(h: HeaderInfo) -> str:
+    vb = h.varbit
+    assert vb is not None
+    before, after = _vl_split(h)
+
+    def packed(fields: list[tuple[int, int, bool]]) -> str:
+        terms, shift = [], sum(w for _, w, _ in fields)
+        for slot, width, _ in fields:
+            shift -= width
+            value = f"(F[{slot}] & {(1 << width) - 1})"
+            terms.append(f"({value} << {shift})" if shift else value)
+        return " | ".join(terms) if terms else "0"
+
+    length, post = f"F[{vb.len_slot}]", sum(w for _, w, _ in after)
+    value = (f"(((({packed(before)}) << {length}) | (F[{h.slots[vb.index]}] & "
+             f"((1 << {length}) - 1))) << {post}) | ({packed(after)})")
+    return f"({value}).to_bytes({h.fixed_bits // 8} + ({length} >> 3), 'big')"
 
 
 def emit_expr(gen: CodeGen, h: HeaderInfo) -> str:
     """An expression: h's fields as bytes (fields are in range, signed ones masked)."""
+    if h.varbit is not None:
+        return _vl_emit_expr(h)
     units = units_of(h)
     st = _struct(gen, units)
     args = []

@@ -23,7 +23,7 @@ from p4lite.bmv2json.model import (
 )
 from p4lite.switch.core import hashes
 from p4lite.switch.core.codegen import CodeGen, TooShort, unwrap
-from p4lite.switch.core.headercodec import emit_expr, extract_lines
+from p4lite.switch.core.headercodec import emit_expr, extract_lines, extract_vl_lines
 from p4lite.switch.core.primitives import primitive_lines
 from p4lite.switch.core.program import CORE_ERRORS, HeaderInfo, fail, need, parse_hexstr
 
@@ -59,11 +59,24 @@ def _op_lines(gen: CodeGen, op: ParserOp, where: str, errors: dict[str, int]) ->
     if kind == "extract":
         target = need(params[0] if params else None, "type", where, str)
         if target == "regular":
-            return extract_lines(gen, gen.layout.header(params[0].get("value"), where),
-                                 errors["PacketTooShort"])
+            h = gen.layout.header(params[0].get("value"), where)
+            if h.varbit is not None:
+                raise fail(where, f"extract of '{h.name}', which has a varbit field, without "
+                                  "a length: not supported by p4lite")
+            return extract_lines(gen, h, errors["PacketTooShort"])
         if target == "stack":
             return _extract_stack(gen, params[0].get("value"), where, errors)
+        if target == "union_stack":
+            return _extract_union_stack(gen, params[0].get("value"), where, errors)
         raise fail(where, f"extract into a {target} is not supported by p4lite")
+    if kind == "extract_VL":
+        target = need(params[0] if params else None, "type", where, str)
+        if target != "regular" or len(params) != 2:
+            raise fail(where, f"extract_VL into a {target} is not supported by p4lite")
+        h = gen.layout.header(params[0].get("value"), where)
+        if h.varbit is None:
+            raise fail(where, f"extract_VL of '{h.name}', which has no varbit field")
+        return extract_vl_lines(gen, h, gen.expr(params[1], where), errors)
     if kind == "set":
         if len(params) != 2:
             raise fail(where, "set needs 2 parameters")
@@ -102,6 +115,23 @@ def _extract_stack(gen: CodeGen, name: Any, where: str, errors: dict[str, int]) 
                                                            errors["PacketTooShort"])]
     lines += ["else:", f"    return pos, {errors['StackOutOfBounds']}",
               f"F[{stack.next_slot}] = _k + 1"]
+    return lines
+
+
+def _extract_union_stack(gen: CodeGen, value: Any, where: str, errors: dict[str, int]
+                         ) -> list[str]:
+    """``stack.next.member`` of a stack of unions: that member of the next union."""
+    ustack = gen.layout.union_stack(value[0], where)  # the model checked the shape
+    if value[1] not in ustack.members:
+        raise fail(where, f"header union stack '{ustack.name}' has no member '{value[1]}'")
+    member = ustack.members.index(value[1])
+    lines = [f"_k = F[{ustack.next_slot}]"]
+    for i, union in enumerate(ustack.unions):
+        lines.append(f"{'if' if i == 0 else 'elif'} _k == {i}:")
+        lines += ["    " + line for line in extract_lines(gen, gen.layout.headers[union[member]],
+                                                           errors["PacketTooShort"])]
+    lines += ["else:", f"    return pos, {errors['StackOutOfBounds']}",
+              f"F[{ustack.next_slot}] = _k + 1"]
     return lines
 
 
@@ -238,6 +268,8 @@ def _calc_chunks(gen: CodeGen, inputs: Sequence[Any], where: str) -> tuple[list,
             raise fail(w, "inputs after 'payload' are not supported")
         if kind == "field":
             slot = gen.layout.field_slot(item.get("value"), w)
+            if slot in gen.layout.varbit_slots:
+                raise fail(w, "a varbit field in a calculation is not supported by p4lite")
             owner = gen.layout.headers.get(gen.layout.owner[slot])
             width = gen.layout.width[slot]
             value = f"(F[{slot}] & {(1 << width) - 1})" if gen.layout.signed[slot] else f"F[{slot}]"
@@ -249,6 +281,9 @@ def _calc_chunks(gen: CodeGen, inputs: Sequence[Any], where: str) -> tuple[list,
             push(None, [(str(parse_hexstr(item.get("value"), w) & ((1 << width) - 1)), width)])
         elif kind == "header":
             h = gen.layout.header(item.get("value"), w)
+            if h.varbit is not None:
+                raise fail(w, f"header '{h.name}' has a varbit field: not supported by p4lite "
+                              "in a calculation")
             push(h.valid_slot, [(f"({pack_expr(h)})", h.nbits)])
         elif kind == "payload":
             payload = True

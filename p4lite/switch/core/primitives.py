@@ -72,6 +72,9 @@ def _p_assign_header(gen: CodeGen, p: list, where: str) -> list[str]:
         raise fail(where, f"assign_header between different types '{dst.type_name}', '{src.type_name}'")
     lines = [f"if F[{src.valid_slot}]:"]
     lines += [f"    F[{d}] = F[{s}]" for d, s in zip(dst.slots, src.slots, strict=True)]
+    lines += [f"    F[{s}] = 0" for s in dst.siblings]  # dst becomes valid in its union
+    if dst.varbit is not None and src.varbit is not None:  # and takes src's length
+        lines.append(f"    F[{dst.varbit.len_slot}] = F[{src.varbit.len_slot}]")
     lines.append(f"F[{dst.valid_slot}] = F[{src.valid_slot}]")
     return lines
 
@@ -80,13 +83,16 @@ def _p_add_header(gen: CodeGen, p: list, where: str) -> list[str]:
     h = gen.layout.header(need(_n(p, 1, "add_header", where)[0], "value", where), where)
     lines = [f"if not F[{h.valid_slot}]:"]
     lines += [f"    F[{s}] = 0" for s in h.slots]  # BMv2 zeroes a header made valid
+    if h.varbit is not None:
+        lines.append(f"    F[{h.varbit.len_slot}] = 0")
+    lines += [f"    F[{s}] = 0" for s in h.siblings]  # ... and invalidates its union's others
     lines.append(f"    F[{h.valid_slot}] = 1")
     return lines
 
 
 def _p_add_header_fast(gen: CodeGen, p: list, where: str) -> list[str]:
     h = gen.layout.header(need(_n(p, 1, "add_header_fast", where)[0], "value", where), where)
-    return [f"F[{h.valid_slot}] = 1"]
+    return [f"F[{h.valid_slot}] = 1"] + [f"F[{s}] = 0" for s in h.siblings]
 
 
 def _p_remove_header(gen: CodeGen, p: list, where: str) -> list[str]:
@@ -97,22 +103,45 @@ def _p_remove_header(gen: CodeGen, p: list, where: str) -> list[str]:
 
 
 def _stack_elements(gen: CodeGen, v: Any, where: str) -> tuple[str, int]:
-    stack = gen.layout.stack(need(v, "value", where), where)
-    elems = tuple((tuple(gen.layout.headers[h].slots), gen.layout.headers[h].valid_slot)
-                  for h in stack.headers)
-    return gen.bind(elems, "stk"), stack.next_slot
+    """The stack's elements as (slots copied when elements move, validity slots cleared
+    when an element is pushed in empty), bound in the namespace; and its next slot.
+    An element of a stack of header unions is all its members together."""
+    name = need(v, "value", where)
+    headers = gen.layout.headers
+    if isinstance(v, dict) and v.get("type") == "header_union_stack":
+        ustack = gen.layout.union_stack(name, where)
+        groups, nxt = ustack.unions, ustack.next_slot
+    else:
+        stack = gen.layout.stack(name, where)
+        groups, nxt = [[h] for h in stack.headers], stack.next_slot
+    elems = tuple(
+        (tuple(s for h in group for s in (*headers[h].slots, headers[h].valid_slot,
+                                          *_varbit_len(headers[h]))),
+         tuple(headers[h].valid_slot for h in group))
+        for group in groups)
+    return gen.bind(elems, "stk"), nxt
+
+
+def _varbit_len(h: Any) -> tuple[int, ...]:
+    return () if h.varbit is None else (h.varbit.len_slot,)
 
 
 def _p_push(gen: CodeGen, p: list, where: str) -> list[str]:
     _n(p, 2, "push", where)
     elems, nxt = _stack_elements(gen, p[0], where)
-    return [f"_stack_push(F, {elems}, {gen.expr(p[1], where)}, {nxt})"]
+    helper = "_union_stack_push" if _is_union_stack(p[0]) else "_stack_push"
+    return [f"{helper}(F, {elems}, {gen.expr(p[1], where)}, {nxt})"]
 
 
 def _p_pop(gen: CodeGen, p: list, where: str) -> list[str]:
     _n(p, 2, "pop", where)
     elems, nxt = _stack_elements(gen, p[0], where)
-    return [f"_stack_pop(F, {elems}, {gen.expr(p[1], where)}, {nxt})"]
+    helper = "_union_stack_pop" if _is_union_stack(p[0]) else "_stack_pop"
+    return [f"{helper}(F, {elems}, {gen.expr(p[1], where)}, {nxt})"]
+
+
+def _is_union_stack(v: Any) -> bool:
+    return isinstance(v, dict) and v.get("type") == "header_union_stack"
 
 
 def _p_assign_header_stack(gen: CodeGen, p: list, where: str) -> list[str]:
@@ -434,17 +463,18 @@ def _jump_body(gen: CodeGen, prims: list[Primitive], where: str) -> list[str]:
 
 # -- runtime helpers bound into every program's namespace ------------------------------
 
+# A stack element is (slots copied when it moves, validity included; validity slots
+# cleared when it is pushed in empty): see _stack_elements.
 def _stack_push(F: list, elems: tuple, count: int, next_slot: int) -> None:
     size = len(elems)
     for i in range(size - 1, -1, -1):
         dslots, dvalid = elems[i]
         if i >= count:
-            sslots, svalid = elems[i - count]
-            for d, s in zip(dslots, sslots, strict=True):
+            for d, s in zip(dslots, elems[i - count][0], strict=True):
                 F[d] = F[s]
-            F[dvalid] = F[svalid]
         else:
-            F[dvalid] = 0
+            for d in dvalid:
+                F[d] = 0
     F[next_slot] = min(F[next_slot] + count, size)
 
 
@@ -453,20 +483,45 @@ def _stack_pop(F: list, elems: tuple, count: int, next_slot: int) -> None:
     for i in range(size):
         dslots, dvalid = elems[i]
         if i + count < size:
-            sslots, svalid = elems[i + count]
-            for d, s in zip(dslots, sslots, strict=True):
+            for d, s in zip(dslots, elems[i + count][0], strict=True):
                 F[d] = F[s]
-            F[dvalid] = F[svalid]
         else:
-            F[dvalid] = 0
+            for d in dvalid:
+                F[d] = 0
     F[next_slot] = max(F[next_slot] - count, 0)
 
 
 def _stack_copy(F: list, dst: tuple, src: tuple) -> None:
-    for (dslots, dvalid), (sslots, svalid) in zip(dst, src, strict=True):
+    for (dslots, _), (sslots, _) in zip(dst, src, strict=True):
         for d, s in zip(dslots, sslots, strict=True):
             F[d] = F[s]
-        F[dvalid] = F[svalid]
 
 
-RUNTIME_HELPERS = {"_stack_push": _stack_push, "_stack_pop": _stack_pop, "_stack_copy": _stack_copy}
+# Stacks of header unions shift as BMv2's StackP4_16 does: by swapping elements, and
+# "marking invalid" the vacated ones is a no-op for a union (HeaderUnion::mark_invalid),
+# so they keep the values swapped into them (valid members included).
+def _swap(F: list, a: tuple, b: tuple) -> None:
+    for x, y in zip(a, b, strict=True):
+        F[x], F[y] = F[y], F[x]
+
+
+def _union_stack_push(F: list, elems: tuple, count: int, next_slot: int) -> None:
+    size = len(elems)
+    if count == 0:
+        return
+    for i in range(size - 1, count - 1, -1):
+        _swap(F, elems[i][0], elems[i - count][0])
+    F[next_slot] = min(F[next_slot] + count, size)
+
+
+def _union_stack_pop(F: list, elems: tuple, count: int, next_slot: int) -> None:
+    size = len(elems)
+    if count == 0:
+        return
+    for i in range(size - count):
+        _swap(F, elems[i][0], elems[i + count][0])
+    F[next_slot] = F[next_slot] - min(F[next_slot], count)
+
+
+RUNTIME_HELPERS = {"_stack_push": _stack_push, "_stack_pop": _stack_pop, "_stack_copy": _stack_copy,
+                   "_union_stack_push": _union_stack_push, "_union_stack_pop": _union_stack_pop}

@@ -75,6 +75,17 @@ def read_program(program: dict | str | pathlib.Path) -> dict:
 
 
 @dataclass(slots=True)
+class VarbitInfo:
+    """The one varbit field of a header: its position among the fields, the slot of its
+    current length in bits (set by extract_VL, copied with the header) and the header's
+    most bytes (the JSON's ``max_length``)."""
+
+    index: int
+    len_slot: int
+    max_bytes: int
+
+
+@dataclass(slots=True)
 class HeaderInfo:
     name: str
     type_name: str
@@ -84,10 +95,22 @@ class HeaderInfo:
     widths: list[int]
     signed: list[bool]
     valid_slot: int
+    # validity slots of the other members of this header's union: BMv2 makes them invalid
+    # whenever this one becomes valid (HeaderUnion::make_header_valid)
+    siblings: tuple[int, ...] = ()
+    varbit: VarbitInfo | None = None
 
     @property
     def nbits(self) -> int:
+        """Bits on the wire (a varbit field counts its maximum)."""
         return sum(self.widths)
+
+    @property
+    def fixed_bits(self) -> int:
+        """Bits of the fields other than the varbit one."""
+        if self.varbit is None:
+            return self.nbits
+        return self.nbits - self.widths[self.varbit.index]
 
 
 @dataclass(slots=True)
@@ -98,9 +121,20 @@ class StackInfo:
 
 
 @dataclass(slots=True)
+class UnionStackInfo:
+    name: str
+    unions: list[list[str]]  # per element: its member headers, in the union type's order
+    members: list[str]  # the union type's member names
+    next_slot: int
+
+
+@dataclass(slots=True)
 class Layout:
     headers: dict[str, HeaderInfo] = field(default_factory=dict)
     stacks: dict[str, StackInfo] = field(default_factory=dict)
+    unions: dict[str, list[str]] = field(default_factory=dict)  # union -> member headers
+    union_stacks: dict[str, UnionStackInfo] = field(default_factory=dict)
+    varbit_slots: set[int] = field(default_factory=set)  # slots of varbit fields
     aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     width: list[int] = field(default_factory=list)  # per slot
@@ -153,6 +187,12 @@ class Layout:
             raise fail(where, f"unknown header stack {name!r}")
         return info
 
+    def union_stack(self, name: Any, where: str) -> UnionStackInfo:
+        info = self.union_stacks.get(name) if isinstance(name, str) else None
+        if info is None:
+            raise fail(where, f"unknown header union stack {name!r}")
+        return info
+
     def error_value(self, name: str, default: int) -> int:
         return self.errors.get(name, default)
 
@@ -162,13 +202,18 @@ def build_layout(prog: Program) -> Layout:
     header names and stack members exist); refuses what p4lite's switch does not support."""
     layout = Layout()
     types: dict[str, list[tuple[str, int, bool]]] = {}
+    varbits: dict[str, tuple[int, int]] = {}  # header type -> (varbit field index, max bytes)
     for ht in prog.header_types:
         where = f"header type '{ht.name}'"
-        fields = []
+        fields: list[tuple[str, int, bool]] = []
         for f in ht.fields:
+            if f.is_varbit:
+                width = _varbit_width(ht, where)
+                varbits[ht.name] = (len(fields), ht.max_length or 0)
+                fields.append((f.name, width, False))
+                continue
             if not isinstance(f.width, int) or f.width <= 0:
-                raise fail(where, f"field '{f.name}' has width {f.width!r}: varbit fields "
-                                  "are not supported by p4lite")
+                raise fail(where, f"field '{f.name}' has width {f.width!r}")
             if f.width > MAX_FIELD_WIDTH:
                 raise fail(where, f"field '{f.name}' is wider than {MAX_FIELD_WIDTH} bits")
             if f.saturating:  # BMv2's 4th element: stores saturate instead of wrapping
@@ -179,14 +224,19 @@ def build_layout(prog: Program) -> Layout:
         fields = types[h.header_type]
         slots = [layout.new_slot(width, signed, h.name) for _, width, signed in fields]
         valid = layout.new_slot(1, False, h.name, 1 if h.metadata else 0)
-        if not h.metadata and sum(w for _, w, _ in fields) % 8:
-            raise fail(f"header '{h.name}'", "header width is not a whole number of bytes")
-        layout.headers[h.name] = HeaderInfo(
+        varbit = None
+        if h.header_type in varbits:
+            index, max_bytes = varbits[h.header_type]
+            varbit = VarbitInfo(index, layout.new_slot(32, False, h.name), max_bytes)
+            layout.varbit_slots.add(slots[index])
+        info = HeaderInfo(
             h.name, h.header_type, h.metadata, [n for n, _, _ in fields], slots,
-            [w for _, w, _ in fields], [layout.signed[s] for s in slots], valid)
+            [w for _, w, _ in fields], [layout.signed[s] for s in slots], valid, (), varbit)
+        if not h.metadata and info.fixed_bits % 8:
+            raise fail(f"header '{h.name}'", "header width is not a whole number of bytes")
+        layout.headers[h.name] = info
     _add_stacks(prog, layout)
-    if prog.header_unions or prog.header_union_stacks:
-        raise fail("header_unions", "header unions are not supported by p4lite")
+    _add_unions(prog, layout)
     _add_standard_metadata(prog, layout)
     for i, (name, value) in enumerate(prog.errors):
         if not 0 <= value < 1 << 32:
@@ -200,12 +250,40 @@ def build_layout(prog: Program) -> Layout:
     return layout
 
 
+def _varbit_width(ht: Any, where: str) -> int:
+    """The most bits ht's one varbit field holds: max_length's bytes less the others'."""
+    if sum(f.is_varbit for f in ht.fields) > 1:
+        raise fail(where, "more than one varbit field: not supported by p4lite")
+    fixed = sum(f.width for f in ht.fields if not f.is_varbit)
+    if not ht.max_length or ht.max_length * 8 <= fixed:
+        raise fail(where, "a varbit field needs 'max_length' (bytes) larger than the other "
+                          "fields")
+    return ht.max_length * 8 - fixed
+
+
 def _add_stacks(prog: Program, layout: Layout) -> None:
     names = {h.id: h.name for h in prog.headers}  # the model has checked the member ids
     for st in prog.header_stacks:
         members = [names[hid] for hid in st.header_ids]
         nxt = layout.new_slot(32, False, st.name)
         layout.stacks[st.name] = StackInfo(st.name, members, nxt)
+
+
+def _add_unions(prog: Program, layout: Layout) -> None:
+    names = {h.id: h.name for h in prog.headers}  # the model has checked the ids
+    by_id: dict[int | None, list[str]] = {}
+    for u in prog.header_unions:
+        members = [names[hid] for hid in u.header_ids]
+        for hname in members:
+            info = layout.headers[hname]
+            info.siblings = tuple(layout.headers[other].valid_slot
+                                  for other in members if other != hname)
+        layout.unions[u.name] = by_id[u.id] = members
+    types = {t.name: [m for m, _ in t.headers] for t in prog.header_union_types}
+    for st in prog.header_union_stacks:
+        nxt = layout.new_slot(32, False, st.name)
+        layout.union_stacks[st.name] = UnionStackInfo(
+            st.name, [by_id[uid] for uid in st.header_union_ids], types[st.union_type], nxt)
 
 
 def _add_standard_metadata(prog: Program, layout: Layout) -> None:
