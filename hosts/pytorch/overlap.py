@@ -77,8 +77,9 @@ class OverlappedStep:
         self.group = group if group is not None else dist.distributed_c10d._get_default_group()
         self.world = dist.get_world_size(self.group)
         # a p4hub group (hosts/pytorch/backend.py) is the Python object itself
-        self._p4hub: Any = self.group if hasattr(self.group, "start_average") else None
-        lanes = self._p4hub.agent.lanes if self._p4hub is not None else 256
+        p4hub: Any = self.group if hasattr(self.group, "start_average") else None
+        self._p4hub = p4hub
+        lanes = p4hub.agent.lanes if p4hub is not None else 256
         self._params: dict[torch.nn.Parameter, _Param] = {}
         self._hooks = []
         for layer, module in enumerate(_modules_with_params(model)):
