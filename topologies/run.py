@@ -82,11 +82,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="int32 lanes per packet of the p4hub paths (default 256: the "
                         "emulated switch and agents pay per packet, not per lane; 64 is what "
                         "fits a hardware switch's single pass)")
-    parser.add_argument("--job-slots", type=int, default=32,
-                        help="switch slots per job (= the agents' window)")
+    parser.add_argument("--job-slots", type=int, default=None,
+                        help="switch slots per job (= the agents' window; 32, or 128 with "
+                             "--schedule p3)")
     parser.add_argument("--path-timeout", type=float, default=600.0)
+    parser.add_argument("--schedule", choices=("ddp", "fifo", "p3"), default="ddp",
+                        help="train: ddp (DDP buckets) or per-parameter all-reduces overlapped "
+                             "with the next forward pass, in backward order (fifo) or by P3 "
+                             "priority (p3: 4 priority classes; job slots default to 128)")
     parser.add_argument("--cli", action="store_true", help="open the Mininet CLI instead")
     args = parser.parse_args(argv)
+    if args.job_slots is None:
+        args.job_slots = 128 if args.schedule == "p3" else 32
     known = train_run.PATHS if args.mode == "train" else allreduce_run.PATHS
     unknown = set(args.paths.split(",")) - set(known)
     if unknown:

@@ -113,7 +113,8 @@ def loop_args(path: TrainPath, args: argparse.Namespace, rank: int, index: int) 
     return ["-m", "topologies.train.loop", "--comm", path.comm, "--rank", str(rank),
             "--world", str(args.workers), "--master", f"{store_host()}:{STORE_PORT + index}",
             "--epochs", str(args.epochs), "--batch", str(args.batch), "--seed", str(args.seed),
-            "--timeout", str(args.agent_timeout)]
+            "--timeout", str(args.agent_timeout),
+            "--schedule", getattr(args, "schedule", "ddp")]
 
 
 def store_host() -> str:

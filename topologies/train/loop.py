@@ -62,8 +62,16 @@ class Rendezvous:
 class Comm:
     """What the training loop needs from the chosen path."""
 
-    ddp: DistributedDataParallel
+    forward: nn.Module  # DDP around the model, or the model itself (--schedule fifo|p3)
+    model: nn.Module
     p4hub_group: Any = None  # the p4hub process group in the p4hub modes
+    overlap: Any = None  # hosts.pytorch.overlap.OverlappedStep with --schedule fifo|p3
+
+    def settle(self) -> None:
+        """Apply the updates still in flight (an overlapped step lands them inside the
+        next forward pass), before the model is evaluated or digested."""
+        if self.overlap is not None:
+            self.overlap.synchronize()
 
 
 def rendezvous_from(args: argparse.Namespace) -> Rendezvous:
@@ -80,16 +88,20 @@ def init_default_group(backend: str, rdzv: Rendezvous, timeout: float) -> None:
 
 
 def connect(model: nn.Module, args: argparse.Namespace, rdzv: Rendezvous) -> Comm:
-    """Join the process group(s) of ``args.comm`` and wrap ``model`` in DDP."""
+    """Join the process group(s) of ``args.comm`` and wrap ``model`` in DDP, or with
+    ``--schedule fifo|p3`` in an OverlappedStep (every rank builds the same weights from
+    the seed, so no initial broadcast is needed)."""
     use_data_interface_for_gloo()
+    if args.schedule != "ddp":
+        return _overlapped(model, args, rdzv)
     if args.comm == "gloo":
         init_default_group("gloo", rdzv, args.timeout)
-        return Comm(DistributedDataParallel(model))
+        return Comm(DistributedDataParallel(model), model)
     import hosts.pytorch  # noqa: F401 - registers the "p4hub" backend
 
     if args.comm == "p4hub":
         init_default_group("p4hub", rdzv, args.timeout)
-        return Comm(DistributedDataParallel(model), p4hub_group=dist.group.WORLD)
+        return Comm(DistributedDataParallel(model), model, p4hub_group=dist.group.WORLD)
     # hook: Gloo for DDP's own traffic (the initial broadcast), p4hub for the gradients
     from hosts.pytorch import HookState, p4hub_hook
 
@@ -97,7 +109,24 @@ def connect(model: nn.Module, args: argparse.Namespace, rdzv: Rendezvous) -> Com
     group = dist.new_group(backend="p4hub", timeout=datetime.timedelta(seconds=args.timeout))
     ddp = DistributedDataParallel(model)
     ddp.register_comm_hook(HookState(group), p4hub_hook)
-    return Comm(ddp, p4hub_group=group)
+    return Comm(ddp, model, p4hub_group=group)
+
+
+def _overlapped(model: nn.Module, args: argparse.Namespace, rdzv: Rendezvous) -> Comm:
+    if args.comm == "hook":
+        raise ValueError("--schedule fifo|p3 replaces DDP: use --comm gloo or p4hub")
+    if args.comm == "p4hub":
+        import hosts.pytorch  # noqa: F401 - registers the "p4hub" backend
+
+        # P3's priority classes split the job's slots (hosts/session.py)
+        os.environ.setdefault("P4HUB_CLASSES", "4" if args.schedule == "p3" else "1")
+    init_default_group(args.comm, rdzv, args.timeout)
+    from hosts.pytorch.overlap import OverlappedStep
+
+    overlap = OverlappedStep(model, lambda params: make_optimizer(params, args),
+                             schedule=args.schedule, slice_params=args.slice_params)
+    group = dist.group.WORLD if args.comm == "p4hub" else None
+    return Comm(model, model, p4hub_group=group, overlap=overlap)
 
 
 def p4hub_backend(group: Any) -> Any:
@@ -122,15 +151,18 @@ def param_digest(model: nn.Module) -> str:
     return digest.hexdigest()[:16]
 
 
-def train_step(ddp: DistributedDataParallel, optimizer: torch.optim.Optimizer,
+def train_step(comm: Comm, optimizer: torch.optim.Optimizer | None,
                images: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
-    """One step; returns this rank's loss and the step's wall time (the all-reduce runs
-    inside backward(), so it is counted)."""
+    """One step; returns this rank's loss and the step's wall time (with DDP the
+    all-reduce runs inside backward(); overlapped, the forward pass waits per module for
+    the previous step's all-reduces and applies them: counted either way)."""
     start = time.perf_counter()
-    optimizer.zero_grad(set_to_none=True)
-    loss = F.cross_entropy(ddp(images), labels)
+    if optimizer is not None:
+        optimizer.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(comm.forward(images), labels)
     loss.backward()
-    optimizer.step()
+    if optimizer is not None:
+        optimizer.step()
     return loss.item(), time.perf_counter() - start
 
 
@@ -143,7 +175,7 @@ def evaluate(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> tu
 
 
 def run_epoch(epoch: int, first_step: int, steps_left: int | None, comm: Comm,
-              optimizer: torch.optim.Optimizer, split: data.Split, args: argparse.Namespace,
+              optimizer: torch.optim.Optimizer | None, split: data.Split, args: argparse.Namespace,
               rdzv: Rendezvous, emit: Emit) -> tuple[list[float], list[float]]:
     """Train on this rank's shard of ``epoch``; every rank gets the same number of
     batches, so no rank waits in an all-reduce the others never start."""
@@ -155,7 +187,7 @@ def run_epoch(epoch: int, first_step: int, steps_left: int | None, comm: Comm,
         batches = batches[:steps_left]
     for offset, indices in enumerate(batches):
         batch = torch.from_numpy(indices)
-        loss, took = train_step(comm.ddp, optimizer, split.train_images[batch],
+        loss, took = train_step(comm, optimizer, split.train_images[batch],
                                 split.train_labels[batch])
         if not math.isfinite(loss):
             raise FloatingPointError(f"loss {loss} at epoch {epoch} step {first_step + offset}")
@@ -168,7 +200,8 @@ def run_epoch(epoch: int, first_step: int, steps_left: int | None, comm: Comm,
 
 def epoch_record(epoch: int, losses: list[float], seconds: list[float], comm: Comm,
                  split: data.Split, args: argparse.Namespace, rdzv: Rendezvous) -> dict:
-    model = comm.ddp.module
+    model = comm.model
+    comm.settle()
     accuracy, test_loss = evaluate(model, split.test_images, split.test_labels)
     per_step = statistics.median(seconds)
     return {"event": "epoch", "epoch": epoch, "rank": rdzv.rank,
@@ -178,17 +211,18 @@ def epoch_record(epoch: int, losses: list[float], seconds: list[float], comm: Co
             "param_digest": param_digest(model), **p4hub_fields(comm)}
 
 
-def make_optimizer(model: nn.Module, args: argparse.Namespace) -> torch.optim.Optimizer:
+def make_optimizer(params: Any, args: argparse.Namespace) -> torch.optim.Optimizer:
     # Adam: an epoch is only ~11 steps at world 4, batch 32, and SGD with momentum was
     # far less reliable in that budget (see the package docstring)
     if args.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=args.lr)
-    return torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+        return torch.optim.Adam(params, lr=args.lr)
+    return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum)
 
 
 def done_record(comm: Comm, rdzv: Rendezvous, steps: int) -> dict:
+    comm.settle()
     record = {"event": "done", "rank": rdzv.rank, "steps": steps,
-              "param_digest": param_digest(comm.ddp.module), **p4hub_fields(comm)}
+              "param_digest": param_digest(comm.model), **p4hub_fields(comm)}
     if comm.p4hub_group is not None:
         record["stats"] = p4hub_backend(comm.p4hub_group).stats()
     return record
@@ -197,7 +231,8 @@ def done_record(comm: Comm, rdzv: Rendezvous, steps: int) -> dict:
 def run_epochs(comm: Comm, split: data.Split, args: argparse.Namespace, rdzv: Rendezvous,
                emit: Emit) -> int:
     """``--epochs`` epochs, or fewer under ``--max-steps``; returns the steps taken."""
-    optimizer = make_optimizer(comm.ddp, args)
+    # overlapped: one optimizer per parameter, inside the OverlappedStep
+    optimizer = None if comm.overlap is not None else make_optimizer(comm.forward.parameters(), args)
     step = 0
     for epoch in range(args.epochs):
         steps_left = args.max_steps - step if args.max_steps else None
@@ -239,6 +274,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--comm", choices=("gloo", "p4hub", "hook"), default="gloo",
                         help="gloo: DDP over Gloo; p4hub: DDP over a p4hub group; "
                              "hook: DDP over Gloo with the p4hub comm hook")
+    parser.add_argument("--schedule", choices=("ddp", "fifo", "p3"), default="ddp",
+                        help="ddp: DDP buckets; fifo|p3: per-parameter all-reduces overlapped "
+                             "with the next forward pass (hosts/pytorch/overlap.py), P3 "
+                             "slices and priorities or whole tensors in backward order")
+    parser.add_argument("--slice-params", type=int, default=40_000, help="P3 slice size")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32, help="samples per rank per step")
     parser.add_argument("--optimizer", choices=("adam", "sgd"), default="adam")
