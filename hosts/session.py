@@ -282,9 +282,9 @@ class Session:
             return free
         positions = np.sort(self._slot_next[span][free])
         for t in self._tensors[c]:
-            if not t.primes or positions[-1] < t.start + t.primes:
-                continue
-            if positions[0] >= t.end:
+            if t.start > positions[-1]:
+                break  # tensors are in start order: the rest lie beyond every candidate
+            if not t.primes or positions[-1] < t.start + t.primes or positions[0] >= t.end:
                 continue
             data = (positions >= t.start + t.primes) & (positions < t.end)
             ok = t.exponents_known(positions[data] - t.start - t.primes)
