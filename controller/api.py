@@ -13,7 +13,9 @@ generated stubs needed on either side; any gRPC client can call
   Heartbeat  {job_id, rank} -> {}
   Barrier    {job_id, rank, timeout?} -> {generation}   (blocks until every rank arrived)
   ListJobs   {} -> {jobs: [job summary]}
-  ShowJob    {job_id} -> job summary + {workers, counters}
+  ShowJob    {job_id} -> job summary + {state: "running", workers, counters}, or for a job
+             that ended (recently): {state: "ended", cause, reason, ended_s_ago, rank?,
+             last_heard_s_ago?}
   KillJob    {job_id} -> {}
   Status     {} -> {switches, jobs, slots}
   ShowSwitch {name} -> {entries, groups, ports}
@@ -42,7 +44,7 @@ import grpc
 from controller.client import METHODS, SERVICE, encode
 from controller.driver import Controller
 from controller.errors import NotFoundError, P4hubControllerError, RefusedError, UnavailableError
-from controller.jobs import Job, UnknownJobError
+from controller.jobs import Job, JobEnd, UnknownJobError
 from controller.topology import format_ipv4, format_mac
 
 log = logging.getLogger("p4hub.controller")
@@ -125,6 +127,21 @@ def job_summary(job: Job) -> dict:
     }
 
 
+def end_summary(end: JobEnd, now: float) -> dict:
+    """ShowJob's answer for a job that has ended: why, when, which rank."""
+    out = {
+        "job_id": end.job_id, "name": end.name, "world_size": end.world_size,
+        "switch": end.switch, "where": end.where, "slot_base": end.slots.base,
+        "slot_count": end.slots.count, "state": "ended", "cause": end.cause, "reason": end.reason,
+        "ended_s_ago": None if end.ended_at is None else round(now - end.ended_at, 3),
+    }
+    if end.rank is not None:
+        out["rank"] = end.rank
+        out["last_heard_s_ago"] = (None if end.last_seen is None
+                                   else round(now - end.last_seen, 3))
+    return out
+
+
 class JobService:
     """The handlers; ``handle(method, body)`` is what the gRPC adapter calls."""
 
@@ -177,7 +194,7 @@ class JobService:
 
     def _LeaveJob(self, r: dict) -> dict:  # noqa: N802
         with self.barriers:
-            self.ctl.leave(_int(r, "job_id"), _int(r, "rank"))
+            self.ctl.leave(_int(r, "job_id"), _int(r, "rank"), self.clock())
             self.barriers.notify_all()
         return {}
 
@@ -216,9 +233,14 @@ class JobService:
             return {"jobs": [job_summary(j) for _, j in sorted(self.ctl.registry.jobs.items())]}
 
     def _ShowJob(self, r: dict) -> dict:  # noqa: N802
+        job_id = _int(r, "job_id")
         with self.ctl.lock:
-            job = self.ctl.registry.job(_int(r, "job_id"))
             now = self.clock()
+            registry = self.ctl.registry
+            end = registry.ended.get(job_id)
+            if job_id not in registry.jobs and end is not None:
+                return end_summary(end, now)
+            job = registry.job(job_id)
             workers = [
                 {"rank": w.rank, "address": f"{format_ipv4(w.ip)}:{w.port}", "mac": format_mac(w.mac),
                  "switch_port": w.switch_port, "idle_s": round(now - w.last_seen, 3)}
@@ -226,12 +248,12 @@ class JobService:
             ]
             counters = {kind: {"packets": pk, "bytes": by}
                         for kind, (pk, by) in self.ctl.job_counters(job.job_id).items()}
-            return {**job_summary(job), "epoch": job.epoch, "worker_list": workers,
-                    "counters": counters}
+            return {**job_summary(job), "state": "running", "epoch": job.epoch,
+                    "worker_list": workers, "counters": counters}
 
     def _KillJob(self, r: dict) -> dict:  # noqa: N802
         with self.barriers:
-            self.ctl.kill(_int(r, "job_id"))
+            self.ctl.kill(_int(r, "job_id"), self.clock())
             self.barriers.notify_all()
         return {}
 

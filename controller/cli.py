@@ -48,6 +48,8 @@ def show_jobs(reply: dict) -> str:
 
 
 def show_job(reply: dict) -> str:
+    if reply.get("state") == "ended":
+        return show_ended_job(reply)
     where = reply["where"] + (f" (PBox {reply['pbox']})" if reply["where"] == "pbox" else "")
     lines = [
         f"job {reply['job_id']} {reply['name'] or '?'}: {reply['workers']}/{reply['world_size']} "
@@ -59,6 +61,14 @@ def show_job(reply: dict) -> str:
                ["counter", "packets", "bytes"]),
     ]
     return "\n".join(lines)
+
+
+def show_ended_job(reply: dict) -> str:
+    when = "" if reply["ended_s_ago"] is None else f" {reply['ended_s_ago']:.1f} s ago"
+    last = reply["slot_base"] + reply["slot_count"] - 1
+    return (f"job {reply['job_id']} {reply['name'] or '?'}: ended{when}: {reply['reason']}\n"
+            f"its slots {reply['slot_base']}..{last} on {reply['where']} (rack {reply['switch']}) "
+            "were freed; a worker that rejoins by name starts a new job")
 
 
 def show_switches(reply: dict) -> str:

@@ -241,11 +241,11 @@ class Controller:
             lambda reg: reg.join(name, world_size, rank, address, now, placement, lanes)
         )
 
-    def leave(self, job_id: int, rank: int) -> None:
-        self._event(lambda reg: (None, reg.leave(job_id, rank)))
+    def leave(self, job_id: int, rank: int, now: float | None = None) -> None:
+        self._event(lambda reg: (None, reg.leave(job_id, rank, now)))
 
-    def kill(self, job_id: int) -> None:
-        self._event(lambda reg: (None, reg.kill(job_id)))
+    def kill(self, job_id: int, now: float | None = None) -> None:
+        self._event(lambda reg: (None, reg.kill(job_id, now)))
 
     def expire(self, now: float) -> None:
         self._event(lambda reg: (None, reg.expire(now)))
