@@ -204,7 +204,7 @@ class JobRegistry:
         self.ended[end.job_id] = end
         while len(self.ended) > ENDED_KEPT:
             del self.ended[next(iter(self.ended))]
-        self._record(lambda: (self.ended.clear(), self.ended.update(before)))
+        self._record(lambda: _replace(self.ended, before))
 
     def _add_worker(self, job: Job, worker: Worker) -> None:
         job.workers[worker.rank] = worker
@@ -507,6 +507,12 @@ def _put_back(items: dict, key: Hashable, value: object, order: list) -> None:
         restored = {k: items[k] for k in order}
         items.clear()
         items.update(restored)
+
+
+def _replace(items: dict, content: dict) -> None:
+    """Make ``items`` (the same object) hold exactly ``content``, in its order."""
+    items.clear()
+    items.update(content)
 
 
 def _valid_epoch(value: int) -> int:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from controller import jobs as jobs_mod
 from controller import program as p
 from controller import rack, topology
-from controller import jobs as jobs_mod
 from controller.jobs import (
     END_KILLED,
     END_LEFT,
