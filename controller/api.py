@@ -19,6 +19,10 @@ generated stubs needed on either side; any gRPC client can call
   KillJob    {job_id} -> {}
   Status     {} -> {switches, jobs, slots}
   ShowSwitch {name} -> {entries, groups, ports}
+  Doctor     {job_id?} -> {reports: [{job_id, healthy, findings: [{severity, code, message,
+             ranks}], open_cells}]}: what is wrong with one job (or every running job),
+             from the switch's registers and counters, the PBox and the members'
+             heartbeats (controller/doctor.py)
 
 Errors: the gRPC code follows from the error's type (``GRPC_CODES``, never its
 message): a refused request (RefusedError) is INVALID_ARGUMENT, an unknown job or
@@ -41,6 +45,7 @@ from typing import Any, Protocol
 
 import grpc
 
+from controller import doctor, snapshot
 from controller.client import METHODS, SERVICE, encode
 from controller.driver import Controller
 from controller.errors import NotFoundError, P4hubControllerError, RefusedError, UnavailableError
@@ -145,9 +150,12 @@ def end_summary(end: JobEnd, now: float) -> dict:
 class JobService:
     """The handlers; ``handle(method, body)`` is what the gRPC adapter calls."""
 
-    def __init__(self, controller: Controller, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, controller: Controller, clock: Callable[[], float] = time.monotonic,
+                 pboxes: snapshot.PBoxReader | None = None) -> None:
+        """``pboxes``: how Doctor reads PBox state (``PBoxControl``); None: not read."""
         self.ctl = controller
         self.clock = clock
+        self.pboxes = pboxes
         self.barriers = threading.Condition(controller.lock)
         self.internal_errors = InternalErrors()
 
@@ -250,6 +258,25 @@ class JobService:
                         for kind, (pk, by) in self.ctl.job_counters(job.job_id).items()}
             return {**job_summary(job), "state": "running", "epoch": job.epoch,
                     "worker_list": workers, "counters": counters}
+
+    def _Doctor(self, r: dict) -> dict:  # noqa: N802
+        registry = self.ctl.registry
+        with self.ctl.lock:
+            ids = [_int(r, "job_id")] if "job_id" in r else sorted(registry.jobs)
+        reports = []
+        for job_id in ids:
+            with self.ctl.lock:
+                end = registry.ended.get(job_id) if job_id not in registry.jobs else None
+                now = self.clock()
+            if end is not None:
+                summary = end_summary(end, now)
+                when = "" if summary["ended_s_ago"] is None else f" {summary['ended_s_ago']:.1f} s ago"
+                report = doctor.ended_report(job_id, f"job {job_id} ended{when}: {end.reason}",
+                                             end.rank)
+            else:
+                report = snapshot.doctor(self.ctl, job_id, now, self.pboxes)
+            reports.append(report.as_dict())
+        return {"reports": reports}
 
     def _KillJob(self, r: dict) -> dict:  # noqa: N802
         with self.barriers:

@@ -1,10 +1,13 @@
 """``p4hub``: look at and steer a running p4hub controller through its job API.
 
     p4hub [--controller HOST:PORT] status | jobs | job show ID | job kill ID
-                                   | switch list | switch show NAME      [--json]
+                                   | switch list | switch show NAME
+                                   | doctor [ID]                          [--json]
     p4hub check-topology FILE                  (offline: validate a rack description)
 
 The controller address defaults to $P4HUB_CONTROLLER, else 127.0.0.1:50060.
+``doctor`` says what is wrong with a job (every running job without ID) and exits 2
+when something is (an error or a warning), 0 when every job it looked at is healthy.
 For low-level work on one switch use p4runtime-shell directly (README).
 """
 
@@ -18,8 +21,9 @@ from collections.abc import Callable
 
 import grpc
 
-from controller import topology
+from controller import doctor, topology
 from controller.client import JobClient
+from controller.display import format_value
 
 DEFAULT_CONTROLLER = "127.0.0.1:50060"
 
@@ -79,8 +83,11 @@ def show_switches(reply: dict) -> str:
 def show_switch(reply: dict) -> str:
     lines = [f"switch {reply['name']}", "tables:"]
     for e in reply["entries"]:
-        match = " ".join(f"{k}={v:#x}" for k, v in e["match"].items())
-        params = ", ".join(f"{k}={v}" for k, v in e["params"].items())
+        match_bits, param_bits = e.get("match_bits", {}), e.get("param_bits", {})
+        match = " ".join(f"{k}={format_value(k, match_bits.get(k), v, hex_numbers=True)}"
+                         for k, v in e["match"].items())
+        params = ", ".join(f"{k}={format_value(k, param_bits.get(k), v, hex_numbers=False)}"
+                           for k, v in e["params"].items())
         lines.append(f"  {e['table']}  {match}  -> {e['action']}({params})")
     lines.append("multicast groups:")
     for group, replicas in reply["groups"].items():
@@ -90,6 +97,12 @@ def show_switch(reply: dict) -> str:
                          for port, info in reply["ports"].items()],
                         ["port", "node", "rx pkts", "rx bytes", "tx pkts", "tx bytes"]))
     return "\n".join(lines)
+
+
+def show_doctor(reply: dict) -> str:
+    if not reply["reports"]:
+        return "no running jobs"
+    return "\n\n".join(doctor.render(report) for report in reply["reports"])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     switch = sub.add_parser("switch").add_subparsers(dest="action", required=True)
     switch.add_parser("list", parents=[common])
     switch.add_parser("show", parents=[common]).add_argument("name")
+    sub.add_parser("doctor", parents=[common],
+                   help="what is wrong with a job (every running job without ID)").add_argument(
+        "job_id", type=int, nargs="?")
     check = sub.add_parser("check-topology", parents=[common],
                            help="validate a topology file (no controller needed)")
     check.add_argument("path")
@@ -142,6 +158,8 @@ def _request(args: argparse.Namespace) -> tuple[str, dict, Callable[[dict], str]
         if args.action == "show":
             return "ShowJob", {"job_id": args.job_id}, show_job
         return "KillJob", {"job_id": args.job_id}, lambda _: f"job {args.job_id} killed"
+    if args.command == "doctor":
+        return "Doctor", {} if args.job_id is None else {"job_id": args.job_id}, show_doctor
     if args.action == "list":
         return "Status", {}, show_switches
     return "ShowSwitch", {"name": args.name}, show_switch
@@ -162,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         client.close()
     as_json = args.json or args.json_first
     print(json.dumps(reply, indent=2, sort_keys=True) if as_json else render(reply))
+    if method == "Doctor" and not all(r["healthy"] for r in reply["reports"]):
+        return 2
     return 0
 
 

@@ -383,7 +383,7 @@ class JobRegistry:
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             if job.switch != switch:
                 continue
-            entries.append(_job_entry(job))
+            entries.append(job_entry(job))
             for _, worker in sorted(job.workers.items()):
                 entries.append(_member_entry(job.job_id, worker, INSERT))
                 entries.append(_result_dst_entry(job.job_id, worker, INSERT))
@@ -442,7 +442,7 @@ class JobRegistry:
         epoch = self._take_epoch() if where == ON_SWITCH else 0  # epochs only matter for registers
         job = Job(job_id, name, tag, world_size, switch, where, got, epoch, pbox.name, lanes)
         self._add_job(job)
-        updates: list[Update] = [TableWrite(switch, INSERT, _job_entry(job))]
+        updates: list[Update] = [TableWrite(switch, INSERT, job_entry(job))]
         if where == ON_PBOX:
             updates.append(pbox_job_write(job, INSERT))
         return job, updates
@@ -475,7 +475,8 @@ def pbox_job_write(job: Job, op: str) -> PBoxJobWrite:
                         job.slots.count, job.lanes)
 
 
-def _job_entry(job: Job) -> Entry:
+def job_entry(job: Job) -> Entry:
+    """The switch's jobs entry for ``job``."""
     common = (("world_size", job.world_size), ("slot_base", job.slots.base),
               ("slot_count", job.slots.count), ("lane_code", p.lane_code(job.lanes)))
     if job.where == ON_SWITCH:

@@ -110,10 +110,17 @@ class PBoxControl:
             raise PBoxControlError(f"unsupported PBox job op {write.op!r}")
 
     def jobs(self, pbox: str) -> list[dict]:
+        return list(self._channel(pbox).request({"cmd": "list_jobs"}).get("jobs", []))
+
+    def stats(self, pbox: str) -> dict[str, dict]:
+        """Per-job counters summed over the PBox's shards: job id (a string) -> counters."""
+        return dict(self._channel(pbox).request({"cmd": "stats"}).get("jobs", {}))
+
+    def _channel(self, pbox: str) -> PBoxChannel:
         channel = self.channels.get(pbox)
         if channel is None:
             raise PBoxControlError(f"PBox {pbox} has no control address in the topology")
-        return list(channel.request({"cmd": "list_jobs"}).get("jobs", []))
+        return channel
 
     def close(self) -> None:
         for channel in self.channels.values():
