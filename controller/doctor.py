@@ -95,6 +95,8 @@ class PBoxView:
     error: str | None = None  # unreachable, or refused the request
     job: dict | None = None  # its list_jobs entry for the job; None: not configured
     stats: dict | None = None  # its per-job counters (hosts.aggregator.JobStats.as_dict)
+    cells: tuple[Cell, ...] | None = None  # its open cells (owner: the job's epoch)
+    cells_error: str | None = None  # why they could not be read
 
 
 @dataclass(frozen=True)
@@ -133,12 +135,17 @@ def diagnose(job: JobView, switch: SwitchView, pbox: PBoxView | None,
     findings: list[Finding] = []
     findings += _members(job, silent_after)
     findings += _switch_entries(job, switch)
-    open_cells = _open_cells(job, switch.cells) if switch.error is None else None
-    if job.where == "switch":
-        findings += _slots(job, switch, open_cells)
-    else:
-        open_cells = None  # the switch's registers say nothing about a PBox job
+    open_cells = None
+    if job.where == "switch" and switch.error is None:
+        open_cells = _open_cells(job, switch.cells)
+        findings += _slots(job, open_cells, f"the slot registers could not be read "
+                                            f"({switch.cells_error})")
+    elif job.where != "switch":  # the switch's registers say nothing about a PBox job
         findings += _pbox(job, pbox)
+        if pbox is not None and pbox.error is None and pbox.job is not None:
+            open_cells = _open_cells(job, pbox.cells)
+            findings += _slots(job, open_cells, f"PBox {pbox.name}'s slot state could not "
+                                                f"be read ({pbox.cells_error})")
     findings += _drops(job, switch)
     findings.sort(key=lambda f: SEVERITIES.index(f.severity))
     healthy = not any(f.severity in (ERROR, WARNING) for f in findings)
@@ -248,13 +255,10 @@ def _open_cells(job: JobView, cells: tuple[Cell, ...] | None) -> list[OpenCell] 
     return out
 
 
-def _slots(job: JobView, sw: SwitchView, open_cells: list[OpenCell] | None) -> list[Finding]:
-    if sw.error is not None:
-        return []
+def _slots(job: JobView, open_cells: list[OpenCell] | None, unread: str) -> list[Finding]:
     if open_cells is None:
         return [Finding(INFO, "slots-unread",
-                        f"the slot registers could not be read ({sw.cells_error}); which ranks "
-                        "a round waits for is unknown")]
+                        f"{unread}; which ranks a round waits for is unknown")]
     if not open_cells:
         return []
     lacking: dict[int, int] = {}

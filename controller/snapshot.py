@@ -37,6 +37,8 @@ class PBoxReader(Protocol):
 
     def stats(self, pbox: str) -> dict[str, dict]: ...
 
+    def open_cells(self, pbox: str, job_id: int) -> list[tuple[int, int, int, int]]: ...
+
 
 def doctor(ctl: Controller, job_id: int, now: float, pboxes: PBoxReader | None = None) -> Report:
     """Diagnose one running job (UnknownJobError when there is none)."""
@@ -150,4 +152,11 @@ def read_pbox(pboxes: PBoxReader | None, job: Job) -> PBoxView | None:
         stats = pboxes.stats(job.pbox).get(str(job.job_id))
     except UnavailableError as exc:  # PBoxControlError: unreachable or refused
         return PBoxView(job.pbox, error=str(exc))
-    return PBoxView(job.pbox, None, configured[0] if configured else None, stats)
+    if not configured:
+        return PBoxView(job.pbox, None, None, stats)
+    try:  # a PBox older than the open_cells command refuses it: slot state unknown
+        cells = tuple(Cell(slot, shadow, job.epoch, bitmap, counter)
+                      for slot, shadow, bitmap, counter in pboxes.open_cells(job.pbox, job.job_id))
+    except UnavailableError as exc:
+        return PBoxView(job.pbox, None, configured[0], stats, None, str(exc))
+    return PBoxView(job.pbox, None, configured[0], stats, cells)

@@ -176,8 +176,21 @@ def test_a_healthy_pbox_job_ignores_the_switch_registers():
     sw = switch(job_action=p.ACT_JOB_ON_PBOX, job_params=PARAMS, group=None,
                 cells=None, job_stats={"forwarded": 10})
     report = diagnose(pbox_job(expected_params=PARAMS), sw, PBoxView("pb1", job=PBOX_JOB,
-                                                                     stats={"rejected": {}}))
-    assert report.healthy and report.open_cells is None, report.findings
+                                                                     stats={"rejected": {}},
+                                                                     cells=()))
+    assert report.healthy and report.open_cells == (), report.findings
+    assert codes(report) == ["healthy"]
+
+
+def test_a_pbox_job_is_diagnosed_from_the_pbox_cells():
+    sw = switch(job_action=p.ACT_JOB_ON_PBOX, group=None, cells=None, job_stats={})
+    pbox = PBoxView("pb1", job=PBOX_JOB, stats={}, cells=(Cell(5, 1, 0, 0b101, 2),))
+    report = diagnose(pbox_job(expected_params=PARAMS), sw, pbox)
+    assert the(report, "ranks-not-contributing").ranks == (1,)
+    assert [(c.slot, c.shadow, c.missing) for c in report.open_cells] == [(5, 1, (1,))]
+    unread = diagnose(pbox_job(expected_params=PARAMS), sw,
+                      replace(pbox, cells=None, cells_error="unknown cmd 'open_cells'"))
+    assert unread.healthy and "unknown cmd 'open_cells'" in the(unread, "slots-unread").message
 
 
 @pytest.mark.parametrize(("pbox", "code", "words"), [

@@ -125,6 +125,10 @@ def test_doctor_reads_a_pbox_job_over_the_control_channel(stack):  # noqa: F811
         assert list(diagnose()) == ["healthy"]
         shard.receive(contrib(1, 0, 999), ("10.0.0.1", 4000), now=1.0)  # slot outside the job
         assert "rejected packets of job 1: 1 for slot" in diagnose()["pbox-rejected"]["message"]
+        shard.receive(contrib(1, 0, 3, shadow=1), ("10.0.0.1", 4000), now=2.0)
+        found = diagnose()
+        assert list(found["ranks-not-contributing"]["ranks"]) == [1]
+        assert "slot 3/1: has 0, waits for 1" in found["ranks-not-contributing"]["message"]
         control.channels["pb1"].request({"cmd": "remove_job", "job": 1})  # a PBox restart
         assert "does not have job 1" in diagnose()["pbox-job-missing"]["message"]
         ctl.pbox_sink = lambda write: None
