@@ -19,10 +19,11 @@ generated stubs needed on either side; any gRPC client can call
   KillJob    {job_id} -> {}
   Status     {} -> {switches, jobs, slots}
   ShowSwitch {name} -> {entries, groups, ports}
-  Doctor     {job_id?} -> {reports: [{job_id, healthy, findings: [{severity, code, message,
+  Doctor     {job_id?, settle?: s (default 1)} -> {reports: [{job_id, healthy, findings: [{severity, code, message,
              ranks}], open_cells}]}: what is wrong with one job (or every running job),
              from the switch's registers and counters, the PBox and the members'
-             heartbeats (controller/doctor.py)
+             heartbeats (controller/doctor.py); the slot state is read twice, settle s
+             apart, to tell stuck rounds from rounds in flight
 
 Errors: the gRPC code follows from the error's type (``GRPC_CODES``, never its
 message): a refused request (RefusedError) is INVALID_ARGUMENT, an unknown job or
@@ -55,6 +56,8 @@ from controller.topology import format_ipv4, format_mac
 log = logging.getLogger("p4hub.controller")
 
 MAX_BARRIER_WAIT = 3600.0
+DOCTOR_SETTLE = 1.0  # s between Doctor's two reads of the slot state
+MAX_DOCTOR_SETTLE = 10.0
 
 
 class ApiError(P4hubControllerError):
@@ -151,11 +154,14 @@ class JobService:
     """The handlers; ``handle(method, body)`` is what the gRPC adapter calls."""
 
     def __init__(self, controller: Controller, clock: Callable[[], float] = time.monotonic,
-                 pboxes: snapshot.PBoxReader | None = None) -> None:
-        """``pboxes``: how Doctor reads PBox state (``PBoxControl``); None: not read."""
+                 pboxes: snapshot.PBoxReader | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        """``pboxes``: how Doctor reads PBox state (``PBoxControl``); None: not read.
+        ``sleep``: how Doctor waits between its two reads (tests pass a fake)."""
         self.ctl = controller
         self.clock = clock
         self.pboxes = pboxes
+        self.sleep = sleep
         self.barriers = threading.Condition(controller.lock)
         self.internal_errors = InternalErrors()
 
@@ -260,6 +266,10 @@ class JobService:
                     "worker_list": workers, "counters": counters}
 
     def _Doctor(self, r: dict) -> dict:  # noqa: N802
+        settle = r.get("settle", DOCTOR_SETTLE)
+        if not isinstance(settle, int | float) or isinstance(settle, bool) \
+                or not 0 <= settle <= MAX_DOCTOR_SETTLE:
+            raise RefusedError(f"'settle' must be in [0, {MAX_DOCTOR_SETTLE}] seconds")
         registry = self.ctl.registry
         with self.ctl.lock:
             ids = [_int(r, "job_id")] if "job_id" in r else sorted(registry.jobs)
@@ -274,7 +284,7 @@ class JobService:
                 report = doctor.ended_report(job_id, f"job {job_id} ended{when}: {end.reason}",
                                              end.rank)
             else:
-                report = snapshot.doctor(self.ctl, job_id, now, self.pboxes)
+                report = snapshot.doctor(self.ctl, job_id, now, self.pboxes, settle, self.sleep)
             reports.append(report.as_dict())
         return {"reports": reports}
 

@@ -2,7 +2,7 @@
 
     p4hub [--controller HOST:PORT] status | jobs | job show ID | job kill ID
                                    | switch list | switch show NAME
-                                   | doctor [ID]                          [--json]
+                                   | doctor [ID] [--settle S]             [--json]
     p4hub check-topology FILE                  (offline: validate a rack description)
 
 The controller address defaults to $P4HUB_CONTROLLER, else 127.0.0.1:50060.
@@ -122,9 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     switch = sub.add_parser("switch").add_subparsers(dest="action", required=True)
     switch.add_parser("list", parents=[common])
     switch.add_parser("show", parents=[common]).add_argument("name")
-    sub.add_parser("doctor", parents=[common],
-                   help="what is wrong with a job (every running job without ID)").add_argument(
-        "job_id", type=int, nargs="?")
+    doctor_cmd = sub.add_parser("doctor", parents=[common],
+                                help="what is wrong with a job (every running job without ID)")
+    doctor_cmd.add_argument("job_id", type=int, nargs="?")
+    doctor_cmd.add_argument("--settle", type=float, default=1.0,
+                            help="seconds between the two reads of the slot state (default 1)")
     check = sub.add_parser("check-topology", parents=[common],
                            help="validate a topology file (no controller needed)")
     check.add_argument("path")
@@ -159,7 +161,10 @@ def _request(args: argparse.Namespace) -> tuple[str, dict, Callable[[dict], str]
             return "ShowJob", {"job_id": args.job_id}, show_job
         return "KillJob", {"job_id": args.job_id}, lambda _: f"job {args.job_id} killed"
     if args.command == "doctor":
-        return "Doctor", {} if args.job_id is None else {"job_id": args.job_id}, show_doctor
+        request = {"settle": args.settle}
+        if args.job_id is not None:
+            request["job_id"] = args.job_id
+        return "Doctor", request, show_doctor
     if args.action == "list":
         return "Status", {}, show_switches
     return "ShowSwitch", {"name": args.name}, show_switch

@@ -12,9 +12,11 @@ How a cell reads (aggregate.p4, register index ``slot*2 + shadow set``): a cell 
 it); otherwise ``slot_counter`` is the contributions of the round in progress mod n,
 so a counter of 0 is a complete (or idle) cell and any other value an *open* round,
 whose ``slot_bitmap`` has a bit per rank that contributed to it. A rank missing from
-open cells is what holds the job up; one missing from every open cell is almost
-always a dead or stuck worker. The registers do not say how old a round is, so the
-open cells are listed by slot.
+open cells is what holds the job up. The registers do not say how old a round is, so
+the cells are read twice, ``settle`` seconds apart: an open cell that did not change
+in between is *stuck*, and a rank missing from every stuck cell is almost always a
+dead or stalled worker (a rank merely behind the others fills its cells meanwhile).
+Without a second read every open cell counts as stuck.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ WARNING = "warning"  # something is wrong or suspicious; the job may still progr
 INFO = "info"  # context; does not make a job unhealthy
 SEVERITIES = (ERROR, WARNING, INFO)
 
-# A member silent for this long is named even before worker_timeout ends its job:
-# agents heartbeat every 1-2 s, so this is three or more missed beats.
+# A member silent for this long (or half its worker_timeout, if less) is named before
+# worker_timeout ends its job: agents heartbeat every 1-2 s, so this is three or more
+# missed beats.
 SILENT_AFTER = 6.0
 MAX_LISTED_CELLS = 8  # open cells spelled out in a finding's words (all are in ``cells``)
 
@@ -83,6 +86,7 @@ class SwitchView:
     group_error: str | None = None  # why the group could not be read
     cells: tuple[Cell, ...] | None = None  # the job's cells; None: registers not read
     cells_error: str | None = None  # why not
+    cells_before: tuple[Cell, ...] | None = None  # the same, read ``settle`` s earlier
     job_stats: dict[str, int] = field(default_factory=dict)  # kind -> packets (job_stats)
     agg_errors: dict[str, int] = field(default_factory=dict)  # reason -> packets (switch-wide)
 
@@ -97,6 +101,7 @@ class PBoxView:
     stats: dict | None = None  # its per-job counters (hosts.aggregator.JobStats.as_dict)
     cells: tuple[Cell, ...] | None = None  # its open cells (owner: the job's epoch)
     cells_error: str | None = None  # why they could not be read
+    cells_before: tuple[Cell, ...] | None = None  # the same, read ``settle`` s earlier
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,7 @@ class OpenCell:
     counter: int
     contributed: tuple[int, ...]
     missing: tuple[int, ...]
+    stuck: bool  # unchanged since the earlier read (True when there was none)
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,7 @@ class Report:
 
 
 def diagnose(job: JobView, switch: SwitchView, pbox: PBoxView | None,
-             silent_after: float = SILENT_AFTER) -> Report:
+             silent_after: float = SILENT_AFTER, settle: float = 0.0) -> Report:
     """Everything wrong with ``job``, worst first; healthy when nothing is an error or a
     warning."""
     findings: list[Finding] = []
@@ -137,15 +143,15 @@ def diagnose(job: JobView, switch: SwitchView, pbox: PBoxView | None,
     findings += _switch_entries(job, switch)
     open_cells = None
     if job.where == "switch" and switch.error is None:
-        open_cells = _open_cells(job, switch.cells)
-        findings += _slots(job, open_cells, f"the slot registers could not be read "
-                                            f"({switch.cells_error})")
+        open_cells = _open_cells(job, switch.cells, switch.cells_before)
+        findings += _slots(job, open_cells, settle, f"the slot registers could not be read "
+                                                    f"({switch.cells_error})")
     elif job.where != "switch":  # the switch's registers say nothing about a PBox job
         findings += _pbox(job, pbox)
         if pbox is not None and pbox.error is None and pbox.job is not None:
-            open_cells = _open_cells(job, pbox.cells)
-            findings += _slots(job, open_cells, f"PBox {pbox.name}'s slot state could not "
-                                                f"be read ({pbox.cells_error})")
+            open_cells = _open_cells(job, pbox.cells, pbox.cells_before)
+            findings += _slots(job, open_cells, settle, f"PBox {pbox.name}'s slot state could "
+                                                        f"not be read ({pbox.cells_error})")
     findings += _drops(job, switch)
     findings.sort(key=lambda f: SEVERITIES.index(f.severity))
     healthy = not any(f.severity in (ERROR, WARNING) for f in findings)
@@ -167,7 +173,7 @@ def _members(job: JobView, silent_after: float) -> list[Finding]:
                            f"{len(joined)} of {job.world_size} ranks joined; rank(s) "
                            f"{_ranks(absent)} never joined, so no round can complete",
                            tuple(absent)))
-    threshold = min(silent_after, job.worker_timeout)
+    threshold = min(silent_after, job.worker_timeout / 2)
     for m in sorted(job.members, key=lambda m: -m.idle_s):
         if m.idle_s > threshold:
             left = job.worker_timeout - m.idle_s
@@ -241,26 +247,44 @@ def _switch_entries(job: JobView, sw: SwitchView) -> list[Finding]:
 # -- slot state ------------------------------------------------------------------------
 
 
-def _open_cells(job: JobView, cells: tuple[Cell, ...] | None) -> list[OpenCell] | None:
+def _open_cells(job: JobView, cells: tuple[Cell, ...] | None,
+                before: tuple[Cell, ...] | None) -> list[OpenCell] | None:
     if cells is None:
         return None
+    earlier = None if before is None else {(c.slot, c.shadow): c for c in before}
     everyone = set(range(job.world_size))
     out = []
     for c in sorted(cells, key=lambda c: (c.slot, c.shadow)):
         if c.owner != job.epoch or c.counter == 0:
             continue  # another job instance's cell, or no round in progress
         contributed = {r for r in everyone if c.bitmap >> r & 1}
+        stuck = earlier is None or earlier.get((c.slot, c.shadow)) == c
         out.append(OpenCell(c.slot, c.shadow, c.bitmap, c.counter, tuple(sorted(contributed)),
-                            tuple(sorted(everyone - contributed))))
+                            tuple(sorted(everyone - contributed)), stuck))
     return out
 
 
-def _slots(job: JobView, open_cells: list[OpenCell] | None, unread: str) -> list[Finding]:
+def _slots(job: JobView, open_cells: list[OpenCell] | None, settle: float,
+           unread: str) -> list[Finding]:
     if open_cells is None:
         return [Finding(INFO, "slots-unread",
                         f"{unread}; which ranks a round waits for is unknown")]
     if not open_cells:
         return []
+    out = []
+    stuck = [c for c in open_cells if c.stuck]
+    if stuck:
+        out += _waiting_for(job, stuck, settle)
+    moving = [c for c in open_cells if not c.stuck]
+    if moving:
+        out.append(Finding(INFO, "rounds-in-flight",
+                           f"{len(moving)} open cell(s) of job {job.job_id} progressed in the "
+                           f"last {settle:g} s: rounds in flight"))
+    return out
+
+
+def _waiting_for(job: JobView, open_cells: list[OpenCell], settle: float) -> list[Finding]:
+    """Which ranks the stuck cells wait for: those missing from every one are named."""
     lacking: dict[int, int] = {}
     for cell in open_cells:
         for r in cell.missing:
@@ -270,19 +294,20 @@ def _slots(job: JobView, open_cells: list[OpenCell] | None, unread: str) -> list
     listed = "; ".join(f"slot {c.slot}/{c.shadow}: has {_ranks(c.contributed) or 'none'}, "
                        f"waits for {_ranks(c.missing)}" for c in open_cells[:MAX_LISTED_CELLS])
     more = f"; ... {total - MAX_LISTED_CELLS} more" if total > MAX_LISTED_CELLS else ""
+    still = f", unchanged for {settle:g} s" if settle else ""
     out = []
     if everywhere:
         out.append(Finding(ERROR, "ranks-not-contributing",
                            f"rank(s) {_ranks(everywhere)} have not contributed to any of the "
-                           f"{total} open cell(s) of job {job.job_id}, which every other rank "
-                           f"has reached: {listed}{more}", tuple(everywhere)))
+                           f"{total} open cell(s) of job {job.job_id}{still}: {listed}{more}",
+                           tuple(everywhere)))
     partly = sorted(r for r, n in lacking.items() if n < total)
     if partly:
         counts = ", ".join(f"rank {r}: {lacking[r]}" for r in partly)
-        out.append(Finding(INFO, "rounds-in-flight",
-                           f"{total} open cell(s); open cells each rank has not reached yet: "
-                           f"{counts}" + ("" if everywhere else f" ({listed}{more})"),
-                           tuple(partly)))
+        out.append(Finding(WARNING, "cells-stuck",
+                           f"{total} open cell(s) of job {job.job_id}{still}; cells each rank "
+                           f"has not contributed to: {counts}"
+                           + ("" if everywhere else f" ({listed}{more})"), tuple(partly)))
     return out
 
 
@@ -375,7 +400,7 @@ def render(report: dict) -> str:
     if cells:
         lines.append("open cells (slot/shadow  counter  bitmap  waiting for ranks):")
         lines += [f"  {c['slot']}/{c['shadow']}  {c['counter']}  {c['bitmap']:#010x}  "
-                  f"{_ranks(c['missing'])}" for c in cells]
+                  f"{_ranks(c['missing'])}{'' if c['stuck'] else '  (moving)'}" for c in cells]
     return "\n".join(lines)
 
 

@@ -15,6 +15,9 @@ state is unknown.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 from p4.v1 import p4runtime_pb2
@@ -40,14 +43,28 @@ class PBoxReader(Protocol):
     def open_cells(self, pbox: str, job_id: int) -> list[tuple[int, int, int, int]]: ...
 
 
-def doctor(ctl: Controller, job_id: int, now: float, pboxes: PBoxReader | None = None) -> Report:
-    """Diagnose one running job (UnknownJobError when there is none)."""
+def doctor(ctl: Controller, job_id: int, now: float, pboxes: PBoxReader | None = None,
+           settle: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> Report:
+    """Diagnose one running job (UnknownJobError when there is none). The slot state is
+    read twice, ``settle`` seconds apart (``sleep``, without holding the controller's
+    lock), so that the diagnosis tells stuck rounds from rounds in flight."""
     with ctl.lock:
         job = ctl.registry.job(job_id)
-        view = job_view(ctl, job, now)
-        switch = read_switch(ctl, job)
+        before = read_switch(ctl, job).cells if job.where == ON_SWITCH and settle else None
+    pbox_before = None
+    if job.where != ON_SWITCH and settle:
+        first = read_pbox(pboxes, job)
+        pbox_before = first.cells if first is not None else None
+    if settle:
+        sleep(settle)
+    with ctl.lock:
+        job = ctl.registry.job(job_id)  # it may have ended meanwhile
+        view = job_view(ctl, job, now + settle)
+        switch = replace(read_switch(ctl, job), cells_before=before)
     pbox = read_pbox(pboxes, job) if job.where != ON_SWITCH else None
-    return diagnose(view, switch, pbox)
+    if pbox is not None:
+        pbox = replace(pbox, cells_before=pbox_before)
+    return diagnose(view, switch, pbox, settle=settle)
 
 
 def job_view(ctl: Controller, job: Job, now: float) -> JobView:
@@ -89,8 +106,9 @@ def read_switch(ctl: Controller, job: Job) -> SwitchView:
     if job.where == ON_SWITCH:
         group, group_error = _read_group(ctl, job.switch, job.job_id)
     cells, cells_error = _read_cells(ctl, job) if job.where == ON_SWITCH else (None, None)
-    return SwitchView(None, action, params, frozenset(members), frozenset(results), group,
-                      group_error, cells, cells_error, stats, errors)
+    return SwitchView(job_action=action, job_params=params, member_ranks=frozenset(members),
+                      result_ranks=frozenset(results), group=group, group_error=group_error,
+                      cells=cells, cells_error=cells_error, job_stats=stats, agg_errors=errors)
 
 
 def _read_group(ctl: Controller, switch: str,

@@ -83,11 +83,23 @@ def test_a_rank_missing_from_every_open_cell_is_named_with_a_bitmap_dump():
     assert "  4/1  2  0x00000003  2" in text.splitlines()
 
 
-def test_ranks_behind_on_some_cells_only_are_rounds_in_flight_not_an_error():
-    report = diagnose(job(), switch(cells=cells((4, 0, 0b011, 2), (5, 0, 0b110, 2))), None)
+def test_open_cells_that_moved_between_the_two_reads_are_rounds_in_flight():
+    before = cells((4, 0, 0b001, 1), (5, 0, 0b100, 1))
+    now = cells((4, 0, 0b011, 2), (5, 0, 0b110, 2))
+    report = diagnose(job(), switch(cells=now, cells_before=before), None, settle=1.0)
     assert report.healthy
-    finding = the(report, "rounds-in-flight")
-    assert (finding.severity, finding.ranks) == (INFO, (0, 2))
+    assert the(report, "rounds-in-flight").severity == INFO
+    assert [c.stuck for c in report.open_cells] == [False, False]
+
+
+def test_stuck_cells_waiting_for_different_ranks_are_a_warning():
+    stuck = cells((4, 0, 0b011, 2), (5, 0, 0b110, 2))
+    report = diagnose(job(), switch(cells=stuck, cells_before=stuck), None, settle=1.0)
+    finding = the(report, "cells-stuck")
+    assert (finding.severity, finding.ranks) == (WARNING, (0, 2))
+    assert finding.message.startswith("2 open cell(s) of job 5, unchanged for 1 s; cells each "
+                                      "rank has not contributed to: rank 0: 1, rank 2: 1")
+    assert "ranks-not-contributing" not in codes(report)
 
 
 def test_cells_of_another_job_instance_are_not_open():

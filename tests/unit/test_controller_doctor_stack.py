@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import grpc
 import numpy as np
 import pytest
 
@@ -36,6 +37,7 @@ def findings(reply: dict) -> dict[str, dict]:
 @pytest.fixture
 def job3(stack):  # noqa: F811
     device, topo, ctl, service, clock, client, address = stack
+    service.sleep = lambda seconds: None  # Doctor's wait between its two reads of the slots
     for rank in range(3):
         client.join("a", 3, rank, f"10.0.0.{rank + 1}:{4000 + rank}")
     return stack
@@ -49,7 +51,7 @@ def test_doctor_names_the_rank_that_holds_the_open_slots(job3, capsys):
     clock.now = 8.0
     client.heartbeat(1, 0)
     client.heartbeat(1, 1)
-    reply = client.call("Doctor", job_id=1)
+    reply = client.call("Doctor", job_id=1, settle=0)
     found = findings(reply)
     assert found["ranks-not-contributing"]["ranks"] == [2]
     assert found["worker-silent"]["ranks"] == [2]
@@ -58,6 +60,7 @@ def test_doctor_names_the_rank_that_holds_the_open_slots(job3, capsys):
     cells = reply["reports"][0]["open_cells"]
     assert [(c["slot"], c["shadow"], c["bitmap"], c["counter"], c["missing"]) for c in cells] == [
         (0, 0, 0b011, 2, [2]), (1, 0, 0b011, 2, [2])]
+    assert all(c["stuck"] for c in cells)  # no second read: every open cell counts as stuck
 
     assert cli.main(["--controller", address, "doctor", "1"]) == 2
     out = capsys.readouterr().out
@@ -74,6 +77,32 @@ def test_doctor_names_the_rank_that_holds_the_open_slots(job3, capsys):
     assert reply["reports"][0]["open_cells"] == []
     assert cli.main(["--controller", address, "doctor"]) == 0
     assert capsys.readouterr().out.startswith("info   job 1: healthy")
+
+
+def test_doctor_reads_the_slots_twice_and_names_only_stuck_cells(job3):
+    device, topo, ctl, service, clock, client, address = job3
+    send(device, topo, 1, 0, 0)
+    send(device, topo, 1, 0, 1)
+    send(device, topo, 1, 1, 1)
+    waits: list[float] = []
+
+    def rank_1_catches_up(seconds: float) -> None:
+        waits.append(seconds)
+        send(device, topo, 1, 1, 0)  # slot 0 moves between the reads; slot 1 does not
+
+    service.sleep = rank_1_catches_up
+    (report,) = client.call("Doctor", job_id=1, settle=0.5)["reports"]
+    assert waits == [0.5]
+    found = {f["code"]: f for f in report["findings"]}
+    assert found["ranks-not-contributing"]["ranks"] == [2]
+    assert found["ranks-not-contributing"]["message"].startswith(
+        "rank(s) 2 have not contributed to any of the 1 open cell(s) of job 1, unchanged for "
+        "0.5 s: slot 1/0")
+    assert found["rounds-in-flight"]["severity"] == "info"
+    assert [(c["slot"], c["stuck"]) for c in report["open_cells"]] == [(0, False), (1, True)]
+    with pytest.raises(grpc.RpcError) as info:
+        client.call("Doctor", job_id=1, settle=60)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
 def test_doctor_sees_a_missing_member_entry_and_rejected_packets(job3):
@@ -113,7 +142,7 @@ def test_doctor_reads_a_pbox_job_over_the_control_channel(stack):  # noqa: F811
     shard = ShardCore((0, 1), max_slots=1024)
     with pbox_control(ControlCore(LocalShards([shard]))) as (control, _):
         ctl.pbox_sink = control
-        doctor_api = api.JobService(ctl, clock, pboxes=control)
+        doctor_api = api.JobService(ctl, clock, pboxes=control, sleep=lambda seconds: None)
 
         def diagnose() -> dict:
             return findings(doctor_api.handle("Doctor", b'{"job_id": 1}'))
