@@ -8,9 +8,9 @@ ReadRequest), and for a PBox job the PBox over its control channel (``list_jobs`
 ``stats``). A read that fails becomes part of the snapshot (an error string), never
 an exception: a doctor must speak most when things are broken.
 
-Register reads: p4lite-switch serves RegisterEntry reads; simple_switch_grpc builds
-without register support answer UNIMPLEMENTED, and the report then says the slot
-state is unknown.
+Register reads: p4lite-switch serves RegisterEntry reads; real simple_switch_grpc
+answers UNIMPLEMENTED ("Register reads are not supported yet"), and the report then
+says the slot state is unknown (its multicast group reads work).
 """
 
 from __future__ import annotations
