@@ -12,7 +12,7 @@ generated stubs needed on either side; any gRPC client can call
   LeaveJob   {job_id, rank} -> {}
   Heartbeat  {job_id, rank} -> {}
   Barrier    {job_id, rank, timeout?} -> {generation}   (blocks until every rank arrived)
-  ListJobs   {} -> {jobs: [job summary]}
+  ListJobs   {} -> {jobs: [job summary], ended: [the last 10 ends, latest first]}
   ShowJob    {job_id} -> job summary + {state: "running", workers, counters}, or for a job
              that ended (recently): {state: "ended", cause, reason, ended_s_ago, rank?,
              last_heard_s_ago?}
@@ -58,6 +58,7 @@ log = logging.getLogger("p4hub.controller")
 MAX_BARRIER_WAIT = 3600.0
 DOCTOR_SETTLE = 1.0  # s between Doctor's two reads of the slot state
 MAX_DOCTOR_SETTLE = 10.0
+LISTED_ENDS = 10  # recently ended jobs ListJobs shows, latest first
 
 
 class ApiError(P4hubControllerError):
@@ -244,7 +245,10 @@ class JobService:
 
     def _ListJobs(self, r: dict) -> dict:  # noqa: N802
         with self.ctl.lock:
-            return {"jobs": [job_summary(j) for _, j in sorted(self.ctl.registry.jobs.items())]}
+            now = self.clock()
+            ended = list(self.ctl.registry.ended.values())[-LISTED_ENDS:]
+            return {"jobs": [job_summary(j) for _, j in sorted(self.ctl.registry.jobs.items())],
+                    "ended": [end_summary(e, now) for e in reversed(ended)]}
 
     def _ShowJob(self, r: dict) -> dict:  # noqa: N802
         job_id = _int(r, "job_id")
@@ -284,7 +288,8 @@ class JobService:
                 report = doctor.ended_report(job_id, f"job {job_id} ended{when}: {end.reason}",
                                              end.rank)
             else:
-                report = snapshot.doctor(self.ctl, job_id, now, self.pboxes, settle, self.sleep)
+                report = snapshot.doctor(self.ctl, job_id, self.clock, self.pboxes, settle,
+                                         self.sleep)
             reports.append(report.as_dict())
         return {"reports": reports}
 

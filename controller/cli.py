@@ -48,7 +48,17 @@ def show_status(reply: dict) -> str:
 def show_jobs(reply: dict) -> str:
     rows = [[j["job_id"], j["name"] or "?", f"{j['workers']}/{j['world_size']}", j["where"],
              j["switch"], f"{j['slot_base']}+{j['slot_count']}"] for j in reply["jobs"]]
-    return _table(rows, ["id", "name", "workers", "where", "rack", "slots"]) if rows else "no jobs"
+    text = _table(rows, ["id", "name", "workers", "where", "rack", "slots"]) if rows else "no jobs"
+    ended = reply.get("ended") or []
+    if ended:
+        text += "\nrecently ended:\n" + "\n".join(
+            f"  {e['job_id']} {e['name'] or '?'}: {_ago(e['ended_s_ago'])}{e['reason']}"
+            for e in ended)
+    return text
+
+
+def _ago(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds:.1f} s ago: "
 
 
 def show_job(reply: dict) -> str:

@@ -43,8 +43,9 @@ class PBoxReader(Protocol):
     def open_cells(self, pbox: str, job_id: int) -> list[tuple[int, int, int, int]]: ...
 
 
-def doctor(ctl: Controller, job_id: int, now: float, pboxes: PBoxReader | None = None,
-           settle: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> Report:
+def doctor(ctl: Controller, job_id: int, clock: Callable[[], float],
+           pboxes: PBoxReader | None = None, settle: float = 1.0,
+           sleep: Callable[[float], None] = time.sleep) -> Report:
     """Diagnose one running job (UnknownJobError when there is none). The slot state is
     read twice, ``settle`` seconds apart (``sleep``, without holding the controller's
     lock), so that the diagnosis tells stuck rounds from rounds in flight."""
@@ -59,7 +60,7 @@ def doctor(ctl: Controller, job_id: int, now: float, pboxes: PBoxReader | None =
         sleep(settle)
     with ctl.lock:
         job = ctl.registry.job(job_id)  # it may have ended meanwhile
-        view = job_view(ctl, job, now + settle)
+        view = job_view(ctl, job, clock())
         switch = replace(read_switch(ctl, job), cells_before=before)
     pbox = read_pbox(pboxes, job) if job.where != ON_SWITCH else None
     if pbox is not None:

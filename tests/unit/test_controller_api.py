@@ -140,6 +140,12 @@ def test_barrier_times_out_and_a_silent_worker_ends_its_job(stack, capsys):
     out = capsys.readouterr().out
     assert out.startswith("job 1 a: ended 5.0 s ago: rank 1 (10.0.0.2:4002) sent no heartbeat")
     assert "its slots 0..31 on switch (rack s1) were freed" in out
+    listed = client.call("ListJobs")
+    assert listed["jobs"] == [] and [(e["job_id"], e["rank"]) for e in listed["ended"]] == [(1, 1)]
+    assert cli.main(["--controller", address, "jobs"]) == 0
+    assert capsys.readouterr().out == ("no jobs\nrecently ended:\n  1 a: 5.0 s ago: rank 1 "
+                                       "(10.0.0.2:4002) sent no heartbeat for 15.0 s "
+                                       "(worker_timeout 10 s)\n")
     again = client.join("a", 2, 1, "10.0.0.2:4010")  # the restarted worker: a new instance
     assert again["job_id"] == 2 and again["slot_base"] == 0 and again["where"] == "switch"
 
