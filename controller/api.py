@@ -279,17 +279,17 @@ class JobService:
             ids = [_int(r, "job_id")] if "job_id" in r else sorted(registry.jobs)
         reports = []
         for job_id in ids:
-            with self.ctl.lock:
-                end = registry.ended.get(job_id) if job_id not in registry.jobs else None
-                now = self.clock()
-            if end is not None:
-                summary = end_summary(end, now)
-                when = "" if summary["ended_s_ago"] is None else f" {summary['ended_s_ago']:.1f} s ago"
-                report = doctor.ended_report(job_id, f"job {job_id} ended{when}: {end.reason}",
-                                             end.rank)
-            else:
+            try:
                 report = snapshot.doctor(self.ctl, job_id, self.clock, self.pboxes, settle,
                                          self.sleep)
+            except UnknownJobError:
+                with self.ctl.lock:
+                    end, now = registry.ended.get(job_id), self.clock()
+                if end is None:
+                    raise
+                ago = "" if end.ended_at is None else f" {now - end.ended_at:.1f} s ago"
+                report = doctor.ended_report(job_id, f"job {job_id} ended{ago}: {end.reason}",
+                                             end.rank)
             reports.append(report.as_dict())
         return {"reports": reports}
 

@@ -27,7 +27,7 @@ from controller.doctor import Cell, JobView, Member, PBoxView, Report, SwitchVie
 from controller.driver import Controller, ControllerError
 from controller.entries import decode_value
 from controller.errors import UnavailableError
-from controller.jobs import ON_SWITCH, Job, job_entry
+from controller.jobs import ON_SWITCH, Job, UnknownJobError, job_entry
 from controller.p4info_index import EntryError
 from controller.p4rt_client import P4RuntimeError
 from controller.topology import format_ipv4
@@ -51,7 +51,7 @@ def doctor(ctl: Controller, job_id: int, clock: Callable[[], float],
     lock), so that the diagnosis tells stuck rounds from rounds in flight."""
     with ctl.lock:
         job = ctl.registry.job(job_id)
-        before = read_switch(ctl, job).cells if job.where == ON_SWITCH and settle else None
+        before = _read_cells(ctl, job)[0] if job.where == ON_SWITCH and settle else None
     pbox_before = None
     if job.where != ON_SWITCH and settle:
         first = read_pbox(pboxes, job)
@@ -59,7 +59,8 @@ def doctor(ctl: Controller, job_id: int, clock: Callable[[], float],
     if settle:
         sleep(settle)
     with ctl.lock:
-        job = ctl.registry.job(job_id)  # it may have ended meanwhile
+        if ctl.registry.jobs.get(job_id) is not job:  # it ended meanwhile
+            raise UnknownJobError(f"job {job_id} ended during the diagnosis")
         view = job_view(ctl, job, clock())
         switch = replace(read_switch(ctl, job), cells_before=before)
     pbox = read_pbox(pboxes, job) if job.where != ON_SWITCH else None

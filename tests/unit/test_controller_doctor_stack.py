@@ -161,3 +161,11 @@ def test_doctor_reads_a_pbox_job_over_the_control_channel(stack):  # noqa: F811
         control.channels["pb1"].request({"cmd": "remove_job", "job": 1})  # a PBox restart
         assert "does not have job 1" in diagnose()["pbox-job-missing"]["message"]
         ctl.pbox_sink = lambda write: None
+
+
+def test_a_job_that_ends_while_the_doctor_waits_is_reported_ended(job3):
+    device, topo, ctl, service, clock, client, address = job3
+    service.sleep = lambda seconds: ctl.kill(1, clock.now)  # between the two reads
+    found = findings(client.call("Doctor", job_id=1))
+    assert found["job-ended"]["message"] == ("job 1 ended 0.0 s ago: killed by an operator "
+                                             "(KillJob)")
