@@ -12,11 +12,18 @@ generated stubs needed on either side; any gRPC client can call
   LeaveJob   {job_id, rank} -> {}
   Heartbeat  {job_id, rank} -> {}
   Barrier    {job_id, rank, timeout?} -> {generation}   (blocks until every rank arrived)
-  ListJobs   {} -> {jobs: [job summary]}
-  ShowJob    {job_id} -> job summary + {workers, counters}
+  ListJobs   {} -> {jobs: [job summary], ended: [the last 10 ends, latest first]}
+  ShowJob    {job_id} -> job summary + {state: "running", workers, counters}, or for a job
+             that ended (recently): {state: "ended", cause, reason, ended_s_ago, rank?,
+             last_heard_s_ago?}
   KillJob    {job_id} -> {}
   Status     {} -> {switches, jobs, slots}
   ShowSwitch {name} -> {entries, groups, ports}
+  Doctor     {job_id?, settle?: s (default 1)} -> {reports: [{job_id, healthy, findings: [{severity, code, message,
+             ranks}], open_cells}]}: what is wrong with one job (or every running job),
+             from the switch's registers and counters, the PBox and the members'
+             heartbeats (controller/doctor.py); the slot state is read twice, settle s
+             apart, to tell stuck rounds from rounds in flight
 
 Errors: the gRPC code follows from the error's type (``GRPC_CODES``, never its
 message): a refused request (RefusedError) is INVALID_ARGUMENT, an unknown job or
@@ -39,15 +46,19 @@ from typing import Any, Protocol
 
 import grpc
 
+from controller import doctor, snapshot
 from controller.client import METHODS, SERVICE, encode
 from controller.driver import Controller
 from controller.errors import NotFoundError, P4hubControllerError, RefusedError, UnavailableError
-from controller.jobs import Job, UnknownJobError
+from controller.jobs import Job, JobEnd, UnknownJobError
 from controller.topology import format_ipv4, format_mac
 
 log = logging.getLogger("p4hub.controller")
 
 MAX_BARRIER_WAIT = 3600.0
+DOCTOR_SETTLE = 1.0  # s between Doctor's two reads of the slot state
+MAX_DOCTOR_SETTLE = 10.0
+LISTED_ENDS = 10  # recently ended jobs ListJobs shows, latest first
 
 
 class ApiError(P4hubControllerError):
@@ -125,12 +136,33 @@ def job_summary(job: Job) -> dict:
     }
 
 
+def end_summary(end: JobEnd, now: float) -> dict:
+    """ShowJob's answer for a job that has ended: why, when, which rank."""
+    out = {
+        "job_id": end.job_id, "name": end.name, "world_size": end.world_size,
+        "switch": end.switch, "where": end.where, "slot_base": end.slots.base,
+        "slot_count": end.slots.count, "state": "ended", "cause": end.cause, "reason": end.reason,
+        "ended_s_ago": None if end.ended_at is None else round(now - end.ended_at, 3),
+    }
+    if end.rank is not None:
+        out["rank"] = end.rank
+        out["last_heard_s_ago"] = (None if end.last_seen is None
+                                   else round(now - end.last_seen, 3))
+    return out
+
+
 class JobService:
     """The handlers; ``handle(method, body)`` is what the gRPC adapter calls."""
 
-    def __init__(self, controller: Controller, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, controller: Controller, clock: Callable[[], float] = time.monotonic,
+                 pboxes: snapshot.PBoxReader | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        """``pboxes``: how Doctor reads PBox state (``PBoxControl``); None: not read.
+        ``sleep``: how Doctor waits between its two reads (tests pass a fake)."""
         self.ctl = controller
         self.clock = clock
+        self.pboxes = pboxes
+        self.sleep = sleep
         self.barriers = threading.Condition(controller.lock)
         self.internal_errors = InternalErrors()
 
@@ -177,7 +209,7 @@ class JobService:
 
     def _LeaveJob(self, r: dict) -> dict:  # noqa: N802
         with self.barriers:
-            self.ctl.leave(_int(r, "job_id"), _int(r, "rank"))
+            self.ctl.leave(_int(r, "job_id"), _int(r, "rank"), self.clock())
             self.barriers.notify_all()
         return {}
 
@@ -213,12 +245,20 @@ class JobService:
 
     def _ListJobs(self, r: dict) -> dict:  # noqa: N802
         with self.ctl.lock:
-            return {"jobs": [job_summary(j) for _, j in sorted(self.ctl.registry.jobs.items())]}
+            now = self.clock()
+            ended = list(self.ctl.registry.ended.values())[-LISTED_ENDS:]
+            return {"jobs": [job_summary(j) for _, j in sorted(self.ctl.registry.jobs.items())],
+                    "ended": [end_summary(e, now) for e in reversed(ended)]}
 
     def _ShowJob(self, r: dict) -> dict:  # noqa: N802
+        job_id = _int(r, "job_id")
         with self.ctl.lock:
-            job = self.ctl.registry.job(_int(r, "job_id"))
             now = self.clock()
+            registry = self.ctl.registry
+            end = registry.ended.get(job_id)
+            if job_id not in registry.jobs and end is not None:
+                return end_summary(end, now)
+            job = registry.job(job_id)
             workers = [
                 {"rank": w.rank, "address": f"{format_ipv4(w.ip)}:{w.port}", "mac": format_mac(w.mac),
                  "switch_port": w.switch_port, "idle_s": round(now - w.last_seen, 3)}
@@ -226,12 +266,36 @@ class JobService:
             ]
             counters = {kind: {"packets": pk, "bytes": by}
                         for kind, (pk, by) in self.ctl.job_counters(job.job_id).items()}
-            return {**job_summary(job), "epoch": job.epoch, "worker_list": workers,
-                    "counters": counters}
+            return {**job_summary(job), "state": "running", "epoch": job.epoch,
+                    "worker_list": workers, "counters": counters}
+
+    def _Doctor(self, r: dict) -> dict:  # noqa: N802
+        settle = r.get("settle", DOCTOR_SETTLE)
+        if not isinstance(settle, int | float) or isinstance(settle, bool) \
+                or not 0 <= settle <= MAX_DOCTOR_SETTLE:
+            raise RefusedError(f"'settle' must be in [0, {MAX_DOCTOR_SETTLE}] seconds")
+        registry = self.ctl.registry
+        with self.ctl.lock:
+            ids = [_int(r, "job_id")] if "job_id" in r else sorted(registry.jobs)
+        reports = []
+        for job_id in ids:
+            try:
+                report = snapshot.doctor(self.ctl, job_id, self.clock, self.pboxes, settle,
+                                         self.sleep)
+            except UnknownJobError:
+                with self.ctl.lock:
+                    end, now = registry.ended.get(job_id), self.clock()
+                if end is None:
+                    raise
+                ago = "" if end.ended_at is None else f" {now - end.ended_at:.1f} s ago"
+                report = doctor.ended_report(job_id, f"job {job_id} ended{ago}: {end.reason}",
+                                             end.rank)
+            reports.append(report.as_dict())
+        return {"reports": reports}
 
     def _KillJob(self, r: dict) -> dict:  # noqa: N802
         with self.barriers:
-            self.ctl.kill(_int(r, "job_id"))
+            self.ctl.kill(_int(r, "job_id"), self.clock())
             self.barriers.notify_all()
         return {}
 

@@ -1,10 +1,13 @@
 """``p4hub``: look at and steer a running p4hub controller through its job API.
 
     p4hub [--controller HOST:PORT] status | jobs | job show ID | job kill ID
-                                   | switch list | switch show NAME      [--json]
+                                   | switch list | switch show NAME
+                                   | doctor [ID] [--settle S]             [--json]
     p4hub check-topology FILE                  (offline: validate a rack description)
 
 The controller address defaults to $P4HUB_CONTROLLER, else 127.0.0.1:50060.
+``doctor`` says what is wrong with a job (every running job without ID) and exits 2
+when something is (an error or a warning), 0 when every job it looked at is healthy.
 For low-level work on one switch use p4runtime-shell directly (README).
 """
 
@@ -18,8 +21,9 @@ from collections.abc import Callable
 
 import grpc
 
-from controller import topology
+from controller import doctor, topology
 from controller.client import JobClient
+from controller.display import format_value
 
 DEFAULT_CONTROLLER = "127.0.0.1:50060"
 
@@ -44,10 +48,22 @@ def show_status(reply: dict) -> str:
 def show_jobs(reply: dict) -> str:
     rows = [[j["job_id"], j["name"] or "?", f"{j['workers']}/{j['world_size']}", j["where"],
              j["switch"], f"{j['slot_base']}+{j['slot_count']}"] for j in reply["jobs"]]
-    return _table(rows, ["id", "name", "workers", "where", "rack", "slots"]) if rows else "no jobs"
+    text = _table(rows, ["id", "name", "workers", "where", "rack", "slots"]) if rows else "no jobs"
+    ended = reply.get("ended") or []
+    if ended:
+        text += "\nrecently ended:\n" + "\n".join(
+            f"  {e['job_id']} {e['name'] or '?'}: {_ago(e['ended_s_ago'])}{e['reason']}"
+            for e in ended)
+    return text
+
+
+def _ago(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds:.1f} s ago: "
 
 
 def show_job(reply: dict) -> str:
+    if reply.get("state") == "ended":
+        return show_ended_job(reply)
     where = reply["where"] + (f" (PBox {reply['pbox']})" if reply["where"] == "pbox" else "")
     lines = [
         f"job {reply['job_id']} {reply['name'] or '?'}: {reply['workers']}/{reply['world_size']} "
@@ -61,6 +77,14 @@ def show_job(reply: dict) -> str:
     return "\n".join(lines)
 
 
+def show_ended_job(reply: dict) -> str:
+    when = "" if reply["ended_s_ago"] is None else f" {reply['ended_s_ago']:.1f} s ago"
+    last = reply["slot_base"] + reply["slot_count"] - 1
+    return (f"job {reply['job_id']} {reply['name'] or '?'}: ended{when}: {reply['reason']}\n"
+            f"its slots {reply['slot_base']}..{last} on {reply['where']} (rack {reply['switch']}) "
+            "were freed; a worker that rejoins by name starts a new job")
+
+
 def show_switches(reply: dict) -> str:
     return _table([[name, s["grpc_addr"], s["device_id"], "up" if s["connected"] else "down"]
                    for name, s in reply["switches"].items()], ["switch", "grpc", "device", "state"])
@@ -69,8 +93,11 @@ def show_switches(reply: dict) -> str:
 def show_switch(reply: dict) -> str:
     lines = [f"switch {reply['name']}", "tables:"]
     for e in reply["entries"]:
-        match = " ".join(f"{k}={v:#x}" for k, v in e["match"].items())
-        params = ", ".join(f"{k}={v}" for k, v in e["params"].items())
+        match_bits, param_bits = e.get("match_bits", {}), e.get("param_bits", {})
+        match = " ".join(f"{k}={format_value(k, match_bits.get(k), v, hex_numbers=True)}"
+                         for k, v in e["match"].items())
+        params = ", ".join(f"{k}={format_value(k, param_bits.get(k), v, hex_numbers=False)}"
+                           for k, v in e["params"].items())
         lines.append(f"  {e['table']}  {match}  -> {e['action']}({params})")
     lines.append("multicast groups:")
     for group, replicas in reply["groups"].items():
@@ -80,6 +107,12 @@ def show_switch(reply: dict) -> str:
                          for port, info in reply["ports"].items()],
                         ["port", "node", "rx pkts", "rx bytes", "tx pkts", "tx bytes"]))
     return "\n".join(lines)
+
+
+def show_doctor(reply: dict) -> str:
+    if not reply["reports"]:
+        return "no running jobs"
+    return "\n\n".join(doctor.render(report) for report in reply["reports"])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     switch = sub.add_parser("switch").add_subparsers(dest="action", required=True)
     switch.add_parser("list", parents=[common])
     switch.add_parser("show", parents=[common]).add_argument("name")
+    doctor_cmd = sub.add_parser("doctor", parents=[common],
+                                help="what is wrong with a job (every running job without ID)")
+    doctor_cmd.add_argument("job_id", type=int, nargs="?")
+    doctor_cmd.add_argument("--settle", type=float, default=1.0,
+                            help="seconds between the two reads of the slot state (default 1)")
     check = sub.add_parser("check-topology", parents=[common],
                            help="validate a topology file (no controller needed)")
     check.add_argument("path")
@@ -132,6 +170,11 @@ def _request(args: argparse.Namespace) -> tuple[str, dict, Callable[[dict], str]
         if args.action == "show":
             return "ShowJob", {"job_id": args.job_id}, show_job
         return "KillJob", {"job_id": args.job_id}, lambda _: f"job {args.job_id} killed"
+    if args.command == "doctor":
+        request = {"settle": args.settle}
+        if args.job_id is not None:
+            request["job_id"] = args.job_id
+        return "Doctor", request, show_doctor
     if args.action == "list":
         return "Status", {}, show_switches
     return "ShowSwitch", {"name": args.name}, show_switch
@@ -152,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         client.close()
     as_json = args.json or args.json_first
     print(json.dumps(reply, indent=2, sort_keys=True) if as_json else render(reply))
+    if method == "Doctor" and not all(r["healthy"] for r in reply["reports"]):
+        return 2
     return 0
 
 

@@ -12,7 +12,7 @@ import grpc
 
 SERVICE = "p4hub.JobService"
 METHODS = ("JoinJob", "LeaveJob", "Heartbeat", "Barrier", "ListJobs", "ShowJob", "KillJob",
-           "Status", "ShowSwitch")
+           "Status", "ShowSwitch", "Doctor")
 
 
 def encode(message: dict) -> bytes:

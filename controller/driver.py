@@ -109,7 +109,7 @@ class Controller:
                 client = self._connect(conf)
                 self.clients[name] = client
                 if self._runs_our_pipeline(name, client):
-                    existing[name] = self._read_entries(name)
+                    existing[name] = self.read_entries(name)
                 else:
                     self._call(name, client.set_pipeline, self.pipeline.p4info,
                                self.pipeline.bmv2_json, self.pipeline.cookie)
@@ -138,7 +138,7 @@ class Controller:
         installed = self._call(name, client.get_pipeline)
         return installed is not None and installed[1] == self.pipeline.cookie
 
-    def _read_entries(self, name: str) -> list[Entry]:
+    def read_entries(self, name: str) -> list[Entry]:
         raw = self._call(name, self.clients[name].read_table_entries)
         try:
             return [self.codec.entry_from_pb(e) for e in raw if not e.is_default_action]
@@ -241,11 +241,11 @@ class Controller:
             lambda reg: reg.join(name, world_size, rank, address, now, placement, lanes)
         )
 
-    def leave(self, job_id: int, rank: int) -> None:
-        self._event(lambda reg: (None, reg.leave(job_id, rank)))
+    def leave(self, job_id: int, rank: int, now: float | None = None) -> None:
+        self._event(lambda reg: (None, reg.leave(job_id, rank, now)))
 
-    def kill(self, job_id: int) -> None:
-        self._event(lambda reg: (None, reg.kill(job_id)))
+    def kill(self, job_id: int, now: float | None = None) -> None:
+        self._event(lambda reg: (None, reg.kill(job_id, now)))
 
     def expire(self, now: float) -> None:
         self._event(lambda reg: (None, reg.expire(now)))
@@ -297,7 +297,7 @@ class Controller:
         """Write the difference between the switch's entries and the registry's, and
         rewrite the given multicast groups (and the flood group) as the registry has
         them: groups cannot be read back on every target."""
-        self.apply(resync.table_writes(name, self._read_entries(name),
+        self.apply(resync.table_writes(name, self.read_entries(name),
                                        self.registry.expected_entries(name)))
         groups = self.registry.expected_groups(name)
         for attempts in resync.group_writes(name, groups, groups_to_write):
@@ -314,7 +314,7 @@ class Controller:
         """Tables (read back), multicast groups (as the controller wrote them) and
         per-port counters of one switch, as plain JSON-able data."""
         with self.lock:
-            entries = self._read_entries(name)
+            entries = self.read_entries(name)
             groups = {p.FLOOD_GROUP: list(rack.flood_group(self.topo, name).replicas)}
             for job in self.registry.jobs.values():
                 if job.switch == name and job.where == "switch" and job.workers:
@@ -322,19 +322,31 @@ class Controller:
                                           for _, w in sorted(job.workers.items())]
             ports = {}
             for node in self.topo.endpoints_of(name):
-                rx = self._counter(name, p.PORT_RX, node.port)
-                tx = self._counter(name, p.PORT_TX, node.port)
+                rx = self.counter(name, p.PORT_RX, node.port)
+                tx = self.counter(name, p.PORT_TX, node.port)
                 ports[node.port] = {"node": node.name, "rx": rx, "tx": tx}
             return {
                 "name": name,
                 "entries": [{"table": e.table, "match": {f.name: f.value for f in e.match},
-                             "action": e.action, "params": dict(e.params)} for e in entries],
+                             "action": e.action, "params": dict(e.params),
+                             **self._bitwidths(e)} for e in entries],
                 "groups": {str(g): [{"port": port, "rid": rid} for port, rid in reps]
                            for g, reps in sorted(groups.items())},
                 "ports": {str(port): info for port, info in sorted(ports.items())},
             }
 
-    def _counter(self, switch: str, name: str, index: int) -> dict[str, int]:
+    def _bitwidths(self, entry: Entry) -> dict[str, dict[str, int]]:
+        """Bit widths of ``entry``'s match fields and parameters (P4Info), so that the
+        CLI can print addresses as addresses."""
+        table = self.codec.index.table(entry.table)
+        params = {}
+        if entry.action:
+            action = self.codec.index.action(entry.action)
+            params = {name: action.param(name).bitwidth for name, _ in entry.params}
+        return {"match_bits": {f.name: table.field(f.name).bitwidth for f in entry.match},
+                "param_bits": params}
+
+    def counter(self, switch: str, name: str, index: int) -> dict[str, int]:
         counter_id = self.codec.index.counter(name).id
         cells = self._call(switch, self.clients[switch].read_counters, counter_id, index)
         data = cells[0].data if cells else None
@@ -347,6 +359,6 @@ class Controller:
             base = job_id * p.JOB_STAT_KINDS
             out = {}
             for i, kind in enumerate(p.JOB_STAT_NAMES):
-                cell = self._counter(job.switch, p.JOB_STATS, base + i)
+                cell = self.counter(job.switch, p.JOB_STATS, base + i)
                 out[kind] = (cell["packets"], cell["bytes"])
             return out

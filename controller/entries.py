@@ -145,6 +145,17 @@ class EntryCodec:
             entity.counter_entry.index.index = index
         return entity
 
+    def register_read(self, name: str, index: int) -> p4runtime_pb2.Entity:
+        """An entity reading one cell of a register (a P4Runtime RegisterEntry)."""
+        register = self.index.register(name)
+        if not 0 <= index < register.size:
+            raise EntryError(f"register {register.name} index {index} outside "
+                             f"0..{register.size - 1}")
+        entity = p4runtime_pb2.Entity()
+        entity.register_entry.register_id = register.id
+        entity.register_entry.index.index = index
+        return entity
+
     def table_read(self, name: str | None = None) -> p4runtime_pb2.Entity:
         """An entity reading every entry of one table (or of all tables)."""
         entity = p4runtime_pb2.Entity()

@@ -17,8 +17,15 @@ address, so agents never notice). Per job the switch holds::
     multicast group <job id>: (worker port, rid) per worker   (switch jobs only)
 
 That is everything needed to rebuild the registry after a restart
-(``rebuild_from_entries``); only liveness deadlines and barrier progress are
-lost, and restart fresh.
+(``rebuild_from_entries``); only liveness deadlines, barrier progress and the
+record of ended jobs are lost, and restart fresh.
+
+Liveness: every member heartbeats over the job API (``heartbeat``; joins and
+barriers count too). A member silent for ``worker_timeout`` ends its whole job
+(``expire``): the survivors cannot complete a round without it, so keeping the job
+would only hold its slots. The end is recorded (``JobEnd``: which rank, last heard
+when) so that ShowJob says why the job is gone, and a restarted worker rejoining by
+name creates a new job instance on the freed slots.
 
 Events are all or nothing without copying the registry: between ``begin()`` and
 ``commit()`` every change an event makes records its inverse in an undo log, and
@@ -110,6 +117,31 @@ class JoinReply:
     where: str
 
 
+# Why a job ended (JobEnd.cause).
+END_KILLED = "killed"  # KillJob
+END_LEFT = "left"  # its last worker left
+END_SILENT = "silent"  # a member sent no heartbeat for worker_timeout seconds
+ENDED_KEPT = 256  # ended jobs remembered for ShowJob, oldest forgotten first
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    """How and when a job ended. Times are the controller's clock (monotonic s);
+    ``None`` when the caller gave none (tests driving the registry directly)."""
+
+    job_id: int
+    name: str | None
+    world_size: int
+    switch: str
+    where: str
+    slots: SlotRange
+    cause: str  # END_KILLED | END_LEFT | END_SILENT
+    reason: str  # the cause in words, naming the rank for END_SILENT
+    ended_at: float | None
+    rank: int | None = None  # the silent rank (END_SILENT)
+    last_seen: float | None = None  # when that rank was last heard from
+
+
 class JobRegistry:
     """All jobs of all racks. ``epoch_seed`` makes slot epochs unique across restarts
     (pass something like the time in milliseconds; tests pass a constant)."""
@@ -120,6 +152,7 @@ class JobRegistry:
         self.switch_pools = {name: SlotPool(sw.slots) for name, sw in topo.switches.items()}
         self.pbox_pools = {name: SlotPool(pb.slots) for name, pb in topo.pboxes.items()}
         self.jobs: dict[int, Job] = {}
+        self.ended: dict[int, JobEnd] = {}  # job id -> its last end, oldest first
         self._next_epoch = _valid_epoch(epoch_seed)
         self._last_job_id = 0
         self._undo: list[Callable[[], object]] | None = None  # recording when not None
@@ -163,6 +196,16 @@ class JobRegistry:
         self._record(lambda: _put_back(self.jobs, job_id, job, order))
         return job
 
+    def _record_end(self, end: JobEnd) -> None:
+        """Remember ``end`` under its job id (the latest end of an id wins), forgetting
+        the oldest beyond ENDED_KEPT; undone as a whole."""
+        before = dict(self.ended) if self._undo is not None else {}
+        self.ended.pop(end.job_id, None)
+        self.ended[end.job_id] = end
+        while len(self.ended) > ENDED_KEPT:
+            del self.ended[next(iter(self.ended))]
+        self._record(lambda: _replace(self.ended, before))
+
     def _add_worker(self, job: Job, worker: Worker) -> None:
         job.workers[worker.rank] = worker
         self._record(lambda: job.workers.pop(worker.rank))
@@ -190,7 +233,8 @@ class JobRegistry:
     def job(self, job_id: int) -> Job:
         job = self.jobs.get(job_id)
         if job is None:
-            raise UnknownJobError(f"no job {job_id}")
+            end = self.ended.get(job_id)
+            raise UnknownJobError(f"no job {job_id}" + (f" (it ended: {end.reason})" if end else ""))
         return job
 
     def job_by_name(self, name: str) -> Job | None:
@@ -262,23 +306,47 @@ class JobRegistry:
     def heartbeat(self, job_id: int, rank: int, now: float) -> None:
         self._worker(job_id, rank).last_seen = now
 
-    def leave(self, job_id: int, rank: int) -> list[Update]:
+    def leave(self, job_id: int, rank: int, now: float | None = None) -> list[Update]:
         """A worker leaves; the job ends with its last worker."""
         job = self.job(job_id)
         worker = self._worker(job_id, rank)
         if len(job.workers) == 1:
-            return self.kill(job_id)
+            return self._end(job, now, END_LEFT, f"its last worker (rank {rank}) left")
         self._del_worker(job, rank)
         updates = self._member_writes(job, worker, DELETE)
         if job.where == ON_SWITCH:
             updates.append(self._group_write(job, MODIFY))
         return updates
 
-    def kill(self, job_id: int) -> list[Update]:
+    def kill(self, job_id: int, now: float | None = None,
+             reason: str = "killed by an operator (KillJob)") -> list[Update]:
         """End a job: remove every entry, free its slots."""
-        job = self._pop_job(job_id)
-        if job is None:
-            raise UnknownJobError(f"no job {job_id}")
+        return self._end(self.job(job_id), now, END_KILLED, reason)
+
+    def expire(self, now: float) -> list[Update]:
+        """End every job that has a member not heard from for more than ``worker_timeout``
+        seconds (the longest-silent member is the one named)."""
+        updates: list[Update] = []
+        for job in list(self.jobs.values()):
+            silent = [w for w in job.workers.values() if now - w.last_seen > self.timeout]
+            if not silent:
+                continue
+            dead = min(silent, key=lambda w: (w.last_seen, w.rank))
+            reason = (f"rank {dead.rank} ({format_ipv4(dead.ip)}:{dead.port}) sent no heartbeat "
+                      f"for {now - dead.last_seen:.1f} s (worker_timeout {self.timeout:g} s)")
+            if len(silent) > 1:
+                others = ", ".join(str(w.rank) for w in sorted(silent, key=lambda w: w.rank)
+                                   if w is not dead)
+                reason += f"; also silent: rank(s) {others}"
+            updates += self._end(job, now, END_SILENT, reason, dead.rank, dead.last_seen)
+        return updates
+
+    def _end(self, job: Job, now: float | None, cause: str, reason: str,
+             rank: int | None = None, last_seen: float | None = None) -> list[Update]:
+        """Remove every entry of ``job``, free its slots and record why it ended."""
+        self._pop_job(job.job_id)
+        self._record_end(JobEnd(job.job_id, job.name, job.world_size, job.switch, job.where,
+                                job.slots, cause, reason, now, rank, last_seen))
         updates: list[Update] = [TableWrite(job.switch, DELETE, _job_key(job.job_id))]
         for worker in job.workers.values():
             updates += self._member_writes(job, worker, DELETE)
@@ -290,15 +358,6 @@ class JobRegistry:
             assert job.pbox is not None
             self._free(self.pbox_pools[job.pbox], job.job_id)
             updates.append(PBoxJobWrite(job.pbox, DELETE, job.job_id))
-        return updates
-
-    def expire(self, now: float) -> list[Update]:
-        """Remove every worker not heard from for ``worker_timeout`` seconds."""
-        updates: list[Update] = []
-        for job in list(self.jobs.values()):
-            for rank, worker in sorted(job.workers.items()):
-                if now - worker.last_seen > self.timeout and job.job_id in self.jobs:
-                    updates += self.leave(job.job_id, rank)
         return updates
 
     def barrier(self, job_id: int, rank: int, now: float) -> int:
@@ -324,7 +383,7 @@ class JobRegistry:
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             if job.switch != switch:
                 continue
-            entries.append(_job_entry(job))
+            entries.append(job_entry(job))
             for _, worker in sorted(job.workers.items()):
                 entries.append(_member_entry(job.job_id, worker, INSERT))
                 entries.append(_result_dst_entry(job.job_id, worker, INSERT))
@@ -383,7 +442,7 @@ class JobRegistry:
         epoch = self._take_epoch() if where == ON_SWITCH else 0  # epochs only matter for registers
         job = Job(job_id, name, tag, world_size, switch, where, got, epoch, pbox.name, lanes)
         self._add_job(job)
-        updates: list[Update] = [TableWrite(switch, INSERT, _job_entry(job))]
+        updates: list[Update] = [TableWrite(switch, INSERT, job_entry(job))]
         if where == ON_PBOX:
             updates.append(pbox_job_write(job, INSERT))
         return job, updates
@@ -416,7 +475,8 @@ def pbox_job_write(job: Job, op: str) -> PBoxJobWrite:
                         job.slots.count, job.lanes)
 
 
-def _job_entry(job: Job) -> Entry:
+def job_entry(job: Job) -> Entry:
+    """The switch's jobs entry for ``job``."""
     common = (("world_size", job.world_size), ("slot_base", job.slots.base),
               ("slot_count", job.slots.count), ("lane_code", p.lane_code(job.lanes)))
     if job.where == ON_SWITCH:
@@ -448,6 +508,12 @@ def _put_back(items: dict, key: Hashable, value: object, order: list) -> None:
         restored = {k: items[k] for k in order}
         items.clear()
         items.update(restored)
+
+
+def _replace(items: dict, content: dict) -> None:
+    """Make ``items`` (the same object) hold exactly ``content``, in its order."""
+    items.clear()
+    items.update(content)
 
 
 def _valid_epoch(value: int) -> int:

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for name, state in sorted(states.items()):
         log.info("switch %s: %s", name, state)
-    service = api.JobService(ctl)
+    service = api.JobService(ctl, pboxes=pboxes)
     try:
         server, port = api.serve(service, args.listen or topo.controller.listen)
     except OSError as exc:

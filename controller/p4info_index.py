@@ -76,21 +76,32 @@ class CounterInfo:
     size: int
 
 
+@dataclass(frozen=True, slots=True)
+class RegisterInfo:
+    id: int
+    name: str
+    size: int
+    bitwidth: int  # of a bitstring cell (0 for other cell types, which p4hub does not read)
+
+
 class P4InfoIndex:
     def __init__(self, p4info: p4info_pb2.P4Info) -> None:
         self.p4info = p4info
         self.tables = [_table(t) for t in p4info.tables]
         self.actions = [_action(a) for a in p4info.actions]
         self.counters = [CounterInfo(c.preamble.id, c.preamble.name, c.size) for c in p4info.counters]
+        self.registers = [RegisterInfo(r.preamble.id, r.preamble.name, r.size,
+                                       r.type_spec.bitstring.bit.bitwidth)
+                          for r in p4info.registers]
         self._names: dict[str, dict[str, list]] = {}
         self._ids: dict[int, object] = {}
         aliases = {
             pre.id: pre.alias
-            for group in (p4info.tables, p4info.actions, p4info.counters)
+            for group in (p4info.tables, p4info.actions, p4info.counters, p4info.registers)
             for pre in (obj.preamble for obj in group)
         }
         for kind, objects in (("table", self.tables), ("action", self.actions),
-                              ("counter", self.counters)):
+                              ("counter", self.counters), ("register", self.registers)):
             names = self._names.setdefault(kind, {})
             for obj in objects:
                 self._ids[obj.id] = obj
@@ -106,7 +117,10 @@ class P4InfoIndex:
     def counter(self, name: str) -> CounterInfo:
         return self._resolve("counter", name)  # type: ignore[return-value]
 
-    def by_id(self, obj_id: int) -> TableInfo | ActionInfo | CounterInfo:
+    def register(self, name: str) -> RegisterInfo:
+        return self._resolve("register", name)  # type: ignore[return-value]
+
+    def by_id(self, obj_id: int) -> TableInfo | ActionInfo | CounterInfo | RegisterInfo:
         obj = self._ids.get(obj_id)
         if obj is None:
             raise EntryError(f"no P4Info object with id {obj_id:#x}")

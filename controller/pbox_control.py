@@ -2,7 +2,8 @@
 
 The PBox (hosts/pbox.py) serves newline-delimited JSON over TCP:
 ``{"cmd": "add_job", "job", "world_size", "slot_base", "slot_count", "lanes"}``,
-``{"cmd": "remove_job", "job"}``, ``{"cmd": "list_jobs"}``; each answer is one
+``{"cmd": "remove_job", "job"}``, ``{"cmd": "list_jobs"}``, ``{"cmd": "stats"}``,
+``{"cmd": "open_cells", "job"}`` (the last two for ``p4hub doctor``); each answer is one
 line, ``{"ok": true, ...}`` or ``{"error": "..."}``. ``PBoxControl`` is the
 ``pbox_sink`` of controller.driver: it turns PBoxJobWrites into those requests
 (INSERT: add_job, DELETE: remove_job, MODIFY: add the job unless the PBox
@@ -110,10 +111,22 @@ class PBoxControl:
             raise PBoxControlError(f"unsupported PBox job op {write.op!r}")
 
     def jobs(self, pbox: str) -> list[dict]:
+        return list(self._channel(pbox).request({"cmd": "list_jobs"}).get("jobs", []))
+
+    def stats(self, pbox: str) -> dict[str, dict]:
+        """Per-job counters summed over the PBox's shards: job id (a string) -> counters."""
+        return dict(self._channel(pbox).request({"cmd": "stats"}).get("jobs", {}))
+
+    def open_cells(self, pbox: str, job_id: int) -> list[tuple[int, int, int, int]]:
+        """(slot, shadow set, bitmap, counter) of the job's rounds in progress."""
+        reply = self._channel(pbox).request({"cmd": "open_cells", "job": job_id})
+        return [(int(s), int(sh), int(b), int(c)) for s, sh, b, c in reply.get("cells", [])]
+
+    def _channel(self, pbox: str) -> PBoxChannel:
         channel = self.channels.get(pbox)
         if channel is None:
             raise PBoxControlError(f"PBox {pbox} has no control address in the topology")
-        return list(channel.request({"cmd": "list_jobs"}).get("jobs", []))
+        return channel
 
     def close(self) -> None:
         for channel in self.channels.values():

@@ -52,6 +52,12 @@ JOB_STAT_KINDS = 8
 JOB_STAT_NAMES = ("contributions", "duplicates", "completions", "resent", "rejected", "forwarded")
 ERR_UNKNOWN_JOB = 0
 ERR_SPOOFED_SOURCE = 1
+AGG_ERROR_NAMES = ("unknown_job", "spoofed_source")  # agg_errors[i], i = ERR_*
+
+# Registers of a cell (index slot * 2 + shadow set), read by ``p4hub doctor``.
+SLOT_BITMAP = "MyIngress.slot_bitmap"
+SLOT_COUNTER = "MyIngress.slot_counter"
+SLOT_OWNER = "MyIngress.slot_owner"
 
 # Sizes compiled into the program (#defines in aggregate.p4).
 NUM_SLOTS = 1024

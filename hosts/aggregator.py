@@ -193,6 +193,16 @@ class Aggregator:
     def global_stats(self) -> dict[str, int]:
         return {"malformed": self.malformed, "unknown_job": self.unknown_job}
 
+    def open_cells(self, job_id: int) -> list[tuple[int, int, int, int]]:
+        """(slot, shadow set, bitmap, counter) of every cell of this shard whose round is
+        in progress (counter not 0), by slot: what ``p4hub doctor`` reads."""
+        state = self._jobs.get(job_id)
+        if state is None:
+            raise AggregatorError(f"no job {job_id}")
+        return [(state.first_owned + (int(i) // 2) * state.stride, int(i) % 2,
+                 int(state.bitmap[i]), int(state.counter[i]))
+                for i in np.flatnonzero(state.counter)]
+
     # -- the data path ---------------------------------------------------------------
 
     def receive(

@@ -16,6 +16,8 @@ Requests and replies (see docs/notes/pbox-and-rack.md §2):
 * ``{"cmd": "remove_job", "job": ID}`` -> ``{"ok": true, "stats": {final counters}}``
 * ``{"cmd": "stats"}`` -> ``{"ok": true, "jobs": {...}, "global": {...}, "workers": [...]}``
 * ``{"cmd": "list_jobs"}`` -> ``{"ok": true, "jobs": [{"job_id", "world_size", ...}]}``
+* ``{"cmd": "open_cells", "job": ID}`` -> ``{"ok": true, "cells": [[slot, shadow set,
+  bitmap, counter], ...]}``: the job's rounds in progress, by slot (for ``p4hub doctor``)
 * anything wrong -> ``{"error": "..."}``
 """
 
@@ -34,7 +36,7 @@ from hosts.wire import K
 log = logging.getLogger("p4hub-pbox")
 
 MAX_CONTROL_LINE = 64 << 10
-COMMANDS = ("add_job", "remove_job", "stats", "list_jobs")
+COMMANDS = ("add_job", "remove_job", "stats", "list_jobs", "open_cells")
 TOO_LONG = {"error": "request line too long"}
 
 
@@ -94,6 +96,10 @@ class ShardCore:
         if cmd in ("stats", "stop"):
             self.running = cmd != "stop"
             return self.stats()
+        if cmd == "open_cells":
+            if not isinstance(arg, int):
+                raise AggregatorError(f"open_cells needs a job id, got {arg!r}")
+            return {"ok": True, "cells": agg.open_cells(arg)}
         raise AggregatorError(f"unknown worker command {cmd!r}")
 
     def stats(self) -> dict:
@@ -198,6 +204,17 @@ class ControlCore:
     def list_jobs(self) -> list[dict]:
         return [asdict(config) for config in self.jobs.values()]
 
+    def open_cells(self, job_id: int) -> list[list[int]]:
+        """The job's cells with a round in progress over every shard, by slot."""
+        if job_id not in self.jobs:
+            raise PBoxError(f"no job {job_id}")
+        cells = []
+        for reply in self.shards.fan_out("open_cells", job_id):
+            if "error" in reply:
+                raise PBoxError(reply["error"])
+            cells += [list(cell) for cell in reply["cells"]]
+        return sorted(cells)
+
     def control(self, request: object) -> dict:
         """Answer one control request (a decoded JSON value). Never raises."""
         try:
@@ -216,6 +233,8 @@ class ControlCore:
                 return {"ok": True, **self.stats()}
             if cmd == "list_jobs":
                 return {"ok": True, "jobs": self.list_jobs()}
+            if cmd == "open_cells":
+                return {"ok": True, "cells": self.open_cells(_int_field(request, "job"))}
             raise PBoxError(f"unknown cmd {cmd!r} ({', '.join(COMMANDS)})")
         except (PBoxError, AggregatorError) as exc:
             return {"error": str(exc)}

@@ -316,6 +316,68 @@ def test_controller_restart_mid_job_loses_no_job(rack, api):
     assert client.call("Status")["switches"]["s1"]["free_slots"] == SLOTS
 
 
+def _doctor(rack: Rack, job_id: int) -> dict:
+    """`p4hub doctor JOB --json` as an operator runs it: exit 0 healthy, 2 not."""
+    out = subprocess.run([PYTHON, "-m", "controller.cli", "--controller", rack.controller_address,
+                          "--json", "doctor", str(job_id)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode in (0, 2), out.stderr
+    (report,) = json.loads(out.stdout)["reports"]
+    return report
+
+
+def _named(report: dict, code: str) -> list[int]:
+    return [r for f in report["findings"] if f["code"] == code for r in f["ranks"]]
+
+
+def test_a_dead_worker_ends_its_job_and_the_doctor_names_it(rack, api):
+    """Worker 2 of 3 is killed mid-job: `p4hub doctor` names rank 2 (missing from the open
+    cells, then silent), the controller ends the job after worker_timeout and frees its
+    slots, and the same job name runs again on the freed slots with a restarted worker."""
+    client, runs = api
+    original = rack.topology
+    timeout = 10.0
+    rack.kill_controller()
+    rack.start_controller(rack.controller_topology(slots=SLOTS, job_slots=JOB_SLOTS,
+                                                   worker_timeout=timeout))
+    try:
+        run = JobRun(rack, rack.workers[:3], "inc-dead", iterations=2, hold=True)
+        runs.append(run)
+        run.wait_for("iteration", count=1)
+        job_id, base = run.joined[0]["job_id"], run.joined[0]["slot_base"]
+        entries = {"job-entry-missing", "job-entry-differs", "member-entry-missing",
+                   "result-entry-missing", "group-missing", "group-differs"}
+        assert not entries & {f["code"] for f in _doctor(rack, job_id)["findings"]}
+        run.procs[2].kill()  # SIGKILL: no LeaveJob, heartbeats stop
+        killed = time.monotonic()
+        named: list[int] = []
+        while not named and time.monotonic() - killed < timeout - 2:
+            time.sleep(0.5)
+            named = _named(_doctor(rack, job_id), "ranks-not-contributing")
+        assert named == [2], "the doctor did not name rank 2 in the open cells"
+        ended = None
+        while time.monotonic() - killed < timeout + 15:
+            shown = client.call("ShowJob", job_id=job_id)
+            if shown["state"] == "ended":
+                ended = shown
+                break
+            time.sleep(0.5)
+        assert ended is not None, "the controller did not end the job of a dead worker"
+        assert (ended["cause"], ended["rank"]) == ("silent", 2)
+        assert "rank 2 (10.0.0.3:" in ended["reason"]
+        assert client.call("Status")["switches"]["s1"]["free_slots"] == SLOTS
+        assert _named(_doctor(rack, job_id), "job-ended") == [2]
+        run.stop()  # the survivors' agents would only time out
+        again = JobRun(rack, rack.workers[:3], "inc-dead", iterations=2)  # w3 restarted
+        runs.append(again)
+        again.finish()
+        assert again.joined[0]["job_id"] != job_id and again.where() == {"switch"}
+        assert again.joined[0]["slot_base"] == base
+    finally:
+        rack.kill_controller()
+        rack.start_controller(original)
+
+
 def test_worker_addresses_match_the_controller_topology(rack):
     topo = rack.controller_topology()
     for rank, host in enumerate(rack.workers):

@@ -112,8 +112,8 @@ def test_a_request_that_is_not_json_is_invalid(stack):
     channel.close()
 
 
-def test_barrier_times_out_and_workers_expire(stack):
-    _, _, ctl, service, clock, client, _ = stack
+def test_barrier_times_out_and_a_silent_worker_ends_its_job(stack, capsys):
+    _, _, ctl, service, clock, client, address = stack
     client.join("a", 2, 0, "10.0.0.1:4001")
     client.join("a", 2, 1, "10.0.0.2:4002")
     with pytest.raises(grpc.RpcError) as info:
@@ -121,12 +121,33 @@ def test_barrier_times_out_and_workers_expire(stack):
     assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     clock.now = 9.0
     client.heartbeat(1, 0)
-    clock.now = 15.0  # rank 1 silent for 15 s > 10 s
-    ctl.expire(clock.now)
-    assert list(ctl.registry.jobs[1].workers) == [0]
-    clock.now = 19.5
+    clock.now = 10.0
     api.Expirer(service).tick()  # what the expiry thread runs every second
+    assert list(ctl.registry.jobs) == [1]  # rank 1 silent for exactly 10 s: not yet
+    clock.now = 15.0  # rank 1 silent for 15 s > 10 s
+    api.Expirer(service).tick()
     assert ctl.registry.jobs == {}
+    assert client.call("Status")["switches"]["s1"]["free_slots"] == 32
+    clock.now = 20.0
+    shown = client.call("ShowJob", job_id=1)
+    assert (shown["state"], shown["cause"], shown["rank"]) == ("ended", "silent", 1)
+    assert (shown["ended_s_ago"], shown["last_heard_s_ago"]) == (5.0, 20.0)
+    with pytest.raises(grpc.RpcError) as info:
+        client.heartbeat(1, 0)  # the survivor learns why
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "rank 1 (10.0.0.2:4002) sent no heartbeat for 15.0 s" in info.value.details()
+    assert cli.main(["--controller", address, "job", "show", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("job 1 a: ended 5.0 s ago: rank 1 (10.0.0.2:4002) sent no heartbeat")
+    assert "its slots 0..31 on switch (rack s1) were freed" in out
+    listed = client.call("ListJobs")
+    assert listed["jobs"] == [] and [(e["job_id"], e["rank"]) for e in listed["ended"]] == [(1, 1)]
+    assert cli.main(["--controller", address, "jobs"]) == 0
+    assert capsys.readouterr().out == ("no jobs\nrecently ended:\n  1 a: 5.0 s ago: rank 1 "
+                                       "(10.0.0.2:4002) sent no heartbeat for 15.0 s "
+                                       "(worker_timeout 10 s)\n")
+    again = client.join("a", 2, 1, "10.0.0.2:4010")  # the restarted worker: a new instance
+    assert again["job_id"] == 2 and again["slot_base"] == 0 and again["where"] == "switch"
 
 
 def test_cli_renders_and_prints_json(stack, capsys):
@@ -144,7 +165,9 @@ def test_cli_renders_and_prints_json(stack, capsys):
     assert cli.main(["--controller", address, "switch", "list"]) == 0
     assert "up" in capsys.readouterr().out
     assert cli.main(["--controller", address, "job", "kill", "1"]) == 0
-    assert cli.main(["--controller", address, "job", "show", "1"]) == 1
+    assert cli.main(["--controller", address, "job", "show", "1"]) == 0  # the end is kept
+    assert "ended 0.0 s ago: killed by an operator (KillJob)" in capsys.readouterr().out
+    assert cli.main(["--controller", address, "job", "show", "7"]) == 1
     assert "NOT_FOUND" in capsys.readouterr().err
 
 

@@ -128,7 +128,7 @@ def test_a_switch_running_another_program_gets_ours_pushed(switch, pipeline):
     second = Controller(topo, changed)
     assert second.start(now=1.0) == {"s1": "configured"}
     assert second.registry.jobs == {}
-    assert not [e for e in second._read_entries("s1") if e.table == p.JOBS]
+    assert not [e for e in second.read_entries("s1") if e.table == p.JOBS]
     second.close()
 
 
@@ -146,7 +146,7 @@ class FlakyClient(P4RuntimeClient):
 
 
 def in_line(ctl: Controller) -> bool:
-    have = {(e.table, e.match, e.action, e.params) for e in ctl._read_entries("s1")}
+    have = {(e.table, e.match, e.action, e.params) for e in ctl.read_entries("s1")}
     want = {(e.table, e.match, e.action, e.params) for e in ctl.registry.expected_entries("s1")}
     return have == want
 

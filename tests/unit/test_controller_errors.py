@@ -38,7 +38,7 @@ class StubController:
         self.lock = threading.RLock()
         self.exc = exc
 
-    def kill(self, job_id: int) -> None:
+    def kill(self, job_id: int, now: float | None = None) -> None:
         raise self.exc
 
 

@@ -30,7 +30,7 @@ def state(reg: JobRegistry):
             for job_id, job in reg.jobs.items()]
     pools = {name: (pool.free_ranges(), pool.owners())
              for name, pool in [*reg.switch_pools.items(), *reg.pbox_pools.items()]}
-    return jobs, pools, reg._next_epoch, reg._last_job_id
+    return jobs, pools, reg._next_epoch, reg._last_job_id, list(reg.ended.items())
 
 
 @pytest.fixture

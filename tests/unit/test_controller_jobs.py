@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import pytest
 
+from controller import jobs as jobs_mod
 from controller import program as p
 from controller import rack, topology
-from controller.jobs import ON_PBOX, ON_SWITCH, JobError, JobRegistry, rebuild_from_entries
+from controller.jobs import (
+    END_KILLED,
+    END_LEFT,
+    END_SILENT,
+    ON_PBOX,
+    ON_SWITCH,
+    JobError,
+    JobRegistry,
+    rebuild_from_entries,
+)
 from controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite, TableWrite
 
 RACK = {
@@ -189,16 +199,67 @@ def test_kill_of_a_pbox_job_tells_the_pbox(reg):
         reg.kill(c.job_id)
 
 
-def test_expire_removes_silent_workers_with_an_explicit_clock(reg):
+def test_a_silent_member_ends_its_job_and_the_end_names_it(reg):
     sw = FakeSwitch()
-    join_all(reg, sw, "a", 2, now=0.0)
+    join_all(reg, sw, "a", 3, now=0.0)
+    join_all(reg, sw, "b", 1, hosts=(4,), now=0.0)  # the switch's other 32 slots
     reg.heartbeat(1, 0, now=8.0)
+    reg.heartbeat(1, 2, now=8.0)
+    reg.heartbeat(2, 0, now=8.0)
     assert reg.expire(now=10.0) == []  # nobody silent for more than 10 s yet
-    sw.apply(reg.expire(now=10.5))  # rank 1 last seen at 0.0
-    assert list(reg.jobs[1].workers) == [0]
-    assert sw.groups[1] == ((1, 32),)
-    sw.apply(reg.expire(now=18.5))  # rank 0 last seen at 8.0: the job ends
-    assert reg.jobs == {} and sw.tables == {} and sw.groups == {}
+    sw.apply(reg.expire(now=10.5))  # rank 1 of job 1 last heard at 0.0
+    assert list(reg.jobs) == [2]  # the whole job ended, not just the rank
+    assert list(sw.groups) == [2]  # job 2 is untouched
+    assert {e.match[0].value for e in sw.entries(p.MEMBERS)} == {2}
+    assert reg.switch_pools["s1"].free_slots() == 32
+    end = reg.ended[1]
+    assert (end.cause, end.rank, end.last_seen, end.ended_at) == (END_SILENT, 1, 0.0, 10.5)
+    assert end.reason == "rank 1 (10.0.0.2:40001) sent no heartbeat for 10.5 s (worker_timeout 10 s)"
+    with pytest.raises(JobError, match=r"no job 1 \(it ended: rank 1 "):
+        reg.heartbeat(1, 0, now=11.0)  # a survivor's heartbeat says why
+
+
+def test_the_longest_silent_member_is_named_and_the_others_listed(reg):
+    sw = FakeSwitch()
+    join_all(reg, sw, "a", 3, now=0.0)
+    reg.heartbeat(1, 2, now=1.0)
+    reg.heartbeat(1, 0, now=9.0)
+    sw.apply(reg.expire(now=12.0))
+    assert reg.ended[1].rank == 1
+    assert reg.ended[1].reason.endswith("; also silent: rank(s) 2")
+
+
+def test_a_restarted_worker_rejoins_a_new_instance_on_the_freed_slots(reg):
+    sw = FakeSwitch()
+    first = join_all(reg, sw, "a", 2, now=0.0)[0]
+    join_all(reg, sw, "x", 1, hosts=(5,), now=0.0)  # the switch's other 32 slots
+    reg.heartbeat(first.job_id, 0, now=10.0)
+    sw.apply(reg.expire(now=10.5))
+    again = join_all(reg, sw, "a", 2, now=11.0, port=50000)  # new addresses after a restart
+    assert again[0].job_id != first.job_id and again[0].where == ON_SWITCH
+    assert again[0].slot_base == first.slot_base
+    assert len(reg.jobs[again[0].job_id].workers) == 2
+    assert first.job_id in reg.ended and again[0].job_id not in reg.ended
+
+
+def test_leave_and_kill_record_their_cause(reg):
+    sw = FakeSwitch()
+    join_all(reg, sw, "a", 1, now=0.0)
+    join_all(reg, sw, "b", 1, hosts=(2,), now=0.0)
+    sw.apply(reg.leave(1, 0, now=3.0))
+    sw.apply(reg.kill(2, now=4.0))
+    assert (reg.ended[1].cause, reg.ended[1].ended_at) == (END_LEFT, 3.0)
+    assert reg.ended[1].reason == "its last worker (rank 0) left"
+    assert (reg.ended[2].cause, reg.ended[2].ended_at) == (END_KILLED, 4.0)
+
+
+def test_only_the_latest_ends_are_kept(reg, monkeypatch):
+    monkeypatch.setattr(jobs_mod, "ENDED_KEPT", 3)
+    sw = FakeSwitch()
+    for i in range(5):
+        job_id = join_all(reg, sw, f"j{i}", 1, now=0.0)[0].job_id
+        sw.apply(reg.kill(job_id, now=float(i)))
+    assert [end.ended_at for end in reg.ended.values()] == [2.0, 3.0, 4.0]
 
 
 def test_barrier_releases_when_every_rank_arrived(reg):

@@ -100,6 +100,20 @@ def test_contributions_complete_on_their_shard_and_stats_sum_the_shards(core):
     assert all(shard.running for shard in shards)
 
 
+def test_open_cells_are_the_rounds_in_progress_over_every_shard(core):
+    core, shards = core
+    assert add(core, 2, 3, 8, 6) == {"ok": True}
+    a, b = ("10.0.0.1", 5000), ("10.0.0.2", 5000)
+    deliver(shards, contribution(2, 0, 9, 1, shadow=1), a, now=1.0)  # shard 1
+    deliver(shards, contribution(2, 2, 9, 1, shadow=1), b, now=1.0)
+    deliver(shards, contribution(2, 1, 12, 1), b, now=1.0)  # shard 0
+    deliver(shards, contribution(1, 0, 0, 1), a, now=1.0)  # another job
+    deliver(shards, contribution(1, 1, 0, 1), b, now=1.0)  # ... and complete
+    assert core.control({"cmd": "open_cells", "job": 2}) == {
+        "ok": True, "cells": [[9, 1, 0b101, 2], [12, 0, 0b010, 1]]}
+    assert core.control({"cmd": "open_cells", "job": 1}) == {"ok": True, "cells": []}
+
+
 def test_remove_job_returns_the_summed_final_counters(core):
     core, shards = core
     for slot in (0, 1):
@@ -123,8 +137,8 @@ BAD_REQUESTS = [
     ([1, 2], "a request must be a JSON object"),
     ("stats", "a request must be a JSON object"),
     (None, "a request must be a JSON object"),
-    ({}, "unknown cmd None (add_job, remove_job, stats, list_jobs)"),
-    ({"cmd": "fly"}, "unknown cmd 'fly' (add_job, remove_job, stats, list_jobs)"),
+    ({}, "unknown cmd None (add_job, remove_job, stats, list_jobs, open_cells)"),
+    ({"cmd": "fly"}, "unknown cmd 'fly' (add_job, remove_job, stats, list_jobs, open_cells)"),
     ({"cmd": ["stats"]}, "unknown cmd ['stats']"),
     ({"cmd": "add_job", "job": 4, "world_size": 2, "slot_base": 0},
      "field 'slot_count' must be an integer, got None"),
@@ -150,6 +164,8 @@ BAD_REQUESTS = [
     ({"cmd": "remove_job", "job": 3}, "no job 3"),
     ({"cmd": "remove_job"}, "field 'job' must be an integer, got None"),
     ({"cmd": "remove_job", "job": False}, "field 'job' must be an integer, got False"),
+    ({"cmd": "open_cells", "job": 3}, "no job 3"),
+    ({"cmd": "open_cells"}, "field 'job' must be an integer, got None"),
 ]
 
 
