@@ -54,26 +54,29 @@ late, or reordered) raises the multiplier by one, up to ``REORDER_MULT_MAX``; af
 ``REORDER_DECAY`` early resends that a retransmission did complete it falls back to 1.
 
 Who resends. Results are multicast, so every worker sees the same gap, and a worker cannot
-tell its own loss (its contribution or its copy of the result) from a peer's (the peer's
-contribution, or the peer still waiting to send it because it lost the previous round's
-result of that slot): the aggregator answers a duplicate on an incomplete cell with
-silence and carries no bitmap back. Any rule on completions alone is the same rule on
-every worker, so either all resend or none do. We let all resend, once per position: the
-timeout had every worker resend the same positions anyway (resends per lost datagram
-stay at the timeout's 2.4-2.5 with 4 workers), early detection only moves them earlier.
-Staggering the resends by rank (rank r waits r - g mod n round trips for position g, so
-one worker goes first and the cell's completion stops the others) cut the resends by
-only a few percent and cost a round trip or more per gap; slower in every simulated
-configuration, so rejected. (Measurements: docs/notes/host-agent.md §5.)
+tell its own loss (its contribution, or its copy of the result) from a peer's (the peer's
+contribution, or the peer not yet sending it because it lost the previous result of that
+slot): the aggregator answers a duplicate on an incomplete cell with silence and sends no
+bitmap back. "Later positions of mine completed" is the same evidence on every worker
+(a completion is everyone's): it proves the peers are past those positions, not that
+they sent this one. So any rule on completions is the same rule everywhere: all resend,
+or none. We let all resend, once per position: the timeout had every worker resend the
+same positions anyway (2.45 resends per lost datagram with 4 workers at 10 % loss, before
+and after), early detection only moves them earlier. Staggering by rank (rank r waits
+(r + g) mod n round trips for position g, so one worker goes first and the completion
+stops the rest) cut resends by 2-4 % and costs up to n - 1 round trips per gap: 3.70 s
+and 3.88 s per tensor against 3.51 s without it (10 % loss, before the backoff cap),
+so it was dropped. (Measurements: docs/notes/host-agent.md §5.)
 
 Backoff. Exponential backoff is for silence: an aggregator or peer that answers nothing
 should not be hammered. While results keep arriving (one within the last ``rto``), a
 missing result is a random loss, and a position whose resends were lost twice should not
 wait 4, 8, 16 rto while every other slot moves on: the whole tensor waits for its
 slowest position. So while the aggregator answers, a position's backoff stops at one
-doubling; with nothing arriving for ``rto`` it doubles as before. (Simulated, 4 workers,
-10 % loss: early detection alone 4.65 s, this cap alone 3.95 s, both 3.19 s per tensor,
-1.86 s without loss.)
+doubling; with nothing arriving for ``rto`` it doubles as before, so a silent
+aggregator or a dead peer (no cell completes without every rank) still gets the full
+backoff. (Simulated, 4 workers, 10 % loss, per 1 MB tensor: the timeout alone 4.05 s,
+early detection alone 4.65 s, this cap alone 3.95 s, both 3.19 s; 1.86 s without loss.)
 """
 
 from __future__ import annotations
