@@ -117,9 +117,12 @@ class SlotTimers:
         self.reorder_mult = 1
         self.early_resends = 0
         self.needless_early = 0  # early resends whose round then completed without a resend
+        self._fresh = np.zeros(window, dtype=bool)  # in flight and never resent
+        self._first_lost = np.inf  # lost_at.min()
         self._sent_count = 0
         self._newest_order = 0  # the latest-sent position answered with no resend of ours
         self._newest_rtt = 0.0  # and its round trip
+        self._early_waiting = 0  # early-resent positions whose result has not come
         self._needed_since_raise = 0
 
     def on_sent(self, slots: np.ndarray, now: float) -> None:
@@ -129,8 +132,8 @@ class SlotTimers:
         self.deadline[slots] = now + self.rto
         self.order[slots] = np.arange(self._sent_count + 1, self._sent_count + 1 + len(slots))
         self._sent_count += len(slots)
-        self.lost_at[slots] = np.inf
         self.early_used[slots] = False
+        self._fresh[slots] = True
 
     def on_result(self, slots: np.ndarray, now: float, clean: np.ndarray | None = None) -> None:
         """Results arrived for ``slots``: stop their timers, learn the round trip, and
@@ -139,27 +142,29 @@ class SlotTimers:
         ``clean[i]`` is False for a result whose round was completed by a retransmission.
         """
         self.deadline[slots] = np.inf
-        self.lost_at[slots] = np.inf
+        self._fresh[slots] = False
         times = now - self.sent_at[slots]
         first_try = self.retries[slots] == 0
         usable = first_try if clean is None else first_try & clean
         if usable.any():
             self._sample(times[usable])
         self._remember(times)
-        floor = FLOOR_FACTOR * float(self._recent.min())
-        self.rto = min(max(self._estimate, floor), self.rto_max)
-        self._last_result = float(np.max(now))
-        if clean is not None:
+        fastest = float(self._recent.min())
+        self.rto = min(max(self._estimate, FLOOR_FACTOR * fastest), self.rto_max)
+        self._last_result = now if isinstance(now, float) else float(np.max(now))
+        if self._early_waiting:
             self._judge_early(slots, clean)
         if first_try.any():
             orders = np.where(first_try, self.order[slots], 0)
             newest = int(orders.argmax())
             if orders[newest] > self._newest_order:
                 self._newest_order, self._newest_rtt = int(orders[newest]), float(times[newest])
-        self._mark_overdue()
+        self._mark_overdue(fastest)
 
     def expired(self, now: float) -> np.ndarray:
         """Slots whose deadline has passed or whose position was detected lost."""
+        if self._first_lost > now:
+            return np.flatnonzero(self.deadline <= now)
         return np.flatnonzero((self.deadline <= now) | (self.lost_at <= now))
 
     def on_retransmitted(self, slots: np.ndarray, now: float) -> int:
@@ -168,7 +173,9 @@ class SlotTimers:
         for their result, as a first transmission does, and later backoff skips them."""
         early = (self.lost_at[slots] <= now) & (self.deadline[slots] > now)
         self.early_used[slots[early]] = True
+        self._fresh[slots] = False
         self.lost_at[slots] = np.inf
+        self._first_lost = float(self.lost_at.min())
         self.retries[slots] += 1
         answering = now - self._last_result < self.rto
         most = ALIVE_BACKOFF_DOUBLINGS if answering else MAX_BACKOFF_DOUBLINGS
@@ -176,36 +183,42 @@ class SlotTimers:
         self.deadline[slots] = now + np.minimum(self.rto * np.exp2(doublings), self.rto_max)
         count = int(np.count_nonzero(early))
         self.early_resends += count
+        self._early_waiting += count
         return count
 
     def stop(self, slots: np.ndarray | slice) -> None:
         self.deadline[slots] = np.inf
         self.lost_at[slots] = np.inf
+        self._fresh[slots] = False
+        self._first_lost = float(self.lost_at.min())
 
     def next_deadline(self) -> float:
         if not self.deadline.size:
             return float("inf")
-        return min(float(self.deadline.min()), float(self.lost_at.min()))
+        return min(float(self.deadline.min()), self._first_lost)
 
-    def reorder_allowance(self) -> float:
+    def reorder_allowance(self, fastest: float | None = None) -> float:
         """How much longer than the newest answered round trip an older position may
-        still be on its way."""
-        allowance = self.reorder_mult * REORDER_FRACTION * float(self._recent.min())
+        still be on its way (``fastest``: the fastest recent round trip, if known)."""
+        fastest = float(self._recent.min()) if fastest is None else fastest
+        allowance = self.reorder_mult * REORDER_FRACTION * fastest
         return allowance if self.srtt is None else min(allowance, self.srtt)
 
-    def _mark_overdue(self) -> None:
+    def _mark_overdue(self, fastest: float) -> None:
         """RACK's rule: in flight, never resent, sent before the newest answered position,
         and waiting longer than its round trip plus the allowance: lost."""
-        waiting = (self.order < self._newest_order) & (self.retries == 0)
-        waiting &= self.deadline < np.inf
-        overdue = self.sent_at + (self._newest_rtt + self.reorder_allowance())
-        self.lost_at = np.where(waiting, overdue, np.inf)
+        waiting = self._fresh & (self.order < self._newest_order)
+        overdue = self._newest_rtt + self.reorder_allowance(fastest)
+        self.lost_at = np.where(waiting, self.sent_at + overdue, np.inf)
+        self._first_lost = float(self.lost_at.min())
 
-    def _judge_early(self, slots: np.ndarray, clean: np.ndarray) -> None:
+    def _judge_early(self, slots: np.ndarray, clean: np.ndarray | None) -> None:
         """An early-resent position whose round completed with no retransmission at all
         was only late: waiting would have cost nothing, so widen the allowance."""
-        judged = self.early_used[slots] & (self.retries[slots] == 1)
-        if not judged.any():
+        answered = self.early_used[slots]
+        self._early_waiting -= int(np.count_nonzero(answered))
+        judged = answered & (self.retries[slots] == 1)  # no timeout after the early resend
+        if clean is None or not judged.any():
             return
         needless = int(np.count_nonzero(judged & clean))
         self.needless_early += needless

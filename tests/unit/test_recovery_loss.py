@@ -99,7 +99,7 @@ def test_backoff_stops_at_one_doubling_while_results_arrive_and_doubles_in_silen
 
 def _before_early_detection(monkeypatch: pytest.MonkeyPatch) -> None:
     """The recovery policy this work replaced: timeouts only, unbounded backoff."""
-    monkeypatch.setattr(recovery.SlotTimers, "_mark_overdue", lambda self: None)
+    monkeypatch.setattr(recovery.SlotTimers, "_mark_overdue", lambda self, fastest: None)
     monkeypatch.setattr(recovery, "ALIVE_BACKOFF_DOUBLINGS", recovery.MAX_BACKOFF_DOUBLINGS)
 
 
