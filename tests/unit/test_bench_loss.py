@@ -120,3 +120,21 @@ def test_the_driver_runs_every_rate_on_its_own_rack_and_writes_the_sweep(
               for r in report["results"]}
     assert ratios[("switch256", 4, 10.0)] == 2.0 and ratios[("gloo", 2, 5.0)] == 1.5
     assert out.with_suffix(".png").stat().st_size > 0
+
+
+def test_make_run_allreduce_reports_the_agents_resends(capsys: pytest.CaptureFixture[str]):
+    from topologies import allreduce_run, workload
+
+    run = WorkerRun(agent_stats={0: {"sent": 300, "retransmitted": 30, "early_resends": 20},
+                                 1: {"sent": 100, "retransmitted": 10, "early_resends": 0}})
+    assert allreduce_run.agent_resends(run) == {
+        "agent_sent": 400, "agent_retransmitted": 40, "agent_early_resends": 20}
+    assert allreduce_run.agent_resends(WorkerRun()) == {}  # Gloo, or workers that died
+    result = allreduce_run.PathResult("switch path", "switch", rows=[{"seconds": 2.0}],
+                                      counters=allreduce_run.agent_resends(run))
+    args = argparse.Namespace(model=str(workload.DEFAULT_MODEL), scale=0.02, bw=5.0, workers=2,
+                              loss=10.0)
+    allreduce_run.summarize([result], args)
+    out = capsys.readouterr().out
+    assert "agents resent 40 of 400 datagrams (0.100 per packet; 20 early" in out
+    assert "switch port counters" not in out
