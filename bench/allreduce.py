@@ -205,11 +205,11 @@ def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
 
 
 def _print_row(row: dict) -> None:
+    loss = f" loss {row['loss_percent']:g}%" if row.get("loss_percent") else ""
     if row["seconds"] is None:
-        print(f"{row['backend']:>5} N={row['workers']} {row['size_mb']:>5g} MB   FAILED "
+        print(f"{row['backend']:>5} N={row['workers']} {row['size_mb']:>5g} MB{loss}   FAILED "
               f"{'; '.join(row['errors'])[:200]}", flush=True)
         return
-    loss = f" loss {row['loss_percent']:g}%" if row.get("loss_percent") else ""
     print(f"{row['backend']:>6} N={row['workers']} {row['size_mb']:>5g} MB{loss} "
           f"{row['seconds']:>8.3f} s {row['goodput_mbit']:>7.1f} Mbit/s   floor: own "
           f"{row['floor_own_s']:.3f} s (x{row['seconds'] / row['floor_own_s']:.1f}); switch "
