@@ -22,11 +22,21 @@ too (where the time goes when a path falls short of its floor), and every row ha
 when the machine's cores, not the links, were the limit, else ``link-bound (...)``.
 
     .venv/bin/python -m bench.allreduce [--quick] [--workers 2,4,8] [--sizes-mb 0.5,2]
-                                        [--bw 5] [--repeat 2]
+                                        [--bw 5] [--repeat 2] [--loss 0]
                                         [--backends switch,switch256,pbox,pbox256,gloo]
 
 Needs root (Mininet) and, for Gloo, torch (``make torch``). Writes
 bench/results/allreduce.json and bench/results/allreduce.png.
+
+Loss sweep: ``--loss 1,5,10`` (percent, on every link in both directions,
+topologies/linkem.py) runs each worker count on a fresh rack at each rate and at 0 %
+(added when not listed), by default with the switch path (256 lanes) and Gloo only, and
+reports each row against the same backend's lossless time (``x_lossless``) with the
+agents' resends per packet sent (timeouts and early resends, docs/notes/host-agent.md
+§5; Gloo's TCP retransmissions are not counted). Writes bench/results/allreduce_loss.json
+and .png (time and x lossless against the loss rate).
+
+    .venv/bin/python -m bench.allreduce --workers 4 --sizes-mb 2 --repeat 3 --loss 1,5,10
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ import psutil
 
 from topologies.cpuload import CpuSampler, column
 from topologies.launch import WorkerRun, run_workers
+from topologies.linkem import LinkEmulationError, check_loss
 from topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, exit_on_sigterm, worker_ip
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -64,6 +75,10 @@ INC_BACKENDS = {
     "switch": ("auto", 64, "switch"), "switch256": ("auto", 256, "switch"),
     "pbox": ("pbox", 64, "pbox"), "pbox256": ("pbox", 256, "pbox"),
 }
+
+
+ALL_BACKENDS = ("switch", "switch256", "pbox", "pbox256", "gloo")
+LOSS_SWEEP_BACKENDS = ("switch256", "gloo")  # what make run --loss compares
 
 
 def _floor_key(backend: str) -> str:
@@ -89,10 +104,24 @@ def _run_timeout(workers: int, args: argparse.Namespace) -> float:
     return 120.0 + 10.0 * total
 
 
+def resend_figures(agent_stats: dict[int, dict]) -> dict[str, float | None]:
+    """Resends per packet sent, summed over the ranks' agents (their whole run: every
+    size and repetition, and the barriers' one-element all-reduces)."""
+    sent = sum(s.get("sent", 0) for s in agent_stats.values())
+    if not sent:
+        return {"resends_per_packet": None, "early_resends_per_packet": None}
+    return {
+        "resends_per_packet": sum(s.get("retransmitted", 0) for s in agent_stats.values()) / sent,
+        "early_resends_per_packet": sum(s.get("early_resends", 0) for s in agent_stats.values())
+        / sent,
+    }
+
+
 def _rows(backend: str, workers: int, run: WorkerRun, args: argparse.Namespace,
           cpu: dict[str, float], timed: CpuSampler,
-          windows: dict[float, list[tuple[float, float]]]) -> list[dict]:
+          windows: dict[float, list[tuple[float, float]]], loss: float = 0.0) -> list[dict]:
     rows = []
+    resends = resend_figures(run.agent_stats)
     for size_mb in args.sizes_mb:
         times = [max(line["seconds"] for line in by_rank.values())
                  for (size, _), by_rank in sorted(run.iterations.items())
@@ -100,7 +129,7 @@ def _rows(backend: str, workers: int, run: WorkerRun, args: argparse.Namespace,
         floor = floors(workers, size_mb, args.bw)
         median = statistics.median(times) if times else None
         rows.append({
-            "backend": backend, "workers": workers, "size_mb": size_mb,
+            "backend": backend, "workers": workers, "size_mb": size_mb, "loss_percent": loss,
             "seconds": median, "seconds_all": times,
             "goodput_mbit": size_mb * MB * 8 / median / 1e6 if median else None,
             "floor_switch_s": floor["switch"], "floor_pbox_s": floor["pbox"],
@@ -112,14 +141,16 @@ def _rows(backend: str, workers: int, run: WorkerRun, args: argparse.Namespace,
             "cpu": _load_json(timed, windows.get(size_mb, [])),
             "complete": len(times) == args.repeat,
             "errors": sorted(set(run.errors.values())),
+            **resends,
         })
     return rows
 
 
-def bench_workers(workers: int, args: argparse.Namespace) -> list[dict]:
+def bench_workers(workers: int, args: argparse.Namespace, loss: float = 0.0) -> list[dict]:
     rows: list[dict] = []
-    config = RackConfig(workers=workers, bw=args.bw, loss=args.loss, run_name=f"bench-n{workers}",
-                        p4=True, pcap=False)
+    name = f"bench-n{workers}" + (f"-loss{loss:g}" if loss else "")
+    config = RackConfig(workers=workers, bw=args.bw, loss=loss, run_name=name, p4=True,
+                        pcap=False)
     with Rack(config) as rack:
         pbox = rack.start_pbox(workers=args.pbox_workers)
         rack.start_controller(rack.controller_topology(job_slots=args.window))
@@ -133,7 +164,7 @@ def bench_workers(workers: int, args: argparse.Namespace) -> list[dict]:
                                   on_iteration=_window_recorder(timed, windows))
                 after = _cpu_seconds(procs)
                 cpu = {name: round(after[name] - before[name], 2) for name in after}
-                for row in _rows(backend, workers, run, args, cpu, timed, windows):
+                for row in _rows(backend, workers, run, args, cpu, timed, windows, loss):
                     rows.append(row)
                     _print_row(row)
     return rows
@@ -174,15 +205,75 @@ def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
 
 
 def _print_row(row: dict) -> None:
+    loss = f" loss {row['loss_percent']:g}%" if row.get("loss_percent") else ""
     if row["seconds"] is None:
-        print(f"{row['backend']:>5} N={row['workers']} {row['size_mb']:>5g} MB   FAILED "
+        print(f"{row['backend']:>5} N={row['workers']} {row['size_mb']:>5g} MB{loss}   FAILED "
               f"{'; '.join(row['errors'])[:200]}", flush=True)
         return
-    print(f"{row['backend']:>6} N={row['workers']} {row['size_mb']:>5g} MB "
+    print(f"{row['backend']:>6} N={row['workers']} {row['size_mb']:>5g} MB{loss} "
           f"{row['seconds']:>8.3f} s {row['goodput_mbit']:>7.1f} Mbit/s   floor: own "
           f"{row['floor_own_s']:.3f} s (x{row['seconds'] / row['floor_own_s']:.1f}); switch "
           f"{row['floor_switch_s']:.3f} s, single PBox {row['floor_pbox_s']:.3f} s, ring "
           f"{row['floor_ring_s']:.3f} s; {column(row['cpu'])}", flush=True)
+
+
+def add_loss_ratios(rows: list[dict]) -> None:
+    """Give every row ``x_lossless``: its time over the same backend's, worker count's and
+    size's time at 0 % loss (None where either is missing)."""
+    lossless = {(r["backend"], r["workers"], r["size_mb"]): r["seconds"] for r in rows
+                if not r.get("loss_percent")}
+    for r in rows:
+        base = lossless.get((r["backend"], r["workers"], r["size_mb"]))
+        r["x_lossless"] = r["seconds"] / base if r["seconds"] and base else None
+
+
+def loss_table(rows: list[dict]) -> list[str]:
+    """The sweep's summary, one line per row: time, x lossless, resends per packet."""
+    def num(value: float | None, fmt: str) -> str:
+        return "-" if value is None else format(value, fmt)
+
+    lines = [f"{'backend':>9} {'N':>3} {'MB':>5} {'loss %':>6} {'time s':>8} {'x lossless':>10} "
+             f"{'resends/pkt':>11} {'early/pkt':>9}"]
+    for r in sorted(rows, key=lambda r: (r["workers"], r["size_mb"], r["backend"],
+                                         r.get("loss_percent", 0.0))):
+        lines.append(f"{r['backend']:>9} {r['workers']:>3} {r['size_mb']:>5g} "
+                     f"{r.get('loss_percent', 0.0):>6g} {num(r['seconds'], '.3f'):>8} "
+                     f"{num(r.get('x_lossless'), '.2f'):>10} "
+                     f"{num(r.get('resends_per_packet'), '.3f'):>11} "
+                     f"{num(r.get('early_resends_per_packet'), '.3f'):>9}")
+    return lines
+
+
+def plot_loss(rows: list[dict], path: Path, bw: float) -> None:
+    """Time and x lossless against the loss rate, one line per backend, worker count and size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_time, ax_ratio) = plt.subplots(1, 2, figsize=(10, 4))
+    for key in sorted({(r["backend"], r["workers"], r["size_mb"]) for r in rows}):
+        pts = sorted((r.get("loss_percent", 0.0), r["seconds"], r.get("x_lossless"))
+                     for r in rows if (r["backend"], r["workers"], r["size_mb"]) == key
+                     and r["seconds"])
+        if not pts:
+            continue
+        label = f"{key[0]} N={key[1]} {key[2]:g} MB"
+        ax_time.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
+        ratio = [(p[0], p[2]) for p in pts if p[2] is not None]
+        if ratio:
+            ax_ratio.plot(*zip(*ratio, strict=True), "o-", label=label)
+    ax_ratio.axhline(2.0, color="grey", linestyle=":", label="2x lossless")
+    ax_time.set(xlabel="loss on every link, each direction (%)", ylabel="all-reduce time (s)",
+                title=f"{bw:g} Mbit/s links")
+    ax_ratio.set(xlabel="loss on every link, each direction (%)", ylabel="x own lossless time",
+                 title="slowdown from loss")
+    for ax in (ax_time, ax_ratio):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def plot(rows: list[dict], path: Path, bw: float) -> None:
@@ -231,15 +322,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=None)
     parser.add_argument("--bw", type=float, default=5.0,
                         help="link bandwidth, Mbit/s (5: link-limited for the Python switch)")
-    parser.add_argument("--loss", type=float, default=0.0, help="percent, every link")
-    parser.add_argument("--backends", type=lambda s: s.split(","),
-                        default=["switch", "switch256", "pbox", "pbox256", "gloo"],
-                        help=f"of {', '.join([*INC_BACKENDS, 'gloo'])}")
+    parser.add_argument("--loss", type=numbers(float), default=[0.0],
+                        help="percent, every link, both directions; several (1,5,10) sweep "
+                             "them against 0 (see above)")
+    parser.add_argument("--backends", type=lambda s: s.split(","), default=None,
+                        help=f"of {', '.join([*INC_BACKENDS, 'gloo'])} (default: all; "
+                             f"{','.join(LOSS_SWEEP_BACKENDS)} for a loss sweep)")
     parser.add_argument("--window", type=int, default=32,
                         help="slots per job = the agents' window")
     parser.add_argument("--pbox-workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS / "allreduce.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="JSON report (default bench/results/allreduce.json, "
+                             "allreduce_loss.json for a loss sweep); the plot goes beside it")
     args = parser.parse_args(argv)
+    try:
+        for loss in args.loss:
+            check_loss(loss)
+    except LinkEmulationError as exc:
+        parser.error(str(exc))
+    args.sweep = any(args.loss)
+    if args.sweep:  # every rate is held against the lossless time, measured first
+        args.loss = sorted({0.0, *args.loss})
+    if args.backends is None:
+        args.backends = list(LOSS_SWEEP_BACKENDS if args.sweep else ALL_BACKENDS)
+    if args.out is None:
+        args.out = RESULTS / ("allreduce_loss.json" if args.sweep else "allreduce.json")
     quick = {"workers": [2, 4, 8], "sizes_mb": [0.5], "repeat": 2}
     full = {"workers": [2, 4, 8], "sizes_mb": [0.5, 2.0], "repeat": 1}
     for key, value in (quick if args.quick else full).items():
@@ -271,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     try:
         for workers in args.workers:
-            rows += bench_workers(workers, args)
+            for loss in args.loss:
+                rows += bench_workers(workers, args, loss)
     except RackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -287,8 +395,11 @@ def main(argv: list[str] | None = None) -> int:
         "seconds_total": time.time() - started,
         "results": rows,
     }
+    if args.sweep:
+        add_loss_ratios(rows)
+        print("\n" + "\n".join(loss_table(rows)))
     args.out.write_text(json.dumps(report, indent=1) + "\n")
-    plot(rows, args.out.with_suffix(".png"), args.bw)
+    (plot_loss if args.sweep else plot)(rows, args.out.with_suffix(".png"), args.bw)
     print(f"wrote {args.out} and {args.out.with_suffix('.png')}")
     return 0 if all(r["complete"] for r in rows) else 1
 

@@ -62,6 +62,7 @@ class SessionStats:
 
     sent: int = 0  # first transmissions
     retransmitted: int = 0
+    early_resends: int = 0  # of which sent before their timeout: later results showed a loss
     results: int = 0  # results accepted
     duplicates: int = 0  # results for a position not in flight (duplicate or stale)
     foreign: int = 0  # not a result of this job, or malformed
@@ -228,7 +229,7 @@ class Session:
             return
         expired = self._timers.expired(now)
         if expired.size:
-            self._timers.on_retransmitted(expired, now)
+            self.stats.early_resends += self._timers.on_retransmitted(expired, now)
             self._retransmit = np.union1d(self._retransmit, expired)
 
     def next_event(self) -> Event | None:

@@ -121,18 +121,29 @@ def job_worker_args(rack: Rack, args: argparse.Namespace, rank: int, job_name: s
 def _run_job_path(rack: Rack, args: argparse.Namespace, cpu: CpuSampler, name: str, where: str,
                   placement: str) -> PathResult:
     before = _switch_ports(rack)
-    result, _ = _collect(name, where, rack, args, cpu, lambda rank: [
+    result, run = _collect(name, where, rack, args, cpu, lambda rank: [
         *job_worker_args(rack, args, rank, f"inc-{where}", placement),
         *_training_args(args, rank)])
     after = _switch_ports(rack)
     if before and after:
         result.counters = {"switch_rx": _total(after, "rx") - _total(before, "rx"),
                            "switch_tx": _total(after, "tx") - _total(before, "tx")}
+    result.counters |= agent_resends(run)
     wrong = {row["where"] for row in result.rows} - {where}
     if wrong:
         result.problems.append(f"aggregated on {sorted(wrong)}, expected {where}")
         result.ok = False
     return result
+
+
+def agent_resends(run: WorkerRun) -> dict[str, int]:
+    """The agents' datagrams sent, resent and resent early, summed over the ranks (empty
+    when no agent reported its counters)."""
+    stats = run.agent_stats.values()
+    if not stats:
+        return {}
+    return {f"agent_{key}": sum(s.get(key, 0) for s in stats)
+            for key in ("sent", "retransmitted", "early_resends")}
 
 
 def _switch_ports(rack: Rack) -> dict:
@@ -197,6 +208,12 @@ def summarize(results: list[PathResult], args: argparse.Namespace) -> None:
               f"{floor:>8.3f} {median / floor:>8.2f}  {status:<6}  {column(result.cpu)}")
         for problem in result.problems:
             print(f"    problem: {problem}")
-        if result.counters:
-            print(f"    switch port counters during the path: {result.counters['switch_rx']} "
-                  f"packets in, {result.counters['switch_tx']} out")
+        counters = result.counters
+        if "switch_rx" in counters:
+            print(f"    switch port counters during the path: {counters['switch_rx']} "
+                  f"packets in, {counters['switch_tx']} out")
+        if counters.get("agent_sent"):
+            print(f"    agents resent {counters['agent_retransmitted']} of "
+                  f"{counters['agent_sent']} datagrams "
+                  f"({counters['agent_retransmitted'] / counters['agent_sent']:.3f} per packet;"
+                  f" {counters['agent_early_resends']} early, before their timeout)")

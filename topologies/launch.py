@@ -24,6 +24,7 @@ class WorkerRun:
 
     iterations: dict[tuple, dict[int, dict]] = field(default_factory=dict)  # key -> rank -> line
     errors: dict[int, str] = field(default_factory=dict)
+    agent_stats: dict[int, dict] = field(default_factory=dict)  # rank -> its agent's counters
     returncodes: dict[int, int | None] = field(default_factory=dict)
     timed_out: bool = False
 
@@ -97,6 +98,8 @@ def _record(run: WorkerRun, rank: int, line: dict, world: int, on_iteration) -> 
     event = line.get("event")
     if event == "error":
         run.errors[rank] = line.get("error", "?")
+    elif event == "done":
+        run.agent_stats[rank] = line.get("agent_stats") or {}
     elif event == "iteration":
         key = iteration_key(line)
         by_rank = run.iterations.setdefault(key, {})

@@ -1,0 +1,117 @@
+"""n sessions and an aggregator over serialized, lossy, jittery links, on an explicit clock.
+
+Each worker has an uplink and a downlink that carry one datagram per ``tx`` seconds (a
+FIFO: a window queues behind itself, as on the rack's htb-shaped links) plus ``delay``
+seconds of propagation, with an instantaneous aggregator in the middle. Every datagram,
+in each direction, is lost with probability ``loss``: an uplink loss happens before the
+link (the rack drops at the sender's egress hook, so the datagram costs no link time), a
+downlink loss after it (the rack drops at the receiver's INPUT, so it did). ``jitter``
+adds a uniform random 0..jitter seconds to each result's arrival after its
+serialization, so results can overtake each other: reordering without loss. Uplinks stay
+FIFO: the slot protocol needs a worker's contributions to reach the aggregator in the
+order it sent them (a resend of g overtaken by g + W, which clears the worker's bit in
+g's cell, would count as a new contribution to round g + 2W: docs/notes/host-agent.md).
+
+Events and timers run from a heap in time order; sessions see only ``now`` arguments.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from dataclasses import dataclass, field
+
+from hosts.aggregator import Aggregator
+from hosts.events import Event, TensorCompleted
+from hosts.session import Session
+
+
+@dataclass
+class LinkModel:
+    """What every link of the simulated rack does to a datagram."""
+
+    tx: float = 0.001  # seconds per datagram (size / bandwidth)
+    delay: float = 0.0  # propagation, each way
+    loss: float = 0.0  # probability, each datagram, each direction
+    jitter: float = 0.0  # extra uniform 0..jitter seconds per result (reordering)
+    seed: int = 0
+
+
+@dataclass
+class Counts:
+    """What the links did (datagrams)."""
+
+    up_sent: int = 0
+    up_lost: int = 0
+    down_sent: int = 0
+    down_lost: int = 0
+    completions: list[tuple[float, int, object]] = field(default_factory=list)  # (t, rank, id)
+
+
+class SerialLossyNet:
+    """The sessions' traffic through per-worker serialized links and an aggregator."""
+
+    def __init__(self, sessions: list[Session], agg: Aggregator, link: LinkModel) -> None:
+        self.sessions, self.agg, self.link = sessions, agg, link
+        self.rng = random.Random(link.seed)
+        self.heap: list = []
+        self.seq = itertools.count()
+        self.up_free = [0.0] * len(sessions)
+        self.down_free = [0.0] * len(sessions)
+        self.events: list[list[Event]] = [[] for _ in sessions]
+        self.counts = Counts()
+        self.now = 0.0
+
+    def _push(self, t: float, kind: str, rank: int, data: bytes | None) -> None:
+        heapq.heappush(self.heap, (t, next(self.seq), kind, rank, data))
+
+    def _arrival(self, free: list[float], r: int, jitter: float = 0.0) -> float:
+        free[r] = max(self.now, free[r]) + self.link.tx
+        return free[r] + self.link.delay + (self.rng.uniform(0.0, jitter) if jitter else 0.0)
+
+    def _pump(self, r: int) -> None:
+        for d in self.sessions[r].datagrams_to_send(self.now):
+            self.counts.up_sent += 1
+            if self.rng.random() < self.link.loss:
+                self.counts.up_lost += 1
+                continue
+            self._push(self._arrival(self.up_free, r), "agg", r, d)
+        timer = self.sessions[r].get_timer()
+        if timer is not None:
+            self._push(timer, "timer", r, None)
+        while (ev := self.sessions[r].next_event()) is not None:
+            self.events[r].append(ev)
+            if isinstance(ev, TensorCompleted):
+                self.counts.completions.append((self.now, r, ev.tensor_id))
+
+    def start(self, tensor_id: object, inputs: list) -> None:
+        for r, s in enumerate(self.sessions):
+            s.start(tensor_id, inputs[r], self.now)
+
+    def run(self, until: float) -> None:
+        """Move traffic until nothing is left to do or the clock reaches ``until``."""
+        for r in range(len(self.sessions)):
+            self._pump(r)
+        while self.heap and self.now < until:
+            self.now, _, kind, r, data = heapq.heappop(self.heap)
+            if kind == "agg":
+                for reply, dst in self.agg.receive(data, ("w", r), self.now):
+                    q = dst[1]
+                    self.counts.down_sent += 1
+                    at = self._arrival(self.down_free, q, self.link.jitter)
+                    if self.rng.random() < self.link.loss:
+                        self.counts.down_lost += 1
+                        continue
+                    self._push(at, "host", q, reply)
+            elif kind == "host":
+                self.sessions[r].receive(data, self.now)
+                self._pump(r)
+            else:
+                timer = self.sessions[r].get_timer()
+                if timer is not None and self.now >= timer:
+                    self.sessions[r].handle_timer(self.now)
+                    self._pump(r)
+
+    def total(self, counter: str) -> int:
+        return sum(getattr(s.stats, counter) for s in self.sessions)
