@@ -17,6 +17,11 @@ the same expression text for every lane once the lane field and the temporary ar
 renamed, and built only from ``+ - * & | ^``, constants and fields outside the run:
 those operations commute with reduction modulo 2^w, so unsigned numpy arithmetic
 of the dtype, masked to the field width, gives exactly the Python (BMv2) result.
+One conditional is admitted too, a lane-wise maximum or minimum (``a > b ? a : b``
+and its ``>= < <=`` forms, what p4lite-c emits for P4's ``?:``), as ``numpy.maximum``
+/ ``minimum``, when ``a`` and ``b`` are built from ``_o``, ``_v`` and ``& | ^`` alone
+(``&`` also with a scalar): those stay below 2^w, so numpy compares the values Python
+compares.
 Anything else compiles as before. A register is banked only when every data-plane
 access to it is in runs naming the same register tuple; the control plane reaches a
 banked register through ``BankColumn`` and sees plain ints.
@@ -48,6 +53,7 @@ from p4lite.switch.core.errors import SwitchLoadError
 MIN_RUN = 32
 _DTYPES = ((8, "B"), (16, "H"), (32, "I"), (64, "Q"))
 _OPS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)
+_COMPARES = (ast.Gt, ast.GtE, ast.Lt, ast.LtE)
 
 
 class BankColumn:
@@ -175,14 +181,57 @@ def _tmp_width_ok(gen: CodeGen, kind: str, tmp: int, width: int) -> bool:
     return kind != "rmw4" or gen.layout.width[tmp] == width
 
 
+def _has_lanes(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in ("_o", "_v") for n in ast.walk(node))
+
+
+def _below_width(node: ast.AST) -> bool:
+    """An array expression whose value never leaves [0, 2^w): ``_o``, ``_v``, and
+    ``& | ^`` of such expressions (``&`` also with any non-negative scalar)."""
+    if isinstance(node, ast.Name):
+        return node.id in ("_o", "_v")
+    if not isinstance(node, ast.BinOp) or not isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+        return False
+    left, right = _has_lanes(node.left), _has_lanes(node.right)
+    if left and right:
+        return _below_width(node.left) and _below_width(node.right)
+    return isinstance(node.op, ast.BitAnd) and _below_width(node.left if left else node.right)
+
+
+def min_max(node: ast.IfExp) -> str | None:
+    """``"maximum"`` or ``"minimum"`` if ``node`` is ``a if a > b else b`` (or another
+    order or comparison giving the max or min of a and b), else None."""
+    test = node.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], _COMPARES)):
+        return None
+    a, b = ast.dump(test.left), ast.dump(test.comparators[0])
+    body, orelse = ast.dump(node.body), ast.dump(node.orelse)
+    if (body, orelse) == (a, b):
+        larger_first = True
+    elif (body, orelse) == (b, a):
+        larger_first = False
+    else:
+        return None
+    greater = isinstance(test.ops[0], (ast.Gt, ast.GtE))
+    return "maximum" if greater == larger_first else "minimum"
+
+
 def _scalar_free(template: str, lanes: set[int], tmp: int) -> bool:
-    """True when the template only uses +-*&|^, ints, _o, _v and fields outside the run."""
+    """True when the template only uses +-*&|^, ints, _o, _v and fields outside the run,
+    and lane-wise maxima / minima of operands below the width (see ``min_max``)."""
     try:
         tree = ast.parse(template, mode="eval").body
     except SyntaxError:
         return False
     for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp):
+        if isinstance(node, ast.IfExp):
+            if (min_max(node) is None or not _below_width(node.body)
+                    or not _below_width(node.orelse)):
+                return False
+        elif isinstance(node, (ast.Compare, *_COMPARES)):
+            continue  # the test of an IfExp checked above
+        elif isinstance(node, ast.BinOp):
             if not isinstance(node.op, _OPS):
                 return False
         elif isinstance(node, ast.Name):
@@ -205,11 +254,13 @@ def _scalar_free(template: str, lanes: set[int], tmp: int) -> bool:
 _UFUNCS = {ast.Add: "_np_add", ast.Sub: "_np_subtract", ast.Mult: "_np_multiply",
            ast.BitAnd: "_np_bitwise_and", ast.BitOr: "_np_bitwise_or",
            ast.BitXor: "_np_bitwise_xor"}
+_MIN_MAX = {"maximum": "_np_maximum", "minimum": "_np_minimum"}
 _PY_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|",
            ast.BitXor: "^"}
 NUMPY_NAMES = {"_np_frombuffer": np.frombuffer, "_np_add": np.add, "_np_subtract": np.subtract,
                "_np_multiply": np.multiply, "_np_bitwise_and": np.bitwise_and,
-               "_np_bitwise_or": np.bitwise_or, "_np_bitwise_xor": np.bitwise_xor}
+               "_np_bitwise_or": np.bitwise_or, "_np_bitwise_xor": np.bitwise_xor,
+               "_np_maximum": np.maximum, "_np_minimum": np.minimum}
 
 
 class _Ufuncs:
@@ -229,7 +280,7 @@ class _Ufuncs:
 
     @staticmethod
     def is_array(node: ast.AST) -> bool:
-        return any(isinstance(n, ast.Name) and n.id in ("_o", "_v") for n in ast.walk(node))
+        return _has_lanes(node)
 
     # _scalar_free has admitted only non-negative int constants and F[<int>] subscripts;
     # the isinstance checks below narrow ast.Constant.value for the type checker.
@@ -247,6 +298,13 @@ class _Ufuncs:
     def array(self, node: ast.expr) -> str:
         if isinstance(node, ast.Name):
             return node.id
+        if isinstance(node, ast.IfExp):  # _scalar_free admitted only min_max forms
+            ufunc = _MIN_MAX[min_max(node) or ""]
+            args = [self.array(x) for x in (node.body, node.orelse)]
+            self.temps += 1
+            name = f"_t{self.temps}"
+            self.lines.append(f"{name} = {ufunc}({args[0]}, {args[1]})")
+            return name
         assert isinstance(node, ast.BinOp)
         left, right = node.left, node.right
         if isinstance(node.op, ast.BitAnd):  # x & all-ones of the dtype is x
