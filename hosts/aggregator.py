@@ -15,7 +15,8 @@ defines slot, shadow set, cell and position):
   bitmap, a contribution counter (mod n), a max exponent and L int32 lanes, which
   double as the stored result once the cell is complete;
 * a new contribution sets its rank's bit and clears the same bit in the slot's other
-  cell; the first one of a round overwrites the lanes, later ones add (int32 wrap-around);
+  cell; the first one of a round overwrites the lanes, later ones add (int32 wrap-around),
+  or for a PRIME keep the larger value lane by lane (lanes compared as uint32);
 * the contribution that brings the counter back to 0 completes the cell: a RESULT goes
   to every worker of the job;
 * a duplicate only reads: on a complete cell it gets the stored result back by unicast,
@@ -68,8 +69,11 @@ assert _HEADER.size == HEADER_LEN
 _CONTRIB = int(PacketType.CONTRIB)
 _RESULT = int(PacketType.RESULT)
 _PARTIAL = int(PacketType.PARTIAL)
+_PRIME = int(PacketType.PRIME)
+_TYPES = (_CONTRIB, _RESULT, _PARTIAL, _PRIME)
 _RESULT_VER_TYPE = (VERSION << 4) | _RESULT
 _LANES_BE = np.dtype(">i4")
+_LANES_BE_UNSIGNED = np.dtype(">u4")
 
 REJECT_REASONS = ("type", "lanes", "rank", "slot", "count", "address", "shard")
 
@@ -207,7 +211,7 @@ class Aggregator:
         ptype = ver_type & 0x0F
         lanes = lanes_of_flags(flags)
         if (ver_type >> 4 != VERSION or lanes is None or len(datagram) != HEADER_LEN + 4 * lanes
-                or nelem > lanes or ptype not in (_CONTRIB, _RESULT, _PARTIAL)):  # fmt: skip
+                or nelem > lanes or ptype not in _TYPES):  # fmt: skip
             self.malformed += 1
             return []
         state = self._jobs.get(job)
@@ -236,7 +240,7 @@ class Aggregator:
         state.stats.last_seen = now
         cell = local * 2 + (flags & 1)
         echo = (flags, job, slot, position, epoch, nelem)
-        return _apply(state, cell, rank, count, exp, datagram, src, echo)
+        return _apply(state, cell, rank, count, exp, datagram, src, echo, ptype == _PRIME)
 
 
 def _apply(
@@ -248,8 +252,10 @@ def _apply(
     datagram: bytes | bytearray | memoryview,
     src: Address,
     echo: tuple[int, int, int, int, int, int],
+    prime: bool,
 ) -> list[tuple[bytes, Address]]:
-    """Apply one validated contribution to ``cell`` (local_slot * 2 + shadow set)."""
+    """Apply one validated contribution to ``cell`` (local_slot * 2 + shadow set);
+    ``prime``: a PRIME, whose lanes are max-reduced as uint32 instead of summed."""
     stats = state.stats
     bit = 1 << rank
     bitmap = state.bitmap
@@ -275,7 +281,11 @@ def _apply(
         lanes[:] = values
         state.max_exp[cell] = exp
     else:
-        np.add(lanes, values, out=lanes)  # int32 wrap-around, as on the switch
+        if prime:
+            stored = lanes.view(np.uint32)  # the switch compares bit<32>: unsigned
+            np.maximum(stored, values.view(_LANES_BE_UNSIGNED), out=stored)
+        else:
+            np.add(lanes, values, out=lanes)  # int32 wrap-around, as on the switch
         if exp > state.max_exp[cell]:
             state.max_exp[cell] = exp
     if after != 0:
