@@ -37,8 +37,9 @@
  *          (counter was 0) overwrites lanes and max exponent, later ones add
  *          (32-bit wrap-around = int32 two's complement) and take the max;
  *          a PRIME instead keeps the unsigned 32-bit maximum lane by lane
- *          (max_lanes*: `(old & keep_mask) > v ? (old & keep_mask) : v`, so the
- *          first of a round overwrites as max(0, v) = v); its result is a RESULT;
+ *          (max_lanes*, branch free: with o = old & keep_mask,
+ *          v ^ ((o ^ v) & (0 - (bit<32>)(bit<1>)(o > v))), so the first of a
+ *          round overwrites as max(0, v) = v); its result is a RESULT;
  *          if the counter is back to 0 the packet becomes the RESULT and is
  *          multicast to group `mcast_grp`; otherwise it is consumed (dropped).
  *        duplicate (bit already set): only reads; if the cell is complete the
@@ -299,11 +300,14 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
     R.write(meta.idx, hdr.H.F);
 
 /* One lane of a new PRIME: the unsigned 32-bit maximum instead of the sum. The
- * masked old value is 0 on the first contribution of a round, and max(0, v) = v,
- * so the same keep_mask overwrites. */
+ * masked old value o is 0 on the first contribution of a round, and max(0, v) = v,
+ * so the same keep_mask overwrites. max(o, v) = v ^ ((o ^ v) & -(o > v)): branch
+ * free, because p4c-bm2-ss turns a ?: (or an if) inside an action into _jump
+ * primitives, 7 per lane, where this is one assignment, as the sum is. */
 #define MAX_LANE(H, F, R) \
     R.read(meta.lane_tmp, meta.idx); \
-    hdr.H.F = ((meta.lane_tmp & meta.keep_mask) > hdr.H.F) ? (meta.lane_tmp & meta.keep_mask) : hdr.H.F; \
+    hdr.H.F = hdr.H.F ^ (((meta.lane_tmp & meta.keep_mask) ^ hdr.H.F) \
+              & (0 - (bit<32>)(bit<1>)((meta.lane_tmp & meta.keep_mask) > hdr.H.F))); \
     R.write(meta.idx, hdr.H.F);
 
 /* One lane of a duplicate on a complete cell: the stored result into the packet. */
