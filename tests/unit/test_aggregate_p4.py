@@ -432,6 +432,7 @@ def test_foreign_jobs_ranks_and_slots_are_dropped_counted_and_touch_nothing(rk):
         (1, contrib(a.job_id, 0, 0, count=3)),  # more workers than the job has
         (1, contrib(a.job_id, 0, 0, ptype=PacketType.RESULT)),
         (1, bytes([0x11]) + contrib(a.job_id, 0, 0)[1:]),  # version 1
+        (1, bytes([0x25]) + contrib(a.job_id, 0, 0)[1:]),  # type 5 (4 is PRIME)
         (1, contrib(a.job_id, 0, 0, lanes=256)),  # a 256-lane packet for a 64-lane job
         (1, contrib(a.job_id, 0, 0, lanes=256)[:20 + 4 * 128]),  # its lanes cut short
         (1, bytes([0x21, 0x10]) + contrib(a.job_id, 0, 0)[2:]),  # lane code 2
