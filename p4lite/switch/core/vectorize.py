@@ -239,7 +239,8 @@ def flag(node: ast.IfExp) -> tuple[str, bool] | None:
 
 def _scalar_free(template: str, lanes: set[int], tmp: int) -> bool:
     """True when the template only uses +-*&|^, ints, _o, _v and fields outside the run,
-    and lane-wise maxima / minima of operands below the width (see ``min_max``)."""
+    and comparisons as numbers (``flag``) or lane-wise maxima / minima (``min_max``) of
+    operands below the width."""
     try:
         tree = ast.parse(template, mode="eval").body
     except SyntaxError:
@@ -336,7 +337,6 @@ class _Ufuncs:
         name = f"_t{self.temps}"
         self.lines.append(f"{name} = {_UFUNCS[type(node.op)]}({args[0]}, {args[1]})")
         return name
-
 
     def conditional(self, node: ast.IfExp) -> str:
         """A comparison as a number, or a maximum / minimum (_scalar_free admitted no
