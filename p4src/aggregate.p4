@@ -10,7 +10,8 @@
  *   1. Every packet is counted per ingress port (port_rx).
  *   2. UDP to port 48879 parses the 20-byte p4hub header (wire version 2) and its
  *      lanes: 64 int32 lanes (lane code 0) or 256 in four lanes_t groups (lane code 1);
- *      so does UDP from port 48879 (a RESULT from the PBox), for its priority alone.
+ *      UDP from port 48879 (a RESULT from the PBox) parses the header alone, for its
+ *      priority; such a packet is never a contribution.
  *      A packet with a p4hub header gets standard_metadata.priority = the header's
  *      priority (0-7): the switches run with --priority-queues 8, whose higher
  *      queue is served first (BMv2 and p4lite-switch alike), so urgent slices'
@@ -258,12 +259,17 @@ parser MyParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
             default: parse_from_aggregator;
         }
     }
-    /* a RESULT from the PBox (source port 48879): parsed for its priority only */
+    /* a RESULT from the PBox (source port 48879): its header only, for the
+     * priority; the lanes stay payload and leave as they came */
     state parse_from_aggregator {
         transition select(hdr.udp.srcPort) {
-            AGG_UDP_PORT: parse_p4hub;
+            AGG_UDP_PORT: parse_p4hub_only;
             default: accept;
         }
+    }
+    state parse_p4hub_only {
+        packet.extract(hdr.p4hub);
+        transition accept;
     }
     state parse_p4hub {
         packet.extract(hdr.p4hub);
@@ -946,7 +952,9 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             /* the header's priority is the egress queue (--priority-queues 8: the
              * higher queue is served first, as the header's priority means) */
             standard_metadata.priority = hdr.p4hub.priority;
-            aggregators.apply();
+            if (hdr.udp.dstPort == AGG_UDP_PORT) {
+                aggregators.apply();
+            }
         }
         if (meta.to_aggregator == 1) {
             meta.l2 = 0;

@@ -548,6 +548,16 @@ def test_every_p4hub_packet_leaves_ingress_with_its_header_priority(rk):
     # plain traffic keeps priority 0
     plain = rk.switch.ingress(udp_frame(host(1), host(2), b"x" * 40), 1)
     assert [(q.egress_port, q.priority) for q in plain] == [(2, 0)]
+    # a PBox result leaves byte for byte, and only UDP port 48879 as the destination
+    # makes a contribution (a source port of 48879 does not)
+    result = contrib(on_pbox.job_id, NO_RANK, 0, ptype=PacketType.RESULT, count=2, lanes=256,
+                     priority=5)
+    frame = udp_frame(AGG, host(5), result)
+    assert rk.switch.process(frame, PBOX_PORT) == [(5, frame)]
+    sideways = udp_frame(host(1, port=p.AGG_UDP_PORT - 1), (PBOX.mac, PBOX.ip, 1234),
+                         contrib(on_switch.job_id, 0, 9, priority=6))
+    assert rk.switch.process(sideways, 1) == [(PBOX_PORT, sideways)]
+    assert rk.job_stat(on_switch.job_id, "rejected") == 0
 
 
 def test_an_urgent_result_overtakes_a_backlog_in_the_priority_queues(rk):
