@@ -344,8 +344,9 @@ def run_process_bench(agg: AggRack, in_process: Mapping[int, AggResult], seconds
     try:
         net = BscNet(ports)
         grpc_port = free_tcp_port()
+        # 8 queues, as topologies/p4switch.py starts the rack's switch for aggregate.p4
         proc = start_p4lite_switch({i: net.switch_if(i) for i in range(1, net.ports + 1)},
-                                   grpc_port, log_path, wait_seconds=15)
+                                   grpc_port, log_path, wait_seconds=15, priority_queues=8)
         bench = ProcessBench(agg, net, grpc_port, proc.pid)
         out: dict[str, dict | None] = {}  # "n<N>" -> trial, "py_spy" -> profile or None
         for n in sorted(agg.jobs):

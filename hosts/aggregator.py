@@ -15,7 +15,8 @@ defines slot, shadow set, cell and position):
   bitmap, a contribution counter (mod n), a max exponent and L int32 lanes, which
   double as the stored result once the cell is complete;
 * a new contribution sets its rank's bit and clears the same bit in the slot's other
-  cell; the first one of a round overwrites the lanes, later ones add (int32 wrap-around);
+  cell; the first one of a round overwrites the lanes, later ones add (int32 wrap-around),
+  or for a PRIME keep the larger value lane by lane (lanes compared as uint32);
 * the contribution that brings the counter back to 0 completes the cell: a RESULT goes
   to every worker of the job;
 * a duplicate only reads: on a complete cell it gets the stored result back by unicast,

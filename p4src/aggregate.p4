@@ -1,15 +1,22 @@
 /*
  * aggregate.p4: p4hub in-network aggregation for one top-of-rack switch (v1model).
  *
- * Plain P4_16 for p4c-bm2-ss and p4lite-c (checked with p4lite-c only: no p4c
- * on the machine it was written on; v1model's default version). The semantics
- * are those of the shared aggregation protocol (hosts/aggregator.py is the
- * software reference; for identical inputs both produce the same bytes).
+ * Plain P4_16 for p4c-bm2-ss and p4lite-c (v1model's default version; `python -m
+ * p4lite.xcheck` compiles it with real p4c too). The semantics are those of the
+ * shared aggregation protocol (hosts/aggregator.py is the software reference; for
+ * identical inputs both produce the same bytes).
  *
  * Packet flow (ingress)
  *   1. Every packet is counted per ingress port (port_rx).
  *   2. UDP to port 48879 parses the 20-byte p4hub header (wire version 2) and its
- *      lanes: 64 int32 lanes (lane code 0) or 256 in four lanes_t groups (lane code 1).
+ *      lanes: 64 int32 lanes (lane code 0) or 256 in four lanes_t groups (lane code 1);
+ *      UDP from port 48879 (a RESULT from the PBox) parses the header alone, for its
+ *      priority; such a packet is never a contribution.
+ *      A packet with a p4hub header gets standard_metadata.priority = the header's
+ *      priority (0-7): the switches run with --priority-queues 8, whose higher
+ *      queue is served first (BMv2 and p4lite-switch alike), so urgent slices'
+ *      contributions and results overtake queued ones. (With one queue, a priority
+ *      >= 1 would be dropped: every switch must be started with 8.)
  *      Only if the IPv4 destination is an aggregator (table `aggregators`, the
  *      rack's PBox addresses) is the packet a contribution for this switch;
  *      anything else is forwarded at L2 untouched (e.g. results from a PBox).
@@ -18,7 +25,7 @@
  *      and counts agg_errors[ERR_UNKNOWN_JOB].
  *   4. `members` (exact on job, rank, IPv4 source, UDP source port: the
  *      worker's address as it joined) must hit, the header must be
- *      version 2 CONTRIB or PARTIAL with the job's lane code (a jobs-entry parameter),
+ *      version 2 CONTRIB, PARTIAL or PRIME with the job's lane code (a jobs-entry parameter),
  *      all its lanes parsed and nelem <= its lanes, 1 <= count <= world size,
  *      and the slot inside the job's range; otherwise drop and count
  *      job_stats[job*8 + STAT_REJECTED]. A rejected packet touches no register.
@@ -30,6 +37,10 @@
  *          counter = (counter + count) mod n; the first contribution of a round
  *          (counter was 0) overwrites lanes and max exponent, later ones add
  *          (32-bit wrap-around = int32 two's complement) and take the max;
+ *          a PRIME instead keeps the unsigned 32-bit maximum lane by lane
+ *          (max_lanes*, branch free: with o = old & keep_mask,
+ *          v ^ ((o ^ v) & (0 - (bit<32>)(bit<1>)(o > v))), so the first of a
+ *          round overwrites as max(0, v) = v); its result is a RESULT;
  *          if the counter is back to 0 the packet becomes the RESULT and is
  *          multicast to group `mcast_grp`; otherwise it is consumed (dropped).
  *        duplicate (bit already set): only reads; if the cell is complete the
@@ -53,8 +64,8 @@
  *   slot_bitmap    bit<32>  worker bitmap (bit r = rank r has contributed)
  *   slot_counter   bit<8>   contributions mod n (0 = idle or complete)
  *   slot_exp       bit<8>   max block exponent (int8 stored as bits)
- *   lane_0..255    bit<32>  the running sum, then the stored result (a 64-lane job
- *                            uses lane_0..63 only)
+ *   lane_0..255    bit<32>  the running sum (PRIME: maximum), then the stored result
+ *                            (a 64-lane job uses lane_0..63 only)
  *   slot_owner     bit<32>  epoch of the job instance that last used the cell.
  *     Slot ranges are reused by later jobs and registers cannot be reset over
  *     P4Runtime on simple_switch_grpc, so a cell whose owner differs from the
@@ -100,6 +111,7 @@
 #define TYPE_CONTRIB 1
 #define TYPE_RESULT 2
 #define TYPE_PARTIAL 3
+#define TYPE_PRIME 4         /* a contribution whose lanes are max-reduced */
 #define NO_RANK 0xFFFF
 #define K_LANES 64           /* lanes of a lanes_t group; a job has 1 or 4 groups */
 #define LANES_64 0           /* lane codes (flags bits 4-3) */
@@ -244,8 +256,20 @@ parser MyParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
         packet.extract(hdr.udp);
         transition select(hdr.udp.dstPort) {
             AGG_UDP_PORT: parse_p4hub;
+            default: parse_from_aggregator;
+        }
+    }
+    /* a RESULT from the PBox (source port 48879): its header only, for the
+     * priority; the lanes stay payload and leave as they came */
+    state parse_from_aggregator {
+        transition select(hdr.udp.srcPort) {
+            AGG_UDP_PORT: parse_p4hub_only;
             default: accept;
         }
+    }
+    state parse_p4hub_only {
+        packet.extract(hdr.p4hub);
+        transition accept;
     }
     state parse_p4hub {
         packet.extract(hdr.p4hub);
@@ -279,6 +303,17 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 #define ACCUMULATE_LANE(H, F, R) \
     R.read(meta.lane_tmp, meta.idx); \
     hdr.H.F = (meta.lane_tmp & meta.keep_mask) + hdr.H.F; \
+    R.write(meta.idx, hdr.H.F);
+
+/* One lane of a new PRIME: the unsigned 32-bit maximum instead of the sum. The
+ * masked old value o is 0 on the first contribution of a round, and max(0, v) = v,
+ * so the same keep_mask overwrites. max(o, v) = v ^ ((o ^ v) & -(o > v)): branch
+ * free, because p4c-bm2-ss turns a ?: (or an if) inside an action into _jump
+ * primitives, 7 per lane, where this is one assignment, as the sum is. */
+#define MAX_LANE(H, F, R) \
+    R.read(meta.lane_tmp, meta.idx); \
+    hdr.H.F = hdr.H.F ^ (((meta.lane_tmp & meta.keep_mask) ^ hdr.H.F) \
+              & (0 - (bit<32>)(bit<1>)((meta.lane_tmp & meta.keep_mask) > hdr.H.F))); \
     R.write(meta.idx, hdr.H.F);
 
 /* One lane of a duplicate on a complete cell: the stored result into the packet. */
@@ -630,6 +665,146 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         ACCUMULATE_LANE(lanes_3, lane_62, lane_254) ACCUMULATE_LANE(lanes_3, lane_63, lane_255)
     }
 
+    action max_lanes() {
+        MAX_LANE(lanes, lane_0, lane_0) MAX_LANE(lanes, lane_1, lane_1)
+        MAX_LANE(lanes, lane_2, lane_2) MAX_LANE(lanes, lane_3, lane_3)
+        MAX_LANE(lanes, lane_4, lane_4) MAX_LANE(lanes, lane_5, lane_5)
+        MAX_LANE(lanes, lane_6, lane_6) MAX_LANE(lanes, lane_7, lane_7)
+        MAX_LANE(lanes, lane_8, lane_8) MAX_LANE(lanes, lane_9, lane_9)
+        MAX_LANE(lanes, lane_10, lane_10) MAX_LANE(lanes, lane_11, lane_11)
+        MAX_LANE(lanes, lane_12, lane_12) MAX_LANE(lanes, lane_13, lane_13)
+        MAX_LANE(lanes, lane_14, lane_14) MAX_LANE(lanes, lane_15, lane_15)
+        MAX_LANE(lanes, lane_16, lane_16) MAX_LANE(lanes, lane_17, lane_17)
+        MAX_LANE(lanes, lane_18, lane_18) MAX_LANE(lanes, lane_19, lane_19)
+        MAX_LANE(lanes, lane_20, lane_20) MAX_LANE(lanes, lane_21, lane_21)
+        MAX_LANE(lanes, lane_22, lane_22) MAX_LANE(lanes, lane_23, lane_23)
+        MAX_LANE(lanes, lane_24, lane_24) MAX_LANE(lanes, lane_25, lane_25)
+        MAX_LANE(lanes, lane_26, lane_26) MAX_LANE(lanes, lane_27, lane_27)
+        MAX_LANE(lanes, lane_28, lane_28) MAX_LANE(lanes, lane_29, lane_29)
+        MAX_LANE(lanes, lane_30, lane_30) MAX_LANE(lanes, lane_31, lane_31)
+        MAX_LANE(lanes, lane_32, lane_32) MAX_LANE(lanes, lane_33, lane_33)
+        MAX_LANE(lanes, lane_34, lane_34) MAX_LANE(lanes, lane_35, lane_35)
+        MAX_LANE(lanes, lane_36, lane_36) MAX_LANE(lanes, lane_37, lane_37)
+        MAX_LANE(lanes, lane_38, lane_38) MAX_LANE(lanes, lane_39, lane_39)
+        MAX_LANE(lanes, lane_40, lane_40) MAX_LANE(lanes, lane_41, lane_41)
+        MAX_LANE(lanes, lane_42, lane_42) MAX_LANE(lanes, lane_43, lane_43)
+        MAX_LANE(lanes, lane_44, lane_44) MAX_LANE(lanes, lane_45, lane_45)
+        MAX_LANE(lanes, lane_46, lane_46) MAX_LANE(lanes, lane_47, lane_47)
+        MAX_LANE(lanes, lane_48, lane_48) MAX_LANE(lanes, lane_49, lane_49)
+        MAX_LANE(lanes, lane_50, lane_50) MAX_LANE(lanes, lane_51, lane_51)
+        MAX_LANE(lanes, lane_52, lane_52) MAX_LANE(lanes, lane_53, lane_53)
+        MAX_LANE(lanes, lane_54, lane_54) MAX_LANE(lanes, lane_55, lane_55)
+        MAX_LANE(lanes, lane_56, lane_56) MAX_LANE(lanes, lane_57, lane_57)
+        MAX_LANE(lanes, lane_58, lane_58) MAX_LANE(lanes, lane_59, lane_59)
+        MAX_LANE(lanes, lane_60, lane_60) MAX_LANE(lanes, lane_61, lane_61)
+        MAX_LANE(lanes, lane_62, lane_62) MAX_LANE(lanes, lane_63, lane_63)
+    }
+
+    action max_lanes_1() {
+        MAX_LANE(lanes_1, lane_0, lane_64) MAX_LANE(lanes_1, lane_1, lane_65)
+        MAX_LANE(lanes_1, lane_2, lane_66) MAX_LANE(lanes_1, lane_3, lane_67)
+        MAX_LANE(lanes_1, lane_4, lane_68) MAX_LANE(lanes_1, lane_5, lane_69)
+        MAX_LANE(lanes_1, lane_6, lane_70) MAX_LANE(lanes_1, lane_7, lane_71)
+        MAX_LANE(lanes_1, lane_8, lane_72) MAX_LANE(lanes_1, lane_9, lane_73)
+        MAX_LANE(lanes_1, lane_10, lane_74) MAX_LANE(lanes_1, lane_11, lane_75)
+        MAX_LANE(lanes_1, lane_12, lane_76) MAX_LANE(lanes_1, lane_13, lane_77)
+        MAX_LANE(lanes_1, lane_14, lane_78) MAX_LANE(lanes_1, lane_15, lane_79)
+        MAX_LANE(lanes_1, lane_16, lane_80) MAX_LANE(lanes_1, lane_17, lane_81)
+        MAX_LANE(lanes_1, lane_18, lane_82) MAX_LANE(lanes_1, lane_19, lane_83)
+        MAX_LANE(lanes_1, lane_20, lane_84) MAX_LANE(lanes_1, lane_21, lane_85)
+        MAX_LANE(lanes_1, lane_22, lane_86) MAX_LANE(lanes_1, lane_23, lane_87)
+        MAX_LANE(lanes_1, lane_24, lane_88) MAX_LANE(lanes_1, lane_25, lane_89)
+        MAX_LANE(lanes_1, lane_26, lane_90) MAX_LANE(lanes_1, lane_27, lane_91)
+        MAX_LANE(lanes_1, lane_28, lane_92) MAX_LANE(lanes_1, lane_29, lane_93)
+        MAX_LANE(lanes_1, lane_30, lane_94) MAX_LANE(lanes_1, lane_31, lane_95)
+        MAX_LANE(lanes_1, lane_32, lane_96) MAX_LANE(lanes_1, lane_33, lane_97)
+        MAX_LANE(lanes_1, lane_34, lane_98) MAX_LANE(lanes_1, lane_35, lane_99)
+        MAX_LANE(lanes_1, lane_36, lane_100) MAX_LANE(lanes_1, lane_37, lane_101)
+        MAX_LANE(lanes_1, lane_38, lane_102) MAX_LANE(lanes_1, lane_39, lane_103)
+        MAX_LANE(lanes_1, lane_40, lane_104) MAX_LANE(lanes_1, lane_41, lane_105)
+        MAX_LANE(lanes_1, lane_42, lane_106) MAX_LANE(lanes_1, lane_43, lane_107)
+        MAX_LANE(lanes_1, lane_44, lane_108) MAX_LANE(lanes_1, lane_45, lane_109)
+        MAX_LANE(lanes_1, lane_46, lane_110) MAX_LANE(lanes_1, lane_47, lane_111)
+        MAX_LANE(lanes_1, lane_48, lane_112) MAX_LANE(lanes_1, lane_49, lane_113)
+        MAX_LANE(lanes_1, lane_50, lane_114) MAX_LANE(lanes_1, lane_51, lane_115)
+        MAX_LANE(lanes_1, lane_52, lane_116) MAX_LANE(lanes_1, lane_53, lane_117)
+        MAX_LANE(lanes_1, lane_54, lane_118) MAX_LANE(lanes_1, lane_55, lane_119)
+        MAX_LANE(lanes_1, lane_56, lane_120) MAX_LANE(lanes_1, lane_57, lane_121)
+        MAX_LANE(lanes_1, lane_58, lane_122) MAX_LANE(lanes_1, lane_59, lane_123)
+        MAX_LANE(lanes_1, lane_60, lane_124) MAX_LANE(lanes_1, lane_61, lane_125)
+        MAX_LANE(lanes_1, lane_62, lane_126) MAX_LANE(lanes_1, lane_63, lane_127)
+    }
+
+    action max_lanes_2() {
+        MAX_LANE(lanes_2, lane_0, lane_128) MAX_LANE(lanes_2, lane_1, lane_129)
+        MAX_LANE(lanes_2, lane_2, lane_130) MAX_LANE(lanes_2, lane_3, lane_131)
+        MAX_LANE(lanes_2, lane_4, lane_132) MAX_LANE(lanes_2, lane_5, lane_133)
+        MAX_LANE(lanes_2, lane_6, lane_134) MAX_LANE(lanes_2, lane_7, lane_135)
+        MAX_LANE(lanes_2, lane_8, lane_136) MAX_LANE(lanes_2, lane_9, lane_137)
+        MAX_LANE(lanes_2, lane_10, lane_138) MAX_LANE(lanes_2, lane_11, lane_139)
+        MAX_LANE(lanes_2, lane_12, lane_140) MAX_LANE(lanes_2, lane_13, lane_141)
+        MAX_LANE(lanes_2, lane_14, lane_142) MAX_LANE(lanes_2, lane_15, lane_143)
+        MAX_LANE(lanes_2, lane_16, lane_144) MAX_LANE(lanes_2, lane_17, lane_145)
+        MAX_LANE(lanes_2, lane_18, lane_146) MAX_LANE(lanes_2, lane_19, lane_147)
+        MAX_LANE(lanes_2, lane_20, lane_148) MAX_LANE(lanes_2, lane_21, lane_149)
+        MAX_LANE(lanes_2, lane_22, lane_150) MAX_LANE(lanes_2, lane_23, lane_151)
+        MAX_LANE(lanes_2, lane_24, lane_152) MAX_LANE(lanes_2, lane_25, lane_153)
+        MAX_LANE(lanes_2, lane_26, lane_154) MAX_LANE(lanes_2, lane_27, lane_155)
+        MAX_LANE(lanes_2, lane_28, lane_156) MAX_LANE(lanes_2, lane_29, lane_157)
+        MAX_LANE(lanes_2, lane_30, lane_158) MAX_LANE(lanes_2, lane_31, lane_159)
+        MAX_LANE(lanes_2, lane_32, lane_160) MAX_LANE(lanes_2, lane_33, lane_161)
+        MAX_LANE(lanes_2, lane_34, lane_162) MAX_LANE(lanes_2, lane_35, lane_163)
+        MAX_LANE(lanes_2, lane_36, lane_164) MAX_LANE(lanes_2, lane_37, lane_165)
+        MAX_LANE(lanes_2, lane_38, lane_166) MAX_LANE(lanes_2, lane_39, lane_167)
+        MAX_LANE(lanes_2, lane_40, lane_168) MAX_LANE(lanes_2, lane_41, lane_169)
+        MAX_LANE(lanes_2, lane_42, lane_170) MAX_LANE(lanes_2, lane_43, lane_171)
+        MAX_LANE(lanes_2, lane_44, lane_172) MAX_LANE(lanes_2, lane_45, lane_173)
+        MAX_LANE(lanes_2, lane_46, lane_174) MAX_LANE(lanes_2, lane_47, lane_175)
+        MAX_LANE(lanes_2, lane_48, lane_176) MAX_LANE(lanes_2, lane_49, lane_177)
+        MAX_LANE(lanes_2, lane_50, lane_178) MAX_LANE(lanes_2, lane_51, lane_179)
+        MAX_LANE(lanes_2, lane_52, lane_180) MAX_LANE(lanes_2, lane_53, lane_181)
+        MAX_LANE(lanes_2, lane_54, lane_182) MAX_LANE(lanes_2, lane_55, lane_183)
+        MAX_LANE(lanes_2, lane_56, lane_184) MAX_LANE(lanes_2, lane_57, lane_185)
+        MAX_LANE(lanes_2, lane_58, lane_186) MAX_LANE(lanes_2, lane_59, lane_187)
+        MAX_LANE(lanes_2, lane_60, lane_188) MAX_LANE(lanes_2, lane_61, lane_189)
+        MAX_LANE(lanes_2, lane_62, lane_190) MAX_LANE(lanes_2, lane_63, lane_191)
+    }
+
+    action max_lanes_3() {
+        MAX_LANE(lanes_3, lane_0, lane_192) MAX_LANE(lanes_3, lane_1, lane_193)
+        MAX_LANE(lanes_3, lane_2, lane_194) MAX_LANE(lanes_3, lane_3, lane_195)
+        MAX_LANE(lanes_3, lane_4, lane_196) MAX_LANE(lanes_3, lane_5, lane_197)
+        MAX_LANE(lanes_3, lane_6, lane_198) MAX_LANE(lanes_3, lane_7, lane_199)
+        MAX_LANE(lanes_3, lane_8, lane_200) MAX_LANE(lanes_3, lane_9, lane_201)
+        MAX_LANE(lanes_3, lane_10, lane_202) MAX_LANE(lanes_3, lane_11, lane_203)
+        MAX_LANE(lanes_3, lane_12, lane_204) MAX_LANE(lanes_3, lane_13, lane_205)
+        MAX_LANE(lanes_3, lane_14, lane_206) MAX_LANE(lanes_3, lane_15, lane_207)
+        MAX_LANE(lanes_3, lane_16, lane_208) MAX_LANE(lanes_3, lane_17, lane_209)
+        MAX_LANE(lanes_3, lane_18, lane_210) MAX_LANE(lanes_3, lane_19, lane_211)
+        MAX_LANE(lanes_3, lane_20, lane_212) MAX_LANE(lanes_3, lane_21, lane_213)
+        MAX_LANE(lanes_3, lane_22, lane_214) MAX_LANE(lanes_3, lane_23, lane_215)
+        MAX_LANE(lanes_3, lane_24, lane_216) MAX_LANE(lanes_3, lane_25, lane_217)
+        MAX_LANE(lanes_3, lane_26, lane_218) MAX_LANE(lanes_3, lane_27, lane_219)
+        MAX_LANE(lanes_3, lane_28, lane_220) MAX_LANE(lanes_3, lane_29, lane_221)
+        MAX_LANE(lanes_3, lane_30, lane_222) MAX_LANE(lanes_3, lane_31, lane_223)
+        MAX_LANE(lanes_3, lane_32, lane_224) MAX_LANE(lanes_3, lane_33, lane_225)
+        MAX_LANE(lanes_3, lane_34, lane_226) MAX_LANE(lanes_3, lane_35, lane_227)
+        MAX_LANE(lanes_3, lane_36, lane_228) MAX_LANE(lanes_3, lane_37, lane_229)
+        MAX_LANE(lanes_3, lane_38, lane_230) MAX_LANE(lanes_3, lane_39, lane_231)
+        MAX_LANE(lanes_3, lane_40, lane_232) MAX_LANE(lanes_3, lane_41, lane_233)
+        MAX_LANE(lanes_3, lane_42, lane_234) MAX_LANE(lanes_3, lane_43, lane_235)
+        MAX_LANE(lanes_3, lane_44, lane_236) MAX_LANE(lanes_3, lane_45, lane_237)
+        MAX_LANE(lanes_3, lane_46, lane_238) MAX_LANE(lanes_3, lane_47, lane_239)
+        MAX_LANE(lanes_3, lane_48, lane_240) MAX_LANE(lanes_3, lane_49, lane_241)
+        MAX_LANE(lanes_3, lane_50, lane_242) MAX_LANE(lanes_3, lane_51, lane_243)
+        MAX_LANE(lanes_3, lane_52, lane_244) MAX_LANE(lanes_3, lane_53, lane_245)
+        MAX_LANE(lanes_3, lane_54, lane_246) MAX_LANE(lanes_3, lane_55, lane_247)
+        MAX_LANE(lanes_3, lane_56, lane_248) MAX_LANE(lanes_3, lane_57, lane_249)
+        MAX_LANE(lanes_3, lane_58, lane_250) MAX_LANE(lanes_3, lane_59, lane_251)
+        MAX_LANE(lanes_3, lane_60, lane_252) MAX_LANE(lanes_3, lane_61, lane_253)
+        MAX_LANE(lanes_3, lane_62, lane_254) MAX_LANE(lanes_3, lane_63, lane_255)
+    }
+
     action read_lanes() {
         READ_LANE(lanes, lane_0, lane_0) READ_LANE(lanes, lane_1, lane_1) READ_LANE(lanes, lane_2, lane_2)
         READ_LANE(lanes, lane_3, lane_3) READ_LANE(lanes, lane_4, lane_4) READ_LANE(lanes, lane_5, lane_5)
@@ -774,7 +949,12 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             drop();
             meta.l2 = 0;
         } else if (hdr.p4hub.isValid()) {
-            aggregators.apply();
+            /* the header's priority is the egress queue (--priority-queues 8: the
+             * higher queue is served first, as the header's priority means) */
+            standard_metadata.priority = hdr.p4hub.priority;
+            if (hdr.udp.dstPort == AGG_UDP_PORT) {
+                aggregators.apply();
+            }
         }
         if (meta.to_aggregator == 1) {
             meta.l2 = 0;
@@ -795,7 +975,8 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                 drop();
             } else if (meta.member == 0 || meta.lanes_ok == 0
                        || hdr.p4hub.version != P4HUB_VERSION
-                       || (hdr.p4hub.ptype != TYPE_CONTRIB && hdr.p4hub.ptype != TYPE_PARTIAL)
+                       || (hdr.p4hub.ptype != TYPE_CONTRIB && hdr.p4hub.ptype != TYPE_PARTIAL
+                           && hdr.p4hub.ptype != TYPE_PRIME)
                        || hdr.p4hub.count == 0
                        || hdr.p4hub.count > (bit<16>)meta.world_size
                        || hdr.p4hub.slot < meta.slot_base
@@ -846,11 +1027,20 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                     }
                     slot_counter.write(meta.idx, meta.contributions);
                     slot_exp.write(meta.idx, meta.max_exp);
-                    accumulate_lanes();
-                    if (meta.lane_code == LANES_256) {
-                        accumulate_lanes_1();
-                        accumulate_lanes_2();
-                        accumulate_lanes_3();
+                    if (hdr.p4hub.ptype == TYPE_PRIME) {
+                        max_lanes();
+                        if (meta.lane_code == LANES_256) {
+                            max_lanes_1();
+                            max_lanes_2();
+                            max_lanes_3();
+                        }
+                    } else {
+                        accumulate_lanes();
+                        if (meta.lane_code == LANES_256) {
+                            accumulate_lanes_1();
+                            accumulate_lanes_2();
+                            accumulate_lanes_3();
+                        }
                     }
                     if (meta.contributions == 0) {
                         job_stats.count(meta.stat_base + STAT_COMPLETION);

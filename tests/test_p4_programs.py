@@ -15,12 +15,14 @@ from p4lite.stf.harness import compile_program, make_switch, run_stf_on_json
 from p4lite.stf.parser import parse_stf_file
 
 P4_DIR = Path(__file__).parent / "p4"
-STF_FILES = sorted(P4_DIR.glob("*.stf"))
+P4SRC_DIR = Path(__file__).parents[1] / "p4src"  # the project's programs, STF beside them
+STF_FILES = sorted(P4_DIR.glob("*.stf")) + sorted(P4SRC_DIR.glob("*.stf"))
 
 
 def test_suite_is_complete():
     # every .stf has its program and the suite keeps its promised size
     assert len(STF_FILES) >= 40
+    assert P4SRC_DIR / "aggregate.stf" in STF_FILES
     missing = [p.name for p in STF_FILES if not p.with_suffix(".p4").exists()]
     assert not missing, f"STF files without a program: {missing}"
 

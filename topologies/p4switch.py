@@ -6,7 +6,12 @@ switch, with the tutorials' argument layout:
 
     <exe> -i 1@s1-eth1 -i 2@s1-eth2 ... --pcap <abs pcaps dir> --device-id 0 \\
         build/aggregate.json [--log-console --log-level LEVEL] --thrift-port 9090 \\
-        -- --grpc-server-addr 0.0.0.0:50051
+        -- --grpc-server-addr 0.0.0.0:50051 --priority-queues 8
+
+``--priority-queues 8`` (both switches take it): aggregate.p4 puts the p4hub header's
+3-bit priority in standard_metadata.priority, the queue index, and the higher queue
+is served first, so urgent slices overtake queued traffic. With the default single
+queue every packet of priority >= 1 would be dropped.
 
 Per-packet logging is off by default (``log_level="off"``): with ``--log-console``
 simple_switch_grpc writes several lines per packet (gigabytes in minutes under an
@@ -44,6 +49,7 @@ START_TIMEOUT = 10.0
 LOG_LEVELS = ("off", "trace", "debug", "info", "warn", "error")
 LOG_MAX_BYTES = 50 * 1024 * 1024
 LOG_KEEP = 2
+PRIORITY_QUEUES = 8  # one egress queue per value of the p4hub header's 3-bit priority
 
 
 class P4SwitchError(RuntimeError):
@@ -134,7 +140,7 @@ class P4Switch(Switch):
                  thrift_port: int = 9090, device_id: int = 0, sw_cmd: list[str] | None = None,
                  extra_args: Sequence[str] = (), log_level: str = "off",
                  log_max_bytes: int = LOG_MAX_BYTES, log_keep: int = LOG_KEEP,
-                 **kwargs) -> None:
+                 priority_queues: int = PRIORITY_QUEUES, **kwargs) -> None:
         if log_level not in LOG_LEVELS:
             raise ValueError(f"switch log level {log_level!r}: expected one of "
                              f"{', '.join(LOG_LEVELS)}")
@@ -150,6 +156,7 @@ class P4Switch(Switch):
         self.log_level = log_level  # "off": no per-packet logging
         self.log_max_bytes = log_max_bytes
         self.log_keep = log_keep
+        self.priority_queues = priority_queues
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -167,7 +174,8 @@ class P4Switch(Switch):
         if self.log_level != "off":
             args += ["--log-console", "--log-level", self.log_level]
         args += ["--thrift-port", str(self.thrift_port), "--",
-                 "--grpc-server-addr", f"0.0.0.0:{self.grpc_port}", *self.extra_args]
+                 "--grpc-server-addr", f"0.0.0.0:{self.grpc_port}",
+                 "--priority-queues", str(self.priority_queues), *self.extra_args]
         return args
 
     def start(self, controllers: list) -> None:  # noqa: ARG002 - P4Runtime, not OpenFlow

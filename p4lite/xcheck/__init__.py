@@ -1,6 +1,7 @@
 """``python -m p4lite.xcheck`` (``make xcheck``): p4lite checked against the real p4c and BMv2.
 
-Three ways for every ``tests/p4`` pair (``X.p4`` + ``X.stf``):
+Three ways for every ``tests/p4`` pair (``X.p4`` + ``X.stf``), and every ``p4src``
+program with an STF beside it (``p4src/aggregate.stf``):
 
 * ``p4c+bmv2``: real ``p4c-bm2-ss`` and real ``simple_switch``, run by p4c's STF
   runner (``$P4C_SRC/backends/bmv2/run-bmv2-test.py``);

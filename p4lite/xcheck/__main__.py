@@ -40,7 +40,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="NAME",
-        help="only this tests/p4 pair (repeatable); skips the compile-only programs",
+        help="only this tests/p4 or p4src pair (repeatable); skips the compile-only programs",
     )
     ap.add_argument(
         "--known",
@@ -111,12 +111,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xcheck: {exc}", file=sys.stderr)
         return 2
 
-    pairs = runs.find_pairs(PAIRS_DIR)
+    # the project's own programs that have an STF beside them (p4src/aggregate.stf) too
+    pairs = runs.find_pairs(PAIRS_DIR) + runs.find_pairs(PROGRAM_DIRS[0])
     programs = [p for d in PROGRAM_DIRS for p in sorted(d.glob("*.p4"))]
     if args.only:
         unknown = sorted(set(args.only) - {p.name for p in pairs})
         if unknown:
-            print(f"xcheck: no such pair in tests/p4: {', '.join(unknown)}", file=sys.stderr)
+            print(f"xcheck: no such pair in tests/p4 or p4src: {', '.join(unknown)}",
+                  file=sys.stderr)
             return 2
         pairs = [p for p in pairs if p.name in args.only]
         programs = []

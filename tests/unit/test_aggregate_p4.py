@@ -23,8 +23,9 @@ from controller.p4info_index import P4InfoIndex
 from controller.updates import DELETE, INSERT, GroupWrite, PBoxJobWrite, TableWrite
 from hosts import wire
 from hosts.aggregator import Aggregator
-from hosts.wire import Header, K, PacketType
+from hosts.wire import NO_RANK, Header, K, PacketType
 from p4lite.compiler import driver
+from p4lite.switch.core.queues import EgressQueues
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch
 from tests.support import frames
@@ -81,11 +82,22 @@ AGG = (PBOX.mac, PBOX.ip, p.AGG_UDP_PORT)
 
 def contrib(job: int, rank: int, slot: int, shadow: int = 0, values=None, exp: int = 0,
             position: int = 0, nelem: int = K, count: int = 1, ptype=PacketType.CONTRIB,
-            retransmit: bool = False, lanes: int = K, epoch: int = 0) -> bytes:
+            retransmit: bool = False, lanes: int = K, epoch: int = 0, priority: int = 0) -> bytes:
     header = Header(type=ptype, job=job, rank=rank, slot=slot, position=position, nelem=nelem,
                     exp=exp, count=count, shadow=shadow, retransmit=retransmit, lanes=lanes,
-                    epoch=epoch)
+                    epoch=epoch, priority=priority)
     return wire.encode(header, None if values is None else np.asarray(values, np.int32))
+
+
+def prime(job: int, rank: int, slot: int, values, lanes: int = K, **kw) -> bytes:
+    """A PRIME: lanes of 0..2**32-1 (compared unsigned), header exp unused (-128)."""
+    as_int32 = np.asarray(values, np.int64).astype(np.uint32).view(np.int32)
+    return contrib(job, rank, slot, values=as_int32, exp=wire.PRIME_EXP_BIAS, nelem=lanes,
+                   ptype=PacketType.PRIME, lanes=lanes, **kw)
+
+
+def unsigned(lanes) -> np.ndarray:
+    return np.asarray(lanes, np.int32).view(np.uint32)
 
 
 # -- a rack: switch core + registry + reference PBox -------------------------------------
@@ -272,6 +284,83 @@ def test_duplicates_are_silent_until_complete_then_get_the_stored_result_by_unic
     assert rk.job_stat(reply.job_id, "resent") == 1
 
 
+def test_prime_takes_the_unsigned_maximum_bit_identical_to_the_pbox(rk):
+    reply = rk.job("prime", [1, 2, 3])
+    ref = reference(reply.job_id, 3, reply.slot_base, reply.slot_count)
+    # an earlier round leaves big sums in the cell; the first PRIME must overwrite them
+    sums = [contrib(reply.job_id, r, 2, values=np.full(K, 2**30)) for r in range(3)]
+    others = [contrib(reply.job_id, r, 2, shadow=1, values=np.ones(K)) for r in range(3)]
+    for r, pkt in [*enumerate(sums), *enumerate(others)]:
+        assert as_results(rk.send(r + 1, pkt)) == pbox_says(ref, r + 1, pkt)
+    inputs = np.random.default_rng(12).integers(0, 256, (3, K))
+    inputs[1, :4] = [2**31, 2**32 - 1, 0, 2**31 - 1]  # negative as int32: compared unsigned
+    pkts = [prime(reply.job_id, r, 2, inputs[r], position=40, priority=3) for r in range(3)]
+    for r in range(2):
+        assert rk.send(r + 1, pkts[r]) == [] and pbox_says(ref, r + 1, pkts[r]) == []
+    out = rk.send(3, pkts[2])
+    assert sorted(port for port, _ in out) == [1, 2, 3]
+    results = as_results(out)
+    assert results == pbox_says(ref, 3, pkts[2])
+    header, lanes = wire.decode(results[0][0])
+    assert (header.type, header.count, header.exp, header.priority) == (
+        PacketType.RESULT, 3, wire.PRIME_EXP_BIAS, 3)
+    np.testing.assert_array_equal(unsigned(lanes), inputs.max(axis=0))
+    # a retransmitted PRIME gets the stored maximum back by unicast
+    again = prime(reply.job_id, 0, 2, np.full(K, 999), position=40, retransmit=True)
+    resent = rk.send(1, again)
+    assert [port for port, _ in resent] == [1]
+    assert as_results(resent) == pbox_says(ref, 1, again)
+    np.testing.assert_array_equal(unsigned(wire.decode(as_results(resent)[0][0])[1]),
+                                  inputs.max(axis=0))
+    assert rk.job_stat(reply.job_id, "completions") == 3
+    assert rk.job_stat(reply.job_id, "resent") == 1
+
+
+def test_prime_duplicates_before_completion_only_read(rk):
+    reply = rk.job("prime-dup", [1, 2])
+    ref = reference(reply.job_id, 2, reply.slot_base, reply.slot_count)
+    pkts = [prime(reply.job_id, 0, 4, np.full(K, 7)),
+            prime(reply.job_id, 0, 4, np.full(K, 200), retransmit=True),  # different: ignored
+            prime(reply.job_id, 1, 4, np.full(K, 3))]
+    for rank, pkt in zip((0, 0, 1), pkts, strict=True):
+        got = as_results(rk.send(rank + 1, pkt))
+        assert got == pbox_says(ref, rank + 1, pkt)
+    assert set(unsigned(wire.decode(got[0][0])[1]).tolist()) == {7}
+    assert rk.job_stat(reply.job_id, "duplicates") == 1
+
+
+def test_a_prime_and_a_contrib_in_the_two_shadow_sets_of_one_slot(rk):
+    reply = rk.job("mixed", [1, 2])
+    ref = reference(reply.job_id, 2, reply.slot_base, reply.slot_count)
+    pattern = np.tile([5, 300], K // 2)
+    pkts = [(1, prime(reply.job_id, 0, 6, pattern, shadow=0)),
+            (1, contrib(reply.job_id, 0, 6, shadow=1, values=np.full(K, -5), exp=2)),
+            (2, contrib(reply.job_id, 1, 6, shadow=1, values=np.full(K, 6), exp=-1)),
+            (2, prime(reply.job_id, 1, 6, np.tile([9, 2], K // 2), shadow=0))]
+    outs = []
+    for i, pkt in pkts:
+        outs.append(as_results(rk.send(i, pkt)))
+        assert outs[-1] == pbox_says(ref, i, pkt)
+    sums, maxima = wire.decode(outs[2][0][0]), wire.decode(outs[3][0][0])
+    assert (sums[0].shadow, sums[0].exp, maxima[0].shadow) == (1, 2, 0)
+    np.testing.assert_array_equal(sums[1], np.ones(K))
+    np.testing.assert_array_equal(unsigned(maxima[1]), np.tile([9, 300], K // 2))
+
+
+def test_a_256_lane_prime_bit_identical_to_the_pbox(rk):
+    reply = rk.job("prime256", [1, 2, 3], lanes=256)
+    ref = reference(reply.job_id, 3, reply.slot_base, reply.slot_count, lanes=256)
+    inputs = np.random.default_rng(13).integers(0, 2**32, (3, 256))
+    pkts = [prime(reply.job_id, r, 1, inputs[r], lanes=256, shadow=1) for r in range(3)]
+    for r in range(2):
+        assert rk.send(r + 1, pkts[r]) == [] and pbox_says(ref, r + 1, pkts[r]) == []
+    results = as_results(rk.send(3, pkts[2]))
+    assert len(results) == 3 and results == pbox_says(ref, 3, pkts[2])
+    np.testing.assert_array_equal(unsigned(wire.decode(results[0][0])[1]), inputs.max(axis=0))
+    again = prime(reply.job_id, 2, 1, np.zeros(256), lanes=256, shadow=1, retransmit=True)
+    assert as_results(rk.send(3, again)) == pbox_says(ref, 3, again)
+
+
 def test_a_partial_counts_for_several_workers(rk):
     reply = rk.job("tree", [1, 2, 3, 4])
     ref = reference(reply.job_id, 4, reply.slot_base, reply.slot_count)
@@ -284,7 +373,7 @@ def test_a_partial_counts_for_several_workers(rk):
     assert {d for d, _ in as_results(out)} == {d for d, _ in pbox_says(ref, 4, single)}
 
 
-def test_random_schedules_match_the_pbox_packet_for_packet(rk):
+def test_random_schedules_of_contribs_and_primes_match_the_pbox_packet_for_packet(rk):
     n, window, rounds = 4, 4, 6
     reply = rk.job("random", [1, 2, 3, 4])
     ref = reference(reply.job_id, n, reply.slot_base, reply.slot_count)
@@ -294,6 +383,9 @@ def test_random_schedules_match_the_pbox_packet_for_packet(rk):
     mismatches = completed = 0
     for rnd in range(rounds):
         sequences = []
+        # a third of the positions are PRIMEs (max-reduced), the same for every rank
+        ptypes = [rng.choice([PacketType.CONTRIB, PacketType.CONTRIB, PacketType.PRIME])
+                  for _ in range(window)]
         for rank in range(n):
             for k in range(window):
                 position = rnd * window + k
@@ -302,7 +394,8 @@ def test_random_schedules_match_the_pbox_packet_for_packet(rk):
                 values[nelem:] = 0
                 packets[(rank, position)] = contrib(
                     reply.job_id, rank, reply.slot_base + k, shadow=rnd % 2, values=values,
-                    exp=rng.randint(-128, 127), position=position, nelem=nelem)
+                    exp=rng.randint(-128, 127), position=position, nelem=nelem,
+                    ptype=ptypes[k])
                 seq = []
                 if rnd and rng.random() < 0.3:  # a resend of the position one window before
                     seq.append((rank, position - window))
@@ -339,6 +432,7 @@ def test_foreign_jobs_ranks_and_slots_are_dropped_counted_and_touch_nothing(rk):
         (1, contrib(a.job_id, 0, 0, count=3)),  # more workers than the job has
         (1, contrib(a.job_id, 0, 0, ptype=PacketType.RESULT)),
         (1, bytes([0x11]) + contrib(a.job_id, 0, 0)[1:]),  # version 1
+        (1, bytes([0x25]) + contrib(a.job_id, 0, 0)[1:]),  # type 5 (4 is PRIME)
         (1, contrib(a.job_id, 0, 0, lanes=256)),  # a 256-lane packet for a 64-lane job
         (1, contrib(a.job_id, 0, 0, lanes=256)[:20 + 4 * 128]),  # its lanes cut short
         (1, bytes([0x21, 0x10]) + contrib(a.job_id, 0, 0)[2:]),  # lane code 2
@@ -426,3 +520,61 @@ def test_l2_forwarding_flooding_and_port_counters(rk):
     # a p4hub datagram to a worker (not an aggregator) is just forwarded
     to_worker = udp_frame(AGG, host(2, port=p.AGG_UDP_PORT - 2), contrib(1, 0, 0))
     assert rk.switch.process(to_worker, PBOX_PORT) == [(2, to_worker)]
+
+
+# -- priority: the header's priority is standard_metadata.priority ------------------------------
+
+
+def test_every_p4hub_packet_leaves_ingress_with_its_header_priority(rk):
+    on_switch = rk.job("urgent", [1, 2])
+    rk.job("b", [3])
+    on_pbox = rk.job("c", [4, 5])
+    assert on_pbox.where == ON_PBOX
+    for prio in range(8):
+        # a contribution forwarded to the PBox
+        fwd = rk.switch.ingress(udp_frame(host(4), AGG, contrib(on_pbox.job_id, 0, on_pbox.slot_base,
+                                                                priority=prio)), 4)
+        assert [(q.egress_port, q.priority) for q in fwd] == [(PBOX_PORT, prio)]
+        # a RESULT from the PBox on its way to a worker (UDP source port 48879)
+        result = contrib(on_pbox.job_id, NO_RANK, on_pbox.slot_base, ptype=PacketType.RESULT,
+                         count=2, priority=prio)
+        back = rk.switch.ingress(udp_frame(AGG, host(5), result), PBOX_PORT)
+        assert [(q.egress_port, q.priority) for q in back] == [(5, prio)]
+        # a RESULT made by the switch: every multicast copy
+        rk.switch.ingress(udp_frame(host(1), AGG, contrib(on_switch.job_id, 0, prio, priority=prio)), 1)
+        done = rk.switch.ingress(udp_frame(host(2), AGG, contrib(on_switch.job_id, 1, prio,
+                                                                 priority=prio)), 2)
+        assert sorted((q.egress_port, q.priority) for q in done) == [(1, prio), (2, prio)]
+    # plain traffic keeps priority 0
+    plain = rk.switch.ingress(udp_frame(host(1), host(2), b"x" * 40), 1)
+    assert [(q.egress_port, q.priority) for q in plain] == [(2, 0)]
+    # a PBox result leaves byte for byte, and only UDP port 48879 as the destination
+    # makes a contribution (a source port of 48879 does not)
+    result = contrib(on_pbox.job_id, NO_RANK, 0, ptype=PacketType.RESULT, count=2, lanes=256,
+                     priority=5)
+    frame = udp_frame(AGG, host(5), result)
+    assert rk.switch.process(frame, PBOX_PORT) == [(5, frame)]
+    sideways = udp_frame(host(1, port=p.AGG_UDP_PORT - 1), (PBOX.mac, PBOX.ip, 1234),
+                         contrib(on_switch.job_id, 0, 9, priority=6))
+    assert rk.switch.process(sideways, 1) == [(PBOX_PORT, sideways)]
+    assert rk.job_stat(on_switch.job_id, "rejected") == 0
+
+
+def test_an_urgent_result_overtakes_a_backlog_in_the_priority_queues(rk):
+    """With --priority-queues 8 (what topologies/p4switch.py starts): results of 16
+    priority-0 slots are queued towards the workers when an urgent slot completes;
+    its results leave first on every port."""
+    reply = rk.job("p3", [1, 2])
+    queues = EgressQueues(priorities=8)
+    for slot, prio in [*((s, 0) for s in range(16)), (16, 7)]:
+        rk.switch.ingress(udp_frame(host(1), AGG, contrib(reply.job_id, 0, slot, position=slot,
+                                                          priority=prio)), 1)
+        for item in rk.switch.ingress(udp_frame(host(2), AGG, contrib(
+                reply.job_id, 1, slot, position=slot, priority=prio)), 2):
+            assert queues.enqueue(item, now_us=slot)
+    order: dict[int, list[int]] = {1: [], 2: []}
+    while (d := queues.dequeue(now_us=100)) is not None:
+        for port, frame in rk.switch.egress(d.item):
+            header, _ = wire.decode(parse_frame(frame)["payload"])
+            order[port].append(header.position)
+    assert order[1] == order[2] == [16, *range(16)]

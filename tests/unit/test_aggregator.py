@@ -297,3 +297,71 @@ def test_random_rounds_match_reference_sums():
             by_addr.setdefault(addr, 0)
             by_addr[addr] += 1
         assert set(by_addr) == set(ADDR[:n])
+
+
+# -- PRIME: lanes max-reduced as uint32 ----------------------------------------------------------
+
+
+def prime(rank, slot, values, shadow=0, position=0, lanes=K, retransmit=False):
+    header = Header(type=PacketType.PRIME, job=JOB, rank=rank, slot=slot, position=position,
+                    nelem=lanes, exp=wire.PRIME_EXP_BIAS, shadow=shadow, lanes=lanes,
+                    retransmit=retransmit)
+    return wire.encode(header, np.asarray(values, np.int64).astype(np.uint32).view(np.int32))
+
+
+def unsigned(lanes):
+    return np.asarray(lanes, np.int32).view(np.uint32)
+
+
+def test_prime_takes_the_unsigned_lane_maximum_and_its_first_contribution_overwrites():
+    agg = make(n=3)
+    # a finished round of big sums leaves large values in the cell's lanes
+    for r in range(3):
+        agg.receive(contrib(r, 1, values=np.full(K, 2**30)), ADDR[r], 0.0)
+    for r in range(3):  # the other shadow set's round frees every rank's bit
+        agg.receive(contrib(r, 1, shadow=1, values=np.ones(K)), ADDR[r], 0.0)
+    rng = np.random.default_rng(8)
+    inputs = rng.integers(0, 256, (3, K))
+    inputs[1, :4] = [2**31, 2**32 - 1, 0, 2**31 - 1]  # negative as int32: compared unsigned
+    assert agg.receive(prime(0, 1, inputs[0], position=5), ADDR[0], 1.0) == []
+    assert agg.receive(prime(1, 1, inputs[1], position=5), ADDR[1], 1.0) == []
+    out = decoded(agg.receive(prime(2, 1, inputs[2], position=5), ADDR[2], 1.0))
+    assert sorted(addr for _, addr in out) == ADDR[:3]
+    (header, lanes), _ = out[0]
+    assert (header.type, header.count, header.exp, header.position) == (
+        PacketType.RESULT, 3, wire.PRIME_EXP_BIAS, 5)
+    np.testing.assert_array_equal(unsigned(lanes), inputs.max(axis=0))
+    assert unsigned(lanes)[1] == 2**32 - 1
+
+
+def test_prime_duplicates_only_read_and_a_late_one_gets_the_stored_maximum():
+    agg = make(n=2)
+    assert agg.receive(prime(0, 2, np.full(K, 7)), ADDR[0], 0.0) == []
+    assert agg.receive(prime(0, 2, np.full(K, 200), retransmit=True), ADDR[0], 0.0) == []
+    first = agg.receive(prime(1, 2, np.full(K, 3)), ADDR[1], 0.0)
+    assert set(unsigned(wire.decode(first[0][0])[1]).tolist()) == {7}
+    late = agg.receive(prime(1, 2, np.full(K, 99), retransmit=True), ADDR[1], 1.0)
+    assert len(late) == 1 and late[0][1] == ADDR[1]
+    assert late[0][0][wire.HEADER_LEN:] == first[0][0][wire.HEADER_LEN:]
+    stats = agg.job_stats(JOB)
+    assert (stats.duplicates, stats.resent_results, stats.completions) == (2, 1, 1)
+
+
+def test_prime_and_contrib_in_the_two_shadow_sets_of_one_slot_stay_apart():
+    agg = make(n=2)
+    agg.receive(prime(0, 3, [5, 300] * (K // 2), shadow=0), ADDR[0], 0.0)
+    agg.receive(contrib(0, 3, shadow=1, values=np.full(K, 5)), ADDR[0], 0.0)
+    sums = decoded(agg.receive(contrib(1, 3, shadow=1, values=np.full(K, 6)), ADDR[1], 0.0))
+    maxima = decoded(agg.receive(prime(1, 3, [9, 2] * (K // 2), shadow=0), ADDR[1], 0.0))
+    np.testing.assert_array_equal(sums[0][0][1], np.full(K, 11))
+    np.testing.assert_array_equal(unsigned(maxima[0][0][1]), [9, 300] * (K // 2))
+
+
+def test_prime_with_256_lanes():
+    agg = Aggregator()
+    agg.add_job(JOB, 2, 0, 4, 256)
+    a, b = np.arange(256), np.arange(256)[::-1]
+    assert agg.receive(prime(0, 0, a, lanes=256), ADDR[0], 0.0) == []
+    out = decoded(agg.receive(prime(1, 0, b, lanes=256), ADDR[1], 0.0))
+    assert out[0][0][0].lanes == 256
+    np.testing.assert_array_equal(unsigned(out[0][0][1]), np.maximum(a, b))

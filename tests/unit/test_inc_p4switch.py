@@ -33,6 +33,7 @@ def bare_switch(tmp_path: Path, sw_cmd: list[str], grpc_port: int = 50051) -> P4
     sw.log_level = "off"
     sw.log_max_bytes = p4switch.LOG_MAX_BYTES
     sw.log_keep = p4switch.LOG_KEEP
+    sw.priority_queues = p4switch.PRIORITY_QUEUES
     sw.proc = None
     return sw
 
@@ -43,6 +44,7 @@ def test_command_has_the_tutorials_argument_layout(tmp_path):
         "p4lite-switch", "-i", "1@s1-eth1", "-i", "2@s1-eth2", "--pcap", str(tmp_path / "pcaps"),
         "--device-id", "0", str(tmp_path / "build" / "aggregate.json"),
         "--thrift-port", "9090", "--", "--grpc-server-addr", "0.0.0.0:50051",
+        "--priority-queues", "8",
     ]
     sw.pcap_dir = None
     assert "--pcap" not in sw.command()

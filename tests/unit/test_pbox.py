@@ -63,8 +63,9 @@ def box() -> Iterator[PBoxProcess]:
             handle.proc.communicate()
 
 
-def packet(job: int, rank: int, slot: int, values, shadow: int = 0, position: int = 0) -> bytes:
-    header = Header(type=PacketType.CONTRIB, job=job, rank=rank, slot=slot, position=position,
+def packet(job: int, rank: int, slot: int, values, shadow: int = 0, position: int = 0,
+           ptype: PacketType = PacketType.CONTRIB) -> bytes:
+    header = Header(type=ptype, job=job, rank=rank, slot=slot, position=position,
                     nelem=K, shadow=shadow)
     return wire.encode(header, np.asarray(values, np.int32))
 
@@ -135,6 +136,16 @@ def test_three_workers_all_reduce_exactly_with_duplicates(box):
     assert stats["contributions"] == 2 * 3 * 64 and stats["completions"] == 128
     assert stats["results_sent"] == 3 * 128
     assert stats["duplicates"] == 2 * 3 * 8 and stats["resent_results"] == 2 * 8
+    # a third round of PRIMEs (exponents + 128 in the lanes): the lane-wise maximum
+    exps = rng.integers(0, 256, (3, 64, K))
+    for rank, sock in enumerate(socks):
+        for slot in range(64):
+            sock.sendto(packet(2, rank, slot, exps[rank, slot], position=64 + slot,
+                               ptype=PacketType.PRIME), box.udp)
+    for sock in socks:
+        for header, lanes, _ in receive(sock, 64):
+            assert header.type == PacketType.RESULT and header.shadow == 0
+            np.testing.assert_array_equal(lanes, exps.max(axis=0)[header.position - 64])
 
 
 def test_garbage_and_unknown_jobs_are_counted_and_the_box_keeps_serving(box):

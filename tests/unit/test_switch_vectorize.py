@@ -27,14 +27,26 @@ def short_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vectorize, "MIN_RUN", 4)
 
 
+def choose(cond: dict, then: dict, orelse: dict) -> dict:
+    """``cond ? then : orelse`` as p4lite-c writes it."""
+    return {"type": "expression",
+            "value": {"op": "?", "left": then, "right": orelse, "cond": cond}}
+
+
 def lanes_program(n: int, width: int, *, odd_lane: int | None = None,
-                  shift: bool = False, wide: bool = False) -> dict:
+                  shift: bool = False, wide: bool = False, sum_compared: bool = False) -> dict:
     """agg header: idx, keep, op, last, v0..v{n-1} (+ padding to a byte boundary). Table on op:
     1 read-add-write, 2 read, 3 write, 4 (v - tmp) ^ keep read-modify-write, 5 a
     constant-plus-field template, 6 the same through the temporary (tmp = r[i];
     tmp = tmp + v - keep; r[i] = tmp; v = tmp), 7 (``wide``) that with a wider
-    temporary (not a run, so no register is banked). ``odd_lane`` makes one lane's expression differ;
-    ``shift`` uses ``>>`` (not vectorizable)."""
+    temporary (not a run, so no register is banked), 8 a lane-wise maximum
+    ((tmp & keep) > v ? (tmp & keep) : v), 9 a minimum written with <=
+    (tmp <= (v ^ tmp) ? tmp : (v ^ tmp)), 10 the branch-free maximum of aggregate.p4
+    (v ^ ((o ^ v) & (0 - (o > v ? 1 : 0))), o = tmp & keep, as p4c writes the cast of a
+    bool), 11 a branch-free minimum with p4lite-c's b2d and <=, 12 a comparison stored
+    as the lane ((tmp == v) ? 0 : 1). ``odd_lane`` makes one lane's expression differ;
+    ``shift`` uses ``>>`` and ``sum_compared`` maxima of a sum (none is vectorizable:
+    the sum can pass 2^width, where the compare must not wrap)."""
     b = ProgramBuilder()
     bits = 8 + width + 8 + width + n * width
     fields = [["idx", 8, False], ["keep", width, False], ["op", 8, False], ["last", width, False]]
@@ -78,6 +90,33 @@ def lanes_program(n: int, width: int, *, odd_lane: int | None = None,
             out_list += [prim("register_read", t, reg, idx),
                          prim("assign", t, masked(expr("-", expr("+", t, v), keep), w)),
                          prim("register_write", reg, idx, t), prim("assign", v, t)]
+    maximum: list[dict] = []
+    minimum: list[dict] = []
+    branch_free_max: list[dict] = []
+    branch_free_min: list[dict] = []
+    unequal: list[dict] = []
+    for i, reg in enumerate(regs):
+        v = fld("agg", f"v{i}")
+        kept = expr("+", tmp, keep) if sum_compared else expr("&", tmp, keep)
+        flipped = expr("^", v, tmp)
+        for out_list, o, bit in (
+                (branch_free_max, kept, choose(expr(">", kept, v), hexstr(1), hexstr(0))),
+                (branch_free_min, tmp, expr("b2d", None, expr("<=", tmp, v)))):
+            all_or_none = masked(expr("-", hexstr(0), masked(bit, width)), width)
+            out_list += [prim("register_read", tmp, reg, idx),
+                         prim("assign", v, masked(expr("^", v, expr("&", expr("^", o, v),
+                                                                     all_or_none)), width)),
+                         prim("register_write", reg, idx, v)]
+        unequal += [prim("register_read", tmp, reg, idx),
+                    prim("assign", v, choose(expr("==", tmp, v), hexstr(0), hexstr(1))),
+                    prim("register_write", reg, idx, v)]
+        maximum += [prim("register_read", tmp, reg, idx),
+                    prim("assign", v, masked(choose(expr(">", kept, v), kept, v), width)),
+                    prim("register_write", reg, idx, v)]
+        minimum += [prim("register_read", tmp, reg, idx),
+                    prim("assign", v, masked(choose(expr("<=", tmp, flipped), tmp, flipped),
+                                             width)),
+                    prim("register_write", reg, idx, v)]
     read = [prim("register_read", fld("agg", f"v{i}"), reg, idx) for i, reg in enumerate(regs)]
     write = [prim("register_write", reg, idx, fld("agg", f"v{i}")) for i, reg in enumerate(regs)]
     rmw, sub, const = rmw + [show_tmp], sub + [show_tmp], const + [show_tmp]
@@ -86,7 +125,12 @@ def lanes_program(n: int, width: int, *, odd_lane: int | None = None,
                ("MyIngress.write", b.action("MyIngress.write", [], write + [out])),
                ("MyIngress.sub", b.action("MyIngress.sub", [], sub + [out])),
                ("MyIngress.const", b.action("MyIngress.const", [], const + [out])),
-               ("MyIngress.tmp", b.action("MyIngress.tmp", [], through_tmp + [show_tmp, out]))]
+               ("MyIngress.tmp", b.action("MyIngress.tmp", [], through_tmp + [show_tmp, out])),
+               ("MyIngress.max", b.action("MyIngress.max", [], maximum + [show_tmp, out])),
+               ("MyIngress.min", b.action("MyIngress.min", [], minimum + [show_tmp, out])),
+               ("MyIngress.bmax", b.action("MyIngress.bmax", [], branch_free_max + [show_tmp, out])),
+               ("MyIngress.bmin", b.action("MyIngress.bmin", [], branch_free_min + [show_tmp, out])),
+               ("MyIngress.ne", b.action("MyIngress.ne", [], unequal + [show_tmp, out]))]
     if wide:
         actions.append(("MyIngress.wide",
                         b.action("MyIngress.wide", [], through_wide + [show_tmp, out])))
@@ -98,7 +142,8 @@ def lanes_program(n: int, width: int, *, odd_lane: int | None = None,
 def _switch(doc: dict, vector: bool) -> Switch:
     sw = Switch(doc, vectorize=vector)
     names = [a["name"] for a in doc["actions"]]
-    for op, name in enumerate(("rmw", "read", "write", "sub", "const", "tmp", "wide"), start=1):
+    for op, name in enumerate(("rmw", "read", "write", "sub", "const", "tmp", "wide", "max", "min",
+                               "bmax", "bmin", "ne"), start=1):
         if f"MyIngress.{name}" not in names:
             continue
         sw.table_add(TableEntry("ops", (MatchField("exact", op),),
@@ -114,7 +159,7 @@ def _value(rng: random.Random, width: int) -> int:
 def _packet(rng: random.Random, n: int, width: int) -> bytes:
     fields = [(rng.choice([0, 1, SIZE - 1, SIZE, 200, rng.randrange(SIZE)]), 8),
               (rng.choice([0, (1 << width) - 1, rng.getrandbits(width)]), width),
-              (rng.randint(1, 7), 8), (_value(rng, width), width)] + [(_value(rng, width), width) for _ in range(n)]
+              (rng.randint(1, 12), 8), (_value(rng, width), width)] + [(_value(rng, width), width) for _ in range(n)]
     bits = sum(w for _, w in fields)
     pad = (8 - bits % 8) % 8
     value = 0
@@ -143,8 +188,12 @@ def _compare(doc: dict, n: int, width: int, packets: int, seed: int) -> Switch:
                                           (7, 17), (4, 5), (9, 1), (4, 48)])
 def test_vectorized_lanes_are_bit_identical(short_runs: None, n: int, width: int) -> None:
     fast = _compare(lanes_program(n, width), n, width, 400, seed=n * 100 + width)
-    for act in ("_act0", "_act1", "_act2", "_act3", "_act4", "_act5"):  # every shape fused
-        assert "_bank" in fast.generated[act], fast.generated[act]
+    for act in ("_act0", "_act1", "_act2", "_act3", "_act4", "_act5", "_act6", "_act7", "_act8",
+                "_act9", "_act10"):
+        assert "_bank" in fast.generated[act], fast.generated[act]  # every shape fused
+    assert "_np_maximum" in fast.generated["_act6"] and "_np_minimum" in fast.generated["_act7"]
+    assert "_np_greater(" in fast.generated["_act8"] and "_np_less_equal(" in fast.generated["_act9"]
+    assert "(~_np_equal(" in fast.generated["_act10"]
 
 
 @pytest.mark.parametrize("n", [32, 40])
@@ -172,7 +221,8 @@ def test_registers_are_shared_with_the_control_plane(short_runs: None) -> None:
     assert isinstance(fast.register_read("MyIngress.r0", 0), int)
 
 
-@pytest.mark.parametrize("kwargs", [{"odd_lane": 2}, {"shift": True}, {"wide": True}])
+@pytest.mark.parametrize("kwargs", [{"odd_lane": 2}, {"shift": True}, {"wide": True},
+                                    {"sum_compared": True}])
 def test_registers_touched_outside_runs_stay_lists(short_runs: None, kwargs: dict) -> None:
     """One action's lanes do not form a run: its registers are also used unfused, so none
     is banked (and every other action compiles per lane too), with the same results."""

@@ -274,3 +274,4 @@ def test_find_pairs_matches_the_suite() -> None:
     pairs = runs.find_pairs(ROOT / "tests" / "p4")
     assert len(pairs) == len(list((ROOT / "tests" / "p4").glob("*.stf")))
     assert all(p.p4.is_file() and p.stf.is_file() for p in pairs)
+    assert [p.name for p in runs.find_pairs(ROOT / "p4src")] == ["aggregate"]

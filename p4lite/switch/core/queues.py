@@ -109,14 +109,14 @@ class EgressQueues:
         out: list[tuple[Queued, int, int, int]] = []
         order, ports = self._order, self._ports
         append = out.append
-        if self.priorities == 1 and len(order) == 1:  # the common case: one busy port
+        if len(order) == 1:  # the common case: one busy port, its queues highest first
             port = ports[order.popleft()]
-            queue = port.queues[0]
-            left = len(queue)
-            for item, enq_us, enq_depth in queue:
-                left -= 1
-                append((item, enq_us, enq_depth, left))
-            queue.clear()
+            for queue in reversed(port.queues):
+                left = len(queue)
+                for item, enq_us, enq_depth in queue:
+                    left -= 1
+                    append((item, enq_us, enq_depth, left))
+                queue.clear()
             port.size = 0
         while order:
             port = ports[order[0]]

@@ -17,6 +17,14 @@ the same expression text for every lane once the lane field and the temporary ar
 renamed, and built only from ``+ - * & | ^``, constants and fields outside the run:
 those operations commute with reduction modulo 2^w, so unsigned numpy arithmetic
 of the dtype, masked to the field width, gives exactly the Python (BMv2) result.
+Two conditionals are admitted too, when the compared ``a`` and ``b`` are built from
+``_o``, ``_v`` and ``& | ^`` alone (``&`` also with a scalar): those stay below 2^w,
+so numpy compares the values Python compares. A comparison as a number (``a > b ? 1 :
+0``, what both compilers emit for ``(bit<1>)(a > b)``; any of ``> >= < <= == !=``)
+becomes ``numpy.greater`` etc. cast to the dtype, which makes a branch-free maximum
+``v ^ ((o ^ v) & -(o > v))`` (aggregate.p4's PRIME) a run; a lane-wise maximum or
+minimum (``a > b ? a : b`` and its ``>= < <=`` forms, what p4lite-c emits for P4's
+``?:``) becomes ``numpy.maximum`` / ``minimum``.
 Anything else compiles as before. A register is banked only when every data-plane
 access to it is in runs naming the same register tuple; the control plane reaches a
 banked register through ``BankColumn`` and sees plain ints.
@@ -48,6 +56,9 @@ from p4lite.switch.core.errors import SwitchLoadError
 MIN_RUN = 32
 _DTYPES = ((8, "B"), (16, "H"), (32, "I"), (64, "Q"))
 _OPS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)
+_COMPARES = (ast.Gt, ast.GtE, ast.Lt, ast.LtE)
+_FLAG_COMPARES = {ast.Gt: "_np_greater", ast.GtE: "_np_greater_equal", ast.Lt: "_np_less",
+                  ast.LtE: "_np_less_equal", ast.Eq: "_np_equal", ast.NotEq: "_np_not_equal"}
 
 
 class BankColumn:
@@ -175,14 +186,73 @@ def _tmp_width_ok(gen: CodeGen, kind: str, tmp: int, width: int) -> bool:
     return kind != "rmw4" or gen.layout.width[tmp] == width
 
 
+def _has_lanes(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in ("_o", "_v") for n in ast.walk(node))
+
+
+def _below_width(node: ast.AST) -> bool:
+    """An array expression whose value never leaves [0, 2^w): ``_o``, ``_v``, and
+    ``& | ^`` of such expressions (``&`` also with any non-negative scalar)."""
+    if isinstance(node, ast.Name):
+        return node.id in ("_o", "_v")
+    if not isinstance(node, ast.BinOp) or not isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+        return False
+    left, right = _has_lanes(node.left), _has_lanes(node.right)
+    if left and right:
+        return _below_width(node.left) and _below_width(node.right)
+    return isinstance(node.op, ast.BitAnd) and _below_width(node.left if left else node.right)
+
+
+def min_max(node: ast.IfExp) -> str | None:
+    """``"maximum"`` or ``"minimum"`` if ``node`` is ``a if a > b else b`` (or another
+    order or comparison giving the max or min of a and b), else None."""
+    test = node.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], _COMPARES)):
+        return None
+    a, b = ast.dump(test.left), ast.dump(test.comparators[0])
+    body, orelse = ast.dump(node.body), ast.dump(node.orelse)
+    if (body, orelse) == (a, b):
+        larger_first = True
+    elif (body, orelse) == (b, a):
+        larger_first = False
+    else:
+        return None
+    greater = isinstance(test.ops[0], (ast.Gt, ast.GtE))
+    return "maximum" if greater == larger_first else "minimum"
+
+
+def flag(node: ast.IfExp) -> tuple[str, bool] | None:
+    """(the numpy comparison, whether it is negated) if ``node`` is ``1 if a OP b else 0``
+    (or ``0 if ... else 1``) over operands below the width, else None."""
+    test = node.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and type(test.ops[0]) in _FLAG_COMPARES
+            and _below_width(test.left) and _below_width(test.comparators[0])):
+        return None
+    values = tuple(n.value if isinstance(n, ast.Constant) else None
+                   for n in (node.body, node.orelse))
+    if values not in ((1, 0), (0, 1)):
+        return None
+    return _FLAG_COMPARES[type(test.ops[0])], values == (0, 1)
+
+
 def _scalar_free(template: str, lanes: set[int], tmp: int) -> bool:
-    """True when the template only uses +-*&|^, ints, _o, _v and fields outside the run."""
+    """True when the template only uses +-*&|^, ints, _o, _v and fields outside the run,
+    and comparisons as numbers (``flag``) or lane-wise maxima / minima (``min_max``) of
+    operands below the width."""
     try:
         tree = ast.parse(template, mode="eval").body
     except SyntaxError:
         return False
     for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp):
+        if isinstance(node, ast.IfExp):
+            if flag(node) is None and (min_max(node) is None or not _below_width(node.body)
+                                       or not _below_width(node.orelse)):
+                return False
+        elif isinstance(node, (ast.Compare, *_FLAG_COMPARES)):
+            continue  # the test of an IfExp checked above
+        elif isinstance(node, ast.BinOp):
             if not isinstance(node.op, _OPS):
                 return False
         elif isinstance(node, ast.Name):
@@ -205,11 +275,17 @@ def _scalar_free(template: str, lanes: set[int], tmp: int) -> bool:
 _UFUNCS = {ast.Add: "_np_add", ast.Sub: "_np_subtract", ast.Mult: "_np_multiply",
            ast.BitAnd: "_np_bitwise_and", ast.BitOr: "_np_bitwise_or",
            ast.BitXor: "_np_bitwise_xor"}
+_MIN_MAX = {"maximum": "_np_maximum", "minimum": "_np_minimum"}
 _PY_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|",
            ast.BitXor: "^"}
 NUMPY_NAMES = {"_np_frombuffer": np.frombuffer, "_np_add": np.add, "_np_subtract": np.subtract,
                "_np_multiply": np.multiply, "_np_bitwise_and": np.bitwise_and,
-               "_np_bitwise_or": np.bitwise_or, "_np_bitwise_xor": np.bitwise_xor}
+               "_np_bitwise_or": np.bitwise_or, "_np_bitwise_xor": np.bitwise_xor,
+               "_np_maximum": np.maximum, "_np_minimum": np.minimum,
+               "_np_greater": np.greater, "_np_greater_equal": np.greater_equal,
+               "_np_less": np.less, "_np_less_equal": np.less_equal, "_np_equal": np.equal,
+               "_np_not_equal": np.not_equal,
+               **{f"_np_uint{bits}": np.dtype(f"=u{bits // 8}") for bits, _ in _DTYPES}}
 
 
 class _Ufuncs:
@@ -229,7 +305,7 @@ class _Ufuncs:
 
     @staticmethod
     def is_array(node: ast.AST) -> bool:
-        return any(isinstance(n, ast.Name) and n.id in ("_o", "_v") for n in ast.walk(node))
+        return _has_lanes(node)
 
     # _scalar_free has admitted only non-negative int constants and F[<int>] subscripts;
     # the isinstance checks below narrow ast.Constant.value for the type checker.
@@ -247,6 +323,8 @@ class _Ufuncs:
     def array(self, node: ast.expr) -> str:
         if isinstance(node, ast.Name):
             return node.id
+        if isinstance(node, ast.IfExp):
+            return self.conditional(node)
         assert isinstance(node, ast.BinOp)
         left, right = node.left, node.right
         if isinstance(node.op, ast.BitAnd):  # x & all-ones of the dtype is x
@@ -258,6 +336,25 @@ class _Ufuncs:
         self.temps += 1
         name = f"_t{self.temps}"
         self.lines.append(f"{name} = {_UFUNCS[type(node.op)]}({args[0]}, {args[1]})")
+        return name
+
+    def conditional(self, node: ast.IfExp) -> str:
+        """A comparison as a number, or a maximum / minimum (_scalar_free admitted no
+        other conditional)."""
+        as_flag = flag(node)
+        if as_flag is not None:
+            compare, negated = as_flag
+            test = node.test
+            assert isinstance(test, ast.Compare)
+            left, right = self.array(test.left), self.array(test.comparators[0])
+            truth = f"{compare}({left}, {right})"
+            value = f"{f'(~{truth})' if negated else truth}.astype(_np_uint{self.bits})"
+        else:
+            left, right = self.array(node.body), self.array(node.orelse)
+            value = f"{_MIN_MAX[min_max(node) or '']}({left}, {right})"
+        self.temps += 1
+        name = f"_t{self.temps}"
+        self.lines.append(f"{name} = {value}")
         return name
 
 
@@ -276,7 +373,10 @@ def ufunc_lines(template: str, width: int, width_of: dict[int, int]) -> list[str
     if not u.lines:  # the template is _o or _v itself
         return [f"_o[:] = {result}"]
     last = u.lines.pop()
-    return u.lines + [last.replace(f"{result} = ", "", 1)[:-1] + ", out=_o)"]
+    value = last.replace(f"{result} = ", "", 1)
+    if value.endswith(f".astype(_np_uint{bits})"):  # a comparison as a number: no out=
+        return u.lines + [f"_o[:] = {value}"]
+    return u.lines + [value[:-1] + ", out=_o)"]
 
 
 def find_runs(gen: CodeGen, prims: list[Primitive]) -> list[Run]:
