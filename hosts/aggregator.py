@@ -72,6 +72,7 @@ _PARTIAL = int(PacketType.PARTIAL)
 _PRIME = int(PacketType.PRIME)
 _RESULT_VER_TYPE = (VERSION << 4) | _RESULT
 _LANES_BE = np.dtype(">i4")
+_LANES_BE_UNSIGNED = np.dtype(">u4")
 
 REJECT_REASONS = ("type", "lanes", "rank", "slot", "count", "address", "shard")
 
@@ -288,10 +289,12 @@ def _apply(
     if before == 0:
         lanes[:] = values
         state.max_exp[cell] = exp
-    elif prime:
-        np.maximum(lanes.view(np.uint32), values.view(">u4"), out=lanes.view(np.uint32))
     else:
-        np.add(lanes, values, out=lanes)  # int32 wrap-around, as on the switch
+        if prime:
+            stored = lanes.view(np.uint32)  # the switch compares bit<32>: unsigned
+            np.maximum(stored, values.view(_LANES_BE_UNSIGNED), out=stored)
+        else:
+            np.add(lanes, values, out=lanes)  # int32 wrap-around, as on the switch
         if exp > state.max_exp[cell]:
             state.max_exp[cell] = exp
     if after != 0:

@@ -94,10 +94,11 @@ class FakeAggregator(AggregatorCore):
         if first:
             s.lanes = lanes.copy()
             s.max_exp = hdr.exp
-        elif hdr.type == PacketType.PRIME:  # unsigned 32-bit maximum, lane by lane
-            s.lanes = np.maximum(s.lanes.view(np.uint32), lanes.view(np.uint32)).view(np.int32)
         else:
-            s.lanes = s.lanes + lanes  # int32 wraps
+            if hdr.type == PacketType.PRIME:  # unsigned 32-bit maximum, lane by lane
+                s.lanes = np.maximum(s.lanes.view(np.uint32), lanes.view(np.uint32)).view(np.int32)
+            else:
+                s.lanes = s.lanes + lanes  # int32 wraps
             s.max_exp = max(s.max_exp, hdr.exp)
         if s.counter != 0:
             return []
