@@ -11,8 +11,8 @@ all-reduced through the switch, the next forward pass overlapped layer by layer.
   from the input (hosts/p3.py), the agent's priority classes (urgent slices overtake
   queued packets), switch priority queues.
 
-Both use the same window of packets in flight (``--window``; P3's classes share it as
-their credit). The compute time is scaled so that compute equals the switch path's
+Both keep the same number of packets in flight (``--credit``: FIFO's window, the
+credit P3's classes share; each class has ``--class-window`` slots of its own). The compute time is scaled so that compute equals the switch path's
 communication floor (model bytes / bandwidth) at the middle bandwidth of the sweep (the
 *balance point*); the sweep goes below and above it. Each row gives iterations per
 second (from the mean iteration time of the slowest rank over the timed iterations,
@@ -74,14 +74,15 @@ def _worker_args(mode: str, model: str, args: argparse.Namespace, controller: st
                  time_scale: float, timeline: Path):
     def build(rank: int) -> list[str]:
         classes = args.classes if mode == "p3" else 1
+        window = args.class_window if mode == "p3" else args.credit
         return ["--backend", "job", "--controller", controller, "--job-name", f"p3-{mode}",
                 "--placement", args.placement,
                 "--lanes", str(args.lanes), "--data-ip", worker_ip(rank),
                 "--agent-port", str(AGENT_PORT), "--rank", str(rank), "--world", str(args.workers),
                 "--replay", mode, "--model", model, "--scale", str(PARAM_SCALES[model]),
                 "--time-scale", f"{time_scale:.6f}", "--iterations", str(args.iterations + 1),
-                "--classes", str(classes), "--window", str(args.window),
-                "--credit", str(args.window), "--slice-params", str(args.slice_params),
+                "--classes", str(classes), "--window", str(window),
+                "--credit", str(args.credit), "--slice-params", str(args.slice_params),
                 "--timeout", "120", "--timeline", str(timeline)]
     return build
 
@@ -117,7 +118,8 @@ def bench_bandwidth(bw: float, args: argparse.Namespace, scales: dict[str, float
                         pcap=False)
     with Rack(config) as rack:
         rack.start_pbox()
-        rack.start_controller(rack.controller_topology(job_slots=args.window * args.classes))
+        job_slots = max(args.credit, args.class_window * args.classes)
+        rack.start_controller(rack.controller_topology(job_slots=job_slots))
         with CpuSampler(rack.process_roots()) as timed:
             for model in args.models:
                 for mode in ("fifo", "p3"):
@@ -207,9 +209,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=6, help="timed, after one warm-up")
     parser.add_argument("--lanes", type=int, choices=(64, 256), default=256)
-    parser.add_argument("--classes", type=int, default=4, help="P3's priority classes")
-    parser.add_argument("--window", type=int, default=32,
-                        help="packets in flight (FIFO's window, P3's credit and class window)")
+    parser.add_argument("--classes", type=int, default=32,
+                        help="P3's agent classes (runs of layers, hosts/p3.py layer_class)")
+    parser.add_argument("--class-window", type=int, default=16, help="P3: slots per class")
+    parser.add_argument("--credit", type=int, default=32,
+                        help="packets in flight: FIFO's window, P3's credit over its classes")
     parser.add_argument("--slice-params", type=int, default=4096,
                         help="P3 slice size (P3's 40,000 scaled down with the model)")
     parser.add_argument("--placement", choices=("auto", "pbox"), default="auto",

@@ -99,9 +99,9 @@ class Agent:
         classes``).
         ``lanes``: the job's lane count (64 or 256 int32 lanes per packet), as the job
         was configured on the aggregator.
-        ``classes``: priority classes (1-8; hosts/session.py): all-reduces of a higher
-        ``priority`` overtake queued packets of lower ones, sharing ``credit`` positions
-        in flight (default ``window``). 1 (the default) is one FIFO stream."""
+        ``classes``: priority classes (1-64; hosts/session.py): all-reduces of a more
+        urgent class overtake queued packets of less urgent ones, sharing ``credit``
+        positions in flight (default ``window``). 1 (the default) is one FIFO stream."""
         self._session = Session(
             job_id, rank, world_size, slot_base, slot_count, window,
             rto=rto, rto_max=rto_max, deadline=timeout, lanes=lanes, classes=classes,
@@ -126,20 +126,28 @@ class Agent:
         """Session counters (a snapshot; read from another thread, so approximate)."""
         return self._session.stats.as_dict() | {"send_errors": self._transport.send_errors}
 
-    def allreduce(self, array: np.ndarray, op: str = "sum", *, priority: int = 0) -> np.ndarray:
+    @property
+    def classes(self) -> int:
+        """The session's priority classes."""
+        return self._session.classes
+
+    def allreduce(self, array: np.ndarray, op: str = "sum", *, priority: int = 0,
+                  stream: int | None = None) -> np.ndarray:
         """Reduce ``array`` over all ranks and return the result (same shape).
 
         ``priority`` (0-7, higher is more urgent) goes in every packet's header (switches
         started with priority queues serve it first) and, with ``classes`` > 1, picks the
-        stream: all ranks must start the same sizes in the same order *within* each
-        class; across classes the order may differ.
+        class unless ``stream`` (0..classes-1, higher is more urgent) names it: all ranks
+        must start the same sizes in the same order *within* each class; across classes
+        the order may differ.
 
         float arrays come back as float32 (quantized, see hosts/quantize.py for the
         error bound); int32 arrays are summed exactly. Raises AllreduceError on failure.
         """
-        return self.allreduce_async(array, op, priority=priority).wait()
+        return self.allreduce_async(array, op, priority=priority, stream=stream).wait()
 
-    def allreduce_async(self, array: np.ndarray, op: str = "sum", *, priority: int = 0) -> Handle:
+    def allreduce_async(self, array: np.ndarray, op: str = "sum", *, priority: int = 0,
+                        stream: int | None = None) -> Handle:
         """Start an all-reduce and return at once; input errors raise here, synchronously.
 
         The array is copied before this returns, so the caller may reuse it.
@@ -152,7 +160,9 @@ class Agent:
             tensor_id = self._next_id
             self._next_id += 1
             handle = self._handles[tensor_id] = Handle(tensor_id)
-        self._transport.submit(lambda: self._start(tensor_id, prepared))
+        if stream is not None and not 0 <= stream < self._session.classes:
+            raise AllreduceError(f"class {stream} outside 0..{self._session.classes - 1}")
+        self._transport.submit(lambda: self._start(tensor_id, prepared, stream))
         return handle
 
     def close(self, reason: str = "the agent was closed") -> None:
@@ -172,9 +182,10 @@ class Agent:
 
     # -- on the transport thread -------------------------------------------------------
 
-    def _start(self, tensor_id: int, prepared: chunking.PreparedTensor) -> None:
+    def _start(self, tensor_id: int, prepared: chunking.PreparedTensor,
+               stream: int | None) -> None:
         try:
-            self._session.start(tensor_id, prepared, time.monotonic())
+            self._session.start(tensor_id, prepared, time.monotonic(), stream=stream)
         except Exception as exc:  # never leave a handle waiting
             self._on_event(TensorFailed(tensor_id, str(exc)))
 

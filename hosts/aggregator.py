@@ -86,7 +86,8 @@ class JobStats:
     """Per-job counters. ``rejected`` maps a reason (see REJECT_REASONS) to a count."""
 
     contributions: int = 0  # new contributions accepted (not duplicates)
-    duplicates: int = 0  # contributions whose bit was already set
+    duplicates: int = 0  # contributions whose bit was already set, or for a complete round
+    stale: int = 0  # contributions older than the cell's round (dropped, see _apply)
     completions: int = 0  # cell rounds completed
     results_sent: int = 0  # RESULT datagrams sent on completion (n per completion)
     resent_results: int = 0  # stored results unicast back to a duplicate
@@ -112,7 +113,8 @@ class _JobState:
     """Preallocated slot state of one job (only the slots this shard owns)."""
 
     __slots__ = (
-        "config", "stats", "lanes", "bitmap", "counter", "max_exp", "addresses",
+        "config", "stats", "lanes", "bitmap", "counter", "max_exp", "position", "fresh",
+        "addresses",
         "first_owned", "slot_end", "stride", "n", "packet_len", "lane_flags",
     )
 
@@ -132,6 +134,8 @@ class _JobState:
         self.bitmap = np.zeros(owned * 2, dtype=np.uint32)
         self.counter = np.zeros(owned * 2, dtype=np.uint16)
         self.max_exp = np.zeros(owned * 2, dtype=np.int8)
+        self.position = np.zeros(owned * 2, dtype=np.uint32)  # the cell's round
+        self.fresh = np.ones(owned * 2, dtype=bool)  # no round yet: any position is new
         self.addresses: list[Address | None] = [None] * config.world_size
 
     def reject(self, reason: str) -> list:
@@ -264,19 +268,34 @@ def _apply(
     prime: bool,
 ) -> list[tuple[bytes, Address]]:
     """Apply one validated contribution to ``cell`` (local_slot * 2 + shadow set);
-    a PRIME's lanes are combined by unsigned maximum instead of sum."""
+    a PRIME's lanes are combined by unsigned maximum instead of sum.
+
+    The cell remembers its round's position. A contribution for an older position (a
+    sender's late resend, overtaken on the way by its own later positions, which
+    already cleared its bit here) or for a newer one while the round is open is stale
+    and dropped: without the check it would count in the cell's current round.
+    A contribution for the position of a complete round is a duplicate whatever the
+    bitmap says, and gets the stored result back."""
     stats = state.stats
     bit = 1 << rank
     bitmap = state.bitmap
     n = state.n
-    if int(bitmap[cell]) & bit:
+    position = echo[3]
+    open_round = int(state.counter[cell]) != 0
+    ahead = 1 if state.fresh[cell] else (position - int(state.position[cell])) & 0xFFFFFFFF
+    if ahead >= 1 << 31 or (ahead and open_round):
+        stats.stale += 1
+        return []
+    if (int(bitmap[cell]) & bit and not ahead) or not (ahead or open_round):
         # A duplicate only reads: a complete cell answers with its stored result.
         stats.duplicates += 1
-        if int(state.counter[cell]) != 0:
+        if open_round:
             return []
         stats.resent_results += 1
         stats.bytes_sent += state.packet_len
         return [(_result_bytes(state, cell, echo), src)]
+    state.position[cell] = position
+    state.fresh[cell] = False
     stats.contributions += 1
     bitmap[cell] = int(bitmap[cell]) | bit
     other = cell ^ 1  # the slot's other cell (shadow set) is being recycled

@@ -9,10 +9,17 @@ the most urgent), so layers share priorities on a log scale: layer l gets
 layers near the input is what decides how early the next forward pass can start; the
 deep layers are needed last and can share one level.
 
+The header's priority steers the switch's queues. Inside the agent (hosts/session.py)
+the urgency is finer: ``layer_class`` gives every run of ``ceil(L / C)`` consecutive
+layers its own class (C classes, up to 64; with L <= C, every layer its own), the
+input side most urgent. Inside a class slices go in start order, which is backward
+order, so a class that held many layers would deliver the one the forward pass needs
+first last; hence classes per layer rather than per header priority.
+
 Every rank evaluates these rules on the same model, so every rank cuts the same slices
-and gives them the same priorities; the agent (hosts/session.py) keeps one stream per
-priority class, so ranks start each class's slices in the same order (backward order)
-whatever the gradient-ready timing, and preempts at packet granularity inside the host.
+and gives them the same priorities and classes; ranks start each class's slices in the
+same order (backward order) whatever the gradient-ready timing, and the agent preempts
+at packet granularity between classes.
 
 Slices are whole blocks: a slice's length is a multiple of the lane count, so cutting
 a tensor into slices never moves a block boundary, and the sliced all-reduce returns
@@ -75,6 +82,14 @@ def fifo_plan(layer_sizes: Sequence[int]) -> list[list[Slice]]:
     """The baseline: one whole-tensor all-reduce per layer, all at priority 0, so they
     go in backward order (what a framework without a scheduler does)."""
     return [[Slice(layer, 0, 0, size, 0)] for layer, size in enumerate(layer_sizes)]
+
+
+def layer_class(layer: int, layers: int, classes: int) -> int:
+    """The agent class of ``layer``'s slices (``classes - 1`` is the most urgent): runs
+    of consecutive layers from the input, one class each."""
+    if not 0 <= layer < layers:
+        raise SessionError(f"layer {layer} outside 0..{layers - 1}")
+    return classes - 1 - layer * classes // max(layers, classes)
 
 
 def backward_order(plan: Sequence[Sequence[Slice]]) -> list[Slice]:

@@ -53,6 +53,7 @@ from hosts.wire import K, PacketType
 _RESULT_VT = wire.ver_type(PacketType.RESULT)
 _PRIME_VT = wire.ver_type(PacketType.PRIME)
 _CLASS_STRIDE = 1 << 56  # sorts results class by class (positions stay far below it)
+MAX_CLASSES = 64  # priority classes of a session (each needs its own window of slots)
 _POSITION_MASK = 0xFFFFFFFF  # the wire's position field is g mod 2**32
 
 
@@ -91,11 +92,11 @@ class Session:
         credit: int | None = None,
     ) -> None:
         """``window``: slots per priority class (default: ``slot_count // classes``);
-        ``classes``: priority classes (1-8), each its own stream of positions on its own
+        ``classes``: priority classes (1-64), each its own stream of positions on its own
         ``window`` slots; ``credit``: positions in flight over all classes (default
         ``window``)."""
-        if not 1 <= classes <= wire.MAX_PRIORITY + 1:
-            raise SessionError(f"priority classes {classes} outside 1..{wire.MAX_PRIORITY + 1}")
+        if not 1 <= classes <= MAX_CLASSES:
+            raise SessionError(f"priority classes {classes} outside 1..{MAX_CLASSES}")
         window = slot_count // classes if window is None else window
         _check_params(job_id, rank, world_size, slot_base, slot_count, window * classes,
                       deadline, lanes, window)  # fmt: skip
@@ -139,12 +140,16 @@ class Session:
         *,
         op: str = "sum",
         priority: int = 0,
+        stream: int | None = None,
     ) -> None:
-        """Queue a tensor. Every worker must start the same sizes in the same order.
+        """Queue a tensor. Every worker must start the same sizes in the same order
+        (per class).
 
         ``array`` may be a ``chunking.prepare``-d tensor (so the caller's thread pays
-        for copying and exponents; its priority then is the prepared one). Raises
-        QuantizeError/SessionError on bad input.
+        for copying and exponents; its priority then is the prepared one). ``stream``:
+        the class (0..classes-1, higher is more urgent), default ``class_of(priority)``;
+        the header priority only steers switch queues. Raises QuantizeError/SessionError
+        on bad input.
         """
         if tensor_id in self._ids:
             raise SessionError(f"tensor id {tensor_id!r} is already in flight")
@@ -159,15 +164,17 @@ class Session:
         if self.failed is not None:
             self._events.append(TensorFailed(tensor_id, self.failed))
             return
-        c = self.class_of(prepared.priority)
-        stream = chunking.TensorStream(tensor_id, prepared, self._total[c])
-        if stream.block_count == 0:
-            self._events.append(TensorCompleted(tensor_id, stream.result(self.world_size)))
+        c = self.class_of(prepared.priority) if stream is None else stream
+        if not 0 <= c < self.classes:
+            raise SessionError(f"class {c} outside 0..{self.classes - 1}")
+        run = chunking.TensorStream(tensor_id, prepared, self._total[c])
+        if run.block_count == 0:
+            self._events.append(TensorCompleted(tensor_id, run.result(self.world_size)))
             return
         if self.idle:
             self._last_progress = now  # the no-progress clock starts with the work
-        self._total[c] = stream.end
-        self._tensors[c].append(stream)
+        self._total[c] = run.end
+        self._tensors[c].append(run)
         self._ids.add(tensor_id)
 
     def class_of(self, priority: int) -> int:

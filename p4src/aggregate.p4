@@ -32,8 +32,15 @@
  *   5. Job on the PBox, or fallback flag set: forwarded unchanged at L2 to the
  *      PBox (job_stats STAT_FORWARDED). Falling back is just forwarding.
  *   6. Job on the switch: SwitchML slot logic on the cell (slot, shadow set) at
- *      register index slot*2 + shadow:
- *        new contribution: set the rank's bitmap bit, clear it in the other cell,
+ *      register index slot*2 + shadow. The cell keeps its round's position
+ *      (slot_position); "ahead" = the packet's position minus it, mod 2**32:
+ *        stale (ahead >= 2**31: an older position, e.g. a late resend that its
+ *          sender's later positions overtook, which already cleared its bit
+ *          here; or ahead != 0 while the round is open): dropped, counted
+ *          STAT_STALE, touches nothing;
+ *        new contribution (ahead != 0 on a complete cell: a new round; or the
+ *          round's own position with the rank's bit clear): record the position,
+ *          set the rank's bitmap bit, clear it in the other cell,
  *          counter = (counter + count) mod n; the first contribution of a round
  *          (counter was 0) overwrites lanes and max exponent, later ones add
  *          (32-bit wrap-around = int32 two's complement) and take the max;
@@ -43,8 +50,9 @@
  *          round overwrites as max(0, v) = v); its result is a RESULT;
  *          if the counter is back to 0 the packet becomes the RESULT and is
  *          multicast to group `mcast_grp`; otherwise it is consumed (dropped).
- *        duplicate (bit already set): only reads; if the cell is complete the
- *          stored RESULT goes back by unicast out of the ingress port, else drop.
+ *        duplicate (the round's position with the bit set, or of a complete
+ *          round): only reads; if the cell is complete the stored RESULT goes
+ *          back by unicast out of the ingress port, else drop.
  *      A RESULT is the packet's own header rewritten in place: type 2,
  *      rank 0xFFFF, count n, exp = max exponent; flags, job, slot, epoch,
  *      position and nelem unchanged. Its source becomes the PBox's MAC/IP and UDP
@@ -66,6 +74,7 @@
  *   slot_exp       bit<8>   max block exponent (int8 stored as bits)
  *   lane_0..255    bit<32>  the running sum (PRIME: maximum), then the stored result
  *                            (a 64-lane job uses lane_0..63 only)
+ *   slot_position  bit<32>  position of the cell's round (a fresh cell takes any)
  *   slot_owner     bit<32>  epoch of the job instance that last used the cell.
  *     Slot ranges are reused by later jobs and registers cannot be reset over
  *     P4Runtime on simple_switch_grpc, so a cell whose owner differs from the
@@ -103,6 +112,7 @@
 #define STAT_RESENT 3        /* stored RESULT unicast to a duplicate */
 #define STAT_REJECTED 4      /* dropped: not a member, bad header, slot out of range */
 #define STAT_FORWARDED 5     /* forwarded to the PBox (job on PBox or fallback flag) */
+#define STAT_STALE 6         /* dropped: older than the cell's round, or a round too early */
 #define ERR_UNKNOWN_JOB 0
 #define ERR_SPOOFED_SOURCE 1 /* an aggregator's IPv4 source entering on another port */
 
@@ -213,6 +223,8 @@ struct metadata_t {
     bit<32> stat_base;      /* job * 8 */
     bit<32> epoch;          /* the job instance owning its slot range (never 0) */
     bit<32> owner;
+    bit<32> cell_position;  /* the position of the cell's round */
+    bit<32> ahead;          /* the packet's position minus it, mod 2**32 */
     bit<32> idx;            /* slot * 2 + shadow */
     bit<32> worker_bit;
     bit<32> bitmap;
@@ -330,6 +342,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<8>>(SLOT_CELLS) slot_counter;
     register<bit<8>>(SLOT_CELLS) slot_exp;
     register<bit<32>>(SLOT_CELLS) slot_owner;
+    register<bit<32>>(SLOT_CELLS) slot_position;
     /* lane_0..63: every job's lanes; lane_64..255: the rest of a 256-lane job's */
     LANE_REGISTER(lane_0) LANE_REGISTER(lane_1) LANE_REGISTER(lane_2) LANE_REGISTER(lane_3)
     LANE_REGISTER(lane_4) LANE_REGISTER(lane_5) LANE_REGISTER(lane_6) LANE_REGISTER(lane_7)
@@ -996,15 +1009,27 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                 slot_bitmap.read(meta.bitmap, meta.idx);
                 slot_counter.read(meta.contributions, meta.idx);
                 slot_owner.read(meta.owner, meta.idx);
+                slot_position.read(meta.cell_position, meta.idx);
                 if (meta.owner != meta.epoch) {
                     /* first use of this cell by this job instance: whatever an
-                     * earlier job left here counts as zero (a fresh slot) */
+                     * earlier job left here counts as zero (a fresh slot), and any
+                     * position starts its first round */
                     meta.bitmap = 0;
                     meta.contributions = 0;
+                    meta.cell_position = hdr.p4hub.position - 1;
                     slot_owner.write(meta.idx, meta.epoch);
                 }
-                if ((meta.bitmap & meta.worker_bit) == 0) {
+                meta.ahead = hdr.p4hub.position - meta.cell_position;
+                if (meta.ahead[31:31] == 1 || (meta.ahead != 0 && meta.contributions != 0)) {
+                    /* stale: older than the cell's round (a late resend overtaken by
+                     * its sender's later positions, which cleared its bit here), or a
+                     * newer round while this one is open: it must not count in it */
+                    job_stats.count(meta.stat_base + STAT_STALE);
+                    drop();
+                } else if (meta.ahead != 0
+                           || (meta.contributions != 0 && (meta.bitmap & meta.worker_bit) == 0)) {
                     job_stats.count(meta.stat_base + STAT_CONTRIB);
+                    slot_position.write(meta.idx, hdr.p4hub.position);
                     slot_bitmap.write(meta.idx, meta.bitmap | meta.worker_bit);
                     slot_bitmap.read(meta.other_bitmap, meta.idx ^ 1);
                     slot_bitmap.write(meta.idx ^ 1, meta.other_bitmap & ~meta.worker_bit);

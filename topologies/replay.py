@@ -29,7 +29,7 @@ from typing import Protocol
 
 import numpy as np
 
-from hosts.p3 import Slice, backward_order
+from hosts.p3 import Slice, backward_order, layer_class
 
 
 class Waitable(Protocol):
@@ -41,8 +41,8 @@ class Waitable(Protocol):
 class Allreducer(Protocol):
     """What the replay needs of an agent (hosts.agent.Agent has it)."""
 
-    def allreduce_async(self, array: np.ndarray, op: str = "sum", *,
-                        priority: int = 0) -> Waitable: ...  # fmt: skip
+    def allreduce_async(self, array: np.ndarray, op: str = "sum", *, priority: int = 0,
+                        stream: int | None = None) -> Waitable: ...  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +89,11 @@ def replay_iteration(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     timeout: float | None = None,
+    classes: int = 1,
 ) -> IterationRecord:
-    """Backward (starting each layer's slices as it ends), then the next forward."""
+    """Backward (starting each layer's slices as it ends), then the next forward.
+    ``classes``: the agent's priority classes; a layer's slices go to
+    ``p3.layer_class`` of it."""
     t0 = clock()
     started: dict[Slice, tuple[float, Waitable]] = {}
     order = backward_order(plan)
@@ -100,8 +103,9 @@ def replay_iteration(
         ready = clock()
         while position < len(order) and order[position].layer == layer:
             s = order[position]
+            stream = layer_class(layer, len(layers), classes)
             started[s] = (ready, agent.allreduce_async(grads[layer][s.start:s.stop],
-                                                       priority=s.priority))  # fmt: skip
+                                                       priority=s.priority, stream=stream))  # fmt: skip
             position += 1
     backward = clock() - t0
     digest = hashlib.sha256()

@@ -209,7 +209,7 @@ def run_replay(backend, args: argparse.Namespace) -> None:
     for it in range(args.iterations):
         backend.barrier()  # every rank starts the iteration together, as after a step
         record = replay.replay_iteration(backend.agent, layers, plan, grads, it,
-                                         timeout=args.timeout)
+                                         timeout=args.timeout, classes=args.classes)
         timelines.append(record)
         emit({"event": "iteration", "iteration": it, "rank": args.rank,
               "seconds": record.seconds, "backward_s": record.backward_seconds,

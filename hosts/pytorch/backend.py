@@ -193,23 +193,25 @@ class P4hubProcessGroup(dist.ProcessGroup):
 
     # -- the machinery -------------------------------------------------------------------
 
-    def _start(self, jobs: Sequence[tuple[np.ndarray, str]], priority: int = 0) -> list[Handle]:
+    def _start(self, jobs: Sequence[tuple[np.ndarray, str]], priority: int = 0,
+               stream: int | None = None) -> list[Handle]:
         """Start every all-reduce of one collective, in order, or none of them."""
         with self._lock:
             if self._broken is not None:
                 raise BackendError(f"the p4hub group is broken: {self._broken}")
             self.liveness.started += 1
             try:
-                return [self.agent.allreduce_async(array, op, priority=priority)
+                return [self.agent.allreduce_async(array, op, priority=priority, stream=stream)
                         for array, op in jobs]
             except HostError as exc:
                 raise BackendError(self._explain(str(exc))) from None
 
-    def start_average(self, array: np.ndarray, priority: int) -> Handle:
-        """Start a ``mean`` all-reduce of ``array`` at ``priority`` and return the agent's
-        handle (hosts/pytorch/overlap.py waits on it where it needs the result, not in
-        start order as the completion thread does)."""
-        return self._start([(array, "mean")], priority)[0]
+    def start_average(self, array: np.ndarray, priority: int,
+                      stream: int | None = None) -> Handle:
+        """Start a ``mean`` all-reduce of ``array`` at ``priority`` (in class ``stream``)
+        and return the agent's handle (hosts/pytorch/overlap.py waits on it where it needs
+        the result, not in start order as the completion thread does)."""
+        return self._start([(array, "mean")], priority, stream)[0]
 
     def explain(self, reason: str) -> str:
         """A failure reason with the peers' liveness added (names a dead rank)."""

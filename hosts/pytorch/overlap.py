@@ -59,6 +59,7 @@ class _Waitable(Protocol):
 class _Param:
     param: torch.nn.Parameter
     layer: int
+    stream: int  # the agent class of its slices (p3.layer_class)
     slices: list[p3.Slice]
     optimizer: torch.optim.Optimizer
     pending: list[tuple[p3.Slice, _Waitable]] = field(default_factory=list)
@@ -82,7 +83,9 @@ class OverlappedStep:
         lanes = p4hub.agent.lanes if p4hub is not None else 256
         self._params: dict[torch.nn.Parameter, _Param] = {}
         self._hooks = []
-        for layer, module in enumerate(_modules_with_params(model)):
+        modules = _modules_with_params(model)
+        classes = p4hub.agent.classes if p4hub is not None else 1
+        for layer, module in enumerate(modules):
             own = [p for p in module.parameters(recurse=False) if p.requires_grad]
             for param in own:
                 n = param.numel()
@@ -91,7 +94,9 @@ class OverlappedStep:
                 slices = [p3.Slice(layer, s.index, s.start, s.stop,
                                    p3.layer_priority(layer) if schedule == "p3" else 0)
                           for s in slices]  # fmt: skip
-                self._params[param] = _Param(param, layer, slices, optimizer_for([param]))
+                stream = p3.layer_class(layer, len(modules), classes) if schedule == "p3" else 0
+                self._params[param] = _Param(param, layer, stream, slices,
+                                             optimizer_for([param]))
                 self._hooks.append(param.register_post_accumulate_grad_hook(self._ready))
             self._hooks.append(module.register_forward_pre_hook(self._before_forward(own)))
 
@@ -107,7 +112,8 @@ class OverlappedStep:
         assert grad is not None
         if self._p4hub is not None:
             flat = encoding.reduce_input(grad).reshape(-1)
-            entry.pending = [(s, self._p4hub.start_average(flat[s.start:s.stop], s.priority))
+            entry.pending = [(s, self._p4hub.start_average(flat[s.start:s.stop], s.priority,
+                                                           entry.stream))
                              for s in entry.slices]  # fmt: skip
         else:
             scaled = grad.detach() / self.world

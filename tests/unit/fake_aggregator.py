@@ -37,6 +37,7 @@ class _Cell:
     bitmap: int = 0
     counter: int = 0
     max_exp: int = -128
+    position: int | None = None  # the position of the cell's round (None: never used)
     lanes: np.ndarray = field(default_factory=lambda: np.zeros(K, dtype=np.int32))
     last: wire.Header | None = None  # header of the completing packet (for resends)
 
@@ -49,6 +50,7 @@ class _Job:
     cells: dict = field(default_factory=dict)  # (slot, shadow) -> _Cell
     addresses: dict = field(default_factory=dict)  # rank -> address first seen
     rejected: int = 0
+    stale: int = 0
     duplicates: int = 0
     completions: int = 0
 
@@ -81,11 +83,17 @@ class FakeAggregator(AggregatorCore):
         s = job.cells.setdefault((hdr.slot, hdr.shadow), _Cell())
         other = job.cells.setdefault((hdr.slot, 1 - hdr.shadow), _Cell())
         bit = 1 << hdr.rank
-        if s.bitmap & bit:  # a duplicate only reads
-            job.duplicates += 1
+        # serial arithmetic on the 32-bit position: how far ahead of the cell's round
+        ahead = 1 if s.position is None else (hdr.position - s.position) % 2**32
+        if ahead >= 2**31 or (ahead and s.counter != 0):  # stale: older, or a round too early
+            job.stale += 1
+            return []
+        if (s.bitmap & bit and not ahead) or (not ahead and s.counter == 0):
+            job.duplicates += 1  # a duplicate only reads
             if s.counter == 0 and s.last is not None:
                 return [(self._result(job, s, hdr), src)]
             return []
+        s.position = hdr.position
         s.bitmap |= bit
         other.bitmap &= ~bit
         first = s.counter == 0

@@ -35,6 +35,7 @@ class LinkModel:
     delay: float = 0.0  # propagation, each way
     loss: float = 0.0  # probability, each datagram, each direction
     jitter: float = 0.0  # extra uniform 0..jitter seconds per result (reordering)
+    up_jitter: float = 0.0  # the same per contribution: a late resend can be overtaken
     seed: int = 0
 
 
@@ -76,7 +77,7 @@ class SerialLossyNet:
             if self.rng.random() < self.link.loss:
                 self.counts.up_lost += 1
                 continue
-            self._push(self._arrival(self.up_free, r), "agg", r, d)
+            self._push(self._arrival(self.up_free, r, self.link.up_jitter), "agg", r, d)
         timer = self.sessions[r].get_timer()
         if timer is not None:
             self._push(timer, "timer", r, None)

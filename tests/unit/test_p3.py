@@ -39,6 +39,14 @@ def test_slices_are_whole_blocks_and_cover_every_layer(lanes):
     assert plan[2][0].size == p3.slice_length(40_000, lanes)
 
 
+def test_layer_classes_keep_runs_of_layers_input_side_most_urgent():
+    assert [p3.layer_class(i, 54, 32) for i in (0, 1, 2, 52, 53)] == [31, 31, 30, 1, 0]
+    assert [p3.layer_class(i, 19, 32) for i in range(19)] == list(range(31, 12, -1))
+    assert {p3.layer_class(i, 5, 1) for i in range(5)} == {0}
+    with pytest.raises(SessionError):
+        p3.layer_class(5, 5, 4)
+
+
 def test_backward_order_starts_from_the_last_layer():
     plan = p3.p3_plan([512, 1024, 256], 256, 256)
     assert [(s.layer, s.index) for s in p3.backward_order(plan)] == [
@@ -68,7 +76,7 @@ class InstantAgent:
         self.clock = clock
         self.started: list[tuple[int, int]] = []
 
-    def allreduce_async(self, array, op="sum", *, priority=0):
+    def allreduce_async(self, array, op="sum", *, priority=0, stream=None):
         self.started.append((array.size, priority))
         return FakeHandle(array * 2, self.clock.now + 1e-3)
 
@@ -106,7 +114,7 @@ def test_p3_and_fifo_replays_return_the_same_bits_through_real_agents():
                 box.address,
                 lambda agent, rank, plan=plan: replay.replay_iteration(
                     agent, layers, plan, replay.synthetic_gradients(layers, rank, 5), 0,
-                    timeout=30.0).digest,
+                    timeout=30.0, classes=agent.classes).digest,
                 classes=classes, window=32 // classes)  # fmt: skip
         finally:
             box.close()

@@ -134,6 +134,8 @@ def test_one_class_is_the_plain_fifo_session():
 def test_classes_need_their_slots():
     with pytest.raises(SessionError, match="4 priority classes of 8 slots need 32 slots, the job has 16"):
         Session(JOB, 0, 2, 0, 16, 8, classes=4)
-    with pytest.raises(SessionError, match="priority classes 9 outside 1..8"):
-        Session(JOB, 0, 2, 0, 16, classes=9)
+    with pytest.raises(SessionError, match="priority classes 65 outside 1..64"):
+        Session(JOB, 0, 2, 0, 1024, classes=65)
+    with pytest.raises(SessionError, match="class 4 outside 0..3"):
+        Session(JOB, 0, 2, 0, 16, classes=4).start("t", np.ones(3, np.int32), 0.0, stream=4)
     assert Session(JOB, 0, 2, 0, 16, classes=4).window == 4
