@@ -95,9 +95,15 @@ REORDER_DECAY = 16  # needed early resends after which the multiplier falls back
 class SlotTimers:
     """Retransmission deadlines of a window of slots, with early loss detection."""
 
-    def __init__(self, window: int, rto_min: float, rto_max: float) -> None:
+    def __init__(self, window: int, rto_min: float, rto_max: float, groups: int = 1) -> None:
+        """``window`` slots in ``groups`` equal runs (a session's priority classes): early
+        detection compares positions of one group only, and only a result of a
+        position's own group shows that its round is moving (the backoff cap), because
+        a less urgent class is held back, by design, while a more urgent one runs."""
         if not 0 < rto_min <= rto_max:
             raise ValueError(f"need 0 < rto_min ({rto_min}) <= rto_max ({rto_max})")
+        if groups < 1 or window % groups:
+            raise ValueError(f"{window} slots do not split into {groups} equal groups")
         self.rto_min = rto_min
         self.rto_max = rto_max
         self.rto = rto_min
@@ -109,7 +115,8 @@ class SlotTimers:
         self._estimate = rto_min  # RFC 6298's srtt + 4 rttvar, clamped; rto adds the floor
         self._recent = np.full(max(HISTORY, window), np.inf)  # any round trip (a ring)
         self._recent_next = 0  # where the next one goes
-        self._last_result = -np.inf  # when a result last arrived
+        self._group = np.arange(window) // (window // groups)  # each slot's group
+        self._last_result = np.full(groups, -np.inf)  # when a result of the group last came
         # early loss detection ("Early resends" above)
         self.order = np.zeros(window, dtype=np.int64)  # send order of the first transmission
         self.lost_at = np.full(window, np.inf)  # when the position counts as lost, if ever
@@ -120,8 +127,9 @@ class SlotTimers:
         self._fresh = np.zeros(window, dtype=bool)  # in flight and never resent
         self._first_lost = np.inf  # lost_at.min()
         self._sent_count = 0
-        self._newest_order = 0  # the latest-sent position answered with no resend of ours
-        self._newest_rtt = 0.0  # and its round trip
+        # per group: the latest-sent position answered with no resend of ours, its round trip
+        self._newest_order = np.zeros(groups, dtype=np.int64)
+        self._newest_rtt = np.zeros(groups)
         self._early_waiting = 0  # early-resent positions whose result has not come
         self._needed_since_raise = 0
 
@@ -151,14 +159,17 @@ class SlotTimers:
         self._remember(times)
         fastest = float(self._recent.min())
         self.rto = min(max(self._estimate, FLOOR_FACTOR * fastest), self.rto_max)
-        self._last_result = now if isinstance(now, float) else float(np.max(now))
+        groups = self._group[slots]
+        self._last_result[groups] = now
         if self._early_waiting:
             self._judge_early(slots, clean)
         if first_try.any():
             orders = np.where(first_try, self.order[slots], 0)
-            newest = int(orders.argmax())
-            if orders[newest] > self._newest_order:
-                self._newest_order, self._newest_rtt = int(orders[newest]), float(times[newest])
+            for g in np.unique(groups[first_try]).tolist():
+                mine = np.where(groups == g, orders, 0)
+                newest = int(mine.argmax())
+                if mine[newest] > self._newest_order[g]:
+                    self._newest_order[g], self._newest_rtt[g] = mine[newest], times[newest]
         self._mark_overdue(fastest)
 
     def expired(self, now: float) -> np.ndarray:
@@ -177,8 +188,8 @@ class SlotTimers:
         self.lost_at[slots] = np.inf
         self._first_lost = float(self.lost_at.min())
         self.retries[slots] += 1
-        answering = now - self._last_result < self.rto
-        most = ALIVE_BACKOFF_DOUBLINGS if answering else MAX_BACKOFF_DOUBLINGS
+        answering = now - self._last_result[self._group[slots]] < self.rto
+        most = np.where(answering, ALIVE_BACKOFF_DOUBLINGS, MAX_BACKOFF_DOUBLINGS)
         doublings = np.minimum(self.retries[slots] - self.early_used[slots], most)
         self.deadline[slots] = now + np.minimum(self.rto * np.exp2(doublings), self.rto_max)
         count = int(np.count_nonzero(early))
@@ -205,10 +216,11 @@ class SlotTimers:
         return allowance if self.srtt is None else min(allowance, self.srtt)
 
     def _mark_overdue(self, fastest: float) -> None:
-        """RACK's rule: in flight, never resent, sent before the newest answered position,
-        and waiting longer than its round trip plus the allowance: lost."""
-        waiting = self._fresh & (self.order < self._newest_order)
-        overdue = self._newest_rtt + self.reorder_allowance(fastest)
+        """RACK's rule: in flight, never resent, sent before the newest answered position
+        of its group, and waiting longer than that one's round trip plus the allowance:
+        lost."""
+        waiting = self._fresh & (self.order < self._newest_order[self._group])
+        overdue = self._newest_rtt[self._group] + self.reorder_allowance(fastest)
         self.lost_at = np.where(waiting, self.sent_at + overdue, np.inf)
         self._first_lost = float(self.lost_at.min())
 

@@ -112,7 +112,7 @@ class Session:
         self.stats = SessionStats()
         self.failed: str | None = None
         slots = window * classes
-        self._timers = SlotTimers(slots, rto, rto_max)
+        self._timers = SlotTimers(slots, rto, rto_max, groups=classes)
         self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), classes)  # next position
         self._slot_pkts = wire.packet_array(slots, lanes)  # last packet sent, for resending

@@ -192,3 +192,26 @@ def test_reordered_results_cause_no_storm_of_early_resends(jitter_windows: float
     assert out.early < 0.01 * out.sent, (out.early, out.sent)
     assert out.resent < 0.04 * out.sent, (out.resent, out.sent)  # timeouts included
     assert max(s._timers.reorder_mult for s in out.net.sessions) > 1
+
+
+def test_a_more_urgent_class_overtaking_is_not_a_loss_of_the_held_back_one():
+    """Priority classes (groups): an urgent position sent later and answered first says
+    nothing about a bulk one held back by design, and urgent results do not keep the
+    bulk class's backoff capped."""
+    t = SlotTimers(4, rto_min=0.01, rto_max=1.0, groups=2)  # slots 0-1 bulk, 2-3 urgent
+    t.on_sent(np.array([0, 1]), 0.0)
+    t.on_sent(np.array([2]), 0.001)
+    t.on_result(np.array([2]), 0.005, clean=np.array([True]))
+    assert np.isinf(t.lost_at[:2]).all()  # other group: no early resend
+    t.on_sent(np.array([3]), 0.006)
+    t.on_retransmitted(np.array([0, 1]), 0.02)  # bulk timed out
+    t.on_retransmitted(np.array([0, 1]), 0.04)
+    t.on_result(np.array([3]), 0.045, clean=np.array([True]))  # urgent keeps answering
+    t.on_retransmitted(np.array([0, 1]), 0.05)
+    # a third retry backs off 2**3 times (uncapped): the urgent group's answers do not count
+    assert t.deadline[0] - 0.05 == pytest.approx(min(8 * t.rto, 1.0))
+    same = SlotTimers(4, rto_min=0.01, rto_max=1.0, groups=1)
+    same.on_sent(np.array([0, 1]), 0.0)
+    same.on_sent(np.array([2]), 0.001)
+    same.on_result(np.array([2]), 0.005, clean=np.array([True]))
+    assert np.isfinite(same.lost_at[:2]).all()  # one group: RACK's rule applies
