@@ -25,9 +25,11 @@ to the most urgent class first: packets of an urgent tensor overtake the queued 
 of less urgent ones, while what is already on the wire is not recalled. Which class
 sends first is a local decision, which is safe because classes are independent streams
 on their own slots; inside a class, the order is the start order, the same on every
-rank. So that two ranks that gave their credit to different classes cannot wait on each
-other for ever, a class may always send its oldest unsent position when none of its
-older positions is in flight (the reserve).
+rank. A position holds its credit for two smoothed round trips at most: two ranks that
+gave their credit to different classes wait on each other's packets (rank A's bulk
+position for rank B, which sends its urgent class first, and the other way round), and
+a credit held longer would let them wait for ever; past the hold the position is
+waiting for a peer, not for the link, and the rank's other classes may go on.
 
 Results are checked as a batch with numpy: wrong version/type/job, a slot outside
 the session's slots, a position or shadow bit that is not what the slot has in flight
@@ -128,7 +130,8 @@ class Session:
         self._ids: set[Hashable] = set()
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
-        self._credit_blocked = False  # a class had positions ready but no credit
+        self._credit_free_at = np.inf  # when a class short of credit may get some
+        self._oldest_counted = 0.0  # first send of the oldest position holding credit
 
     # -- public API ---------------------------------------------------------------
 
@@ -223,9 +226,7 @@ class Session:
         if self.failed is not None or self.idle:
             return None
         deadline = min(self._timers.next_deadline(), self._last_progress + self.deadline)
-        if self._credit_blocked:  # wake up when the reserve may be used
-            deadline = min(deadline, self._last_progress + self._timers.rto)
-        return deadline
+        return min(deadline, self._credit_free_at)
 
     def handle_timer(self, now: float) -> None:
         """Queue resends of expired slots; fail everything if no progress for too long."""
@@ -261,25 +262,37 @@ class Session:
 
     def _sendable(self, now: float) -> list[tuple[int, np.ndarray]]:
         """(class, ascending positions) that may go out now, most urgent class first:
-        free slots whose exponents are known, within the credit, plus the reserve."""
+        free slots whose exponents are known, within the credit."""
         ready = [(c, self._ready(c)) for c in reversed(range(self.classes)) if self._tensors[c]]
         if self.classes == 1:  # one stream: its window is the credit
             return [(c, p) for c, p in ready if p.size]
-        credit = self.credit - self.in_flight
-        stalled = now >= self._last_progress + self._timers.rto
-        self._credit_blocked = False
+        credit = self.credit - self._credit_used(now)
+        self._credit_free_at = np.inf
         out = []
         for c, positions in ready:
             take = min(max(credit, 0), positions.size)
-            if take < positions.size:
-                if not take and stalled and self._reserve_due(c, int(positions[0])):
-                    take = 1
-                elif not stalled:  # the reserve may apply once the stall has lasted
-                    self._credit_blocked = True
             if take:
                 out.append((c, positions[:take]))
                 credit -= take
+            if take < positions.size:  # wake up when the oldest counted position ages out
+                self._credit_free_at = self._oldest_counted + self._credit_hold()
         return out
+
+    def _credit_hold(self) -> float:
+        """How long a position in flight holds its credit: two smoothed round trips.
+        Longer, it is waiting for a peer that gave its credit to another class first (or
+        for a resend), not for the link, and need not keep this rank's other classes
+        waiting; so no two ranks can hold each other's rounds for ever."""
+        srtt = self._timers.srtt
+        return 2 * (srtt if srtt is not None else self._timers.rto)
+
+    def _credit_used(self, now: float) -> int:
+        """Positions in flight first sent within the credit hold."""
+        flying = self._slot_pos >= 0
+        sent = self._timers.sent_at[flying]
+        counted = sent[sent + self._credit_hold() > now]  # the same sum as the wake-up
+        self._oldest_counted = float(counted.min()) if counted.size else now
+        return int(counted.size)
 
     def _ready(self, c: int) -> np.ndarray:
         """Class c's positions whose slot is free and whose exponent is known, ascending."""
@@ -303,16 +316,6 @@ class Session:
                 if not positions.size:
                     break
         return positions
-
-    def _reserve_due(self, c: int, oldest_unsent: int) -> bool:
-        """Whether class c may send ``oldest_unsent`` beyond the credit once nothing has
-        come back for a retransmission timeout: none of its older positions is in flight.
-        Two ranks that gave their credit to different classes wait on each other's
-        packets, and nothing comes back; this one position per class breaks the wait."""
-        lo = c * self.window
-        pos = self._slot_pos[lo : lo + self.window]
-        flying = pos[pos >= 0]
-        return not flying.size or int(flying.min()) > oldest_unsent
 
     def _send_new(self, c: int, positions: np.ndarray, now: float) -> np.ndarray:
         batch = self._template[: positions.size].copy()
