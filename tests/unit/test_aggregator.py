@@ -48,13 +48,14 @@ def test_first_contribution_overwrites_then_adds_and_result_goes_to_everyone():
         assert (header.job, header.slot, header.position, header.nelem) == (JOB, 1, 9, 10)
         assert header.exp == 5
         np.testing.assert_array_equal(lanes, inputs[0] + inputs[1] + inputs[2])
-    # The next round in the same cell (after the other cell was used) overwrites.
+    # The next round in the same cell (after the other cell was used) overwrites:
+    # positions one and two windows (of 8) later
     for r in range(3):
-        agg.receive(contrib(r, 1, shadow=1, values=np.ones(K)), ADDR[r], 1.0)
+        agg.receive(contrib(r, 1, shadow=1, values=np.ones(K), position=17), ADDR[r], 1.0)
     fresh = [np.full(K, 10 * (r + 1), np.int32) for r in range(3)]
-    agg.receive(contrib(0, 1, values=fresh[0], exp=-2), ADDR[0], 2.0)
-    agg.receive(contrib(1, 1, values=fresh[1], exp=-3), ADDR[1], 2.0)
-    out = decoded(agg.receive(contrib(2, 1, values=fresh[2], exp=-4), ADDR[2], 2.0))
+    agg.receive(contrib(0, 1, values=fresh[0], exp=-2, position=25), ADDR[0], 2.0)
+    agg.receive(contrib(1, 1, values=fresh[1], exp=-3, position=25), ADDR[1], 2.0)
+    out = decoded(agg.receive(contrib(2, 1, values=fresh[2], exp=-4, position=25), ADDR[2], 2.0))
     (header, lanes), _ = out[0]
     assert header.exp == -2
     np.testing.assert_array_equal(lanes, np.full(K, 60))
@@ -102,17 +103,20 @@ def test_new_contribution_clears_own_bit_in_other_set():
     agg = make(n=2)
     for r in range(2):
         agg.receive(contrib(r, 0, shadow=0, values=np.full(K, 1)), ADDR[r], 0.0)
-    # Rank 0 moves on to set 1 of the same slot: its bit in set 0 is cleared ...
-    agg.receive(contrib(0, 0, shadow=1, values=np.full(K, 2)), ADDR[0], 0.0)
-    # ... so a set-0 packet from rank 0 is a NEW contribution (a new round), not a duplicate.
-    assert agg.receive(contrib(0, 0, shadow=0, values=np.full(K, 8)), ADDR[0], 0.0) == []
+    # Rank 0 moves on to set 1 of the same slot (position 4, a window of 4 later): its
+    # bit in set 0 is cleared ...
+    agg.receive(contrib(0, 0, shadow=1, values=np.full(K, 2), position=4), ADDR[0], 0.0)
+    # ... so its set-0 packet of position 8 is a NEW contribution (a new round).
+    assert agg.receive(contrib(0, 0, shadow=0, values=np.full(K, 8), position=8),
+                       ADDR[0], 0.0) == []
     assert agg.job_stats(JOB).duplicates == 0
-    # Rank 1 still has its set-0 bit: its retransmission is a duplicate of an unfinished
-    # round now (counter 1), so it is dropped silently.
+    # Rank 1's late retransmission of position 0 is older than the open round (8): stale,
+    # dropped silently, counted nowhere in the round.
     assert agg.receive(contrib(1, 0, shadow=0, values=np.full(K, 1)), ADDR[1], 0.0) == []
-    assert agg.job_stats(JOB).duplicates == 1
+    assert (agg.job_stats(JOB).duplicates, agg.job_stats(JOB).stale) == (0, 1)
     # Rank 1 finishing set 1 completes it with 2 + 3.
-    out = decoded(agg.receive(contrib(1, 0, shadow=1, values=np.full(K, 3)), ADDR[1], 0.0))
+    out = decoded(agg.receive(contrib(1, 0, shadow=1, values=np.full(K, 3), position=4),
+                              ADDR[1], 0.0))
     np.testing.assert_array_equal(out[0][0][1], np.full(K, 5))
 
 

@@ -21,8 +21,10 @@ import pytest
 from controller import api
 
 ROOT = Path(__file__).resolve().parents[2]
-# job id -> (world size, slot base) configured on the PBox; slot ranges do not overlap
-JOBS = {1: (3, 0), 2: (2, 64), 3: (3, 128), 4: (2, 192), 5: (4, 256), 6: (2, 320)}
+# job id -> (world size, slot base) configured on the PBox; slot ranges do not overlap, and
+# every test group has its own job (a PBox cell keeps its round position: a second group
+# starting again at position 0 on the same cells would be stale)
+JOBS = {1: (3, 0), 2: (2, 64), 3: (3, 128), 4: (2, 192), 5: (4, 256), 6: (2, 320), 7: (2, 384)}
 SLOTS = 64
 
 
@@ -111,7 +113,7 @@ def test_p4hub_group_beside_gloo_and_the_ddp_hook_matches_gloo(pbox):
 def test_overlapped_p3_steps_equal_the_unscheduled_loop(pbox):
     """Per-parameter all-reduce in priority classes, optimizer steps inside the next
     forward pass: the same parameters as all-reduce-then-step, on every rank."""
-    outputs = run_ranks("overlap", 2, env_for(6, P4HUB_AGGREGATOR=pbox, P4HUB_CLASSES="8"))
+    outputs = run_ranks("overlap", 2, env_for(7, P4HUB_AGGREGATOR=pbox, P4HUB_CLASSES="8"))
     assert_checks_pass(outputs, 3)
 
 
