@@ -205,8 +205,10 @@ def test_a_restarted_switch_is_reconfigured_from_the_registry(pipeline):
 
     device, sent, server, port = start_switch("127.0.0.1:0")
     topo = topology.from_dict(dict(RACK, switches={"s1": {"grpc_addr": f"127.0.0.1:{port}"}}))
+    # 5 s per call: pushing aggregate.p4's pipeline to the fresh switch takes about a
+    # second on a loaded 2-core CI machine (1 s made the test fail there now and then)
     ctl = Controller(topo, pipeline, client_factory=lambda conf: P4RuntimeClient(
-        conf.grpc_addr, conf.device_id, election_id=(0, 100), timeout=1.0))
+        conf.grpc_addr, conf.device_id, election_id=(0, 100), timeout=5.0))
     ctl.start(now=0.0)
     a = ctl.join("a", 2, 0, ("10.0.0.1", 4001), now=0.0)
     ctl.join("a", 2, 1, ("10.0.0.2", 4002), now=0.0)
