@@ -1,5 +1,5 @@
-"""Helpers shared by the benchmarks that build their own namespaces and veths and run
-p4lite-switch on them."""
+"""Helpers shared by the benchmarks: argument parsing, and for those that build their own
+namespaces and veths, running p4lite-switch on them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from hosts.wire import AGG_UDP_PORT
 
@@ -22,6 +23,12 @@ CLONE_NEWNET = 0x40000000
 AGG_PORT_BYTES = AGG_UDP_PORT.to_bytes(2, "big")  # UDP port field of a p4hub datagram
 
 _libc: ctypes.CDLL | None = None
+T = TypeVar("T")
+
+
+def comma_list(cast: Callable[[str], T]) -> Callable[[str], list[T]]:
+    """An argparse ``type`` for ``1,2,4``: the items, each through ``cast``."""
+    return lambda text: [cast(x) for x in text.split(",")]
 
 
 def result_key(datagram: bytes) -> bytes:

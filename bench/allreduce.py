@@ -52,6 +52,7 @@ from pathlib import Path
 
 import psutil
 
+from bench._common import comma_list
 from topologies.cpuload import CpuSampler, column
 from topologies.launch import WorkerRun, run_workers
 from topologies.linkem import LinkEmulationError, check_loss
@@ -312,20 +313,17 @@ def plot(rows: list[dict], path: Path, bw: float) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    def numbers(cast):
-        return lambda text: [cast(x) for x in text.split(",")]
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N = 2, 4, 8; 0.5 MB; 2 repeats")
-    parser.add_argument("--workers", type=numbers(int), default=None)
-    parser.add_argument("--sizes-mb", type=numbers(float), default=None)
+    parser.add_argument("--workers", type=comma_list(int), default=None)
+    parser.add_argument("--sizes-mb", type=comma_list(float), default=None)
     parser.add_argument("--repeat", type=int, default=None)
     parser.add_argument("--bw", type=float, default=5.0,
                         help="link bandwidth, Mbit/s (5: link-limited for the Python switch)")
-    parser.add_argument("--loss", type=numbers(float), default=[0.0],
+    parser.add_argument("--loss", type=comma_list(float), default=[0.0],
                         help="percent, every link, both directions; several (1,5,10) sweep "
                              "them against 0 (see above)")
-    parser.add_argument("--backends", type=lambda s: s.split(","), default=None,
+    parser.add_argument("--backends", type=comma_list(str), default=None,
                         help=f"of {', '.join([*INC_BACKENDS, 'gloo'])} (default: all; "
                              f"{','.join(LOSS_SWEEP_BACKENDS)} for a loss sweep)")
     parser.add_argument("--window", type=int, default=32,

@@ -37,6 +37,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench._common import comma_list
 from topologies import workload
 from topologies.cpuload import CpuSampler, column
 from topologies.launch import WorkerRun, run_workers
@@ -199,12 +200,9 @@ def plot_gains(table: list[dict], path: Path, balance_bw: float) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    def numbers(cast):
-        return lambda text: [cast(x) for x in text.split(",")]
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", type=lambda s: s.split(","), default=["resnet50", "vgg19"])
-    parser.add_argument("--bw", type=numbers(float), default=[2.5, 5.0, 10.0],
+    parser.add_argument("--models", type=comma_list(str), default=["resnet50", "vgg19"])
+    parser.add_argument("--bw", type=comma_list(float), default=[2.5, 5.0, 10.0],
                         help="Mbit/s; the middle one is the balance point")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=6, help="timed, after one warm-up")

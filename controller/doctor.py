@@ -209,18 +209,15 @@ def _switch_entries(job: JobView, sw: SwitchView) -> list[Finding]:
                            f"switch {job.switch}'s jobs entry for job {job.job_id} differs from "
                            f"the controller's: {diff}"))
     joined = sorted(m.rank for m in job.members)
-    no_member = [r for r in joined if r not in sw.member_ranks]
-    if no_member:
-        out.append(Finding(ERROR, "member-entry-missing",
-                           f"switch {job.switch} has no members entry for rank(s) "
-                           f"{_ranks(no_member)}: their contributions are rejected",
-                           tuple(no_member)))
-    no_result = [r for r in joined if r not in sw.result_ranks]
-    if no_result:
-        out.append(Finding(ERROR, "result-entry-missing",
-                           f"switch {job.switch} has no result_dst entry for rank(s) "
-                           f"{_ranks(no_result)}: results are not delivered to them",
-                           tuple(no_result)))
+    for present, code, table, effect in (
+        (sw.member_ranks, "member-entry-missing", "members", "their contributions are rejected"),
+        (sw.result_ranks, "result-entry-missing", "result_dst",
+         "results are not delivered to them"),
+    ):  # fmt: skip
+        missing = [r for r in joined if r not in present]
+        if missing:
+            out.append(Finding(ERROR, code, f"switch {job.switch} has no {table} entry for "
+                               f"rank(s) {_ranks(missing)}: {effect}", tuple(missing)))
     extra = sorted((sw.member_ranks | sw.result_ranks) - set(joined))
     if extra:
         out.append(Finding(WARNING, "stale-member-entries",

@@ -281,7 +281,8 @@ def _apply(
     bitmap = state.bitmap
     n = state.n
     position = echo[3]
-    open_round = int(state.counter[cell]) != 0
+    before = int(state.counter[cell])
+    open_round = before != 0
     ahead = 1 if state.fresh[cell] else (position - int(state.position[cell])) & 0xFFFFFFFF
     if ahead >= 1 << 31 or (ahead and open_round):
         stats.stale += 1
@@ -300,7 +301,6 @@ def _apply(
     bitmap[cell] = int(bitmap[cell]) | bit
     other = cell ^ 1  # the slot's other cell (shadow set) is being recycled
     bitmap[other] = int(bitmap[other]) & ~bit
-    before = int(state.counter[cell])
     after = (before + count) % n
     state.counter[cell] = after
     values = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)

@@ -131,7 +131,6 @@ class Session:
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
         self._credit_free_at = np.inf  # when a class short of credit may get some
-        self._oldest_counted = 0.0  # first send of the oldest position holding credit
 
     # -- public API ---------------------------------------------------------------
 
@@ -266,7 +265,8 @@ class Session:
         ready = [(c, self._ready(c)) for c in reversed(range(self.classes)) if self._tensors[c]]
         if self.classes == 1:  # one stream: its window is the credit
             return [(c, p) for c, p in ready if p.size]
-        credit = self.credit - self._credit_used(now)
+        used, oldest = self._credit_used(now)
+        credit = self.credit - used
         self._credit_free_at = np.inf
         out = []
         for c, positions in ready:
@@ -275,7 +275,7 @@ class Session:
                 out.append((c, positions[:take]))
                 credit -= take
             if take < positions.size:  # wake up when the oldest counted position ages out
-                self._credit_free_at = self._oldest_counted + self._credit_hold()
+                self._credit_free_at = oldest + self._credit_hold()
         return out
 
     def _credit_hold(self) -> float:
@@ -286,13 +286,12 @@ class Session:
         srtt = self._timers.srtt
         return 2 * (srtt if srtt is not None else self._timers.rto)
 
-    def _credit_used(self, now: float) -> int:
-        """Positions in flight first sent within the credit hold."""
-        flying = self._slot_pos >= 0
-        sent = self._timers.sent_at[flying]
+    def _credit_used(self, now: float) -> tuple[int, float]:
+        """Positions in flight first sent within the credit hold, and the first send of
+        the oldest of them (``now`` if none)."""
+        sent = self._timers.sent_at[self._slot_pos >= 0]
         counted = sent[sent + self._credit_hold() > now]  # the same sum as the wake-up
-        self._oldest_counted = float(counted.min()) if counted.size else now
-        return int(counted.size)
+        return int(counted.size), float(counted.min()) if counted.size else now
 
     def _ready(self, c: int) -> np.ndarray:
         """Class c's positions whose slot is free and whose exponent is known, ascending."""

@@ -213,10 +213,6 @@ class P4hubProcessGroup(dist.ProcessGroup):
         the result, not in start order as the completion thread does)."""
         return self._start([(array, "mean")], priority, stream)[0]
 
-    def explain(self, reason: str) -> str:
-        """A failure reason with the peers' liveness added (names a dead rank)."""
-        return self._explain(reason)
-
     def _work(self, handles: list[Handle], finish: Callable, describe: str) -> dist.Work:
         return FutureWork(self._complete_later(handles, finish, describe))
 

@@ -7,10 +7,9 @@ in each direction, is lost with probability ``loss``: an uplink loss happens bef
 link (the rack drops at the sender's egress hook, so the datagram costs no link time), a
 downlink loss after it (the rack drops at the receiver's INPUT, so it did). ``jitter``
 adds a uniform random 0..jitter seconds to each result's arrival after its
-serialization, so results can overtake each other: reordering without loss. Uplinks stay
-FIFO: the slot protocol needs a worker's contributions to reach the aggregator in the
-order it sent them (a resend of g overtaken by g + W, which clears the worker's bit in
-g's cell, would count as a new contribution to round g + 2W: docs/notes/host-agent.md).
+serialization, so results can overtake each other: reordering without loss.
+``up_jitter`` does the same to contributions, so a worker's late resend of g can arrive
+after its own g + W (the aggregators drop it as stale: docs/DESIGN.md §3).
 
 Events and timers run from a heap in time order; sessions see only ``now`` arguments.
 """

@@ -5,64 +5,18 @@ serialize: a window of W packets leaves a host one transmission time after anoth
 the last result of a window comes back about W transmission times after its send, and a
 first timeout shorter than that fires for every slot at once. This simulation gives each
 worker an uplink and a downlink that send one datagram per ``tx`` seconds (a FIFO, no
-loss), with an instantaneous aggregator, driven by an explicit clock and an event heap.
+loss; tests/unit/lossy_links.py), with an instantaneous aggregator, driven by an explicit
+clock and an event heap.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
-
 from hosts.aggregator import Aggregator
 from hosts.session import Session
+from tests.unit.lossy_links import LinkModel, SerialLossyNet
 from tests.unit.test_session import gradients, reference_sum
 
 JOB = 7
-
-
-class SerialNet:
-    """n sessions, each with its own uplink and downlink of ``tx`` seconds per datagram."""
-
-    def __init__(self, sessions: list[Session], agg: Aggregator, tx: float) -> None:
-        self.sessions, self.agg, self.tx = sessions, agg, tx
-        self.heap: list = []
-        self.seq = itertools.count()
-        self.up_free = [0.0] * len(sessions)
-        self.down_free = [0.0] * len(sessions)
-        self.events: list[list] = [[] for _ in sessions]
-        self.now = 0.0
-
-    def _push(self, t: float, kind: str, rank: int, data: bytes | None) -> None:
-        heapq.heappush(self.heap, (t, next(self.seq), kind, rank, data))
-
-    def _pump(self, r: int) -> None:
-        for d in self.sessions[r].datagrams_to_send(self.now):
-            self.up_free[r] = max(self.now, self.up_free[r]) + self.tx
-            self._push(self.up_free[r], "agg", r, d)
-        timer = self.sessions[r].get_timer()
-        if timer is not None:
-            self._push(timer, "timer", r, None)
-        while (ev := self.sessions[r].next_event()) is not None:
-            self.events[r].append(ev)
-
-    def run(self, until: float) -> None:
-        for r in range(len(self.sessions)):
-            self._pump(r)
-        while self.heap and self.now < until:
-            self.now, _, kind, r, data = heapq.heappop(self.heap)
-            if kind == "agg":
-                for reply, dst in self.agg.receive(data, ("w", r), self.now):
-                    q = dst[1]
-                    self.down_free[q] = max(self.now, self.down_free[q]) + self.tx
-                    self._push(self.down_free[q], "host", q, reply)
-            elif kind == "host":
-                self.sessions[r].receive(data, self.now)
-                self._pump(r)
-            else:
-                timer = self.sessions[r].get_timer()
-                if timer is not None and self.now >= timer:
-                    self.sessions[r].handle_timer(self.now)
-                    self._pump(r)
 
 
 def test_a_window_that_queues_behind_itself_is_not_retransmitted_over_and_over():
@@ -76,7 +30,7 @@ def test_a_window_that_queues_behind_itself_is_not_retransmitted_over_and_over()
                 for r in range(n)]
     agg = Aggregator()
     agg.add_job(JOB, n, 0, window)
-    net = SerialNet(sessions, agg, tx)
+    net = SerialLossyNet(sessions, agg, LinkModel(tx=tx))  # no loss, no jitter
     for tensor in range(3):
         inputs = gradients(n, 64 * 600, seed=tensor)
         start, resent, sent = net.now, _total(sessions, "retransmitted"), _total(sessions, "sent")
