@@ -14,9 +14,12 @@ defines slot, shadow set, cell and position):
 * each slot has two shadow sets, so two cells (slot, shadow set); per cell a worker
   bitmap, a contribution counter (mod n), a max exponent and L int32 lanes, which
   double as the stored result once the cell is complete;
-* a new contribution sets its rank's bit and clears the same bit in the slot's other
-  cell; the first one of a round overwrites the lanes, later ones add (int32 wrap-around),
-  or for a PRIME keep the larger value lane by lane (lanes compared as uint32);
+* each cell keeps its round's position; a contribution for a newer position starts a
+  new round (the bitmap restarts with its rank's bit; an open round it replaces was
+  abandoned, which only happens after the agents resynchronised), an older one is stale
+  and dropped; a new contribution to the round sets its rank's bit; the first one of a
+  round overwrites the lanes, later ones add (int32 wrap-around), or for a PRIME keep
+  the larger value lane by lane (lanes compared as uint32);
 * the contribution that brings the counter back to 0 completes the cell: a RESULT goes
   to every worker of the job;
 * a duplicate only reads: on a complete cell it gets the stored result back by unicast,
@@ -88,6 +91,7 @@ class JobStats:
     contributions: int = 0  # new contributions accepted (not duplicates)
     duplicates: int = 0  # contributions whose bit was already set, or for a complete round
     stale: int = 0  # contributions older than the cell's round (dropped, see _apply)
+    abandoned: int = 0  # open rounds replaced by a newer position (after a resync)
     completions: int = 0  # cell rounds completed
     results_sent: int = 0  # RESULT datagrams sent on completion (n per completion)
     resent_results: int = 0  # stored results unicast back to a duplicate
@@ -271,26 +275,35 @@ def _apply(
     a PRIME's lanes are combined by unsigned maximum instead of sum.
 
     The cell remembers its round's position. A contribution for an older position (a
-    sender's late resend, overtaken on the way by its own later positions, which
-    already cleared its bit here) or for a newer one while the round is open is stale
-    and dropped: without the check it would count in the cell's current round.
-    A contribution for the position of a complete round is a duplicate whatever the
-    bitmap says, and gets the stored result back."""
+    sender's late resend, overtaken on the way by its own later positions) is stale and
+    dropped. One for a newer position starts a new round: its bitmap restarts with the
+    sender's bit (which is why no bit of the other cell needs clearing). If the cell's
+    round was still open it is abandoned: in one aggregator's life a rank sends g + 2W
+    only after the result of g + W, which needs every rank past g, so an open round g
+    meets g + 2W only after the agents resynchronised onto fresh state (a restarted
+    switch, a moved job), where ranks resend the positions they keep for their peers and
+    a round nobody needs any more must give way. A contribution for the position of a
+    complete round is a duplicate whatever the bitmap says, and gets the stored result
+    back."""
     stats = state.stats
     bit = 1 << rank
     bitmap = state.bitmap
     n = state.n
     position = echo[3]
     before = int(state.counter[cell])
-    open_round = before != 0
     ahead = 1 if state.fresh[cell] else (position - int(state.position[cell])) & 0xFFFFFFFF
-    if ahead >= 1 << 31 or (ahead and open_round):
+    if ahead >= 1 << 31:
         stats.stale += 1
         return []
-    if (int(bitmap[cell]) & bit and not ahead) or not (ahead or open_round):
+    if ahead:
+        if before:
+            stats.abandoned += 1
+        before = 0
+        bitmap[cell] = 0
+    elif int(bitmap[cell]) & bit or not before:
         # A duplicate only reads: a complete cell answers with its stored result.
         stats.duplicates += 1
-        if open_round:
+        if before:
             return []
         stats.resent_results += 1
         stats.bytes_sent += state.packet_len
@@ -299,8 +312,6 @@ def _apply(
     state.fresh[cell] = False
     stats.contributions += 1
     bitmap[cell] = int(bitmap[cell]) | bit
-    other = cell ^ 1  # the slot's other cell (shadow set) is being recycled
-    bitmap[other] = int(bitmap[other]) & ~bit
     after = (before + count) % n
     state.counter[cell] = after
     values = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)

@@ -51,6 +51,7 @@ class _Job:
     addresses: dict = field(default_factory=dict)  # rank -> address first seen
     rejected: int = 0
     stale: int = 0
+    abandoned: int = 0
     duplicates: int = 0
     completions: int = 0
 
@@ -81,21 +82,22 @@ class FakeAggregator(AggregatorCore):
             job.rejected += 1
             return []
         s = job.cells.setdefault((hdr.slot, hdr.shadow), _Cell())
-        other = job.cells.setdefault((hdr.slot, 1 - hdr.shadow), _Cell())
         bit = 1 << hdr.rank
         # serial arithmetic on the 32-bit position: how far ahead of the cell's round
         ahead = 1 if s.position is None else (hdr.position - s.position) % 2**32
-        if ahead >= 2**31 or (ahead and s.counter != 0):  # stale: older, or a round too early
+        if ahead >= 2**31:  # stale: older than the cell's round
             job.stale += 1
             return []
-        if (s.bitmap & bit and not ahead) or (not ahead and s.counter == 0):
+        if ahead:  # a new round; an open one it replaces was abandoned (after a resync)
+            job.abandoned += s.counter != 0
+            s.counter, s.bitmap = 0, 0
+        elif s.bitmap & bit or s.counter == 0:
             job.duplicates += 1  # a duplicate only reads
             if s.counter == 0 and s.last is not None:
                 return [(self._result(job, s, hdr), src)]
             return []
         s.position = hdr.position
         s.bitmap |= bit
-        other.bitmap &= ~bit
         first = s.counter == 0
         s.counter = (s.counter + hdr.count) % job.world_size
         lanes = values.astype(np.int32)

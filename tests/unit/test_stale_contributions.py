@@ -1,10 +1,12 @@
 """Contributions that arrive after their sender moved on must not count in a later round.
 
 A worker resends position g (its result is late), then the result arrives, the worker
-sends g + W into the slot's other cell, which clears its bit in g's cell, and the late
-resend of g arrives only now. Without the cell's position it would look like a new
-contribution and count in the cell's next round (g + 2W). Switch (aggregate.p4), PBox
-core and the tests' fake aggregator keep each cell's position and drop it as stale.
+moves on to g + W in the slot's other cell and then g + 2W back in g's cell, and the
+late resend of g arrives only now. Without the cell's position it would count in the
+cell's round g + 2W. Switch (aggregate.p4), PBox core and the tests' fake aggregator
+keep each cell's position and drop it as stale. A newer position replaces a round that
+is still open (which only happens after agents resynchronised onto fresh aggregator
+state, see hosts/session.py ``resync``).
 """
 
 from __future__ import annotations
@@ -52,12 +54,18 @@ def test_a_late_resend_after_the_next_round_started_is_not_counted(factory):
 
 
 @CORES
-def test_a_round_too_early_does_not_touch_an_open_cell(factory):
+def test_a_newer_round_abandons_an_open_one(factory):
+    """g + 2W meets an open round g only after a resync (in one aggregator's life g + 2W
+    needs g complete): the open round gives way, none of it counts in the new one, and
+    its late contributions are stale."""
     agg = factory()
     agg.add_job(JOB, 2, 0, W)
     agg.receive(packet(0, 0, 1), ("w", 0), 0.0)
     assert agg.receive(packet(1, 4, 7), ("w", 1), 0.0) == []  # position 4 while 0 is open
-    assert results(agg.receive(packet(1, 0, 2), ("w", 1), 0.0)) == [(0, 3), (0, 3)]
+    assert agg.receive(packet(1, 0, 2), ("w", 1), 0.0) == []  # 0 is older now: stale
+    assert results(agg.receive(packet(0, 4, 5), ("w", 0), 0.0)) == [(4, 12), (4, 12)]
+    stats = agg.job_stats(JOB) if isinstance(agg, Aggregator) else agg.jobs[JOB]
+    assert (stats.abandoned, stats.stale) == (1, 1)
 
 
 def test_sessions_stay_exact_when_the_uplinks_reorder_under_loss():
