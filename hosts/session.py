@@ -10,6 +10,7 @@ A ``Session`` never touches a socket or a clock. Its whole interface is::
     receive_batch(buf, n, now)        n back-to-back datagrams (the fast path)
     get_timer() / handle_timer(now)   retransmission and failure deadlines
     next_event()                      TensorCompleted / TensorFailed, or None
+    resync(now, epoch=, slot_base=)   the aggregator lost the job's state or the job moved
 
 Protocol (see docs/notes/host-agent.md and hosts/chunking.py): the session keeps, for
 each of its C *priority classes*, a window of W slots and a stream of positions; class
@@ -36,6 +37,20 @@ the session's slots, a position or shadow bit that is not what the slot has in f
 (a duplicate, a stale result of an earlier round or a stray) are dropped and counted.
 If nothing comes back for ``deadline`` seconds while work is outstanding, every
 tensor fails with a reason naming the stuck slot, and the session stays failed.
+
+Resynchronisation (``resync``): when the job's aggregator state is lost (a restarted
+switch) or the job moves (another aggregator, other slots: a new epoch), the rounds in
+flight are gone, and ranks stand at different places: per slot, a rank's last position
+h is either its peers' or one step (W) ahead, and some ranks may hold a result that
+others lost. So every rank resends, per slot, what it has no result for and, as a
+*courtesy* to its peers, the position before it whose result it holds but a peer may
+still need: h - W if h is in flight, h itself if its result is in. A rank keeps the
+packets of both (the packet store has one row per cell, so h - W's bytes are intact
+while h is in flight). A courtesy packet is resent with backoff until the new
+aggregator's result for it, or for the next position of its slot, arrives (either
+shows every rank has it), or until ``deadline``. A courtesy position nobody needs
+meets its slot's next round in the same cell: the aggregator lets the newer round
+replace an open one (hosts/aggregator.py), so it never blocks it.
 """
 
 from __future__ import annotations
@@ -67,6 +82,8 @@ class SessionStats:
     retransmitted: int = 0
     early_resends: int = 0  # of which sent before their timeout: later results showed a loss
     results: int = 0  # results accepted
+    courtesy: int = 0  # resends after a resync of positions this rank had the result of
+    resyncs: int = 0
     duplicates: int = 0  # results for a position not in flight (duplicate or stale)
     foreign: int = 0  # not a result of this job, or malformed
 
@@ -92,11 +109,13 @@ class Session:
         lanes: int = K,
         classes: int = 1,
         credit: int | None = None,
+        epoch: int = 0,
     ) -> None:
         """``window``: slots per priority class (default: ``slot_count // classes``);
         ``classes``: priority classes (1-64), each its own stream of positions on its own
         ``window`` slots; ``credit``: positions in flight over all classes (default
-        ``window``)."""
+        ``window``); ``epoch``: the job's aggregator-map epoch, in every header (mod
+        256)."""
         if not 1 <= classes <= MAX_CLASSES:
             raise SessionError(f"priority classes {classes} outside 1..{MAX_CLASSES}")
         window = slot_count // classes if window is None else window
@@ -117,13 +136,22 @@ class Session:
         self._timers = SlotTimers(slots, rto, rto_max, groups=classes)
         self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), classes)  # next position
-        self._slot_pkts = wire.packet_array(slots, lanes)  # last packet sent, for resending
+        # the last two packets sent per slot, one per cell (shadow set): row
+        # shadow * slots + slot; resends and, after a resync, courtesy resends read them
+        self._slot_pkts = wire.packet_array(2 * slots, lanes)
+        self._courtesy_pos = np.full(slots, -1, dtype=np.int64)  # see "Resynchronisation"
+        self._courtesy_pkts = wire.packet_array(slots, lanes)
+        self._courtesy_due = np.full(slots, np.inf)
+        self._courtesy_wait = np.zeros(slots)
+        self._courtesy_until = -np.inf  # courtesy resends give up after this
+        self.epoch = epoch & 0xFF
         # the header fields that never change, written once; batches start as copies
         self._template = wire.packet_array(slots, lanes)
         wire.fill_headers(
             self._template, ptype=PacketType.CONTRIB, job=job_id, rank=rank, count=1,
             slot=0, position=0, exp=0, nelem=0, flags=self._lane_flags,
         )  # fmt: skip
+        self._template["hdr"]["epoch"] = self.epoch
         self._retransmit = np.zeros(0, dtype=np.int64)  # slots due for a resend
         self._total = [0] * classes  # positions handed out so far, per class
         self._tensors: list[list[chunking.TensorStream]] = [[] for _ in range(classes)]
@@ -194,6 +222,10 @@ class Session:
             resend = self._resend()
             if resend.size:
                 out.append(resend)
+        if self._courtesy_until > -np.inf:
+            courtesy = self._courtesy_due_now(now)
+            if courtesy.size:
+                out.append(courtesy)
         for c, positions in self._sendable(now):
             out.append(self._send_new(c, positions, now))
         return out
@@ -216,16 +248,21 @@ class Session:
         if n <= 0 or self.failed is not None:
             return
         pkts = wire.decode_batch(buf, n, self.lanes)
+        if self._courtesy_until > -np.inf:
+            self._end_courtesy(pkts)
         idx, slots = self._accept(pkts)
         if idx.size:
             self._apply(pkts, idx, slots, now)
 
     def get_timer(self) -> float | None:
         """When ``handle_timer`` must run next, or None when there is nothing to wait for."""
-        if self.failed is not None or self.idle:
+        if self.failed is not None:
             return None
+        courtesy = self._next_courtesy()
+        if self.idle:
+            return None if courtesy == np.inf else courtesy
         deadline = min(self._timers.next_deadline(), self._last_progress + self.deadline)
-        return min(deadline, self._credit_free_at)
+        return min(deadline, self._credit_free_at, courtesy)
 
     def handle_timer(self, now: float) -> None:
         """Queue resends of expired slots; fail everything if no progress for too long."""
@@ -241,6 +278,40 @@ class Session:
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
+
+    def resync(self, now: float, *, epoch: int | None = None, slot_base: int | None = None) -> None:
+        """The aggregator lost this job's rounds in flight (it restarted) or the job
+        moved (``slot_base``: its slots on the new aggregator; ``epoch``: the new
+        aggregator-map epoch). Resends what has no result and, as courtesy, what peers
+        may lack (see the module docstring). Every rank of the job must resync; a rank
+        that resyncs needlessly only sends duplicates."""
+        if self.failed is not None:
+            return
+        if slot_base is not None:
+            self._move_slots(slot_base)
+        if epoch is not None:
+            self.epoch = epoch & 0xFF
+            for store in (self._template, self._slot_pkts):
+                store["hdr"]["epoch"] = self.epoch
+        self.stats.resyncs += 1
+        flight = self._slot_pos >= 0
+        # per slot, the courtesy position: h - W while h is in flight, else h itself
+        courtesy = np.where(flight, self._slot_pos, self._slot_next) - self.window
+        first = np.arange(self._slot_pos.size) % self.window  # each slot's first position
+        slots = np.flatnonzero(courtesy >= first)
+        self._courtesy_pos[:] = -1
+        self._courtesy_pos[slots] = courtesy[slots]
+        self._courtesy_pkts[slots] = self._slot_pkts[self._row(slots, courtesy[slots])]
+        self._courtesy_pkts["hdr"]["flags"] |= wire.FLAG_RETRANSMIT
+        self._courtesy_due[:] = np.inf
+        self._courtesy_due[slots] = now
+        self._courtesy_wait[slots] = self._timers.rto
+        self._courtesy_until = now + self.deadline if slots.size else -np.inf
+        resend = np.flatnonzero(flight)
+        if resend.size:
+            self._timers.on_sent(resend, now)  # a fresh aggregator: no backoff to keep
+            self._retransmit = np.union1d(self._retransmit, resend)
+        self._last_progress = now
 
     @property
     def smoothed_rtt(self) -> float | None:
@@ -347,7 +418,7 @@ class Session:
         hdr["exp"] = exp
         hdr["nelem"] = nelem
         hdr["flags"] = flags
-        self._slot_pkts[slots] = batch
+        self._slot_pkts[self._row(slots, positions)] = batch
         self._slot_pos[slots] = positions
         self._slot_next[slots] = positions + self.window
         self._timers.on_sent(slots, now)
@@ -357,10 +428,67 @@ class Session:
     def _resend(self) -> np.ndarray:
         slots = self._retransmit[self._slot_pos[self._retransmit] >= 0]
         self._retransmit = np.zeros(0, dtype=np.int64)
-        batch = self._slot_pkts[slots]
+        batch = self._slot_pkts[self._row(slots, self._slot_pos[slots])]
         batch["hdr"]["flags"] |= wire.FLAG_RETRANSMIT
         self.stats.retransmitted += slots.size
         return batch
+
+    def _row(self, slots: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The packet store's row of each (slot, position): one row per cell."""
+        return ((positions // self.window) & 1) * self._slot_pos.size + slots
+
+    # -- resynchronisation ---------------------------------------------------------------
+
+    def _move_slots(self, slot_base: int) -> None:
+        slots = self._slot_pos.size
+        if slot_base < 0 or slot_base + slots > 1 << 32:
+            raise SessionError(f"slot range {slot_base}+{slots} is not a valid 32-bit range")
+        shift = slot_base - self.slot_base
+        for store in (self._slot_pkts, self._courtesy_pkts):
+            store["hdr"]["slot"] = (store["hdr"]["slot"].astype(np.int64) + shift) & _POSITION_MASK
+        self.slot_base = slot_base
+
+    def _courtesy_due_now(self, now: float) -> np.ndarray:
+        """Courtesy packets due now (each then backs off, up to ``rto_max``)."""
+        if now > self._courtesy_until:
+            self._stop_courtesy()
+            return self._courtesy_pkts[:0]
+        due = np.flatnonzero(self._courtesy_due <= now)
+        if not due.size:
+            return self._courtesy_pkts[:0]
+        self._courtesy_due[due] = now + self._courtesy_wait[due]
+        self._courtesy_wait[due] = np.minimum(self._courtesy_wait[due] * 2, self._timers.rto_max)
+        self.stats.courtesy += due.size
+        return self._courtesy_pkts[due]
+
+    def _next_courtesy(self) -> float:
+        if self._courtesy_until == -np.inf:
+            return np.inf
+        return min(float(self._courtesy_due.min()), self._courtesy_until)
+
+    def _end_courtesy(self, pkts: np.ndarray) -> None:
+        """A result for a courtesy position, or for its slot's next one, shows that
+        every rank has (or no longer needs) it: stop resending it."""
+        hdr = pkts["hdr"]
+        ours = (hdr["ver_type"] == _RESULT_VT) & (hdr["job"] == self.job_id)
+        slots = hdr["slot"].astype(np.int64) - self.slot_base
+        ours &= (slots >= 0) & (slots < self._slot_pos.size)
+        slots = slots[ours]
+        held = self._courtesy_pos[slots]
+        got = hdr["position"][ours].astype(np.int64)
+        done = (held >= 0) & (
+            ((held & _POSITION_MASK) == got) | (((held + self.window) & _POSITION_MASK) == got)
+        )
+        if done.any():
+            self._courtesy_pos[slots[done]] = -1
+            self._courtesy_due[slots[done]] = np.inf
+            if not (self._courtesy_pos >= 0).any():
+                self._stop_courtesy()
+
+    def _stop_courtesy(self) -> None:
+        self._courtesy_pos[:] = -1
+        self._courtesy_due[:] = np.inf
+        self._courtesy_until = -np.inf
 
     # -- receiving --------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hosts.aggregator import Aggregator
@@ -85,6 +86,11 @@ class SerialLossyNet:
             if isinstance(ev, TensorCompleted):
                 self.counts.completions.append((self.now, r, ev.tensor_id))
 
+    def at(self, t: float, rank: int, call: Callable[[float], None]) -> None:
+        """Run ``call(now)`` at time ``t`` on rank ``rank``'s side (a control event such
+        as a resync), then let that rank send what it wants."""
+        self._push(t, "call", rank, call)  # type: ignore[arg-type]
+
     def start(self, tensor_id: object, inputs: list) -> None:
         for r, s in enumerate(self.sessions):
             s.start(tensor_id, inputs[r], self.now)
@@ -106,6 +112,9 @@ class SerialLossyNet:
                     self._push(at, "host", q, reply)
             elif kind == "host":
                 self.sessions[r].receive(data, self.now)
+                self._pump(r)
+            elif kind == "call":
+                data(self.now)
                 self._pump(r)
             else:
                 timer = self.sessions[r].get_timer()
