@@ -50,7 +50,7 @@ PORT_TX = "MyEgress.port_tx"
 # job_stats[job * JOB_STAT_KINDS + kind]
 JOB_STAT_KINDS = 8
 JOB_STAT_NAMES = ("contributions", "duplicates", "completions", "resent", "rejected", "forwarded",
-                  "stale")
+                  "stale", "abandoned")
 ERR_UNKNOWN_JOB = 0
 ERR_SPOOFED_SOURCE = 1
 AGG_ERROR_NAMES = ("unknown_job", "spoofed_source")  # agg_errors[i], i = ERR_*

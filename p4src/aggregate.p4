@@ -35,15 +35,25 @@
  *      register index slot*2 + shadow. The cell keeps its round's position
  *      (slot_position); "ahead" = the packet's position minus it, mod 2**32:
  *        stale (ahead >= 2**31: an older position, e.g. a late resend that its
- *          sender's later positions overtook, which already cleared its bit
- *          here; or ahead != 0 while the round is open): dropped, counted
- *          STAT_STALE, touches nothing;
- *        new contribution (ahead != 0 on a complete cell: a new round; or the
- *          round's own position with the rank's bit clear): record the position,
- *          set the rank's bitmap bit, clear it in the other cell,
- *          counter = (counter + count) mod n; the first contribution of a round
- *          (counter was 0) overwrites lanes and max exponent, later ones add
- *          (32-bit wrap-around = int32 two's complement) and take the max;
+ *          sender's later positions overtook): dropped, counted STAT_STALE,
+ *          touches nothing;
+ *        new round (ahead != 0, 1..2**31-1): the cell's round is replaced,
+ *          complete or still open: bitmap and counter restart from 0, so it is
+ *          the first contribution of the new round (below). Replacing an open
+ *          round (counter != 0) also counts STAT_ABANDONED: in one aggregator's
+ *          life a rank sends g + 2W only after the result of g + W, which needs
+ *          every rank past g, so g is complete by then; an open round g meets
+ *          g + 2W only after the agents resynchronised onto fresh aggregator
+ *          state (a restarted switch, a moved job), where ranks resend the
+ *          positions they keep for their peers and a round nobody needs any more
+ *          must give way. Since a new round restarts the bitmap, no bit of the
+ *          slot's other cell is cleared;
+ *        new contribution (a new round, or the round's own position with the
+ *          rank's bit clear on an open cell): record the position, set the
+ *          rank's bitmap bit, counter = (counter + count) mod n; the first
+ *          contribution of a round (counter was 0) overwrites lanes and max
+ *          exponent, later ones add (32-bit wrap-around = int32 two's
+ *          complement) and take the max;
  *          a PRIME instead keeps the unsigned 32-bit maximum lane by lane
  *          (max_lanes*, branch free: with o = old & keep_mask,
  *          v ^ ((o ^ v) & (0 - (bit<32>)(bit<1>)(o > v))), so the first of a
@@ -79,8 +89,8 @@
  *     Slot ranges are reused by later jobs and registers cannot be reset over
  *     P4Runtime on simple_switch_grpc, so a cell whose owner differs from the
  *     job's epoch (a jobs-entry parameter, never 0) is treated as fresh
- *     (bitmap 0, counter 0) and claimed. The other cell's bit-clear may land on
- *     a stale cell; that cell is reset on its own first use, so it is harmless.
+ *     (bitmap 0, counter 0) and claimed; its first packet starts a round
+ *     whatever its position (never counted STAT_ABANDONED).
  *
  * Control-plane conventions (controller/program.py holds the same names)
  *   job ids 1..MAX_JOBS-1; a job's multicast group is its job id; the flood
@@ -112,7 +122,8 @@
 #define STAT_RESENT 3        /* stored RESULT unicast to a duplicate */
 #define STAT_REJECTED 4      /* dropped: not a member, bad header, slot out of range */
 #define STAT_FORWARDED 5     /* forwarded to the PBox (job on PBox or fallback flag) */
-#define STAT_STALE 6         /* dropped: older than the cell's round, or a round too early */
+#define STAT_STALE 6         /* dropped: older than the cell's round */
+#define STAT_ABANDONED 7     /* open rounds replaced by a newer position (after a resync) */
 #define ERR_UNKNOWN_JOB 0
 #define ERR_SPOOFED_SOURCE 1 /* an aggregator's IPv4 source entering on another port */
 
@@ -228,7 +239,6 @@ struct metadata_t {
     bit<32> idx;            /* slot * 2 + shadow */
     bit<32> worker_bit;
     bit<32> bitmap;
-    bit<32> other_bitmap;
     bit<8>  contributions;
     bit<8>  max_exp;
     bit<32> keep_mask;      /* 0 on the first contribution (overwrite), else all ones */
@@ -1020,19 +1030,25 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                     slot_owner.write(meta.idx, meta.epoch);
                 }
                 meta.ahead = hdr.p4hub.position - meta.cell_position;
-                if (meta.ahead[31:31] == 1 || (meta.ahead != 0 && meta.contributions != 0)) {
+                if (meta.ahead[31:31] == 1) {
                     /* stale: older than the cell's round (a late resend overtaken by
-                     * its sender's later positions, which cleared its bit here), or a
-                     * newer round while this one is open: it must not count in it */
+                     * its sender's later positions): it must not count in this round */
                     job_stats.count(meta.stat_base + STAT_STALE);
                     drop();
                 } else if (meta.ahead != 0
                            || (meta.contributions != 0 && (meta.bitmap & meta.worker_bit) == 0)) {
+                    if (meta.ahead != 0) {
+                        /* a newer position starts a new round; an open round it
+                         * replaces was abandoned (only after a resync, see above) */
+                        if (meta.contributions != 0) {
+                            job_stats.count(meta.stat_base + STAT_ABANDONED);
+                        }
+                        meta.bitmap = 0;
+                        meta.contributions = 0;
+                    }
                     job_stats.count(meta.stat_base + STAT_CONTRIB);
                     slot_position.write(meta.idx, hdr.p4hub.position);
                     slot_bitmap.write(meta.idx, meta.bitmap | meta.worker_bit);
-                    slot_bitmap.read(meta.other_bitmap, meta.idx ^ 1);
-                    slot_bitmap.write(meta.idx ^ 1, meta.other_bitmap & ~meta.worker_bit);
                     slot_exp.read(meta.max_exp, meta.idx);
                     if (meta.contributions == 0) {
                         meta.keep_mask = 0;

@@ -580,10 +580,12 @@ def test_an_urgent_result_overtakes_a_backlog_in_the_priority_queues(rk):
     assert order[1] == order[2] == [16, *range(16)]
 
 
-def test_late_resends_and_rounds_too_early_are_stale_as_on_the_pbox(rk):
+def test_late_resends_are_stale_and_newer_rounds_abandon_open_ones_as_on_the_pbox(rk):
     """Each cell keeps its round's position: a resend overtaken by its sender's next
     round is a duplicate of a complete round or, once the cell's next round is open,
-    stale; a round too early does not touch an open cell. Packet for packet as the PBox."""
+    stale; a newer position replaces an open round (abandoned: only a resync makes one
+    meet it), and a new round clears no bit of the slot's other cell. Packet for packet
+    as the PBox."""
     reply = rk.job("stale", [1, 2])
     ref = reference(reply.job_id, 2, reply.slot_base, reply.slot_count)
     window, slot = 2, reply.slot_base
@@ -593,17 +595,25 @@ def test_late_resends_and_rounds_too_early_are_stale_as_on_the_pbox(rk):
                        shadow=(position // window) % 2, values=[value] * K, position=position)
 
     steps = [(0, 0, 1), (1, 0, 2),  # round 0 of slot 0 (cell shadow 0) completes: 3
-             (0, 2, 10), (1, 2, 20),  # its other cell: both bits in cell 0 cleared
+             (0, 2, 10), (1, 2, 20),  # its other cell completes round 2
              (0, 0, 1),  # rank 0's resend of 0 overtaken: a duplicate of a complete round
-             (1, 4, 200),  # cell 0's next round opens
+             (1, 4, 200),  # cell 0's next round opens (a complete round replaced)
              (0, 0, 1),  # the resend again: older than the open round, stale
-             (0, 8, 5),  # a round too early for the open cell: stale
-             (0, 4, 100)]  # completes round 4 with exactly 100 + 200
+             (1, 6, 7),  # the other cell's next round: rank 1's bit in cell 0 stays set
+             (1, 4, 200),  # so rank 1's resend of 4 is a duplicate, not counted twice
+             (0, 8, 5),  # a newer round replaces the open round 4: abandoned
+             (0, 4, 100),  # now older than the cell's round: stale
+             (1, 8, 7),  # round 8 completes with 5 + 7, nothing of round 4 in it
+             (0, 6, 3)]  # the other cell's round 6 completes with 7 + 3
     outputs = []
     for rank, position, value in steps:
         got = as_results(rk.send(rank + 1, pkt(rank, position, value)))
         assert got == pbox_says(ref, rank + 1, pkt(rank, position, value)), (rank, position)
         outputs.append([(wire.decode(d)[0].position, int(wire.decode(d)[1][0])) for d, _ in got])
-    assert outputs[4] == [(0, 3)] and outputs[6] == outputs[7] == []
-    assert outputs[8] == [(4, 300), (4, 300)]
-    assert rk.job_stat(reply.job_id, "stale") == 2 == ref.job_stats(reply.job_id).stale
+    assert outputs[4] == [(0, 3)] and outputs[6] == outputs[8] == outputs[9] == outputs[10] == []
+    assert outputs[11] == [(8, 12), (8, 12)] and outputs[12] == [(6, 10), (6, 10)]
+    stats = ref.job_stats(reply.job_id)
+    assert rk.job_stat(reply.job_id, "stale") == 2 == stats.stale
+    assert rk.job_stat(reply.job_id, "abandoned") == 1 == stats.abandoned
+    assert rk.job_stat(reply.job_id, "duplicates") == 2 == stats.duplicates
+    assert rk.job_stat(reply.job_id, "completions") == 4 == stats.completions
