@@ -204,7 +204,7 @@ class JobService:
             "job_id": reply.job_id, "world_size": reply.world_size, "rank": reply.rank,
             "aggregator": f"{reply.aggregator_ip}:{reply.aggregator_port}",
             "slot_base": reply.slot_base, "slot_count": reply.slot_count, "k": reply.k,
-            "window": reply.window, "where": reply.where,
+            "window": reply.window, "where": reply.where, "epoch": reply.epoch,
         }
 
     def _LeaveJob(self, r: dict) -> dict:  # noqa: N802
@@ -214,9 +214,14 @@ class JobService:
         return {}
 
     def _Heartbeat(self, r: dict) -> dict:  # noqa: N802
+        """Keeps the rank alive; answers where the job is now: an epoch other than the
+        agent's tells it to resynchronise (onto ``slot_base`` if the job moved)."""
         with self.ctl.lock:
-            self.ctl.registry.heartbeat(_int(r, "job_id"), _int(r, "rank"), self.clock())
-        return {}
+            job_id = _int(r, "job_id")
+            self.ctl.registry.heartbeat(job_id, _int(r, "rank"), self.clock())
+            job = self.ctl.registry.job(job_id)
+            return {"epoch": job.epoch, "where": job.where, "slot_base": job.slots.base,
+                    "slot_count": job.slots.count}
 
     def _Barrier(self, r: dict) -> dict:  # noqa: N802
         job_id, rank = _int(r, "job_id"), _int(r, "rank")
@@ -266,8 +271,11 @@ class JobService:
             ]
             counters = {kind: {"packets": pk, "bytes": by}
                         for kind, (pk, by) in self.ctl.job_counters(job.job_id).items()}
+            moves = [{"s_ago": None if m.at is None else round(now - m.at, 3), "epoch": m.epoch,
+                      "where": m.where, "slot_base": m.slot_base, "reason": m.reason}
+                     for m in job.moves]
             return {**job_summary(job), "state": "running", "epoch": job.epoch,
-                    "worker_list": workers, "counters": counters}
+                    "worker_list": workers, "counters": counters, "moves": moves}
 
     def _Doctor(self, r: dict) -> dict:  # noqa: N802
         settle = r.get("settle", DOCTOR_SETTLE)
@@ -384,7 +392,7 @@ class Expirer:
         """Reattach lost switches, re-assert PBox jobs, then expire silent workers."""
         for name, state in self.service.ctl.check_switches().items():
             log.warning("switch %s: %s", name, state)
-        for problem in self.service.ctl.check_pboxes():
+        for problem in self.service.ctl.check_pboxes(self.service.clock()):
             log.warning("%s", problem)
         try:
             with self.service.barriers:

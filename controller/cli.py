@@ -74,6 +74,11 @@ def show_job(reply: dict) -> str:
         _table([[kind, c["packets"], c["bytes"]] for kind, c in reply["counters"].items()],
                ["counter", "packets", "bytes"]),
     ]
+    if reply.get("moves"):
+        lines.append(f"epoch {reply['epoch']}; aggregator changes (agents resynchronised):")
+        lines.append(_table([["" if m["s_ago"] is None else f"{m['s_ago']:.1f}", m["epoch"],
+                              m["where"], m["slot_base"], m["reason"]] for m in reply["moves"]],
+                            ["s ago", "epoch", "on", "slot base", "why"]))
     return "\n".join(lines)
 
 

@@ -42,7 +42,8 @@ from controller.updates import (
 
 log = logging.getLogger("p4hub.controller")
 
-PBoxSink = Callable[[PBoxJobWrite], None]
+# returns True when a MODIFY had to (re)create the job: the PBox had lost it
+PBoxSink = Callable[[PBoxJobWrite], bool | None]
 ClientFactory = Callable[[SwitchConf], P4RuntimeClient]
 
 
@@ -163,11 +164,12 @@ class Controller:
                     batch.append(update)
             self._flush(batch)
 
-    def _to_pbox(self, update: PBoxJobWrite) -> None:
+    def _to_pbox(self, update: PBoxJobWrite) -> bool:
         """Only the PBox control layer's error is a PBox failure; anything else the sink
-        raises is a bug and goes up as it is (the API answers it as INTERNAL)."""
+        raises is a bug and goes up as it is (the API answers it as INTERNAL). True when a
+        MODIFY had to recreate the job."""
         try:
-            self.pbox_sink(update)
+            return bool(self.pbox_sink(update))
         except PBoxControlError as exc:
             raise ControllerError(f"PBox {update.pbox}: {exc}") from None
 
@@ -205,19 +207,37 @@ class Controller:
                     report[name] = f"down: {exc}"
             return report
 
-    def check_pboxes(self) -> list[str]:
-        """Re-assert every PBox job (MODIFY: the PBox adds it back if it restarted
-        and lost it); returns the problems met."""
-        problems = []
+    def check_pboxes(self, now: float | None = None) -> list[str]:
+        """Re-assert every PBox job (MODIFY). A PBox that restarted gets its jobs back,
+        fresh, under a new epoch (their agents resynchronise); a job whose PBox cannot
+        be reached moves to its rack's switch, or ends when the switch has no room.
+        Returns what happened, in words."""
+        report = []
         with self.lock:
-            for _, job in sorted(self.registry.jobs.items()):
+            for job_id, job in sorted(self.registry.jobs.items()):
                 if job.where != "pbox" or job.pbox is None:
                     continue
                 try:
-                    self._to_pbox(pbox_job_write(job, MODIFY))
+                    recreated = self._to_pbox(pbox_job_write(job, MODIFY))
                 except ControllerError as exc:
-                    problems.append(str(exc))
-        return problems
+                    report.append(self._pbox_lost(job_id, now, str(exc)))
+                    continue
+                if recreated:
+                    self.registry.renew_epoch(job, now, f"PBox {job.pbox} had lost the job")
+                    report.append(f"job {job_id}: PBox {job.pbox} had lost it: re-added, "
+                                  f"epoch {job.epoch}")
+        return report
+
+    def _pbox_lost(self, job_id: int, now: float | None, problem: str) -> str:
+        reason = f"its PBox is unreachable ({problem})"
+        try:
+            self._event(lambda reg: (None, reg.move_to_switch(job_id, now, reason)))
+        except ControllerError as exc:
+            return f"job {job_id}: {reason}; moving it to the switch failed: {exc}"
+        job = self.registry.jobs.get(job_id)
+        if job is None:
+            return f"job {job_id} ended: {self.registry.ended[job_id].reason}"
+        return f"job {job_id}: {reason}: moved to switch {job.switch}, epoch {job.epoch}"
 
     def _reattach(self, name: str, conf: SwitchConf) -> str:
         old = self.clients.pop(name, None)
@@ -230,6 +250,10 @@ class Controller:
             self._call(name, client.set_pipeline, self.pipeline.p4info, self.pipeline.bmv2_json,
                        self.pipeline.cookie)
             state = "reconfigured"
+            # a restarted switch lost its registers: the rounds in flight of its jobs
+            for job in self.registry.jobs.values():
+                if job.switch == name and job.where == "switch":
+                    self.registry.renew_epoch(job, None, f"switch {name} restarted")
         self._resync_switch(name, set(self.registry.expected_groups(name)))
         return state
 

@@ -82,6 +82,18 @@ class Worker:
     last_seen: float
 
 
+@dataclass(frozen=True)
+class Move:
+    """The job's aggregator state was lost or the job changed aggregator: its epoch
+    became ``epoch`` and its agents resynchronise (hosts/session.py ``resync``)."""
+
+    at: float | None  # controller clock
+    epoch: int
+    where: str  # ON_SWITCH | ON_PBOX after the move
+    slot_base: int
+    reason: str
+
+
 @dataclass
 class Job:
     job_id: int
@@ -95,6 +107,7 @@ class Job:
     pbox: str | None
     lanes: int = p.K  # int32 lanes per packet, chosen by the join that created the job
     workers: dict[int, Worker] = field(default_factory=dict)
+    moves: list[Move] = field(default_factory=list)  # aggregator changes, oldest first
     barrier_generation: int = 0
     barrier_waiting: set[int] = field(default_factory=set)
 
@@ -115,13 +128,16 @@ class JoinReply:
     k: int
     window: int
     where: str
+    epoch: int  # changes whenever the job's aggregator state is lost or it moves
 
 
 # Why a job ended (JobEnd.cause).
 END_KILLED = "killed"  # KillJob
 END_LEFT = "left"  # its last worker left
 END_SILENT = "silent"  # a member sent no heartbeat for worker_timeout seconds
+END_LOST = "aggregator-lost"  # its aggregator died and no other one had room
 ENDED_KEPT = 256  # ended jobs remembered for ShowJob, oldest forgotten first
+MOVES_KEPT = 16  # a job's latest moves, for ShowJob
 
 
 @dataclass(frozen=True)
@@ -135,7 +151,7 @@ class JobEnd:
     switch: str
     where: str
     slots: SlotRange
-    cause: str  # END_KILLED | END_LEFT | END_SILENT
+    cause: str  # END_KILLED | END_LEFT | END_SILENT | END_LOST
     reason: str  # the cause in words, naming the rank for END_SILENT
     ended_at: float | None
     rank: int | None = None  # the silent rank (END_SILENT)
@@ -251,7 +267,7 @@ class JobRegistry:
             job_id=job.job_id, world_size=job.world_size, rank=rank,
             aggregator_ip=format_ipv4(pbox.ip), aggregator_port=p.AGG_UDP_PORT,
             slot_base=job.slots.base, slot_count=job.slots.count, k=job.lanes,
-            window=job.window, where=job.where,
+            window=job.window, where=job.where, epoch=job.epoch,
         )
 
     # -- events ------------------------------------------------------------------
@@ -341,9 +357,46 @@ class JobRegistry:
             updates += self._end(job, now, END_SILENT, reason, dead.rank, dead.last_seen)
         return updates
 
+    # -- the job's aggregator: lost state, moves -------------------------------------
+
+    def renew_epoch(self, job: Job, now: float | None, reason: str) -> None:
+        """The aggregator lost the job's rounds (it restarted): a new epoch tells the
+        agents to resynchronise; the switch treats the job's cells as fresh."""
+        self._set(job, "epoch", self._take_epoch())
+        self._note_move(job, now, reason)
+
+    def move_to_switch(self, job_id: int, now: float | None, reason: str) -> list[Update]:
+        """The job's PBox is gone: put the job on its rack's switch (same slot count,
+        new epoch), or end it (END_LOST) when the switch has no room. The dead PBox is
+        not written to."""
+        job = self.job(job_id)
+        if job.where == ON_SWITCH:
+            return []
+        got = self._allocate(self.switch_pools[job.switch], job.job_id, job.slots.count)
+        if got is None:
+            return self._end(job, now, END_LOST,
+                             f"{reason}; switch {job.switch} has no {job.slots.count} free "
+                             "slots to take the job over", tell_pbox=False)
+        assert job.pbox is not None
+        self._free(self.pbox_pools[job.pbox], job.job_id)
+        self._set(job, "where", ON_SWITCH)
+        self._set(job, "slots", got)
+        self._set(job, "epoch", self._take_epoch())
+        self._note_move(job, now, f"{reason}; moved to switch {job.switch}")
+        updates: list[Update] = [TableWrite(job.switch, MODIFY, job_entry(job))]
+        if job.workers:
+            updates.append(self._group_write(job, INSERT))
+        return updates
+
+    def _note_move(self, job: Job, now: float | None, reason: str) -> None:
+        moves = [*job.moves, Move(now, job.epoch, job.where, job.slots.base, reason)]
+        self._set(job, "moves", moves[-MOVES_KEPT:])
+
     def _end(self, job: Job, now: float | None, cause: str, reason: str,
-             rank: int | None = None, last_seen: float | None = None) -> list[Update]:
-        """Remove every entry of ``job``, free its slots and record why it ended."""
+             rank: int | None = None, last_seen: float | None = None,
+             tell_pbox: bool = True) -> list[Update]:
+        """Remove every entry of ``job``, free its slots and record why it ended
+        (``tell_pbox``: False when its PBox is unreachable)."""
         self._pop_job(job.job_id)
         self._record_end(JobEnd(job.job_id, job.name, job.world_size, job.switch, job.where,
                                 job.slots, cause, reason, now, rank, last_seen))
@@ -357,7 +410,8 @@ class JobRegistry:
         else:
             assert job.pbox is not None
             self._free(self.pbox_pools[job.pbox], job.job_id)
-            updates.append(PBoxJobWrite(job.pbox, DELETE, job.job_id))
+            if tell_pbox:
+                updates.append(PBoxJobWrite(job.pbox, DELETE, job.job_id))
         return updates
 
     def barrier(self, job_id: int, rank: int, now: float) -> int:
@@ -439,7 +493,7 @@ class JobRegistry:
             where = ON_PBOX
             if got is None:
                 raise JobError(f"no room for {want} slots on switch {switch} or PBox {pbox.name}")
-        epoch = self._take_epoch() if where == ON_SWITCH else 0  # epochs only matter for registers
+        epoch = self._take_epoch()  # the switch's cells and the agents' resyncs go by it
         job = Job(job_id, name, tag, world_size, switch, where, got, epoch, pbox.name, lanes)
         self._add_job(job)
         updates: list[Update] = [TableWrite(switch, INSERT, job_entry(job))]
@@ -576,6 +630,9 @@ def rebuild_from_entries(
         repairs += rack.reconcile(topo, switch, switch_entries)
     registry._next_epoch = _valid_epoch(max(registry._next_epoch, max_epoch + 1))
     registry._last_job_id = max(registry.jobs, default=0)
+    for job in registry.jobs.values():
+        if job.where == ON_PBOX:
+            job.epoch = registry._take_epoch()
     for job in sorted(registry.jobs.values(), key=lambda j: j.job_id):
         if job.where == ON_PBOX and job.pbox is not None:  # make sure the PBox still has it
             repairs.append(pbox_job_write(job, MODIFY))
@@ -590,6 +647,8 @@ def _rebuild_job(registry: JobRegistry, switch: str, entry: Entry) -> Job:
         where, epoch = ON_SWITCH, entry.param("epoch")
         slots = registry.switch_pools[switch].reserve(job_id, base, count)
     elif entry.action == p.ACT_JOB_ON_PBOX and pbox is not None:
+        # a PBox job's epoch is not in its entry: it gets a new one below (its agents
+        # resync once, needlessly, which only sends duplicates)
         where, epoch = ON_PBOX, 0
         slots = registry.pbox_pools[pbox.name].reserve(job_id, base, count)
     else:

@@ -86,7 +86,9 @@ class PBoxControl:
             for name, pbox in topo.pboxes.items() if pbox.control
         }
 
-    def __call__(self, write: PBoxJobWrite) -> None:
+    def __call__(self, write: PBoxJobWrite) -> bool:
+        """Apply ``write``; True when a MODIFY found the job missing or different and
+        had to (re)create it (its state is then fresh)."""
         channel = self.channels.get(write.pbox)
         if channel is None:
             raise PBoxControlError(f"PBox {write.pbox} has no control address in the topology")
@@ -95,20 +97,22 @@ class PBoxControl:
                "lanes": write.lanes}
         if write.op == INSERT:
             channel.request(add)
-        elif write.op == MODIFY:  # make sure the PBox has the job as described (after a rebuild)
+            return True
+        if write.op == MODIFY:  # make sure the PBox has the job as described (after a rebuild)
             want = {"job_id": write.job_id, "world_size": write.world_size,
                     "slot_base": write.slot_base, "slot_count": write.slot_count,
                     "lanes": write.lanes}
             have = [job for job in self.jobs(write.pbox) if job.get("job_id") == write.job_id]
             if have and have[0] == want:
-                return
+                return False
             if have:
                 channel.request({"cmd": "remove_job", "job": write.job_id})
             channel.request(add)
-        elif write.op == DELETE:
+            return True
+        if write.op == DELETE:
             channel.request({"cmd": "remove_job", "job": write.job_id})
-        else:
-            raise PBoxControlError(f"unsupported PBox job op {write.op!r}")
+            return False
+        raise PBoxControlError(f"unsupported PBox job op {write.op!r}")
 
     def jobs(self, pbox: str) -> list[dict]:
         return list(self._channel(pbox).request({"cmd": "list_jobs"}).get("jobs", []))

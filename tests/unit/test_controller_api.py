@@ -205,3 +205,23 @@ def test_cli_checks_a_topology_offline(tmp_path, capsys):
     assert cli.main(["check-topology", str(bad), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert not report["ok"] and "hosts.h1.mac: missing" in report["errors"]
+
+
+def test_heartbeats_say_where_the_job_is_and_job_show_lists_its_moves(stack, capsys):
+    _, _, ctl, _, clock, client, address = stack
+    first = client.join("a", 1, 0, "10.0.0.1:4001")
+    where = {"epoch": first["epoch"], "where": "switch", "slot_base": first["slot_base"],
+             "slot_count": first["slot_count"]}
+    assert client.heartbeat(1, 0) == where
+    clock.now = 4.0
+    with ctl.lock:
+        ctl.registry.renew_epoch(ctl.registry.jobs[1], clock.now, "switch s1 restarted")
+    clock.now = 6.5
+    beat = client.heartbeat(1, 0)
+    assert beat["epoch"] != first["epoch"] and beat == {**where, "epoch": beat["epoch"]}
+    shown = client.call("ShowJob", job_id=1)
+    assert shown["moves"] == [{"s_ago": 2.5, "epoch": beat["epoch"], "where": "switch",
+                               "slot_base": first["slot_base"], "reason": "switch s1 restarted"}]
+    assert cli.main(["--controller", address, "job", "show", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"epoch {beat['epoch']}; aggregator changes" in out and "switch s1 restarted" in out

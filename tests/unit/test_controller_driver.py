@@ -256,3 +256,101 @@ def test_a_bug_in_the_pbox_sink_is_not_relabelled_a_pbox_failure(switch, pipelin
         assert ctl.registry.jobs == {} and in_line(ctl)
     finally:
         ctl.close()
+
+
+def test_a_restarted_switch_gives_its_jobs_a_new_epoch(pipeline):
+    """Its registers are gone, so the rounds in flight are: the new epoch (in the
+    heartbeat reply) tells the agents to resynchronise."""
+    sent: list = []
+    device = Device(0, Switch, transmit=lambda port, frame: sent.append((port, frame)))
+    server, port = serve(device, "127.0.0.1:0")
+    topo = topology.from_dict(dict(RACK, switches={"s1": {"grpc_addr": f"127.0.0.1:{port}"}}))
+    ctl = Controller(topo, pipeline, client_factory=lambda conf: P4RuntimeClient(
+        conf.grpc_addr, conf.device_id, election_id=(0, 100), timeout=5.0))
+    ctl.start(now=0.0)
+    a = ctl.join("a", 1, 0, ("10.0.0.1", 4001), now=0.0)
+    server.stop(grace=None)
+    deadline = time.monotonic() + 5
+    while ctl.clients["s1"].alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+    server, _ = serve(Device(0, Switch, transmit=lambda *_: None), f"127.0.0.1:{port}")
+    try:
+        assert ctl.check_switches() == {"s1": "reconfigured"}
+        job = ctl.registry.jobs[a.job_id]
+        assert job.epoch != a.epoch and job.where == ON_SWITCH
+        assert [m.reason for m in job.moves] == ["switch s1 restarted"]
+        entry = next(e for e in ctl.read_entries("s1") if e.table == p.JOBS)
+        assert entry.param("epoch") == job.epoch
+    finally:
+        ctl.close()
+        server.stop(grace=None)
+
+
+class DyingPBox:
+    """A pbox_sink whose PBox answers until ``dead`` is set, then refuses everything;
+    ``lost`` makes the next MODIFY find the job missing (a restarted PBox)."""
+
+    def __init__(self) -> None:
+        self.dead = False
+        self.lost = False
+        self.writes: list[PBoxJobWrite] = []
+
+    def __call__(self, write: PBoxJobWrite) -> bool:
+        if self.dead:
+            raise PBoxControlError("PBox at 10.0.0.100:7000: connection refused")
+        self.writes.append(write)
+        recreated, self.lost = self.lost, False
+        return recreated
+
+
+def test_a_job_whose_pbox_died_moves_to_the_switch(switch, pipeline):
+    device, sent, topo = switch
+    pbox_sink = DyingPBox()
+    ctl = Controller(topo, pipeline, pbox_sink=pbox_sink, epoch_seed=5)
+    ctl.start(now=0.0)
+    try:
+        c = ctl.join("c", 2, 0, ("10.0.0.3", 4003), now=0.0, placement="pbox")
+        ctl.join("c", 2, 1, ("10.0.0.4", 4004), now=0.0, placement="pbox")
+        pbox_sink.lost = True  # the PBox restarted: the job is re-added under a new epoch
+        assert ctl.check_pboxes(now=1.0) == [f"job {c.job_id}: PBox pb1 had lost it: re-added, "
+                                             f"epoch {ctl.registry.jobs[c.job_id].epoch}"]
+        assert ctl.registry.jobs[c.job_id].epoch != c.epoch
+        pbox_sink.dead = True
+        report = ctl.check_pboxes(now=2.0)
+        job = ctl.registry.jobs[c.job_id]
+        assert report == [f"job {c.job_id}: its PBox is unreachable (PBox pb1: PBox at "
+                          f"10.0.0.100:7000: connection refused): moved to switch s1, epoch "
+                          f"{job.epoch}"]
+        assert job.where == ON_SWITCH and ctl.registry.pbox_pools["pb1"].free_slots() > 0
+        assert [m.where for m in job.moves] == [ON_PBOX, ON_SWITCH] and in_line(ctl)
+        # the switch now sums the job's contributions at its new slots
+        pbox = topo.pboxes["pb1"]
+        sent.clear()
+        for rank in (0, 1):
+            h = topo.hosts[f"h{rank + 3}"]
+            device.receive(udp_frame((h.mac, h.ip, 4003 + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
+                                     contrib(c.job_id, rank, job.slots.base, values=np.ones(K))),
+                           rank + 3)
+        assert sorted(port for port, _ in sent) == [3, 4]
+        assert set(wire.decode(parse_frame(sent[0][1])["payload"])[1].tolist()) == {2}
+    finally:
+        ctl.close()
+
+
+def test_a_job_whose_pbox_died_ends_when_the_switch_is_full(switch, pipeline):
+    _, _, topo = switch
+    pbox_sink = DyingPBox()
+    ctl = Controller(topo, pipeline, pbox_sink=pbox_sink)
+    ctl.start(now=0.0)
+    try:
+        ctl.join("a", 1, 0, ("10.0.0.1", 4001), now=0.0)  # takes every switch slot
+        c = ctl.join("c", 1, 0, ("10.0.0.3", 4003), now=0.0)
+        assert c.where == ON_PBOX
+        pbox_sink.dead = True
+        (report,) = ctl.check_pboxes(now=3.0)
+        assert report.startswith(f"job {c.job_id} ended: its PBox is unreachable")
+        end = ctl.registry.ended[c.job_id]
+        assert end.cause == "aggregator-lost" and "no 32 free slots" in end.reason
+        assert c.job_id not in ctl.registry.jobs and in_line(ctl)
+    finally:
+        ctl.close()
