@@ -92,6 +92,7 @@ class Agent:
         lanes: int = K,
         classes: int = 1,
         credit: int | None = None,
+        epoch: int = 0,
     ) -> None:
         """``timeout``: seconds without any result before pending all-reduces fail.
         ``rto``/``rto_max``: first and largest retransmission timeout (seconds).
@@ -105,8 +106,9 @@ class Agent:
         self._session = Session(
             job_id, rank, world_size, slot_base, slot_count, window,
             rto=rto, rto_max=rto_max, deadline=timeout, lanes=lanes, classes=classes,
-            credit=credit,
+            credit=credit, epoch=epoch,
         )  # fmt: skip
+        self.epoch = epoch
         self.lanes = lanes
         self._lock = threading.Lock()
         self._handles: dict[Hashable, Handle] = {}
@@ -164,6 +166,16 @@ class Agent:
             raise AllreduceError(f"class {stream} outside 0..{self._session.classes - 1}")
         self._transport.submit(lambda: self._start(tensor_id, prepared, stream))
         return handle
+
+    def resync(self, epoch: int, slot_base: int | None = None) -> None:
+        """The job's aggregator lost its rounds in flight or the job moved (the
+        controller's heartbeat reply shows a new ``epoch``; ``slot_base``: the job's
+        slots now): resend what the new aggregator needs (hosts/session.py ``resync``).
+        Every rank of the job must be told; pending all-reduces carry on."""
+        self.epoch = epoch
+        self._transport.submit(
+            lambda: self._session.resync(time.monotonic(), epoch=epoch, slot_base=slot_base)
+        )
 
     def close(self, reason: str = "the agent was closed") -> None:
         """Stop the agent; all-reduces still pending fail with AllreduceError(``reason``)."""

@@ -32,6 +32,9 @@ from topologies import workload
 from topologies.rack import AGENT_PORT
 
 TensorList = list[np.ndarray]
+# how often a controller job's worker heartbeats, s: also how soon it learns that the
+# job's aggregator restarted or moved (the no-progress timeout must allow for it)
+HEARTBEAT_INTERVAL = 0.5
 
 
 def emit(record: dict) -> None:
@@ -106,7 +109,8 @@ class JobBackend(PBoxBackend):
         self.agent = Agent(reply["job_id"], args.rank, args.world, aggregator=(host, int(port)),
                            slot_base=reply["slot_base"], slot_count=reply["slot_count"],
                            window=window, timeout=args.timeout, bind=address,
-                           lanes=reply["k"], **options, **_class_options(args))
+                           lanes=reply["k"], epoch=reply.get("epoch", 0), **options,
+                           **_class_options(args))
         self.fuse = args.fuse
         self.where = reply["where"]
         self._stop = threading.Event()
@@ -114,13 +118,33 @@ class JobBackend(PBoxBackend):
         self._beat.start()
 
     def _heartbeat(self, rank: int) -> None:
-        """Keep the job alive; a controller that is down (restarting) is not our failure."""
-        while not self._stop.wait(2.0):
+        """Keep the job alive and follow it: a new epoch in the reply (the aggregator
+        restarted or the job moved) resynchronises the agent; a job the controller ended
+        (a peer died, its aggregator was lost) fails the pending all-reduces with the
+        controller's reason, which names the rank. A controller that is down
+        (restarting) is not our failure."""
+        import grpc
+
+        while not self._stop.wait(HEARTBEAT_INTERVAL):
             try:
-                self.client.call("Heartbeat", deadline=2.0, job_id=self.reply["job_id"],
-                                 rank=rank)
-            except Exception:  # noqa: BLE001 - retried on the next beat
-                pass
+                beat = self.client.call("Heartbeat", deadline=2.0,
+                                        job_id=self.reply["job_id"], rank=rank)
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.NOT_FOUND:
+                    self.agent.close(f"the controller ended the job: {exc.details()}")
+                    return
+                continue  # retried on the next beat
+            self._follow(beat)
+
+    def _follow(self, beat: dict) -> None:
+        epoch = beat.get("epoch", self.agent.epoch)
+        if epoch == self.agent.epoch:
+            return
+        slot_base = beat.get("slot_base", self.reply["slot_base"])
+        emit({"event": "resync", "rank": self.reply["rank"], "epoch": epoch,
+              "where": beat.get("where"), "slot_base": slot_base})
+        self.agent.resync(epoch, slot_base)
+        self.reply = {**self.reply, "slot_base": slot_base, "where": beat.get("where")}
 
     def close(self) -> None:
         self._stop.set()

@@ -90,9 +90,11 @@ class P4hubProcessGroup(dist.ProcessGroup):
                            slot_base=plan.slot_base, slot_count=plan.slot_count,
                            window=max(1, min(plan.window, plan.slot_count // config.classes)),
                            timeout=self.timeout, bind=self.membership.bind,
-                           lanes=plan.lanes, classes=config.classes, **_rto_options(config))
+                           lanes=plan.lanes, classes=config.classes,
+                           epoch=self._lease.epoch if self._lease is not None else 0,
+                           **_rto_options(config))
         if self._lease is not None:
-            self.liveness.extra_beat = self._lease.heartbeat
+            self.liveness.extra_beat = self._follow_job
         self.liveness.start()
         self._completer = Completer(f"p4hub-complete-{rank}", self._explain)
 
@@ -245,6 +247,25 @@ class P4hubProcessGroup(dist.ProcessGroup):
             return f"{self._broken} ({reason})"
         diagnosis = self.liveness.diagnose(time.monotonic())
         return f"{reason}; {diagnosis}" if diagnosis else reason
+
+    def _follow_job(self) -> None:
+        """The controller heartbeat (from the liveness thread): a new epoch means the
+        aggregator restarted or the job moved, so the agent resynchronises; a job the
+        controller ended fails the group with its reason."""
+        import grpc
+
+        assert self._lease is not None and self.membership is not None
+        try:
+            beat = self._lease.heartbeat()
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                self._peer_gone(f"the controller ended job {self._lease.job_id}: {exc.details()}")
+                return
+            raise
+        epoch = beat.get("epoch", self.agent.epoch)
+        if epoch != self.agent.epoch:
+            self.agent.resync(epoch, beat.get("slot_base"))
+            self.where = beat.get("where", self.where)
 
     def _peer_gone(self, why: str) -> None:
         """A peer died or left: fail what is pending and everything after, naming it."""

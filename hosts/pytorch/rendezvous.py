@@ -68,14 +68,18 @@ class Membership:
 class Lease:
     """This rank's place in a controller job: heartbeats keep it, ``leave`` ends it."""
 
-    def __init__(self, address: str, job_id: int, rank: int, timeout: float) -> None:
+    def __init__(self, address: str, job_id: int, rank: int, timeout: float,
+                 epoch: int = 0) -> None:
         from controller.client import JobClient  # grpc: only when a controller is used
 
         self.job_id, self.rank = job_id, rank
+        self.epoch = epoch  # the job's epoch at the join (not part of the agreed plan)
         self._client = JobClient(address, timeout=timeout)
 
-    def heartbeat(self) -> None:
-        self._client.call("Heartbeat", deadline=2.0, job_id=self.job_id, rank=self.rank)
+    def heartbeat(self) -> dict:
+        """Where the job is now (epoch, slot_base, ...); grpc.RpcError NOT_FOUND once
+        the controller ended it (its details say why)."""
+        return self._client.call("Heartbeat", deadline=2.0, job_id=self.job_id, rank=self.rank)
 
     def leave(self) -> None:
         try:
@@ -180,7 +184,7 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
     plan = JobPlan(reply["job_id"], reply["aggregator"], reply["slot_base"],
                    reply["slot_count"], config.window or reply["window"], reply["where"],
                    reply["k"])
-    return plan, Lease(where, plan.job_id, rank, timeout=10.0)
+    return plan, Lease(where, plan.job_id, rank, timeout=10.0, epoch=reply.get("epoch", 0))
 
 
 def _static_plan(config: BackendConfig) -> JobPlan:
