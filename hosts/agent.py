@@ -114,6 +114,7 @@ class Agent:
         self._handles: dict[Hashable, Handle] = {}
         self._next_id = 0
         self._closed = False
+        self._close_reason = ""
         self._transport = UdpTransport(
             self._session, aggregator, self._on_event, bind=bind, on_crash=self._crashed,
             name=f"p4hub-agent-{job_id}-{rank}",
@@ -158,7 +159,7 @@ class Agent:
         prepared = chunking.prepare(array, op, priority, self.lanes)
         with self._lock:
             if self._closed:
-                raise AllreduceError("the agent is closed")
+                raise AllreduceError(f"the agent is closed: {self._close_reason}")
             tensor_id = self._next_id
             self._next_id += 1
             handle = self._handles[tensor_id] = Handle(tensor_id)
@@ -182,7 +183,7 @@ class Agent:
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
+            self._closed, self._close_reason = True, reason
         self._transport.close()
         self._fail_all(reason)
 
@@ -213,7 +214,7 @@ class Agent:
 
     def _crashed(self, reason: str) -> None:
         with self._lock:
-            self._closed = True
+            self._closed, self._close_reason = True, reason
         self._fail_all(reason)
 
     def _fail_all(self, reason: str) -> None:

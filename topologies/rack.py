@@ -386,6 +386,24 @@ class Rack:
         text = (self.log_dir / "pbox.out").read_text()
         return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
+    def kill_pbox(self) -> None:
+        """SIGKILL the PBox (a crash: no goodbye on its control channel)."""
+        if self._pbox_proc is not None:
+            self._pbox_proc.kill()
+            self._pbox_proc.wait(timeout=5)
+            self._pbox_proc = None
+
+    def pbox_alive(self) -> bool:
+        return self._pbox_proc is not None and self._pbox_proc.poll() is None
+
+    def restart_switch(self, down_for: float = 1.0) -> None:
+        """Stop the P4 switch process and start it again after ``down_for`` seconds: it
+        comes back with the program loaded but no entries and empty registers, as a
+        switch that rebooted (the controller notices and configures it again)."""
+        self.switch.stop_process()
+        time.sleep(down_for)
+        self.switch.start([])
+
     def pbox_request(self, request: dict) -> dict:
         """One control request to the PBox, sent from inside the pbox host."""
         code = (

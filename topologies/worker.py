@@ -145,6 +145,7 @@ class JobBackend(PBoxBackend):
               "where": beat.get("where"), "slot_base": slot_base})
         self.agent.resync(epoch, slot_base)
         self.reply = {**self.reply, "slot_base": slot_base, "where": beat.get("where")}
+        self.where = beat.get("where", self.where)
 
     def close(self) -> None:
         self._stop.set()

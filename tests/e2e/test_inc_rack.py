@@ -134,6 +134,8 @@ def api(rack):
         run.stop()
     if rack.controller_proc is None or rack.controller_proc.poll() is not None:
         rack.start_controller()
+    if not rack.pbox_alive():
+        rack.start_pbox(workers=1)
     for job in client.call("ListJobs")["jobs"]:
         client.call("KillJob", job_id=job["job_id"])
     for host in [*rack.hosts, *rack.extras]:
@@ -367,7 +369,15 @@ def test_a_dead_worker_ends_its_job_and_the_doctor_names_it(rack, api):
         assert "rank 2 (10.0.0.3:" in ended["reason"]
         assert client.call("Status")["switches"]["s1"]["free_slots"] == SLOTS
         assert _named(_doctor(rack, job_id), "job-ended") == [2]
-        run.stop()  # the survivors' agents would only time out
+        # the survivors learn it from their heartbeat: their all-reduce fails, naming rank 2
+        run.release()
+        for proc in run.procs[:2]:
+            proc.wait(timeout=15)
+        for rank in (0, 1):
+            (error,) = run.events(rank, "error")
+            assert "the controller ended the job" in error["error"], error
+            assert "rank 2 (10.0.0.3:" in error["error"], error
+        run.stop()
         again = JobRun(rack, rack.workers[:3], "inc-dead", iterations=2)  # w3 restarted
         runs.append(again)
         again.finish()
@@ -387,3 +397,57 @@ def test_worker_addresses_match_the_controller_topology(rack):
     pbox = topo["pboxes"]["pbox"]
     assert rack.switch.ports[rack.pbox.intf().link.intf2] == pbox["port"]
     assert pbox["mac"] == rack.pbox.MAC()
+
+
+def _resyncs(run: JobRun) -> list[list[dict]]:
+    return [run.events(r, "resync") for r in run.lines]
+
+
+def test_a_switch_restart_mid_job_resyncs_and_the_job_finishes_exactly(rack, api):
+    """The switch process dies mid-job under 2% loss and comes back a second later with
+    empty registers and no entries: the controller configures it again under new epochs,
+    every worker resynchronises (courtesy resends for peers that lost a result), and
+    every iteration is exact and identical on every rank."""
+    client, runs = api
+    _set_loss(rack, 2.0)
+    run = JobRun(rack, rack.workers[:4], "inc-swrestart", iterations=2, hold=True)
+    runs.append(run)
+    run.wait_for("iteration", count=1)
+    job_id = run.joined[0]["job_id"]
+    rack.restart_switch(down_for=1.0)
+    done_before = max(len(run.events(r, "iteration")) for r in run.lines)
+    run.wait_for("resync", timeout=30)
+    run.wait_for("iteration", count=done_before + 3, timeout=90)
+    run.release()
+    run.finish()
+    assert all(len(r) >= 1 for r in _resyncs(run))
+    epochs = {tuple(e["epoch"] for e in r) for r in _resyncs(run)}
+    assert len(epochs) == 1, epochs  # every rank followed the same epochs
+    moves = client.call("ShowJob", job_id=job_id)["moves"] if job_id in {
+        j["job_id"] for j in client.call("ListJobs")["jobs"]} else None
+    assert moves is None or any("switch s1 restarted" in m["reason"] for m in moves)
+
+
+def test_a_job_whose_pbox_dies_moves_to_the_switch_and_finishes_exactly(rack, api):
+    """The job runs on the PBox, which is SIGKILLed mid-job under 2% loss: the
+    controller moves the job to the switch (new slots, new epoch), the workers
+    resynchronise onto it, and every iteration is exact and identical on every rank."""
+    client, runs = api
+    _set_loss(rack, 2.0)
+    run = JobRun(rack, rack.workers[:4], "inc-pboxdies", iterations=2, hold=True,
+                 extra=["--placement", "pbox"])
+    runs.append(run)
+    run.wait_for("iteration", count=1)
+    job_id = run.joined[0]["job_id"]
+    assert run.joined[0]["where"] == "pbox"
+    rack.kill_pbox()
+    run.wait_for("resync", timeout=30)
+    done_before = max(len(run.events(r, "iteration")) for r in run.lines)
+    run.wait_for("iteration", count=done_before + 2, timeout=90)
+    shown = client.call("ShowJob", job_id=job_id)
+    assert shown["where"] == "switch"
+    assert "PBox is unreachable" in shown["moves"][-1]["reason"]
+    run.release()
+    run.finish()
+    assert run.where() == {"pbox", "switch"}
+    assert {e["slot_base"] for r in _resyncs(run) for e in r} == {shown["slot_base"]}
