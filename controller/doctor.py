@@ -62,6 +62,8 @@ class JobView:
     expected_action: str
     expected_params: tuple[tuple[str, int], ...]
     expected_group: tuple[tuple[int, int], ...] | None  # (port, rid); None: PBox job
+    # the job's aggregator changes, oldest first: (seconds ago or None, epoch, why)
+    moves: tuple[tuple[float | None, int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ def diagnose(job: JobView, switch: SwitchView, pbox: PBoxView | None,
     warning."""
     findings: list[Finding] = []
     findings += _members(job, silent_after)
+    findings += _moves(job)
     findings += _switch_entries(job, switch)
     open_cells = None
     if job.where == "switch" and switch.error is None:
@@ -183,6 +186,19 @@ def _members(job: JobView, silent_after: float) -> list[Finding]:
                                f"{job.worker_timeout:g} s ({max(left, 0.0):.1f} s left)",
                                (m.rank,)))
     return out
+
+
+def _moves(job: JobView) -> list[Finding]:
+    """The latest change of aggregator (restart or move): context for a stall around it
+    (the agents resynchronise onto it within a heartbeat or two)."""
+    if not job.moves:
+        return []
+    ago, epoch, why = job.moves[-1]
+    when = "" if ago is None else f" {ago:.1f} s ago"
+    more = f" ({len(job.moves)} changes in all)" if len(job.moves) > 1 else ""
+    return [Finding(INFO, "aggregator-changed",
+                    f"the job's aggregator state was lost or moved{when}: {why}; epoch {epoch},"
+                    f" its agents resynchronise on their next heartbeat{more}")]
 
 
 # -- the switch's entries and group ---------------------------------------------------------

@@ -78,7 +78,9 @@ def job_view(ctl: Controller, job: Job, now: float) -> JobView:
                     for _, w in sorted(job.workers.items()))
     return JobView(job.job_id, job.name, job.world_size, job.where, job.switch, job.pbox,
                    job.slots.base, job.slots.count, job.epoch, job.lanes,
-                   ctl.registry.timeout, members, entry.action, entry.params, group)
+                   ctl.registry.timeout, members, entry.action, entry.params, group,
+                   tuple((None if m.at is None else now - m.at, m.epoch, m.reason)
+                         for m in job.moves))
 
 
 def read_switch(ctl: Controller, job: Job) -> SwitchView:

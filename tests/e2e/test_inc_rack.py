@@ -328,6 +328,10 @@ def _doctor(rack: Rack, job_id: int) -> dict:
     return report
 
 
+def _finding(report: dict, code: str) -> str:
+    return " ".join(f["message"] for f in report["findings"] if f["code"] == code)
+
+
 def _named(report: dict, code: str) -> list[int]:
     return [r for f in report["findings"] if f["code"] == code for r in f["ranks"]]
 
@@ -420,6 +424,7 @@ def test_a_switch_restart_mid_job_resyncs_and_the_job_finishes_exactly(rack, api
     run.wait_for("iteration", count=done_before + 3, timeout=90)
     moves = client.call("ShowJob", job_id=job_id)["moves"]
     assert [m["reason"] for m in moves] == ["switch s1 restarted"]
+    assert "switch s1 restarted" in _finding(_doctor(rack, job_id), "aggregator-changed")
     run.release()
     run.finish()
     epochs = {tuple(e["epoch"] for e in r) for r in _resyncs(run)}
@@ -445,6 +450,7 @@ def test_a_job_whose_pbox_dies_moves_to_the_switch_and_finishes_exactly(rack, ap
     shown = client.call("ShowJob", job_id=job_id)
     assert shown["where"] == "switch"
     assert "PBox is unreachable" in shown["moves"][-1]["reason"]
+    assert "PBox is unreachable" in _finding(_doctor(rack, job_id), "aggregator-changed")
     run.release()
     run.finish()
     assert run.where() == {"pbox", "switch"}

@@ -222,3 +222,14 @@ def test_an_ended_job_reports_why():
     report = ended_report(5, "job 5 ended 3.0 s ago: rank 2 (...) sent no heartbeat", 2)
     assert not report.healthy and report.findings[0].ranks == (2,)
     assert render(report.as_dict()).startswith("ERROR  job 5 ended 3.0 s ago: rank 2")
+
+
+def test_a_recent_aggregator_change_is_named_without_making_the_job_unhealthy():
+    moved = job(moves=((12.0, 5, "switch s1 restarted"),
+                       (2.5, EPOCH, "its PBox is unreachable (refused); moved to switch s1")))
+    report = diagnose(moved, switch(), None)
+    assert report.healthy
+    (finding,) = [f for f in report.findings if f.code == "aggregator-changed"]
+    assert finding.message == ("the job's aggregator state was lost or moved 2.5 s ago: its PBox"
+                               " is unreachable (refused); moved to switch s1; epoch 7, its "
+                               "agents resynchronise on their next heartbeat (2 changes in all)")
