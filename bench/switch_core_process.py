@@ -144,8 +144,11 @@ class ResultCounter:
             poller.register(fd, select.EPOLLIN)
         pbox_port = self.pbox_port
         while not self._stop.is_set():
-            expected = self.expected  # a trial's own positions (ProcessBench.trial sets them)
-            for fd, _ in poller.poll(0.05):
+            events = poller.poll(0.05)
+            # a trial's own positions (ProcessBench.trial sets them before it sends): read
+            # after the wait, or the first results of a trial meet the last one's table
+            expected = self.expected
+            for fd, _ in events:
                 port, sock = by_fd[fd]
                 while True:
                     try:
