@@ -36,6 +36,21 @@ def result_key(datagram: bytes) -> bytes:
     return datagram[2:4] + datagram[12:16]
 
 
+POSITION_OFFSET = 12  # of the position field (u32, big-endian) in a p4hub datagram (hosts/wire.py)
+FRAME_PAYLOAD_OFFSET = 42  # of the datagram in an Ethernet/IPv4/UDP frame without IP options
+
+
+def advance_position(data: bytes, delta: int, at: int = POSITION_OFFSET) -> bytes:
+    """``data`` with the position field at offset ``at`` advanced by ``delta`` (mod 2**32).
+
+    Aggregators keep each cell's round position, so a replayed contribution with an
+    unchanged position is a duplicate, not a new one; a benchmark that replays a cycle
+    advances every position by a multiple of 2 x the window to get real rounds again
+    (same slot, same shadow set, a newer position)."""
+    position = (int.from_bytes(data[at:at + 4], "big") + delta) & 0xFFFFFFFF
+    return data[:at] + position.to_bytes(4, "big") + data[at + 4:]
+
+
 def sh(*cmd: str, check: bool = True) -> None:
     subprocess.run(cmd, check=check, capture_output=True)
 

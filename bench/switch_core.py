@@ -12,9 +12,13 @@ In-process cases (one core, ``Switch.process`` in a loop):
   job per world size N and 128 slots each; realistic CONTRIB frames
   (Ethernet/IPv4/UDP around hosts.wire datagrams, 64 int32 lanes) cycle through
   two rounds of every slot (both shadow sets), slot after slot, so every N-th
-  contribution completes a cell and multicasts N results. One whole cycle is
-  checked first: every RESULT byte-identical to what hosts.aggregator (the PBox
-  core) sends for the same datagrams, one per worker port.
+  contribution completes a cell and multicasts N results. Each cycle carries new
+  positions (2 x the window further on: same slots and shadow sets), because a cell
+  keeps its round's position and would answer a replayed one as a duplicate; the
+  frames of a cycle are built outside the timed loop. Two whole cycles are checked
+  first: every RESULT byte-identical to what hosts.aggregator (the PBox core) sends
+  for the same datagrams, one per worker port; after timing, the job's job_stats
+  must show only new contributions and completions (no duplicates, stale, abandoned).
 
 Each case checks its output before anything is timed, warms up, then times a
 fixed number of packets over several repetitions: the median, the best
@@ -50,8 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._common import result_key
-from controller import rack, topology
+from bench._common import FRAME_PAYLOAD_OFFSET, POSITION_OFFSET, advance_position, result_key
+from controller import program, rack, topology
 from controller.jobs import ON_SWITCH, JobRegistry
 from controller.updates import DELETE, INSERT, GroupWrite
 from hosts import wire
@@ -163,12 +167,51 @@ def time_case(name: str, setup: Callable, reps: int, seconds: float) -> CaseResu
 
 @dataclass
 class AggJob:
+    """One job's traffic: cycle 0 of its contributions and the PBox's results for it.
+
+    Aggregators keep each cell's round position, so replaying cycle 0 would only hit the
+    duplicate path (every cell already holds a complete round with that position, and
+    sends its stored result back to the sender). Cycle c is cycle 0 with every position
+    advanced by c x ``period`` = 2 x the window: same slots, same shadow sets, newer
+    positions, so each cycle is real aggregation with the same sums."""
+
     world_size: int
     job_id: int
     slot_base: int
     slot_count: int
-    frames: list[tuple[int, bytes]]  # one cycle: (ingress port, frame), 2 rounds x slots x N
-    expected: dict[bytes, bytes]  # result_key -> RESULT datagram of hosts.aggregator
+    frames: list[tuple[int, bytes]]  # cycle 0: (ingress port, frame), 2 rounds x slots x N
+    expected: dict[bytes, bytes]  # result_key -> RESULT datagram of hosts.aggregator, cycle 0
+
+    @property
+    def period(self) -> int:
+        """Positions one cycle spans (two rounds of every slot: 2 x the window)."""
+        return 2 * self.slot_count
+
+    def cycle(self, c: int) -> list[tuple[int, bytes]]:
+        """The frames of cycle ``c`` (new bytes objects for c > 0; ~1 us a frame)."""
+        if c == 0:
+            return self.frames
+        delta, at = c * self.period, FRAME_PAYLOAD_OFFSET + POSITION_OFFSET
+        return [(port, advance_position(frame, delta, at)) for port, frame in self.frames]
+
+    def sent(self, start: int, count: int) -> list[tuple[int, bytes]]:
+        """Contributions ``start`` .. ``start + count - 1`` of the endless sequence of cycles."""
+        size = len(self.frames)
+        out: list[tuple[int, bytes]] = []
+        for c in range(start // size, (start + count - 1) // size + 1):
+            lo, hi = max(start - c * size, 0), min(start + count - c * size, size)
+            out += self.cycle(c)[lo:hi] if c else self.frames[lo:hi]
+        return out
+
+    def expected_for(self, start: int, count: int) -> dict[bytes, bytes]:
+        """The PBox's RESULTs (by result_key) for the cycles that contributions ``start`` ..
+        ``start + count - 1`` touch."""
+        size, out = len(self.frames), {}
+        for c in range(start // size, (start + count - 1) // size + 1):
+            for datagram in self.expected.values():
+                moved = advance_position(datagram, c * self.period)
+                out[result_key(moved)] = moved
+        return out
 
 
 class AggRack:
@@ -219,7 +262,7 @@ class AggRack:
         pbox.add_job(job_id, n, base, count, self.lanes)
         dst = (self.pbox.mac, self.pbox.ip, AGG_UDP_PORT)
         frames, expected = [], {}
-        for rnd in range(2):  # both shadow sets; the cycle then repeats indefinitely
+        for rnd in range(2):  # both shadow sets; AggJob.cycle moves later cycles' positions on
             for k in range(count):
                 lanes = self.rng.integers(-(2**24), 2**24, (n, self.lanes), dtype=np.int32)
                 exps = self.rng.integers(-20, 20, n)
@@ -257,22 +300,40 @@ class AggRack:
         return sw
 
 
-def check_cycle(sw: Switch, job: AggJob) -> int:
-    """Run one cycle; every N-th contribution must multicast N RESULTs, byte-identical to
+def check_cycle(sw: Switch, job: AggJob, c: int = 0) -> int:
+    """Run cycle ``c``; every N-th contribution must multicast N RESULTs, byte-identical to
     the PBox's, one per worker port; all others nothing. Returns the results seen."""
     n, results = job.world_size, 0
     ports = sorted({port for port, _ in job.frames})
-    for i, (port, frame) in enumerate(job.frames):
+    expected = job.expected_for(c * len(job.frames), len(job.frames))
+    for i, (port, frame) in enumerate(job.cycle(c)):
         out = sw.process(frame, port, 0)
         if i % n != n - 1:
-            assert out == [], f"aggregate n={n}: contribution {i} produced {len(out)} packets"
+            assert out == [], f"aggregate n={n}, cycle {c}: contribution {i} produced {len(out)} packets"
             continue
-        assert sorted(p for p, _ in out) == ports, f"aggregate n={n}: results went to {out!r}"
+        assert sorted(p for p, _ in out) == ports, f"aggregate n={n}, cycle {c}: results went to {out!r}"
         for _, data in out:
-            payload = data[42:]
-            assert job.expected.get(result_key(payload)) == payload, "RESULT differs from the PBox's"
+            payload = data[FRAME_PAYLOAD_OFFSET:]
+            assert expected.get(result_key(payload)) == payload, "RESULT differs from the PBox's"
         results += len(out)
     return results
+
+
+def job_stats(sw: Switch, job: AggJob) -> dict[str, int]:
+    """The switch's job_stats packet counters of ``job``, by kind name."""
+    base = job.job_id * program.JOB_STAT_KINDS
+    return {name: sw.counter_read(program.JOB_STATS, base + i)[1]
+            for i, name in enumerate(program.JOB_STAT_NAMES)}
+
+
+def check_stats(sw: Switch, job: AggJob, contributions: int) -> None:
+    """Every contribution so far was a new one and every N-th completed a round: no
+    duplicates, stale or abandoned rounds (what a replay with unchanged positions gives)."""
+    stats = job_stats(sw, job)
+    want = {"contributions": contributions, "completions": contributions // job.world_size,
+            "duplicates": 0, "stale": 0, "abandoned": 0}
+    got = {k: stats[k] for k in want}
+    assert got == want, f"aggregate n={job.world_size}: job_stats {got}, expected {want}"
 
 
 @dataclass
@@ -287,38 +348,54 @@ class AggResult:
     us_per_contribution: float
     contrib_per_s_best: float
     cpu_contrib_per_s_median: float
+    patch_us_per_contribution: float  # building a cycle's frames (new positions): not timed
     setup: str
 
 
 def time_aggregate(agg: AggRack, n: int, reps: int, seconds: float) -> AggResult:
+    """Contributions/s of job n, every cycle with new positions (AggJob.cycle), so every
+    timed contribution is aggregated; building a cycle's frames is outside the clocks
+    (reported as patch_us_per_contribution), and job_stats is checked at the end."""
     sw = agg.switch()
     job = agg.jobs[n]
-    cycle = job.frames
-    results_per_cycle = check_cycle(sw, job)
-    assert results_per_cycle == len(cycle), "every contribution must come back as one result"
+    size = len(job.frames)
+    # cycle 1 too: replaying cycle 0 unchanged would have hit the duplicate path there
+    results_per_cycle = check_cycle(sw, job, 0)
+    assert results_per_cycle == size, "every contribution must come back as one result"
+    assert check_cycle(sw, job, 1) == size, "cycle 1 must aggregate like cycle 0"
     process = sw.process
     t0 = time.perf_counter()
-    for port, frame in cycle:  # warm-up, also the rate estimate
+    for port, frame in job.cycle(2):  # warm-up, also the rate estimate
         process(frame, port, 0)
-    rate = len(cycle) / (time.perf_counter() - t0)
-    cycles = max(1, round(rate * seconds / len(cycle)))
-    rates, cpu_rates = [], []
+    rate = size / (time.perf_counter() - t0)
+    cycles = max(1, round(rate * seconds / size))
+    rates, cpu_rates, patch = [], [], []
+    done = 3
     for _ in range(reps):
-        t0, c0 = time.perf_counter(), time.process_time()
+        wall = cpu = 0.0
         for _ in range(cycles):
-            for port, frame in cycle:
+            p0 = time.perf_counter()
+            frames = job.cycle(done)
+            done += 1
+            t0, c0 = time.perf_counter(), time.process_time()
+            patch.append(t0 - p0)
+            for port, frame in frames:
                 process(frame, port, 0)
-        count = cycles * len(cycle)
-        rates.append(count / (time.perf_counter() - t0))
-        cpu_rates.append(count / max(time.process_time() - c0, 1e-9))
+            wall += time.perf_counter() - t0
+            cpu += time.process_time() - c0
+        rates.append(cycles * size / wall)
+        cpu_rates.append(cycles * size / max(cpu, 1e-9))
+    check_stats(sw, job, done * size)
     median = statistics.median(rates)
     suffix = "" if agg.lanes == K else f"_l{agg.lanes}"
-    return AggResult(f"aggregate_n{n}{suffix}", n, job.slot_count, cycles * len(cycle),
+    return AggResult(f"aggregate_n{n}{suffix}", n, job.slot_count, cycles * size,
                      [round(r, 1) for r in rates], round(median, 1),
-                     round(median * results_per_cycle / len(cycle), 1), round(1e6 / median, 2),
+                     round(median * results_per_cycle / size, 1), round(1e6 / median, 2),
                      round(max(rates), 1), round(statistics.median(cpu_rates), 1),
+                     round(statistics.median(patch) * 1e6 / size, 3),
                      f"p4src/aggregate.p4, job of {n} on {job.slot_count} slots x 2 shadow sets, "
-                     f"{agg.lanes} int32 lanes, a cell completes every {n} contributions")
+                     f"{agg.lanes} int32 lanes, a cell completes every {n} contributions; "
+                     f"positions move on by {job.period} each cycle (new rounds, not duplicates)")
 
 
 def breakdown_aggregate(agg: AggRack, n: int, cycles: int = 3) -> dict:
@@ -331,8 +408,8 @@ def breakdown_aggregate(agg: AggRack, n: int, cycles: int = 3) -> dict:
     process, clock = sw.process, time.perf_counter_ns
     consumed: list[int] = []
     completing: list[int] = []
-    for _ in range(cycles):
-        for i, (port, frame) in enumerate(job.frames):
+    for c in range(cycles):
+        for i, (port, frame) in enumerate(job.cycle(c)):
             t0 = clock()
             process(frame, port, 0)
             (completing if i % n == n - 1 else consumed).append(clock() - t0)
@@ -342,6 +419,7 @@ def breakdown_aggregate(agg: AggRack, n: int, cycles: int = 3) -> dict:
     l2 = udp_frame((mac0, ip0, port0), (mac1, ip1, port1), payload)
     unknown = udp_frame((mac0, ip0, port0), (agg.pbox.mac, agg.pbox.ip, AGG_UDP_PORT),
                         payload[:2] + (999).to_bytes(2, "big") + payload[4:])
+    check_stats(sw, job, cycles * len(job.frames))
     assert len(process(l2, sw_port0, 0)) == 1 and process(unknown, sw_port0, 0) == []
 
     def median_us(frame: bytes) -> float:
@@ -366,20 +444,21 @@ def profile_aggregate(agg: AggRack, n: int, contributions: int, top: int = 18) -
     """cProfile of ``contributions`` contributions of job n; the top functions by own time."""
     sw = agg.switch()
     job = agg.jobs[n]
-    cycle = job.frames
     process = sw.process
-    count = max(1, contributions // len(cycle))
+    count = max(1, contributions // len(job.frames))
+    cycles = [job.cycle(c) for c in range(count)]  # built beforehand: not in the profile
     profiler = cProfile.Profile()
     profiler.enable()
-    for _ in range(count):
+    for cycle in cycles:
         for port, frame in cycle:
             process(frame, port, 0)
     profiler.disable()
+    check_stats(sw, job, count * len(job.frames))
     stats = pstats.Stats(profiler)
     # typeshed's pstats.Stats does not declare the ``stats`` dict it fills (the raw table
     # print_stats reads), hence the two ignores below.
     total = sum(row[2] for row in stats.stats.values())  # type: ignore[attr-defined]
-    done = count * len(cycle)
+    done = count * len(job.frames)
     rows = []
     for (file, line, func), (_, ncalls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
         rows.append({"function": f"{Path(file).name}:{line}({func})", "calls_per_contribution":

@@ -59,7 +59,7 @@ MAX_LAG_SECONDS = 0.05  # "keeps up": the last result arrives this soon after th
 class AggRack(Protocol):
     compiled: Any  # CompileResult: p4info and bmv2 of p4src/aggregate.p4
     updates: list  # the controller's writes that set the rack and every job up
-    jobs: dict  # world size -> AggJob (job_id, frames, expected results)
+    jobs: dict  # world size -> AggJob (job_id, frames by cycle: sent(), results: expected_for())
 
     def renew(self, n: int) -> list: ...
 
@@ -123,7 +123,7 @@ class BscNet:
 class ResultCounter:
     """Counts RESULT frames arriving on the worker ports (a thread over epoll), checking each
     against the PBox's datagram for its (job, position); frames to the PBox port are counted
-    apart (a fallback would show there)."""
+    apart (a fallback would show there). ``expected`` may be replaced between trials."""
 
     def __init__(self, socks: dict[int, socket.socket], expected: dict[bytes, bytes], pbox_port: int) -> None:
         self.socks, self.expected, self.pbox_port = socks, expected, pbox_port
@@ -142,9 +142,13 @@ class ResultCounter:
         by_fd = {s.fileno(): (port, s) for port, s in self.socks.items()}
         for fd in by_fd:
             poller.register(fd, select.EPOLLIN)
-        expected, pbox_port = self.expected, self.pbox_port
+        pbox_port = self.pbox_port
         while not self._stop.is_set():
-            for fd, _ in poller.poll(0.05):
+            events = poller.poll(0.05)
+            # a trial's own positions (ProcessBench.trial sets them before it sends): read
+            # after the wait, or the first results of a trial meet the last one's table
+            expected = self.expected
+            for fd, _ in events:
                 port, sock = by_fd[fd]
                 while True:
                     try:
@@ -181,9 +185,11 @@ class ProcessBench:
         workers = net.ports - 1
         self.tx = {i: net.raw_socket(i, receive=False) for i in range(1, workers + 1)}
         self.rx = ResultCounter({i: net.raw_socket(i, receive=True) for i in range(1, net.ports + 1)},
-                                {k: v for job in agg.jobs.values() for k, v in job.expected.items()},
-                                net.ports)
+                                {}, net.ports)
+        # contributions of each job sent so far: the next trial goes on from there, with
+        # newer positions (a replayed position would only hit the duplicate path)
         self.cursor = dict.fromkeys(agg.jobs, 0)
+        self._previous: dict[bytes, bytes] = {}  # the last trial's results (stragglers)
 
     def close(self) -> None:
         self.rx.stop()
@@ -205,7 +211,6 @@ class ProcessBench:
         """A fresh job (new epoch, clean slots) after a trial that lost contributions."""
         updates = self.agg.renew(n)
         self.client.write(self.codec.updates(updates))
-        self.rx.expected.update(self.agg.jobs[n].expected)
         self.cursor[n] = 0
 
     def trial(self, n: int, rate: float, seconds: float) -> dict:
@@ -213,21 +218,29 @@ class ProcessBench:
         results to drain and count them."""
         job = self.agg.jobs[n]
         count = max(n, int(rate * seconds) // n * n)
+        frames = job.sent(self.cursor[n], count)  # built before the clock starts
+        expected = job.expected_for(self.cursor[n], count)
+        self.rx.expected = self._previous | expected
+        self._previous = expected
         before = self.job_stat(n, "contributions")
+        duplicates_before = self.job_stat(n, "duplicates")
         self.rx.reset()
         cpu0 = self._switch_cpu()
-        t0, t_end = paced_send(self.tx, job.frames, self.cursor[n], count, rate)
-        self.cursor[n] = (self.cursor[n] + count) % len(job.frames)
+        t0, t_end = paced_send(self.tx, frames, 0, count, rate)
+        self.cursor[n] += count
         deadline = time.perf_counter() + DRAIN_SECONDS
         while self.rx.good + self.rx.bad < count and time.perf_counter() < deadline:
             time.sleep(0.01)
         time.sleep(0.02)  # stragglers
         cpu = self._switch_cpu() - cpu0
         seen = self.job_stat(n, "contributions") - before
+        # a duplicate's unicast result would pass the result check: it must not happen
+        duplicates = self.job_stat(n, "duplicates") - duplicates_before
         lag = (self.rx.last - t_end) if self.rx.last else float("inf")
-        ok = self.rx.good == count and self.rx.bad == 0 and lag <= MAX_LAG_SECONDS
+        ok = self.rx.good == count and self.rx.bad == 0 and lag <= MAX_LAG_SECONDS and not duplicates
         result = {"rate_offered": round(rate, 1), "rate_sent": round(count / (t_end - t0), 1),
-                  "contributions": count, "switch_saw": seen, "results": self.rx.good,
+                  "contributions": count, "switch_saw": seen, "switch_duplicates": duplicates,
+                  "results": self.rx.good,
                   "bad_results": self.rx.bad, "to_pbox": self.rx.to_pbox,
                   "lag_ms": round(lag * 1e3, 2) if lag != float("inf") else None,
                   "delivered_per_s": round(self.rx.good / max(self.rx.last - t0, 1e-9), 1)
