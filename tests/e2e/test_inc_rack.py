@@ -14,102 +14,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
 import time
-from collections.abc import Sequence
 
 import pytest
 
 from topologies import linkem
+from topologies.jobrun import JobRun
 from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, host_mac, worker_ip
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
 
 SLOTS, JOB_SLOTS = 64, 32
-AGENT_PORT = 47000
-WORK = ["--scale", "0.002", "--fuse", "--check", "--timeout", "30", "--rto-max", "0.2"]
-
-
-class JobRun:
-    """Worker processes of one job; their JSON lines are collected on threads."""
-
-    def __init__(self, rack: Rack, hosts: list, name: str, iterations: int,
-                 extra: Sequence[str] = (), hold: bool = False) -> None:
-        """``hold``: after ``iterations`` the job goes on until ``release()``, so a test
-        can act while it surely runs, whatever the machine's speed."""
-        self.stop_file = rack.log_dir / f"{name}.release"
-        self.stop_file.unlink(missing_ok=True)
-        if hold:
-            extra = [*extra, "--until-file", str(self.stop_file)]
-        self.lines: dict[int, list[dict]] = {r: [] for r in range(len(hosts))}
-        self.procs: list[subprocess.Popen] = []
-        self._threads = []
-        for rank, host in enumerate(hosts):
-            args = [PYTHON, "-m", "topologies.worker", "--backend", "job",
-                    "--controller", rack.controller_address, "--job-name", name,
-                    "--data-ip", host.IP(), "--agent-port", str(AGENT_PORT),
-                    "--rank", str(rank), "--world", str(len(hosts)),
-                    "--iterations", str(iterations), "--seed", str(hash(name) % 1000), *WORK,
-                    *extra]
-            proc = rack.popen(host, args, f"{name}-{host.name}")
-            self.procs.append(proc)
-            thread = threading.Thread(target=self._pump, args=(rank, proc), daemon=True)
-            thread.start()
-            self._threads.append(thread)
-
-    def _pump(self, rank: int, proc: subprocess.Popen) -> None:
-        assert proc.stdout is not None  # started with stdout=PIPE
-        for text in proc.stdout:
-            if text.startswith("{"):
-                self.lines[rank].append(json.loads(text))
-
-    def events(self, rank: int, event: str) -> list[dict]:
-        return [line for line in list(self.lines[rank]) if line.get("event") == event]
-
-    def wait_for(self, event: str, count: int = 1, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if all(len(self.events(r, event)) >= count for r in self.lines):
-                return
-            if any(p.poll() not in (None, 0) for p in self.procs):
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"not every worker reported {count} x {event!r}: {self.lines}")
-
-    def finish(self, timeout: float = 90.0) -> None:
-        """Wait for every worker; assert each exited 0 with exact, identical results."""
-        deadline = time.monotonic() + timeout
-        for proc in self.procs:
-            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        for thread in self._threads:
-            thread.join(timeout=5)
-        errors = {r: self.events(r, "error") for r in self.lines if self.events(r, "error")}
-        assert not errors, errors
-        assert [p.returncode for p in self.procs] == [0] * len(self.procs), self.lines
-        iterations = [self.events(r, "iteration") for r in self.lines]
-        assert all(len(its) == len(iterations[0]) > 0 for its in iterations)
-        for it in range(len(iterations[0])):
-            rows = [its[it] for its in iterations]
-            assert all(row["exact"] for row in rows), rows
-            assert len({row["digest"] for row in rows}) == 1, rows
-
-    @property
-    def joined(self) -> list[dict]:
-        return [self.events(r, "joined")[0] for r in self.lines]
-
-    def where(self) -> set[str]:
-        return {row["where"] for r in self.lines for row in self.events(r, "iteration")}
-
-    def release(self) -> None:
-        self.stop_file.touch()
-
-    def stop(self) -> None:
-        self.release()
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=5)
 
 
 @pytest.fixture(scope="module")
@@ -455,3 +371,29 @@ def test_a_job_whose_pbox_dies_moves_to_the_switch_and_finishes_exactly(rack, ap
     run.finish()
     assert run.where() == {"pbox", "switch"}
     assert {e["slot_base"] for r in _resyncs(run) for e in r} == {shown["slot_base"]}
+
+
+def test_chaos_every_fault_once_under_loss(rack, api):
+    """Switch, PBox and controller die and come back at random points of two running
+    jobs (one on the switch, one on the PBox) under 5% loss; then a worker dies. Every
+    completed all-reduce is exact and identical on every rank, both jobs recover from
+    every fault, and the dead worker's peers fail naming it within the deadline."""
+    from topologies.chaos import Chaos, fault_sequence
+
+    original = rack.topology
+    rack.kill_controller()
+    rack.start_controller(rack.controller_topology(slots=SLOTS, job_slots=JOB_SLOTS,
+                                                   worker_timeout=8.0))
+    chaos = Chaos(rack, loss_percent=5.0)
+    try:
+        for fault in fault_sequence(seed=int(time.time()) % 1000):
+            row = chaos.inject(fault)
+            assert row.recovered and row.exact, row
+        row = chaos.kill_worker()
+        assert row.recovered and row.exact, row
+        assert row.recover_s is not None and row.recover_s < 8.0 + 15.0
+        assert chaos.finish()
+    finally:
+        chaos.stop()
+        rack.kill_controller()
+        rack.start_controller(original)
