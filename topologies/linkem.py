@@ -91,9 +91,36 @@ def apply_loss(host: Node, probability: float, interfaces: list[str],
             raise LinkEmulationError(f"{host.name}: {rule} failed: {out.strip()}")
 
 
+DUP_TABLE = "p4hub_dup"
+
+
+def duplication_rules(probability: float, interfaces: list[str]) -> list[str]:
+    """Shell commands that send ``probability`` of the IPv4 packets leaving through
+    ``interfaces`` twice (nft's dup statement: the copy is routed to the same
+    destination; the kernel does not duplicate a duplicate). Without netem this is how
+    links duplicate."""
+    if probability <= 0.0:
+        return []
+    threshold = round(probability * 1_000_000)
+    rules = " ".join(f'meta oifname "{intf}" numgen random mod 1000000 < {threshold} '
+                     "counter dup to ip daddr;" for intf in interfaces)
+    return [f"nft 'add table ip {DUP_TABLE} {{ chain out {{ type filter hook output priority 0; "
+            f"{rules} }}; }}'"]
+
+
+def apply_duplication(host: Node, probability: float, interfaces: list[str]) -> None:
+    """Install the duplication rules in ``host``'s namespace; raises if one fails."""
+    for rule in duplication_rules(probability, interfaces):
+        out = host.cmd(rule, "&& echo __ok")
+        if "__ok" not in out:
+            raise LinkEmulationError(f"{host.name}: {rule} failed: {out.strip()}")
+
+
 def clear_loss(host: Node) -> None:
+    """Remove the loss and duplication rules."""
     host.cmd("iptables -w -F INPUT; iptables -w -F OUTPUT")
     host.cmd(f"nft delete table netdev {NFT_TABLE} 2>/dev/null")
+    host.cmd(f"nft delete table ip {DUP_TABLE} 2>/dev/null")
 
 
 def disable_offloads(node: Node, interfaces: list[str]) -> None:

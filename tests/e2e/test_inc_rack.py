@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -77,6 +78,31 @@ def test_exact_results_on_every_worker_under_loss(rack, api, loss):
     retransmitted = sum(run.events(r, "done")[0]["agent_stats"]["retransmitted"]
                         for r in run.lines)
     assert retransmitted > 0  # the loss really hit the job
+
+
+def test_exact_under_ten_percent_loss_with_duplicated_packets(rack, api):
+    """10% loss on every link and 5% of every host's datagrams sent twice (nft dup), for a
+    job on the switch and one on the PBox at once: exact, identical, no hang; the
+    aggregators saw the duplicates."""
+    client, runs = api
+    _set_loss(rack, 10.0)
+    for host in [*rack.hosts, *rack.extras]:
+        linkem.apply_duplication(host, 0.05, [f"{host.name}-eth0"])
+    on_switch = JobRun(rack, rack.workers[:4], "inc-dup-sw", iterations=3)
+    on_pbox = JobRun(rack, rack.workers[4:6], "inc-dup-pb", iterations=3,
+                     extra=["--placement", "pbox"])
+    runs += [on_switch, on_pbox]
+    on_switch.wait_for("joined", timeout=30)
+    on_pbox.wait_for("joined", timeout=30)
+    job_ids = [on_switch.joined[0]["job_id"], on_pbox.joined[0]["job_id"]]
+    on_switch.wait_for("iteration", count=2, timeout=90)
+    counters = client.call("ShowJob", job_id=job_ids[0])["counters"]
+    assert counters["duplicates"]["packets"] > 0
+    listed = rack.workers[0].cmd(f"nft list table ip {linkem.DUP_TABLE}")
+    assert int(re.search(r"counter packets (\d+)", listed).group(1)) > 0, listed  # really sent twice
+    on_switch.finish()
+    on_pbox.finish()
+    assert on_switch.where() == {"switch"} and on_pbox.where() == {"pbox"}
 
 
 def test_two_concurrent_jobs_each_correct(rack, api):
