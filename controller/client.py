@@ -19,6 +19,16 @@ def encode(message: dict) -> bytes:
     return json.dumps(message).encode()
 
 
+def explain(exc: grpc.RpcError, address: str) -> str:
+    """An API error in words: a controller that did not answer is told apart from one
+    that answered no."""
+    code = exc.code()
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return (f"the controller at {address} did not answer ({code.name}): is p4hub-controller "
+                "running and reachable there?")
+    return f"the controller at {address} refused: {exc.details()} ({code.name})"
+
+
 class JobClient:
     """What agents and the CLI use: ``JobClient("10.0.0.254:50060").join(...)``."""
 

@@ -37,6 +37,10 @@ TensorList = list[np.ndarray]
 HEARTBEAT_INTERVAL = 0.5
 
 
+class JoinError(RuntimeError):
+    """The controller did not answer the join, or refused it."""
+
+
 def emit(record: dict) -> None:
     sys.stdout.write(json.dumps(record) + "\n")
     sys.stdout.flush()
@@ -94,10 +98,18 @@ class JobBackend(PBoxBackend):
         from hosts.agent import Agent
 
         self.client = JobClient(args.controller, timeout=10.0, wait_for_ready=True)
+        import grpc
+
+        from controller.client import explain
+
         address = (args.data_ip, args.agent_port)
-        reply = self.client.join(args.job_name, args.world, args.rank,
-                                 f"{address[0]}:{address[1]}", placement=args.placement,
-                                 lanes=args.lanes)
+        try:
+            reply = self.client.join(args.job_name, args.world, args.rank,
+                                     f"{address[0]}:{address[1]}", placement=args.placement,
+                                     lanes=args.lanes)
+        except grpc.RpcError as exc:
+            raise JoinError(f"rank {args.rank} could not join job {args.job_name!r}: "
+                            f"{explain(exc, args.controller)}") from None
         self.reply = reply
         emit({"event": "joined", "rank": args.rank, **reply})
         host, _, port = reply["aggregator"].rpartition(":")

@@ -168,7 +168,7 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
           bind: tuple[str, int], timeout: timedelta) -> tuple[JobPlan, Lease]:
     import grpc
 
-    from controller.client import JobClient
+    from controller.client import JobClient, explain
 
     assert config.controller is not None
     where = f"{config.controller[0]}:{config.controller[1]}"
@@ -177,8 +177,8 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
         reply = client.join(name, world_size, rank, f"{bind[0]}:{bind[1]}", config.placement,
                             config.lanes)
     except grpc.RpcError as exc:
-        raise BackendError(f"the controller at {where} refused rank {rank}'s join of job "
-                           f"{name!r}: {exc.details()} ({exc.code().name})") from None
+        raise BackendError(f"rank {rank} could not join job {name!r}: "
+                           f"{explain(exc, where)}") from None
     finally:
         client.close()
     plan = JobPlan(reply["job_id"], reply["aggregator"], reply["slot_base"],

@@ -225,3 +225,23 @@ def test_heartbeats_say_where_the_job_is_and_job_show_lists_its_moves(stack, cap
     assert cli.main(["--controller", address, "job", "show", "1"]) == 0
     out = capsys.readouterr().out
     assert f"epoch {beat['epoch']}; aggregator changes" in out and "switch s1 restarted" in out
+
+
+def test_a_controller_that_does_not_answer_is_told_apart_from_a_refusal(stack):
+    _, _, _, _, _, client, address = stack
+    with pytest.raises(grpc.RpcError) as refused:
+        client.join("a", 0, 0, "10.0.0.1:4001")
+    assert client_mod.explain(refused.value, address).startswith(
+        f"the controller at {address} refused: ")
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    down = client_mod.JobClient(dead, timeout=0.5)
+    with pytest.raises(grpc.RpcError) as silent:
+        down.call("Status")
+    down.close()
+    assert client_mod.explain(silent.value, dead) == (
+        f"the controller at {dead} did not answer ({silent.value.code().name}): is "
+        "p4hub-controller running and reachable there?")
