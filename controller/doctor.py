@@ -312,8 +312,9 @@ def _waiting_for(job: JobView, open_cells: list[OpenCell], settle: float) -> lis
     if everywhere:
         out.append(Finding(ERROR, "ranks-not-contributing",
                            f"rank(s) {_ranks(everywhere)} have not contributed to any of the "
-                           f"{total} open cell(s) of job {job.job_id}{still}: {listed}{more}",
-                           tuple(everywhere)))
+                           f"{total} open cell(s) of job {job.job_id}{still}: {listed}{more}"
+                           "; if the process runs, `p4hub-selftest` on its host checks its "
+                           "path to the aggregator", tuple(everywhere)))
     partly = sorted(r for r, n in lacking.items() if n < total)
     if partly:
         counts = ", ".join(f"rank {r}: {lacking[r]}" for r in partly)

@@ -423,3 +423,25 @@ def test_chaos_every_fault_once_under_loss(rack, api):
         chaos.stop()
         rack.kill_controller()
         rack.start_controller(original)
+
+
+@pytest.mark.parametrize("placement", ["auto", "pbox"])
+def test_the_selftest_checks_the_path_from_a_worker(rack, api, placement):
+    """`p4hub-selftest` on a worker host: a one-worker job of its own through the switch
+    (or the PBox), exact sums back, the job gone afterwards."""
+    client, _ = api
+    out = rack.workers[5].cmd(PYTHON, "-m", "hosts.selftest", "--controller",
+                              rack.controller_address, "--address",
+                              f"{rack.workers[5].IP()}:47999", "--placement", placement,
+                              "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["ok"], report
+    assert report["where"] == ("switch" if placement == "auto" else "pbox")
+    assert report["job_id"] not in {j["job_id"] for j in client.call("ListJobs")["jobs"]}
+    # a controller that is not there: the failed step is named
+    out = rack.workers[5].cmd(PYTHON, "-m", "hosts.selftest", "--controller", "10.0.0.1:1",
+                              "--address", f"{rack.workers[5].IP()}:47999", "--timeout", "1",
+                              "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert (report["ok"], report["step"]) == (False, "join")
+    assert "did not answer" in report["detail"]
