@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # job id -> (world size, slot base) configured on the PBox; slot ranges do not overlap, and
 # every test group has its own job (a PBox cell keeps its round position: a second group
 # starting again at position 0 on the same cells would be stale)
-JOBS = {1: (3, 0), 2: (2, 64), 3: (3, 128), 4: (2, 192), 5: (4, 256), 6: (2, 320), 7: (2, 384)}
+JOBS = {1: (3, 0), 2: (2, 64), 3: (3, 128), 4: (2, 192), 5: (4, 256), 6: (2, 320), 7: (2, 384),
+        8: (2, 448), 9: (2, 512)}
 SLOTS = 64
 
 
@@ -160,6 +161,10 @@ class FakeJobService(api.RequestHandler):
         self.pbox = pbox
         self.calls: list[tuple[str, dict]] = []
         self.lock = threading.Lock()
+        self.beats: dict[int, int] = {}  # heartbeats per rank
+        self.new_epoch_after: int | None = None  # beats; then Heartbeat answers epoch 9
+        self.end_after: int | None = None  # beats; then the job has ended (NOT_FOUND)
+        self.job = 6  # the PBox job JoinJob hands out (each test group needs its own)
 
     def handle(self, method: str, body: bytes) -> dict:
         request = json.loads(body)
@@ -169,11 +174,23 @@ class FakeJobService(api.RequestHandler):
             if request["name"].startswith("refuse"):
                 raise api.ApiError(grpc.StatusCode.INVALID_ARGUMENT,
                                    "world size 2 needs 2 free ports on s1")
-            world, base = JOBS[6]
-            return {"job_id": 6, "world_size": world, "rank": request["rank"],
+            world, base = JOBS[self.job]
+            return {"job_id": self.job, "world_size": world, "rank": request["rank"],
                     "aggregator": self.pbox, "slot_base": base, "slot_count": SLOTS, "k": 64,
-                    "window": SLOTS, "where": "pbox"}
+                    "window": SLOTS, "where": "pbox", "epoch": 3}
+        if method == "Heartbeat":
+            return self._beat(request["rank"])
         return {}
+
+    def _beat(self, rank: int) -> dict:
+        with self.lock:
+            self.beats[rank] = n = self.beats.get(rank, 0) + 1
+        if self.end_after is not None and n > self.end_after:
+            raise api.ApiError(grpc.StatusCode.NOT_FOUND, f"no job {self.job} (it ended: rank 1 "
+                               "(127.0.0.1:1) sent no heartbeat for 9.0 s)")
+        moved = self.new_epoch_after is not None and n > self.new_epoch_after
+        return {"epoch": 9 if moved else 3, "where": "pbox", "slot_base": JOBS[self.job][1],
+                "slot_count": SLOTS}
 
 
 @pytest.fixture
@@ -216,3 +233,26 @@ def test_a_bad_setting_is_named_before_anything_starts():
     outputs = run_ranks("basic", 1, env_for(P4HUB_AGGREGATOR="no-port-here"))
     assert outputs[0][-1]["event"] == "init failed"
     assert "P4HUB_AGGREGATOR='no-port-here'" in outputs[0][-1]["error"]
+
+
+def test_a_new_epoch_in_the_heartbeat_resyncs_and_the_sums_stay_exact(controller):
+    """Each rank's heartbeat reply changes the job's epoch at its own moment (as after a
+    switch restart): the agent resynchronises (here the PBox kept its state, so the
+    resends are duplicates) and every sum stays exact."""
+    service, address = controller
+    service.new_epoch_after, service.job = 1, 8
+    outputs = run_ranks("follow", 2, env_for(P4HUB_CONTROLLER=address))
+    for lines in outputs:
+        assert [c["ok"] for c in lines if "check" in c] == [True], lines
+        stats = next(line["stats"] for line in lines if "stats" in line)
+        assert stats["resyncs"] == 1, stats
+
+
+def test_a_job_the_controller_ended_fails_the_group_with_its_reason(controller):
+    service, address = controller
+    service.end_after, service.job = 1, 9
+    outputs = run_ranks("follow", 2, env_for(P4HUB_CONTROLLER=address))
+    for lines in outputs:
+        failed = [line["failed"] for line in lines if "failed" in line]
+        assert failed and "the controller ended job 9" in failed[0], lines
+        assert "rank 1 (127.0.0.1:1) sent no heartbeat" in failed[0]

@@ -285,9 +285,27 @@ def basic(rank: int, world: int) -> None:
     emit(stats=group.stats())
 
 
+def follow(rank: int, world: int) -> None:
+    """All-reduces for a few seconds while the controller's heartbeat replies change the
+    job's epoch (or end the job): every sum exact, or a failure naming the reason."""
+    group = dist.distributed_c10d._get_default_group()
+    assert isinstance(group, P4hubProcessGroup)
+    ok = True
+    try:
+        for i in range(40):
+            t = torch.full((5000,), float(rank + i))
+            dist.all_reduce(t)
+            ok &= torch.equal(t, torch.full((5000,), float(sum(range(world)) + world * i)))
+            time.sleep(0.08)
+    except Exception as exc:  # noqa: BLE001 - the scenario reports it
+        emit(failed=str(exc))
+    check("sums", ok)
+    emit(stats=group.stats())
+
+
 SCENARIOS: dict[str, Callable[[int, int], None]] = {
     "collectives": collectives, "mixed": mixed, "dead": dead, "late": late, "basic": basic,
-    "overlap": overlap,
+    "overlap": overlap, "follow": follow,
 }
 DEFAULT_BACKEND = {"mixed": "gloo"}
 
