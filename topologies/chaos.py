@@ -160,6 +160,7 @@ class Chaos:
         """SIGKILL rank ``rank`` of job A; its peers must fail naming it before the
         controller's worker_timeout plus ``margin`` seconds."""
         self.settle()
+        assert self.rack.topology is not None  # the controller was started
         timeout = float(self.rack.topology["controller"]["worker_timeout"])
         at = time.monotonic()
         self.log(f"chaos: worker (job A rank {rank}) at {at - self.start:.1f} s")

@@ -11,6 +11,7 @@ same on every rank, for switch-like (PBox core) and reference (fake) aggregators
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -49,11 +50,15 @@ def _run(seed: int, factory, *, move: bool = False, resync: bool = True, loss: f
     base = 1000 if move else 0
     net.agg = _fresh(factory, base, W * classes)  # everything in flight on the old one is gone
     if resync:
+        new_base = base if move else None
         for r, s in enumerate(sessions):
-            net.at(fail_at + rng.uniform(0.0, 0.3), r,
-                   lambda now, s=s: s.resync(now, epoch=1, slot_base=base if move else None))
+            net.at(fail_at + rng.uniform(0.0, 0.3), r, _resync_at(s, new_base))
     net.run(until=60.0)
     return net, inputs
+
+
+def _resync_at(session: Session, slot_base: int | None) -> Callable[[float], None]:
+    return lambda now: session.resync(now, epoch=1, slot_base=slot_base)
 
 
 def _check_exact(net: SerialLossyNet, inputs: list[list[np.ndarray]]) -> None:

@@ -214,6 +214,17 @@ def run(opts: Options, make_core: CoreFactory | None = None) -> int:
     queues = EgressQueues(opts.priority_queues, opts.queue_depth, opts.queue_rate)
     device = Device(opts.device_id, make_core or core_factory(opts), cpu_port=opts.cpu_port,
                     queues=queues)
+    # The program on the command line is loaded before the gRPC server listens, as
+    # simple_switch_grpc does: loaded after, it would replace a pipeline that a fast
+    # controller had already pushed (and with it the P4Info), and every write after
+    # that fails with FAILED_PRECONDITION.
+    if opts.json_path:
+        try:
+            _load_program(device, opts.json_path)
+        except (OSError, ValueError) as exc:
+            log.error("%s", exc)
+            print(f"p4lite-switch: {exc}", file=sys.stderr)
+            return 1
     try:
         server, port = serve(device, opts.grpc_addr)
     except (OSError, RuntimeError) as exc:
@@ -236,8 +247,6 @@ def run(opts: Options, make_core: CoreFactory | None = None) -> int:
         signal.signal(sig, lambda *_: loop.stop())
     try:
         loop.open()
-        if opts.json_path:
-            _load_program(device, opts.json_path)
         loop.run()
     except (PortError, OSError, ValueError) as exc:
         log.error("%s", exc)
