@@ -395,6 +395,11 @@ class Expirer:
         for problem in self.service.ctl.check_pboxes(self.service.clock()):
             log.warning("%s", problem)
         try:
+            for moved in self.service.ctl.promote(self.service.clock()):
+                log.info("%s", moved)
+        except UnavailableError as exc:
+            log.warning("moving PBox jobs to the switch failed (retried next tick): %s", exc)
+        try:
             with self.service.barriers:
                 self.service.ctl.expire(self.service.clock())
                 self.service.barriers.notify_all()

@@ -274,6 +274,20 @@ class Controller:
     def expire(self, now: float) -> None:
         self._event(lambda reg: (None, reg.expire(now)))
 
+    def promote(self, now: float | None = None) -> list[str]:
+        """Move PBox jobs that were placed there for want of switch slots onto the
+        switch once it has room (their agents resynchronise); returns what moved."""
+        with self.lock:
+            before = {j.job_id for j in self.registry.jobs.values() if j.where == "pbox"}
+            if not before:
+                return []
+            self._event(lambda reg: (None, reg.promote(now)))
+            return [f"job {job_id}: {self.registry.jobs[job_id].moves[-1].reason}, epoch "
+                    f"{self.registry.jobs[job_id].epoch}"
+                    for job_id in sorted(before)
+                    if job_id in self.registry.jobs
+                    and self.registry.jobs[job_id].where == "switch"]
+
     def _event(self, event):
         """Run a registry event and apply its updates, all or nothing: if the event is
         refused or a write fails, the registry's undo log puts it back where it was

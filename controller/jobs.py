@@ -108,6 +108,9 @@ class Job:
     lanes: int = p.K  # int32 lanes per packet, chosen by the join that created the job
     workers: dict[int, Worker] = field(default_factory=dict)
     moves: list[Move] = field(default_factory=list)  # aggregator changes, oldest first
+    # how it was placed: PLACE_AUTO jobs on the PBox go to the switch once it has room
+    # (a job rebuilt after a controller restart counts as PLACE_PBOX: it stays put)
+    placement: str = PLACE_PBOX
     barrier_generation: int = 0
     barrier_waiting: set[int] = field(default_factory=set)
 
@@ -279,7 +282,8 @@ class JobRegistry:
         """A worker joins job ``name``; creates the job on first join. Idempotent per
         (rank, address): a retried join gets the same reply and no updates.
         ``placement`` only matters to the join that creates the job: PLACE_AUTO takes
-        switch slots when there are any, PLACE_PBOX puts the job on the rack's PBox
+        switch slots when there are any (else the PBox, until ``promote`` finds room on
+        the switch), PLACE_PBOX puts the job on the rack's PBox
         (to compare both paths on the same rack). ``lanes`` (64 or 256 int32 lanes per
         packet) is set by the join that creates the job; every later join must ask for
         the same."""
@@ -377,12 +381,34 @@ class JobRegistry:
             return self._end(job, now, END_LOST,
                              f"{reason}; switch {job.switch} has no {job.slots.count} free "
                              "slots to take the job over", tell_pbox=False)
+        return self._onto_switch(job, got, now, f"{reason}; moved to switch {job.switch}")
+
+    def promote(self, now: float | None) -> list[Update]:
+        """Jobs that went to the PBox because the switch was full (PLACE_AUTO) move to
+        the switch once it has room for them, oldest first (ATP's best effort: the
+        switch aggregates whatever it can). The PBox drops the job."""
+        updates: list[Update] = []
+        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
+            if job.where != ON_PBOX or job.placement != PLACE_AUTO or job.pbox is None:
+                continue
+            got = self._allocate(self.switch_pools[job.switch], job.job_id, job.slots.count)
+            if got is None:
+                continue
+            pbox = job.pbox
+            updates += self._onto_switch(job, got, now,
+                                         f"switch {job.switch} has free slots again; moved "
+                                         f"off PBox {pbox}")
+            updates.append(PBoxJobWrite(pbox, DELETE, job.job_id))
+        return updates
+
+    def _onto_switch(self, job: Job, got: SlotRange, now: float | None,
+                     reason: str) -> list[Update]:
         assert job.pbox is not None
         self._free(self.pbox_pools[job.pbox], job.job_id)
         self._set(job, "where", ON_SWITCH)
         self._set(job, "slots", got)
         self._set(job, "epoch", self._take_epoch())
-        self._note_move(job, now, f"{reason}; moved to switch {job.switch}")
+        self._note_move(job, now, reason)
         updates: list[Update] = [TableWrite(job.switch, MODIFY, job_entry(job))]
         if job.workers:
             updates.append(self._group_write(job, INSERT))
@@ -494,7 +520,8 @@ class JobRegistry:
             if got is None:
                 raise JobError(f"no room for {want} slots on switch {switch} or PBox {pbox.name}")
         epoch = self._take_epoch()  # the switch's cells and the agents' resyncs go by it
-        job = Job(job_id, name, tag, world_size, switch, where, got, epoch, pbox.name, lanes)
+        job = Job(job_id, name, tag, world_size, switch, where, got, epoch, pbox.name, lanes,
+                  placement=placement)
         self._add_job(job)
         updates: list[Update] = [TableWrite(switch, INSERT, job_entry(job))]
         if where == ON_PBOX:

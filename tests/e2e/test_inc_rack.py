@@ -133,7 +133,10 @@ def test_two_concurrent_jobs_each_correct(rack, api):
     assert a.where() == b.where() == {"switch"}
 
 
-def test_third_job_when_the_switch_is_full_runs_on_the_pbox(rack, api):
+def test_third_job_when_the_switch_is_full_runs_on_the_pbox_then_on_the_switch(rack, api):
+    """Placed on the PBox while the switch is full, the third job moves to the switch
+    when a switch job ends (its workers resynchronise onto the switch's slots), exact
+    throughout."""
     client, runs = api
     a = JobRun(rack, rack.workers[0:2], "inc-full-a", iterations=2, hold=True)
     b = JobRun(rack, rack.workers[2:4], "inc-full-b", iterations=2, hold=True)
@@ -141,17 +144,24 @@ def test_third_job_when_the_switch_is_full_runs_on_the_pbox(rack, api):
     a.wait_for("joined")
     b.wait_for("joined")
     assert client.call("Status")["switches"]["s1"]["free_slots"] == SLOTS - 2 * JOB_SLOTS == 0
-    c = JobRun(rack, rack.workers[4:6], "inc-full-c", iterations=2)
+    c = JobRun(rack, rack.workers[4:6], "inc-full-c", iterations=2, hold=True)
     runs.append(c)
     c.wait_for("joined")
     assert {j["where"] for j in c.joined} == {"pbox"}
     assert {j["aggregator"] for j in c.joined} == {f"{PBOX_IP}:48879"}
-    c.finish()
+    c.wait_for("iteration", count=2)
     a.release()
+    a.finish()  # job A's workers leave: its slots are free
+    c.wait_for("resync", timeout=30)
+    done = min(len(c.events(r, "iteration")) for r in c.lines)
+    c.wait_for("iteration", count=done + 2)
+    job = client.call("ShowJob", job_id=c.joined[0]["job_id"])
+    assert job["where"] == "switch" and "free slots again" in job["moves"][-1]["reason"]
+    c.release()
     b.release()
-    a.finish()
+    c.finish()
     b.finish()
-    assert c.where() == {"pbox"}
+    assert c.where() == {"pbox", "switch"}
     assert a.where() == b.where() == {"switch"}
 
 

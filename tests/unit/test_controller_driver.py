@@ -354,3 +354,28 @@ def test_a_job_whose_pbox_died_ends_when_the_switch_is_full(switch, pipeline):
         assert c.job_id not in ctl.registry.jobs and in_line(ctl)
     finally:
         ctl.close()
+
+
+def test_a_job_placed_on_the_pbox_for_want_of_switch_slots_moves_once_they_free_up(switch,
+                                                                                    pipeline):
+    _, _, topo = switch
+    pbox_sink = DyingPBox()
+    ctl = Controller(topo, pipeline, pbox_sink=pbox_sink)
+    ctl.start(now=0.0)
+    try:
+        a = ctl.join("a", 1, 0, ("10.0.0.1", 4001), now=0.0)  # takes every switch slot
+        c = ctl.join("c", 1, 0, ("10.0.0.3", 4003), now=0.0)
+        d = ctl.join("d", 1, 0, ("10.0.0.4", 4004), now=0.0, placement="pbox")
+        assert (c.where, d.where) == (ON_PBOX, ON_PBOX)
+        assert ctl.promote(now=1.0) == []  # no room yet
+        ctl.kill(a.job_id)
+        (moved,) = ctl.promote(now=2.0)
+        job = ctl.registry.jobs[c.job_id]
+        assert moved == (f"job {c.job_id}: switch s1 has free slots again; moved off PBox pb1, "
+                         f"epoch {job.epoch}")
+        assert job.where == ON_SWITCH and job.epoch != c.epoch
+        assert pbox_sink.writes[-1] == PBoxJobWrite("pb1", "DELETE", c.job_id)
+        # asked for the PBox: stays there
+        assert ctl.registry.jobs[d.job_id].where == ON_PBOX and in_line(ctl)
+    finally:
+        ctl.close()
