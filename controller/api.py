@@ -46,7 +46,8 @@ from typing import Any, Protocol
 
 import grpc
 
-from controller import doctor, snapshot
+from controller import doctor, snapshot, traffic
+from controller import program as p
 from controller.client import METHODS, SERVICE, encode
 from controller.driver import Controller
 from controller.errors import NotFoundError, P4hubControllerError, RefusedError, UnavailableError
@@ -126,6 +127,10 @@ def _address(text: Any) -> tuple[str, int]:
     if not port.isdigit():
         raise RefusedError("address must be 'ip:port'")
     return host, int(port)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def job_summary(job: Job) -> dict:
@@ -218,7 +223,8 @@ class JobService:
         agent's tells it to resynchronise (onto ``slot_base`` if the job moved)."""
         with self.ctl.lock:
             job_id = _int(r, "job_id")
-            self.ctl.registry.heartbeat(job_id, _int(r, "rank"), self.clock())
+            self.ctl.registry.heartbeat(job_id, _int(r, "rank"), self.clock(),
+                                        traffic.Counters.from_request(r))
             job = self.ctl.registry.job(job_id)
             return {"epoch": job.epoch, "where": job.where, "slot_base": job.slots.base,
                     "slot_count": job.slots.count}
@@ -266,16 +272,21 @@ class JobService:
             job = registry.job(job_id)
             workers = [
                 {"rank": w.rank, "address": f"{format_ipv4(w.ip)}:{w.port}", "mac": format_mac(w.mac),
-                 "switch_port": w.switch_port, "idle_s": round(now - w.last_seen, 3)}
+                 "switch_port": w.switch_port, "idle_s": round(now - w.last_seen, 3),
+                 "results_per_s": _rounded(w.traffic.results_per_s),
+                 "resend_ratio": _rounded(w.traffic.resend_ratio)}
                 for _, w in sorted(job.workers.items())
             ]
+            service = {k: _rounded(v) for k, v in traffic.job_rates(
+                [w.traffic for w in job.workers.values()], p.P4HUB_HEADER_BYTES + 4 * job.lanes).items()}
             counters = {kind: {"packets": pk, "bytes": by}
                         for kind, (pk, by) in self.ctl.job_counters(job.job_id).items()}
             moves = [{"s_ago": None if m.at is None else round(now - m.at, 3), "epoch": m.epoch,
                       "where": m.where, "slot_base": m.slot_base, "reason": m.reason}
                      for m in job.moves]
             return {**job_summary(job), "state": "running", "epoch": job.epoch,
-                    "worker_list": workers, "counters": counters, "moves": moves}
+                    "worker_list": workers, "counters": counters, "moves": moves,
+                    "service": service}
 
     def _Doctor(self, r: dict) -> dict:  # noqa: N802
         settle = r.get("settle", DOCTOR_SETTLE)

@@ -74,6 +74,12 @@ def show_job(reply: dict) -> str:
         _table([[kind, c["packets"], c["bytes"]] for kind, c in reply["counters"].items()],
                ["counter", "packets", "bytes"]),
     ]
+    service = reply.get("service") or {}
+    if service.get("result_bytes_per_s") is not None:
+        ratio = service.get("resend_ratio")
+        lines.insert(1, f"service: {service['result_bytes_per_s'] / 1e6:.3f} MB/s of results per "
+                        f"worker" + ("" if ratio is None else f", {100 * ratio:.1f}% resends")
+                        + " (moving average over the workers' heartbeats)")
     if reply.get("moves"):
         lines.append(f"epoch {reply['epoch']}; aggregator changes (agents resynchronised):")
         lines.append(_table([["" if m["s_ago"] is None else f"{m['s_ago']:.1f}", m["epoch"],

@@ -32,6 +32,7 @@ SEVERITIES = (ERROR, WARNING, INFO)
 # worker_timeout ends its job: agents heartbeat every 1-2 s, so this is three or more
 # missed beats.
 SILENT_AFTER = 6.0
+MANY_RESENDS = 0.25  # retransmissions per first transmission worth a warning
 MAX_LISTED_CELLS = 8  # open cells spelled out in a finding's words (all are in ``cells``)
 
 
@@ -64,6 +65,9 @@ class JobView:
     expected_group: tuple[tuple[int, int], ...] | None  # (port, rid); None: PBox job
     # the job's aggregator changes, oldest first: (seconds ago or None, epoch, why)
     moves: tuple[tuple[float | None, int, str], ...] = ()
+    # from its agents' heartbeats (controller/traffic.py): result bytes/s per worker and
+    # retransmissions per first transmission; None when not reported
+    service: tuple[float | None, float | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,7 @@ def diagnose(job: JobView, switch: SwitchView, pbox: PBoxView | None,
     findings: list[Finding] = []
     findings += _members(job, silent_after)
     findings += _moves(job)
+    findings += _service(job)
     findings += _switch_entries(job, switch)
     open_cells = None
     if job.where == "switch" and switch.error is None:
@@ -186,6 +191,17 @@ def _members(job: JobView, silent_after: float) -> list[Finding]:
                                f"{job.worker_timeout:g} s ({max(left, 0.0):.1f} s left)",
                                (m.rank,)))
     return out
+
+
+def _service(job: JobView) -> list[Finding]:
+    rate, ratio = job.service
+    if ratio is None or ratio < MANY_RESENDS:
+        return []
+    speed = "" if rate is None else f", {rate / 1e6:.3f} MB/s of results per worker"
+    return [Finding(WARNING, "many-resends",
+                    f"{100 * ratio:.0f}% of the job's packets are retransmissions (moving "
+                    f"average over its workers' heartbeats{speed}): loss or congestion on its "
+                    "path, or a rank holding rounds up")]
 
 
 def _moves(job: JobView) -> list[Finding]:

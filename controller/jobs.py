@@ -45,6 +45,7 @@ from controller import rack
 from controller.errors import NotFoundError, RefusedError, SwitchStateError
 from controller.slots import SlotError, SlotPool, SlotRange
 from controller.topology import Topology, format_ipv4, parse_ipv4
+from controller.traffic import Counters, TrafficMeter
 from controller.updates import (
     DELETE,
     INSERT,
@@ -80,6 +81,7 @@ class Worker:
     mac: int
     switch_port: int
     last_seen: float
+    traffic: TrafficMeter = field(default_factory=TrafficMeter)  # from its heartbeats
 
 
 @dataclass(frozen=True)
@@ -323,8 +325,13 @@ class JobRegistry:
             updates.append(self._group_write(job, op))
         return self.reply(job, rank), updates
 
-    def heartbeat(self, job_id: int, rank: int, now: float) -> None:
-        self._worker(job_id, rank).last_seen = now
+    def heartbeat(self, job_id: int, rank: int, now: float,
+                  counters: Counters | None = None) -> None:
+        """The rank is alive; ``counters``: its session's, for the service rates."""
+        worker = self._worker(job_id, rank)
+        worker.last_seen = now
+        if counters is not None:
+            worker.traffic.update(counters, now)
 
     def leave(self, job_id: int, rank: int, now: float | None = None) -> list[Update]:
         """A worker leaves; the job ends with its last worker."""

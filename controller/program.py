@@ -42,6 +42,7 @@ RESULT_DST_RID = "standard_metadata.egress_rid"
 ACT_SET_RESULT_DST = "MyEgress.set_result_dst"  # (mac, ip, udp_port)
 
 # Counters (P4 counters, packets and bytes).
+P4HUB_HEADER_BYTES = 20  # the p4hub header before the lanes (docs/DESIGN.md §2)
 JOB_STATS = "MyIngress.job_stats"
 AGG_ERRORS = "MyIngress.agg_errors"
 PORT_RX = "MyIngress.port_rx"

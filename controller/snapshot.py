@@ -23,6 +23,7 @@ from typing import Protocol
 from p4.v1 import p4runtime_pb2
 
 from controller import program as p
+from controller import traffic
 from controller.doctor import Cell, JobView, Member, PBoxView, Report, SwitchView, diagnose
 from controller.driver import Controller, ControllerError
 from controller.entries import decode_value
@@ -80,7 +81,13 @@ def job_view(ctl: Controller, job: Job, now: float) -> JobView:
                    job.slots.base, job.slots.count, job.epoch, job.lanes,
                    ctl.registry.timeout, members, entry.action, entry.params, group,
                    tuple((None if m.at is None else now - m.at, m.epoch, m.reason)
-                         for m in job.moves))
+                         for m in job.moves), _service(job))
+
+
+def _service(job: Job) -> tuple[float | None, float | None]:
+    rates = traffic.job_rates([w.traffic for w in job.workers.values()],
+                              p.P4HUB_HEADER_BYTES + 4 * job.lanes)
+    return rates["result_bytes_per_s"], rates["resend_ratio"]
 
 
 def read_switch(ctl: Controller, job: Job) -> SwitchView:

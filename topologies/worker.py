@@ -139,8 +139,11 @@ class JobBackend(PBoxBackend):
 
         while not self._stop.wait(HEARTBEAT_INTERVAL):
             try:
+                stats = self.agent.stats  # the controller's service rates come from these
                 beat = self.client.call("Heartbeat", deadline=2.0,
-                                        job_id=self.reply["job_id"], rank=rank)
+                                        job_id=self.reply["job_id"], rank=rank,
+                                        sent=stats["sent"], results=stats["results"],
+                                        retransmitted=stats["retransmitted"])
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.NOT_FOUND:
                     self.agent.close(f"the controller ended the job: {exc.details()}")

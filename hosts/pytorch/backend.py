@@ -256,7 +256,9 @@ class P4hubProcessGroup(dist.ProcessGroup):
 
         assert self._lease is not None and self.membership is not None
         try:
-            beat = self._lease.heartbeat()
+            stats = self.agent.stats
+            beat = self._lease.heartbeat({k: stats[k] for k in ("sent", "retransmitted",
+                                                                 "results")})
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 self._peer_gone(f"the controller ended job {self._lease.job_id}: {exc.details()}")

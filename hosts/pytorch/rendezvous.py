@@ -76,10 +76,12 @@ class Lease:
         self.epoch = epoch  # the job's epoch at the join (not part of the agreed plan)
         self._client = JobClient(address, timeout=timeout)
 
-    def heartbeat(self) -> dict:
+    def heartbeat(self, counters: dict | None = None) -> dict:
         """Where the job is now (epoch, slot_base, ...); grpc.RpcError NOT_FOUND once
-        the controller ended it (its details say why)."""
-        return self._client.call("Heartbeat", deadline=2.0, job_id=self.job_id, rank=self.rank)
+        the controller ended it (its details say why). ``counters``: the agent's
+        ``sent``/``retransmitted``/``results``, for the controller's service rates."""
+        return self._client.call("Heartbeat", deadline=2.0, job_id=self.job_id, rank=self.rank,
+                                 **(counters or {}))
 
     def leave(self) -> None:
         try:

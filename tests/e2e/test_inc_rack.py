@@ -96,8 +96,10 @@ def test_exact_under_ten_percent_loss_with_duplicated_packets(rack, api):
     on_pbox.wait_for("joined", timeout=30)
     job_ids = [on_switch.joined[0]["job_id"], on_pbox.joined[0]["job_id"]]
     on_switch.wait_for("iteration", count=2, timeout=90)
-    counters = client.call("ShowJob", job_id=job_ids[0])["counters"]
-    assert counters["duplicates"]["packets"] > 0
+    shown = client.call("ShowJob", job_id=job_ids[0])
+    assert shown["counters"]["duplicates"]["packets"] > 0
+    # the workers' heartbeats report the service they get: results flow, with resends
+    assert shown["service"]["result_bytes_per_s"] > 0 and shown["service"]["resend_ratio"] > 0
     listed = rack.workers[0].cmd(f"nft list table ip {linkem.DUP_TABLE}")
     assert int(re.search(r"counter packets (\d+)", listed).group(1)) > 0, listed  # really sent twice
     on_switch.finish()

@@ -245,3 +245,17 @@ def test_a_controller_that_does_not_answer_is_told_apart_from_a_refusal(stack):
     assert client_mod.explain(silent.value, dead) == (
         f"the controller at {dead} did not answer ({silent.value.code().name}): is "
         "p4hub-controller running and reachable there?")
+
+
+def test_heartbeat_counters_give_the_job_show_service_rates(stack, capsys):
+    _, _, _, _, clock, client, address = stack
+    client.join("a", 1, 0, "10.0.0.1:4001")
+    client.call("Heartbeat", job_id=1, rank=0, sent=0, retransmitted=0, results=0)
+    clock.now = 2.0
+    client.call("Heartbeat", job_id=1, rank=0, sent=1000, retransmitted=100, results=1000)
+    shown = client.call("ShowJob", job_id=1)
+    assert shown["worker_list"][0]["results_per_s"] == 500.0
+    assert shown["worker_list"][0]["resend_ratio"] == 0.1
+    assert shown["service"] == {"result_bytes_per_s": 500.0 * (20 + 4 * 64), "resend_ratio": 0.1}
+    assert cli.main(["--controller", address, "job", "show", "1"]) == 0
+    assert "service: 0.138 MB/s of results per worker, 10.0% resends" in capsys.readouterr().out

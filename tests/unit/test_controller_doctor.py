@@ -233,3 +233,12 @@ def test_a_recent_aggregator_change_is_named_without_making_the_job_unhealthy():
     assert finding.message == ("the job's aggregator state was lost or moved 2.5 s ago: its PBox"
                                " is unreachable (refused); moved to switch s1; epoch 7, its "
                                "agents resynchronise on their next heartbeat (2 changes in all)")
+
+
+def test_many_resends_are_a_warning_with_the_service_rate():
+    report = diagnose(job(service=(1.5e6, 0.4)), switch(), None)
+    (finding,) = [f for f in report.findings if f.code == "many-resends"]
+    assert finding.message.startswith("40% of the job's packets are retransmissions (moving "
+                                      "average over its workers' heartbeats, 1.500 MB/s")
+    assert not report.healthy
+    assert diagnose(job(service=(1.5e6, 0.05)), switch(), None).healthy

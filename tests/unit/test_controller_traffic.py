@@ -1,0 +1,41 @@
+"""controller.traffic: service rates from the counters agents report in heartbeats."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.traffic import EWMA_WEIGHT, Counters, TrafficMeter, job_rates
+
+
+def test_rates_come_from_the_differences_between_heartbeats():
+    meter = TrafficMeter()
+    meter.update(Counters(sent=100, retransmitted=0, results=100), now=10.0)
+    assert meter.results_per_s is None  # one report says nothing about a rate
+    meter.update(Counters(sent=300, retransmitted=20, results=290), now=11.0)
+    assert meter.results_per_s == pytest.approx(190.0)
+    assert meter.resend_ratio == pytest.approx(0.1)
+    meter.update(Counters(sent=500, retransmitted=20, results=490), now=13.0)  # 100/s, no resends
+    assert meter.results_per_s == pytest.approx((1 - EWMA_WEIGHT) * 190 + EWMA_WEIGHT * 100)
+    assert meter.resend_ratio == pytest.approx((1 - EWMA_WEIGHT) * 0.1)
+
+
+def test_a_restarted_agent_starts_over_and_bad_reports_are_ignored():
+    meter = TrafficMeter()
+    meter.update(Counters(500, 10, 500), now=1.0)
+    meter.update(Counters(5, 0, 4), now=2.0)  # counters went back: a new agent
+    assert meter.results_per_s is None and meter.last == Counters(5, 0, 4)
+    assert Counters.from_request({"sent": 1, "retransmitted": 0}) is None
+    assert Counters.from_request({"sent": -1, "retransmitted": 0, "results": 0}) is None
+    assert Counters.from_request({"sent": True, "retransmitted": 0, "results": 0}) is None
+    assert Counters.from_request({"sent": 3, "retransmitted": 1, "results": 2}) == Counters(3, 1, 2)
+
+
+def test_the_job_rate_is_the_mean_over_the_ranks_that_reported():
+    a, b, silent = TrafficMeter(), TrafficMeter(), TrafficMeter()
+    for meter, per_s in ((a, 100), (b, 300)):
+        meter.update(Counters(0, 0, 0), now=0.0)
+        meter.update(Counters(per_s, per_s // 10, per_s), now=1.0)
+    rates = job_rates([a, b, silent], packet_len=1044)
+    assert rates["result_bytes_per_s"] == pytest.approx(200 * 1044)
+    assert rates["resend_ratio"] == pytest.approx(0.1)
+    assert job_rates([silent], 276) == {"result_bytes_per_s": None, "resend_ratio": None}
