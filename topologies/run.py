@@ -26,10 +26,11 @@ Exits 0 only if every check passed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 
-from topologies import allreduce_run, train_plot, train_run, workload
+from topologies import allreduce_run, straggler, train_plot, train_run, workload
 from topologies.cpuload import CpuSampler
 from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
 
@@ -68,6 +69,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--switch-log-max-mb", type=int, default=50,
                         help="size at which the switch log rotates (MB, 2 old files kept)")
     parser.add_argument("--pbox-workers", type=int, default=2)
+    parser.add_argument("--straggler", choices=straggler.KINDS, default="none",
+                        help="make the PBox a straggler while its path runs: cpu (a busy "
+                        "process beside it) or link (an extra host floods its link)")
+    parser.add_argument("--straggler-mbit", type=float, default=0.0,
+                        help="link straggler: flood rate, Mbit/s (default: half of --bw)")
     parser.add_argument("--per-layer", action="store_true",
                         help="one all-reduce per layer (default: one fused bucket, as DDP and "
                              "the Gloo path do)")
@@ -124,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def rack_config(args: argparse.Namespace, run_name: str = "run") -> RackConfig:
-    return RackConfig(workers=args.workers, bw=args.bw or None, loss=args.loss,
+    extra = 1 if getattr(args, "straggler", "none") == "link" else 0
+    return RackConfig(workers=args.workers, bw=args.bw or None, loss=args.loss, extra_hosts=extra,
                       loss_method=args.loss_method, delay_ms=args.delay, run_name=run_name,
                       p4=True, grpc_port=args.grpc_port, pcap=not args.no_pcap,
                       controller_port=args.controller_port, switch_log=args.switch_log,
@@ -138,8 +145,11 @@ def start_services(rack: Rack, args: argparse.Namespace) -> None:
 
 
 def _allreduce(rack: Rack, args: argparse.Namespace) -> int:
+    results = []
     with CpuSampler(rack.process_roots()) as cpu:
-        results = [allreduce_run.PATHS[name](rack, args, cpu) for name in args.paths.split(",")]
+        for name in args.paths.split(","):
+            with _straggler(rack, args, name):
+                results.append(allreduce_run.PATHS[name](rack, args, cpu))
     allreduce_run.summarize(results, args)
     report = {"config": vars(args), "paths": [allreduce_run.path_report(r) for r in results]}
     (rack.log_dir / "allreduce.json").write_text(json.dumps(report, indent=1))
@@ -149,9 +159,11 @@ def _allreduce(rack: Rack, args: argparse.Namespace) -> int:
 
 def _train(rack: Rack, args: argparse.Namespace) -> int:
     names = args.paths.split(",")
+    results = {}
     with CpuSampler(rack.process_roots()) as cpu:
-        results = {name: train_run.run_path(rack, train_run.PATHS[name], i, args, cpu=cpu)
-                   for i, name in enumerate(names)}
+        for i, name in enumerate(names):
+            with _straggler(rack, args, name):
+                results[name] = train_run.run_path(rack, train_run.PATHS[name], i, args, cpu=cpu)
     train_run.compare(results)
     train_run.summarize(results, args)
     title = (f"DigitsNet, {args.workers} workers x batch {args.batch}, {args.bw} Mbit/s, "
@@ -160,6 +172,16 @@ def _train(rack: Rack, args: argparse.Namespace) -> int:
     (rack.log_dir / "training.json").write_text(json.dumps(_report(results, args), indent=1))
     print(f"\nloss curves and time per step: {png}")
     return 0 if all(r.ok for r in results.values()) else 1
+
+
+def _straggler(rack: Rack, args: argparse.Namespace, path: str):
+    """The PBox made a straggler while the PBox path runs (``--straggler``)."""
+    if args.straggler == "none" or path != "pbox":
+        return contextlib.nullcontext()
+    mbit = args.straggler_mbit or (args.bw or DEFAULT_BW) / 2
+    what = "a busy process beside it" if args.straggler == "cpu" else f"a {mbit:g} Mbit/s flood"
+    print(f"\nthe PBox is a straggler for this path: {what}", flush=True)
+    return straggler.inject(rack, args.straggler, mbit=mbit)
 
 
 def _report(results: dict[str, train_run.TrainResult], args: argparse.Namespace) -> dict:
