@@ -378,6 +378,9 @@ def serve(service: RequestHandler, address: str, max_workers: int = 32) -> tuple
     return server, port
 
 
+DOWN_RECHECK = 0.2  # seconds between Expirer ticks while a switch is unreachable
+
+
 class Expirer:
     """Every ``interval`` seconds, in a thread: ``Controller.check_switches()`` (a
     restarted switch is reconfigured from the registry), ``check_pboxes()`` (a
@@ -393,11 +396,20 @@ class Expirer:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._stop.wait(self.next_wait()):
             try:
                 self.tick()
             except Exception as exc:  # noqa: BLE001 - a bug must not stop liveness for good
                 self.service.internal_errors.log("the expiry tick", exc)
+
+    def next_wait(self) -> float:
+        """``interval``, or less while a switch's stream is down: a restarting switch is
+        configured again (and its jobs' agents told) soon after it listens, not up to a
+        whole interval later."""
+        ctl = self.service.ctl
+        down = any(not client.alive for client in list(ctl.clients.values())) or \
+            len(ctl.clients) < len(ctl.topo.switches)
+        return min(self.interval, DOWN_RECHECK) if down else self.interval
 
     def tick(self) -> None:
         """Reattach lost switches, re-assert PBox jobs, then expire silent workers."""

@@ -259,3 +259,11 @@ def test_heartbeat_counters_give_the_job_show_service_rates(stack, capsys):
     assert shown["service"] == {"result_bytes_per_s": 500.0 * (20 + 4 * 64), "resend_ratio": 0.1}
     assert cli.main(["--controller", address, "job", "show", "1"]) == 0
     assert "service: 0.138 MB/s of results per worker, 10.0% resends" in capsys.readouterr().out
+
+
+def test_the_expirer_looks_again_soon_while_a_switch_is_down(stack):
+    _, _, ctl, service, _, _, _ = stack
+    expirer = api.Expirer(service, interval=1.0)
+    assert expirer.next_wait() == 1.0
+    ctl.clients["s1"].stream_error = "the stream ended"  # as its stream thread records it
+    assert expirer.next_wait() == api.DOWN_RECHECK
