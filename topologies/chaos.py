@@ -124,8 +124,10 @@ class Chaos:
         self.settle()
         at = time.monotonic()
         self.log(f"chaos: {fault} at {at - self.start:.1f} s")
+        back = None
         if fault == "switch":
             self.rack.restart_switch(self.down_for)
+            back = time.monotonic() - at  # stopped, down, started and listening again
         elif fault == "pbox":
             self.rack.kill_pbox()
         elif fault == "controller":
@@ -135,6 +137,8 @@ class Chaos:
         else:
             raise ValueError(f"unknown fault {fault!r} (one of {FAULTS}, or worker last)")
         row = self._recovery(fault, at)
+        if back is not None:
+            row.detail = f"switch listening again after {back:.2f} s"
         if fault == "pbox":
             self.rack.start_pbox(workers=1)
         self.rows.append(row)
