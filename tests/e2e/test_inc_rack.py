@@ -424,9 +424,10 @@ def test_chaos_every_fault_once_under_loss(rack, api):
                                                    worker_timeout=8.0))
     chaos = Chaos(rack, loss_percent=5.0)
     try:
-        for fault in fault_sequence(seed=int(time.time()) % 1000):
+        sequence = fault_sequence(seed=int(time.time()) % 1000)  # every order in time
+        for fault in sequence:
             row = chaos.inject(fault)
-            assert row.recovered and row.exact, row
+            assert row.recovered and row.exact, (sequence, row)
         row = chaos.kill_worker()
         assert row.recovered and row.exact, row
         assert row.recover_s is not None and row.recover_s < 8.0 + 15.0
