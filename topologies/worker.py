@@ -94,14 +94,12 @@ class JobBackend(PBoxBackend):
     def __init__(self, args: argparse.Namespace) -> None:
         import threading
 
-        from controller.client import JobClient
+        import grpc
+
+        from controller.client import JobClient, explain
         from hosts.agent import Agent
 
         self.client = JobClient(args.controller, timeout=10.0, wait_for_ready=True)
-        import grpc
-
-        from controller.client import explain
-
         address = (args.data_ip, args.agent_port)
         try:
             reply = self.client.join(args.job_name, args.world, args.rank,
