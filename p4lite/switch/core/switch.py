@@ -45,14 +45,17 @@ __all__ = ["Pkt", "Switch", "SwitchLoadError"]
 class Switch:
     """A v1model switch running one BMv2 JSON program (implements runtime_api.RuntimeOps)."""
 
-    def __init__(self, program: dict | str | pathlib.Path | bmv2json.Program, *,
-                 drop_port: int = 511,
+    def __init__(self, program: dict | str | pathlib.Path | bmv2json.Program | LoadedProgram,
+                 *, drop_port: int = 511,
                  cpu_port: int | None = None, vectorize: bool = True,
                  seed: int | None = None) -> None:
+        """``program``: anything ``load_program`` takes, or a ``LoadedProgram`` to share
+        (its own ``drop_port`` and ``vectorize`` then apply: they were compiled in)."""
         self.drop_port, self.cpu_port = drop_port, cpu_port
         self.vectorize = vectorize  # lane runs as numpy row operations (vectorize.py)
-        self.program: LoadedProgram = load_program(program, drop_port=drop_port,
-                                                   vectorize=vectorize)
+        self.program: LoadedProgram = (
+            program if isinstance(program, LoadedProgram)
+            else load_program(program, drop_port=drop_port, vectorize=vectorize))
         self.runtime = runtime = SwitchRuntime(self.program, seed=seed)
         self.control = ControlPlane(runtime)
         # The packet path: the runtime's own bound methods, stored on the instance so
