@@ -26,6 +26,18 @@ _libc: ctypes.CDLL | None = None
 T = TypeVar("T")
 
 
+def mininet_ready(name: str) -> bool:
+    """A Mininet benchmark's start: False (after saying so) when not root; else SIGTERM
+    is made to tear the rack down as an exception would, and True."""
+    if os.geteuid() != 0:
+        print(f"bench.{name} needs root (Mininet)", file=sys.stderr)
+        return False
+    from topologies.rack import exit_on_sigterm
+
+    exit_on_sigterm()
+    return True
+
+
 def comma_list(cast: Callable[[str], T]) -> Callable[[str], list[T]]:
     """An argparse ``type`` for ``1,2,4``: the items, each through ``cast``."""
     return lambda text: [cast(x) for x in text.split(",")]

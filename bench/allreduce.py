@@ -52,11 +52,11 @@ from pathlib import Path
 
 import psutil
 
-from bench._common import comma_list
+from bench._common import comma_list, mininet_ready
 from topologies.cpuload import CpuSampler, column
 from topologies.launch import WorkerRun, run_workers
 from topologies.linkem import LinkEmulationError, check_loss
-from topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, exit_on_sigterm, worker_ip
+from topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, worker_ip
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MB = 1 << 20
@@ -368,10 +368,8 @@ def _have_torch() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if os.geteuid() != 0:
-        print("bench.allreduce needs root (Mininet)", file=sys.stderr)
+    if not mininet_ready("allreduce"):
         return 2
-    exit_on_sigterm()
     started = time.time()
     rows: list[dict] = []
     try:

@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench._common import mininet_ready
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -49,8 +51,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if os.geteuid() != 0:
-        print("bench.chaos needs root (Mininet)", file=sys.stderr)
+    if not mininet_ready("chaos"):
         return 2
     from topologies.chaos import Chaos, fault_sequence
     from topologies.rack import Rack, RackConfig

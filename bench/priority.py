@@ -37,11 +37,11 @@ import sys
 import time
 from pathlib import Path
 
-from bench._common import comma_list
+from bench._common import comma_list, mininet_ready
 from topologies import workload
 from topologies.cpuload import CpuSampler, column
 from topologies.launch import WorkerRun, run_workers
-from topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, exit_on_sigterm, worker_ip
+from topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, worker_ip
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # parameter scale per model: about 1 MB of float32 gradients, so an iteration takes
@@ -227,10 +227,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if os.geteuid() != 0:
-        print("bench.priority needs root (Mininet)", file=sys.stderr)
+    if not mininet_ready("priority"):
         return 2
-    exit_on_sigterm()
     RESULTS.mkdir(parents=True, exist_ok=True)
     balance_bw = sorted(args.bw)[len(args.bw) // 2]
     scales = {m: time_scale_for_balance(model_profile(m), PARAM_SCALES[m], balance_bw)

@@ -33,10 +33,11 @@ import sys
 import time
 from pathlib import Path
 
+from bench._common import mininet_ready
 from topologies import run as rack_run
 from topologies import train_run
 from topologies.cpuload import MACHINE_BOUND, PROCESS_BOUND, CpuLoad, CpuSampler
-from topologies.rack import Rack, RackError, exit_on_sigterm
+from topologies.rack import Rack, RackError
 from topologies.train.data import TRAIN_SIZE
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -179,10 +180,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if os.geteuid() != 0:
-        print("bench.training needs root (Mininet)", file=sys.stderr)
+    if not mininet_ready("training"):
         return 2
-    exit_on_sigterm()
     started = time.time()
     rows: list[dict] = []
     try:

@@ -47,7 +47,6 @@ from typing import Any, Protocol
 import grpc
 
 from controller import doctor, snapshot, traffic
-from controller import program as p
 from controller.client import METHODS, SERVICE, encode
 from controller.driver import Controller
 from controller.errors import NotFoundError, P4hubControllerError, RefusedError, UnavailableError
@@ -277,8 +276,7 @@ class JobService:
                  "resend_ratio": _rounded(w.traffic.resend_ratio)}
                 for _, w in sorted(job.workers.items())
             ]
-            service = {k: _rounded(v) for k, v in traffic.job_rates(
-                [w.traffic for w in job.workers.values()], p.P4HUB_HEADER_BYTES + 4 * job.lanes).items()}
+            service = {k: _rounded(v) for k, v in job.service().items()}
             counters = {kind: {"packets": pk, "bytes": by}
                         for kind, (pk, by) in self.ctl.job_counters(job.job_id).items()}
             moves = [{"s_ago": None if m.at is None else round(now - m.at, 3), "epoch": m.epoch,

@@ -45,7 +45,7 @@ from controller import rack
 from controller.errors import NotFoundError, RefusedError, SwitchStateError
 from controller.slots import SlotError, SlotPool, SlotRange
 from controller.topology import Topology, format_ipv4, parse_ipv4
-from controller.traffic import Counters, TrafficMeter
+from controller.traffic import Counters, TrafficMeter, job_rates
 from controller.updates import (
     DELETE,
     INSERT,
@@ -119,6 +119,11 @@ class Job:
     @property
     def window(self) -> int:
         return self.slots.count
+
+    def service(self) -> dict[str, float | None]:
+        """Its service as its ranks' heartbeats report it (controller/traffic.py)."""
+        return job_rates([w.traffic for w in self.workers.values()],
+                         p.P4HUB_HEADER_BYTES + 4 * self.lanes)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ from typing import Protocol
 from p4.v1 import p4runtime_pb2
 
 from controller import program as p
-from controller import traffic
 from controller.doctor import Cell, JobView, Member, PBoxView, Report, SwitchView, diagnose
 from controller.driver import Controller, ControllerError
 from controller.entries import decode_value
@@ -85,8 +84,7 @@ def job_view(ctl: Controller, job: Job, now: float) -> JobView:
 
 
 def _service(job: Job) -> tuple[float | None, float | None]:
-    rates = traffic.job_rates([w.traffic for w in job.workers.values()],
-                              p.P4HUB_HEADER_BYTES + 4 * job.lanes)
+    rates = job.service()
     return rates["result_bytes_per_s"], rates["resend_ratio"]
 
 

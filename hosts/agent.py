@@ -168,6 +168,22 @@ class Agent:
         self._transport.submit(lambda: self._start(tensor_id, prepared, stream))
         return handle
 
+    @property
+    def progress(self) -> dict[str, int]:
+        """The session counters a controller heartbeat carries (controller/traffic.py):
+        first transmissions, retransmissions, results."""
+        stats = self._session.stats
+        return {"sent": stats.sent, "retransmitted": stats.retransmitted,
+                "results": stats.results}
+
+    def follow(self, epoch: int, slot_base: int | None = None) -> bool:
+        """``resync`` if the controller's ``epoch`` for the job is not the one this agent
+        runs under; True when it did."""
+        if epoch == self.epoch:
+            return False
+        self.resync(epoch, slot_base)
+        return True
+
     def resync(self, epoch: int, slot_base: int | None = None) -> None:
         """The job's aggregator lost its rounds in flight or the job moved (the
         controller's heartbeat reply shows a new ``epoch``; ``slot_base``: the job's

@@ -149,9 +149,8 @@ class Session:
         self._template = wire.packet_array(slots, lanes)
         wire.fill_headers(
             self._template, ptype=PacketType.CONTRIB, job=job_id, rank=rank, count=1,
-            slot=0, position=0, exp=0, nelem=0, flags=self._lane_flags,
+            slot=0, position=0, exp=0, nelem=0, flags=self._lane_flags, epoch=self.epoch,
         )  # fmt: skip
-        self._template["hdr"]["epoch"] = self.epoch
         self._retransmit = np.zeros(0, dtype=np.int64)  # slots due for a resend
         self._total = [0] * classes  # positions handed out so far, per class
         self._tensors: list[list[chunking.TensorStream]] = [[] for _ in range(classes)]
@@ -248,9 +247,10 @@ class Session:
         if n <= 0 or self.failed is not None:
             return
         pkts = wire.decode_batch(buf, n, self.lanes)
+        ours, slots = self._ours(pkts)
         if self._courtesy_until > -np.inf:
-            self._end_courtesy(pkts)
-        idx, slots = self._accept(pkts)
+            self._end_courtesy(pkts, ours, slots)
+        idx, slots = self._accept(pkts, ours, slots)
         if idx.size:
             self._apply(pkts, idx, slots, now)
 
@@ -466,16 +466,13 @@ class Session:
             return np.inf
         return min(float(self._courtesy_due.min()), self._courtesy_until)
 
-    def _end_courtesy(self, pkts: np.ndarray) -> None:
+    def _end_courtesy(self, pkts: np.ndarray, ours: np.ndarray, slots: np.ndarray) -> None:
         """A result for a courtesy position, or for its slot's next one, shows that
-        every rank has (or no longer needs) it: stop resending it."""
-        hdr = pkts["hdr"]
-        ours = (hdr["ver_type"] == _RESULT_VT) & (hdr["job"] == self.job_id)
-        slots = hdr["slot"].astype(np.int64) - self.slot_base
-        ours &= (slots >= 0) & (slots < self._slot_pos.size)
+        every rank has (or no longer needs) it: stop resending it. ``ours``/``slots``:
+        ``_ours``."""
         slots = slots[ours]
         held = self._courtesy_pos[slots]
-        got = hdr["position"][ours].astype(np.int64)
+        got = pkts["hdr"]["position"][ours].astype(np.int64)
         done = (held >= 0) & (
             ((held & _POSITION_MASK) == got) | (((held + self.window) & _POSITION_MASK) == got)
         )
@@ -492,13 +489,21 @@ class Session:
 
     # -- receiving --------------------------------------------------------------------
 
-    def _accept(self, pkts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Indices (into pkts) of results for what is in flight, and their slots."""
+    def _ours(self, pkts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which packets are well-formed results of this job for one of its slots, and
+        each packet's slot index (meaningful where it is one)."""
         hdr = pkts["hdr"]
         ours = (hdr["ver_type"] == _RESULT_VT) & (hdr["job"] == self.job_id)
         slots = hdr["slot"].astype(np.int64) - self.slot_base
         ours &= (slots >= 0) & (slots < self._slot_pos.size) & (hdr["nelem"] <= self.lanes)
         ours &= (hdr["flags"] & wire.LANE_CODE_BITS) == self._lane_flags
+        return ours, slots
+
+    def _accept(self, pkts: np.ndarray, ours: np.ndarray,
+                slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Indices (into pkts) of results for what is in flight, and their slots
+        (``ours``/``slots``: ``_ours``)."""
+        hdr = pkts["hdr"]
         self.stats.foreign += int(pkts.size - np.count_nonzero(ours))
         slots = np.where(ours, slots, 0)
         pos = self._slot_pos[slots]

@@ -300,6 +300,7 @@ def fill_headers(
     exp: np.ndarray | int,
     nelem: np.ndarray | int,
     flags: np.ndarray | int,
+    epoch: int = 0,
 ) -> None:
     """Write every header of a packet array at once (numpy broadcasting, no checks).
 
@@ -315,5 +316,5 @@ def fill_headers(
     hdr["slot"] = slot
     hdr["position"] = position
     hdr["exp"] = exp
-    hdr["epoch"] = 0
+    hdr["epoch"] = epoch
     hdr["nelem"] = nelem

@@ -51,17 +51,6 @@ class FaultRow:
         return asdict(self)
 
 
-def exact_so_far(run: JobRun, ranks: Sequence[int] | None = None) -> bool:
-    """Every iteration completed by all ``ranks`` was exact with one digest."""
-    ranks = list(run.lines) if ranks is None else list(ranks)
-    rows = [run.events(r, "iteration") for r in ranks]
-    for it in range(min(len(r) for r in rows)):
-        same = [r[it] for r in rows]
-        if not all(row.get("exact") for row in same) or len({row["digest"] for row in same}) != 1:
-            return False
-    return True
-
-
 def completed(run: JobRun, after: float) -> float | None:
     """When every rank had completed an iteration read after ``after`` (None: not yet)."""
     latest = after
@@ -154,7 +143,7 @@ class Chaos:
             time.sleep(0.05)
         recovered = None not in done
         recover_s = max(d for d in done if d is not None) - at if recovered else None
-        exact = exact_so_far(self.a) and exact_so_far(self.b)
+        exact = not self.a.inexact() and not self.b.inexact()
         moved = self.b.events(0, "resync")
         detail = f"job B now on {moved[-1]['where']}" if fault == "pbox" and moved else ""
         return FaultRow(fault, round(at - self.start, 2), "A+B", recovered,
@@ -180,7 +169,7 @@ class Chaos:
         last = max((e[0]["_t"] for e in errors if e), default=None)
         row = FaultRow("worker", round(at - self.start, 2), "A", named,
                        None if last is None or not named else round(last - at, 3),
-                       exact_so_far(self.a, peers),
+                       not self.a.inexact(peers),
                        errors[0][0]["error"][:200] if errors and errors[0] else "no error reported")
         self.rows.append(row)
         return row

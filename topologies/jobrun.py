@@ -80,10 +80,16 @@ class JobRun:
         assert [p.returncode for p in self.procs] == [0] * len(self.procs), self.lines
         iterations = [self.events(r, "iteration") for r in self.lines]
         assert all(len(its) == len(iterations[0]) > 0 for its in iterations)
-        for it in range(len(iterations[0])):
-            rows = [its[it] for its in iterations]
-            assert all(row["exact"] for row in rows), rows
-            assert len({row["digest"] for row in rows}) == 1, rows
+        bad = self.inexact()
+        assert not bad, bad[0]
+
+    def inexact(self, ranks: Sequence[int] | None = None) -> list[list[dict]]:
+        """The rows (one per rank of ``ranks``, default all) of every iteration that all
+        of them completed and that was not exact on each or not one digest on all."""
+        rows = [self.events(r, "iteration") for r in (self.lines if ranks is None else ranks)]
+        return [list(same) for same in zip(*rows, strict=False)
+                if not all(row.get("exact") for row in same)
+                or len({row["digest"] for row in same}) != 1]
 
     @property
     def joined(self) -> list[dict]:

@@ -85,7 +85,12 @@ def apply_loss(host: Node, probability: float, interfaces: list[str],
         print("warning: nft not found (apt install nftables): host-to-switch loss uses "
               "iptables OUTPUT, whose drops make sendto fail with EPERM", file=sys.stderr)
         method = "iptables"
-    for rule in loss_rules(probability, interfaces, method):
+    _install(host, loss_rules(probability, interfaces, method))
+
+
+def _install(host: Node, rules: list[str]) -> None:
+    """Run each shell rule in ``host``'s namespace; raises naming the first that fails."""
+    for rule in rules:
         out = host.cmd(rule, "&& echo __ok")
         if "__ok" not in out:
             raise LinkEmulationError(f"{host.name}: {rule} failed: {out.strip()}")
@@ -110,10 +115,7 @@ def duplication_rules(probability: float, interfaces: list[str]) -> list[str]:
 
 def apply_duplication(host: Node, probability: float, interfaces: list[str]) -> None:
     """Install the duplication rules in ``host``'s namespace; raises if one fails."""
-    for rule in duplication_rules(probability, interfaces):
-        out = host.cmd(rule, "&& echo __ok")
-        if "__ok" not in out:
-            raise LinkEmulationError(f"{host.name}: {rule} failed: {out.strip()}")
+    _install(host, duplication_rules(probability, interfaces))
 
 
 def clear_loss(host: Node) -> None:

@@ -137,11 +137,9 @@ class JobBackend(PBoxBackend):
 
         while not self._stop.wait(HEARTBEAT_INTERVAL):
             try:
-                stats = self.agent.stats  # the controller's service rates come from these
                 beat = self.client.call("Heartbeat", deadline=2.0,
                                         job_id=self.reply["job_id"], rank=rank,
-                                        sent=stats["sent"], results=stats["results"],
-                                        retransmitted=stats["retransmitted"])
+                                        **self.agent.progress)
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.NOT_FOUND:
                     self.agent.close(f"the controller ended the job: {exc.details()}")
@@ -150,13 +148,11 @@ class JobBackend(PBoxBackend):
             self._follow(beat)
 
     def _follow(self, beat: dict) -> None:
-        epoch = beat.get("epoch", self.agent.epoch)
-        if epoch == self.agent.epoch:
-            return
         slot_base = beat.get("slot_base", self.reply["slot_base"])
-        emit({"event": "resync", "rank": self.reply["rank"], "epoch": epoch,
+        if not self.agent.follow(beat.get("epoch", self.agent.epoch), slot_base):
+            return
+        emit({"event": "resync", "rank": self.reply["rank"], "epoch": self.agent.epoch,
               "where": beat.get("where"), "slot_base": slot_base})
-        self.agent.resync(epoch, slot_base)
         self.reply = {**self.reply, "slot_base": slot_base, "where": beat.get("where")}
         self.where = beat.get("where", self.where)
 

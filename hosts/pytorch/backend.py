@@ -254,19 +254,15 @@ class P4hubProcessGroup(dist.ProcessGroup):
         controller ended fails the group with its reason."""
         import grpc
 
-        assert self._lease is not None and self.membership is not None
+        assert self._lease is not None
         try:
-            stats = self.agent.stats
-            beat = self._lease.heartbeat({k: stats[k] for k in ("sent", "retransmitted",
-                                                                 "results")})
+            beat = self._lease.heartbeat(self.agent.progress)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 self._peer_gone(f"the controller ended job {self._lease.job_id}: {exc.details()}")
                 return
             raise
-        epoch = beat.get("epoch", self.agent.epoch)
-        if epoch != self.agent.epoch:
-            self.agent.resync(epoch, beat.get("slot_base"))
+        if self.agent.follow(beat.get("epoch", self.agent.epoch), beat.get("slot_base")):
             self.where = beat.get("where", self.where)
 
     def _peer_gone(self, why: str) -> None:
