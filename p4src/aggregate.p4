@@ -26,11 +26,15 @@
  *   4. `members` (exact on job, rank, IPv4 source, UDP source port: the
  *      worker's address as it joined) must hit, the header must be
  *      version 2 CONTRIB, PARTIAL or PRIME with the job's lane code (a jobs-entry parameter),
- *      all its lanes parsed and nelem <= its lanes, 1 <= count <= world size,
- *      and the slot inside the job's range; otherwise drop and count
- *      job_stats[job*8 + STAT_REJECTED]. A rejected packet touches no register.
+ *      all its lanes parsed and nelem <= its lanes and 1 <= count <= world size;
+ *      otherwise drop and count job_stats[job*8 + STAT_REJECTED]. A rejected
+ *      packet touches no register.
  *   5. Job on the PBox, or fallback flag set: forwarded unchanged at L2 to the
- *      PBox (job_stats STAT_FORWARDED). Falling back is just forwarding.
+ *      PBox it is addressed to (job_stats STAT_FORWARDED), whatever its slot: the
+ *      PBox checks its own range. Falling back is just forwarding, and a job split
+ *      over the switch and PBoxes (issue 11: ranges of its window on each) flags the
+ *      packets of its PBox ranges. A switch-aggregated packet whose slot lies
+ *      outside the job's switch range is dropped and counted STAT_REJECTED.
  *   6. Job on the switch: SwitchML slot logic on the cell (slot, shadow set) at
  *      register index slot*2 + shadow. The cell keeps its round's position
  *      (slot_position); "ahead" = the packet's position minus it, mod 2**32:
@@ -1001,16 +1005,19 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                        || (hdr.p4hub.ptype != TYPE_CONTRIB && hdr.p4hub.ptype != TYPE_PARTIAL
                            && hdr.p4hub.ptype != TYPE_PRIME)
                        || hdr.p4hub.count == 0
-                       || hdr.p4hub.count > (bit<16>)meta.world_size
-                       || hdr.p4hub.slot < meta.slot_base
-                       || hdr.p4hub.slot - meta.slot_base >= meta.slot_count) {
+                       || hdr.p4hub.count > (bit<16>)meta.world_size) {
                 job_stats.count(meta.stat_base + STAT_REJECTED);
                 drop();
             } else if (meta.job_mode == MODE_PBOX || hdr.p4hub.fallback == 1) {
+                /* the slot is the PBox's to check: a job's PBox ranges are not in
+                 * this switch's entry (they may lie on several PBoxes) */
                 job_stats.count(meta.stat_base + STAT_FORWARDED);
                 meta.l2 = 1;
-            } else if (hdr.p4hub.slot >= NUM_SLOTS) {
-                /* only a wrong controller entry can get here */
+            } else if (hdr.p4hub.slot < meta.slot_base
+                       || hdr.p4hub.slot - meta.slot_base >= meta.slot_count
+                       || hdr.p4hub.slot >= NUM_SLOTS) {
+                /* outside the job's switch range (NUM_SLOTS: only a wrong
+                 * controller entry can get there) */
                 job_stats.count(meta.stat_base + STAT_REJECTED);
                 drop();
             } else {

@@ -82,10 +82,11 @@ AGG = (PBOX.mac, PBOX.ip, p.AGG_UDP_PORT)
 
 def contrib(job: int, rank: int, slot: int, shadow: int = 0, values=None, exp: int = 0,
             position: int = 0, nelem: int = K, count: int = 1, ptype=PacketType.CONTRIB,
-            retransmit: bool = False, lanes: int = K, epoch: int = 0, priority: int = 0) -> bytes:
+            retransmit: bool = False, lanes: int = K, epoch: int = 0, priority: int = 0,
+            fallback: bool = False) -> bytes:
     header = Header(type=ptype, job=job, rank=rank, slot=slot, position=position, nelem=nelem,
                     exp=exp, count=count, shadow=shadow, retransmit=retransmit, lanes=lanes,
-                    epoch=epoch, priority=priority)
+                    epoch=epoch, priority=priority, fallback=fallback)
     return wire.encode(header, None if values is None else np.asarray(values, np.int32))
 
 
@@ -486,6 +487,23 @@ def test_a_job_without_switch_slots_is_just_forwarded_to_the_pbox(rk):
     # and the PBox's result goes back to a worker as plain forwarding
     result = udp_frame(AGG, host(4), pkt)
     assert rk.switch.process(result, PBOX_PORT) == [(4, result)]
+
+
+def test_a_switch_jobs_fallback_packets_go_to_the_pbox_whatever_their_slot(rk):
+    """A job split over the switch and PBoxes flags its PBox ranges' packets: the switch
+    forwards them (the PBox checks their slot); unflagged, the same slot is rejected."""
+    a = rk.job("a", [1, 2])
+    assert a.where == ON_SWITCH and a.slot_count == 32
+    for slot in (5, 40, 4000):  # inside and outside the switch range
+        frame = udp_frame(host(1), AGG, contrib(a.job_id, 0, slot, fallback=True))
+        assert rk.switch.process(frame, 1) == [(PBOX_PORT, frame)]
+    assert rk.job_stat(a.job_id, "forwarded") == 3
+    assert rk.send(1, contrib(a.job_id, 0, 40)) == []
+    assert rk.job_stat(a.job_id, "rejected") == 1
+    assert all(rk.switch.register_read("MyIngress.slot_bitmap", i) == 0 for i in range(2 * 64))
+    # a non-member's flagged packet is still rejected, not forwarded
+    assert rk.send(OUTSIDER, contrib(a.job_id, 0, 40, fallback=True)) == []
+    assert rk.job_stat(a.job_id, "rejected") == 2
 
 
 def test_slots_reused_by_a_new_job_start_fresh(rk):
