@@ -10,11 +10,15 @@ A ``Session`` never touches a socket or a clock. Its whole interface is::
     receive_batch(buf, n, now)        n back-to-back datagrams (the fast path)
     get_timer() / handle_timer(now)   retransmission and failure deadlines
     next_event()                      TensorCompleted / TensorFailed, or None
-    resync(now, epoch=, slot_base=)   the aggregator lost the job's state or the job moved
+    routed_packets(now)               the same, each batch with its aggregator (routes)
+    resync(now, epoch=, routes=)      the aggregator lost the job's state or the job moved
 
 Protocol (see docs/notes/host-agent.md and hosts/chunking.py): the session keeps, for
 each of its C *priority classes*, a window of W slots and a stream of positions; class
-c's position g uses slot ``slot_base + c*W + g % W`` and shadow set ``(g // W) % 2``. A
+c's position g uses window slot ``c*W + g % W`` and shadow set ``(g // W) % 2``; the
+job's aggregator map (hosts/routes.py) says which aggregator serves each window slot
+and on which of its slots (one route by default: window slot i is slot ``slot_base +
+i`` of the one aggregator). A
 tensor goes to the class of its priority (``priority * C // 8``; C = 1, the default,
 is one FIFO stream). Slot k sends its next position only once the result of its
 previous one arrived (SwitchML's reuse rule: the other shadow set stays intact until
@@ -56,15 +60,16 @@ replace an open one (hosts/aggregator.py), so it never blocks it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from hosts import chunking, quantize, wire
+from hosts import chunking, quantize, routes, wire
 from hosts.errors import SessionError
 from hosts.events import Event, TensorCompleted, TensorFailed
 from hosts.recovery import SlotTimers
+from hosts.routes import Route, RouteMap
 from hosts.wire import K, PacketType
 
 _RESULT_VT = wire.ver_type(PacketType.RESULT)
@@ -110,12 +115,14 @@ class Session:
         classes: int = 1,
         credit: int | None = None,
         epoch: int = 0,
+        route_map: Sequence[Route] | None = None,
     ) -> None:
         """``window``: slots per priority class (default: ``slot_count // classes``);
         ``classes``: priority classes (1-64), each its own stream of positions on its own
         ``window`` slots; ``credit``: positions in flight over all classes (default
         ``window``); ``epoch``: the job's aggregator-map epoch, in every header (mod
-        256)."""
+        256); ``route_map``: the aggregators serving the window (hosts/routes.py; they
+        cover window * classes slots), instead of ``slot_base`` on one."""
         if not 1 <= classes <= MAX_CLASSES:
             raise SessionError(f"priority classes {classes} outside 1..{MAX_CLASSES}")
         window = slot_count // classes if window is None else window
@@ -136,6 +143,8 @@ class Session:
         self._timers = SlotTimers(slots, rto, rto_max, groups=classes)
         self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), classes)  # next position
+        self._map = RouteMap(route_map or routes.single(slot_base, slots), slots, window)
+        self.slot_base = self._map.routes[0].slot_base
         # the last two packets sent per slot, one per cell (shadow set): row
         # shadow * slots + slot; resends and, after a resync, courtesy resends read them
         self._slot_pkts = wire.packet_array(2 * slots, lanes)
@@ -216,7 +225,7 @@ class Session:
         datagrams' bytes."""
         if self.failed is not None:
             return []
-        out = []
+        out: list[np.ndarray] = []
         if self._retransmit.size:
             resend = self._resend()
             if resend.size:
@@ -228,6 +237,26 @@ class Session:
         for c, positions in self._sendable(now):
             out.append(self._send_new(c, positions, now))
         return out
+
+    def routed_packets(self, now: float) -> list[tuple[Hashable, np.ndarray]]:
+        """``packets_to_send``, each batch with the aggregator its rows go to (a route's
+        ``aggregator``)."""
+        batches = self.packets_to_send(now)
+        if self._map.single:
+            destination = self._map.routes[0].aggregator
+            return [(destination, batch) for batch in batches]
+        out = []
+        for batch in batches:
+            hdr = batch["hdr"]
+            route = self._map.route_of[self._map.index_of(hdr["flags"], hdr["slot"])]
+            for r in np.unique(route):
+                out.append((self._map.routes[r].aggregator, batch[route == r]))
+        return out
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        """The job's aggregator map as this session runs it."""
+        return self._map.routes
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
         """``packets_to_send``, one ``bytes`` object per datagram."""
@@ -279,16 +308,20 @@ class Session:
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
 
-    def resync(self, now: float, *, epoch: int | None = None, slot_base: int | None = None) -> None:
+    def resync(self, now: float, *, epoch: int | None = None, slot_base: int | None = None,
+               route_map: Sequence[Route] | None = None) -> None:
         """The aggregator lost this job's rounds in flight (it restarted) or the job
-        moved (``slot_base``: its slots on the new aggregator; ``epoch``: the new
+        moved (``route_map``: the aggregators and slots serving its window now, or
+        ``slot_base``: its slots on the one default aggregator; ``epoch``: the new
         aggregator-map epoch). Resends what has no result and, as courtesy, what peers
         may lack (see the module docstring). Every rank of the job must resync; a rank
         that resyncs needlessly only sends duplicates."""
         if self.failed is not None:
             return
-        if slot_base is not None:
-            self._move_slots(slot_base)
+        if route_map is None and slot_base is not None:
+            route_map = routes.single(slot_base, self._slot_pos.size)
+        if route_map is not None:
+            self._set_routes(route_map)
         if epoch is not None:
             self.epoch = epoch & 0xFF
             for store in (self._template, self._slot_pkts):
@@ -413,11 +446,11 @@ class Session:
                 exp[first_data:hi] = t.agreed[block_ids]
                 t.lanes(block_ids, self.world_size, batch["values"][first_data:hi])
         slots = c * self.window + positions % self.window
-        hdr["slot"] = self.slot_base + slots
+        hdr["slot"] = self._map.wire_slot[slots]
         hdr["position"] = positions & _POSITION_MASK
         hdr["exp"] = exp
         hdr["nelem"] = nelem
-        hdr["flags"] = flags
+        hdr["flags"] = flags | self._map.flag[slots]
         self._slot_pkts[self._row(slots, positions)] = batch
         self._slot_pos[slots] = positions
         self._slot_next[slots] = positions + self.window
@@ -439,14 +472,15 @@ class Session:
 
     # -- resynchronisation ---------------------------------------------------------------
 
-    def _move_slots(self, slot_base: int) -> None:
-        slots = self._slot_pos.size
-        if slot_base < 0 or slot_base + slots > 1 << 32:
-            raise SessionError(f"slot range {slot_base}+{slots} is not a valid 32-bit range")
-        shift = slot_base - self.slot_base
-        for store in (self._slot_pkts, self._courtesy_pkts):
-            store["hdr"]["slot"] = (store["hdr"]["slot"].astype(np.int64) + shift) & _POSITION_MASK
-        self.slot_base = slot_base
+    def _set_routes(self, route_map: Sequence[Route]) -> None:
+        """Serve the window by ``route_map`` from now on; the packets kept for resends
+        and courtesy (one row per cell: shadow * slots + index) get their new slot and
+        flag."""
+        self._map = RouteMap(route_map, self._slot_pos.size, self.window)
+        self.slot_base = self._map.routes[0].slot_base
+        hdr = self._slot_pkts["hdr"]
+        hdr["slot"] = np.tile(self._map.wire_slot, 2)
+        hdr["flags"] = (hdr["flags"] & ~np.uint8(wire.FLAG_FALLBACK)) | np.tile(self._map.flag, 2)
 
     def _courtesy_due_now(self, now: float) -> np.ndarray:
         """Courtesy packets due now (each then backs off, up to ``rto_max``)."""
@@ -494,8 +528,8 @@ class Session:
         each packet's slot index (meaningful where it is one)."""
         hdr = pkts["hdr"]
         ours = (hdr["ver_type"] == _RESULT_VT) & (hdr["job"] == self.job_id)
-        slots = hdr["slot"].astype(np.int64) - self.slot_base
-        ours &= (slots >= 0) & (slots < self._slot_pos.size) & (hdr["nelem"] <= self.lanes)
+        slots = self._map.index_of(hdr["flags"], hdr["slot"])
+        ours &= (slots >= 0) & (hdr["nelem"] <= self.lanes)
         ours &= (hdr["flags"] & wire.LANE_CODE_BITS) == self._lane_flags
         return ours, slots
 
@@ -578,9 +612,11 @@ class Session:
         k = int(in_flight[np.argmin(self._slot_pos[in_flight])])
         pos = int(self._slot_pos[k])
         where = f" of priority class {k // self.window}" if self.classes > 1 else ""
+        if not self._map.single:
+            where += f" on aggregator {self._map.routes[self._map.route_of[k]].aggregator}"
         return (
             f"no result for {silent:.3f} s (deadline {self.deadline} s): job {self.job_id} rank"
-            f" {self.rank}, oldest position {pos}{where} in slot {self.slot_base + k} (shadow"
+            f" {self.rank}, oldest position {pos}{where} in slot {self._map.wire_slot[k]} (shadow"
             f" {(pos // self.window) & 1}) resent {int(self._timers.retries[k])} times,"
             f" {in_flight.size} slots waiting; the aggregator or a peer is silent (are all"
             f" {self.world_size} ranks running and reducing the same tensor sizes in the"

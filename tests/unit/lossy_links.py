@@ -2,7 +2,8 @@
 
 Each worker has an uplink and a downlink that carry one datagram per ``tx`` seconds (a
 FIFO: a window queues behind itself, as on the rack's htb-shaped links) plus ``delay``
-seconds of propagation, with an instantaneous aggregator in the middle. Every datagram,
+seconds of propagation, with instantaneous aggregators in the middle (one, or one per route destination of a
+job split over several: ``aggs``). Every datagram,
 in each direction, is lost with probability ``loss``: an uplink loss happens before the
 link (the rack drops at the sender's egress hook, so the datagram costs no link time), a
 downlink loss after it (the rack drops at the receiver's INPUT, so it did). ``jitter``
@@ -19,9 +20,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
+from hosts import wire
 from hosts.aggregator import Aggregator
 from hosts.events import Event, TensorCompleted
 from hosts.session import Session
@@ -53,8 +55,15 @@ class Counts:
 class SerialLossyNet:
     """The sessions' traffic through per-worker serialized links and an aggregator."""
 
-    def __init__(self, sessions: list[Session], agg: Aggregator, link: LinkModel) -> None:
-        self.sessions, self.agg, self.link = sessions, agg, link
+    def __init__(self, sessions: list[Session], agg: Aggregator | None, link: LinkModel,
+                 aggs: dict[Hashable, Aggregator] | None = None) -> None:
+        """``agg`` serves the default destination (a route's ``None``); ``aggs`` any
+        others, by route destination."""
+        self.sessions, self.link = sessions, link
+        self.aggs: dict[Hashable, Aggregator] = dict(aggs or {})
+        if agg is not None:
+            self.aggs[None] = agg
+        self.misrouted = 0  # datagrams to a destination with no aggregator
         self.rng = random.Random(link.seed)
         self.heap: list = []
         self.seq = itertools.count()
@@ -64,7 +73,15 @@ class SerialLossyNet:
         self.counts = Counts()
         self.now = 0.0
 
-    def _push(self, t: float, kind: str, rank: int, data: bytes | None) -> None:
+    @property
+    def agg(self) -> Aggregator:
+        return self.aggs[None]
+
+    @agg.setter
+    def agg(self, value: Aggregator) -> None:
+        self.aggs[None] = value
+
+    def _push(self, t: float, kind: str, rank: int, data: object) -> None:
         heapq.heappush(self.heap, (t, next(self.seq), kind, rank, data))
 
     def _arrival(self, free: list[float], r: int, jitter: float = 0.0) -> float:
@@ -72,12 +89,13 @@ class SerialLossyNet:
         return free[r] + self.link.delay + (self.rng.uniform(0.0, jitter) if jitter else 0.0)
 
     def _pump(self, r: int) -> None:
-        for d in self.sessions[r].datagrams_to_send(self.now):
-            self.counts.up_sent += 1
-            if self.rng.random() < self.link.loss:
-                self.counts.up_lost += 1
-                continue
-            self._push(self._arrival(self.up_free, r, self.link.up_jitter), "agg", r, d)
+        for to, batch in self.sessions[r].routed_packets(self.now):
+            for d in wire.split_datagrams(batch):
+                self.counts.up_sent += 1
+                if self.rng.random() < self.link.loss:
+                    self.counts.up_lost += 1
+                    continue
+                self._push(self._arrival(self.up_free, r, self.link.up_jitter), "agg", r, (to, d))
         timer = self.sessions[r].get_timer()
         if timer is not None:
             self._push(timer, "timer", r, None)
@@ -102,7 +120,12 @@ class SerialLossyNet:
         while self.heap and self.now < until:
             self.now, _, kind, r, data = heapq.heappop(self.heap)
             if kind == "agg":
-                for reply, dst in self.agg.receive(data, ("w", r), self.now):
+                to, datagram = data
+                agg = self.aggs.get(to)
+                if agg is None:
+                    self.misrouted += 1
+                    continue
+                for reply, dst in agg.receive(datagram, ("w", r), self.now):
                     q = dst[1]
                     self.counts.down_sent += 1
                     at = self._arrival(self.down_free, q, self.link.jitter)
