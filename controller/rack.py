@@ -1,6 +1,9 @@
 """The static part of a switch's state: forwarding, flooding and aggregator addresses.
 
-These follow from the topology alone. ``rack_writes`` gives what a freshly
+These follow from the topology alone. Every PBox of a rack is an aggregator address
+(``aggregators``) and may send from that address only through its own port
+(``aggregator_sources``); the rack's jobs are addressed to the first of them
+(``Topology.pbox_of``). ``rack_writes`` gives what a freshly
 configured switch needs; ``reconcile`` compares it with entries read back from a
 switch (after a controller restart) and returns only the missing or different
 ones, so reconnecting never fails on ALREADY_EXISTS.
@@ -14,8 +17,8 @@ from controller.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, Ta
 
 
 def rack_entries(topo: Topology, switch: str) -> list[Entry]:
-    """l2_fwd per attached host/PBox, broadcast -> flood, the PBox as aggregator, and the
-    PBox's port as the only one its address may come from."""
+    """l2_fwd per attached host/PBox, broadcast -> flood, and for each PBox (by port) its
+    address as an aggregator and its port as the only one that address may come from."""
     entries = [
         Entry(p.L2_FWD, (FieldMatch(p.L2_DST, node.mac),), p.ACT_FORWARD, (("port", node.port),))
         for node in topo.endpoints_of(switch)
@@ -24,8 +27,7 @@ def rack_entries(topo: Topology, switch: str) -> list[Entry]:
         Entry(p.L2_FWD, (FieldMatch(p.L2_DST, p.BROADCAST_MAC),), p.ACT_FLOOD,
               (("group", p.FLOOD_GROUP),))
     )
-    pbox = topo.pbox_of(switch)
-    if pbox is not None:
+    for pbox in topo.pboxes_of(switch):
         entries.append(Entry(p.AGGREGATORS, (FieldMatch(p.AGG_DST, pbox.ip),), p.ACT_IS_AGGREGATOR))
         entries.append(Entry(p.AGG_SOURCES, (FieldMatch(p.AGG_SRC, pbox.ip),), p.ACT_AGGREGATOR_AT,
                              (("port", pbox.port),)))

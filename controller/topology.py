@@ -16,10 +16,11 @@ Example (every key shown; optional ones have the defaults of the schemas below):
 ``slots`` is the switch's aggregation pool (at most the program's NUM_SLOTS) and
 ``job_slots`` what one job asks for; a PBox's ``slots`` is its own pool and
 ``control`` its JSON control channel (hosts/pbox.py), through which the
-controller adds and removes the jobs placed on it. Each
-switch is one rack with at most one PBox. Validation is declarative (a schema per
-section, as faucet's ``Conf.defaults_types``) plus cross checks; every problem
-found is reported at once in one ``ConfigError``.
+controller adds and removes the jobs placed on it. Each switch is one rack with any
+number of PBoxes, each with its own ip, mac and switch port (``pboxes_of`` lists them
+by port; the first is the rack's aggregator address, ``pbox_of``). Validation is
+declarative (a schema per section, as faucet's ``Conf.defaults_types``) plus cross
+checks; every problem found is reported at once in one ``ConfigError``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,11 +187,18 @@ class Topology:
                 return host
         return None
 
+    def pboxes_of(self, switch: str) -> list[PBoxConf]:
+        """The rack's PBoxes by switch port: an order every process derives alike from
+        the topology, whatever the order of the JSON object (ports are unique per switch;
+        the name only breaks ties in a Topology built without validation)."""
+        return sorted((p for p in self.pboxes.values() if p.switch == switch),
+                      key=lambda p: (p.port, p.name))
+
     def pbox_of(self, switch: str) -> PBoxConf | None:
-        for pbox in self.pboxes.values():
-            if pbox.switch == switch:
-                return pbox
-        return None
+        """The rack's first PBox (``pboxes_of``): the aggregator address its switch jobs
+        are addressed to; None for a rack without PBoxes."""
+        pboxes = self.pboxes_of(switch)
+        return pboxes[0] if pboxes else None
 
     def endpoints_of(self, switch: str) -> list[HostConf | PBoxConf]:
         """Hosts and PBoxes attached to a switch, by port."""
@@ -201,30 +209,64 @@ class Topology:
         return sorted(nodes, key=lambda n: n.port)
 
 
+MAX_RACK_PBOXES = 8  # 10.0.0.100..107: below the addresses topologies give other hosts
+
+
+def rack_pbox(index: int, workers: int) -> tuple[str, str, str, int]:
+    """(name, ip, mac, switch port) of PBox ``index`` (1-based) in ``rack_dict``'s rack:
+    1 is ``pbox`` at 10.0.0.100, port N+1; k is ``pbox{k}`` at 10.0.0.{99+k}, port N+k;
+    the MAC's last byte is the IP's last octet, as for the workers."""
+    octet = 99 + index
+    name = "pbox" if index == 1 else f"pbox{index}"
+    return name, f"10.0.0.{octet}", f"08:00:00:00:01:{octet:02x}", workers + index
+
+
 def rack_dict(
-    workers: int, grpc_addr: str, *, device_id: int = 0, pbox_control: str = "",
+    workers: int, grpc_addr: str, *, device_id: int = 0, pboxes: int = 1,
+    pbox_controls: Sequence[str] = (), pbox_control: str = "",
     slots: int = program.NUM_SLOTS, job_slots: int = 128, pbox_slots: int = 4096,
 ) -> dict:
     """The description of a standard rack (for Mininet and tests): switch ``s1``;
-    workers ``w1..wN`` at 10.0.0.i, MAC 08:00:00:00:01:ii, switch port i; the
-    PBox ``pbox`` at 10.0.0.100, MAC 08:00:00:00:01:64, port N+1. A topology that
-    builds the rack must give its hosts exactly these addresses and ports."""
+    workers ``w1..wN`` at 10.0.0.i, MAC 08:00:00:00:01:ii, switch port i; then
+    ``pboxes`` PBoxes after them (``rack_pbox``: ``pbox`` at 10.0.0.100, port N+1,
+    ``pbox2`` at 10.0.0.101, port N+2, ...). A topology that builds the rack must give
+    its hosts exactly these addresses and ports.
+
+    ``pbox_controls`` is one control address per PBox, or empty for none;
+    ``pbox_control`` is the same for a single-PBox rack (``pbox_controls=(addr,)``)."""
     if not 1 <= workers <= 99:
         raise ConfigError([f"workers: {workers} outside 1..99"])
+    controls = _rack_controls(pboxes, pbox_controls, pbox_control)
     hosts = {
         f"w{i}": {"ip": f"10.0.0.{i}", "mac": f"08:00:00:00:01:{i:02x}", "switch": "s1", "port": i}
         for i in range(1, workers + 1)
     }
-    pbox = {"ip": "10.0.0.100", "mac": "08:00:00:00:01:64", "switch": "s1",
-            "port": workers + 1, "slots": pbox_slots}
-    if pbox_control:
-        pbox["control"] = pbox_control
+    boxes = {}
+    for index in range(1, pboxes + 1):
+        name, ip, mac, port = rack_pbox(index, workers)
+        boxes[name] = {"ip": ip, "mac": mac, "switch": "s1", "port": port, "slots": pbox_slots}
+        if controls:
+            boxes[name]["control"] = controls[index - 1]
     return {
         "switches": {"s1": {"grpc_addr": grpc_addr, "device_id": device_id, "slots": slots,
                             "job_slots": job_slots}},
         "hosts": hosts,
-        "pboxes": {"pbox": pbox},
+        "pboxes": boxes,
     }
+
+
+def _rack_controls(pboxes: int, controls: Sequence[str], control: str) -> list[str]:
+    """``rack_dict``'s control addresses, one per PBox or none; raises ConfigError."""
+    if not 1 <= pboxes <= MAX_RACK_PBOXES:
+        raise ConfigError([f"pboxes: {pboxes} outside 1..{MAX_RACK_PBOXES}"])
+    if isinstance(controls, str):  # a lone string would be split into characters
+        raise ConfigError(["pbox_controls: expected a sequence of host:port, got a string"])
+    if control and controls:
+        raise ConfigError(["pbox_control and pbox_controls: give one of them"])
+    listed = [control] if control else list(controls)
+    if listed and len(listed) != pboxes:
+        raise ConfigError([f"pbox_controls: {len(listed)} addresses for {pboxes} PBoxes"])
+    return listed
 
 
 def load(path: str | Path) -> Topology:
@@ -332,8 +374,3 @@ def _cross_check(topo: Topology, errors: list[str]) -> None:
             errors.append(f"{where}.port: {node.switch} port {node.port} also used by "
                           f"{seen_port[(node.switch, node.port)]}")
         seen_port[(node.switch, node.port)] = where
-    racks: dict[str, str] = {}
-    for pbox in topo.pboxes.values():
-        if pbox.switch in racks:
-            errors.append(f"pboxes.{pbox.name}: switch {pbox.switch} already has PBox {racks[pbox.switch]}")
-        racks[pbox.switch] = pbox.name

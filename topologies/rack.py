@@ -1,17 +1,23 @@
-"""A Mininet rack: N workers (w1..wN, 10.0.0.1..N), a PBox host (pbox, 10.0.0.100), one switch s1.
+"""A Mininet rack: N workers (w1..wN, 10.0.0.1..N), P PBox hosts (pbox, pbox2.. at
+10.0.0.100..; one by default), one switch s1.
 
     with Rack(RackConfig(workers=4, bw=100, loss=1.0)) as rack:
         rack.start_pbox(jobs=["1:4"])
         procs = [rack.popen(w, [...], "w1") for w in rack.workers]
 
+Several PBoxes: ``RackConfig(pboxes=3)``, then ``rack.start_pboxes()`` or
+``rack.start_pbox(name="pbox2")``; every PBox method takes ``name`` and defaults to the
+first PBox (``rack.pbox``), the rack's aggregator address. Each PBox writes
+``<name>.out``/``<name>.err`` in the rack's log_dir.
+
 The switch is pluggable (``RackConfig.switch_cls``/``switch_opts``): a Linux bridge by
 default; ``RackConfig(p4=True)`` compiles p4src/aggregate.p4 and runs it on a P4 switch
 (topologies/p4switch.py), adds the management network (topologies/mgmt.py) and lets
 ``start_controller`` run p4hub-controller in the root namespace. Hosts get the MACs and
-switch ports that ``controller.topology.rack_dict`` describes. The context manager always stops Mininet and every
-process it started, even when the body raises; it never runs ``mn -c`` (other
-engineers' networks may be up): it removes only its own leftovers (s1, s1-eth*,
-w*-eth0, pbox-eth0) before it starts.
+switch ports that ``controller.topology.rack_dict`` describes (``switch_ports``). The context
+manager always stops Mininet and every process it started, even when the body raises;
+it never runs ``mn -c`` (other engineers' networks may be up): it removes only its own
+leftovers (s1, s1-eth*, w*-eth0, pbox*-eth0, x*-eth0) before it starts.
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ from topologies import linkem, mgmt
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
-PBOX_IP = "10.0.0.100"
+PBOX_IP = "10.0.0.100"  # the first PBox's: the rack's aggregator address
 AGENT_PORT = 47000  # every worker's host-agent UDP port (the switch checks ip and port)
 MAX_WORKERS = 8  # names w1..w8 are ours
 SWITCH_NAME = "s1"
-PBOX_NAME = "pbox"
-CONTROL_PORT = 48880  # the PBox's JSON control channel, inside the pbox host
+PBOX_NAME = "pbox"  # the first PBox; the others are pbox2, pbox3..
+MAX_PBOXES = 8  # controller.topology.MAX_RACK_PBOXES
+PBOX_PORT = 48879  # every PBox's aggregation UDP port, on its own data address
+CONTROL_PORT = 48880  # each PBox's JSON control channel, inside its host
 MAX_EXTRA = 4  # hosts outside every job: x1..x4
 P4_SOURCE = REPO / "p4src" / "aggregate.p4"
 # One rack at a time on a machine: the names are fixed, and the leftover cleanup of a
@@ -56,6 +64,38 @@ def worker_ip(rank: int) -> str:
 
 def extra_ip(index: int) -> str:
     return f"10.0.0.{201 + index}"
+
+
+def pbox_name(index: int) -> str:
+    """PBox ``index`` (0-based, like worker ranks): pbox, pbox2, pbox3.. (rack_dict's names)."""
+    return PBOX_NAME if index == 0 else f"{PBOX_NAME}{index + 1}"
+
+
+def pbox_ip(index: int) -> str:
+    return f"10.0.0.{100 + index}"
+
+
+def pbox_index(name: str, pboxes: int) -> int:
+    """Which of a rack's ``pboxes`` PBoxes ``name`` is; ValueError for one it lacks."""
+    names = [pbox_name(i) for i in range(pboxes)]
+    if name not in names:
+        raise ValueError(f"no PBox {name!r} in this rack (it has {', '.join(names)})")
+    return names.index(name)
+
+
+def pbox_control(index: int) -> str:
+    """PBox ``index``'s control channel as the controller reaches it (management network)."""
+    return f"{mgmt_ip(pbox_ip(index))}:{CONTROL_PORT}"
+
+
+def switch_ports(workers: int, pboxes: int, extra_hosts: int) -> dict[str, int]:
+    """Host name -> switch port: w1..wN on 1..N, the PBoxes on N+1..N+P, x1.. after them.
+    Mininet numbers a switch's ports in the order its links are added, so ``Rack.start``
+    links the hosts in this order."""
+    names = [*(f"w{rank + 1}" for rank in range(workers)),
+             *(pbox_name(index) for index in range(pboxes)),
+             *(f"x{index + 1}" for index in range(extra_hosts))]
+    return {name: port for port, name in enumerate(names, start=1)}
 
 
 def host_mac(ip: str) -> str:
@@ -87,7 +127,8 @@ class RackConfig:
     run_name: str = "rack"
     max_queue_size: int | None = None  # htb/link queue (packets), None = Mininet's default
     lock_timeout: float = 300.0  # seconds to wait for another rack on this machine to finish
-    extra_hosts: int = 0  # x1..: hosts outside every job (port N+2..)
+    pboxes: int = 1  # PBox hosts pbox, pbox2.. (10.0.0.100..), ports N+1..N+P
+    extra_hosts: int = 0  # x1..: hosts outside every job (ports after the PBoxes)
     p4: bool = False  # P4 switch running p4src/aggregate.p4 + management network
     grpc_port: int = 50051  # the P4 switch's P4Runtime port (root namespace)
     pcap: bool = True  # P4 switch writes pcaps/ (costs switch CPU per packet)
@@ -102,6 +143,8 @@ class Rack:
     def __init__(self, config: RackConfig) -> None:
         if not 1 <= config.workers <= MAX_WORKERS:
             raise RackError(f"workers must be 1..{MAX_WORKERS}, got {config.workers}")
+        if not 1 <= config.pboxes <= MAX_PBOXES:
+            raise RackError(f"pboxes must be 1..{MAX_PBOXES}, got {config.pboxes}")
         self.config = config
         self.loss_probability = linkem.check_loss(config.loss)
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -109,13 +152,13 @@ class Rack:
         # Mininet's objects are untyped; these are set by start() and used after it
         self.net: Any = None
         self.workers: list = []
-        self.pbox: Any = None
+        self.pbox_hosts: list = []  # by index: pbox, pbox2..
         self.switch: Any = None
         self.extras: list = []
         self.controller_proc: subprocess.Popen | None = None
         self.topology: dict | None = None
         self._procs: list[tuple[str, subprocess.Popen]] = []
-        self._pbox_proc: subprocess.Popen | None = None
+        self._pbox_procs: dict[str, subprocess.Popen] = {}  # PBox name -> its running p4hub-pbox
         self._lock_file: TextIO | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -148,10 +191,11 @@ class Rack:
                            autoSetMacs=True, waitConnected=False)
         self.switch = self.net.addSwitch(SWITCH_NAME, cls=switch_cls, **switch_opts)
         link_opts = self._link_opts()
-        # Link order = switch port order: w1..wN on 1..N, pbox on N+1, x1.. after it.
+        # Link order = switch port order (switch_ports): w1..wN, the PBoxes, then x1..
         for rank in range(self.config.workers):
             self.workers.append(self._add_host(f"w{rank + 1}", worker_ip(rank), link_opts))
-        self.pbox = self._add_host(PBOX_NAME, PBOX_IP, link_opts)
+        for index in range(self.config.pboxes):
+            self.pbox_hosts.append(self._add_host(pbox_name(index), pbox_ip(index), link_opts))
         for index in range(self.config.extra_hosts):
             self.extras.append(self._add_host(f"x{index + 1}", extra_ip(index), link_opts))
         self.net.build()
@@ -225,6 +269,7 @@ class Rack:
         manifest = {
             "workers": {h.name: h.IP() for h in self.workers},
             "pbox": PBOX_IP,
+            "pboxes": {h.name: h.IP() for h in self.pbox_hosts},
             "bw_mbit": self.config.bw,
             "loss_percent": self.config.loss,
             "extra_hosts": {h.name: h.IP() for h in self.extras},
@@ -235,14 +280,27 @@ class Rack:
 
     @property
     def hosts(self) -> list:
-        return [*self.workers, self.pbox] if self.pbox is not None else list(self.workers)
+        return [*self.workers, *self.pbox_hosts]
+
+    @property
+    def pbox(self) -> Any:
+        """The first PBox host (the rack's aggregator address); None before start()."""
+        return self.pbox_hosts[0] if self.pbox_hosts else None
+
+    @property
+    def pbox_names(self) -> list[str]:
+        return [pbox_name(index) for index in range(self.config.pboxes)]
+
+    def pbox_host(self, name: str = PBOX_NAME) -> Any:
+        """The Mininet host of PBox ``name``; ValueError for a name the rack lacks."""
+        return self.pbox_hosts[pbox_index(name, self.config.pboxes)]
 
     def stop(self) -> None:
         """Kill what we started, stop Mininet, remove our leftovers. Safe to call twice."""
         for name, proc in reversed(self._procs):
             _terminate(name, proc)
         self._procs = []
-        self._pbox_proc = None
+        self._pbox_procs = {}
         self.controller_proc = None
         stop_switch = getattr(self.switch, "stop_process", None)
         if stop_switch is not None:  # before Mininet takes its interfaces down
@@ -262,12 +320,14 @@ class Rack:
 
     def process_roots(self) -> dict[str, int]:
         """The emulation's long-lived processes by group, for topologies.cpuload: the P4
-        switch (a process in the root namespace), the PBox (its forked workers are its
-        children) and the controller; those not running are left out. (Mininet's host
-        popen execs the command in place, so a Popen's pid is the program's.)"""
+        switch (a process in the root namespace), each PBox under its name (its forked
+        workers are its children: ``pbox``, ``pbox2``..) and the controller; those not
+        running are left out. (Mininet's host popen execs the command in place, so a
+        Popen's pid is the program's.)"""
         roots = {}
         for group, proc in (("switch", getattr(self.switch, "proc", None)),
-                            ("pbox", self._pbox_proc), ("controller", self.controller_proc)):
+                            *((name, self._pbox_procs.get(name)) for name in self.pbox_names),
+                            ("controller", self.controller_proc)):
             if proc is not None and proc.poll() is None:
                 roots[group] = proc.pid
         return roots
@@ -279,17 +339,9 @@ class Rack:
 
     def controller_topology(self, slots: int = 1024, job_slots: int = 128,
                             worker_timeout: float = 30.0) -> dict:
-        """The rack as p4hub-controller sees it (controller.topology.rack_dict + x hosts)."""
-        from controller.topology import rack_dict
-
-        topo = rack_dict(self.config.workers, f"127.0.0.1:{self.config.grpc_port}",
-                         pbox_control=f"{mgmt_ip(PBOX_IP)}:{CONTROL_PORT}", slots=slots,
-                         job_slots=job_slots)
-        for offset, host in enumerate(self.extras):
-            topo["hosts"][host.name] = {"ip": host.IP(), "mac": host.MAC(), "switch": SWITCH_NAME,
-                                        "port": self.config.workers + 2 + offset}
-        topo["controller"] = {"listen": self.controller_address, "worker_timeout": worker_timeout}
-        return topo
+        """The rack as p4hub-controller sees it (``rack_topology``)."""
+        return rack_topology(self.config, slots=slots, job_slots=job_slots,
+                             worker_timeout=worker_timeout)
 
     def start_controller(self, topology: dict | None = None, timeout: float = 30.0,
                          log_name: str = "controller") -> subprocess.Popen:
@@ -356,45 +408,58 @@ class Rack:
         return proc
 
     def start_pbox(self, jobs: Sequence[str] = (), workers: int = 2, timeout: float = 10.0,
-                   extra: Sequence[str] = ()) -> dict:
-        """Start p4hub-pbox in the pbox host; returns its ready line (raises if it fails)."""
-        args = [PYTHON, "-m", "hosts.pbox_cli", "--listen", f"{PBOX_IP}:48879",
+                   extra: Sequence[str] = (), name: str = PBOX_NAME) -> dict:
+        """Start p4hub-pbox in PBox host ``name``; returns its ready line (raises if it fails)."""
+        index = pbox_index(name, self.config.pboxes)
+        args = [PYTHON, "-m", "hosts.pbox_cli", "--listen", f"{pbox_ip(index)}:{PBOX_PORT}",
                 "--workers", str(workers), "--control", f"0.0.0.0:{CONTROL_PORT}", *extra]
         for job in jobs:
             args += ["--job", job]
-        out = open(self.log_dir / "pbox.out", "w")  # noqa: SIM115 - closed below
-        proc = self.popen(self.pbox, args, "pbox", stdout=out)
+        out_path = self.log_dir / f"{name}.out"
+        out = open(out_path, "w")  # noqa: SIM115 - closed below
+        proc = self.popen(self.pbox_hosts[index], args, name, stdout=out)
         out.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            lines = (self.log_dir / "pbox.out").read_text().splitlines()
+            lines = out_path.read_text().splitlines()
             if lines:
-                self._pbox_proc = proc
+                self._pbox_procs[name] = proc
                 return json.loads(lines[0])
             if proc.poll() is not None:
                 break
             time.sleep(0.05)
-        err = (self.log_dir / "pbox.err").read_text()
-        raise RackError(f"p4hub-pbox did not come up: {err.strip()[-2000:]}")
+        err = (self.log_dir / f"{name}.err").read_text()
+        raise RackError(f"p4hub-pbox {name} did not come up: {err.strip()[-2000:]}")
 
-    def stop_pbox(self) -> list[dict]:
-        """SIGTERM the PBox; returns its JSON output lines (the last one has final counters)."""
-        if self._pbox_proc is None:
+    def start_pboxes(self, jobs: Sequence[str] = (), workers: int = 2, timeout: float = 10.0,
+                     extra: Sequence[str] = ()) -> dict[str, dict]:
+        """Start p4hub-pbox in every PBox host, each with these arguments; returns the
+        ready lines by PBox name."""
+        return {name: self.start_pbox(jobs, workers, timeout, extra, name=name)
+                for name in self.pbox_names}
+
+    def stop_pbox(self, name: str = PBOX_NAME) -> list[dict]:
+        """SIGTERM PBox ``name``; returns its JSON output lines (the last one has final counters)."""
+        pbox_index(name, self.config.pboxes)
+        proc = self._pbox_procs.pop(name, None)
+        if proc is None:
             return []
-        _terminate("pbox", self._pbox_proc)
-        self._pbox_proc = None
-        text = (self.log_dir / "pbox.out").read_text()
+        _terminate(name, proc)
+        text = (self.log_dir / f"{name}.out").read_text()
         return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
-    def kill_pbox(self) -> None:
-        """SIGKILL the PBox (a crash: no goodbye on its control channel)."""
-        if self._pbox_proc is not None:
-            self._pbox_proc.kill()
-            self._pbox_proc.wait(timeout=5)
-            self._pbox_proc = None
+    def kill_pbox(self, name: str = PBOX_NAME) -> None:
+        """SIGKILL PBox ``name`` (a crash: no goodbye on its control channel)."""
+        pbox_index(name, self.config.pboxes)
+        proc = self._pbox_procs.pop(name, None)
+        if proc is not None:
+            proc.kill()
+            proc.wait(timeout=5)
 
-    def pbox_alive(self) -> bool:
-        return self._pbox_proc is not None and self._pbox_proc.poll() is None
+    def pbox_alive(self, name: str = PBOX_NAME) -> bool:
+        pbox_index(name, self.config.pboxes)
+        proc = self._pbox_procs.get(name)
+        return proc is not None and proc.poll() is None
 
     def restart_switch(self, down_for: float = 1.0) -> None:
         """Stop the P4 switch process and start it again after ``down_for`` seconds: it
@@ -404,16 +469,38 @@ class Rack:
         time.sleep(down_for)
         self.switch.start([])
 
-    def pbox_request(self, request: dict) -> dict:
-        """One control request to the PBox, sent from inside the pbox host."""
+    def pbox_request(self, request: dict, name: str = PBOX_NAME) -> dict:
+        """One control request to PBox ``name``, sent from inside its host."""
+        index = pbox_index(name, self.config.pboxes)
         code = (
             "import json,socket,sys;"
-            f"c=socket.create_connection(('{PBOX_IP}',{CONTROL_PORT}),timeout=5);"
+            f"c=socket.create_connection(('{pbox_ip(index)}',{CONTROL_PORT}),timeout=5);"
             "c.sendall(sys.argv[1].encode()+b'\\n');"
             "print(c.makefile().readline().strip())"
         )
-        out = self.pbox.cmd(PYTHON, "-c", _shell_quote(code), _shell_quote(json.dumps(request)))
+        out = self.pbox_hosts[index].cmd(PYTHON, "-c", _shell_quote(code),
+                                         _shell_quote(json.dumps(request)))
         return json.loads(out.strip().splitlines()[-1])
+
+
+def rack_topology(config: RackConfig, *, slots: int = 1024, job_slots: int = 128,
+                  worker_timeout: float = 30.0) -> dict:
+    """The rack ``config`` describes as p4hub-controller sees it: controller.topology's
+    rack_dict (workers, and every PBox with its control address on the management
+    network) plus the x hosts, each on the port ``Rack.start`` links it to."""
+    from controller.topology import rack_dict
+
+    topo = rack_dict(config.workers, f"127.0.0.1:{config.grpc_port}", pboxes=config.pboxes,
+                     pbox_controls=[pbox_control(i) for i in range(config.pboxes)],
+                     slots=slots, job_slots=job_slots)
+    ports = switch_ports(config.workers, config.pboxes, config.extra_hosts)
+    for index in range(config.extra_hosts):
+        name, ip = f"x{index + 1}", extra_ip(index)
+        topo["hosts"][name] = {"ip": ip, "mac": host_mac(ip), "switch": SWITCH_NAME,
+                               "port": ports[name]}
+    topo["controller"] = {"listen": f"{mgmt.ROOT_IP}:{config.controller_port}",
+                          "worker_timeout": worker_timeout}
+    return topo
 
 
 def exit_on_sigterm() -> None:
@@ -450,10 +537,11 @@ def remove_leftovers() -> None:
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     ours = []
     names = [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()]
+    hosts = {f"w{i}-eth0" for i in range(1, MAX_WORKERS + 1)} | {
+        f"x{i}-eth0" for i in range(1, MAX_EXTRA + 1)} | {
+        f"{pbox_name(i)}-eth0" for i in range(MAX_PBOXES)}
     for name in names:
-        if name == SWITCH_NAME or name.startswith(f"{SWITCH_NAME}-eth") or name in {
-            f"w{i}-eth0" for i in range(1, MAX_WORKERS + 1)
-        } | {f"x{i}-eth0" for i in range(1, MAX_EXTRA + 1)} | {f"{PBOX_NAME}-eth0"}:
+        if name == SWITCH_NAME or name.startswith(f"{SWITCH_NAME}-eth") or name in hosts:
             ours.append(name)
     for name in ours:
         subprocess.run(["ip", "link", "del", name], capture_output=True)

@@ -1,8 +1,10 @@
-"""Make the rack's PBox a straggler for experiments: CPU interference or link contention.
+"""Make one of the rack's PBoxes a straggler for experiments: CPU interference or link
+contention.
 
 PSLD's stragglers come from imbalanced assignment, bandwidth contention and CPU
-interference. Two of them can be injected on the rack's PBox while a path runs
-(``topologies.run --straggler``, and tests):
+interference. Two of them can be injected on a PBox of the rack (``pbox``: its name,
+by default the first, ``pbox``) while a path runs (``topologies.run --straggler``, and
+tests):
 
 * ``cpu``: ``procs`` busy processes in the PBox's host compete with its workers for
   the cores. On the 2-core build machine they slow the whole emulation, not only
@@ -33,16 +35,20 @@ BURN = "import os\nwhile True:\n    os.getpid()\n"  # a busy loop that never sle
 
 
 @contextmanager
-def inject(rack, kind: str, *, mbit: float = 0.0, procs: int = 1) -> Iterator[None]:
-    """Make ``rack``'s PBox a straggler of ``kind`` (KINDS) while the block runs."""
-    from topologies.rack import PBOX_IP, PYTHON
+def inject(rack, kind: str, *, mbit: float = 0.0, procs: int = 1,
+           pbox: str = "pbox") -> Iterator[None]:
+    """Make ``rack``'s PBox named ``pbox`` a straggler of ``kind`` (KINDS) while the block
+    runs; ValueError for an unknown kind or a PBox the rack does not have."""
+    from topologies.rack import PYTHON, pbox_index, pbox_ip
 
     if kind not in KINDS:
         raise ValueError(f"straggler kind {kind!r} is not one of {KINDS}")
+    index = pbox_index(pbox, rack.config.pboxes)
     started: list[subprocess.Popen] = []
     try:
         if kind == "cpu":
-            started += [rack.pbox.popen([PYTHON, "-c", BURN]) for _ in range(procs)]
+            host = rack.pbox_hosts[index]
+            started += [host.popen([PYTHON, "-c", BURN]) for _ in range(procs)]
         elif kind == "link":
             if not rack.extras:
                 raise ValueError("a link straggler needs an extra host to flood from "
@@ -50,8 +56,8 @@ def inject(rack, kind: str, *, mbit: float = 0.0, procs: int = 1) -> Iterator[No
             if mbit <= 0:
                 raise ValueError(f"flood rate {mbit} Mbit/s must be positive")
             started.append(rack.extras[0].popen(
-                [PYTHON, "-m", "topologies.straggler", "--flood", f"{PBOX_IP}:{DISCARD_PORT}",
-                 "--mbit", str(mbit)]))
+                [PYTHON, "-m", "topologies.straggler", "--flood",
+                 f"{pbox_ip(index)}:{DISCARD_PORT}", "--mbit", str(mbit)]))
         yield
     finally:
         for proc in started:

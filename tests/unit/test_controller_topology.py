@@ -112,10 +112,62 @@ def test_cross_checks(changes, expected):
     assert any(e.startswith(expected) for e in errors_of(rack(**changes))), errors_of(rack(**changes))
 
 
-def test_one_pbox_per_rack():
+def three_pboxes() -> dict:
+    """RACK with pb1 (port 5) and two more PBoxes, listed out of port order."""
     raw = rack()
-    raw["pboxes"]["pb2"] = {"ip": "10.0.0.101", "mac": "08:00:00:00:01:65", "switch": "s1", "port": 6}
-    assert any("already has PBox" in e for e in errors_of(raw))
+    raw["pboxes"] = {
+        "pb3": {"ip": "10.0.0.102", "mac": "08:00:00:00:01:66", "switch": "s1", "port": 7},
+        "pb1": raw["pboxes"]["pb1"],
+        "pb2": {"ip": "10.0.0.101", "mac": "08:00:00:00:01:65", "switch": "s1", "port": 6,
+                "control": "10.99.0.101:48880"},
+    }
+    return raw
+
+
+def test_a_rack_may_have_several_pboxes_listed_by_port():
+    topo = topology.from_dict(three_pboxes())
+    assert [p.name for p in topo.pboxes_of("s1")] == ["pb1", "pb2", "pb3"]
+    assert topo.pbox_of("s1").name == "pb1"  # the first by port, not by JSON order
+    assert topo.pboxes["pb2"].control == "10.99.0.101:48880"
+    assert [n.name for n in topo.endpoints_of("s1")] == ["h1", "h2", "pb1", "pb2", "pb3"]
+
+
+def test_pboxes_of_follows_ports_not_names():
+    raw = three_pboxes()
+    raw["pboxes"]["pb1"]["port"] = 9  # now the last
+    topo = topology.from_dict(raw)
+    assert [p.name for p in topo.pboxes_of("s1")] == ["pb2", "pb3", "pb1"]
+    assert topo.pbox_of("s1").name == "pb2"
+
+
+def test_a_rack_without_pboxes_has_none():
+    topo = topology.from_dict(rack(pboxes={}))
+    assert topo.pboxes_of("s1") == [] and topo.pbox_of("s1") is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("ip", "10.0.0.100", "pboxes.pb2.ip: also used by pboxes.pb1"),
+        ("mac", "08:00:00:00:01:66", "pboxes.pb2.mac: also used by pboxes.pb3"),
+        ("port", 7, "pboxes.pb2.port: s1 port 7 also used by pboxes.pb3"),
+        ("port", 2, "pboxes.pb2.port: s1 port 2 also used by hosts.h2"),
+    ],
+)
+def test_pboxes_of_one_rack_still_need_their_own_addresses_and_ports(key, value, expected):
+    raw = three_pboxes()
+    raw["pboxes"]["pb2"][key] = value  # pb2 is listed last: the error names it
+    errs = errors_of(raw)
+    assert errs == [expected], errs
+
+
+def test_pboxes_on_two_racks():
+    raw = three_pboxes()
+    raw["switches"]["s2"] = {"grpc_addr": "127.0.0.1:50052"}
+    raw["pboxes"]["pb3"].update(switch="s2", port=1)
+    topo = topology.from_dict(raw)
+    assert [p.name for p in topo.pboxes_of("s1")] == ["pb1", "pb2"]
+    assert [p.name for p in topo.pboxes_of("s2")] == ["pb3"]
 
 
 def test_two_switches_may_not_share_a_grpc_target():
@@ -138,3 +190,47 @@ def test_standard_rack_description_is_valid_and_predictable():
     assert topology.format_mac(topo.hosts["w3"].mac) == "08:00:00:00:01:03"
     with pytest.raises(ConfigError):
         topology.rack_dict(0, "127.0.0.1:9559")
+
+
+def test_standard_rack_with_three_pboxes():
+    controls = ["10.99.0.100:48880", "10.99.0.101:48880", "10.99.0.102:48880"]
+    raw = topology.rack_dict(4, "127.0.0.1:9559", pboxes=3, pbox_controls=controls)
+    topo = topology.from_dict(raw)
+    assert [(p.name, topology.format_ipv4(p.ip), topology.format_mac(p.mac), p.port, p.control)
+            for p in topo.pboxes_of("s1")] == [
+        ("pbox", "10.0.0.100", "08:00:00:00:01:64", 5, controls[0]),
+        ("pbox2", "10.0.0.101", "08:00:00:00:01:65", 6, controls[1]),
+        ("pbox3", "10.0.0.102", "08:00:00:00:01:66", 7, controls[2])]
+    assert [n.port for n in topo.endpoints_of("s1")] == list(range(1, 8))
+    assert topo.pbox_of("s1").name == "pbox"
+
+
+def test_standard_rack_pboxes_without_control_and_at_the_limits():
+    topo = topology.from_dict(topology.rack_dict(99, "127.0.0.1:9559", pboxes=8, pbox_slots=64))
+    assert [(p.name, p.port, p.control, p.slots) for p in topo.pboxes_of("s1")][-1] == (
+        "pbox8", 107, "", 64)
+    assert topology.format_ipv4(topo.pboxes["pbox8"].ip) == "10.0.0.107"
+    assert topology.rack_pbox(2, 4) == ("pbox2", "10.0.0.101", "08:00:00:00:01:65", 6)
+
+
+def test_one_pbox_control_is_still_accepted_alone():
+    one = topology.rack_dict(2, "127.0.0.1:9559", pbox_control="10.99.0.100:48880")
+    assert one == topology.rack_dict(2, "127.0.0.1:9559", pbox_controls=["10.99.0.100:48880"])
+    assert one["pboxes"]["pbox"]["control"] == "10.99.0.100:48880"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"pboxes": 0}, "pboxes: 0 outside 1..8"),
+        ({"pboxes": 9}, "pboxes: 9 outside 1..8"),
+        ({"pboxes": 2, "pbox_controls": ["a:1"]}, "pbox_controls: 1 addresses for 2 PBoxes"),
+        ({"pboxes": 2, "pbox_control": "a:1"}, "pbox_controls: 1 addresses for 2 PBoxes"),
+        ({"pbox_controls": "a:1"}, "pbox_controls: expected a sequence"),
+        ({"pbox_control": "a:1", "pbox_controls": ["a:1"]}, "pbox_control and pbox_controls"),
+    ],
+)
+def test_standard_rack_refuses_bad_pbox_arguments(kwargs, expected):
+    with pytest.raises(ConfigError) as info:
+        topology.rack_dict(4, "127.0.0.1:9559", **kwargs)
+    assert info.value.errors[0].startswith(expected), info.value.errors
