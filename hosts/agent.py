@@ -13,6 +13,8 @@ Usage::
 Every rank must reduce tensors of the same sizes in the same order (as with any
 collective). The job (id, world size, slot range) must be configured on the
 aggregator (switch controller or PBox) with the same ``slot_base``/``slot_count``.
+A job split over several aggregators passes its map (``route_map``: hosts/routes.py,
+each route's aggregator an (IPv4, port) or None for ``aggregator``) instead.
 
 An all-reduce never hangs: if no result arrives for ``timeout`` seconds while work is
 outstanding (the aggregator or a peer is silent), every pending handle fails with
@@ -31,6 +33,7 @@ import numpy as np
 from hosts import chunking
 from hosts.errors import AllreduceError
 from hosts.events import Event, TensorCompleted, TensorFailed
+from hosts.routes import Route
 from hosts.session import Session
 from hosts.transport import UdpTransport
 from hosts.wire import AGG_UDP_PORT, K
@@ -93,6 +96,7 @@ class Agent:
         classes: int = 1,
         credit: int | None = None,
         epoch: int = 0,
+        route_map: list[Route] | None = None,
     ) -> None:
         """``timeout``: seconds without any result before pending all-reduces fail.
         ``rto``/``rto_max``: first and largest retransmission timeout (seconds).
@@ -102,11 +106,13 @@ class Agent:
         was configured on the aggregator.
         ``classes``: priority classes (1-64; hosts/session.py): all-reduces of a more
         urgent class overtake queued packets of less urgent ones, sharing ``credit``
-        positions in flight (default ``window``). 1 (the default) is one FIFO stream."""
+        positions in flight (default ``window``). 1 (the default) is one FIFO stream.
+        ``route_map``: the aggregators serving the job's window (hosts/routes.py), for a
+        job split over several; None: all of it on ``aggregator`` from ``slot_base``."""
         self._session = Session(
             job_id, rank, world_size, slot_base, slot_count, window,
             rto=rto, rto_max=rto_max, deadline=timeout, lanes=lanes, classes=classes,
-            credit=credit, epoch=epoch,
+            credit=credit, epoch=epoch, route_map=route_map,
         )  # fmt: skip
         self.epoch = epoch
         self.lanes = lanes
@@ -176,23 +182,32 @@ class Agent:
         return {"sent": stats.sent, "retransmitted": stats.retransmitted,
                 "results": stats.results}
 
-    def follow(self, epoch: int, slot_base: int | None = None) -> bool:
+    def follow(self, epoch: int, slot_base: int | None = None,
+               route_map: list[Route] | None = None) -> bool:
         """``resync`` if the controller's ``epoch`` for the job is not the one this agent
         runs under; True when it did."""
         if epoch == self.epoch:
             return False
-        self.resync(epoch, slot_base)
+        self.resync(epoch, slot_base, route_map)
         return True
 
-    def resync(self, epoch: int, slot_base: int | None = None) -> None:
+    def resync(self, epoch: int, slot_base: int | None = None,
+               route_map: list[Route] | None = None) -> None:
         """The job's aggregator lost its rounds in flight or the job moved (the
-        controller's heartbeat reply shows a new ``epoch``; ``slot_base``: the job's
-        slots now): resend what the new aggregator needs (hosts/session.py ``resync``).
-        Every rank of the job must be told; pending all-reduces carry on."""
+        controller's heartbeat reply shows a new ``epoch``; ``route_map``: the
+        aggregators serving its window now, or ``slot_base``: its slots on the one
+        aggregator): resend what the new aggregators need (hosts/session.py
+        ``resync``). Every rank of the job must be told; pending all-reduces carry on."""
         self.epoch = epoch
         self._transport.submit(
-            lambda: self._session.resync(time.monotonic(), epoch=epoch, slot_base=slot_base)
+            lambda: self._session.resync(time.monotonic(), epoch=epoch, slot_base=slot_base,
+                                         route_map=route_map)
         )
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        """The aggregator map the agent runs under (read from another thread)."""
+        return self._session.routes
 
     def close(self, reason: str = "the agent was closed") -> None:
         """Stop the agent; all-reduces still pending fail with AllreduceError(``reason``)."""

@@ -106,17 +106,25 @@ class BatchSender:
             hdr.msg_iov = ctypes.cast(iov_at + i * ctypes.sizeof(_IoVec), ctypes.POINTER(_IoVec))
             hdr.msg_iovlen = 1
 
-    def send_rows(self, rows: memoryview | bytes | bytearray, size: int) -> int:
-        """Send ``len(rows) // size`` back-to-back datagrams of ``size`` bytes on a
-        connected socket; returns how many went out (the rest hit a loss error)."""
+    def send_rows(self, rows: memoryview | bytes | bytearray, size: int,
+                  to: tuple[str, int] | None = None) -> int:
+        """Send ``len(rows) // size`` back-to-back datagrams of ``size`` bytes, all to
+        ``to`` (None: the connected socket's peer); returns how many went out (the rest
+        hit a loss error)."""
         view = memoryview(rows).cast("B")
         count = len(view) // size
         if not count:
             return 0
         keep = (ctypes.c_char * len(view)).from_buffer_copy(view) if view.readonly else None
         base = ctypes.addressof(keep) if keep is not None else _address(view)
-        self._msgs_np[:, _NAME] = 0  # connected: no destination per message
-        self._msgs_np[:, _NAMELEN] = 0
+        if to is None:  # connected: no destination per message
+            self._msgs_np[:, _NAME] = 0
+            self._msgs_np[:, _NAMELEN] = 0
+        else:  # every message names the same sockaddr, the first of the names buffer
+            index = self._name_id(to)  # may grow the table: look it up afterwards
+            self._names_np[0] = self._name_table[index]
+            self._msgs_np[:, _NAME] = ctypes.addressof(self._names)
+            self._msgs_np[:, _NAMELEN] = _SOCKADDR_LEN
         self._iov_np[:, 1] = size
         sent = 0
         for lo in range(0, count, self.capacity):

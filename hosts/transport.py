@@ -8,10 +8,11 @@ preallocated buffer and hands each batch to ``Session.receive_batch``, fires tim
 sleeps in ``select`` until the session's next timer, a datagram or a wake-up. Events go
 to the ``on_event`` callback, on this thread.
 
-The socket is connected to the aggregator, so the kernel drops datagrams from any
-other source and ``send`` skips the address lookup. Send failures (a full socket
-buffer, an ICMP "port unreachable" from a dead aggregator) count as losses: the
-session's retransmission and deadline handle them like any other loss.
+The socket is not connected: a job split over several aggregators (hosts/routes.py)
+sends each batch to its route's aggregator (``aggregator`` is the default one, a
+route's ``None``) and gets results from all of them; the session checks every result's
+header. Send failures (a full socket buffer, a firewall) count as losses: the session's
+retransmission and deadline handle them like any other loss.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 import numpy as np
 
@@ -68,7 +69,7 @@ class UdpTransport:
         self.session = session
         self._on_event = on_event
         self._on_crash = on_crash
-        self._sock = _open_socket(aggregator, bind)
+        self._sock, self._default = _open_socket(aggregator, bind)
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -127,7 +128,7 @@ class UdpTransport:
         while not self._stopping:
             now = time.monotonic()
             self._run_commands()
-            self._send(session.packets_to_send(now))
+            self._send(session.routed_packets(now))
             self._dispatch_events()
             timer = session.get_timer()
             wait = None if timer is None else max(0.0, timer - time.monotonic())
@@ -157,9 +158,10 @@ class UdpTransport:
         while (event := self.session.next_event()) is not None:
             self._on_event(event)
 
-    def _send(self, batches: list[np.ndarray]) -> None:
-        for batch in batches:
-            self._sender.send_rows(batch.data, batch.dtype.itemsize)
+    def _send(self, batches: list[tuple[Hashable, np.ndarray]]) -> None:
+        for to, batch in batches:
+            address = self._default if to is None else to
+            self._sender.send_rows(batch.data, batch.dtype.itemsize, address)  # type: ignore[arg-type]
 
     def _coalesce_wait(self) -> float:
         srtt = self.session.smoothed_rtt
@@ -210,15 +212,18 @@ class UdpTransport:
             pass
 
 
-def _open_socket(aggregator: tuple[str, int], bind: tuple[str, int]) -> socket.socket:
+def _open_socket(aggregator: tuple[str, int],
+                 bind: tuple[str, int]) -> tuple[socket.socket, tuple[str, int]]:
+    """The agent's socket and the default aggregator's numeric (IPv4, port)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
             sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
         sock.bind(bind)
-        sock.connect(aggregator)
+        host, port = aggregator
+        resolved = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)[0][4]
         sock.setblocking(False)
     except (OSError, TypeError, ValueError) as exc:
         sock.close()
         raise TransportError(f"cannot open a UDP socket from {bind} to {aggregator}: {exc}") from exc
-    return sock
+    return sock, (str(resolved[0]), int(resolved[1]))

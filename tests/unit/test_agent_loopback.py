@@ -15,6 +15,7 @@ import pytest
 from hosts.agent import Agent
 from hosts.aggregator import Aggregator
 from hosts.errors import AllreduceError, HostError, QuantizeError, TransportError
+from hosts.routes import Route
 from tests.unit.fake_aggregator import AggregatorCore, FakeAggregator
 from tests.unit.test_session import gradients, reference_sum
 
@@ -72,7 +73,8 @@ def run_ranks(address, work, n=N, **agent_kw) -> list:
 
     def worker(rank: int) -> None:
         try:
-            with Agent(JOB, rank, N, address, slot_count=SLOTS, **agent_kw) as agent:
+            where = address or ("127.0.0.1", 9)  # no default aggregator: routes name theirs
+            with Agent(JOB, rank, N, where, slot_count=SLOTS, **agent_kw) as agent:
                 results[rank] = work(agent, rank)
         except Exception as exc:
             errors.append((rank, exc))
@@ -272,3 +274,52 @@ def test_agents_resync_onto_a_restarted_aggregator_and_finish_exactly():
             assert got.tobytes() == reference_sum(x).tobytes(), rank
     assert all(a is not None and a.stats["resyncs"] == 1 and a.epoch == 7 for a in agents)
     assert sum(a.stats["courtesy"] for a in agents if a is not None) > 0  # it was mid-stream
+
+
+def test_agents_split_over_two_aggregators_then_resplit_onto_a_third_finish_exactly():
+    """A job's window on two UDP aggregators (routes: 24 slots on one, 8 flagged on the
+    other) under 5% loss; mid-stream the map moves everything to a third, each agent told
+    at its own moment. Every all-reduce is exact and each aggregator carried its share."""
+    first = [serve_range(0, 24), serve_range(100, 8)]
+    third = serve_range(500, SLOTS)
+    split = [Route(first[0].address, 0, 24), Route(first[1].address, 100, 8, fallback=True)]
+    moved = [Route(third.address, 500, SLOTS, fallback=True)]
+    inputs = [gradients(N, 64 * 300, seed=60 + i) for i in range(6)]
+    agents: list[Agent | None] = [None] * N
+    ready = threading.Barrier(N + 1)
+
+    def work(agent: Agent, rank: int) -> list[np.ndarray]:
+        agents[rank] = agent
+        handles = [agent.allreduce_async(x[rank]) for x in inputs[:3]]
+        results = [h.wait() for h in handles]  # all three on the split map
+        handles = [agent.allreduce_async(x[rank]) for x in inputs[3:]]
+        ready.wait()
+        return results + [h.wait() for h in handles]
+
+    def resplit() -> None:
+        ready.wait()
+        for agent in agents:
+            time.sleep(0.03)
+            assert agent is not None
+            agent.resync(epoch=9, route_map=moved)
+
+    mover = threading.Thread(target=resplit)
+    mover.start()
+    try:
+        results = run_ranks(None, work, rto=0.005, timeout=20.0, route_map=split)
+    finally:
+        mover.join()
+        for agg in (*first, third):
+            agg.close()
+    for rank in range(N):
+        for x, got in zip(inputs, results[rank], strict=True):
+            assert got.tobytes() == reference_sum(x).tobytes(), rank
+    done = [agg.core.job_stats(JOB).completions for agg in (*first, third)]
+    assert done[0] > 2 * done[1] > 0 and done[2] > 0, done
+    assert all(a is not None and a.routes == tuple(moved) for a in agents)
+
+
+def serve_range(slot_base: int, count: int) -> UdpAggregator:
+    core = Aggregator()
+    core.add_job(JOB, N, slot_base, count)
+    return UdpAggregator(core, loss=0.05)
