@@ -145,6 +145,7 @@ class Session:
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), classes)  # next position
         self._map = RouteMap(route_map or routes.single(slot_base, slots), slots, window)
         self.slot_base = self._map.routes[0].slot_base
+        self._route_meters()
         # the last two packets sent per slot, one per cell (shadow set): row
         # shadow * slots + slot; resends and, after a resync, courtesy resends read them
         self._slot_pkts = wire.packet_array(2 * slots, lanes)
@@ -257,6 +258,18 @@ class Session:
     def routes(self) -> tuple[Route, ...]:
         """The job's aggregator map as this session runs it."""
         return self._map.routes
+
+    def route_service(self) -> list[tuple[int, float]]:
+        """Per route of the current map: (results, seconds they were in flight, summed
+        from first transmission to result). A route's slots divided by its mean time in
+        flight is what it serves while busy: the controller's measure of each
+        aggregator (controller/traffic.py). Restarts with every new map."""
+        return [(int(n), float(t)) for n, t in zip(self._route_results, self._route_busy,
+                                                   strict=True)]
+
+    def _route_meters(self) -> None:
+        self._route_results = np.zeros(len(self._map.routes), dtype=np.int64)
+        self._route_busy = np.zeros(len(self._map.routes))
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
         """``packets_to_send``, one ``bytes`` object per datagram."""
@@ -478,6 +491,7 @@ class Session:
         flag."""
         self._map = RouteMap(route_map, self._slot_pos.size, self.window)
         self.slot_base = self._map.routes[0].slot_base
+        self._route_meters()
         hdr = self._slot_pkts["hdr"]
         hdr["slot"] = np.tile(self._map.wire_slot, 2)
         hdr["flags"] = (hdr["flags"] & ~np.uint8(wire.FLAG_FALLBACK)) | np.tile(self._map.flag, 2)
@@ -560,6 +574,9 @@ class Session:
         idx, slots = idx[order], slots[order]
         positions = self._slot_pos[slots]
         self._slot_pos[slots] = -1
+        route = self._map.route_of[slots]
+        np.add.at(self._route_results, route, 1)
+        np.add.at(self._route_busy, route, now - self._timers.sent_at[slots])
         # a round completed by someone's retransmission says nothing about the RTT
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
         self._timers.on_result(slots, now, clean)

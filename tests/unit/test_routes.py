@@ -148,3 +148,16 @@ def test_a_stuck_split_job_names_the_silent_aggregator():
     net.run(until=60.0)
     reasons = {e.reason for events in net.events for e in events if isinstance(e, TensorFailed)}
     assert reasons and all("on aggregator pb2" in r for r in reasons), reasons
+
+
+def test_each_route_reports_its_results_and_time_in_flight():
+    """The controller's measure of each aggregator: results per route in proportion to
+    its slots, and the time they spent in flight."""
+    net, inputs = _start(SPLIT, 1, loss=0.0)
+    net.run(until=60.0)
+    _check_exact(net, inputs)
+    service = net.sessions[0].route_service()
+    results = [n for n, _ in service]
+    assert sum(results) == net.sessions[0].stats.results
+    assert results[0] > results[1] > 0 and results[2] > 0
+    assert all(busy > 0 for _, busy in service)
