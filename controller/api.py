@@ -137,6 +137,7 @@ def job_summary(job: Job) -> dict:
         "job_id": job.job_id, "name": job.name, "world_size": job.world_size,
         "workers": len(job.workers), "switch": job.switch, "where": job.where,
         "pbox": job.pbox, "slot_base": job.slots.base, "slot_count": job.slots.count,
+        "window": job.window, "shares": job.shares(),
     }
 
 
@@ -209,6 +210,7 @@ class JobService:
             "aggregator": f"{reply.aggregator_ip}:{reply.aggregator_port}",
             "slot_base": reply.slot_base, "slot_count": reply.slot_count, "k": reply.k,
             "window": reply.window, "where": reply.where, "epoch": reply.epoch,
+            "routes": list(reply.routes),
         }
 
     def _LeaveJob(self, r: dict) -> dict:  # noqa: N802
@@ -223,10 +225,11 @@ class JobService:
         with self.ctl.lock:
             job_id = _int(r, "job_id")
             self.ctl.registry.heartbeat(job_id, _int(r, "rank"), self.clock(),
-                                        traffic.Counters.from_request(r))
+                                        traffic.Counters.from_request(r),
+                                        traffic.RouteService.from_request(r))
             job = self.ctl.registry.job(job_id)
             return {"epoch": job.epoch, "where": job.where, "slot_base": job.slots.base,
-                    "slot_count": job.slots.count}
+                    "slot_count": job.window, "routes": list(self.ctl.registry.routes(job))}
 
     def _Barrier(self, r: dict) -> dict:  # noqa: N802
         job_id, rank = _int(r, "job_id"), _int(r, "rank")
@@ -418,8 +421,10 @@ class Expirer:
         try:
             for moved in self.service.ctl.promote(self.service.clock()):
                 log.info("%s", moved)
+            for moved in self.service.ctl.rebalance(self.service.clock()):
+                log.info("%s", moved)
         except UnavailableError as exc:
-            log.warning("moving PBox jobs to the switch failed (retried next tick): %s", exc)
+            log.warning("moving jobs' aggregators failed (retried next tick): %s", exc)
         try:
             with self.service.barriers:
                 self.service.ctl.expire(self.service.clock())

@@ -26,7 +26,7 @@ from controller import program as p
 from controller import rack, resync
 from controller.entries import EntryCodec
 from controller.errors import SetupError, UnavailableError
-from controller.jobs import JobRegistry, JoinReply, pbox_job_write, rebuild_from_entries
+from controller.jobs import JobRegistry, JoinReply, part_write, rebuild_from_entries
 from controller.p4info_index import EntryError, P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
 from controller.pbox_control import PBoxControlError
@@ -115,11 +115,25 @@ class Controller:
                     self._call(name, client.set_pipeline, self.pipeline.p4info,
                                self.pipeline.bmv2_json, self.pipeline.cookie)
                     fresh.append(name)
-            self.registry, repairs = rebuild_from_entries(self.topo, existing, now, self.epoch_seed)
+            self.registry, repairs = rebuild_from_entries(self.topo, existing, now, self.epoch_seed,
+                                                          self._pbox_jobs())
             for name in fresh:
                 repairs += rack.rack_writes(self.topo, name)
             self.apply(repairs)
             return {**dict.fromkeys(existing, "rebuilt"), **dict.fromkeys(fresh, "configured")}
+
+    def _pbox_jobs(self) -> dict[str, list[dict]]:
+        """Each reachable PBox's jobs (for rebuilding jobs' PBox ranges)."""
+        lister = getattr(self.pbox_sink, "jobs", None)
+        if lister is None:
+            return {}
+        out = {}
+        for name in sorted(self.topo.pboxes):
+            try:
+                out[name] = lister(name)
+            except PBoxControlError as exc:
+                log.warning("PBox %s: cannot list its jobs to rebuild from: %s", name, exc)
+        return out
 
     def close(self) -> None:
         with self.lock:
@@ -214,30 +228,39 @@ class Controller:
         Returns what happened, in words."""
         report = []
         with self.lock:
-            for job_id, job in sorted(self.registry.jobs.items()):
-                if job.where != "pbox" or job.pbox is None:
-                    continue
-                try:
-                    recreated = self._to_pbox(pbox_job_write(job, MODIFY))
-                except ControllerError as exc:
-                    report.append(self._pbox_lost(job_id, now, str(exc)))
-                    continue
-                if recreated:
-                    self.registry.renew_epoch(job, now, f"PBox {job.pbox} had lost the job")
-                    report.append(f"job {job_id}: PBox {job.pbox} had lost it: re-added, "
-                                  f"epoch {job.epoch}")
+            for job_id in sorted(self.registry.jobs):
+                job = self.registry.jobs.get(job_id)
+                for part in job.parts if job is not None else ():
+                    try:
+                        recreated = self._to_pbox(part_write(job, part, MODIFY))
+                    except ControllerError as exc:
+                        report.append(self._pbox_lost(job_id, part.pbox, now, str(exc)))
+                        break  # the job's parts changed
+                    if recreated:
+                        self.registry.renew_epoch(job, now, f"PBox {part.pbox} had lost the job")
+                        report.append(f"job {job_id}: PBox {part.pbox} had lost it: re-added, "
+                                      f"epoch {job.epoch}")
         return report
 
-    def _pbox_lost(self, job_id: int, now: float | None, problem: str) -> str:
-        reason = f"its PBox is unreachable ({problem})"
+    def _pbox_lost(self, job_id: int, pbox: str, now: float | None, problem: str) -> str:
+        reason = f"PBox {pbox} is unreachable ({problem})"
         try:
-            self._event(lambda reg: (None, reg.move_to_switch(job_id, now, reason)))
+            self._event(lambda reg: (None, reg.pbox_lost(job_id, pbox, now, reason)))
         except ControllerError as exc:
-            return f"job {job_id}: {reason}; moving it to the switch failed: {exc}"
+            return f"job {job_id}: {reason}; moving its share failed: {exc}"
         job = self.registry.jobs.get(job_id)
         if job is None:
             return f"job {job_id} ended: {self.registry.ended[job_id].reason}"
-        return f"job {job_id}: {reason}: moved to switch {job.switch}, epoch {job.epoch}"
+        return f"job {job_id}: {job.moves[-1].reason}, epoch {job.epoch}"
+
+    def rebalance(self, now: float) -> list[str]:
+        """Re-split jobs' PBox shares by their measured rates; returns what moved."""
+        with self.lock:
+            before = {job_id: job.epoch for job_id, job in self.registry.jobs.items()}
+            self._event(lambda reg: (None, reg.rebalance(now)))
+            return [f"job {job_id}: {job.moves[-1].reason}, epoch {job.epoch}"
+                    for job_id, job in sorted(self.registry.jobs.items())
+                    if before.get(job_id, job.epoch) != job.epoch]
 
     def _reattach(self, name: str, conf: SwitchConf) -> str:
         old = self.clients.pop(name, None)
@@ -278,15 +301,14 @@ class Controller:
         """Move PBox jobs that were placed there for want of switch slots onto the
         switch once it has room (their agents resynchronise); returns what moved."""
         with self.lock:
-            before = {j.job_id for j in self.registry.jobs.values() if j.where == "pbox"}
+            before = {j.job_id for j in self.registry.jobs.values() if j.parts}
             if not before:
                 return []
             self._event(lambda reg: (None, reg.promote(now)))
             return [f"job {job_id}: {self.registry.jobs[job_id].moves[-1].reason}, epoch "
                     f"{self.registry.jobs[job_id].epoch}"
                     for job_id in sorted(before)
-                    if job_id in self.registry.jobs
-                    and self.registry.jobs[job_id].where == "switch"]
+                    if job_id in self.registry.jobs and not self.registry.jobs[job_id].parts]
 
     def _event(self, event):
         """Run a registry event and apply its updates, all or nothing: if the event is
@@ -322,8 +344,9 @@ class Controller:
             if not isinstance(write, PBoxJobWrite):
                 continue
             job = self.registry.jobs.get(write.job_id)
-            if job is not None and job.pbox == write.pbox and job.where == "pbox":
-                fix = pbox_job_write(job, MODIFY)
+            part = next((pt for pt in job.parts if pt.pbox == write.pbox), None) if job else None
+            if job is not None and part is not None:
+                fix = part_write(job, part, MODIFY)
             else:
                 fix = PBoxJobWrite(write.pbox, DELETE, write.job_id)
             try:

@@ -4,10 +4,15 @@ Like faucet's valves, every method takes an event (and ``now`` where time
 matters) and returns the list of updates (controller/updates.py) that bring the
 switches and PBoxes in line; nothing here touches a socket, a clock or gRPC.
 
-A job lives on one rack (the switch its first worker hangs off). It aggregates
-on the switch when the switch's slot pool has ``job_slots`` contiguous free
-slots, otherwise on the rack's PBox (same wire protocol, same aggregator
-address, so agents never notice). Per job the switch holds::
+A job lives on one rack (the switch its first worker hangs off). Its window of
+``job_slots`` slots is split over aggregators (its map, hosts/routes.py): the switch
+takes as many as it has free (all of them, usually), the rack's PBoxes the rest, in
+even shares at first (``Part``: one range per PBox; PBox slot numbers come from one
+pool per rack, so they never collide across its PBoxes). ``rebalance`` then moves the
+PBox share between PBoxes by their measured rates (controller/elastic.py), and
+``promote`` moves a job onto the switch once the switch has room for all of it. Every
+change of the map is a new epoch the agents learn from their heartbeats. Per job the
+switch holds::
 
     jobs        job id -> job_on_switch(n, slot_base, slot_count, lane_code, group, name_tag,
                                         epoch)
@@ -40,12 +45,19 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller import elastic, rack
 from controller import program as p
-from controller import rack
 from controller.errors import NotFoundError, RefusedError, SwitchStateError
 from controller.slots import SlotError, SlotPool, SlotRange
 from controller.topology import Topology, format_ipv4, parse_ipv4
-from controller.traffic import Counters, TrafficMeter, job_rates
+from controller.traffic import (
+    Counters,
+    RouteMeter,
+    RouteService,
+    TrafficMeter,
+    job_rates,
+    route_rates,
+)
 from controller.updates import (
     DELETE,
     INSERT,
@@ -82,6 +94,7 @@ class Worker:
     switch_port: int
     last_seen: float
     traffic: TrafficMeter = field(default_factory=TrafficMeter)  # from its heartbeats
+    routes: RouteMeter = field(default_factory=RouteMeter)  # per route of the job's map
 
 
 @dataclass(frozen=True)
@@ -94,6 +107,16 @@ class Move:
     where: str  # ON_SWITCH | ON_PBOX after the move
     slot_base: int
     reason: str
+
+
+@dataclass(frozen=True)
+class Part:
+    """A run of a job's window on one PBox: its slots there (from the rack's PBox pool,
+    held by ``owner``)."""
+
+    pbox: str
+    slots: SlotRange
+    owner: tuple[int, str, int]  # (job id, PBox, epoch it was allocated under)
 
 
 @dataclass
@@ -115,10 +138,26 @@ class Job:
     placement: str = PLACE_PBOX
     barrier_generation: int = 0
     barrier_waiting: set[int] = field(default_factory=set)
+    # the PBox ranges of its map, by slot base; a job on the PBox has its first one in
+    # ``pbox``/``slots`` too (the jobs entry's range)
+    parts: tuple[Part, ...] = ()
+    split_at: float | None = None  # when its map last changed (rebalance's hold-down)
 
     @property
     def window(self) -> int:
-        return self.slots.count
+        on_switch = self.slots.count if self.where == ON_SWITCH else 0
+        return on_switch + sum(part.slots.count for part in self.parts)
+
+    def shares(self) -> dict[str, int]:
+        """Window slots per aggregator (the switch by its name), in map order."""
+        out = {self.switch: self.slots.count} if self.where == ON_SWITCH else {}
+        out.update((part.pbox, part.slots.count) for part in self.parts)
+        return out
+
+    def rates(self) -> list[float | None]:
+        """Each route's measured rate (rounds/s while busy), in map order."""
+        return route_rates([w.routes for w in self.workers.values()], self.epoch,
+                           list(self.shares().values()))
 
     def service(self) -> dict[str, float | None]:
         """Its service as its ranks' heartbeats report it (controller/traffic.py)."""
@@ -139,6 +178,7 @@ class JoinReply:
     window: int
     where: str
     epoch: int  # changes whenever the job's aggregator state is lost or it moves
+    routes: tuple[dict, ...] = ()  # the map: aggregator "ip:port", slot_base, count, fallback
 
 
 # Why a job ended (JobEnd.cause).
@@ -176,7 +216,7 @@ class JobRegistry:
         self.topo = topo
         self.timeout = topo.controller.worker_timeout
         self.switch_pools = {name: SlotPool(sw.slots) for name, sw in topo.switches.items()}
-        self.pbox_pools = {name: SlotPool(pb.slots) for name, pb in topo.pboxes.items()}
+        self.pbox_pools = _rack_pbox_pools(topo)  # PBox -> its rack's shared pool
         self.jobs: dict[int, Job] = {}
         self.ended: dict[int, JobEnd] = {}  # job id -> its last end, oldest first
         self._next_epoch = _valid_epoch(epoch_seed)
@@ -276,9 +316,21 @@ class JobRegistry:
         return JoinReply(
             job_id=job.job_id, world_size=job.world_size, rank=rank,
             aggregator_ip=format_ipv4(pbox.ip), aggregator_port=p.AGG_UDP_PORT,
-            slot_base=job.slots.base, slot_count=job.slots.count, k=job.lanes,
-            window=job.window, where=job.where, epoch=job.epoch,
+            slot_base=job.slots.base, slot_count=job.window, k=job.lanes,
+            window=job.window, where=job.where, epoch=job.epoch, routes=self.routes(job),
         )
+
+    def routes(self, job: Job) -> tuple[dict, ...]:
+        """The job's map as its agents run it (hosts/routes.py): the switch's range first
+        (addressed to the rack's first PBox, whose address the switch answers for), then
+        each PBox's, flagged so that the switch forwards them."""
+        out = []
+        if job.where == ON_SWITCH:
+            first = self.topo.pbox_of(job.switch)
+            assert first is not None
+            out.append(_route(first.ip, job.slots, False))
+        out += [_route(self.topo.pboxes[part.pbox].ip, part.slots, True) for part in job.parts]
+        return tuple(out)
 
     # -- events ------------------------------------------------------------------
 
@@ -331,12 +383,15 @@ class JobRegistry:
         return self.reply(job, rank), updates
 
     def heartbeat(self, job_id: int, rank: int, now: float,
-                  counters: Counters | None = None) -> None:
-        """The rank is alive; ``counters``: its session's, for the service rates."""
+                  counters: Counters | None = None, service: RouteService | None = None) -> None:
+        """The rank is alive; ``counters``: its session's, for the service rates;
+        ``service``: per route of the map, for rebalancing."""
         worker = self._worker(job_id, rank)
         worker.last_seen = now
         if counters is not None:
             worker.traffic.update(counters, now)
+        if service is not None:
+            worker.routes.update(service)
 
     def leave(self, job_id: int, rank: int, now: float | None = None) -> list[Update]:
         """A worker leaves; the job ends with its last worker."""
@@ -373,7 +428,7 @@ class JobRegistry:
             updates += self._end(job, now, END_SILENT, reason, dead.rank, dead.last_seen)
         return updates
 
-    # -- the job's aggregator: lost state, moves -------------------------------------
+    # -- the job's aggregators: lost state, moves, rebalancing ---------------------------
 
     def renew_epoch(self, job: Job, now: float | None, reason: str) -> None:
         """The aggregator lost the job's rounds (it restarted): a new epoch tells the
@@ -381,49 +436,145 @@ class JobRegistry:
         self._set(job, "epoch", self._take_epoch())
         self._note_move(job, now, reason)
 
-    def move_to_switch(self, job_id: int, now: float | None, reason: str) -> list[Update]:
-        """The job's PBox is gone: put the job on its rack's switch (same slot count,
-        new epoch), or end it (END_LOST) when the switch has no room. The dead PBox is
-        not written to."""
+    def pbox_lost(self, job_id: int, pbox: str, now: float | None, reason: str) -> list[Update]:
+        """PBox ``pbox`` cannot be reached: the job moves whole to its rack's switch if
+        the switch has room for its window, else that PBox's share goes to the rack's
+        other PBoxes; with neither, the job ends (END_LOST). The dead PBox is not
+        written to."""
         job = self.job(job_id)
-        if job.where == ON_SWITCH:
+        if all(part.pbox != pbox for part in job.parts):
             return []
-        got = self._allocate(self.switch_pools[job.switch], job.job_id, job.slots.count)
-        if got is None:
+        got = self._switch_range(job, job.window)
+        if got is not None:
+            return self._onto_switch(job, got, now, f"{reason}; moved to switch {job.switch}",
+                                     dead=pbox)
+        others = [pb.name for pb in self.topo.pboxes_of(job.switch) if pb.name != pbox]
+        if not others:
             return self._end(job, now, END_LOST,
-                             f"{reason}; switch {job.switch} has no {job.slots.count} free "
-                             "slots to take the job over", tell_pbox=False)
-        return self._onto_switch(job, got, now, f"{reason}; moved to switch {job.switch}")
-
-    def promote(self, now: float | None) -> list[Update]:
-        """Jobs that went to the PBox because the switch was full (PLACE_AUTO) move to
-        the switch once it has room for them, oldest first (ATP's best effort: the
-        switch aggregates whatever it can). The PBox drops the job."""
-        updates: list[Update] = []
-        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if job.where != ON_PBOX or job.placement != PLACE_AUTO or job.pbox is None:
-                continue
-            got = self._allocate(self.switch_pools[job.switch], job.job_id, job.slots.count)
-            if got is None:
-                continue
-            pbox = job.pbox
-            updates += self._onto_switch(job, got, now,
-                                         f"switch {job.switch} has free slots again; moved "
-                                         f"off PBox {pbox}")
-            updates.append(PBoxJobWrite(pbox, DELETE, job.job_id))
+                             f"{reason}; switch {job.switch} has no {job.window} free slots "
+                             "to take the job over and the rack has no other PBox",
+                             dead=pbox)
+        total = sum(part.slots.count for part in job.parts)
+        shares = dict(zip(others, elastic.proportional(total, [1.0] * len(others), 0),
+                          strict=True))
+        updates = self._resplit(job, {k: v for k, v in shares.items() if v}, now,
+                                f"{reason}; its share moved to PBox(es) {', '.join(others)}",
+                                dead=pbox)
+        if updates is None:
+            return self._end(job, now, END_LOST, f"{reason}; the other PBoxes have no room",
+                             dead=pbox)
         return updates
 
+    def move_to_switch(self, job_id: int, now: float | None, reason: str) -> list[Update]:
+        """The job's (first) PBox is gone: see ``pbox_lost``."""
+        job = self.job(job_id)
+        if job.where == ON_SWITCH or job.pbox is None:
+            return []
+        return self.pbox_lost(job_id, job.pbox, now, reason)
+
+    def promote(self, now: float | None) -> list[Update]:
+        """Jobs that went to PBoxes because the switch was short of slots (PLACE_AUTO)
+        move whole onto the switch once it has room for their window, oldest first
+        (ATP's best effort: the switch aggregates whatever it can). The PBoxes drop
+        the job."""
+        updates: list[Update] = []
+        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
+            if not job.parts or job.placement != PLACE_AUTO:
+                continue
+            got = self._switch_range(job, job.window)
+            if got is None:
+                continue
+            pboxes = ", ".join(part.pbox for part in job.parts)
+            updates += self._onto_switch(job, got, now,
+                                         f"switch {job.switch} has free slots again; moved "
+                                         f"off PBox {pboxes}")
+        return updates
+
+    def rebalance(self, now: float) -> list[Update]:
+        """Re-split the PBox share of every job whose PBoxes' measured rates call for it
+        (controller/elastic.py), at most once per ``elastic.HOLD_DOWN`` seconds a job."""
+        updates: list[Update] = []
+        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
+            if len(job.parts) < 2 or (job.split_at is not None
+                                      and now - job.split_at < elastic.HOLD_DOWN):
+                continue
+            rates = job.rates()[1 if job.where == ON_SWITCH else 0:]
+            counts = [part.slots.count for part in job.parts]
+            plan = elastic.plan(counts, rates)
+            if plan is None:
+                continue
+            shares = {part.pbox: n for part, n in zip(job.parts, plan.shares, strict=True)}
+            moved = self._resplit(job, shares, now, f"rebalanced over PBoxes: {plan.reason}")
+            updates += moved or []
+        return updates
+
+    def _resplit(self, job: Job, shares: dict[str, int], now: float | None, reason: str,
+                 dead: str | None = None) -> list[Update] | None:
+        """Give the job's PBox share the new ``shares`` (PBox -> slots), each on a fresh
+        range (a slot that served one window index must not serve another: hosts/
+        routes.py), under a new epoch; None if the rack's PBox pool has no room."""
+        epoch = self._take_epoch()
+        parts = []
+        for pbox, count in shares.items():
+            owner = (job.job_id, pbox, epoch)
+            got = self._allocate(self.pbox_pools[pbox], owner, count)
+            if got is None:
+                return None
+            parts.append(Part(pbox, got, owner))
+        parts.sort(key=lambda part: part.slots.base)
+        old = job.parts
+        for part in old:
+            self._free(self.pbox_pools[part.pbox], part.owner)
+        self._set_parts(job, tuple(parts))
+        self._set(job, "epoch", epoch)
+        self._set(job, "split_at", now)
+        self._note_move(job, now, reason)
+        updates: list[Update] = [TableWrite(job.switch, MODIFY, job_entry(job))]
+        updates += [part_write(job, part, MODIFY) for part in parts]
+        updates += [PBoxJobWrite(part.pbox, DELETE, job.job_id) for part in old
+                    if part.pbox not in shares and part.pbox != dead]
+        return updates
+
+    def _set_parts(self, job: Job, parts: tuple[Part, ...]) -> None:
+        self._set(job, "parts", parts)
+        if job.where == ON_PBOX and parts:
+            self._set(job, "pbox", parts[0].pbox)
+            self._set(job, "slots", parts[0].slots)
+
+    def _switch_range(self, job: Job, count: int) -> SlotRange | None:
+        """A new switch range of ``count`` slots for ``job``, disjoint from the one it
+        has (a slot must not serve another window index: hosts/routes.py), which is
+        freed; None if the switch has no room."""
+        pool = self.switch_pools[job.switch]
+        if job.where != ON_SWITCH:
+            return self._allocate(pool, job.job_id, count)
+        got = self._allocate(pool, ("moving", job.job_id), count)
+        if got is None:
+            return None
+        self._free(pool, ("moving", job.job_id))
+        self._free(pool, job.job_id)
+        pool.reserve(job.job_id, got.base, got.count)
+        self._record(lambda: pool.free(job.job_id))
+        return got
+
     def _onto_switch(self, job: Job, got: SlotRange, now: float | None,
-                     reason: str) -> list[Update]:
-        assert job.pbox is not None
-        self._free(self.pbox_pools[job.pbox], job.job_id)
+                     reason: str, dead: str | None = None) -> list[Update]:
+        was_on_switch = job.where == ON_SWITCH
+        old = job.parts
+        for part in old:
+            self._free(self.pbox_pools[part.pbox], part.owner)
+        self._set(job, "parts", ())
+        self._set(job, "pbox", self.topo.pbox_of(job.switch).name)  # type: ignore[union-attr]
         self._set(job, "where", ON_SWITCH)
         self._set(job, "slots", got)
         self._set(job, "epoch", self._take_epoch())
+        self._set(job, "split_at", now)
         self._note_move(job, now, reason)
         updates: list[Update] = [TableWrite(job.switch, MODIFY, job_entry(job))]
         if job.workers:
-            updates.append(self._group_write(job, INSERT))
+            updates.append(self._group_write(job, MODIFY if was_on_switch else INSERT))
+        updates += [PBoxJobWrite(part.pbox, DELETE, job.job_id) for part in old
+                    if part.pbox != dead]
         return updates
 
     def _note_move(self, job: Job, now: float | None, reason: str) -> None:
@@ -432,9 +583,9 @@ class JobRegistry:
 
     def _end(self, job: Job, now: float | None, cause: str, reason: str,
              rank: int | None = None, last_seen: float | None = None,
-             tell_pbox: bool = True) -> list[Update]:
+             dead: str | None = None) -> list[Update]:
         """Remove every entry of ``job``, free its slots and record why it ended
-        (``tell_pbox``: False when its PBox is unreachable)."""
+        (``dead``: a PBox that is unreachable, not written to)."""
         self._pop_job(job.job_id)
         self._record_end(JobEnd(job.job_id, job.name, job.world_size, job.switch, job.where,
                                 job.slots, cause, reason, now, rank, last_seen))
@@ -445,11 +596,10 @@ class JobRegistry:
             self._free(self.switch_pools[job.switch], job.job_id)
             if job.workers:
                 updates.append(GroupWrite(job.switch, DELETE, job.job_id))
-        else:
-            assert job.pbox is not None
-            self._free(self.pbox_pools[job.pbox], job.job_id)
-            if tell_pbox:
-                updates.append(PBoxJobWrite(job.pbox, DELETE, job.job_id))
+        for part in job.parts:
+            self._free(self.pbox_pools[part.pbox], part.owner)
+            if part.pbox != dead:
+                updates.append(PBoxJobWrite(part.pbox, DELETE, job.job_id))
         return updates
 
     def barrier(self, job_id: int, rank: int, now: float) -> int:
@@ -514,31 +664,55 @@ class JobRegistry:
 
     def _create(self, name: str, world_size: int, switch: str,
                 placement: str, lanes: int) -> tuple[Job, list[Update]]:
+        """PLACE_AUTO: the whole window on the switch if it has room; else as many
+        switch slots as it has in one run (at least an eighth of the window) and the
+        rest in even shares over the rack's PBoxes; else all on the PBoxes.
+        PLACE_PBOX: all on the PBoxes."""
         tag = p.name_tag(name)
         if any(job.tag == tag for job in self.jobs.values()):
             raise JobError(f"job name {name!r} collides with a running job's name tag; rename it")
-        pbox = self.topo.pbox_of(switch)
-        if pbox is None:
+        pboxes = self.topo.pboxes_of(switch)
+        if not pboxes:
             raise JobError(f"rack {switch} has no PBox, so no aggregator address")
         job_id = self._free_job_id()
         want = self.topo.switches[switch].job_slots
         got = None
         if placement == PLACE_AUTO:
-            got = self._allocate(self.switch_pools[switch], job_id, want)
-        where = ON_SWITCH
-        if got is None:
-            got = self._allocate(self.pbox_pools[pbox.name], job_id, want)
-            where = ON_PBOX
-            if got is None:
-                raise JobError(f"no room for {want} slots on switch {switch} or PBox {pbox.name}")
+            pool = self.switch_pools[switch]
+            take = min(want, pool.largest_free())
+            if take >= max(1, want // 8):
+                got = self._allocate(pool, job_id, take)
         epoch = self._take_epoch()  # the switch's cells and the agents' resyncs go by it
-        job = Job(job_id, name, tag, world_size, switch, where, got, epoch, pbox.name, lanes,
-                  placement=placement)
+        rest = want - (got.count if got is not None else 0)
+        parts = self._new_parts(job_id, [pb.name for pb in pboxes], rest, epoch)
+        if parts is None:
+            raise JobError(f"no room for {want} slots on switch {switch} or its PBoxes")
+        where = ON_SWITCH if got is not None else ON_PBOX
+        first = parts[0] if where == ON_PBOX else None
+        job = Job(job_id, name, tag, world_size, switch, where,
+                  got if first is None else first.slots, epoch,
+                  pboxes[0].name if first is None else first.pbox, lanes,
+                  placement=placement, parts=parts)
         self._add_job(job)
         updates: list[Update] = [TableWrite(switch, INSERT, job_entry(job))]
-        if where == ON_PBOX:
-            updates.append(pbox_job_write(job, INSERT))
+        updates += [part_write(job, part, INSERT) for part in parts]
         return job, updates
+
+    def _new_parts(self, job_id: int, pboxes: list[str], count: int,
+                   epoch: int) -> tuple[Part, ...] | None:
+        """``count`` window slots in even shares over ``pboxes`` (none for 0)."""
+        if count == 0:
+            return ()
+        use = pboxes[:count]
+        shares = elastic.proportional(count, [1.0] * len(use), 0)
+        parts = []
+        for pbox, n in zip(use, shares, strict=True):
+            owner = (job_id, pbox, epoch)
+            got = self._allocate(self.pbox_pools[pbox], owner, n)
+            if got is None:
+                return None
+            parts.append(Part(pbox, got, owner))
+        return tuple(sorted(parts, key=lambda part: part.slots.base))
 
     def _member_writes(self, job: Job, worker: Worker, op: str) -> list[Update]:
         return [
@@ -561,11 +735,29 @@ def _job_key(job_id: int) -> Entry:
     return Entry(p.JOBS, (FieldMatch(p.JOBS_JOB, job_id),))
 
 
-def pbox_job_write(job: Job, op: str) -> PBoxJobWrite:
-    """Configure (INSERT; MODIFY: make sure it is there as described) a PBox job."""
-    assert job.pbox is not None
-    return PBoxJobWrite(job.pbox, op, job.job_id, job.world_size, job.slots.base,
-                        job.slots.count, job.lanes)
+def part_write(job: Job, part: Part, op: str) -> PBoxJobWrite:
+    """Configure (INSERT; MODIFY: make sure it is there as described) the job on the
+    PBox of ``part``, with that part's range."""
+    return PBoxJobWrite(part.pbox, op, job.job_id, job.world_size, part.slots.base,
+                        part.slots.count, job.lanes)
+
+
+def _route(ip: int, slots: SlotRange, fallback: bool) -> dict:
+    return {"aggregator": f"{format_ipv4(ip)}:{p.AGG_UDP_PORT}", "slot_base": slots.base,
+            "count": slots.count, "fallback": fallback}
+
+
+def _rack_pbox_pools(topo: Topology) -> dict[str, SlotPool]:
+    """One slot pool per rack, shared by its PBoxes (as big as the smallest of them):
+    a job's PBox ranges then never share a slot number, so a result's (flag, slot)
+    names its route (hosts/routes.py)."""
+    pools: dict[str, SlotPool] = {}
+    for switch in topo.switches:
+        pboxes = topo.pboxes_of(switch)
+        if pboxes:
+            pool = SlotPool(min(pb.slots for pb in pboxes))
+            pools.update((pb.name, pool) for pb in pboxes)
+    return pools
 
 
 def job_entry(job: Job) -> Entry:
@@ -636,13 +828,17 @@ def _check_join(name: str, world_size: int, rank: int, address: tuple[str, int])
 
 
 def rebuild_from_entries(
-    topo: Topology, entries: dict[str, list[Entry]], now: float, epoch_seed: int = 1
+    topo: Topology, entries: dict[str, list[Entry]], now: float, epoch_seed: int = 1,
+    pbox_jobs: dict[str, list[dict]] | None = None,
 ) -> tuple[JobRegistry, list[Update]]:
-    """Rebuild the registry from the table entries read back from each switch.
+    """Rebuild the registry from the table entries read back from each switch, and
+    the jobs each PBox reports (``pbox_jobs``: PBox -> its ``list_jobs``; a job's PBox
+    ranges are there only: a PBox missing from it contributes none, and a PBox job's
+    jobs-entry range is then taken to be on the rack's first PBox).
 
     Returns the registry and the repair writes: static rack entries that are
     missing, member/result entries that belong to no job (deleted), and a
-    PBoxJobWrite MODIFY ("make sure it is there") per PBox job. Every
+    PBoxJobWrite MODIFY ("make sure it is there") per PBox range. Every
     rebuilt worker counts as seen at ``now``; barriers start over. Raises
     ``SwitchStateError`` naming the switch when its jobs entries make no sense
     (overlapping slots, a job on two switches, a PBox job on a rack without a PBox).
@@ -669,13 +865,39 @@ def rebuild_from_entries(
         repairs += rack.reconcile(topo, switch, switch_entries)
     registry._next_epoch = _valid_epoch(max(registry._next_epoch, max_epoch + 1))
     registry._last_job_id = max(registry.jobs, default=0)
-    for job in registry.jobs.values():
-        if job.where == ON_PBOX:
-            job.epoch = registry._take_epoch()
     for job in sorted(registry.jobs.values(), key=lambda j: j.job_id):
-        if job.where == ON_PBOX and job.pbox is not None:  # make sure the PBox still has it
-            repairs.append(pbox_job_write(job, MODIFY))
+        _rebuild_parts(registry, job, pbox_jobs or {})
+        if job.parts:  # their epoch is in no entry; the agents resync once, needlessly
+            job.epoch = registry._take_epoch()
+        repairs += [part_write(job, part, MODIFY) for part in job.parts]
     return registry, repairs
+
+
+def _rebuild_parts(registry: JobRegistry, job: Job, pbox_jobs: dict[str, list[dict]]) -> None:
+    """The job's PBox ranges: those its rack's PBoxes report (a PBox job's entry range
+    at least, on the PBox that has it, else on the rack's first)."""
+    found: dict[str, tuple[int, int]] = {}
+    for pb in registry.topo.pboxes_of(job.switch):
+        for listed in pbox_jobs.get(pb.name, []):
+            if listed.get("job_id") == job.job_id and listed.get("world_size") == job.world_size:
+                found[pb.name] = (int(listed["slot_base"]), int(listed["slot_count"]))
+    if job.where == ON_PBOX:
+        entry_range = (job.slots.base, job.slots.count)
+        holder = next((name for name, got in found.items() if got == entry_range), None)
+        if holder is None:
+            holder = registry.topo.pboxes_of(job.switch)[0].name
+            found[holder] = entry_range
+        job.pbox = holder
+    parts = []
+    for pbox, (base, count) in found.items():
+        owner = (job.job_id, pbox, 0)
+        try:
+            got = registry.pbox_pools[pbox].reserve(owner, base, count)
+        except SlotError as exc:
+            raise SwitchStateError(f"job {job.job_id}: PBox {pbox}'s range {base}+{count} "
+                                   f"cannot be rebuilt: {exc}") from None
+        parts.append(Part(pbox, got, owner))
+    job.parts = tuple(sorted(parts, key=lambda part: part.slots.base))
 
 
 def _rebuild_job(registry: JobRegistry, switch: str, entry: Entry) -> Job:
@@ -686,10 +908,9 @@ def _rebuild_job(registry: JobRegistry, switch: str, entry: Entry) -> Job:
         where, epoch = ON_SWITCH, entry.param("epoch")
         slots = registry.switch_pools[switch].reserve(job_id, base, count)
     elif entry.action == p.ACT_JOB_ON_PBOX and pbox is not None:
-        # a PBox job's epoch is not in its entry: it gets a new one below (its agents
-        # resync once, needlessly, which only sends duplicates)
+        # a PBox job's epoch is not in its entry: it gets a new one (_rebuild_parts)
         where, epoch = ON_PBOX, 0
-        slots = registry.pbox_pools[pbox.name].reserve(job_id, base, count)
+        slots = SlotRange(base, count)
     else:
         raise JobError(f"jobs entry for job {job_id} on {switch} has action {entry.action!r}")
     if job_id in registry.jobs:

@@ -12,6 +12,11 @@ weighted moving average (PSLD profiles servers the same way, from the workers' s
   stalled peer on the path.
 
 Time is an argument; a restarted agent (counters going down) starts over.
+
+Per route of the job's aggregator map (hosts/routes.py), the heartbeat may also carry
+the session's results and their summed time in flight since the map's epoch began
+(``RouteService``); ``RouteMeter`` folds their differences the same way, so the
+registry can tell each aggregator's rate while busy (controller/elastic.py).
 """
 
 from __future__ import annotations
@@ -64,6 +69,68 @@ class TrafficMeter:
         self.last, self.last_at = counters, now
 
 
+@dataclass(frozen=True)
+class RouteService:
+    """Per route, cumulative (results, seconds in flight) under map ``epoch``."""
+
+    epoch: int
+    routes: tuple[tuple[int, float], ...]
+
+    @classmethod
+    def from_request(cls, request: dict) -> RouteService | None:
+        epoch, routes = request.get("epoch"), request.get("routes")
+        if not isinstance(epoch, int) or not isinstance(routes, list) or len(routes) > 64:
+            return None
+        out = []
+        for item in routes:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], int)
+                    and isinstance(item[1], int | float) and item[0] >= 0 and item[1] >= 0):
+                return None
+            out.append((int(item[0]), float(item[1])))
+        return cls(epoch, tuple(out))
+
+
+@dataclass
+class RouteMeter:
+    """One rank's moving averages of results and time in flight per route, per epoch."""
+
+    last: RouteService | None = None
+    results: list[float] | None = None  # per route, EWMA of results per interval
+    busy: list[float] | None = None  # per route, EWMA of seconds in flight per interval
+
+    def update(self, service: RouteService) -> None:
+        if self.last is None or service.epoch != self.last.epoch or \
+                len(service.routes) != len(self.last.routes):
+            self.last, self.results, self.busy = service, None, None  # a new map
+            return
+        deltas = [(n - n0, t - t0) for (n, t), (n0, t0) in
+                  zip(service.routes, self.last.routes, strict=True)]
+        if any(n < 0 or t < 0 for n, t in deltas):
+            self.last, self.results, self.busy = service, None, None  # a restarted agent
+            return
+        if sum(n for n, _ in deltas) == 0:
+            return  # idle: nothing measured, keep the estimates
+        old_n = self.results or [None] * len(deltas)
+        old_t = self.busy or [None] * len(deltas)
+        self.results = [_fold(a, n) for a, (n, _) in zip(old_n, deltas, strict=True)]
+        self.busy = [_fold(a, t) for a, (_, t) in zip(old_t, deltas, strict=True)]
+        self.last = service
+
+
+def route_rates(meters: list[RouteMeter], epoch: int,
+                slots: list[int]) -> list[float | None]:
+    """Each route's rate while busy (rounds per second: its slots over their mean time
+    in flight), pooled over the ranks measuring map ``epoch``; None where unmeasured."""
+    live = [m for m in meters if m.last is not None and m.last.epoch == epoch
+            and m.results is not None and m.busy is not None and len(m.results) == len(slots)]
+    out: list[float | None] = []
+    for r, count in enumerate(slots):
+        results = sum(m.results[r] for m in live)  # type: ignore[index]
+        busy = sum(m.busy[r] for m in live)  # type: ignore[index]
+        out.append(count * results / busy if results > 0 and busy > 0 else None)
+    return out
+
+
 def job_rates(meters: list[TrafficMeter], packet_len: int) -> dict[str, float | None]:
     """The job's service as its ranks see it: result bytes per second per worker (the
     mean over the ranks that reported) and the mean resend ratio."""
@@ -75,7 +142,7 @@ def job_rates(meters: list[TrafficMeter], packet_len: int) -> dict[str, float | 
     }
 
 
-def _fold(average: float | None, sample: float) -> float:
+def _fold(average: float | None, sample: float) -> float:  # noqa: D103
     return sample if average is None else (1 - EWMA_WEIGHT) * average + EWMA_WEIGHT * sample
 
 

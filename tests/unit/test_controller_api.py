@@ -211,7 +211,9 @@ def test_heartbeats_say_where_the_job_is_and_job_show_lists_its_moves(stack, cap
     _, _, ctl, _, clock, client, address = stack
     first = client.join("a", 1, 0, "10.0.0.1:4001")
     where = {"epoch": first["epoch"], "where": "switch", "slot_base": first["slot_base"],
-             "slot_count": first["slot_count"]}
+             "slot_count": first["slot_count"], "routes": first["routes"]}
+    assert first["routes"] == [{"aggregator": "10.0.0.100:48879", "slot_base": 0,
+                                "count": first["slot_count"], "fallback": False}]
     assert client.heartbeat(1, 0) == where
     clock.now = 4.0
     with ctl.lock:

@@ -318,8 +318,8 @@ def test_a_job_whose_pbox_died_moves_to_the_switch(switch, pipeline):
         pbox_sink.dead = True
         report = ctl.check_pboxes(now=2.0)
         job = ctl.registry.jobs[c.job_id]
-        assert report == [f"job {c.job_id}: its PBox is unreachable (PBox pb1: PBox at "
-                          f"10.0.0.100:7000: connection refused): moved to switch s1, epoch "
+        assert report == [f"job {c.job_id}: PBox pb1 is unreachable (PBox pb1: PBox at "
+                          f"10.0.0.100:7000: connection refused); moved to switch s1, epoch "
                           f"{job.epoch}"]
         assert job.where == ON_SWITCH and ctl.registry.pbox_pools["pb1"].free_slots() > 0
         assert [m.where for m in job.moves] == [ON_PBOX, ON_SWITCH] and in_line(ctl)
@@ -348,7 +348,7 @@ def test_a_job_whose_pbox_died_ends_when_the_switch_is_full(switch, pipeline):
         assert c.where == ON_PBOX
         pbox_sink.dead = True
         (report,) = ctl.check_pboxes(now=3.0)
-        assert report.startswith(f"job {c.job_id} ended: its PBox is unreachable")
+        assert report.startswith(f"job {c.job_id} ended: PBox pb1 is unreachable")
         end = ctl.registry.ended[c.job_id]
         assert end.cause == "aggregator-lost" and "no 32 free slots" in end.reason
         assert c.job_id not in ctl.registry.jobs and in_line(ctl)
