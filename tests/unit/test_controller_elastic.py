@@ -1,0 +1,240 @@
+"""Elastic load over the switch and several PBoxes (issue 11): placement, the map the
+agents get, rebalancing by measured rates, a lost PBox, promotion and rebuild."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller import elastic, topology
+from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobRegistry, rebuild_from_entries
+from controller.traffic import RouteService
+from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
+
+PBOXES = ("pbox", "pbox2", "pbox3")
+
+
+def rack(switch_slots: int = 256, pboxes: int = 3) -> JobRegistry:
+    raw = topology.rack_dict(4, "127.0.0.1:50051", slots=switch_slots, job_slots=128,
+                             pboxes=pboxes, pbox_slots=1024)
+    return JobRegistry(topology.from_dict(raw))
+
+
+def join_all(reg: JobRegistry, name: str, placement: str = "auto", n: int = 2):
+    replies = [reg.join(name, n, r, (f"10.0.0.{r + 1}", 4000 + len(reg.jobs)), 0.0, placement)
+               for r in range(n)]
+    return replies[-1][0], [u for _, ups in replies for u in ups]
+
+
+def pbox_writes(updates) -> list[PBoxJobWrite]:
+    return [u for u in updates if isinstance(u, PBoxJobWrite)]
+
+
+def no_overlap(reg: JobRegistry) -> None:
+    ranges = sorted((part.slots.base, part.slots.end) for job in reg.jobs.values()
+                    for part in job.parts)
+    assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False)), ranges
+
+
+# -- the split ------------------------------------------------------------------------------
+
+
+def test_proportional_shares_keep_the_total_and_the_floor():
+    assert elastic.proportional(128, [1.0, 1.0, 1.0], 0) == (43, 43, 42)
+    assert elastic.proportional(128, [4.0, 4.0, 1.0], 6) == (55, 55, 18)
+    assert sum(elastic.proportional(100, [3.3, 0.01, 7.7], 5)) == 100
+    with pytest.raises(ValueError):
+        elastic.proportional(10, [1.0] * 3, 4)
+
+
+def test_plan_moves_work_off_a_straggler_and_keeps_a_probe_on_it():
+    plan = elastic.plan([43, 43, 42], [400.0, 400.0, 100.0])
+    assert plan is not None and plan.shares[2] < 20 and sum(plan.shares) == 128
+    assert plan.shares[2] >= 6  # exploration: 5% of the share stays on it
+    assert plan.makespan_new < 0.6 * plan.makespan_now
+    assert "aggregator 2 held it up" in plan.reason
+
+
+def test_plan_keeps_a_split_that_is_good_enough_or_unmeasured():
+    assert elastic.plan([43, 43, 42], [400.0, 380.0, 410.0]) is None  # < 15% to gain
+    assert elastic.plan([64, 64], [400.0, None]) is None
+    assert elastic.plan([128], [400.0]) is None
+
+
+# -- placement ------------------------------------------------------------------------------
+
+
+def test_a_job_without_switch_room_spreads_evenly_over_the_racks_pboxes():
+    reg = rack()
+    reply, updates = join_all(reg, "p", PLACE_PBOX)
+    job = reg.jobs[reply.job_id]
+    assert job.where == ON_PBOX and job.shares() == {"pbox": 43, "pbox2": 43, "pbox3": 42}
+    writes = pbox_writes(updates)
+    assert {(w.pbox, w.op, w.slot_count) for w in writes} == {
+        ("pbox", INSERT, 43), ("pbox2", INSERT, 43), ("pbox3", INSERT, 42)}
+    assert [r["aggregator"] for r in reply.routes] == [
+        "10.0.0.100:48879", "10.0.0.101:48879", "10.0.0.102:48879"]
+    assert all(r["fallback"] for r in reply.routes)
+    assert reply.slot_count == reply.window == 128
+    # one PBox slot pool per rack: the ranges never share a slot number
+    bases = sorted((r["slot_base"], r["count"]) for r in reply.routes)
+    assert bases == [(0, 43), (43, 43), (86, 42)]
+
+
+def test_a_switch_short_of_slots_takes_what_it_has_and_the_pboxes_the_rest():
+    reg = rack(switch_slots=192)
+    join_all(reg, "a")  # 128 of 192
+    reply, _ = join_all(reg, "b")
+    job = reg.jobs[reply.job_id]
+    assert job.where == ON_SWITCH and job.shares() == {"s1": 64, "pbox": 22, "pbox2": 21,
+                                                        "pbox3": 21}
+    assert [r["fallback"] for r in reply.routes] == [False, True, True, True]
+    assert reply.routes[0]["aggregator"] == "10.0.0.100:48879"  # the switch answers for it
+    assert reply.window == 128
+
+
+def test_too_few_switch_slots_are_left_alone():
+    reg = rack(switch_slots=140)
+    join_all(reg, "a")  # 12 left: less than an eighth of a window
+    reply, _ = join_all(reg, "b")
+    assert reg.jobs[reply.job_id].where == ON_PBOX and reg.switch_pools["s1"].free_slots() == 12
+
+
+# -- rebalancing ------------------------------------------------------------------------------
+
+
+def report(reg: JobRegistry, job_id: int, per_route: list[tuple[int, float]], now: float,
+           ranks: int = 2) -> None:
+    """Every rank reports cumulative (results, seconds in flight) per route."""
+    job = reg.jobs[job_id]
+    for rank in range(ranks):
+        reg.heartbeat(job_id, rank, now, service=RouteService(job.epoch, tuple(per_route)))
+
+
+def slowed(job, factor: float, victim: str, seconds: float) -> list[tuple[int, float]]:
+    """What the agents measure in ``seconds`` when ``victim`` serves each round
+    ``factor`` times slower: a round takes 10 ms, results = slots * time / latency."""
+    out = []
+    for name, slots in job.shares().items():
+        latency = 0.01 * (factor if name == victim else 1.0)
+        out.append((int(slots * seconds / latency), slots * seconds))
+    return out
+
+
+def test_a_pbox_four_times_slower_loses_most_of_its_share_once_then_holds():
+    reg = rack()
+    reply, _ = join_all(reg, "p", PLACE_PBOX)
+    job = reg.jobs[reply.job_id]
+    old_parts, old_epoch = job.parts, job.epoch
+    report(reg, job.job_id, [(0, 0.0)] * 3, 1.0)
+    report(reg, job.job_id, slowed(job, 4.0, "pbox2", 1.0), 2.0)
+    updates = reg.rebalance(now=2.0)
+    assert job.epoch != old_epoch and job.shares()["pbox2"] < 20
+    assert sum(job.shares().values()) == 128
+    assert "rebalanced over PBoxes" in job.moves[-1].reason
+    assert {(w.pbox, w.op) for w in pbox_writes(updates)} == {(p, MODIFY) for p in PBOXES}
+    # fresh ranges: no slot serves another window index (hosts/routes.py)
+    old = {(p.slots.base + i) for p in old_parts for i in range(p.slots.count)}
+    assert not old & {(p.slots.base + i) for p in job.parts for i in range(p.slots.count)}
+    assert reg.pbox_pools["pbox"].free_slots() == 1024 - 128
+    # the new epoch starts its measurements afresh; inside the hold-down nothing moves
+    epoch = job.epoch
+    report(reg, job.job_id, [(0, 0.0)] * 3, 3.0)
+    report(reg, job.job_id, slowed(job, 8.0, "pbox3", 1.0), 4.0)
+    assert reg.rebalance(now=4.0) == [] and job.epoch == epoch
+    assert reg.rebalance(now=2.0 + elastic.HOLD_DOWN + 0.1) and job.epoch != epoch
+
+
+def test_a_balanced_job_is_not_moved():
+    reg = rack()
+    reply, _ = join_all(reg, "p", PLACE_PBOX)
+    job = reg.jobs[reply.job_id]
+    report(reg, job.job_id, [(0, 0.0)] * 3, 1.0)
+    report(reg, job.job_id, slowed(job, 1.0, "pbox2", 1.0), 2.0)
+    assert reg.rebalance(now=10.0) == [] and len(job.moves) == 0
+
+
+def test_the_switch_share_stays_and_only_the_pbox_share_is_rebalanced():
+    reg = rack(switch_slots=192)
+    join_all(reg, "a")
+    reply, _ = join_all(reg, "b")
+    job = reg.jobs[reply.job_id]
+    report(reg, job.job_id, [(0, 0.0)] * 4, 1.0)
+    report(reg, job.job_id, slowed(job, 4.0, "pbox3", 1.0), 2.0)
+    reg.rebalance(now=2.0)
+    shares = job.shares()
+    assert shares["s1"] == 64 and shares["pbox3"] < 10 and sum(shares.values()) == 128
+
+
+# -- a lost PBox, promotion -------------------------------------------------------------------
+
+
+def test_a_lost_pbox_share_goes_to_the_other_pboxes_and_it_is_not_written_to():
+    reg = rack(switch_slots=128)
+    join_all(reg, "a")  # the switch is full
+    reply, _ = join_all(reg, "b")
+    job = reg.jobs[reply.job_id]
+    updates = reg.pbox_lost(job.job_id, "pbox2", 5.0, "PBox pbox2 is unreachable (refused)")
+    assert set(job.shares()) == {"pbox", "pbox3"} and job.window == 128
+    assert all(w.pbox != "pbox2" for w in pbox_writes(updates))
+    assert "its share moved to PBox(es) pbox, pbox3" in job.moves[-1].reason
+    no_overlap(reg)
+
+
+def test_a_lost_pbox_moves_the_job_to_the_switch_when_it_has_room():
+    reg = rack()
+    reply, _ = join_all(reg, "p", PLACE_PBOX)
+    job = reg.jobs[reply.job_id]
+    updates = reg.pbox_lost(job.job_id, "pbox", 5.0, "PBox pbox is unreachable")
+    assert job.where == ON_SWITCH and job.parts == () and job.shares() == {"s1": 128}
+    assert {(w.pbox, w.op) for w in pbox_writes(updates)} == {("pbox2", DELETE),
+                                                              ("pbox3", DELETE)}
+    assert all(pool.free_slots() == 1024 for pool in reg.pbox_pools.values())
+
+
+def test_a_partly_placed_job_moves_whole_onto_the_switch_when_it_frees():
+    reg = rack(switch_slots=192)
+    a, _ = join_all(reg, "a")
+    b, _ = join_all(reg, "b")
+    job = reg.jobs[b.job_id]
+    old_switch = job.slots
+    reg.kill(a.job_id)
+    updates = reg.promote(now=9.0)
+    assert job.shares() == {"s1": 128} and job.parts == ()
+    assert not (set(range(old_switch.base, old_switch.end))
+                & set(range(job.slots.base, job.slots.end)))  # a fresh switch range
+    assert {w.op for w in pbox_writes(updates)} == {DELETE}
+    assert reg.switch_pools["s1"].free_slots() == 192 - 128
+
+
+def test_a_refused_resplit_leaves_everything_as_it_was():
+    reg = rack()
+    reply, _ = join_all(reg, "p", PLACE_PBOX)
+    job = reg.jobs[reply.job_id]
+    before = (job.parts, job.epoch, [pool.free_slots() for pool in reg.pbox_pools.values()])
+    reg.begin()
+    reg.pbox_pools["pbox"].allocate("filler", 1024 - 128)  # no fresh range left anywhere
+    try:
+        assert reg._resplit(job, {"pbox": 64, "pbox3": 64}, 1.0, "test") is None
+    finally:
+        reg.rollback()
+    reg.pbox_pools["pbox"].free("filler")
+    assert (job.parts, job.epoch, [p.free_slots() for p in reg.pbox_pools.values()]) == before
+
+
+# -- rebuild ----------------------------------------------------------------------------------
+
+
+def test_a_restarted_controller_rebuilds_every_pbox_range_from_the_pboxes():
+    reg = rack(switch_slots=192)
+    join_all(reg, "a")
+    reply, _ = join_all(reg, "b")
+    job = reg.jobs[reply.job_id]
+    entries = {"s1": reg.expected_entries("s1")}
+    listed = {part.pbox: [{"job_id": job.job_id, "world_size": 2, "slot_base": part.slots.base,
+                           "slot_count": part.slots.count, "lanes": 64}] for part in job.parts}
+    rebuilt, repairs = rebuild_from_entries(reg.topo, entries, 1.0, 7, listed)
+    again = rebuilt.jobs[job.job_id]
+    assert again.shares() == job.shares() and again.window == 128
+    assert [p.slots for p in again.parts] == [p.slots for p in job.parts]
+    assert {(w.pbox, w.op) for w in pbox_writes(repairs)} == {(p, MODIFY) for p in PBOXES}
+    assert again.epoch != job.epoch  # the PBox ranges' epoch is in no entry
