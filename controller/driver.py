@@ -230,7 +230,9 @@ class Controller:
         with self.lock:
             for job_id in sorted(self.registry.jobs):
                 job = self.registry.jobs.get(job_id)
-                for part in job.parts if job is not None else ():
+                if job is None:  # ended meanwhile
+                    continue
+                for part in job.parts:
                     try:
                         recreated = self._to_pbox(part_write(job, part, MODIFY))
                     except ControllerError as exc:

@@ -687,11 +687,11 @@ class JobRegistry:
         parts = self._new_parts(job_id, [pb.name for pb in pboxes], rest, epoch)
         if parts is None:
             raise JobError(f"no room for {want} slots on switch {switch} or its PBoxes")
-        where = ON_SWITCH if got is not None else ON_PBOX
-        first = parts[0] if where == ON_PBOX else None
-        job = Job(job_id, name, tag, world_size, switch, where,
-                  got if first is None else first.slots, epoch,
-                  pboxes[0].name if first is None else first.pbox, lanes,
+        if got is not None:
+            where, slots, pbox = ON_SWITCH, got, pboxes[0].name
+        else:
+            where, slots, pbox = ON_PBOX, parts[0].slots, parts[0].pbox
+        job = Job(job_id, name, tag, world_size, switch, where, slots, epoch, pbox, lanes,
                   placement=placement, parts=parts)
         self._add_job(job)
         updates: list[Update] = [TableWrite(switch, INSERT, job_entry(job))]

@@ -110,8 +110,9 @@ class RouteMeter:
             return
         if sum(n for n, _ in deltas) == 0:
             return  # idle: nothing measured, keep the estimates
-        old_n = self.results or [None] * len(deltas)
-        old_t = self.busy or [None] * len(deltas)
+        none: list[float | None] = [None] * len(deltas)
+        old_n: list[float | None] = list(self.results) if self.results else none
+        old_t: list[float | None] = list(self.busy) if self.busy else none
         self.results = [_fold(a, n) for a, (n, _) in zip(old_n, deltas, strict=True)]
         self.busy = [_fold(a, t) for a, (_, t) in zip(old_t, deltas, strict=True)]
         self.last = service
@@ -125,8 +126,8 @@ def route_rates(meters: list[RouteMeter], epoch: int,
             and m.results is not None and m.busy is not None and len(m.results) == len(slots)]
     out: list[float | None] = []
     for r, count in enumerate(slots):
-        results = sum(m.results[r] for m in live)  # type: ignore[index]
-        busy = sum(m.busy[r] for m in live)  # type: ignore[index]
+        results = sum((m.results or [])[r] for m in live)
+        busy = sum((m.busy or [])[r] for m in live)
         out.append(count * results / busy if results > 0 and busy > 0 else None)
     return out
 

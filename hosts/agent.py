@@ -182,6 +182,13 @@ class Agent:
         return {"sent": stats.sent, "retransmitted": stats.retransmitted,
                 "results": stats.results}
 
+    @property
+    def service(self) -> dict:
+        """What a heartbeat reports of each route of the map (controller/traffic.py
+        ``RouteService``): the map's epoch and per route (results, seconds in flight)."""
+        epoch, routes = self._session.route_service()
+        return {"epoch": epoch, "routes": [[n, round(t, 6)] for n, t in routes]}
+
     def follow(self, epoch: int, slot_base: int | None = None,
                route_map: list[Route] | None = None) -> bool:
         """``resync`` if the controller's ``epoch`` for the job is not the one this agent

@@ -53,7 +53,10 @@ class RouteMap:
     """Per window slot index: the route, the wire slot number and the header flag."""
 
     def __init__(self, routes: Sequence[Route], slots: int, window: int) -> None:
-        """``slots``: the window's slot indices (window * classes); ``window``: per class."""
+        """``slots``: the window's slot indices (window * classes); ``window``: per class.
+        Routes covering more slots than that (a session that uses fewer than the job
+        has, e.g. a window that its classes do not divide) each use the same share of
+        theirs, by largest remainder, from their first slot."""
         _check(routes, slots)
         self.routes = tuple(routes)
         order = np.lexsort((np.arange(slots) // window, np.arange(slots) % window))  # k-major
@@ -61,12 +64,12 @@ class RouteMap:
         self.wire_slot = np.empty(slots, dtype=np.int64)
         self.flag = np.zeros(slots, dtype=np.uint8)
         lo = 0
-        for r, route in enumerate(self.routes):
-            mine = np.sort(order[lo : lo + route.count])  # its slots in index order
+        for r, (route, used) in enumerate(zip(self.routes, _fit(self.routes, slots), strict=True)):
+            mine = np.sort(order[lo : lo + used])  # its slots in index order
             self.route_of[mine] = r
-            self.wire_slot[mine] = route.slot_base + np.arange(route.count)
+            self.wire_slot[mine] = route.slot_base + np.arange(used)
             self.flag[mine] = wire.FLAG_FALLBACK if route.fallback else 0
-            lo += route.count
+            lo += used
         keys = self._key(self.flag, self.wire_slot)
         self._sorted = np.argsort(keys, kind="stable")
         self._keys = keys[self._sorted]
@@ -116,9 +119,37 @@ def _check(routes: Sequence[Route], slots: int) -> None:
         if route.count < 1 or route.slot_base < 0 or route.slot_base + route.count > _SLOT_LIMIT:
             raise SessionError(f"route {route} is not a valid 32-bit slot range")
     total = sum(route.count for route in routes)
-    if total != slots:
-        raise SessionError(f"the routes cover {total} slots, the window has {slots}: "
+    if total < slots:
+        raise SessionError(f"the routes cover {total} slots, the window needs {slots}: "
                            f"{_describe(routes)}")
+
+
+def _fit(routes: Sequence[Route], slots: int) -> list[int]:
+    """How many of each route's slots a window of ``slots`` uses: all of them when the
+    routes cover exactly ``slots``, else the same share of each by largest remainder
+    (ties to the earlier route, so every rank gets the same)."""
+    total = sum(route.count for route in routes)
+    exact = [route.count * slots / total for route in routes]
+    used = [int(x) for x in exact]
+    order = sorted(range(len(routes)), key=lambda i: (-(exact[i] - used[i]), i))
+    for i in order[: slots - sum(used)]:
+        used[i] += 1
+    return used
+
+
+def from_wire(items: Sequence[dict]) -> list[Route]:
+    """Routes as the controller's JoinJob and Heartbeat replies give them: each
+    {"aggregator": "ip:port", "slot_base", "count", "fallback"}. Raises SessionError on
+    a malformed one."""
+    out = []
+    for item in items:
+        try:
+            host, _, port = str(item["aggregator"]).rpartition(":")
+            out.append(Route((host, int(port)), int(item["slot_base"]), int(item["count"]),
+                             bool(item.get("fallback", False))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SessionError(f"malformed route {item!r} from the controller: {exc}") from None
+    return out
 
 
 def _describe(routes: Sequence[Route]) -> str:

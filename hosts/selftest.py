@@ -29,6 +29,7 @@ import numpy as np
 from hosts.agent import Agent
 from hosts.errors import HostError
 from hosts.quantize import to_blocks
+from hosts.routes import from_wire
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -77,7 +78,8 @@ def _reduce(reply: dict, bind: tuple[str, int], timeout: float) -> dict:
     try:
         with Agent(reply["job_id"], 0, 1, (agg_host, int(agg_port)), slot_base=reply["slot_base"],
                    slot_count=reply["slot_count"], timeout=timeout, bind=bind,
-                   lanes=reply["k"], epoch=reply.get("epoch", 0)) as agent:
+                   lanes=reply["k"], epoch=reply.get("epoch", 0),
+                   route_map=from_wire(reply["routes"]) if reply.get("routes") else None) as agent:
             start = time.perf_counter()
             got_ints = agent.allreduce(ints)
             rtt = time.perf_counter() - start

@@ -145,6 +145,7 @@ class Session:
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), classes)  # next position
         self._map = RouteMap(route_map or routes.single(slot_base, slots), slots, window)
         self.slot_base = self._map.routes[0].slot_base
+        self.map_epoch = epoch  # the controller's (32-bit) epoch of the map; the header has 8 bits
         self._route_meters()
         # the last two packets sent per slot, one per cell (shadow set): row
         # shadow * slots + slot; resends and, after a resync, courtesy resends read them
@@ -259,15 +260,16 @@ class Session:
         """The job's aggregator map as this session runs it."""
         return self._map.routes
 
-    def route_service(self) -> list[tuple[int, float]]:
-        """Per route of the current map: (results, seconds they were in flight, summed
+    def route_service(self) -> tuple[int, list[tuple[int, float]]]:
+        """The map's epoch and, per route: (results, seconds they were in flight, summed
         from first transmission to result). A route's slots divided by its mean time in
         flight is what it serves while busy: the controller's measure of each
         aggregator (controller/traffic.py). Restarts with every new map."""
-        return [(int(n), float(t)) for n, t in zip(self._route_results, self._route_busy,
-                                                   strict=True)]
+        return self._metered_epoch, [(int(n), float(t)) for n, t in
+                                 zip(self._route_results, self._route_busy, strict=True)]
 
     def _route_meters(self) -> None:
+        self._metered_epoch = self.map_epoch
         self._route_results = np.zeros(len(self._map.routes), dtype=np.int64)
         self._route_busy = np.zeros(len(self._map.routes))
 
@@ -336,9 +338,11 @@ class Session:
         if route_map is not None:
             self._set_routes(route_map)
         if epoch is not None:
+            self.map_epoch = epoch
             self.epoch = epoch & 0xFF
             for store in (self._template, self._slot_pkts):
                 store["hdr"]["epoch"] = self.epoch
+        self._route_meters()  # a new map, or the same map on fresh aggregator state
         self.stats.resyncs += 1
         flight = self._slot_pos >= 0
         # per slot, the courtesy position: h - W while h is in flight, else h itself
@@ -491,7 +495,6 @@ class Session:
         flag."""
         self._map = RouteMap(route_map, self._slot_pos.size, self.window)
         self.slot_base = self._map.routes[0].slot_base
-        self._route_meters()
         hdr = self._slot_pkts["hdr"]
         hdr["slot"] = np.tile(self._map.wire_slot, 2)
         hdr["flags"] = (hdr["flags"] & ~np.uint8(wire.FLAG_FALLBACK)) | np.tile(self._map.flag, 2)

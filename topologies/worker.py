@@ -98,6 +98,7 @@ class JobBackend(PBoxBackend):
 
         from controller.client import JobClient, explain
         from hosts.agent import Agent
+        from hosts.routes import from_wire
 
         self.client = JobClient(args.controller, timeout=10.0, wait_for_ready=True)
         address = (args.data_ip, args.agent_port)
@@ -119,8 +120,9 @@ class JobBackend(PBoxBackend):
         self.agent = Agent(reply["job_id"], args.rank, args.world, aggregator=(host, int(port)),
                            slot_base=reply["slot_base"], slot_count=reply["slot_count"],
                            window=window, timeout=args.timeout, bind=address,
-                           lanes=reply["k"], epoch=reply.get("epoch", 0), **options,
-                           **_class_options(args))
+                           lanes=reply["k"], epoch=reply.get("epoch", 0),
+                           route_map=from_wire(reply["routes"]) if reply.get("routes") else None,
+                           **options, **_class_options(args))
         self.fuse = args.fuse
         self.where = reply["where"]
         self._stop = threading.Event()
@@ -139,7 +141,7 @@ class JobBackend(PBoxBackend):
             try:
                 beat = self.client.call("Heartbeat", deadline=2.0,
                                         job_id=self.reply["job_id"], rank=rank,
-                                        **self.agent.progress)
+                                        **self.agent.progress, **self.agent.service)
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.NOT_FOUND:
                     self.agent.close(f"the controller ended the job: {exc.details()}")
@@ -148,11 +150,15 @@ class JobBackend(PBoxBackend):
             self._follow(beat)
 
     def _follow(self, beat: dict) -> None:
+        from hosts.routes import from_wire
+
         slot_base = beat.get("slot_base", self.reply["slot_base"])
-        if not self.agent.follow(beat.get("epoch", self.agent.epoch), slot_base):
+        routes = from_wire(beat["routes"]) if beat.get("routes") else None
+        if not self.agent.follow(beat.get("epoch", self.agent.epoch), slot_base, routes):
             return
         emit({"event": "resync", "rank": self.reply["rank"], "epoch": self.agent.epoch,
-              "where": beat.get("where"), "slot_base": slot_base})
+              "where": beat.get("where"), "slot_base": slot_base,
+              "routes": beat.get("routes")})
         self.reply = {**self.reply, "slot_base": slot_base, "where": beat.get("where")}
         self.where = beat.get("where", self.where)
 

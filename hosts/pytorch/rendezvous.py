@@ -45,6 +45,7 @@ class JobPlan:
     window: int
     where: str  # "switch", "pbox", or "static" (configured by hand, no controller)
     lanes: int = 64  # int32 lanes per packet
+    routes: tuple[dict, ...] = ()  # the map (controller jobs): hosts/routes.py from_wire
 
     @property
     def aggregator_address(self) -> tuple[str, int]:
@@ -77,9 +78,9 @@ class Lease:
         self._client = JobClient(address, timeout=timeout)
 
     def heartbeat(self, counters: dict | None = None) -> dict:
-        """Where the job is now (epoch, slot_base, ...); grpc.RpcError NOT_FOUND once
+        """Where the job is now (epoch, routes, ...); grpc.RpcError NOT_FOUND once
         the controller ended it (its details say why). ``counters``: the agent's
-        ``sent``/``retransmitted``/``results``, for the controller's service rates."""
+        ``progress`` and ``service``, for the controller's service rates."""
         return self._client.call("Heartbeat", deadline=2.0, job_id=self.job_id, rank=self.rank,
                                  **(counters or {}))
 
@@ -106,7 +107,7 @@ def rendezvous(store: Store, rank: int, world_size: int, config: BackendConfig,
     store.set(f"member/{rank}", json.dumps({"address": address, "plan": asdict(plan)}))
     members = [_member(store, r, timeout) for r in range(world_size)]
     for r, member in enumerate(members):
-        if JobPlan(**member["plan"]) != plan:
+        if _plan(member["plan"]) != plan:
             raise BackendError(
                 f"rank {r} ({member['address']}) joined {member['plan']}, but rank {rank} "
                 f"joined {asdict(plan)}: the ranks must share one job (a stale job named "
@@ -185,8 +186,13 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
         client.close()
     plan = JobPlan(reply["job_id"], reply["aggregator"], reply["slot_base"],
                    reply["slot_count"], config.window or reply["window"], reply["where"],
-                   reply["k"])
+                   reply["k"], tuple(reply.get("routes", ())))
     return plan, Lease(where, plan.job_id, rank, timeout=10.0, epoch=reply.get("epoch", 0))
+
+
+def _plan(fields: dict) -> JobPlan:
+    """A peer's plan as it published it (JSON turned the routes into a list)."""
+    return JobPlan(**{**fields, "routes": tuple(fields.get("routes", ()))})
 
 
 def _static_plan(config: BackendConfig) -> JobPlan:

@@ -107,7 +107,7 @@ class SerialLossyNet:
     def at(self, t: float, rank: int, call: Callable[[float], None]) -> None:
         """Run ``call(now)`` at time ``t`` on rank ``rank``'s side (a control event such
         as a resync), then let that rank send what it wants."""
-        self._push(t, "call", rank, call)  # type: ignore[arg-type]
+        self._push(t, "call", rank, call)
 
     def start(self, tensor_id: object, inputs: list) -> None:
         for r, s in enumerate(self.sessions):

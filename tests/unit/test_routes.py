@@ -16,7 +16,7 @@ from hosts import wire
 from hosts.aggregator import Aggregator
 from hosts.errors import SessionError
 from hosts.events import TensorCompleted, TensorFailed
-from hosts.routes import Route, RouteMap
+from hosts.routes import Route, RouteMap, from_wire
 from hosts.session import Session
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
 from tests.unit.test_session import gradients, reference_sum
@@ -43,6 +43,20 @@ def test_routes_take_every_class_in_the_same_proportions():
     assert (m.flag[m.route_of == 1] == wire.FLAG_FALLBACK).all()
 
 
+def test_a_smaller_window_uses_the_same_share_of_every_route():
+    m = RouteMap([Route("a", 0, 64), Route("b", 500, 43), Route("c", 900, 21)], 126, 42)
+    assert np.bincount(m.route_of).tolist() == [63, 42, 21]
+    assert sorted(m.wire_slot[m.route_of == 1].tolist()) == list(range(500, 542))
+
+
+def test_routes_from_a_controller_reply():
+    routes = from_wire([{"aggregator": "10.0.0.101:48879", "slot_base": 4, "count": 9,
+                         "fallback": True}])
+    assert routes == [Route(("10.0.0.101", 48879), 4, 9, True)]
+    with pytest.raises(SessionError, match="malformed route"):
+        from_wire([{"aggregator": "10.0.0.101", "slot_base": 4, "count": 9}])
+
+
 def test_a_result_finds_its_index_by_flag_and_slot():
     m = RouteMap(SPLIT, W, W)
     flags = np.array([m.flag[i] | 1 for i in range(W)] + [0, wire.FLAG_FALLBACK], np.uint8)
@@ -52,13 +66,13 @@ def test_a_result_finds_its_index_by_flag_and_slot():
 
 @pytest.mark.parametrize("routes, match", [
     ([Route("a", 0, 4), Route("b", 2, 4)], "same slot"),
-    ([Route("a", 0, 5)], "cover 5 slots"),
+    ([Route("a", 0, 5)], "cover 5 slots, the window needs 8"),
     ([], "at least one"),
     ([Route("a", 2**32 - 2, 8)], "32-bit"),
 ])
 def test_bad_maps_are_refused(routes, match):
     with pytest.raises(SessionError, match=match):
-        RouteMap(routes, 8 if match != "cover 5 slots" else 8, 8)
+        RouteMap(routes, 8, 8)
 
 
 # -- a split job under loss ---------------------------------------------------------------
@@ -156,7 +170,8 @@ def test_each_route_reports_its_results_and_time_in_flight():
     net, inputs = _start(SPLIT, 1, loss=0.0)
     net.run(until=60.0)
     _check_exact(net, inputs)
-    service = net.sessions[0].route_service()
+    epoch, service = net.sessions[0].route_service()
+    assert epoch == 0
     results = [n for n, _ in service]
     assert sum(results) == net.sessions[0].stats.results
     assert results[0] > results[1] > 0 and results[2] > 0
