@@ -285,9 +285,16 @@ class JobService:
             moves = [{"s_ago": None if m.at is None else round(now - m.at, 3), "epoch": m.epoch,
                       "where": m.where, "slot_base": m.slot_base, "reason": m.reason}
                      for m in job.moves]
+            routes = registry.routes(job)
+            aggregators = [
+                {"aggregator": name, "address": route["aggregator"],
+                 "slot_base": route["slot_base"], "count": route["count"],
+                 "rounds_per_s": _rounded(rate)}
+                for name, route, rate in zip(job.shares(), routes, job.rates(), strict=True)
+            ]
             return {**job_summary(job), "state": "running", "epoch": job.epoch,
                     "worker_list": workers, "counters": counters, "moves": moves,
-                    "service": service}
+                    "service": service, "map": aggregators}
 
     def _Doctor(self, r: dict) -> dict:  # noqa: N802
         settle = r.get("settle", DOCTOR_SETTLE)

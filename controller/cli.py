@@ -80,6 +80,14 @@ def show_job(reply: dict) -> str:
         lines.insert(1, f"service: {service['result_bytes_per_s'] / 1e6:.3f} MB/s of results per "
                         f"worker" + ("" if ratio is None else f", {100 * ratio:.1f}% resends")
                         + " (moving average over the workers' heartbeats)")
+    if len(reply.get("map") or []) > 1:
+        lines.append(f"aggregator map (epoch {reply['epoch']}; rate: rounds/s while busy, "
+                     "from the agents):")
+        lines.append(_table([[a["aggregator"], a["address"],
+                              f"{a['slot_base']}..{a['slot_base'] + a['count'] - 1}", a["count"],
+                              "-" if a["rounds_per_s"] is None else f"{a['rounds_per_s']:.0f}"]
+                             for a in reply["map"]],
+                            ["aggregator", "address", "slots", "window", "rate"]))
     if reply.get("moves"):
         lines.append(f"epoch {reply['epoch']}; aggregator changes (agents resynchronised):")
         lines.append(_table([["" if m["s_ago"] is None else f"{m['s_ago']:.1f}", m["epoch"],

@@ -256,7 +256,10 @@ class Controller:
         return f"job {job_id}: {job.moves[-1].reason}, epoch {job.epoch}"
 
     def rebalance(self, now: float) -> list[str]:
-        """Re-split jobs' PBox shares by their measured rates; returns what moved."""
+        """Re-split jobs' PBox shares by their measured rates (unless the topology says
+        ``rebalance: false``); returns what moved."""
+        if not self.topo.controller.rebalance:
+            return []
         with self.lock:
             before = {job_id: job.epoch for job_id, job in self.registry.jobs.items()}
             self._event(lambda reg: (None, reg.rebalance(now)))

@@ -10,7 +10,8 @@ Example (every key shown; optional ones have the defaults of the schemas below):
       "pboxes":   {"pb1": {"ip": "10.0.0.100", "mac": "08:00:00:00:01:64",
                            "switch": "s1", "port": 5, "slots": 4096,
                            "control": "10.0.0.100:50070"}},
-      "controller": {"listen": "0.0.0.0:50060", "worker_timeout": 30.0}
+      "controller": {"listen": "0.0.0.0:50060", "worker_timeout": 30.0,
+                     "rebalance": true}
     }
 
 ``slots`` is the switch's aggregation pool (at most the program's NUM_SLOTS) and
@@ -133,9 +134,17 @@ PBOX_SCHEMA = {
     "slots": _Field(_int_in(1, 2**32 - 1), 4096),
     "control": _Field(parse_hostport, ""),  # the PBox's JSON control channel; "" = none
 }
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
 CONTROLLER_SCHEMA = {
     "listen": _Field(parse_hostport, "0.0.0.0:50060"),
     "worker_timeout": _Field(_positive_float, 30.0),
+    # re-split jobs' PBox shares by measured rates (false: PHub-style static even split)
+    "rebalance": _Field(_bool, True),
 }
 
 
@@ -172,6 +181,7 @@ class PBoxConf:
 class ControllerConf:
     listen: str = "0.0.0.0:50060"
     worker_timeout: float = 30.0
+    rebalance: bool = True
 
 
 @dataclass(frozen=True)

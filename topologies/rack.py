@@ -128,6 +128,8 @@ class RackConfig:
     max_queue_size: int | None = None  # htb/link queue (packets), None = Mininet's default
     lock_timeout: float = 300.0  # seconds to wait for another rack on this machine to finish
     pboxes: int = 1  # PBox hosts pbox, pbox2.. (10.0.0.100..), ports N+1..N+P
+    pbox_bw: float | None = None  # Mbit/s of the PBoxes' links (None: ``bw``); PHub's
+    # PBoxes are servers with more NIC bandwidth than one worker
     extra_hosts: int = 0  # x1..: hosts outside every job (ports after the PBoxes)
     p4: bool = False  # P4 switch running p4src/aggregate.p4 + management network
     grpc_port: int = 50051  # the P4 switch's P4Runtime port (root namespace)
@@ -194,8 +196,10 @@ class Rack:
         # Link order = switch port order (switch_ports): w1..wN, the PBoxes, then x1..
         for rank in range(self.config.workers):
             self.workers.append(self._add_host(f"w{rank + 1}", worker_ip(rank), link_opts))
+        pbox_opts = {**link_opts, "bw": self.config.pbox_bw} if self.config.pbox_bw and \
+            self.config.bw else link_opts
         for index in range(self.config.pboxes):
-            self.pbox_hosts.append(self._add_host(pbox_name(index), pbox_ip(index), link_opts))
+            self.pbox_hosts.append(self._add_host(pbox_name(index), pbox_ip(index), pbox_opts))
         for index in range(self.config.extra_hosts):
             self.extras.append(self._add_host(f"x{index + 1}", extra_ip(index), link_opts))
         self.net.build()
@@ -338,10 +342,10 @@ class Rack:
         return f"{mgmt.ROOT_IP}:{self.config.controller_port}"
 
     def controller_topology(self, slots: int = 1024, job_slots: int = 128,
-                            worker_timeout: float = 30.0) -> dict:
+                            worker_timeout: float = 30.0, rebalance: bool = True) -> dict:
         """The rack as p4hub-controller sees it (``rack_topology``)."""
         return rack_topology(self.config, slots=slots, job_slots=job_slots,
-                             worker_timeout=worker_timeout)
+                             worker_timeout=worker_timeout, rebalance=rebalance)
 
     def start_controller(self, topology: dict | None = None, timeout: float = 30.0,
                          log_name: str = "controller") -> subprocess.Popen:
@@ -484,7 +488,7 @@ class Rack:
 
 
 def rack_topology(config: RackConfig, *, slots: int = 1024, job_slots: int = 128,
-                  worker_timeout: float = 30.0) -> dict:
+                  worker_timeout: float = 30.0, rebalance: bool = True) -> dict:
     """The rack ``config`` describes as p4hub-controller sees it: controller.topology's
     rack_dict (workers, and every PBox with its control address on the management
     network) plus the x hosts, each on the port ``Rack.start`` links it to."""
@@ -499,7 +503,7 @@ def rack_topology(config: RackConfig, *, slots: int = 1024, job_slots: int = 128
         topo["hosts"][name] = {"ip": ip, "mac": host_mac(ip), "switch": SWITCH_NAME,
                                "port": ports[name]}
     topo["controller"] = {"listen": f"{mgmt.ROOT_IP}:{config.controller_port}",
-                          "worker_timeout": worker_timeout}
+                          "worker_timeout": worker_timeout, "rebalance": rebalance}
     return topo
 
 

@@ -1,0 +1,122 @@
+"""Jobs over the switch and several PBoxes on a Mininet rack (root; issue 11).
+
+One rack for the module: four workers on 2.5 Mbit/s links, three PBoxes on 5 Mbit/s
+links, an extra host x1 (the straggler's flood), the P4 switch with 48 slots (jobs ask
+for 32) and p4hub-controller. Every all-reduce is checked exact and identical on every
+rank (topologies/worker.py --check). The rack is torn down even on failure.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from topologies import linkem, straggler
+from topologies.jobrun import JobRun
+from topologies.rack import Rack, RackConfig
+
+pytestmark = [pytest.mark.root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
+
+SLOTS, JOB_SLOTS = 48, 32
+WORK = ("--scale", "0.002", "--fuse", "--check", "--timeout", "30", "--rto-max", "0.2",
+        "--lanes", "256")
+
+
+@pytest.fixture(scope="module")
+def rack():
+    config = RackConfig(workers=4, pboxes=3, extra_hosts=1, bw=2.5, pbox_bw=5.0, p4=True,
+                        grpc_port=50451, controller_port=50461, run_name="elastic-e2e",
+                        lock_timeout=120.0)
+    with Rack(config) as r:
+        r.start_pboxes(workers=1)
+        r.start_controller(r.controller_topology(slots=SLOTS, job_slots=JOB_SLOTS))
+        yield r
+
+
+@pytest.fixture
+def api(rack):
+    from controller.client import JobClient
+
+    client = JobClient(rack.controller_address, timeout=10.0)
+    runs: list[JobRun] = []
+    yield client, runs
+    for run in runs:
+        run.stop()
+    for name in rack.pbox_names:
+        if not rack.pbox_alive(name):
+            rack.start_pbox(workers=1, name=name)
+    for job in client.call("ListJobs")["jobs"]:
+        client.call("KillJob", job_id=job["job_id"])
+    for host in [*rack.hosts, *rack.extras]:
+        linkem.clear_loss(host)
+    client.close()
+
+
+def _final_epochs(run: JobRun) -> set[int]:
+    """The epoch each rank ran its last resync under (its join's if none)."""
+    out = set()
+    for rank in run.lines:
+        resyncs = run.events(rank, "resync")
+        out.add(resyncs[-1]["epoch"] if resyncs else run.joined[rank]["epoch"])
+    return out
+
+
+def test_a_pbox_job_spreads_over_three_pboxes_and_moves_off_a_flooded_one(rack, api):
+    """Placed on the PBoxes, the job's window is split evenly over all three. A flood
+    of 75% of the second PBox's link makes it the straggler: the controller re-splits by
+    the rates the agents report, taking work off it, and every all-reduce stays exact
+    under 1% loss, on every rank, across the switch-over."""
+    client, runs = api
+    for host in [*rack.hosts, *rack.extras]:
+        linkem.apply_loss(host, linkem.check_loss(1.0), [f"{host.name}-eth0"])
+    with straggler.inject(rack, "link", mbit=3.75, pbox="pbox2"):
+        run = JobRun(rack, rack.workers, "el-flood", iterations=3, hold=True,
+                     extra=["--placement", "pbox"], work=WORK)
+        runs.append(run)
+        run.wait_for("iteration", count=1, timeout=90)
+        routes = run.joined[0]["routes"]
+        assert [r["aggregator"] for r in routes] == [
+            "10.0.0.100:48879", "10.0.0.101:48879", "10.0.0.102:48879"]
+        assert [r["count"] for r in routes] == [11, 11, 10] and all(r["fallback"] for r in routes)
+        job_id = run.joined[0]["job_id"]
+        run.wait_for("resync", timeout=60)
+        shown = client.call("ShowJob", job_id=job_id)
+        assert "rebalanced over PBoxes" in shown["moves"][-1]["reason"], shown["moves"]
+        assert shown["shares"]["pbox2"] < 11 and sum(shown["shares"].values()) == JOB_SLOTS
+        done = max(len(run.events(r, "iteration")) for r in run.lines)
+        run.wait_for("iteration", count=done + 2, timeout=120)
+        run.release()
+        run.finish()
+    assert len(_final_epochs(run)) == 1  # every rank followed the same map
+
+
+def test_a_switch_short_of_slots_shares_a_job_with_the_pboxes_and_survives_one_dying(rack, api):
+    """The switch has 16 slots left: job B takes them and spreads the other 16 over the
+    three PBoxes (results from four aggregators). PBox pbox3 is killed mid-job: its share
+    goes to the other two PBoxes (the switch has no room for all of B), the workers
+    resynchronise, and B finishes exact."""
+    client, runs = api
+    a = JobRun(rack, rack.workers[:2], "el-a", iterations=1, hold=True, work=WORK)
+    runs.append(a)
+    a.wait_for("joined", timeout=60)
+    b = JobRun(rack, rack.workers[2:], "el-b", iterations=2, hold=True, work=WORK)
+    runs.append(b)
+    b.wait_for("iteration", count=1, timeout=90)
+    routes = b.joined[0]["routes"]
+    assert [r["count"] for r in routes] == [16, 6, 5, 5]
+    assert [r["fallback"] for r in routes] == [False, True, True, True]
+    job_id = b.joined[0]["job_id"]
+    rack.kill_pbox("pbox3")
+    b.wait_for("resync", timeout=30)
+    done = max(len(b.events(r, "iteration")) for r in b.lines)
+    b.wait_for("iteration", count=done + 2, timeout=90)
+    shown = client.call("ShowJob", job_id=job_id)
+    assert set(shown["shares"]) == {"s1", "pbox", "pbox2"} and shown["shares"]["s1"] == 16
+    assert "PBox pbox3 is unreachable" in shown["moves"][-1]["reason"]
+    b.release()
+    b.finish()
+    a.release()
+    a.finish()
+    assert len(_final_epochs(b)) == 1
