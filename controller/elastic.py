@@ -13,7 +13,9 @@ Against thrashing and stale estimates (PSLD's exploitation/exploration):
 * every aggregator keeps at least ``min_share`` slots, so its rate stays measured and a
   straggler that recovers is seen (exploration);
 * a new split is taken only when it cuts the predicted makespan by ``min_gain``;
-* the caller holds a job's map for ``HOLD_DOWN`` seconds after each change.
+* the caller holds a job's map for ``HOLD_DOWN`` seconds after each change, and plans
+  only on rates measured over ``MIN_SAMPLES`` heartbeat intervals of the current map
+  (single intervals are noisy: a rack run saw one PBox's rate swing 77-218 rounds/s).
 
 Sans-I/O and pure: the registry (controller/jobs.py) applies what ``plan`` returns.
 """
@@ -24,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 HOLD_DOWN = 4.0  # seconds a job's map stays put after a change
-MIN_GAIN = 0.15  # predicted makespan cut needed to re-split
+MIN_GAIN = 0.2  # predicted makespan cut needed to re-split
+MIN_SAMPLES = 3  # heartbeat intervals a rank must have measured under the current map
 MIN_SHARE_FRACTION = 0.05  # of the PBox share, at least one slot, per PBox (exploration)
 
 

@@ -154,10 +154,11 @@ class Job:
         out.update((part.pbox, part.slots.count) for part in self.parts)
         return out
 
-    def rates(self) -> list[float | None]:
-        """Each route's measured rate (rounds/s while busy), in map order."""
+    def rates(self, min_samples: int = 1) -> list[float | None]:
+        """Each route's measured rate (rounds/s while busy), in map order, from ranks
+        with at least ``min_samples`` heartbeat intervals measured under this epoch."""
         return route_rates([w.routes for w in self.workers.values()], self.epoch,
-                           list(self.shares().values()))
+                           list(self.shares().values()), min_samples)
 
     def service(self) -> dict[str, float | None]:
         """Its service as its ranks' heartbeats report it (controller/traffic.py)."""
@@ -498,7 +499,7 @@ class JobRegistry:
             if len(job.parts) < 2 or (job.split_at is not None
                                       and now - job.split_at < elastic.HOLD_DOWN):
                 continue
-            rates = job.rates()[1 if job.where == ON_SWITCH else 0:]
+            rates = job.rates(elastic.MIN_SAMPLES)[1 if job.where == ON_SWITCH else 0:]
             counts = [part.slots.count for part in job.parts]
             plan = elastic.plan(counts, rates)
             if plan is None:

@@ -97,16 +97,17 @@ class RouteMeter:
     last: RouteService | None = None
     results: list[float] | None = None  # per route, EWMA of results per interval
     busy: list[float] | None = None  # per route, EWMA of seconds in flight per interval
+    samples: int = 0  # intervals folded in under this epoch
 
     def update(self, service: RouteService) -> None:
         if self.last is None or service.epoch != self.last.epoch or \
                 len(service.routes) != len(self.last.routes):
-            self.last, self.results, self.busy = service, None, None  # a new map
+            self._restart(service)  # a new map
             return
         deltas = [(n - n0, t - t0) for (n, t), (n0, t0) in
                   zip(service.routes, self.last.routes, strict=True)]
         if any(n < 0 or t < 0 for n, t in deltas):
-            self.last, self.results, self.busy = service, None, None  # a restarted agent
+            self._restart(service)  # a restarted agent
             return
         if sum(n for n, _ in deltas) == 0:
             return  # idle: nothing measured, keep the estimates
@@ -116,14 +117,20 @@ class RouteMeter:
         self.results = [_fold(a, n) for a, (n, _) in zip(old_n, deltas, strict=True)]
         self.busy = [_fold(a, t) for a, (_, t) in zip(old_t, deltas, strict=True)]
         self.last = service
+        self.samples += 1
+
+    def _restart(self, service: RouteService) -> None:
+        self.last, self.results, self.busy, self.samples = service, None, None, 0
 
 
-def route_rates(meters: list[RouteMeter], epoch: int,
-                slots: list[int]) -> list[float | None]:
+def route_rates(meters: list[RouteMeter], epoch: int, slots: list[int],
+                min_samples: int = 1) -> list[float | None]:
     """Each route's rate while busy (rounds per second: its slots over their mean time
-    in flight), pooled over the ranks measuring map ``epoch``; None where unmeasured."""
+    in flight), pooled over the ranks measuring map ``epoch`` with at least
+    ``min_samples`` intervals folded in; None where unmeasured."""
     live = [m for m in meters if m.last is not None and m.last.epoch == epoch
-            and m.results is not None and m.busy is not None and len(m.results) == len(slots)]
+            and m.samples >= min_samples and m.results is not None and m.busy is not None
+            and len(m.results) == len(slots)]
     out: list[float | None] = []
     for r, count in enumerate(slots):
         results = sum((m.results or [])[r] for m in live)

@@ -29,10 +29,12 @@ import argparse
 import contextlib
 import json
 import sys
+import threading
+from collections.abc import Iterator
 
 from topologies import allreduce_run, straggler, train_plot, train_run, workload
 from topologies.cpuload import CpuSampler
-from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
+from topologies.rack import PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
 
 DEFAULT_BW = 5.0  # Mbit/s: see docs/notes/inc-rack.md for why
 
@@ -69,6 +71,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--switch-log-max-mb", type=int, default=50,
                         help="size at which the switch log rotates (MB, 2 old files kept)")
     parser.add_argument("--pbox-workers", type=int, default=2)
+    parser.add_argument("--pboxes", type=int, default=1,
+                        help="PBoxes in the rack: the PBox path's job is split over all of "
+                             "them and the controller moves load away from a straggler")
+    parser.add_argument("--pbox-bw", type=float, default=0.0,
+                        help="Mbit/s of the PBoxes' links (0: --bw)")
     parser.add_argument("--straggler", choices=straggler.KINDS, default="none",
                         help="make the PBox a straggler while its path runs: cpu (a busy "
                         "process beside it) or link (an extra host floods its link)")
@@ -113,9 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with Rack(rack_config(args)) as rack:
             start_services(rack, args)
+            pboxes = ", ".join(h.IP() for h in rack.pbox_hosts)
             print(f"rack up: {args.workers} workers, P4 switch s1 ({rack.switch.command()[0]}, "
-                  f"P4Runtime 127.0.0.1:{args.grpc_port}), PBox at {PBOX_IP}, controller at "
-                  f"{rack.controller_address}; logs in {rack.log_dir}")
+                  f"P4Runtime 127.0.0.1:{args.grpc_port}), PBox{'es' * (args.pboxes > 1)} at "
+                  f"{pboxes}, controller at {rack.controller_address}; logs in {rack.log_dir}")
             if args.cli:
                 return _cli(rack, args)
             if args.mode == "allreduce":
@@ -132,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
 def rack_config(args: argparse.Namespace, run_name: str = "run") -> RackConfig:
     extra = 1 if getattr(args, "straggler", "none") == "link" else 0
     return RackConfig(workers=args.workers, bw=args.bw or None, loss=args.loss, extra_hosts=extra,
+                      pboxes=getattr(args, "pboxes", 1),
+                      pbox_bw=getattr(args, "pbox_bw", 0.0) or None,
                       loss_method=args.loss_method, delay_ms=args.delay, run_name=run_name,
                       p4=True, grpc_port=args.grpc_port, pcap=not args.no_pcap,
                       controller_port=args.controller_port, switch_log=args.switch_log,
@@ -140,7 +150,7 @@ def rack_config(args: argparse.Namespace, run_name: str = "run") -> RackConfig:
 
 def start_services(rack: Rack, args: argparse.Namespace) -> None:
     """The PBox and p4hub-controller (the switch is up with the rack)."""
-    rack.start_pbox(workers=args.pbox_workers)
+    rack.start_pboxes(workers=args.pbox_workers)
     rack.start_controller(rack.controller_topology(job_slots=args.job_slots))
 
 
@@ -174,14 +184,62 @@ def _train(rack: Rack, args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results.values()) else 1
 
 
-def _straggler(rack: Rack, args: argparse.Namespace, path: str):
-    """The PBox made a straggler while the PBox path runs (``--straggler``)."""
-    if args.straggler == "none" or path != "pbox":
-        return contextlib.nullcontext()
-    mbit = args.straggler_mbit or (args.bw or DEFAULT_BW) / 2
-    what = "a busy process beside it" if args.straggler == "cpu" else f"a {mbit:g} Mbit/s flood"
-    print(f"\nthe PBox is a straggler for this path: {what}", flush=True)
-    return straggler.inject(rack, args.straggler, mbit=mbit)
+@contextlib.contextmanager
+def _straggler(rack: Rack, args: argparse.Namespace, path: str) -> Iterator[None]:
+    """The (last) PBox made a straggler while the PBox path runs (``--straggler``); with
+    several PBoxes, the aggregator changes the controller made meanwhile are printed."""
+    if path != "pbox" or (args.straggler == "none" and args.pboxes == 1):
+        yield
+        return
+    victim = rack.pbox_names[-1]
+    stack = contextlib.ExitStack()
+    if args.straggler != "none":
+        link_bw = (args.pbox_bw or args.bw or DEFAULT_BW)
+        mbit = args.straggler_mbit or link_bw / 2
+        what = "a busy process beside it" if args.straggler == "cpu" else \
+            f"a {mbit:g} Mbit/s flood on its link"
+        print(f"\nPBox {victim} is a straggler for this path: {what}", flush=True)
+        stack.enter_context(straggler.inject(rack, args.straggler, mbit=mbit, pbox=victim))
+    with stack, _moves_printed(rack) if args.pboxes > 1 else contextlib.nullcontext():
+        yield
+
+
+@contextlib.contextmanager
+def _moves_printed(rack: Rack) -> Iterator[None]:
+    """Print each job's aggregator changes (the controller's map moves) seen while the
+    block runs: ShowJob every half second."""
+    from controller.client import JobClient
+
+    seen: dict[int, list[dict]] = {}
+    shares: dict[int, dict] = {}
+    stop = threading.Event()
+
+    def poll() -> None:
+        client = JobClient(rack.controller_address, timeout=5.0)
+        try:
+            while not stop.wait(0.5):
+                try:
+                    for job in client.call("ListJobs")["jobs"]:
+                        shown = client.call("ShowJob", job_id=job["job_id"])
+                        seen[job["job_id"]] = shown.get("moves", [])
+                        shares[job["job_id"]] = shown.get("shares", {})
+                except Exception:  # noqa: BLE001 - a job ending between calls; try again
+                    continue
+        finally:
+            client.close()
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join(timeout=5)
+        for job_id, moves in sorted(seen.items()):
+            for move in moves:
+                print(f"  job {job_id}, epoch {move['epoch']}: {move['reason']}", flush=True)
+            print(f"  job {job_id}: window slots per aggregator, last seen: {shares[job_id]}",
+                  flush=True)
 
 
 def _report(results: dict[str, train_run.TrainResult], args: argparse.Namespace) -> dict:

@@ -110,6 +110,15 @@ def report(reg: JobRegistry, job_id: int, per_route: list[tuple[int, float]], no
         reg.heartbeat(job_id, rank, now, service=RouteService(job.epoch, tuple(per_route)))
 
 
+def measure(reg: JobRegistry, job, factor: float, victim: str, start: float) -> float:
+    """Heartbeats under the job's map: a baseline, then ``elastic.MIN_SAMPLES`` intervals
+    of 1 s with ``victim`` ``factor`` times slower; returns the time of the last."""
+    report(reg, job.job_id, [(0, 0.0)] * len(job.shares()), start)
+    for i in range(1, elastic.MIN_SAMPLES + 1):
+        report(reg, job.job_id, slowed(job, factor, victim, float(i)), start + i)
+    return start + elastic.MIN_SAMPLES
+
+
 def slowed(job, factor: float, victim: str, seconds: float) -> list[tuple[int, float]]:
     """What the agents measure in ``seconds`` when ``victim`` serves each round
     ``factor`` times slower: a round takes 10 ms, results = slots * time / latency."""
@@ -125,9 +134,8 @@ def test_a_pbox_four_times_slower_loses_most_of_its_share_once_then_holds():
     reply, _ = join_all(reg, "p", PLACE_PBOX)
     job = reg.jobs[reply.job_id]
     old_parts, old_epoch = job.parts, job.epoch
-    report(reg, job.job_id, [(0, 0.0)] * 3, 1.0)
-    report(reg, job.job_id, slowed(job, 4.0, "pbox2", 1.0), 2.0)
-    updates = reg.rebalance(now=2.0)
+    assert measure(reg, job, 4.0, "pbox2", 1.0) == 4.0
+    updates = reg.rebalance(now=4.0)
     assert job.epoch != old_epoch and job.shares()["pbox2"] < 20
     assert sum(job.shares().values()) == 128
     assert "rebalanced over PBoxes" in job.moves[-1].reason
@@ -138,18 +146,20 @@ def test_a_pbox_four_times_slower_loses_most_of_its_share_once_then_holds():
     assert reg.pbox_pools["pbox"].free_slots() == 1024 - 128
     # the new epoch starts its measurements afresh; inside the hold-down nothing moves
     epoch = job.epoch
-    report(reg, job.job_id, [(0, 0.0)] * 3, 3.0)
-    report(reg, job.job_id, slowed(job, 8.0, "pbox3", 1.0), 4.0)
-    assert reg.rebalance(now=4.0) == [] and job.epoch == epoch
-    assert reg.rebalance(now=2.0 + elastic.HOLD_DOWN + 0.1) and job.epoch != epoch
+    report(reg, job.job_id, [(0, 0.0)] * 3, 5.0)
+    report(reg, job.job_id, slowed(job, 8.0, "pbox3", 1.0), 6.0)
+    assert reg.rebalance(now=6.0) == []  # one interval measured: not enough
+    for i in (2, 3):
+        report(reg, job.job_id, slowed(job, 8.0, "pbox3", float(i)), 5.0 + i)
+    assert reg.rebalance(now=4.0 + elastic.HOLD_DOWN - 0.1) == [] and job.epoch == epoch
+    assert reg.rebalance(now=4.0 + elastic.HOLD_DOWN + 0.1) and job.epoch != epoch
 
 
 def test_a_balanced_job_is_not_moved():
     reg = rack()
     reply, _ = join_all(reg, "p", PLACE_PBOX)
     job = reg.jobs[reply.job_id]
-    report(reg, job.job_id, [(0, 0.0)] * 3, 1.0)
-    report(reg, job.job_id, slowed(job, 1.0, "pbox2", 1.0), 2.0)
+    measure(reg, job, 1.0, "pbox2", 1.0)
     assert reg.rebalance(now=10.0) == [] and len(job.moves) == 0
 
 
@@ -158,9 +168,7 @@ def test_the_switch_share_stays_and_only_the_pbox_share_is_rebalanced():
     join_all(reg, "a")
     reply, _ = join_all(reg, "b")
     job = reg.jobs[reply.job_id]
-    report(reg, job.job_id, [(0, 0.0)] * 4, 1.0)
-    report(reg, job.job_id, slowed(job, 4.0, "pbox3", 1.0), 2.0)
-    reg.rebalance(now=2.0)
+    reg.rebalance(now=measure(reg, job, 4.0, "pbox3", 1.0))
     shares = job.shares()
     assert shares["s1"] == 64 and shares["pbox3"] < 10 and sum(shares.values()) == 128
 

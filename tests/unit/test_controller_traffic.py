@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from controller.traffic import EWMA_WEIGHT, Counters, TrafficMeter, job_rates
+from controller.traffic import (
+    EWMA_WEIGHT,
+    Counters,
+    RouteMeter,
+    RouteService,
+    TrafficMeter,
+    job_rates,
+    route_rates,
+)
 
 
 def test_rates_come_from_the_differences_between_heartbeats():
@@ -39,3 +47,43 @@ def test_the_job_rate_is_the_mean_over_the_ranks_that_reported():
     assert rates["result_bytes_per_s"] == pytest.approx(200 * 1044)
     assert rates["resend_ratio"] == pytest.approx(0.1)
     assert job_rates([silent], 276) == {"result_bytes_per_s": None, "resend_ratio": None}
+
+
+# -- per route of a job's map -------------------------------------------------------------
+
+
+
+def _service(epoch: int, *routes: tuple[int, float]) -> RouteService:
+    return RouteService(epoch, tuple(routes))
+
+
+def test_route_rates_are_slots_over_mean_time_in_flight_pooled_over_ranks():
+    meters = [RouteMeter(), RouteMeter()]
+    for m in meters:
+        m.update(_service(7, (0, 0.0), (0, 0.0)))
+        m.update(_service(7, (100, 1.0), (50, 2.0)))  # 10 ms and 40 ms per round
+    rates = route_rates(meters, 7, [4, 2])
+    assert rates == pytest.approx([400.0, 50.0])
+    assert route_rates(meters, 8, [4, 2]) == [None, None]  # another map's epoch
+    assert route_rates(meters, 7, [4, 2], min_samples=2) == [None, None]
+
+
+def test_a_new_epoch_or_a_restarted_agent_starts_the_route_meter_over():
+    m = RouteMeter()
+    m.update(_service(1, (0, 0.0)))
+    m.update(_service(1, (10, 0.1)))
+    assert m.samples == 1
+    m.update(_service(2, (3, 0.05)))  # a new map
+    assert (m.samples, m.results) == (0, None)
+    m.update(_service(2, (1, 0.01)))  # counters went back
+    assert (m.samples, m.results) == (0, None)
+    m.update(_service(2, (1, 0.01)))  # idle: nothing to fold
+    assert m.samples == 0
+
+
+def test_route_service_requests_are_checked():
+    assert RouteService.from_request({"epoch": 3, "routes": [[1, 0.5], [2, 1]]}) == \
+        _service(3, (1, 0.5), (2, 1.0))
+    for bad in ({"routes": []}, {"epoch": 3, "routes": [[1]]}, {"epoch": 3, "routes": [[-1, 0]]},
+                {"epoch": 3, "routes": "x"}, {"epoch": 3, "routes": [[1, 0]] * 65}):
+        assert RouteService.from_request(bad) is None
