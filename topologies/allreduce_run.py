@@ -194,10 +194,16 @@ def summarize(results: list[PathResult], args: argparse.Namespace) -> None:
     nbytes = 4 * sum(workload.layer_sizes(args.model, args.scale))
     link_s = nbytes * 8 / (args.bw * 1e6) if args.bw else float("nan")
     n = args.workers
+    pboxes = getattr(args, "pboxes", 1)
+    pbox_bw = getattr(args, "pbox_bw", 0.0) or args.bw
+    # P PBoxes share the N workers' traffic; no worker sends or gets less than size
+    pbox_s = max(link_s, n * link_s * args.bw / (pboxes * pbox_bw)) if args.bw else link_s
+    what = "single PBox N x size / bw" if pboxes == 1 else \
+        f"{pboxes} PBoxes max(size / bw, N x size / ({pboxes} x {pbox_bw:g} Mbit/s))"
     print(f"\nsummary ({n} workers, {nbytes / 1e6:.2f} MB, {args.bw} Mbit/s, loss {args.loss}%)"
-          f"; floors: single PBox N x size / bw = {n * link_s:.3f} s, ring 2(N-1)/N x size / bw"
+          f"; floors: {what} = {pbox_s:.3f} s, ring 2(N-1)/N x size / bw"
           f" = {2 * (n - 1) / n * link_s:.3f} s, switch size / bw = {link_s:.3f} s")
-    floors = {"switch": link_s, "pbox": n * link_s, "gloo": 2 * (n - 1) / n * link_s}
+    floors = {"switch": link_s, "pbox": pbox_s, "gloo": 2 * (n - 1) / n * link_s}
     print(f"  {'path':<36} {'median s':>9} {'goodput Mbit/s':>15} {'floor s':>8} "
           f"{'x floor':>8}  {'status':<6}  cpu (over the timed iterations)")
     for result in results:
