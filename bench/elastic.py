@@ -91,12 +91,13 @@ def main(argv: list[str] | None = None) -> int:
                     row = run_one(rack, args, mode, straggler, cpu)
                     rows.append(row)
                     print_row(row)
-    report = {"config": {k: v for k, v in vars(args).items()}, "machine": platform.node(),
-              "rows": rows, "summary": summarize(rows)}
+    summary = summarize(rows)
+    report = {"config": dict(vars(args)), "machine": platform.node(), "rows": rows,
+              "summary": summary}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "elastic.json").write_text(json.dumps(report, indent=1))
     plot(rows, RESULTS / "elastic.png", args)
-    print_summary(report["summary"])
+    print_summary(summary)
     print(f"\nwritten: {RESULTS / 'elastic.json'}, {RESULTS / 'elastic.png'}")
     return 0 if all(row["exact"] for row in rows) else 1
 

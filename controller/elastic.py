@@ -17,7 +17,14 @@ Against thrashing and stale estimates (PSLD's exploitation/exploration):
   only on rates measured over ``MIN_SAMPLES`` heartbeat intervals of the current map
   (single intervals are noisy: a rack run saw one PBox's rate swing 77-218 rounds/s).
 
-Sans-I/O and pure: the registry (controller/jobs.py) applies what ``plan`` returns.
+Scaling (PSLD's scale in/out): a PBox whose rate stays under ``SCALE_IN_RATIO`` of the
+best one's for ``SCALE_IN_CHECKS`` checks in a row is drained (its share goes to the
+others, in proportion to their rates) and released; a PBox of the rack that the job does
+not use (drained, or lost and back) is probed again after ``PROBE_AFTER`` seconds with
+the exploration share, and rebalancing then grows it if it is fast. ``slow`` and
+``probe`` decide; the registry keeps the streaks and the times.
+
+Sans-I/O and pure: the registry (controller/jobs.py) applies what these return.
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 HOLD_DOWN = 4.0  # seconds a job's map stays put after a change
+SCALE_IN_RATIO = 0.25  # a PBox below this fraction of the best PBox's rate is slow...
+SCALE_IN_CHECKS = 3  # ...and drained after this many checks in a row (scale in)
+PROBE_AFTER = 30.0  # seconds before a drained or lost PBox of the rack is probed again
 MIN_GAIN = 0.2  # predicted makespan cut needed to re-split
 MIN_SAMPLES = 3  # heartbeat intervals a rank must have measured under the current map
 MIN_SHARE_FRACTION = 0.05  # of the PBox share, at least one slot, per PBox (exploration)
@@ -37,6 +47,42 @@ class Plan:
     makespan_now: float  # predicted seconds per slot-block, current split
     makespan_new: float  # with ``shares``
     reason: str
+
+
+def min_share(total: int) -> int:
+    """The exploration floor of a PBox share of ``total`` slots."""
+    return max(1, int(total * MIN_SHARE_FRACTION))
+
+
+def slow(rates: Sequence[float]) -> list[bool]:
+    """Which aggregators are slow this check: under SCALE_IN_RATIO of the best rate."""
+    best = max(rates)
+    return [r < SCALE_IN_RATIO * best for r in rates]
+
+
+def drain(shares: Sequence[int], rates: Sequence[float], victim: int) -> tuple[int, ...]:
+    """``shares`` with aggregator ``victim``'s moved to the others in proportion to
+    their rates (``victim`` gets 0)."""
+    others = [i for i in range(len(shares)) if i != victim]
+    moved = proportional(sum(shares), [rates[i] for i in others], min_share(sum(shares)))
+    out = [0] * len(shares)
+    for i, n in zip(others, moved, strict=True):
+        out[i] = n
+    return tuple(out)
+
+
+def probe(shares: dict[str, int], spare: Sequence[str]) -> dict[str, int] | None:
+    """``shares`` plus the exploration share for each ``spare`` aggregator, taken from
+    the largest shares; None when there is too little to take."""
+    out = dict(shares)
+    each = min_share(sum(shares.values()))
+    for name in spare:
+        largest = max(out, key=lambda n: (out[n], n))
+        if out[largest] - each < each:
+            return None
+        out[largest] -= each
+        out[name] = each
+    return out
 
 
 def makespan(shares: Sequence[int], rates: Sequence[float]) -> float:
@@ -69,10 +115,10 @@ def plan(shares: Sequence[int], rates: Sequence[float | None],
         return None
     measured = [float(r) for r in rates if r is not None]
     total = sum(shares)
-    min_share = max(1, int(total * MIN_SHARE_FRACTION))
-    if total < min_share * len(shares):
+    floor = min_share(total)
+    if total < floor * len(shares):
         return None
-    new = proportional(total, measured, min_share)
+    new = proportional(total, measured, floor)
     now, then = makespan(shares, measured), makespan(new, measured)
     if new == tuple(shares) or then > (1 - min_gain) * now:
         return None

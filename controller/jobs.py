@@ -142,6 +142,8 @@ class Job:
     # ``pbox``/``slots`` too (the jobs entry's range)
     parts: tuple[Part, ...] = ()
     split_at: float | None = None  # when its map last changed (rebalance's hold-down)
+    slow_checks: dict[str, int] = field(default_factory=dict)  # PBox -> slow checks in a row
+    left: dict[str, float] = field(default_factory=dict)  # PBox -> when it was drained or lost
 
     @property
     def window(self) -> int:
@@ -449,6 +451,7 @@ class JobRegistry:
         if got is not None:
             return self._onto_switch(job, got, now, f"{reason}; moved to switch {job.switch}",
                                      dead=pbox)
+        self._set(job, "left", {**job.left, pbox: now if now is not None else 0.0})
         others = [pb.name for pb in self.topo.pboxes_of(job.switch) if pb.name != pbox]
         if not others:
             return self._end(job, now, END_LOST,
@@ -492,22 +495,73 @@ class JobRegistry:
         return updates
 
     def rebalance(self, now: float) -> list[Update]:
-        """Re-split the PBox share of every job whose PBoxes' measured rates call for it
-        (controller/elastic.py), at most once per ``elastic.HOLD_DOWN`` seconds a job."""
+        """For every job with PBox ranges (controller/elastic.py): drain a PBox that stayed
+        slow (scale in), probe a PBox of the rack it does not use (scale out), or re-split
+        the PBox share by the measured rates; at most one change per
+        ``elastic.HOLD_DOWN`` seconds a job."""
         updates: list[Update] = []
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if len(job.parts) < 2 or (job.split_at is not None
-                                      and now - job.split_at < elastic.HOLD_DOWN):
+            if not job.parts:
                 continue
             rates = job.rates(elastic.MIN_SAMPLES)[1 if job.where == ON_SWITCH else 0:]
-            counts = [part.slots.count for part in job.parts]
-            plan = elastic.plan(counts, rates)
-            if plan is None:
+            measured = all(r is not None for r in rates)
+            if measured and len(job.parts) > 1:
+                self._count_slow(job, [float(r) for r in rates if r is not None])
+            if job.split_at is not None and now - job.split_at < elastic.HOLD_DOWN:
                 continue
-            shares = {part.pbox: n for part, n in zip(job.parts, plan.shares, strict=True)}
-            moved = self._resplit(job, shares, now, f"rebalanced over PBoxes: {plan.reason}")
+            moved = self._scale_in(job, rates, now) if measured else None
+            if moved is None:
+                moved = self._probe(job, now)
+            if moved is None and measured and len(job.parts) > 1:
+                moved = self._replan(job, rates, now)
             updates += moved or []
         return updates
+
+    def _count_slow(self, job: Job, rates: list[float]) -> None:
+        slow = elastic.slow(rates)
+        streaks = {part.pbox: job.slow_checks.get(part.pbox, 0) + 1 if is_slow else 0
+                   for part, is_slow in zip(job.parts, slow, strict=True)}
+        self._set(job, "slow_checks", streaks)
+
+    def _scale_in(self, job: Job, rates: list[float | None], now: float) -> list[Update] | None:
+        """Drain the slowest PBox if it was slow SCALE_IN_CHECKS checks in a row."""
+        if len(job.parts) < 2:
+            return None
+        values = [float(r) for r in rates if r is not None]
+        victim = min(range(len(values)), key=lambda i: (values[i], i))
+        name = job.parts[victim].pbox
+        checks = job.slow_checks.get(name, 0)
+        if checks < elastic.SCALE_IN_CHECKS:
+            return None
+        counts = [part.slots.count for part in job.parts]
+        shares = elastic.drain(counts, values, victim)
+        self._set(job, "left", {**job.left, name: now})
+        return self._resplit(job, {p.pbox: n for p, n in zip(job.parts, shares, strict=True) if n},
+                             now, f"drained PBox {name} (scale in): {values[victim]:.0f} rounds/s, "
+                             f"under {elastic.SCALE_IN_RATIO:.0%} of the best "
+                             f"({max(values):.0f}) at {checks} checks in a row")
+
+    def _probe(self, job: Job, now: float) -> list[Update] | None:
+        """Give a PBox of the rack the job does not use (drained, or lost and back) the
+        exploration share, PROBE_AFTER seconds after it left (scale out)."""
+        using = {part.pbox for part in job.parts}
+        spare = [pb.name for pb in self.topo.pboxes_of(job.switch) if pb.name not in using
+                 and now - job.left.get(pb.name, -float("inf")) >= elastic.PROBE_AFTER]
+        if not spare:
+            return None
+        shares = elastic.probe({part.pbox: part.slots.count for part in job.parts}, spare)
+        if shares is None:
+            return None
+        self._set(job, "left", {k: v for k, v in job.left.items() if k not in spare})
+        return self._resplit(job, shares, now, f"probing PBox {', '.join(spare)} with "
+                             f"{shares[spare[0]]} slots (scale out)")
+
+    def _replan(self, job: Job, rates: list[float | None], now: float) -> list[Update] | None:
+        plan = elastic.plan([part.slots.count for part in job.parts], rates)
+        if plan is None:
+            return None
+        shares = {part.pbox: n for part, n in zip(job.parts, plan.shares, strict=True)}
+        return self._resplit(job, shares, now, f"rebalanced over PBoxes: {plan.reason}")
 
     def _resplit(self, job: Job, shares: dict[str, int], now: float | None, reason: str,
                  dead: str | None = None) -> list[Update] | None:

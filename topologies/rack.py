@@ -128,8 +128,9 @@ class RackConfig:
     max_queue_size: int | None = None  # htb/link queue (packets), None = Mininet's default
     lock_timeout: float = 300.0  # seconds to wait for another rack on this machine to finish
     pboxes: int = 1  # PBox hosts pbox, pbox2.. (10.0.0.100..), ports N+1..N+P
-    pbox_bw: float | None = None  # Mbit/s of the PBoxes' links (None: ``bw``); PHub's
-    # PBoxes are servers with more NIC bandwidth than one worker
+    pbox_bw: float | None = None  # Mbit/s of the PBoxes' and extra hosts' links (None:
+    # ``bw``): PHub's PBoxes are servers with more NIC bandwidth than one worker, and an
+    # extra host flooding a PBox (topologies/straggler.py) is another such server
     extra_hosts: int = 0  # x1..: hosts outside every job (ports after the PBoxes)
     p4: bool = False  # P4 switch running p4src/aggregate.p4 + management network
     grpc_port: int = 50051  # the P4 switch's P4Runtime port (root namespace)
@@ -201,7 +202,7 @@ class Rack:
         for index in range(self.config.pboxes):
             self.pbox_hosts.append(self._add_host(pbox_name(index), pbox_ip(index), pbox_opts))
         for index in range(self.config.extra_hosts):
-            self.extras.append(self._add_host(f"x{index + 1}", extra_ip(index), link_opts))
+            self.extras.append(self._add_host(f"x{index + 1}", extra_ip(index), pbox_opts))
         self.net.build()
         self.net.start()
         self._configure_hosts()

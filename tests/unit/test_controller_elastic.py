@@ -246,3 +246,60 @@ def test_a_restarted_controller_rebuilds_every_pbox_range_from_the_pboxes():
     assert [p.slots for p in again.parts] == [p.slots for p in job.parts]
     assert {(w.pbox, w.op) for w in pbox_writes(repairs)} == {(p, MODIFY) for p in PBOXES}
     assert again.epoch != job.epoch  # the PBox ranges' epoch is in no entry
+
+
+# -- scale in and out -------------------------------------------------------------------------
+
+
+def tick(reg: JobRegistry, job, factor: float, victim: str, start: float,
+         seconds: int) -> float:
+    """``seconds`` of the live loop: a heartbeat from every rank and a controller check
+    every second, ``victim`` ``factor`` times slower; the counters restart with each
+    new epoch, as the agents' do. Returns the time of the last check."""
+    epoch, since = None, start
+    for t in range(seconds):
+        now = start + t
+        if job.epoch != epoch:
+            epoch, since = job.epoch, now
+        report(reg, job.job_id, slowed(job, factor, victim, now - since), now)
+        reg.rebalance(now)
+    return start + seconds - 1
+
+
+def test_a_pbox_that_stays_slow_is_drained_then_probed_again():
+    reg = rack()
+    reply, _ = join_all(reg, "p", PLACE_PBOX)
+    job = reg.jobs[reply.job_id]
+    end = tick(reg, job, 10.0, "pbox2", 1.0, 20)
+    reasons = [m.reason for m in job.moves]
+    assert "rebalanced" in reasons[0] and "drained PBox pbox2 (scale in)" in reasons[-1]
+    assert set(job.shares()) == {"pbox", "pbox3"} and job.window == 128
+    assert reg.pbox_pools["pbox2"].free_slots() == 1024 - 128  # released
+    drained_at = job.moves[-1].at
+    assert drained_at is not None and end - drained_at < elastic.PROBE_AFTER
+    # the two left are balanced: nothing moves until pbox2 is due a probe
+    before = len(job.moves)
+    end = tick(reg, job, 1.0, "pbox", end + 1, int(drained_at + elastic.PROBE_AFTER - end - 1))
+    assert len(job.moves) == before
+    updates = reg.rebalance(drained_at + elastic.PROBE_AFTER)
+    assert "probing PBox pbox2 with 6 slots (scale out)" in job.moves[-1].reason
+    assert job.shares()["pbox2"] == 6 and sum(job.shares().values()) == 128
+    assert ("pbox2", MODIFY) in {(w.pbox, w.op) for w in pbox_writes(updates)}
+
+
+def test_a_lost_pbox_is_probed_once_back_and_grows_when_it_serves_faster():
+    reg = rack(switch_slots=128)
+    join_all(reg, "a")
+    reply, _ = join_all(reg, "b")
+    job = reg.jobs[reply.job_id]
+    reg.pbox_lost(job.job_id, "pbox2", 5.0, "PBox pbox2 is unreachable")
+    assert "pbox2" not in job.shares()
+    assert reg.rebalance(5.0 + elastic.PROBE_AFTER - 1) == []
+    reg.rebalance(5.0 + elastic.PROBE_AFTER)
+    assert job.shares()["pbox2"] == 6
+    # equal round times mean a balanced makespan whatever the shares; pbox2 grows once
+    # its rounds are quicker than the loaded others' (the split's fixed point moves)
+    now = measure(reg, job, 1.0, "pbox", 5.0 + elastic.PROBE_AFTER + elastic.HOLD_DOWN)
+    assert reg.rebalance(now) == []
+    tick(reg, job, 0.1, "pbox2", now + 1, 10)
+    assert job.shares()["pbox2"] > 12
