@@ -66,8 +66,8 @@ def _final_epochs(run: JobRun) -> set[int]:
 def test_a_pbox_job_spreads_over_three_pboxes_and_moves_off_a_flooded_one(rack, api):
     """Placed on the PBoxes, the job's window is split evenly over all three. A flood
     of 75% of the second PBox's link makes it the straggler: the controller re-splits by
-    the rates the agents report, taking work off it, and every all-reduce stays exact
-    under 1% loss, on every rank, across the switch-over."""
+    the rates the agents report, taking work off it (and may drain it), and every
+    all-reduce stays exact under 1% loss, on every rank, across the switch-overs."""
     client, runs = api
     for host in [*rack.hosts, *rack.extras]:
         linkem.apply_loss(host, linkem.check_loss(1.0), [f"{host.name}-eth0"])
@@ -83,8 +83,11 @@ def test_a_pbox_job_spreads_over_three_pboxes_and_moves_off_a_flooded_one(rack, 
         job_id = run.joined[0]["job_id"]
         run.wait_for("resync", timeout=60)
         shown = client.call("ShowJob", job_id=job_id)
-        assert "rebalanced over PBoxes" in shown["moves"][-1]["reason"], shown["moves"]
-        assert shown["shares"]["pbox2"] < 11 and sum(shown["shares"].values()) == JOB_SLOTS
+        reasons = [m["reason"] for m in shown["moves"]]
+        assert "rebalanced over PBoxes" in reasons[0], reasons
+        # a re-split took work off pbox2, or it was drained (scale in) afterwards
+        assert shown["shares"].get("pbox2", 0) < 11, shown["shares"]
+        assert sum(shown["shares"].values()) == JOB_SLOTS
         done = max(len(run.events(r, "iteration")) for r in run.lines)
         run.wait_for("iteration", count=done + 2, timeout=120)
         run.release()
