@@ -123,3 +123,33 @@ def test_a_switch_short_of_slots_shares_a_job_with_the_pboxes_and_survives_one_d
     a.release()
     a.finish()
     assert len(_final_epochs(b)) == 1
+
+
+def test_a_restarted_controller_rebuilds_a_split_job_from_the_switch_and_pboxes(rack, api):
+    """Job B runs over the switch's last 16 slots and the three PBoxes; the controller is
+    killed and restarted mid-job. It rebuilds B's map from the switch's entries and the
+    PBoxes' job lists (same ranges), the workers resync once onto the new epoch, and B
+    finishes exact."""
+    import time
+
+    client, runs = api
+    a = JobRun(rack, rack.workers[:2], "el-ra", iterations=1, hold=True, work=WORK)
+    runs.append(a)
+    a.wait_for("joined", timeout=60)
+    b = JobRun(rack, rack.workers[2:], "el-rb", iterations=2, hold=True, work=WORK)
+    runs.append(b)
+    b.wait_for("iteration", count=1, timeout=90)
+    job_id = b.joined[0]["job_id"]
+    before = client.call("ShowJob", job_id=job_id)
+    rack.kill_controller()
+    time.sleep(1.0)
+    rack.start_controller()
+    after = client.call("ShowJob", job_id=job_id)
+    assert after["shares"] == before["shares"] and after["window"] == JOB_SLOTS
+    assert [m["address"] for m in after["map"]] == [m["address"] for m in before["map"]]
+    done = max(len(b.events(r, "iteration")) for r in b.lines)
+    b.wait_for("iteration", count=done + 2, timeout=90)
+    b.release()
+    b.finish()
+    a.release()
+    a.finish()
