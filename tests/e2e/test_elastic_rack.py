@@ -12,6 +12,7 @@ import os
 
 import pytest
 
+from tests.support.racks import job_api
 from topologies import linkem, straggler
 from topologies.jobrun import JobRun
 from topologies.rack import Rack, RackConfig
@@ -37,21 +38,22 @@ def rack():
 
 @pytest.fixture
 def api(rack):
-    from controller.client import JobClient
+    """The job API; afterwards the rack is as the module set it up (tests/support)."""
+    with job_api(rack) as api:
+        yield api
 
-    client = JobClient(rack.controller_address, timeout=10.0)
-    runs: list[JobRun] = []
-    yield client, runs
-    for run in runs:
-        run.stop()
-    for name in rack.pbox_names:
-        if not rack.pbox_alive(name):
-            rack.start_pbox(workers=1, name=name)
-    for job in client.call("ListJobs")["jobs"]:
-        client.call("KillJob", job_id=job["job_id"])
-    for host in [*rack.hosts, *rack.extras]:
-        linkem.clear_loss(host)
-    client.close()
+
+def _switch_full_then_split(rack, runs: list[JobRun], prefix: str) -> tuple[JobRun, JobRun]:
+    """Job A (two workers) takes 32 of the switch's 48 slots; job B (the other two)
+    then gets the last 16 and the rest over the PBoxes. Both hold after their
+    iterations until released; returns (A, B) once B completed one."""
+    a = JobRun(rack, rack.workers[:2], f"{prefix}-a", iterations=1, hold=True, work=WORK)
+    runs.append(a)
+    a.wait_for("joined", timeout=60)
+    b = JobRun(rack, rack.workers[2:], f"{prefix}-b", iterations=2, hold=True, work=WORK)
+    runs.append(b)
+    b.wait_for("iteration", count=1, timeout=90)
+    return a, b
 
 
 def _final_epochs(run: JobRun) -> set[int]:
@@ -101,12 +103,7 @@ def test_a_switch_short_of_slots_shares_a_job_with_the_pboxes_and_survives_one_d
     goes to the other two PBoxes (the switch has no room for all of B), the workers
     resynchronise, and B finishes exact."""
     client, runs = api
-    a = JobRun(rack, rack.workers[:2], "el-a", iterations=1, hold=True, work=WORK)
-    runs.append(a)
-    a.wait_for("joined", timeout=60)
-    b = JobRun(rack, rack.workers[2:], "el-b", iterations=2, hold=True, work=WORK)
-    runs.append(b)
-    b.wait_for("iteration", count=1, timeout=90)
+    a, b = _switch_full_then_split(rack, runs, "el")
     routes = b.joined[0]["routes"]
     assert [r["count"] for r in routes] == [16, 6, 5, 5]
     assert [r["fallback"] for r in routes] == [False, True, True, True]
@@ -133,12 +130,7 @@ def test_a_restarted_controller_rebuilds_a_split_job_from_the_switch_and_pboxes(
     import time
 
     client, runs = api
-    a = JobRun(rack, rack.workers[:2], "el-ra", iterations=1, hold=True, work=WORK)
-    runs.append(a)
-    a.wait_for("joined", timeout=60)
-    b = JobRun(rack, rack.workers[2:], "el-rb", iterations=2, hold=True, work=WORK)
-    runs.append(b)
-    b.wait_for("iteration", count=1, timeout=90)
+    a, b = _switch_full_then_split(rack, runs, "el-r")
     job_id = b.joined[0]["job_id"]
     before = client.call("ShowJob", job_id=job_id)
     rack.kill_controller()

@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from tests.support.racks import job_api
 from topologies import linkem
 from topologies.jobrun import JobRun
 from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, host_mac, worker_ip
@@ -41,23 +42,9 @@ def rack():
 
 @pytest.fixture
 def api(rack):
-    """The job API; afterwards any job a test left behind is killed and loss cleared."""
-    from controller.client import JobClient
-
-    client = JobClient(rack.controller_address, timeout=10.0)
-    runs: list[JobRun] = []
-    yield client, runs
-    for run in runs:
-        run.stop()
-    if rack.controller_proc is None or rack.controller_proc.poll() is not None:
-        rack.start_controller()
-    if not rack.pbox_alive():
-        rack.start_pbox(workers=1)
-    for job in client.call("ListJobs")["jobs"]:
-        client.call("KillJob", job_id=job["job_id"])
-    for host in [*rack.hosts, *rack.extras]:
-        linkem.clear_loss(host)
-    client.close()
+    """The job API; afterwards the rack is as the module set it up (tests/support)."""
+    with job_api(rack) as api:
+        yield api
 
 
 def _set_loss(rack: Rack, percent: float) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from hosts import wire
 from hosts.aggregator import Aggregator
-from hosts.events import Event, TensorCompleted
+from hosts.events import Event, TensorCompleted, TensorFailed
 from hosts.session import Session
 
 
@@ -147,3 +147,15 @@ class SerialLossyNet:
 
     def total(self, counter: str) -> int:
         return sum(getattr(s.stats, counter) for s in self.sessions)
+
+    def assert_exact(self, inputs: list) -> None:
+        """No rank failed, and every rank got exactly the quantized sum of each
+        ``inputs[tensor id]`` (one array per rank)."""
+        from tests.unit.test_session import reference_sum
+
+        for r, events in enumerate(self.events):
+            failed = [e for e in events if isinstance(e, TensorFailed)]
+            assert not failed, failed[0].reason
+            got = {e.tensor_id: e.result for e in events if isinstance(e, TensorCompleted)}
+            for tid, x in enumerate(inputs):
+                assert got[tid].tobytes() == reference_sum(x).tobytes(), (r, tid)

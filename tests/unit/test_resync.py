@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from hosts.aggregator import Aggregator
-from hosts.events import TensorCompleted, TensorFailed
+from hosts.events import TensorFailed
 from hosts.session import Session
 from tests.unit.fake_aggregator import FakeAggregator
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
-from tests.unit.test_session import gradients, reference_sum
+from tests.unit.test_session import gradients
 
 JOB, N, W = 9, 4, 8
 SIZES = (64 * 40, 64 * 3 + 5, 64 * 70, 7, 64 * 25)  # several tensors, primes and blocks
@@ -61,34 +61,25 @@ def _resync_at(session: Session, slot_base: int | None) -> Callable[[float], Non
     return lambda now: session.resync(now, epoch=1, slot_base=slot_base)
 
 
-def _check_exact(net: SerialLossyNet, inputs: list[list[np.ndarray]]) -> None:
-    for r in range(N):
-        failed = [e for e in net.events[r] if isinstance(e, TensorFailed)]
-        assert not failed, failed[0].reason
-        got = {e.tensor_id: e.result for e in net.events[r] if isinstance(e, TensorCompleted)}
-        for tid, x in enumerate(inputs):
-            assert got[tid].tobytes() == reference_sum(x).tobytes(), (r, tid)
-
-
 @pytest.mark.parametrize("factory", [Aggregator, FakeAggregator], ids=["pbox-core", "fake"])
 @pytest.mark.parametrize("seed", range(12))
 def test_a_lost_aggregator_state_is_recovered_exactly(factory, seed):
     net, inputs = _run(seed, factory)
-    _check_exact(net, inputs)
+    net.assert_exact(inputs)
     assert net.total("resyncs") == N
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_a_job_moved_to_other_slots_finishes_exactly(seed):
     net, inputs = _run(seed, Aggregator, move=True)
-    _check_exact(net, inputs)
+    net.assert_exact(inputs)
     assert all(s.slot_base == 1000 for s in net.sessions)
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_priority_classes_resync_each_stream(seed):
     net, inputs = _run(seed, Aggregator, classes=4)
-    _check_exact(net, inputs)
+    net.assert_exact(inputs)
 
 
 def test_without_resync_ranks_that_lost_a_result_wait_for_ever():
@@ -105,7 +96,7 @@ def test_without_resync_ranks_that_lost_a_result_wait_for_ever():
 
 def test_courtesy_resends_stop_once_peers_have_the_result():
     net, inputs = _run(3, Aggregator, loss=0.0)
-    _check_exact(net, inputs)
+    net.assert_exact(inputs)
     assert net.total("courtesy") > 0
     for s in net.sessions:
         assert s.get_timer() is None  # nothing left to resend, nothing to wait for
@@ -125,5 +116,5 @@ def test_a_needless_resync_only_sends_duplicates():
     for r, s in enumerate(sessions):
         net.at(0.1 + 0.01 * r, r, lambda now, s=s: s.resync(now, epoch=2))
     net.run(until=60.0)
-    _check_exact(net, inputs)
+    net.assert_exact(inputs)
     assert agg.job_stats(JOB).duplicates + agg.job_stats(JOB).stale > 0

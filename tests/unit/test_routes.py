@@ -15,11 +15,11 @@ import pytest
 from hosts import wire
 from hosts.aggregator import Aggregator
 from hosts.errors import SessionError
-from hosts.events import TensorCompleted, TensorFailed
+from hosts.events import TensorFailed
 from hosts.routes import Route, RouteMap, from_wire
 from hosts.session import Session
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
-from tests.unit.test_session import gradients, reference_sum
+from tests.unit.test_session import gradients
 
 JOB, N, W = 5, 4, 8
 SIZES = (64 * 40, 64 * 3 + 5, 64 * 70, 7, 64 * 25)
@@ -99,20 +99,11 @@ def _start(routes: list[Route], seed: int, loss: float) -> tuple[SerialLossyNet,
     return net, inputs
 
 
-def _check_exact(net: SerialLossyNet, inputs: list) -> None:
-    for r in range(N):
-        failed = [e for e in net.events[r] if isinstance(e, TensorFailed)]
-        assert not failed, failed[0].reason
-        got = {e.tensor_id: e.result for e in net.events[r] if isinstance(e, TensorCompleted)}
-        for tid, x in enumerate(inputs):
-            assert got[tid].tobytes() == reference_sum(x).tobytes(), (r, tid)
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_a_job_split_over_three_aggregators_is_exact_under_loss(seed):
     net, inputs = _start(SPLIT, seed, loss=0.05)
     net.run(until=60.0)
-    _check_exact(net, inputs)
+    net.assert_exact(inputs)
     assert net.misrouted == 0
     done = {to: agg.job_stats(JOB).completions for to, agg in net.aggs.items()}
     total = sum(done.values())
@@ -152,7 +143,7 @@ def test_a_resplit_mid_job_finishes_exactly(seed, resplit):
         net.at(at + rng.uniform(0.0, 0.3), s.rank,
                lambda now, s=s: s.resync(now, epoch=2, route_map=new))
     net.run(until=60.0)
-    _check_exact(net, inputs)
+    net.assert_exact(inputs)
     assert all(s.routes == tuple(new) for s in net.sessions)
 
 
@@ -169,7 +160,7 @@ def test_each_route_reports_its_results_and_time_in_flight():
     its slots, and the time they spent in flight."""
     net, inputs = _start(SPLIT, 1, loss=0.0)
     net.run(until=60.0)
-    _check_exact(net, inputs)
+    net.assert_exact(inputs)
     epoch, service = net.sessions[0].route_service()
     assert epoch == 0
     results = [n for n, _ in service]
