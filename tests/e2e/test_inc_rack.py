@@ -390,8 +390,8 @@ def test_a_job_whose_pbox_dies_moves_to_the_switch_and_finishes_exactly(rack, ap
     run.wait_for("iteration", count=done_before + 2, timeout=90)
     shown = client.call("ShowJob", job_id=job_id)
     assert shown["where"] == "switch"
-    assert "PBox is unreachable" in shown["moves"][-1]["reason"]
-    assert "PBox is unreachable" in _finding(_doctor(rack, job_id), "aggregator-changed")
+    assert "PBox pbox is unreachable" in shown["moves"][-1]["reason"]
+    assert "PBox pbox is unreachable" in _finding(_doctor(rack, job_id), "aggregator-changed")
     run.release()
     run.finish()
     assert run.where() == {"pbox", "switch"}
