@@ -7,12 +7,14 @@ checks are made inside the ranks and reported as JSON lines.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -25,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # every test group has its own job (a PBox cell keeps its round position: a second group
 # starting again at position 0 on the same cells would be stale)
 JOBS = {1: (3, 0), 2: (2, 64), 3: (3, 128), 4: (2, 192), 5: (4, 256), 6: (2, 320), 7: (2, 384),
-        8: (2, 448), 9: (2, 512)}
+        8: (2, 448), 9: (2, 512), 10: (2, 576)}
 SLOTS = 64
 
 
@@ -37,7 +39,13 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
 
 @pytest.fixture(scope="module")
 def pbox():
-    jobs = [f"--job={j}:{w}:{base}:{SLOTS}" for j, (w, base) in JOBS.items()]
+    with pbox_serving([f"--job={j}:{w}:{base}:{SLOTS}" for j, (w, base) in JOBS.items()]) as at:
+        yield at
+
+
+@contextlib.contextmanager
+def pbox_serving(jobs: list[str]) -> Iterator[str]:
+    """A p4hub-pbox on 127.0.0.1 with ``jobs`` configured; yields its "ip:port"."""
     proc = subprocess.Popen([sys.executable, "-m", "hosts.pbox_cli", "--listen", "127.0.0.1:0",
                              "--workers", "1", *jobs], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
@@ -165,6 +173,7 @@ class FakeJobService(api.RequestHandler):
         self.new_epoch_after: int | None = None  # beats; then Heartbeat answers epoch 9
         self.end_after: int | None = None  # beats; then the job has ended (NOT_FOUND)
         self.job = 6  # the PBox job JoinJob hands out (each test group needs its own)
+        self.routes: list[dict] | None = None  # the job's map, when split over PBoxes
 
     def handle(self, method: str, body: bytes) -> dict:
         request = json.loads(body)
@@ -175,9 +184,10 @@ class FakeJobService(api.RequestHandler):
                 raise api.ApiError(grpc.StatusCode.INVALID_ARGUMENT,
                                    "world size 2 needs 2 free ports on s1")
             world, base = JOBS[self.job]
-            return {"job_id": self.job, "world_size": world, "rank": request["rank"],
-                    "aggregator": self.pbox, "slot_base": base, "slot_count": SLOTS, "k": 64,
-                    "window": SLOTS, "where": "pbox", "epoch": 3}
+            reply = {"job_id": self.job, "world_size": world, "rank": request["rank"],
+                     "aggregator": self.pbox, "slot_base": base, "slot_count": SLOTS, "k": 64,
+                     "window": SLOTS, "where": "pbox", "epoch": 3}
+            return reply if self.routes is None else {**reply, "routes": self.routes}
         if method == "Heartbeat":
             return self._beat(request["rank"])
         return {}
@@ -189,8 +199,9 @@ class FakeJobService(api.RequestHandler):
             raise api.ApiError(grpc.StatusCode.NOT_FOUND, f"no job {self.job} (it ended: rank 1 "
                                "(127.0.0.1:1) sent no heartbeat for 9.0 s)")
         moved = self.new_epoch_after is not None and n > self.new_epoch_after
-        return {"epoch": 9 if moved else 3, "where": "pbox", "slot_base": JOBS[self.job][1],
+        beat = {"epoch": 9 if moved else 3, "where": "pbox", "slot_base": JOBS[self.job][1],
                 "slot_count": SLOTS}
+        return beat if self.routes is None else {**beat, "routes": self.routes}
 
 
 @pytest.fixture
@@ -256,3 +267,22 @@ def test_a_job_the_controller_ended_fails_the_group_with_its_reason(controller):
         failed = [line["failed"] for line in lines if "failed" in line]
         assert failed and "the controller ended job 9" in failed[0], lines
         assert "rank 1 (127.0.0.1:1) sent no heartbeat" in failed[0]
+
+
+def test_a_job_split_over_two_pboxes_reduces_exactly_and_reports_each_route(controller):
+    """The JoinJob reply maps the window over two PBoxes (32 slots on each, the second
+    flagged): the backend's agent sends to both, every sum is exact, and its heartbeats
+    report results per route."""
+    service, address = controller
+    service.job = 10
+    with pbox_serving(["--job=10:2:2000:32"]) as second:
+        service.routes = [
+            {"aggregator": service.pbox, "slot_base": JOBS[10][1], "count": 32, "fallback": True},
+            {"aggregator": second, "slot_base": 2000, "count": 32, "fallback": True},
+        ]
+        outputs = run_ranks("follow", 2, env_for(P4HUB_CONTROLLER=address))  # ~4 s of sums
+    for lines in outputs:
+        assert [c["ok"] for c in lines if "check" in c] == [True], lines
+    beats = [r for m, r in service.calls if m == "Heartbeat" and r.get("routes")]
+    assert beats and all(len(r["routes"]) == 2 for r in beats)
+    assert max(r["routes"][1][0] for r in beats) > 0  # results came back from the second
