@@ -11,7 +11,7 @@ A ``Session`` never touches a socket or a clock. Its whole interface is::
     get_timer() / handle_timer(now)   retransmission and failure deadlines
     next_event()                      TensorCompleted / TensorFailed, or None
     routed_packets(now)               the same, each batch with its aggregator (routes)
-    resync(now, epoch=, routes=)      the aggregator lost the job's state or the job moved
+    resync(now, epoch=, route_map=)   the aggregator lost the job's state or the job moved
 
 Protocol (see docs/notes/host-agent.md and hosts/chunking.py): the session keeps, for
 each of its C *priority classes*, a window of W slots and a stream of positions; class
