@@ -49,6 +49,7 @@ def pbox_serving(jobs: list[str]) -> Iterator[str]:
     proc = subprocess.Popen([sys.executable, "-m", "hosts.pbox_cli", "--listen", "127.0.0.1:0",
                              "--workers", "1", *jobs], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None  # started with stdout=PIPE
     try:
         ready = json.loads(proc.stdout.readline())
         assert ready["event"] == "ready", ready
