@@ -175,19 +175,15 @@ class Agent:
         return handle
 
     @property
-    def progress(self) -> dict[str, int]:
+    def progress(self) -> dict:
         """The session counters a controller heartbeat carries (controller/traffic.py):
-        first transmissions, retransmissions, results."""
+        first transmissions, retransmissions, results, and per route of the map under
+        its ``epoch`` (``RouteService``) the results and their seconds in flight."""
         stats = self._session.stats
-        return {"sent": stats.sent, "retransmitted": stats.retransmitted,
-                "results": stats.results}
-
-    @property
-    def service(self) -> dict:
-        """What a heartbeat reports of each route of the map (controller/traffic.py
-        ``RouteService``): the map's epoch and per route (results, seconds in flight)."""
         epoch, routes = self._session.route_service()
-        return {"epoch": epoch, "routes": [[n, round(t, 6)] for n, t in routes]}
+        return {"sent": stats.sent, "retransmitted": stats.retransmitted,
+                "results": stats.results, "epoch": epoch,
+                "routes": [[n, round(t, 6)] for n, t in routes]}
 
     def follow(self, epoch: int, slot_base: int | None = None,
                route_map: list[Route] | None = None) -> bool:

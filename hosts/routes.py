@@ -137,10 +137,12 @@ def _fit(routes: Sequence[Route], slots: int) -> list[int]:
     return used
 
 
-def from_wire(items: Sequence[dict]) -> list[Route]:
+def from_wire(items: Sequence[dict] | None) -> list[Route] | None:
     """Routes as the controller's JoinJob and Heartbeat replies give them: each
-    {"aggregator": "ip:port", "slot_base", "count", "fallback"}. Raises SessionError on
-    a malformed one."""
+    {"aggregator": "ip:port", "slot_base", "count", "fallback"}; None for none (a reply
+    without a map: the job's one aggregator). Raises SessionError on a malformed one."""
+    if not items:
+        return None
     out = []
     for item in items:
         try:

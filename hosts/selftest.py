@@ -79,7 +79,7 @@ def _reduce(reply: dict, bind: tuple[str, int], timeout: float) -> dict:
         with Agent(reply["job_id"], 0, 1, (agg_host, int(agg_port)), slot_base=reply["slot_base"],
                    slot_count=reply["slot_count"], timeout=timeout, bind=bind,
                    lanes=reply["k"], epoch=reply.get("epoch", 0),
-                   route_map=from_wire(reply["routes"]) if reply.get("routes") else None) as agent:
+                   route_map=from_wire(reply.get("routes"))) as agent:
             start = time.perf_counter()
             got_ints = agent.allreduce(ints)
             rtt = time.perf_counter() - start

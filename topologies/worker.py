@@ -121,7 +121,7 @@ class JobBackend(PBoxBackend):
                            slot_base=reply["slot_base"], slot_count=reply["slot_count"],
                            window=window, timeout=args.timeout, bind=address,
                            lanes=reply["k"], epoch=reply.get("epoch", 0),
-                           route_map=from_wire(reply["routes"]) if reply.get("routes") else None,
+                           route_map=from_wire(reply.get("routes")),
                            **options, **_class_options(args))
         self.fuse = args.fuse
         self.where = reply["where"]
@@ -141,7 +141,7 @@ class JobBackend(PBoxBackend):
             try:
                 beat = self.client.call("Heartbeat", deadline=2.0,
                                         job_id=self.reply["job_id"], rank=rank,
-                                        **self.agent.progress, **self.agent.service)
+                                        **self.agent.progress)
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.NOT_FOUND:
                     self.agent.close(f"the controller ended the job: {exc.details()}")
@@ -153,7 +153,7 @@ class JobBackend(PBoxBackend):
         from hosts.routes import from_wire
 
         slot_base = beat.get("slot_base", self.reply["slot_base"])
-        routes = from_wire(beat["routes"]) if beat.get("routes") else None
+        routes = from_wire(beat.get("routes"))
         if not self.agent.follow(beat.get("epoch", self.agent.epoch), slot_base, routes):
             return
         emit({"event": "resync", "rank": self.reply["rank"], "epoch": self.agent.epoch,

@@ -93,7 +93,7 @@ class P4hubProcessGroup(dist.ProcessGroup):
                            timeout=self.timeout, bind=self.membership.bind,
                            lanes=plan.lanes, classes=config.classes,
                            epoch=self._lease.epoch if self._lease is not None else 0,
-                           route_map=from_wire(plan.routes) if plan.routes else None,
+                           route_map=from_wire(plan.routes),
                            **_rto_options(config))
         if self._lease is not None:
             self.liveness.extra_beat = self._follow_job
@@ -258,14 +258,14 @@ class P4hubProcessGroup(dist.ProcessGroup):
 
         assert self._lease is not None
         try:
-            beat = self._lease.heartbeat({**self.agent.progress, **self.agent.service})
+            beat = self._lease.heartbeat(self.agent.progress)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 self._peer_gone(f"the controller ended job {self._lease.job_id}: {exc.details()}")
                 return
             raise
-        routes = from_wire(beat["routes"]) if beat.get("routes") else None
-        if self.agent.follow(beat.get("epoch", self.agent.epoch), beat.get("slot_base"), routes):
+        if self.agent.follow(beat.get("epoch", self.agent.epoch), beat.get("slot_base"),
+                             from_wire(beat.get("routes"))):
             self.where = beat.get("where", self.where)
 
     def _peer_gone(self, why: str) -> None:

@@ -80,7 +80,7 @@ class Lease:
     def heartbeat(self, counters: dict | None = None) -> dict:
         """Where the job is now (epoch, routes, ...); grpc.RpcError NOT_FOUND once
         the controller ended it (its details say why). ``counters``: the agent's
-        ``progress`` and ``service``, for the controller's service rates."""
+        ``progress``, for the controller's service rates."""
         return self._client.call("Heartbeat", deadline=2.0, job_id=self.job_id, rank=self.rank,
                                  **(counters or {}))
 

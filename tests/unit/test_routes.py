@@ -53,6 +53,7 @@ def test_routes_from_a_controller_reply():
     routes = from_wire([{"aggregator": "10.0.0.101:48879", "slot_base": 4, "count": 9,
                          "fallback": True}])
     assert routes == [Route(("10.0.0.101", 48879), 4, 9, True)]
+    assert from_wire([]) is None and from_wire(None) is None  # the one aggregator
     with pytest.raises(SessionError, match="malformed route"):
         from_wire([{"aggregator": "10.0.0.101", "slot_base": 4, "count": 9}])
 
