@@ -459,22 +459,13 @@ class JobRegistry:
                              "to take the job over and the rack has no other PBox",
                              dead=pbox)
         total = sum(part.slots.count for part in job.parts)
-        shares = dict(zip(others, elastic.proportional(total, [1.0] * len(others), 0),
-                          strict=True))
-        updates = self._resplit(job, {k: v for k, v in shares.items() if v}, now,
+        updates = self._resplit(job, _even(others, total), now,
                                 f"{reason}; its share moved to PBox(es) {', '.join(others)}",
                                 dead=pbox)
         if updates is None:
             return self._end(job, now, END_LOST, f"{reason}; the other PBoxes have no room",
                              dead=pbox)
         return updates
-
-    def move_to_switch(self, job_id: int, now: float | None, reason: str) -> list[Update]:
-        """The job's (first) PBox is gone: see ``pbox_lost``."""
-        job = self.job(job_id)
-        if job.where == ON_SWITCH or job.pbox is None:
-            return []
-        return self.pbox_lost(job_id, job.pbox, now, reason)
 
     def promote(self, now: float | None) -> list[Update]:
         """Jobs that went to PBoxes because the switch was short of slots (PLACE_AUTO)
@@ -569,18 +560,13 @@ class JobRegistry:
         range (a slot that served one window index must not serve another: hosts/
         routes.py), under a new epoch; None if the rack's PBox pool has no room."""
         epoch = self._take_epoch()
-        parts = []
-        for pbox, count in shares.items():
-            owner = (job.job_id, pbox, epoch)
-            got = self._allocate(self.pbox_pools[pbox], owner, count)
-            if got is None:
-                return None
-            parts.append(Part(pbox, got, owner))
-        parts.sort(key=lambda part: part.slots.base)
+        parts = self._allocate_parts(job.job_id, shares, epoch)
+        if parts is None:
+            return None
         old = job.parts
         for part in old:
             self._free(self.pbox_pools[part.pbox], part.owner)
-        self._set_parts(job, tuple(parts))
+        self._set_parts(job, parts)
         self._set(job, "epoch", epoch)
         self._set(job, "split_at", now)
         self._note_move(job, now, reason)
@@ -739,7 +725,7 @@ class JobRegistry:
                 got = self._allocate(pool, job_id, take)
         epoch = self._take_epoch()  # the switch's cells and the agents' resyncs go by it
         rest = want - (got.count if got is not None else 0)
-        parts = self._new_parts(job_id, [pb.name for pb in pboxes], rest, epoch)
+        parts = self._allocate_parts(job_id, _even([pb.name for pb in pboxes], rest), epoch)
         if parts is None:
             raise JobError(f"no room for {want} slots on switch {switch} or its PBoxes")
         if got is not None:
@@ -753,17 +739,14 @@ class JobRegistry:
         updates += [part_write(job, part, INSERT) for part in parts]
         return job, updates
 
-    def _new_parts(self, job_id: int, pboxes: list[str], count: int,
-                   epoch: int) -> tuple[Part, ...] | None:
-        """``count`` window slots in even shares over ``pboxes`` (none for 0)."""
-        if count == 0:
-            return ()
-        use = pboxes[:count]
-        shares = elastic.proportional(count, [1.0] * len(use), 0)
+    def _allocate_parts(self, job_id: int, shares: dict[str, int],
+                        epoch: int) -> tuple[Part, ...] | None:
+        """A fresh range on each PBox of ``shares`` (PBox -> slots), held by (job, PBox,
+        ``epoch``), by slot base; None if the rack's PBox pool has no room."""
         parts = []
-        for pbox, n in zip(use, shares, strict=True):
+        for pbox, count in shares.items():
             owner = (job_id, pbox, epoch)
-            got = self._allocate(self.pbox_pools[pbox], owner, n)
+            got = self._allocate(self.pbox_pools[pbox], owner, count)
             if got is None:
                 return None
             parts.append(Part(pbox, got, owner))
@@ -795,6 +778,13 @@ def part_write(job: Job, part: Part, op: str) -> PBoxJobWrite:
     PBox of ``part``, with that part's range."""
     return PBoxJobWrite(part.pbox, op, job.job_id, job.world_size, part.slots.base,
                         part.slots.count, job.lanes)
+
+
+def _even(pboxes: list[str], count: int) -> dict[str, int]:
+    """``count`` window slots in even shares over ``pboxes`` (the earlier ones take the
+    remainder; a PBox with no slot gets no share)."""
+    shares = elastic.proportional(count, [1.0] * len(pboxes), 0)
+    return {pbox: n for pbox, n in zip(pboxes, shares, strict=True) if n}
 
 
 def _route(ip: int, slots: SlotRange, fallback: bool) -> dict:
