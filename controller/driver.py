@@ -260,12 +260,7 @@ class Controller:
         ``rebalance: false``); returns what moved."""
         if not self.topo.controller.rebalance:
             return []
-        with self.lock:
-            before = {job_id: job.epoch for job_id, job in self.registry.jobs.items()}
-            self._event(lambda reg: (None, reg.rebalance(now)))
-            return [f"job {job_id}: {job.moves[-1].reason}, epoch {job.epoch}"
-                    for job_id, job in sorted(self.registry.jobs.items())
-                    if before.get(job_id, job.epoch) != job.epoch]
+        return self._moves(lambda reg: reg.rebalance(now))
 
     def _reattach(self, name: str, conf: SwitchConf) -> str:
         old = self.clients.pop(name, None)
@@ -305,15 +300,19 @@ class Controller:
     def promote(self, now: float | None = None) -> list[str]:
         """Move PBox jobs that were placed there for want of switch slots onto the
         switch once it has room (their agents resynchronise); returns what moved."""
+        return self._moves(lambda reg: reg.promote(now))
+
+    def _moves(self, event: Callable[[JobRegistry], list[Update]]) -> list[str]:
+        """Run a registry event that moves jobs with PBox ranges between aggregators;
+        returns each move it made (the jobs whose epoch it changed), in words."""
         with self.lock:
-            before = {j.job_id for j in self.registry.jobs.values() if j.parts}
+            before = {job.job_id: job.epoch for job in self.registry.jobs.values() if job.parts}
             if not before:
                 return []
-            self._event(lambda reg: (None, reg.promote(now)))
-            return [f"job {job_id}: {self.registry.jobs[job_id].moves[-1].reason}, epoch "
-                    f"{self.registry.jobs[job_id].epoch}"
-                    for job_id in sorted(before)
-                    if job_id in self.registry.jobs and not self.registry.jobs[job_id].parts]
+            self._event(lambda reg: (None, event(reg)))
+            return [f"job {job_id}: {job.moves[-1].reason}, epoch {job.epoch}"
+                    for job_id, job in sorted(self.registry.jobs.items())
+                    if before.get(job_id, job.epoch) != job.epoch]
 
     def _event(self, event):
         """Run a registry event and apply its updates, all or nothing: if the event is
