@@ -39,7 +39,6 @@ import json
 import platform
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -103,19 +102,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_one(rack, args: argparse.Namespace, mode: str, straggler: str, cpu) -> dict:
-    from controller.client import JobClient
     from topologies import straggler as stragglers
     from topologies.jobrun import JobRun
+    from topologies.jobwatch import JobWatch
 
     if rack.controller_proc is not None:
         rack.kill_controller()
     rack.start_controller(rack.controller_topology(slots=64, job_slots=32,
                                                    rebalance=mode == "elastic"))
-    client = JobClient(rack.controller_address, timeout=10.0)
     victim = "pbox2" if args.pboxes > 1 else "pbox"
     kind_args = {"link": {"mbit": args.flood * (args.pbox_bw or args.bw)},
                  "cpu": {"procs": args.cpu_procs}}.get(straggler, {})
-    timeline: list[dict] = []
     name = f"el-{mode}-{straggler}"
     work = ("--scale", str(args.scale), "--fuse", "--check", "--timeout", "60",
             "--rto-max", "0.2", "--lanes", str(args.lanes))
@@ -124,30 +121,26 @@ def run_one(rack, args: argparse.Namespace, mode: str, straggler: str, cpu) -> d
     before = (_link_bytes(victim_host, "rx"), _link_bytes(flood_host, "tx"))
     with stragglers.inject(rack, straggler, pbox=victim, **kind_args):
         start = time.monotonic()
-        run = JobRun(rack, rack.workers, name, iterations=args.iterations,
-                     extra=["--placement", "pbox"], work=work)
-        done = threading.Event()
-        poller = threading.Thread(target=_poll, args=(client, run, start, timeline, done),
-                                  daemon=True)
-        poller.start()
-        try:
-            run.finish(timeout=60.0 + 30.0 * args.iterations)
-            exact = True
-        except AssertionError as exc:
-            print(f"  {name}: {str(exc)[:300]}", file=sys.stderr)
-            exact = False
-        end = time.monotonic()
-        done.set()
-        poller.join(timeout=5)
+        with JobWatch(rack.controller_address, POLL) as watch:
+            run = JobRun(rack, rack.workers, name, iterations=args.iterations,
+                         extra=["--placement", "pbox"], work=work)
+            try:
+                run.finish(timeout=60.0 + 30.0 * args.iterations)
+                exact = True
+            except AssertionError as exc:
+                print(f"  {name}: {str(exc)[:300]}", file=sys.stderr)
+                exact = False
+            end = time.monotonic()
     after = (_link_bytes(victim_host, "rx"), _link_bytes(flood_host, "tx"))
-    client.close()
+    joined = run.events(0, "joined")
+    timeline = watch.timeline.get(joined[0]["job_id"], []) if joined else []
     iterations = run.events(0, "iteration")
     seconds = [row["seconds"] for row in iterations]
     steady = seconds[len(seconds) // 2:] or seconds
     median = statistics.median(steady) if steady else float("nan")
     size = iterations[0]["bytes"] if iterations else 0
     load = cpu.load([(start, end)])
-    moves = timeline[-1]["moves"] if timeline else []
+    moves = [m["reason"] for m in timeline[-1]["moves"]] if timeline else []
     return {"mode": mode, "straggler": straggler, "exact": exact, "iterations": len(seconds),
             "seconds": seconds, "steady_median_s": median,
             "mb_per_s": size / median / 1e6 if median == median and median > 0 else None,
@@ -162,26 +155,6 @@ def _link_bytes(host, direction: str) -> int:
     """Bytes the host's data interface has received (rx) or sent (tx) so far."""
     text = host.cmd(f"cat /sys/class/net/{host.name}-eth0/statistics/{direction}_bytes")
     return int(text.strip() or 0)
-
-
-def _poll(client, run, start: float, timeline: list[dict], done: threading.Event) -> None:
-    """The job's shares and moves every POLL seconds while it runs."""
-    job_id = None
-    while not done.wait(POLL):
-        try:
-            if job_id is None:
-                joined = run.events(0, "joined")
-                if not joined:
-                    continue
-                job_id = joined[0]["job_id"]
-            shown = client.call("ShowJob", job_id=job_id)
-        except Exception:  # noqa: BLE001 - the job may have ended; keep what we have
-            continue
-        if shown.get("state") == "running":
-            timeline.append({"t": round(time.monotonic() - start, 3), "shares": shown["shares"],
-                             "epoch": shown["epoch"],
-                             "rates": {a["aggregator"]: a["rounds_per_s"] for a in shown["map"]},
-                             "moves": [m["reason"] for m in shown["moves"]]})
 
 
 def summarize(rows: list[dict]) -> dict:

@@ -29,11 +29,11 @@ import argparse
 import contextlib
 import json
 import sys
-import threading
 from collections.abc import Iterator
 
 from topologies import allreduce_run, straggler, train_plot, train_run, workload
 from topologies.cpuload import CpuSampler
+from topologies.jobwatch import JobWatch
 from topologies.rack import PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
 
 DEFAULT_BW = 5.0  # Mbit/s: see docs/notes/inc-rack.md for why
@@ -207,39 +207,17 @@ def _straggler(rack: Rack, args: argparse.Namespace, path: str) -> Iterator[None
 @contextlib.contextmanager
 def _moves_printed(rack: Rack) -> Iterator[None]:
     """Print each job's aggregator changes (the controller's map moves) seen while the
-    block runs: ShowJob every half second."""
-    from controller.client import JobClient
-
-    seen: dict[int, list[dict]] = {}
-    shares: dict[int, dict] = {}
-    stop = threading.Event()
-
-    def poll() -> None:
-        client = JobClient(rack.controller_address, timeout=5.0)
-        try:
-            while not stop.wait(0.5):
-                try:
-                    for job in client.call("ListJobs")["jobs"]:
-                        shown = client.call("ShowJob", job_id=job["job_id"])
-                        seen[job["job_id"]] = shown.get("moves", [])
-                        shares[job["job_id"]] = shown.get("shares", {})
-                except Exception:  # noqa: BLE001 - a job ending between calls; try again
-                    continue
-        finally:
-            client.close()
-
-    watcher = threading.Thread(target=poll, daemon=True)
-    watcher.start()
+    block runs (topologies/jobwatch.py)."""
+    watch = JobWatch(rack.controller_address)
     try:
-        yield
+        with watch:
+            yield
     finally:
-        stop.set()
-        watcher.join(timeout=5)
-        for job_id, moves in sorted(seen.items()):
-            for move in moves:
+        for job_id, snapshots in sorted(watch.timeline.items()):
+            for move in snapshots[-1]["moves"]:
                 print(f"  job {job_id}, epoch {move['epoch']}: {move['reason']}", flush=True)
-            print(f"  job {job_id}: window slots per aggregator, last seen: {shares[job_id]}",
-                  flush=True)
+            print(f"  job {job_id}: window slots per aggregator, last seen: "
+                  f"{snapshots[-1]['shares']}", flush=True)
 
 
 def _report(results: dict[str, train_run.TrainResult], args: argparse.Namespace) -> dict:
