@@ -64,40 +64,37 @@ def test_a_read_only_buffer_is_sent_too(pair):
     assert receive_all(BatchReceiver(rx, 8, 10), 4) == [data[i : i + 10] for i in range(0, 40, 10)]
 
 
-def test_unconnected_sends_reach_each_address(pair):
-    _, rx = pair
+@pytest.fixture
+def unconnected():
+    """(out, other): an unconnected socket to send from and a second receiver."""
     other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     other.bind(("127.0.0.1", 0))
     out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        sender = BatchSender(out, 2, _LOST_ON_SEND)
-        sends = [(b"to-rx-%d" % i, rx.getsockname()) for i in range(3)]
-        sends.append((b"to-other", other.getsockname()))
-        assert sender.send_to(sends) == 4
-        assert receive_all(BatchReceiver(rx, 8, 64), 3) == [d for d, _ in sends[:3]]
-        assert receive_all(BatchReceiver(other, 8, 64), 1) == [b"to-other"]
-    finally:
-        other.close()
-        out.close()
+    yield out, other
+    other.close()
+    out.close()
 
 
-def test_rows_sent_to_an_address_from_an_unconnected_socket(pair):
-    _, rx = pair
-    other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    other.bind(("127.0.0.1", 0))
-    out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        sender = BatchSender(out, 2, _LOST_ON_SEND)  # 5 rows: three sendmmsg calls each
-        rows = bytes(range(50))
-        assert sender.send_rows(rows, 10, to=rx.getsockname()) == 5
-        assert sender.send_rows(rows[:20], 10, to=other.getsockname()) == 2
-        assert sender.send_rows(rows[20:30], 10, to=rx.getsockname()) == 1
-        got = receive_all(BatchReceiver(rx, 8, 64), 6)
-        assert got == [rows[i : i + 10] for i in range(0, 50, 10)] + [rows[20:30]]
-        assert receive_all(BatchReceiver(other, 8, 64), 2) == [rows[:10], rows[10:20]]
-    finally:
-        other.close()
-        out.close()
+def test_unconnected_sends_reach_each_address(pair, unconnected):
+    (_, rx), (out, other) = pair, unconnected
+    sender = BatchSender(out, 2, _LOST_ON_SEND)
+    sends = [(b"to-rx-%d" % i, rx.getsockname()) for i in range(3)]
+    sends.append((b"to-other", other.getsockname()))
+    assert sender.send_to(sends) == 4
+    assert receive_all(BatchReceiver(rx, 8, 64), 3) == [d for d, _ in sends[:3]]
+    assert receive_all(BatchReceiver(other, 8, 64), 1) == [b"to-other"]
+
+
+def test_rows_sent_to_an_address_from_an_unconnected_socket(pair, unconnected):
+    (_, rx), (out, other) = pair, unconnected
+    sender = BatchSender(out, 2, _LOST_ON_SEND)  # 5 rows: three sendmmsg calls each
+    rows = bytes(range(50))
+    assert sender.send_rows(rows, 10, to=rx.getsockname()) == 5
+    assert sender.send_rows(rows[:20], 10, to=other.getsockname()) == 2
+    assert sender.send_rows(rows[20:30], 10, to=rx.getsockname()) == 1
+    got = receive_all(BatchReceiver(rx, 8, 64), 6)
+    assert got == [rows[i : i + 10] for i in range(0, 50, 10)] + [rows[20:30]]
+    assert receive_all(BatchReceiver(other, 8, 64), 2) == [rows[:10], rows[10:20]]
 
 
 def test_longer_datagrams_are_flagged_and_shorter_ones_keep_their_length(pair):
