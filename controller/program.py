@@ -28,6 +28,9 @@ JOBS_JOB = "hdr.p4hub.job"
 # (world_size, slot_base, slot_count, lane_code, mcast_grp, name_tag, epoch)
 ACT_JOB_ON_SWITCH = "MyIngress.job_on_switch"
 ACT_JOB_ON_PBOX = "MyIngress.job_on_pbox"  # (world_size, slot_base, slot_count, lane_code, name_tag)
+# a leaf of a job over racks (controller/tree.py): job_on_switch's parameters, then
+# (total_size, child, up_slot_base, up_ip, up_mac, up_port)
+ACT_JOB_ON_LEAF = "MyIngress.job_on_leaf"
 
 MEMBERS = "MyIngress.members"
 MEMBERS_JOB = "hdr.p4hub.job"
@@ -52,6 +55,10 @@ PORT_TX = "MyEgress.port_tx"
 JOB_STAT_KINDS = 8
 JOB_STAT_NAMES = ("contributions", "duplicates", "completions", "resent", "rejected", "forwarded",
                   "stale", "abandoned")
+# tree_stats[job * TREE_STAT_KINDS + kind]: a leaf's traffic with its parent
+TREE_STATS = "MyIngress.tree_stats"
+TREE_STAT_KINDS = 4
+TREE_STAT_NAMES = ("partials_up", "partials_resent", "results_down", "results_dropped")
 ERR_UNKNOWN_JOB = 0
 ERR_SPOOFED_SOURCE = 1
 AGG_ERROR_NAMES = ("unknown_job", "spoofed_source")  # agg_errors[i], i = ERR_*

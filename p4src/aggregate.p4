@@ -72,6 +72,26 @@
  *      position and nelem unchanged. Its source becomes the PBox's MAC/IP and UDP
  *      port 48879 (the contribution's destination), so agents cannot tell the
  *      switch from the PBox.
+ *   6a. Job of several racks (job_on_leaf: this switch is the job's leaf in its rack,
+ *      controller/tree.py): the cell logic of 6 over the rack's workers, except that
+ *        a completed cell goes up instead of out: the packet becomes one PARTIAL
+ *          (a PRIME round's stays a PRIME) with rank = the leaf's child index, count =
+ *          its workers, exp = the max, slot translated to the parent's range, from the
+ *          rack's aggregator address (the contribution's destination) to the parent's
+ *          (up_ip/up_mac, UDP 48879) out of up_port (tree_stats TREE_UP). The parent
+ *          (a spine: job_on_switch whose members are the leaves) sums the partials like
+ *          contributions and multicasts its RESULT to the leaves' aggregator addresses;
+ *        a RESULT to the aggregator address from the parent (source up_ip:48879 on
+ *          up_port) whose cell here is complete, of the same position and still without
+ *          a RESULT is stored in the cell (slot_result = 1) and multicast to the rack
+ *          like a switch job's RESULT (TREE_RESULT); any other (a repeat, a late one)
+ *          is dropped (TREE_RESULT_DROPPED). A RESULT from anyone else is rejected;
+ *        a duplicate on a complete cell: with the RESULT stored, it goes back to the
+ *          sender as on a switch job; without, the PARTIAL or the RESULT was lost above,
+ *          so the stored partial goes up again (TREE_UP_RESENT), and the parent answers
+ *          a duplicate of its complete cell by unicast to the leaf.
+ *      A new round clears slot_result. Loss on any hop is repaired by the workers'
+ *      retransmissions alone.
  *   7. Everything else: `l2_fwd` (exact on destination MAC): forward(port),
  *      flood(group) or drop on a miss. ARP: the controller installs
  *      ff:ff:ff:ff:ff:ff -> flood(FLOOD_GROUP), so hosts need no static ARP
@@ -89,6 +109,7 @@
  *   lane_0..255    bit<32>  the running sum (PRIME: maximum), then the stored result
  *                            (a 64-lane job uses lane_0..63 only)
  *   slot_position  bit<32>  position of the cell's round (a fresh cell takes any)
+ *   slot_result    bit<1>   a leaf's cell holds its parent's RESULT (not its partial)
  *   slot_owner     bit<32>  epoch of the job instance that last used the cell.
  *     Slot ranges are reused by later jobs and registers cannot be reset over
  *     P4Runtime on simple_switch_grpc, so a cell whose owner differs from the
@@ -108,6 +129,7 @@
  * Counters (P4 counters, packets and bytes, readable over P4Runtime)
  *   job_stats[job*8 + kind]  kind: STAT_* below
  *   agg_errors[ERR_*]        contributions no job claims, forged aggregator sources
+ *   tree_stats[job*4 + kind] kind: TREE_* below (a leaf's traffic with its parent)
  *   port_rx / port_tx        per port
  */
 
@@ -128,6 +150,11 @@
 #define STAT_FORWARDED 5     /* forwarded to the PBox (job on PBox or fallback flag) */
 #define STAT_STALE 6         /* dropped: older than the cell's round */
 #define STAT_ABANDONED 7     /* open rounds replaced by a newer position (after a resync) */
+#define TREE_STATS_SIZE 4096 /* MAX_JOBS * 4 kinds */
+#define TREE_UP 0            /* a leaf's completed cells sent up as a PARTIAL */
+#define TREE_UP_RESENT 1     /* PARTIALs resent up for a duplicate (the result is not in yet) */
+#define TREE_RESULT 2        /* RESULTs from the parent stored and multicast to the rack */
+#define TREE_RESULT_DROPPED 3 /* RESULTs from the parent for no waiting cell (repeats, stale) */
 #define ERR_UNKNOWN_JOB 0
 #define ERR_SPOOFED_SOURCE 1 /* an aggregator's IPv4 source entering on another port */
 
@@ -145,6 +172,7 @@
 #define MODE_NONE 0
 #define MODE_SWITCH 1
 #define MODE_PBOX 2
+#define MODE_LEAF 3          /* the switch sums its rack's workers, the parent the racks */
 
 /* ---------------------------------------------------------------- headers */
 
@@ -231,7 +259,8 @@ struct metadata_t {
     bit<2>  job_mode;       /* MODE_* */
     bit<2>  lane_code;      /* the job's lane code (LANES_*) */
     bit<1>  lanes_ok;       /* every lanes_t group of the job's lane code was parsed */
-    bit<8>  world_size;
+    bit<8>  world_size;     /* the workers this switch sums (a leaf: its rack's) */
+    bit<8>  result_count;   /* a RESULT's count: the whole job's workers */
     bit<32> slot_base;
     bit<32> slot_count;
     bit<16> mcast_grp;
@@ -249,6 +278,15 @@ struct metadata_t {
     bit<32> lane_tmp;
     bit<48> tmp_mac;
     bit<32> tmp_ip;
+    /* a leaf's parent (job_on_leaf) */
+    bit<16> child;          /* the leaf's index among the parent's children */
+    bit<32> up_slot_base;   /* the job's slot base at the parent */
+    bit<32> up_ip;
+    bit<48> up_mac;
+    bit<9>  up_port;
+    bit<32> offset;         /* a parent RESULT's slot minus up_slot_base */
+    bit<32> tree_base;      /* job * 4 */
+    bit<1>  has_result;     /* the leaf cell holds the parent's RESULT, not its partial */
 }
 
 /* ----------------------------------------------------------------- parser */
@@ -357,6 +395,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<8>>(SLOT_CELLS) slot_exp;
     register<bit<32>>(SLOT_CELLS) slot_owner;
     register<bit<32>>(SLOT_CELLS) slot_position;
+    register<bit<1>>(SLOT_CELLS) slot_result;  /* a leaf cell holds the parent's RESULT */
     /* lane_0..63: every job's lanes; lane_64..255: the rest of a 256-lane job's */
     LANE_REGISTER(lane_0) LANE_REGISTER(lane_1) LANE_REGISTER(lane_2) LANE_REGISTER(lane_3)
     LANE_REGISTER(lane_4) LANE_REGISTER(lane_5) LANE_REGISTER(lane_6) LANE_REGISTER(lane_7)
@@ -425,6 +464,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
 
     counter(JOB_STATS_SIZE, CounterType.packets_and_bytes) job_stats;
     counter(8, CounterType.packets_and_bytes) agg_errors;
+    counter(TREE_STATS_SIZE, CounterType.packets_and_bytes) tree_stats;
     counter(NUM_PORTS, CounterType.packets_and_bytes) port_rx;
 
     action drop() {
@@ -499,6 +539,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         meta.lane_code = lane_code;
         meta.epoch = epoch;
         meta.world_size = world_size;
+        meta.result_count = world_size;
         meta.slot_base = slot_base;
         meta.slot_count = slot_count;
         meta.mcast_grp = mcast_grp;
@@ -515,12 +556,41 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         meta.stat_base = ((bit<32>)hdr.p4hub.job) << 3;
     }
 
+    /* A leaf of a job that spans racks: it sums its rack's world_size workers in its
+     * slots; a completed cell goes up to the parent (up_ip/up_mac, out of up_port) as
+     * one PARTIAL (a PRIME round's stays a PRIME) from child index `child` with count
+     * world_size, at slot - slot_base + up_slot_base; the parent's RESULT (count
+     * total_size) comes back to the rack's aggregator address, is stored in the cell
+     * and multicast to group mcast_grp like a switch job's. */
+    action job_on_leaf(bit<8> world_size, bit<32> slot_base, bit<32> slot_count,
+                       bit<2> lane_code, bit<16> mcast_grp, bit<32> name_tag,
+                       bit<32> epoch, bit<8> total_size, bit<16> child,
+                       bit<32> up_slot_base, bit<32> up_ip, bit<48> up_mac,
+                       bit<9> up_port) {
+        meta.job_mode = MODE_LEAF;
+        meta.lane_code = lane_code;
+        meta.epoch = epoch;
+        meta.world_size = world_size;
+        meta.result_count = total_size;
+        meta.slot_base = slot_base;
+        meta.slot_count = slot_count;
+        meta.mcast_grp = mcast_grp;
+        meta.stat_base = ((bit<32>)hdr.p4hub.job) << 3;
+        meta.child = child;
+        meta.up_slot_base = up_slot_base;
+        meta.up_ip = up_ip;
+        meta.up_mac = up_mac;
+        meta.up_port = up_port;
+        meta.tree_base = ((bit<32>)hdr.p4hub.job) << 2;
+    }
+
     table jobs {
         key = {
             hdr.p4hub.job: exact;
         }
         actions = {
             job_on_switch;
+            job_on_leaf;
             job_on_pbox;
             NoAction;
         }
@@ -936,9 +1006,27 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     action make_result() {
         hdr.p4hub.ptype = TYPE_RESULT;
         hdr.p4hub.rank = NO_RANK;
-        hdr.p4hub.count = (bit<16>)meta.world_size;
+        hdr.p4hub.count = (bit<16>)meta.result_count;
         hdr.p4hub.exp = meta.max_exp;
         hdr.udp.checksum = 0;
+    }
+
+    /* A leaf's completed cell (or its resend) becomes its PARTIAL to the parent, from
+     * the rack's aggregator address (the contribution's destination), rewritten in
+     * place; the caller has set the type (PARTIAL, or PRIME for a PRIME round). */
+    action make_partial() {
+        hdr.p4hub.rank = meta.child;
+        hdr.p4hub.count = (bit<16>)meta.world_size;
+        hdr.p4hub.exp = meta.max_exp;
+        hdr.p4hub.slot = hdr.p4hub.slot - meta.slot_base + meta.up_slot_base;
+        hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
+        hdr.ethernet.dstAddr = meta.up_mac;
+        hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
+        hdr.ipv4.dstAddr = meta.up_ip;
+        hdr.udp.srcPort = AGG_UDP_PORT;
+        hdr.udp.dstPort = AGG_UDP_PORT;
+        hdr.udp.checksum = 0;
+        standard_metadata.egress_spec = meta.up_port;
     }
 
     /* Multicast: the source becomes the aggregator (the PBox address the
@@ -1000,6 +1088,49 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             if (meta.job_mode == MODE_NONE) {
                 agg_errors.count((bit<32>)ERR_UNKNOWN_JOB);
                 drop();
+            } else if (hdr.p4hub.ptype == TYPE_RESULT) {
+                /* a RESULT to an aggregator address: only a leaf's parent sends one */
+                if (meta.job_mode == MODE_LEAF && meta.lanes_ok == 1
+                    && hdr.p4hub.version == P4HUB_VERSION
+                    && hdr.ipv4.srcAddr == meta.up_ip && hdr.udp.srcPort == AGG_UDP_PORT
+                    && meta.in_port == meta.up_port) {
+                    meta.offset = hdr.p4hub.slot - meta.up_slot_base;
+                    if (hdr.p4hub.slot < meta.up_slot_base || meta.offset >= meta.slot_count
+                        || meta.slot_base + meta.offset >= NUM_SLOTS) {
+                        tree_stats.count(meta.tree_base + TREE_RESULT_DROPPED);
+                        drop();
+                    } else {
+                        hdr.p4hub.slot = meta.slot_base + meta.offset;
+                        meta.idx = (hdr.p4hub.slot << 1) | ((bit<32>)hdr.p4hub.shadow);
+                        slot_counter.read(meta.contributions, meta.idx);
+                        slot_owner.read(meta.owner, meta.idx);
+                        slot_position.read(meta.cell_position, meta.idx);
+                        slot_result.read(meta.has_result, meta.idx);
+                        /* only the cell's own round, complete here and still waiting:
+                         * a repeat (several resent PARTIALs) or a late RESULT finds
+                         * nothing to do, the rack has it already */
+                        if (meta.owner == meta.epoch && meta.cell_position == hdr.p4hub.position
+                            && meta.contributions == 0 && meta.has_result == 0) {
+                            meta.keep_mask = 0;  /* accumulate = overwrite: store the result */
+                            accumulate_lanes();
+                            if (meta.lane_code == LANES_256) {
+                                accumulate_lanes_1();
+                                accumulate_lanes_2();
+                                accumulate_lanes_3();
+                            }
+                            slot_exp.write(meta.idx, hdr.p4hub.exp);
+                            slot_result.write(meta.idx, 1);
+                            tree_stats.count(meta.tree_base + TREE_RESULT);
+                            multicast_result();
+                        } else {
+                            tree_stats.count(meta.tree_base + TREE_RESULT_DROPPED);
+                            drop();
+                        }
+                    }
+                } else {
+                    job_stats.count(meta.stat_base + STAT_REJECTED);
+                    drop();
+                }
             } else if (meta.member == 0 || meta.lanes_ok == 0
                        || hdr.p4hub.version != P4HUB_VERSION
                        || (hdr.p4hub.ptype != TYPE_CONTRIB && hdr.p4hub.ptype != TYPE_PARTIAL
@@ -1060,6 +1191,9 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                     if (meta.contributions == 0) {
                         meta.keep_mask = 0;
                         meta.max_exp = hdr.p4hub.exp;
+                        if (meta.job_mode == MODE_LEAF) {
+                            slot_result.write(meta.idx, 0);  /* a new round: no result yet */
+                        }
                     } else {
                         meta.keep_mask = 0xFFFFFFFF;
                         /* signed int8 max: flipping the sign bit maps
@@ -1092,15 +1226,22 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                     }
                     if (meta.contributions == 0) {
                         job_stats.count(meta.stat_base + STAT_COMPLETION);
-                        make_result();
-                        multicast_result();
+                        if (meta.job_mode == MODE_LEAF) {
+                            tree_stats.count(meta.tree_base + TREE_UP);
+                            if (hdr.p4hub.ptype == TYPE_CONTRIB) {
+                                hdr.p4hub.ptype = TYPE_PARTIAL;
+                            }
+                            make_partial();
+                        } else {
+                            make_result();
+                            multicast_result();
+                        }
                     } else {
                         drop();
                     }
                 } else {
                     job_stats.count(meta.stat_base + STAT_DUPLICATE);
                     if (meta.contributions == 0) {
-                        job_stats.count(meta.stat_base + STAT_RESENT);
                         slot_exp.read(meta.max_exp, meta.idx);
                         read_lanes();
                         if (meta.lane_code == LANES_256) {
@@ -1108,8 +1249,22 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                             read_lanes_2();
                             read_lanes_3();
                         }
-                        make_result();
-                        reply_result();
+                        if (meta.job_mode == MODE_LEAF) {
+                            slot_result.read(meta.has_result, meta.idx);
+                        }
+                        if (meta.job_mode == MODE_LEAF && meta.has_result == 0) {
+                            /* complete here, no RESULT yet: the PARTIAL or the RESULT
+                             * was lost above, so the stored partial goes up again */
+                            tree_stats.count(meta.tree_base + TREE_UP_RESENT);
+                            if (hdr.p4hub.ptype == TYPE_CONTRIB) {
+                                hdr.p4hub.ptype = TYPE_PARTIAL;
+                            }
+                            make_partial();
+                        } else {
+                            job_stats.count(meta.stat_base + STAT_RESENT);
+                            make_result();
+                            reply_result();
+                        }
                     } else {
                         drop();
                     }

@@ -1,0 +1,129 @@
+"""A job that spans racks: two levels of aggregation over a leaf-spine fabric.
+
+Each rack's leaf switch sums its own workers (``job_on_leaf``) and sends one PARTIAL
+per completed cell up to the job's root, a spine, which sums the racks' partials like
+workers' contributions (``job_on_switch``: its members are the leaves, rank = child
+index, from the rack's aggregator address) and multicasts the RESULT down to the
+leaves, which store it and multicast it to their workers. Loss anywhere is repaired
+by the workers' retransmissions (p4src/aggregate.p4, docs/DESIGN.md §3.1).
+
+The job holds the same slot range on every switch of its tree, so its agents run
+one map whatever their rack; only the aggregator address (the rack's first PBox,
+which the leaf answers for) differs by rack. This module only computes entries; the
+registry (controller/jobs.py) decides when they are written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller import program as p
+from controller.slots import SlotRange
+from controller.topology import Topology
+from controller.updates import DELETE, Entry, FieldMatch
+
+
+@dataclass(frozen=True)
+class Leaf:
+    switch: str
+    child: int  # its index among the root's children (its rank at the root)
+    ranks: int  # the job's workers in this rack
+    up_port: int  # the leaf's port to the root
+    down_port: int  # the root's port to the leaf
+    agg_ip: int  # the rack's aggregator address: its first PBox, answered by the leaf
+    agg_mac: int
+
+
+@dataclass(frozen=True)
+class Tree:
+    root: str
+    root_ip: int
+    root_mac: int
+    leaves: tuple[Leaf, ...]
+
+    @property
+    def switches(self) -> tuple[str, ...]:
+        return (self.root, *(leaf.switch for leaf in self.leaves))
+
+    def leaf(self, switch: str) -> Leaf | None:
+        return next((leaf for leaf in self.leaves if leaf.switch == switch), None)
+
+
+class TreeError(ValueError):
+    """The fabric cannot join these racks under that root (no link, no PBox)."""
+
+
+def plan(topo: Topology, root: str, ranks_per_leaf: dict[str, int]) -> Tree:
+    """The tree of a job whose workers sit on the leaves of ``ranks_per_leaf``
+    (leaf -> workers), children numbered in leaf-name order; raises TreeError."""
+    sw = topo.switches[root]
+    if not sw.ip or not sw.mac:
+        raise TreeError(f"spine {root} has no aggregation address (ip, mac)")
+    leaves = []
+    for child, name in enumerate(sorted(ranks_per_leaf)):
+        up, down = topo.port_to(name, root), topo.port_to(root, name)
+        first = topo.pbox_of(name)
+        if up is None or down is None:
+            raise TreeError(f"leaf {name} has no link to spine {root}")
+        if first is None:
+            raise TreeError(f"rack {name} has no PBox, so no aggregator address")
+        leaves.append(Leaf(name, child, ranks_per_leaf[name], up, down, first.ip, first.mac))
+    if len(leaves) > p.MAX_WORKERS:
+        raise TreeError(f"{len(leaves)} racks; a root takes at most {p.MAX_WORKERS}")
+    return Tree(root, sw.ip, sw.mac, tuple(leaves))
+
+
+@dataclass(frozen=True)
+class TreeJob:
+    """What the entries need to know of the job."""
+
+    job_id: int
+    tag: int
+    epoch: int
+    lanes: int
+    world_size: int
+    slots: SlotRange
+
+
+def _jobs_key(job_id: int) -> tuple[FieldMatch, ...]:
+    return (FieldMatch(p.JOBS_JOB, job_id),)
+
+
+def leaf_entry(job: TreeJob, tree: Tree, leaf: Leaf) -> Entry:
+    params = (("world_size", leaf.ranks), ("slot_base", job.slots.base),
+              ("slot_count", job.slots.count), ("lane_code", p.lane_code(job.lanes)),
+              ("mcast_grp", job.job_id), ("name_tag", job.tag), ("epoch", job.epoch),
+              ("total_size", job.world_size), ("child", leaf.child),
+              ("up_slot_base", job.slots.base), ("up_ip", tree.root_ip),
+              ("up_mac", tree.root_mac), ("up_port", leaf.up_port))
+    return Entry(p.JOBS, _jobs_key(job.job_id), p.ACT_JOB_ON_LEAF, params)
+
+
+def root_entries(job: TreeJob, tree: Tree, op: str) -> list[Entry]:
+    """The root's jobs entry, and per leaf its member and result_dst entries (keys only
+    for DELETE)."""
+    jobs = Entry(p.JOBS, _jobs_key(job.job_id))
+    if op != DELETE:
+        params = (("world_size", job.world_size), ("slot_base", job.slots.base),
+                  ("slot_count", job.slots.count), ("lane_code", p.lane_code(job.lanes)),
+                  ("mcast_grp", job.job_id), ("name_tag", job.tag), ("epoch", job.epoch))
+        jobs = Entry(p.JOBS, jobs.match, p.ACT_JOB_ON_SWITCH, params)
+    entries = [jobs]
+    for leaf in tree.leaves:
+        member = (FieldMatch(p.MEMBERS_JOB, job.job_id), FieldMatch(p.MEMBERS_RANK, leaf.child),
+                  FieldMatch(p.MEMBERS_SRC, leaf.agg_ip), FieldMatch(p.MEMBERS_SPORT, p.AGG_UDP_PORT),
+                  FieldMatch(p.MEMBERS_PORT, leaf.down_port))
+        rid = (FieldMatch(p.RESULT_DST_RID, p.result_rid(job.job_id, leaf.child)),)
+        if op == DELETE:
+            entries += [Entry(p.MEMBERS, member), Entry(p.RESULT_DST, rid)]
+            continue
+        entries.append(Entry(p.MEMBERS, member, p.ACT_IS_MEMBER))
+        entries.append(Entry(p.RESULT_DST, rid, p.ACT_SET_RESULT_DST,
+                             (("mac", leaf.agg_mac), ("ip", leaf.agg_ip),
+                              ("udp_port", p.AGG_UDP_PORT))))
+    return entries
+
+
+def root_replicas(job_id: int, tree: Tree) -> tuple[tuple[int, int], ...]:
+    """The root's multicast group of the job: one copy per leaf (rid job*32 + child)."""
+    return tuple((leaf.down_port, p.result_rid(job_id, leaf.child)) for leaf in tree.leaves)
