@@ -272,8 +272,12 @@ class Topology:
                 return port
         return None
 
+    def all_endpoints(self) -> list[HostConf | PBoxConf]:
+        """Every host and PBox of the topology, hosts first."""
+        return [*self.hosts.values(), *self.pboxes.values()]
+
     def _has_endpoints(self, switch: str) -> bool:
-        return any(n.switch == switch for n in (*self.hosts.values(), *self.pboxes.values()))
+        return any(n.switch == switch for n in self.all_endpoints())
 
     def leaves(self) -> list[str]:
         """Switches with hosts or PBoxes attached (racks), by name."""
