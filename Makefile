@@ -1,5 +1,5 @@
 # p4hub: two commands set everything up on a fresh Debian/Ubuntu machine (as root):
-#   make run    bring up the default rack and train on it
+#   make run    bring up the default rack and train on it (TOPO=leafspine: a fabric)
 #   make test   the whole test suite
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -39,11 +39,14 @@ $(STAMPS)/venv: requirements.txt pyproject.toml | $(STAMPS)/apt
 # PyTorch (CPU) is pinned in requirements.txt; `make torch` is kept as an alias.
 torch: venv
 
+# TOPO=leafspine: a 2x4 leaf-spine fabric with one spine (topologies/run.py --topo)
+TOPO ?= rack
+
 run: deps stop
-	$(PY) -m topologies.run $(RUN_ARGS)
+	$(PY) -m topologies.run --topo $(TOPO) $(RUN_ARGS)
 
 cli: deps stop
-	$(PY) -m topologies.run --cli $(RUN_ARGS)
+	$(PY) -m topologies.run --cli --topo $(TOPO) $(RUN_ARGS)
 
 lint: deps
 	$(VENV)/bin/ruff check .

@@ -11,7 +11,8 @@ Example (every key shown; optional ones have the defaults of the schemas below):
                            "switch": "s1", "port": 5, "slots": 4096,
                            "control": "10.0.0.100:50070"}},
       "controller": {"listen": "0.0.0.0:50060", "worker_timeout": 30.0,
-                     "rebalance": true}
+                     "rebalance": true},
+      "links":    {"s1-t1": {"switch": "s1", "port": 9, "peer": "t1", "peer_port": 1}}
     }
 
 ``slots`` is the switch's aggregation pool (at most the program's NUM_SLOTS) and
@@ -19,7 +20,14 @@ Example (every key shown; optional ones have the defaults of the schemas below):
 ``control`` its JSON control channel (hosts/pbox.py), through which the
 controller adds and removes the jobs placed on it. Each switch is one rack with any
 number of PBoxes, each with its own ip, mac and switch port (``pboxes_of`` lists them
-by port; the first is the rack's aggregator address, ``pbox_of``). Validation is
+by port; the first is the rack's aggregator address, ``pbox_of``).
+
+A leaf-spine fabric adds ``links`` (one entry per cable, named in either direction) and
+switches with neither hosts nor PBoxes: spines, which need their own ``ip`` and ``mac``
+(a switch's optional aggregation address; 0 in ``SwitchConf`` means none). ``leaves``,
+``spines``, ``flood_root``, ``neighbours`` and ``port_to`` answer the questions the
+static entries (controller/rack.py) and job placement ask; ``fabric_dict`` builds the
+standard fabric (docs/notes/fabric.md). Validation is
 declarative (a schema per section, as faucet's ``Conf.defaults_types``) plus cross
 checks; every problem found is reported at once in one ``ConfigError``.
 """
@@ -122,6 +130,16 @@ SWITCH_SCHEMA = {
     "device_id": _Field(_int_in(0, 2**64 - 1), 0),
     "slots": _Field(_int_in(1, program.NUM_SLOTS), program.NUM_SLOTS),
     "job_slots": _Field(_int_in(1, program.NUM_SLOTS), 128),
+    # the switch's own aggregation address (0: none); a spine needs one, since leaves
+    # send their partial sums to it
+    "ip": _Field(parse_ipv4, 0),
+    "mac": _Field(parse_mac, 0),
+}
+LINK_SCHEMA = {  # one cable between two switch ports, named in either direction
+    "switch": _Field(_name),
+    "port": _Field(_PORT),
+    "peer": _Field(_name),
+    "peer_port": _Field(_PORT),
 }
 HOST_SCHEMA = {
     "ip": _Field(parse_ipv4),
@@ -155,6 +173,19 @@ class SwitchConf:
     device_id: int
     slots: int
     job_slots: int
+    ip: int = 0  # the switch's own aggregation address; 0 = none
+    mac: int = 0
+
+
+@dataclass(frozen=True)
+class LinkConf:
+    """A cable between ``switch`` port ``port`` and ``peer`` port ``peer_port``."""
+
+    name: str
+    switch: str
+    port: int
+    peer: str
+    peer_port: int
 
 
 @dataclass(frozen=True)
@@ -190,6 +221,7 @@ class Topology:
     hosts: dict[str, HostConf]
     pboxes: dict[str, PBoxConf]
     controller: ControllerConf = field(default_factory=ControllerConf)
+    links: dict[str, LinkConf] = field(default_factory=dict)
 
     def host_by_ip(self, ip: int) -> HostConf | None:
         for host in self.hosts.values():
@@ -217,6 +249,50 @@ class Topology:
             *(p for p in self.pboxes.values() if p.switch == switch),
         ]
         return sorted(nodes, key=lambda n: n.port)
+
+    # -- the fabric: switches joined by links ------------------------------------
+
+    @property
+    def is_fabric(self) -> bool:
+        """True when switches are linked (leaf-spine), False for independent racks."""
+        return bool(self.links)
+
+    def neighbours(self, switch: str) -> list[tuple[int, str, int]]:
+        """(port, peer, peer_port) of every link of ``switch``, by port."""
+        ends = [(link.port, link.peer, link.peer_port) for link in self.links.values()
+                if link.switch == switch]
+        ends += [(link.peer_port, link.switch, link.port) for link in self.links.values()
+                 if link.peer == switch]
+        return sorted(ends)
+
+    def port_to(self, switch: str, peer: str) -> int | None:
+        """The port of ``switch`` on its first (by port) link to ``peer``; None if none."""
+        for port, other, _ in self.neighbours(switch):
+            if other == peer:
+                return port
+        return None
+
+    def all_endpoints(self) -> list[HostConf | PBoxConf]:
+        """Every host and PBox of the topology, hosts first."""
+        return [*self.hosts.values(), *self.pboxes.values()]
+
+    def _has_endpoints(self, switch: str) -> bool:
+        return any(n.switch == switch for n in self.all_endpoints())
+
+    def leaves(self) -> list[str]:
+        """Switches with hosts or PBoxes attached (racks), by name."""
+        return sorted(name for name in self.switches if self._has_endpoints(name))
+
+    def spines(self) -> list[str]:
+        """Switches with links and neither hosts nor PBoxes, by name."""
+        return sorted(name for name in self.switches
+                      if not self._has_endpoints(name) and self.neighbours(name))
+
+    def flood_root(self) -> str | None:
+        """The spine that broadcasts go through (the first one): the root of the flood
+        tree, so several spines do not loop a broadcast; None without spines."""
+        spines = self.spines()
+        return spines[0] if spines else None
 
 
 MAX_RACK_PBOXES = 8  # 10.0.0.100..107: below the addresses topologies give other hosts
@@ -265,6 +341,79 @@ def rack_dict(
     }
 
 
+MAX_RACKS = 8  # leaves s1..s8
+MAX_SPINES = 4  # spines t1..t4 at 10.0.0.241..244
+FABRIC_MAX_EXTRA = 4  # extra hosts x1..x4 on leaf s1, between its PBox and its uplinks
+
+
+def fabric_uplink_port(workers_per_rack: int, spine: int) -> int:
+    """Leaf port of the uplink to spine ``t{spine}`` (1-based) in ``fabric_dict``: after
+    the rack's workers (1..N), its PBox (N+1) and FABRIC_MAX_EXTRA ports kept for extra
+    hosts (N+2..N+5, used on s1 only), so N + 1 + FABRIC_MAX_EXTRA + spine."""
+    return workers_per_rack + 1 + FABRIC_MAX_EXTRA + spine
+
+
+def fabric_spine(spine: int) -> tuple[str, str, str]:
+    """(name, ip, mac) of spine ``spine`` (1-based): t{k} at 10.0.0.{240+k}."""
+    octet = 240 + spine
+    return f"t{spine}", f"10.0.0.{octet}", f"08:00:00:00:01:{octet:02x}"
+
+
+def fabric_dict(
+    racks: int, workers_per_rack: int, spines: int, grpc_addrs: Sequence[str], *,
+    pbox_controls: Sequence[str] = (), slots: int = program.NUM_SLOTS, job_slots: int = 128,
+    pbox_slots: int = 4096,
+) -> dict:
+    """A leaf-spine fabric (for Mininet and tests): ONE flat 10.0.0.0/24 L2 segment spread
+    over leaves ``s1..sR``, so every address helper of ``rack_dict`` still holds.
+
+    * worker rank k (0-based; rack r = k // N + 1, N = ``workers_per_rack``) is
+      ``w{k+1}`` at 10.0.0.{k+1} on leaf s{r} port k mod N + 1;
+    * rack r's PBox is ``rack_pbox(r, N)``'s name and address (``pbox``, ``pbox2``.. at
+      10.0.0.{99+r}) on leaf s{r} port N+1;
+    * leaf s{r}'s uplink to spine t{k} is port ``fabric_uplink_port(N, k)``;
+    * spine t{k} (``fabric_spine``) has its own ip and mac, and its port r links to s{r}.
+
+    ``grpc_addrs``: one per switch, leaves first then spines; ``pbox_controls``: one per
+    rack's PBox, or empty for none."""
+    errors = []
+    if not 1 <= racks <= MAX_RACKS:
+        errors.append(f"racks: {racks} outside 1..{MAX_RACKS}")
+    if not 1 <= spines <= MAX_SPINES:
+        errors.append(f"spines: {spines} outside 1..{MAX_SPINES}")
+    if workers_per_rack < 1 or racks * workers_per_rack > 99:
+        errors.append(f"workers_per_rack: {workers_per_rack} x {racks} racks outside 1..99")
+    if isinstance(grpc_addrs, str) or len(grpc_addrs) != racks + spines:
+        errors.append(f"grpc_addrs: expected {racks + spines} addresses (leaves, then spines)")
+    if isinstance(pbox_controls, str) or (pbox_controls and len(pbox_controls) != racks):
+        errors.append(f"pbox_controls: expected {racks} addresses (one per rack) or none")
+    if errors:
+        raise ConfigError(errors)
+    switch = {"slots": slots, "job_slots": job_slots}
+    switches: dict[str, dict] = {
+        f"s{r}": {"grpc_addr": grpc_addrs[r - 1], **switch} for r in range(1, racks + 1)}
+    hosts, boxes, links = {}, {}, {}
+    for k in range(racks * workers_per_rack):
+        r, i = divmod(k, workers_per_rack)
+        hosts[f"w{k + 1}"] = {"ip": f"10.0.0.{k + 1}", "mac": f"08:00:00:00:01:{k + 1:02x}",
+                              "switch": f"s{r + 1}", "port": i + 1}
+    for r in range(1, racks + 1):
+        name, ip, mac, _ = rack_pbox(r, workers_per_rack)  # one PBox a rack: port N+1
+        boxes[name] = {"ip": ip, "mac": mac, "switch": f"s{r}", "port": workers_per_rack + 1,
+                       "slots": pbox_slots}
+        if pbox_controls:
+            boxes[name]["control"] = pbox_controls[r - 1]
+    for k in range(1, spines + 1):
+        name, ip, mac = fabric_spine(k)
+        switches[name] = {"grpc_addr": grpc_addrs[racks + k - 1], "ip": ip, "mac": mac,
+                          **switch}
+        for r in range(1, racks + 1):
+            links[f"s{r}-{name}"] = {"switch": f"s{r}",
+                                     "port": fabric_uplink_port(workers_per_rack, k),
+                                     "peer": name, "peer_port": r}
+    return {"switches": switches, "hosts": hosts, "pboxes": boxes, "links": links}
+
+
 def _rack_controls(pboxes: int, controls: Sequence[str], control: str) -> list[str]:
     """``rack_dict``'s control addresses, one per PBox or none; raises ConfigError."""
     if not 1 <= pboxes <= MAX_RACK_PBOXES:
@@ -295,7 +444,7 @@ def from_dict(raw: Any) -> Topology:
     errors: list[str] = []
     if not isinstance(raw, dict):
         raise ConfigError([f"top level: expected an object, got {type(raw).__name__}"])
-    for key in raw.keys() - {"switches", "hosts", "pboxes", "controller"}:
+    for key in raw.keys() - {"switches", "hosts", "pboxes", "controller", "links"}:
         errors.append(f"{key}: unknown section")
     switches = {
         name: SwitchConf(name=name, **values)
@@ -309,8 +458,13 @@ def from_dict(raw: Any) -> Topology:
         name: PBoxConf(name=name, **values)
         for name, values in _section(raw, "pboxes", PBOX_SCHEMA, errors).items()
     }
+    links = {
+        name: LinkConf(name=name, **values)
+        for name, values in _section(raw, "links", LINK_SCHEMA, errors).items()
+    }
     ctl = _fields(raw.get("controller", {}), CONTROLLER_SCHEMA, "controller", errors)
-    topo = Topology(switches, hosts, pboxes, ControllerConf(**ctl) if ctl is not None else ControllerConf())
+    topo = Topology(switches, hosts, pboxes,
+                    ControllerConf(**ctl) if ctl is not None else ControllerConf(), links)
     if not errors:
         _cross_check(topo, errors)
     if errors:
@@ -370,17 +524,78 @@ def _cross_check(topo: Topology, errors: list[str]) -> None:
     seen_ip: dict[int, str] = {}
     seen_mac: dict[int, str] = {}
     seen_port: dict[tuple[str, int], str] = {}
-    nodes: list[tuple[str, HostConf | PBoxConf]] = [
-        (f"hosts.{h.name}", h) for h in topo.hosts.values()]
+    nodes: list[tuple[str, SwitchConf | HostConf | PBoxConf]] = [
+        (f"switches.{s.name}", s) for s in topo.switches.values()]
+    nodes += [(f"hosts.{h.name}", h) for h in topo.hosts.values()]
     nodes += [(f"pboxes.{p.name}", p) for p in topo.pboxes.values()]
     for where, node in nodes:
-        if node.switch not in topo.switches:
-            errors.append(f"{where}.switch: no switch named {node.switch!r}")
         for value, seen, what in ((node.ip, seen_ip, "ip"), (node.mac, seen_mac, "mac")):
+            if isinstance(node, SwitchConf) and not value:
+                continue  # a switch's 0: it has no address
             if value in seen:
                 errors.append(f"{where}.{what}: also used by {seen[value]}")
             seen[value] = where
-        if (node.switch, node.port) in seen_port:
-            errors.append(f"{where}.port: {node.switch} port {node.port} also used by "
-                          f"{seen_port[(node.switch, node.port)]}")
-        seen_port[(node.switch, node.port)] = where
+        if isinstance(node, SwitchConf):
+            continue
+        if node.switch not in topo.switches:
+            errors.append(f"{where}.switch: no switch named {node.switch!r}")
+        _claim_port(seen_port, node.switch, node.port, f"{where}.port", errors)
+    _check_links(topo, seen_port, errors)
+    _check_fabric(topo, errors)
+
+
+def _claim_port(seen_port: dict[tuple[str, int], str], switch: str, port: int, where: str,
+                errors: list[str]) -> None:
+    """Record that ``where`` uses ``switch`` port ``port``; an error if another does."""
+    if (switch, port) in seen_port:
+        errors.append(f"{where}: {switch} port {port} also used by {seen_port[(switch, port)]}")
+    else:
+        seen_port[(switch, port)] = where.rsplit(".", 1)[0]
+
+
+def _check_links(topo: Topology, seen_port: dict[tuple[str, int], str],
+                 errors: list[str]) -> None:
+    cables: dict[frozenset[tuple[str, int]], str] = {}
+    for link in topo.links.values():
+        where = f"links.{link.name}"
+        known = True
+        for key, name in (("switch", link.switch), ("peer", link.peer)):
+            if name not in topo.switches:
+                errors.append(f"{where}.{key}: no switch named {name!r}")
+                known = False
+        if link.switch == link.peer:
+            errors.append(f"{where}: links {link.switch} to itself")
+            continue
+        if not known:
+            continue
+        cable = frozenset({(link.switch, link.port), (link.peer, link.peer_port)})
+        if cable in cables:
+            errors.append(f"{where}: the same cable as links.{cables[cable]}")
+            continue
+        cables[cable] = link.name
+        _claim_port(seen_port, link.switch, link.port, f"{where}.port", errors)
+        _claim_port(seen_port, link.peer, link.peer_port, f"{where}.peer_port", errors)
+
+
+def _check_fabric(topo: Topology, errors: list[str]) -> None:
+    """Addresses: both or neither, and a spine needs them (leaves send it partial sums);
+    every leaf reaches the flood root directly (the flood tree is one hop deep)."""
+    for sw in topo.switches.values():
+        if bool(sw.ip) != bool(sw.mac):
+            errors.append(f"switches.{sw.name}: give both ip and mac, or neither")
+    if not topo.is_fabric or any(
+            link.switch not in topo.switches or link.peer not in topo.switches
+            for link in topo.links.values()):
+        return
+    spines = topo.spines()
+    for name in spines:
+        sw = topo.switches[name]
+        if not (sw.ip and sw.mac):
+            errors.append(f"switches.{name}: a spine (links, no hosts or PBoxes) needs ip and mac")
+    root = topo.flood_root()
+    if root is None:
+        errors.append("links: a fabric needs a spine (a switch with links and no hosts or PBoxes)")
+        return
+    for leaf in topo.leaves():
+        if topo.port_to(leaf, root) is None:
+            errors.append(f"switches.{leaf}: no link to {root}, the flood root (first spine)")

@@ -12,12 +12,21 @@
     a real lossy wire. ``method="iptables"`` uses an iptables OUTPUT rule instead, as
     first specified; a netfilter DROP on OUTPUT makes the sender's ``sendto`` fail with
     EPERM, so senders must then count EPERM as a lost packet.
+* Loss between switches (a leaf-spine fabric): switch interfaces live in the root
+  namespace and the P4 switch reads and writes them with packet sockets, which see a
+  frame before any ingress hook, so both directions are dropped on egress: an nftables
+  ``netdev`` table ``p4hub_fabric_loss`` in the root namespace with an egress chain on
+  each end of every switch-switch link (``apply_switch_loss``; ``clear_switch_loss``
+  deletes the table, and the rack always calls it on stop). No iptables rule is ever
+  added to the root namespace.
 * Delay: not available without netem; asking for it prints a warning and is ignored.
 * Offloads (TSO/GSO/GRO, checksum) are turned off so htb shapes real frames.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 from typing import Protocol
 
@@ -94,6 +103,38 @@ def _install(host: Node, rules: list[str]) -> None:
         out = host.cmd(rule, "&& echo __ok")
         if "__ok" not in out:
             raise LinkEmulationError(f"{host.name}: {rule} failed: {out.strip()}")
+
+
+FABRIC_TABLE = "p4hub_fabric_loss"  # root namespace: switch-switch links only
+
+
+def switch_loss_rules(probability: float, interfaces: list[str]) -> list[list[str]]:
+    """argv lists that drop ``probability`` of the frames leaving each switch interface
+    (both ends of a link listed: both directions); none without loss."""
+    if probability <= 0.0 or not interfaces:
+        return []
+    threshold = round(probability * 1_000_000)
+    chains = " ".join(
+        f'chain egress_{i} {{ type filter hook egress device "{intf}" priority 0; '
+        f"numgen random mod 1000000 < {threshold} counter drop; }};"
+        for i, intf in enumerate(interfaces)
+    )
+    return [["nft", f"add table netdev {FABRIC_TABLE} {{ {chains} }}"]]
+
+
+def apply_switch_loss(probability: float, interfaces: list[str]) -> None:
+    """Install the switch-switch loss rules in the root namespace; raises if nft fails."""
+    for argv in switch_loss_rules(probability, interfaces):
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise LinkEmulationError(f"{' '.join(argv)} failed: {done.stderr.strip()}")
+
+
+def clear_switch_loss() -> None:
+    """Delete the root namespace's switch-switch loss table (absent: nothing to do)."""
+    if shutil.which("nft"):
+        subprocess.run(["nft", "delete", "table", "netdev", FABRIC_TABLE], capture_output=True,
+                       check=False)
 
 
 DUP_TABLE = "p4hub_dup"

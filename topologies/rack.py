@@ -17,7 +17,15 @@ default; ``RackConfig(p4=True)`` compiles p4src/aggregate.p4 and runs it on a P4
 switch ports that ``controller.topology.rack_dict`` describes (``switch_ports``). The context
 manager always stops Mininet and every process it started, even when the body raises;
 it never runs ``mn -c`` (other engineers' networks may be up): it removes only its own
-leftovers (s1, s1-eth*, w*-eth0, pbox*-eth0, x*-eth0) before it starts.
+leftovers (s1..s8, t1..t4 and their -eth* ports, w*-eth0, pbox*-eth0, x*-eth0, the root
+namespace's fabric loss table) before it starts.
+
+A leaf-spine fabric: ``RackConfig(workers=8, racks=2, spines=1, p4=True)``: leaves
+s1..sR with ``workers / racks`` workers each (in rank order: rack r holds ranks
+(r-1)*N..r*N-1) and one PBox (rack r's is ``pbox_name(r-1)``), spines t1..tS; each P4
+switch is its own process with P4Runtime port ``grpc_port + index`` (leaves, then
+spines). Addresses and ports are ``controller.topology.fabric_dict``'s (docs/notes/
+fabric.md): one flat 10.0.0.0/24 segment, so every address helper here holds.
 """
 
 from __future__ import annotations
@@ -47,7 +55,10 @@ PBOX_NAME = "pbox"  # the first PBox; the others are pbox2, pbox3..
 MAX_PBOXES = 8  # controller.topology.MAX_RACK_PBOXES
 PBOX_PORT = 48879  # every PBox's aggregation UDP port, on its own data address
 CONTROL_PORT = 48880  # each PBox's JSON control channel, inside its host
-MAX_EXTRA = 4  # hosts outside every job: x1..x4
+MAX_EXTRA = 4  # hosts outside every job: x1..x4 (controller.topology.FABRIC_MAX_EXTRA)
+MAX_RACKS = 8  # leaves s1..s8 (controller.topology.MAX_RACKS)
+MAX_SPINES = 4  # spines t1..t4 (controller.topology.MAX_SPINES)
+THRIFT_PORT = 9090  # the first switch's; switch i of a fabric gets THRIFT_PORT + i
 P4_SOURCE = REPO / "p4src" / "aggregate.p4"
 # One rack at a time on a machine: the names are fixed, and the leftover cleanup of a
 # second rack would tear down the first one's links.
@@ -98,6 +109,43 @@ def switch_ports(workers: int, pboxes: int, extra_hosts: int) -> dict[str, int]:
     return {name: port for port, name in enumerate(names, start=1)}
 
 
+def leaf_name(rack: int) -> str:
+    """Leaf of rack ``rack`` (1-based): s1, s2.. (s1 is the single rack's switch)."""
+    return f"s{rack}"
+
+
+def spine_name(spine: int) -> str:
+    """Spine ``spine`` (1-based): t1, t2.."""
+    return f"t{spine}"
+
+
+def host_ports(config: RackConfig) -> dict[str, tuple[str, int]]:
+    """Host name -> (switch, port). One rack: ``switch_ports`` on s1. A fabric:
+    ``fabric_dict``'s layout: worker i of rack r on s{r} port i, its PBox on N+1, the
+    extra hosts on s1 ports N+2.. (N = workers per rack)."""
+    if not config.is_fabric:
+        return {name: (SWITCH_NAME, port) for name, port in
+                switch_ports(config.workers, config.pboxes, config.extra_hosts).items()}
+    per_rack = config.workers // config.racks
+    out = {f"w{rank + 1}": (leaf_name(rank // per_rack + 1), rank % per_rack + 1)
+           for rank in range(config.workers)}
+    out |= {pbox_name(r): (leaf_name(r + 1), per_rack + 1) for r in range(config.racks)}
+    out |= {f"x{i + 1}": (leaf_name(1), per_rack + 2 + i) for i in range(config.extra_hosts)}
+    return out
+
+
+def fabric_links(config: RackConfig) -> list[tuple[str, int, str, int]]:
+    """(leaf, port, spine, port) of every switch-switch link: leaf s{r}'s uplink to t{k}
+    is ``fabric_uplink_port``, t{k}'s port r goes to s{r}. None for one rack."""
+    from controller.topology import fabric_uplink_port
+
+    if not config.is_fabric:
+        return []
+    per_rack = config.workers // config.racks
+    return [(leaf_name(r), fabric_uplink_port(per_rack, k), spine_name(k), r)
+            for k in range(1, config.spines + 1) for r in range(1, config.racks + 1)]
+
+
 def host_mac(ip: str) -> str:
     """08:00:00:00:01:<last octet>, the MACs controller.topology.rack_dict gives."""
     return f"08:00:00:00:01:{int(ip.rsplit('.', 1)[1]):02x}"
@@ -138,16 +186,58 @@ class RackConfig:
     switch_log: str = "off"  # P4 switch per-packet log level: off|trace|debug|info|warn|error
     switch_log_max_mb: int = 50  # the switch log rotates past this size (2 old files kept)
     controller_port: int = 50060  # job API, on the management bridge
+    racks: int = 1  # leaves s1..sR; more than one needs p4=True and spines >= 1
+    spines: int = 0  # spines t1..tS of a leaf-spine fabric
+
+    def __post_init__(self) -> None:
+        # a fabric has one PBox per rack: the default single PBox becomes one per rack
+        if self.is_fabric and self.pboxes == 1:
+            self.pboxes = self.racks
+
+    @property
+    def is_fabric(self) -> bool:
+        return self.racks > 1 or self.spines > 0
+
+    @property
+    def switch_names(self) -> list[str]:
+        """Every switch: the leaves, then the spines (their P4Runtime ports' order)."""
+        if not self.is_fabric:
+            return [SWITCH_NAME]
+        return [*(leaf_name(r) for r in range(1, self.racks + 1)),
+                *(spine_name(k) for k in range(1, self.spines + 1))]
+
+
+def check_config(config: RackConfig) -> None:
+    """Raises RackError for a rack or fabric this module cannot build."""
+    if not 1 <= config.workers <= MAX_WORKERS:
+        raise RackError(f"workers must be 1..{MAX_WORKERS}, got {config.workers}")
+    if not 1 <= config.pboxes <= MAX_PBOXES:
+        raise RackError(f"pboxes must be 1..{MAX_PBOXES}, got {config.pboxes}")
+    if not 0 <= config.extra_hosts <= MAX_EXTRA:
+        raise RackError(f"extra_hosts must be 0..{MAX_EXTRA}, got {config.extra_hosts}")
+    if not config.is_fabric:
+        return
+    problems = []
+    if not 1 <= config.racks <= MAX_RACKS:
+        problems.append(f"racks must be 1..{MAX_RACKS}, got {config.racks}")
+    if not 1 <= config.spines <= MAX_SPINES:
+        problems.append(f"a fabric needs 1..{MAX_SPINES} spines, got {config.spines}")
+    if not config.p4:
+        problems.append("a fabric needs the P4 switch (p4=True)")
+    if config.racks >= 1 and config.workers % config.racks:
+        problems.append(f"{config.workers} workers do not divide into {config.racks} racks")
+    if config.pboxes != config.racks:
+        problems.append(f"a fabric has one PBox per rack: pboxes={config.racks}, "
+                        f"got {config.pboxes}")
+    if problems:
+        raise RackError("; ".join(problems))
 
 
 class Rack:
     """Context manager owning one Mininet rack and the processes started in it."""
 
     def __init__(self, config: RackConfig) -> None:
-        if not 1 <= config.workers <= MAX_WORKERS:
-            raise RackError(f"workers must be 1..{MAX_WORKERS}, got {config.workers}")
-        if not 1 <= config.pboxes <= MAX_PBOXES:
-            raise RackError(f"pboxes must be 1..{MAX_PBOXES}, got {config.pboxes}")
+        check_config(config)
         self.config = config
         self.loss_probability = linkem.check_loss(config.loss)
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -156,7 +246,8 @@ class Rack:
         self.net: Any = None
         self.workers: list = []
         self.pbox_hosts: list = []  # by index: pbox, pbox2..
-        self.switch: Any = None
+        self.switch: Any = None  # the first switch: s1 (the rack's, or leaf 1's)
+        self.switches: dict[str, Any] = {}  # every switch by name: leaves, then spines
         self.extras: list = []
         self.controller_proc: subprocess.Popen | None = None
         self.topology: dict | None = None
@@ -192,9 +283,12 @@ class Rack:
         switch_cls, switch_opts = self._switch()
         self.net = Mininet(topo=None, controller=None, link=TCLink, build=False,
                            autoSetMacs=True, waitConnected=False)
-        self.switch = self.net.addSwitch(SWITCH_NAME, cls=switch_cls, **switch_opts)
+        for index, name in enumerate(self.config.switch_names):
+            self.switches[name] = self.net.addSwitch(name, cls=switch_cls,
+                                                     **self._switch_opts(switch_opts, index))
+        self.switch = self.switches[self.config.switch_names[0]]
         link_opts = self._link_opts()
-        # Link order = switch port order (switch_ports): w1..wN, the PBoxes, then x1..
+        # Every link names its switch port (host_ports): w1..wN, the PBoxes, then x1..
         for rank in range(self.config.workers):
             self.workers.append(self._add_host(f"w{rank + 1}", worker_ip(rank), link_opts))
         pbox_opts = {**link_opts, "bw": self.config.pbox_bw} if self.config.pbox_bw and \
@@ -203,6 +297,9 @@ class Rack:
             self.pbox_hosts.append(self._add_host(pbox_name(index), pbox_ip(index), pbox_opts))
         for index in range(self.config.extra_hosts):
             self.extras.append(self._add_host(f"x{index + 1}", extra_ip(index), pbox_opts))
+        for leaf, port, spine, spine_port in fabric_links(self.config):
+            self.net.addLink(self.switches[leaf], self.switches[spine], port1=port,
+                             port2=spine_port, **link_opts)
         self.net.build()
         self.net.start()
         self._configure_hosts()
@@ -213,8 +310,17 @@ class Rack:
 
     def _add_host(self, name: str, ip: str, link_opts: dict[str, Any]):
         host = self.net.addHost(name, ip=f"{ip}/24", mac=host_mac(ip))
-        self.net.addLink(host, self.switch, **link_opts)
+        switch, port = host_ports(self.config)[name]
+        self.net.addLink(host, self.switches[switch], port2=port, **link_opts)
         return host
+
+    def _switch_opts(self, opts: dict[str, Any], index: int) -> dict[str, Any]:
+        """Switch ``index``'s options: in a fabric each P4 switch process has its own
+        P4Runtime and Thrift port (grpc_port + index, THRIFT_PORT + index)."""
+        if not self.config.is_fabric:
+            return dict(opts)
+        return {**opts, "grpc_port": self.config.grpc_port + index,
+                "thrift_port": opts.get("thrift_port", THRIFT_PORT) + index}
 
     def _switch(self) -> tuple[type, dict[str, Any]]:
         if not self.config.p4:
@@ -261,14 +367,22 @@ class Rack:
             linkem.disable_offloads(host, intfs)
             linkem.apply_loss(host, self.loss_probability, intfs, self.config.loss_method)
             host.cmd("sysctl -qw net.core.rmem_max=8388608 net.core.wmem_max=8388608")
-        switch_intfs = [i.name for i in self.switch.intfList() if i.name != "lo"]
-        linkem.disable_offloads(self.switch, switch_intfs)
+        for switch in self.switches.values():
+            switch_intfs = [i.name for i in switch.intfList() if i.name != "lo"]
+            linkem.disable_offloads(switch, switch_intfs)
+        # Loss between switches: on each end's egress, in the root namespace (linkem)
+        linkem.apply_switch_loss(self.loss_probability, self.fabric_interfaces())
         # Static ARP: nothing waits on ARP under loss, and the first packet is not a flood.
         everyone = [*self.hosts, *self.extras]
         for host in everyone:
             for other in everyone:
                 if other is not host:
                     host.setARP(other.IP(), other.MAC())
+
+    def fabric_interfaces(self) -> list[str]:
+        """Both ends of every switch-switch link (s1-eth10, t1-eth1, ...)."""
+        return [f"{name}-eth{port}" for leaf, port, spine, spine_port in fabric_links(self.config)
+                for name, port in ((leaf, port), (spine, spine_port))]
 
     def _write_manifest(self) -> None:
         manifest = {
@@ -280,6 +394,12 @@ class Rack:
             "extra_hosts": {h.name: h.IP() for h in self.extras},
             "switch": type(self.switch).__name__,
             "switch_command": self.switch.command() if self.config.p4 else None,
+            "switches": {name: {"grpc": getattr(sw, "grpc_addr", None),
+                                "role": "spine" if name.startswith("t") else "leaf",
+                                "command": sw.command() if self.config.p4 else None}
+                         for name, sw in self.switches.items()},
+            "links": [f"{leaf}:{port}-{spine}:{spine_port}"
+                      for leaf, port, spine, spine_port in fabric_links(self.config)],
         }
         (self.log_dir / "rack.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
@@ -307,9 +427,12 @@ class Rack:
         self._procs = []
         self._pbox_procs = {}
         self.controller_proc = None
-        stop_switch = getattr(self.switch, "stop_process", None)
-        if stop_switch is not None:  # before Mininet takes its interfaces down
-            stop_switch()
+        for switch in self.switches.values():
+            stop_switch = getattr(switch, "stop_process", None)
+            if stop_switch is not None:  # before Mininet takes its interfaces down
+                stop_switch()
+        if self.config.is_fabric:
+            linkem.clear_switch_loss()
         if self.net is not None:
             net, self.net = self.net, None
             try:
@@ -330,7 +453,10 @@ class Rack:
         running are left out. (Mininet's host popen execs the command in place, so a
         Popen's pid is the program's.)"""
         roots = {}
-        for group, proc in (("switch", getattr(self.switch, "proc", None)),
+        switches = [(group_name, getattr(sw, "proc", None)) for group_name, sw in
+                    (("switch" if sw is self.switch else f"switch-{name}", sw)
+                     for name, sw in self.switches.items())]
+        for group, proc in (*switches,
                             *((name, self._pbox_procs.get(name)) for name in self.pbox_names),
                             ("controller", self.controller_proc)):
             if proc is not None and proc.poll() is None:
@@ -466,13 +592,14 @@ class Rack:
         proc = self._pbox_procs.get(name)
         return proc is not None and proc.poll() is None
 
-    def restart_switch(self, down_for: float = 1.0) -> None:
-        """Stop the P4 switch process and start it again after ``down_for`` seconds: it
+    def restart_switch(self, down_for: float = 1.0, name: str = SWITCH_NAME) -> None:
+        """Stop P4 switch ``name`` and start it again after ``down_for`` seconds: it
         comes back with the program loaded but no entries and empty registers, as a
         switch that rebooted (the controller notices and configures it again)."""
-        self.switch.stop_process()
+        switch = self.switches[name]
+        switch.stop_process()
         time.sleep(down_for)
-        self.switch.start([])
+        switch.start([])
 
     def pbox_request(self, request: dict, name: str = PBOX_NAME) -> dict:
         """One control request to PBox ``name``, sent from inside its host."""
@@ -491,18 +618,24 @@ class Rack:
 def rack_topology(config: RackConfig, *, slots: int = 1024, job_slots: int = 128,
                   worker_timeout: float = 30.0, rebalance: bool = True) -> dict:
     """The rack ``config`` describes as p4hub-controller sees it: controller.topology's
-    rack_dict (workers, and every PBox with its control address on the management
-    network) plus the x hosts, each on the port ``Rack.start`` links it to."""
-    from controller.topology import rack_dict
+    rack_dict, or fabric_dict for a fabric (workers, and every PBox with its control
+    address on the management network; a fabric's switches each with their P4Runtime
+    address) plus the x hosts, each on the port ``Rack.start`` links it to."""
+    from controller.topology import fabric_dict, rack_dict
 
-    topo = rack_dict(config.workers, f"127.0.0.1:{config.grpc_port}", pboxes=config.pboxes,
-                     pbox_controls=[pbox_control(i) for i in range(config.pboxes)],
-                     slots=slots, job_slots=job_slots)
-    ports = switch_ports(config.workers, config.pboxes, config.extra_hosts)
+    controls = [pbox_control(i) for i in range(config.pboxes)]
+    if config.is_fabric:
+        addrs = [f"127.0.0.1:{config.grpc_port + i}" for i in range(len(config.switch_names))]
+        topo = fabric_dict(config.racks, config.workers // config.racks, config.spines, addrs,
+                           pbox_controls=controls, slots=slots, job_slots=job_slots)
+    else:
+        topo = rack_dict(config.workers, f"127.0.0.1:{config.grpc_port}", pboxes=config.pboxes,
+                         pbox_controls=controls, slots=slots, job_slots=job_slots)
+    ports = host_ports(config)
     for index in range(config.extra_hosts):
         name, ip = f"x{index + 1}", extra_ip(index)
-        topo["hosts"][name] = {"ip": ip, "mac": host_mac(ip), "switch": SWITCH_NAME,
-                               "port": ports[name]}
+        switch, port = ports[name]
+        topo["hosts"][name] = {"ip": ip, "mac": host_mac(ip), "switch": switch, "port": port}
     topo["controller"] = {"listen": f"{mgmt.ROOT_IP}:{config.controller_port}",
                           "worker_timeout": worker_timeout, "rebalance": rebalance}
     return topo
@@ -545,9 +678,12 @@ def remove_leftovers() -> None:
     hosts = {f"w{i}-eth0" for i in range(1, MAX_WORKERS + 1)} | {
         f"x{i}-eth0" for i in range(1, MAX_EXTRA + 1)} | {
         f"{pbox_name(i)}-eth0" for i in range(MAX_PBOXES)}
+    switches = [*(leaf_name(r) for r in range(1, MAX_RACKS + 1)),
+                *(spine_name(k) for k in range(1, MAX_SPINES + 1))]
     for name in names:
-        if name == SWITCH_NAME or name.startswith(f"{SWITCH_NAME}-eth") or name in hosts:
+        if name in hosts or any(name == sw or name.startswith(f"{sw}-eth") for sw in switches):
             ours.append(name)
     for name in ours:
         subprocess.run(["ip", "link", "del", name], capture_output=True)
+    linkem.clear_switch_loss()
     mgmt.remove_leftovers(names)

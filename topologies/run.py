@@ -3,6 +3,7 @@
     python -m topologies.run [--workers 4] [--bw 5] [--loss 0] [--epochs 3]
                              [--paths switch,pbox,gloo] [--cli]
     python -m topologies.run --mode allreduce [--iterations 4] [--scale 0.005] ...
+    python -m topologies.run --topo leafspine [--racks 2] [--spines 1] --paths gloo
 
 Brings up the rack with the P4 switch running p4src/aggregate.p4 (topologies/rack.py,
 topologies/p4switch.py), starts the PBox and p4hub-controller, then:
@@ -15,6 +16,12 @@ topologies/p4switch.py), starts the PBox and p4hub-controller, then:
   PBox paths are not bit-identical;
 * ``--mode allreduce`` (topologies/allreduce_run.py): the synthetic-gradient table and
   ``logs/<run>/allreduce.json``.
+
+``--topo leafspine`` brings up a leaf-spine fabric instead of one rack (topologies/rack.py,
+docs/notes/fabric.md): ``--racks`` leaves with ``--workers / --racks`` workers and one PBox
+each, ``--spines`` spines, a P4 switch process per switch (P4Runtime ports --grpc-port,
++1, ... leaves first). Only the Gloo path runs across racks for now (its default there);
+the switch and PBox paths need aggregation across racks (issue 12, part 2).
 
 Every row and every path's summary has a ``cpu`` column (topologies/cpuload.py):
 ``CPU-bound (1.96/2 cores; switch 0.98)`` when the machine's cores, not the links, were
@@ -37,11 +44,19 @@ from topologies.jobwatch import JobWatch
 from topologies.rack import PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
 
 DEFAULT_BW = 5.0  # Mbit/s: see docs/notes/inc-rack.md for why
+TOPOS = ("rack", "leafspine")
+DEFAULT_WORKERS = {"rack": 4, "leafspine": 8}  # leafspine: 2 racks x 4
+FABRIC_PATHS = ("gloo",)  # what runs across racks until the fabric aggregates (issue 12)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="topologies.run", description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--topo", choices=TOPOS, default="rack",
+                        help="one rack (default) or a leaf-spine fabric of --racks racks")
+    parser.add_argument("--racks", type=int, default=2, help="leafspine: racks (leaves)")
+    parser.add_argument("--spines", type=int, default=1, help="leafspine: spines")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="workers in all (default 4; leafspine: 8, spread over the racks)")
     parser.add_argument("--bw", type=float, default=DEFAULT_BW,
                         help="link bandwidth, Mbit/s (0: unshaped)")
     parser.add_argument("--loss", type=float, default=0.0, help="loss on every link, percent")
@@ -57,9 +72,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale", type=float, default=0.005,
                         help="allreduce: fraction of ResNet-50's 25.6M parameters per iteration")
     parser.add_argument("--model", default=str(workload.DEFAULT_MODEL))
-    parser.add_argument("--paths", default="switch,pbox,gloo",
+    parser.add_argument("--paths", default=None,
                         help="comma list of switch, pbox, gloo (and hook: Gloo DDP with the "
-                             "p4hub comm hook; train mode only)")
+                             "p4hub comm hook; train mode only); default switch,pbox,gloo "
+                             "(leafspine: gloo)")
     parser.add_argument("--grpc-port", type=int, default=50051, help="the switch's P4Runtime port")
     parser.add_argument("--controller-port", type=int, default=50060, help="job API port")
     parser.add_argument("--no-pcap", action="store_true",
@@ -107,10 +123,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.job_slots is None:
         args.job_slots = 128 if args.schedule == "p3" else 32
+    fabric = args.topo == "leafspine"
+    if args.workers is None:
+        args.workers = DEFAULT_WORKERS[args.topo]
+    if args.paths is None:
+        args.paths = ",".join(FABRIC_PATHS) if fabric else "switch,pbox,gloo"
     known = train_run.PATHS if args.mode == "train" else allreduce_run.PATHS
     unknown = set(args.paths.split(",")) - set(known)
     if unknown:
         parser.error(f"unknown paths {sorted(unknown)}; choose from {sorted(known)}")
+    across = set(args.paths.split(",")) - set(FABRIC_PATHS)
+    if fabric and across:
+        parser.error(f"--topo leafspine runs only --paths {','.join(FABRIC_PATHS)} for now: "
+                     f"{', '.join(sorted(across))} need aggregation across racks (issue 12, "
+                     "part 2)")
+    if fabric and args.straggler != "none":
+        parser.error("--straggler is for one rack (--topo rack)")
     return args
 
 
@@ -120,10 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with Rack(rack_config(args)) as rack:
             start_services(rack, args)
-            pboxes = ", ".join(h.IP() for h in rack.pbox_hosts)
-            print(f"rack up: {args.workers} workers, P4 switch s1 ({rack.switch.command()[0]}, "
-                  f"P4Runtime 127.0.0.1:{args.grpc_port}), PBox{'es' * (args.pboxes > 1)} at "
-                  f"{pboxes}, controller at {rack.controller_address}; logs in {rack.log_dir}")
+            print(_banner(rack, args))
             if args.cli:
                 return _cli(rack, args)
             if args.mode == "allreduce":
@@ -137,10 +162,27 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _banner(rack: Rack, args: argparse.Namespace) -> str:
+    pboxes = ", ".join(h.IP() for h in rack.pbox_hosts)
+    many = len(rack.pbox_hosts) > 1
+    if rack.config.is_fabric:
+        switches = (f"leaf-spine fabric: {rack.config.racks} racks x "
+                    f"{args.workers // rack.config.racks} workers, P4 switches "
+                    f"{', '.join(rack.config.switch_names)} ({rack.switch.command()[0]}, "
+                    f"P4Runtime 127.0.0.1:{args.grpc_port}..)")
+    else:
+        switches = (f"rack up: {args.workers} workers, P4 switch s1 ({rack.switch.command()[0]}, "
+                    f"P4Runtime 127.0.0.1:{args.grpc_port})")
+    return (f"{switches}, PBox{'es' * many} at {pboxes}, controller at "
+            f"{rack.controller_address}; logs in {rack.log_dir}")
+
+
 def rack_config(args: argparse.Namespace, run_name: str = "run") -> RackConfig:
     extra = 1 if getattr(args, "straggler", "none") == "link" else 0
+    fabric = getattr(args, "topo", "rack") == "leafspine"
     return RackConfig(workers=args.workers, bw=args.bw or None, loss=args.loss, extra_hosts=extra,
-                      pboxes=getattr(args, "pboxes", 1),
+                      racks=args.racks if fabric else 1, spines=args.spines if fabric else 0,
+                      pboxes=args.racks if fabric else getattr(args, "pboxes", 1),
                       pbox_bw=getattr(args, "pbox_bw", 0.0) or None,
                       loss_method=args.loss_method, delay_ms=args.delay, run_name=run_name,
                       p4=True, grpc_port=args.grpc_port, pcap=not args.no_pcap,
