@@ -223,13 +223,14 @@ class JobService:
         """Keeps the rank alive; answers where the job is now: an epoch other than the
         agent's tells it to resynchronise (onto ``slot_base`` if the job moved)."""
         with self.ctl.lock:
-            job_id = _int(r, "job_id")
-            self.ctl.registry.heartbeat(job_id, _int(r, "rank"), self.clock(),
+            job_id, rank = _int(r, "job_id"), _int(r, "rank")
+            self.ctl.registry.heartbeat(job_id, rank, self.clock(),
                                         traffic.Counters.from_request(r),
                                         traffic.RouteService.from_request(r))
             job = self.ctl.registry.job(job_id)
             return {"epoch": job.epoch, "where": job.where, "slot_base": job.slots.base,
-                    "slot_count": job.window, "routes": list(self.ctl.registry.routes(job))}
+                    "slot_count": job.window,
+                    "routes": list(self.ctl.registry.routes(job, rank))}
 
     def _Barrier(self, r: dict) -> dict:  # noqa: N802
         job_id, rank = _int(r, "job_id"), _int(r, "rank")
@@ -274,6 +275,7 @@ class JobService:
             job = registry.job(job_id)
             workers = [
                 {"rank": w.rank, "address": f"{format_ipv4(w.ip)}:{w.port}", "mac": format_mac(w.mac),
+                 "switch": w.switch or job.switch,
                  "switch_port": w.switch_port, "idle_s": round(now - w.last_seen, 3),
                  "results_per_s": _rounded(w.traffic.results_per_s),
                  "resend_ratio": _rounded(w.traffic.resend_ratio)}
@@ -294,7 +296,8 @@ class JobService:
             ]
             return {**job_summary(job), "state": "running", "epoch": job.epoch,
                     "worker_list": workers, "counters": counters, "moves": moves,
-                    "service": service, "map": aggregators}
+                    "service": service, "map": aggregators,
+                    "tree": self.ctl.tree_counters(job.job_id)}
 
     def _Doctor(self, r: dict) -> dict:  # noqa: N802
         settle = r.get("settle", DOCTOR_SETTLE)

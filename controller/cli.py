@@ -88,6 +88,15 @@ def show_job(reply: dict) -> str:
                               "-" if a["rounds_per_s"] is None else f"{a['rounds_per_s']:.0f}"]
                              for a in reply["map"]],
                             ["aggregator", "address", "slots", "window", "rate"]))
+    if reply.get("tree"):
+        lines.append("aggregation tree (the root sums the leaves' partials; per-switch packets):")
+        lines.append(_table([[t["switch"], t["level"], t.get("child", "-"),
+                              t.get("workers", t.get("children")), c["contributions"],
+                              c["completions"], c.get("partials_up", "-"),
+                              c.get("partials_resent", "-"), c.get("results_down", "-"),
+                              c["resent"]] for t in reply["tree"] for c in [t["counters"]]],
+                            ["switch", "level", "child", "members", "contribs", "complete",
+                             "up", "up again", "down", "resent"]))
     if reply.get("moves"):
         lines.append(f"epoch {reply['epoch']}; aggregator changes (agents resynchronised):")
         lines.append(_table([["" if m["s_ago"] is None else f"{m['s_ago']:.1f}", m["epoch"],

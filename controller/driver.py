@@ -380,11 +380,7 @@ class Controller:
         per-port counters of one switch, as plain JSON-able data."""
         with self.lock:
             entries = self.read_entries(name)
-            groups = {p.FLOOD_GROUP: list(rack.flood_group(self.topo, name).replicas)}
-            for job in self.registry.jobs.values():
-                if job.switch == name and job.where == "switch" and job.workers:
-                    groups[job.job_id] = [(w.switch_port, p.result_rid(job.job_id, w.rank))
-                                          for _, w in sorted(job.workers.items())]
+            groups = {g: list(reps) for g, reps in self.registry.expected_groups(name).items()}
             ports = {}
             for node in self.topo.endpoints_of(name):
                 rx = self.counter(name, p.PORT_RX, node.port)
@@ -416,6 +412,30 @@ class Controller:
         cells = self._call(switch, self.clients[switch].read_counters, counter_id, index)
         data = cells[0].data if cells else None
         return {"packets": data.packet_count if data else 0, "bytes": data.byte_count if data else 0}
+
+    def tree_counters(self, job_id: int) -> list[dict]:
+        """A job over racks, level by level: the root spine (its contributions are the
+        leaves' partials) and each leaf with its traffic to the root; [] for a one-rack
+        job."""
+        with self.lock:
+            job = self.registry.job(job_id)
+            if job.tree is None:
+                return []
+            root = {"switch": job.tree.root, "level": "root", "children": len(job.tree.leaves),
+                    "counters": self._stats(job.tree.root, p.JOB_STATS, job_id * p.JOB_STAT_KINDS,
+                                            p.JOB_STAT_NAMES)}
+            leaves = [{"switch": leaf.switch, "level": "leaf", "child": leaf.child,
+                       "workers": leaf.ranks,
+                       "counters": {**self._stats(leaf.switch, p.JOB_STATS,
+                                                  job_id * p.JOB_STAT_KINDS, p.JOB_STAT_NAMES),
+                                    **self._stats(leaf.switch, p.TREE_STATS,
+                                                  job_id * p.TREE_STAT_KINDS, p.TREE_STAT_NAMES)}}
+                      for leaf in job.tree.leaves]
+            return [root, *leaves]
+
+    def _stats(self, switch: str, counter: str, base: int, names: tuple[str, ...]) -> dict[str, int]:
+        return {kind: self.counter(switch, counter, base + i)["packets"]
+                for i, kind in enumerate(names)}
 
     def job_counters(self, job_id: int) -> dict[str, tuple[int, int]]:
         """kind -> (packets, bytes) from the switch's job_stats counter."""

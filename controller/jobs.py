@@ -48,7 +48,7 @@ from typing import Any
 from controller import elastic, rack
 from controller import program as p
 from controller.errors import NotFoundError, RefusedError, SwitchStateError
-from controller.slots import SlotError, SlotPool, SlotRange
+from controller.slots import SlotError, SlotPool, SlotRange, common_base
 from controller.topology import Topology, format_ipv4, parse_ipv4
 from controller.traffic import (
     Counters,
@@ -57,6 +57,15 @@ from controller.traffic import (
     TrafficMeter,
     job_rates,
     route_rates,
+)
+from controller.tree import (
+    Tree,
+    TreeError,
+    TreeJob,
+    leaf_entry,
+    plan,
+    root_entries,
+    root_replicas,
 )
 from controller.updates import (
     DELETE,
@@ -95,6 +104,7 @@ class Worker:
     last_seen: float
     traffic: TrafficMeter = field(default_factory=TrafficMeter)  # from its heartbeats
     routes: RouteMeter = field(default_factory=RouteMeter)  # per route of the job's map
+    switch: str = ""  # the switch it hangs off; "" = its job's (one-rack topologies)
 
 
 @dataclass(frozen=True)
@@ -144,6 +154,11 @@ class Job:
     split_at: float | None = None  # when its map last changed (rebalance's hold-down)
     slow_checks: dict[str, int] = field(default_factory=dict)  # PBox -> slow checks in a row
     left: dict[str, float] = field(default_factory=dict)  # PBox -> when it was drained or lost
+    # a job on a fabric (controller/tree.py): the switches holding its slot range, root
+    # spine first, until its workers are all in; then its tree (two levels), or none if
+    # they all sit in one rack (an ordinary switch job there)
+    fabric: tuple[str, ...] = ()
+    tree: Tree | None = None
 
     @property
     def window(self) -> int:
@@ -293,6 +308,10 @@ class JobRegistry:
             self._record(lambda: pool.free(owner))
         return got
 
+    def _reserve(self, pool: SlotPool, owner: Hashable, base: int, count: int) -> None:
+        pool.reserve(owner, base, count)
+        self._record(lambda: pool.free(owner))
+
     def _free(self, pool: SlotPool, owner: Hashable) -> None:
         got = pool.free(owner)
         self._record(lambda: pool.reserve(owner, got.base, got.count))
@@ -314,26 +333,36 @@ class JobRegistry:
         return None
 
     def reply(self, job: Job, rank: int) -> JoinReply:
-        pbox = self.topo.pbox_of(job.switch)
+        pbox = self.topo.pbox_of(self._rack_of(job, rank))
         assert pbox is not None  # a job is only created on a rack with a PBox
         return JoinReply(
             job_id=job.job_id, world_size=job.world_size, rank=rank,
             aggregator_ip=format_ipv4(pbox.ip), aggregator_port=p.AGG_UDP_PORT,
             slot_base=job.slots.base, slot_count=job.window, k=job.lanes,
-            window=job.window, where=job.where, epoch=job.epoch, routes=self.routes(job),
+            window=job.window, where=job.where, epoch=job.epoch, routes=self.routes(job, rank),
         )
 
-    def routes(self, job: Job) -> tuple[dict, ...]:
-        """The job's map as its agents run it (hosts/routes.py): the switch's range first
-        (addressed to the rack's first PBox, whose address the switch answers for), then
-        each PBox's, flagged so that the switch forwards them."""
+    def routes(self, job: Job, rank: int | None = None) -> tuple[dict, ...]:
+        """The job's map as rank ``rank``'s agent runs it (hosts/routes.py): the switch's
+        range first (addressed to the rack's first PBox, whose address the switch answers
+        for), then each PBox's, flagged so that the switch forwards them. A job over a
+        fabric has one route, to the rank's own rack (its leaf); without a rank, to the
+        root spine's address."""
+        if job.fabric and rank is None:
+            root = self.topo.switches[job.fabric[0]]
+            return (_route(root.ip, job.slots, False),)
         out = []
         if job.where == ON_SWITCH:
-            first = self.topo.pbox_of(job.switch)
+            first = self.topo.pbox_of(self._rack_of(job, rank))
             assert first is not None
             out.append(_route(first.ip, job.slots, False))
         out += [_route(self.topo.pboxes[part.pbox].ip, part.slots, True) for part in job.parts]
         return tuple(out)
+
+    def _rack_of(self, job: Job, rank: int | None) -> str:
+        """The switch rank ``rank`` hangs off (the job's, for one-rack jobs)."""
+        worker = job.workers.get(rank) if rank is not None else None
+        return worker.switch if worker is not None and worker.switch else job.switch
 
     # -- events ------------------------------------------------------------------
 
@@ -359,7 +388,9 @@ class JobRegistry:
             raise JobError(f"{format_ipv4(ip)} is not a host of the topology")
         updates: list[Update] = []
         job = self.job_by_name(name)
-        if job is None:
+        if job is None and self.topo.spines():
+            job, updates = self._create_on_fabric(name, world_size, host.switch, lanes)
+        elif job is None:
             job, updates = self._create(name, world_size, host.switch, placement, lanes)
         elif job.name is None:
             self._set(job, "name", name)  # adopted after a rebuild
@@ -367,7 +398,7 @@ class JobRegistry:
             raise JobError(f"job {name!r} has world size {job.world_size}, not {world_size}")
         if job.lanes != lanes:
             raise JobError(f"job {name!r} has {job.lanes} lanes per packet, not {lanes}")
-        if job.switch != host.switch:
+        if job.switch != host.switch and not job.fabric:
             raise JobError(f"job {name!r} runs on rack {job.switch}; {format_ipv4(ip)} is on "
                            f"{host.switch} (one rack per job)")
         known = job.workers.get(rank)
@@ -377,12 +408,16 @@ class JobRegistry:
                                f"{format_ipv4(known.ip)}:{known.port}")
             self._set(known, "last_seen", now)
             return self.reply(job, rank), updates
-        worker = Worker(rank, ip, port, host.mac, host.port, now)
+        worker = Worker(rank, ip, port, host.mac, host.port, now, switch=host.switch)
         self._add_worker(job, worker)
         updates += self._member_writes(job, worker, INSERT)
-        if job.where == ON_SWITCH:
-            op = INSERT if len(job.workers) == 1 else MODIFY
-            updates.append(self._group_write(job, op))
+        if job.fabric and job.tree is None:
+            if len(job.workers) == job.world_size:
+                updates += self._place_on_fabric(job)
+        elif job.where == ON_SWITCH:
+            rack_size = sum(w.switch == host.switch for w in job.workers.values())
+            op = INSERT if rack_size == 1 and job.tree is None else MODIFY
+            updates.append(self._group_write(job, op, host.switch))
         return self.reply(job, rank), updates
 
     def heartbeat(self, job_id: int, rank: int, now: float,
@@ -404,8 +439,8 @@ class JobRegistry:
             return self._end(job, now, END_LEFT, f"its last worker (rank {rank}) left")
         self._del_worker(job, rank)
         updates = self._member_writes(job, worker, DELETE)
-        if job.where == ON_SWITCH:
-            updates.append(self._group_write(job, MODIFY))
+        if job.where == ON_SWITCH and (job.tree is not None or not job.fabric):
+            updates.append(self._group_write(job, MODIFY, self._rack_of_worker(job, worker)))
         return updates
 
     def kill(self, job_id: int, now: float | None = None,
@@ -630,10 +665,16 @@ class JobRegistry:
         self._pop_job(job.job_id)
         self._record_end(JobEnd(job.job_id, job.name, job.world_size, job.switch, job.where,
                                 job.slots, cause, reason, now, rank, last_seen))
-        updates: list[Update] = [TableWrite(job.switch, DELETE, _job_key(job.job_id))]
+        updates: list[Update] = []
+        if job.tree is not None:
+            updates += self._tree_writes(job, DELETE)
+        elif not job.fabric:
+            updates.append(TableWrite(job.switch, DELETE, _job_key(job.job_id)))
         for worker in job.workers.values():
             updates += self._member_writes(job, worker, DELETE)
-        if job.where == ON_SWITCH:
+        for switch in job.fabric:
+            self._free(self.switch_pools[switch], job.job_id)
+        if job.where == ON_SWITCH and not job.fabric:
             self._free(self.switch_pools[job.switch], job.job_id)
             if job.workers:
                 updates.append(GroupWrite(job.switch, DELETE, job.job_id))
@@ -664,19 +705,29 @@ class JobRegistry:
         """Every entry ``switch`` should hold: the rack's static ones and the jobs'."""
         entries = rack.rack_entries(self.topo, switch)
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if job.switch != switch:
-                continue
-            entries.append(job_entry(job))
+            if job.tree is not None:
+                leaf = job.tree.leaf(switch)
+                if switch == job.tree.root:
+                    entries += root_entries(_tree_job(job), job.tree, INSERT)
+                elif leaf is not None:
+                    entries.append(leaf_entry(_tree_job(job), job.tree, leaf))
+            elif job.switch == switch and not job.fabric:
+                entries.append(job_entry(job))
             for _, worker in sorted(job.workers.items()):
-                entries.append(_member_entry(job.job_id, worker, INSERT))
-                entries.append(_result_dst_entry(job.job_id, worker, INSERT))
+                if self._rack_of_worker(job, worker) == switch:
+                    entries.append(_member_entry(job.job_id, worker, INSERT))
+                    entries.append(_result_dst_entry(job.job_id, worker, INSERT))
         return entries
 
     def expected_groups(self, switch: str) -> dict[int, tuple[tuple[int, int], ...]]:
         """Multicast groups ``switch`` should hold: flood, and one per switch job."""
         groups = {p.FLOOD_GROUP: rack.flood_group(self.topo, switch).replicas}
         for job in self.jobs.values():
-            if job.switch == switch and job.where == ON_SWITCH and job.workers:
+            if job.tree is not None and switch == job.tree.root:
+                groups[job.job_id] = root_replicas(job.job_id, job.tree)
+            elif job.tree is not None and job.tree.leaf(switch) is not None:
+                groups[job.job_id] = self._group_write(job, MODIFY, switch).replicas
+            elif job.switch == switch and job.where == ON_SWITCH and job.workers and not job.fabric:
                 groups[job.job_id] = self._group_write(job, MODIFY).replicas
         return groups
 
@@ -703,15 +754,19 @@ class JobRegistry:
         self._set(self, "_next_epoch", _valid_epoch(epoch + 1))
         return epoch
 
+    def _free_tag(self, name: str) -> int:
+        tag = p.name_tag(name)
+        if any(job.tag == tag for job in self.jobs.values()):
+            raise JobError(f"job name {name!r} collides with a running job's name tag; rename it")
+        return tag
+
     def _create(self, name: str, world_size: int, switch: str,
                 placement: str, lanes: int) -> tuple[Job, list[Update]]:
         """PLACE_AUTO: the whole window on the switch if it has room; else as many
         switch slots as it has in one run (at least an eighth of the window) and the
         rest in even shares over the rack's PBoxes; else all on the PBoxes.
         PLACE_PBOX: all on the PBoxes."""
-        tag = p.name_tag(name)
-        if any(job.tag == tag for job in self.jobs.values()):
-            raise JobError(f"job name {name!r} collides with a running job's name tag; rename it")
+        tag = self._free_tag(name)
         pboxes = self.topo.pboxes_of(switch)
         if not pboxes:
             raise JobError(f"rack {switch} has no PBox, so no aggregator address")
@@ -752,18 +807,97 @@ class JobRegistry:
             parts.append(Part(pbox, got, owner))
         return tuple(sorted(parts, key=lambda part: part.slots.base))
 
+    @staticmethod
+    def _rack_of_worker(job: Job, worker: Worker) -> str:
+        return worker.switch or job.switch
+
     def _member_writes(self, job: Job, worker: Worker, op: str) -> list[Update]:
+        switch = self._rack_of_worker(job, worker)
         return [
-            TableWrite(job.switch, op, _member_entry(job.job_id, worker, op)),
-            TableWrite(job.switch, op, _result_dst_entry(job.job_id, worker, op)),
+            TableWrite(switch, op, _member_entry(job.job_id, worker, op)),
+            TableWrite(switch, op, _result_dst_entry(job.job_id, worker, op)),
         ]
 
-    def _group_write(self, job: Job, op: str) -> GroupWrite:
+    def _group_write(self, job: Job, op: str, switch: str | None = None) -> GroupWrite:
+        """The job's multicast group on ``switch`` (default: the job's): its workers there."""
+        switch = switch or job.switch
         replicas = tuple(
             (w.switch_port, p.result_rid(job.job_id, w.rank))
             for w in sorted(job.workers.values(), key=lambda w: w.rank)
+            if self._rack_of_worker(job, w) == switch
         )
-        return GroupWrite(job.switch, op, job.job_id, replicas)
+        return GroupWrite(switch, op, job.job_id, replicas)
+
+    # -- jobs over a fabric (controller/tree.py) -----------------------------------
+
+    def _create_on_fabric(self, name: str, world_size: int, leaf: str,
+                          lanes: int) -> tuple[Job, list[Update]]:
+        """A job on a leaf-spine fabric: one range at the same base on every leaf and on
+        the spine with the most free slots (the root, if the job spans racks), held until
+        all its workers are in and ``_place_on_fabric`` knows its racks. Nothing is
+        written yet: the agents' first packets find no job and are resent."""
+        tag = self._free_tag(name)
+        if self.topo.pbox_of(leaf) is None:
+            raise JobError(f"rack {leaf} has no PBox, so no aggregator address")
+        job_id = self._free_job_id()
+        want = self.topo.switches[leaf].job_slots
+        root = min(self.topo.spines(), key=lambda s: (-self.switch_pools[s].free_slots(), s))
+        holders = (root, *self.topo.leaves())
+        base = common_base([self.switch_pools[s] for s in holders], want)
+        if base is None:
+            raise JobError(f"no {want} free slots at one base on every switch of the fabric "
+                           f"({', '.join(holders)})")
+        for switch in holders:
+            self._reserve(self.switch_pools[switch], job_id, base, want)
+        pbox = self.topo.pbox_of(leaf)
+        job = Job(job_id, name, tag, world_size, leaf, ON_SWITCH, SlotRange(base, want),
+                  self._take_epoch(), pbox.name if pbox else None, lanes, placement=PLACE_PBOX,
+                  fabric=holders)
+        self._add_job(job)
+        return job, []
+
+    def _place_on_fabric(self, job: Job) -> list[Update]:
+        """All workers are in: one rack makes an ordinary switch job on its leaf; several
+        make a tree under the root spine. Switches outside it give the range back."""
+        racks: dict[str, int] = {}
+        for worker in job.workers.values():
+            racks[worker.switch] = racks.get(worker.switch, 0) + 1
+        if len(racks) == 1:
+            (leaf,) = racks
+            self._release_fabric(job, keep=(leaf,))
+            self._set(job, "fabric", ())
+            self._set(job, "switch", leaf)
+            return [TableWrite(leaf, INSERT, job_entry(job)), self._group_write(job, INSERT)]
+        try:
+            planned = plan(self.topo, job.fabric[0], racks)
+        except TreeError as exc:
+            raise JobError(f"job {job.name!r} cannot span racks {', '.join(sorted(racks))}: "
+                           f"{exc}") from None
+        self._release_fabric(job, keep=planned.switches)
+        self._set(job, "fabric", planned.switches)
+        self._set(job, "tree", planned)
+        self._set(job, "switch", planned.root)
+        return self._tree_writes(job, INSERT)
+
+    def _release_fabric(self, job: Job, keep: tuple[str, ...]) -> None:
+        for switch in job.fabric:
+            if switch not in keep:
+                self._free(self.switch_pools[switch], job.job_id)
+
+    def _tree_writes(self, job: Job, op: str) -> list[Update]:
+        """Every write of the job's tree but its workers' member entries: the root's
+        entries and group, each leaf's jobs entry and group."""
+        assert job.tree is not None
+        spec = _tree_job(job)
+        updates: list[Update] = [TableWrite(job.tree.root, op, e)
+                                 for e in root_entries(spec, job.tree, op)]
+        updates.append(GroupWrite(job.tree.root, op, job.job_id,
+                                  () if op == DELETE else root_replicas(job.job_id, job.tree)))
+        for leaf in job.tree.leaves:
+            entry = _job_key(job.job_id) if op == DELETE else leaf_entry(spec, job.tree, leaf)
+            updates.append(TableWrite(leaf.switch, op, entry))
+            updates.append(self._group_write(job, op, leaf.switch))
+        return updates
 
 
 # -- entries ---------------------------------------------------------------------
@@ -771,6 +905,10 @@ class JobRegistry:
 
 def _job_key(job_id: int) -> Entry:
     return Entry(p.JOBS, (FieldMatch(p.JOBS_JOB, job_id),))
+
+
+def _tree_job(job: Job) -> TreeJob:
+    return TreeJob(job.job_id, job.tag, job.epoch, job.lanes, job.world_size, job.slots)
 
 
 def part_write(job: Job, part: Part, op: str) -> PBoxJobWrite:
@@ -891,22 +1029,40 @@ def rebuild_from_entries(
     registry = JobRegistry(topo, epoch_seed)
     repairs: list[Update] = []
     max_epoch = 0
+    spines = set(topo.spines())
+    tables: dict[str, dict[str, list[Entry]]] = {}
+    roots: dict[int, tuple[str, Entry]] = {}  # jobs over racks: job id -> its root entry
+    leaves: dict[int, list[tuple[str, Entry]]] = {}  # ... and its leaves' entries
     for switch, switch_entries in sorted(entries.items()):
         if switch not in topo.switches:
             raise SwitchStateError(f"entries for switch {switch!r}, which the topology does not "
                                    "have")
-        by_table: dict[str, list[Entry]] = {}
+        by_table = tables[switch] = {}
         for entry in switch_entries:
             by_table.setdefault(entry.table, []).append(entry)
         for entry in by_table.get(p.JOBS, []):
+            job_id = entry.match_value(p.JOBS_JOB)
+            if entry.action == p.ACT_JOB_ON_LEAF:
+                leaves.setdefault(job_id, []).append((switch, entry))
+                continue
+            if switch in spines:
+                roots[job_id] = (switch, entry)
+                continue
             try:
                 job = _rebuild_job(registry, switch, entry)
             except (JobError, SlotError) as exc:
-                raise SwitchStateError(f"switch {switch}: cannot rebuild job "
-                                       f"{entry.match_value(p.JOBS_JOB)} from its entries: {exc}"
-                                       ) from None
+                raise SwitchStateError(f"switch {switch}: cannot rebuild job {job_id} from its "
+                                       f"entries: {exc}") from None
             max_epoch = max(max_epoch, job.epoch)
-        repairs += _rebuild_workers(registry, switch, by_table, now)
+    for job_id in sorted(roots.keys() | leaves.keys()):
+        try:
+            job = _rebuild_tree(registry, job_id, roots.get(job_id), leaves.get(job_id, []))
+        except (JobError, SlotError, TreeError) as exc:
+            raise SwitchStateError(f"cannot rebuild job {job_id} over racks from its entries: "
+                                   f"{exc}") from None
+        max_epoch = max(max_epoch, job.epoch)
+    for switch, switch_entries in sorted(entries.items()):
+        repairs += _rebuild_workers(registry, switch, tables[switch], now)
         repairs += rack.reconcile(topo, switch, switch_entries)
     registry._next_epoch = _valid_epoch(max(registry._next_epoch, max_epoch + 1))
     registry._last_job_id = max(registry.jobs, default=0)
@@ -969,6 +1125,35 @@ def _rebuild_job(registry: JobRegistry, switch: str, entry: Entry) -> Job:
     return job
 
 
+def _rebuild_tree(registry: JobRegistry, job_id: int, root: tuple[str, Entry] | None,
+                  leaves: list[tuple[str, Entry]]) -> Job:
+    """A job over racks from its root spine's jobs entry and its leaves' (whose
+    parameters must say the same tree as ``tree.plan`` makes of them)."""
+    if root is None or not leaves:
+        raise JobError("its root spine's or its leaves' jobs entries are missing")
+    spine, entry = root
+    planned = plan(registry.topo, spine, {leaf: e.param("world_size") for leaf, e in leaves})
+    base, count = entry.param("slot_base"), entry.param("slot_count")
+    for leaf, e in leaves:
+        node = planned.leaf(leaf)
+        assert node is not None
+        if (e.param("child"), e.param("up_ip"), e.param("slot_base"), e.param("slot_count"),
+                e.param("total_size")) != (node.child, planned.root_ip, base, count,
+                                           entry.param("world_size")):
+            raise JobError(f"leaf {leaf}'s entry does not match the root {spine}'s")
+    code = entry.param("lane_code")
+    if code >= len(p.LANE_COUNTS):
+        raise JobError(f"lane code {code}")
+    for switch in planned.switches:
+        registry.switch_pools[switch].reserve(job_id, base, count)
+    first = registry.topo.pbox_of(planned.leaves[0].switch)
+    job = Job(job_id, None, entry.param("name_tag"), entry.param("world_size"), spine, ON_SWITCH,
+              SlotRange(base, count), entry.param("epoch"), first.name if first else None,
+              p.LANE_COUNTS[code], fabric=planned.switches, tree=planned)
+    registry.jobs[job_id] = job
+    return job
+
+
 def _rebuild_workers(
     registry: JobRegistry, switch: str, by_table: dict[str, list[Entry]], now: float
 ) -> list[Update]:
@@ -981,14 +1166,17 @@ def _rebuild_workers(
         job_id, rank = p.split_rid(entry.match_value(p.RESULT_DST_RID))
         member = members.pop((job_id, rank), None)
         job = registry.jobs.get(job_id)
+        if job is not None and job.tree is not None and switch == job.tree.root:
+            continue  # the root's members are the leaves (tree.root_entries), not workers
         host = registry.topo.host_by_ip(entry.param("ip"))
-        if job is None or job.switch != switch or member is None or host is None:
+        on_it = job is not None and (job.switch == switch or switch in job.fabric)
+        if job is None or not on_it or member is None or host is None:
             stale.append(TableWrite(switch, DELETE, Entry(entry.table, entry.match)))
             if member is not None:
                 stale.append(TableWrite(switch, DELETE, Entry(member.table, member.match)))
             continue
         job.workers[rank] = Worker(rank, entry.param("ip"), entry.param("udp_port"),
-                                   entry.param("mac"), host.port, now)
+                                   entry.param("mac"), host.port, now, switch=switch)
     for member in members.values():  # members without a result_dst entry
         stale.append(TableWrite(switch, DELETE, Entry(member.table, member.match)))
     return stale

@@ -108,3 +108,19 @@ class SlotPool:
             del self._free[i]
         self._free.insert(i, (base, count))
         return got
+
+
+def common_base(pools: list[SlotPool], count: int) -> int | None:
+    """The lowest base at which every pool has ``count`` free slots (a job over a fabric
+    holds one range on each of its switches); None if there is none."""
+    if count < 1:
+        raise SlotError(f"cannot allocate {count} slots")
+    candidates = sorted({r.base for pool in pools for r in pool.free_ranges()})
+    for base in candidates:
+        if all(_is_free(pool, base, count) for pool in pools):
+            return base
+    return None
+
+
+def _is_free(pool: SlotPool, base: int, count: int) -> bool:
+    return any(r.base <= base and base + count <= r.end for r in pool.free_ranges())

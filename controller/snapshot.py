@@ -23,7 +23,17 @@ from typing import Protocol
 from p4.v1 import p4runtime_pb2
 
 from controller import program as p
-from controller.doctor import Cell, JobView, Member, PBoxView, Report, SwitchView, diagnose
+from controller.doctor import (
+    INFO,
+    Cell,
+    Finding,
+    JobView,
+    Member,
+    PBoxView,
+    Report,
+    SwitchView,
+    diagnose,
+)
 from controller.driver import Controller, ControllerError
 from controller.entries import decode_value
 from controller.errors import UnavailableError
@@ -51,6 +61,11 @@ def doctor(ctl: Controller, job_id: int, clock: Callable[[], float],
     lock), so that the diagnosis tells stuck rounds from rounds in flight."""
     with ctl.lock:
         job = ctl.registry.job(job_id)
+        if job.fabric:
+            return Report(job_id, False, (Finding(
+                INFO, "not-checked", f"job {job_id} spans racks (or waits for its workers to "
+                "know its racks): the doctor reads one switch and does not check such jobs "
+                "yet; `p4hub job show` gives the tree's per-switch counters"),), None)
         before = _read_cells(ctl, job)[0] if job.where == ON_SWITCH and settle else None
     pbox_before = None
     if job.where != ON_SWITCH and settle:

@@ -1,0 +1,250 @@
+"""Jobs over racks: the registry places a job whose workers sit in several racks of a
+leaf-spine fabric as a two-level tree (controller/tree.py), and the controller, over
+P4Runtime to three p4lite switches wired by the topology's links, makes them sum
+exactly across racks, under loss too, and rebuilds such a job after a restart."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from controller import program as p
+from controller import topology
+from controller.driver import Controller
+from controller.jobs import ON_SWITCH, JobError, JobRegistry, rebuild_from_entries
+from controller.updates import DELETE, INSERT, GroupWrite, TableWrite
+from hosts import wire
+from hosts.wire import Header, K, PacketType
+from tests.support import frames
+from tests.unit.test_controller_fabric_rack import Fabric, pipeline  # noqa: F401
+
+AGENT_PORT = 47000
+
+
+def fabric_topo(racks: int = 2, per_rack: int = 2, spines: int = 1, job_slots: int = 16):
+    addrs = [f"127.0.0.1:{50051 + i}" for i in range(racks + spines)]
+    return topology.from_dict(topology.fabric_dict(racks, per_rack, spines, addrs,
+                                                   job_slots=job_slots))
+
+
+def join_all(registry: JobRegistry, name: str, ranks: list[int], world: int | None = None):
+    updates, replies = [], []
+    for rank, k in enumerate(ranks):
+        reply, ups = registry.join(name, world or len(ranks), rank, (f"10.0.0.{k + 1}",
+                                   AGENT_PORT + k), now=0.0)
+        replies.append(reply)
+        updates.append(ups)
+    return replies, updates
+
+
+# -- the registry, sans I/O -----------------------------------------------------------------
+
+
+def test_a_job_over_two_racks_waits_for_its_workers_then_becomes_a_tree():
+    topo = fabric_topo()
+    registry = JobRegistry(topo)
+    replies, updates = join_all(registry, "wide", [0, 1, 2, 3])
+    job = registry.job(replies[0].job_id)
+    # until the last worker is in, only member entries, each on the worker's own leaf
+    for rank, ups in enumerate(updates[:3]):
+        assert {(u.switch, u.entry.table) for u in ups} == \
+            {(f"s{rank // 2 + 1}", p.MEMBERS), (f"s{rank // 2 + 1}", p.RESULT_DST)}
+    last = updates[3]
+    jobs = {u.switch: u.entry for u in last if isinstance(u, TableWrite) and u.entry.table == p.JOBS}
+    assert jobs["t1"].action == p.ACT_JOB_ON_SWITCH and jobs["t1"].param("world_size") == 4
+    for child, leaf in enumerate(("s1", "s2")):
+        entry = jobs[leaf]
+        assert entry.action == p.ACT_JOB_ON_LEAF
+        assert (entry.param("world_size"), entry.param("total_size"), entry.param("child"),
+                entry.param("up_port")) == (2, 4, child, topo.port_to(leaf, "t1"))
+        assert entry.param("slot_base") == entry.param("up_slot_base") == jobs["t1"].param("slot_base")
+    groups = {u.switch: u.replicas for u in last if isinstance(u, GroupWrite)}
+    assert groups["t1"] == ((1, p.result_rid(job.job_id, 0)), (2, p.result_rid(job.job_id, 1)))
+    assert groups["s2"] == ((1, p.result_rid(job.job_id, 2)), (2, p.result_rid(job.job_id, 3)))
+    assert job.tree is not None and job.switch == "t1" and job.fabric == ("t1", "s1", "s2")
+    # every rank's map sends to its own rack's aggregator address, at one slot base
+    assert [r.aggregator_ip for r in [registry.reply(job, k) for k in range(4)]] == \
+        ["10.0.0.100", "10.0.0.100", "10.0.0.101", "10.0.0.101"]
+    assert {registry.routes(job, k)[0]["slot_base"] for k in range(4)} == {job.slots.base}
+
+
+def test_a_job_in_one_rack_of_a_fabric_is_an_ordinary_switch_job_on_its_leaf():
+    topo = fabric_topo()
+    registry = JobRegistry(topo)
+    replies, updates = join_all(registry, "narrow", [2, 3])
+    job = registry.job(replies[0].job_id)
+    assert (job.switch, job.where, job.fabric, job.tree) == ("s2", ON_SWITCH, (), None)
+    assert {u.switch for u in updates[1]} == {"s2"}
+    # the spine and the other leaf gave the range back
+    assert registry.switch_pools["t1"].free_slots() == registry.switch_pools["s1"].free_slots() \
+        == topo.switches["t1"].slots
+
+
+def test_jobs_over_racks_take_one_base_free_everywhere_and_give_it_all_back():
+    topo = fabric_topo(job_slots=16)
+    registry = JobRegistry(topo)
+    narrow, _ = join_all(registry, "narrow", [0, 1])  # s1's first 16 slots
+    wide, _ = join_all(registry, "wide", [1, 2], world=2)
+    job = registry.job(wide[0].job_id)
+    assert job.slots.base == 16  # s1 has 0..15 taken, so the common base is past it
+    updates = registry.kill(job.job_id)
+    deletes = {(u.switch, u.entry.table) for u in updates if isinstance(u, TableWrite)}
+    assert deletes >= {("t1", p.JOBS), ("s1", p.JOBS), ("s2", p.JOBS), ("t1", p.MEMBERS),
+                       ("s1", p.MEMBERS), ("s2", p.RESULT_DST)}
+    assert all(u.op == DELETE for u in updates)
+    assert {u.switch for u in updates if isinstance(u, GroupWrite)} == {"t1", "s1", "s2"}
+    for name in ("t1", "s2"):
+        assert registry.switch_pools[name].free_slots() == topo.switches[name].slots
+    assert registry.job(narrow[0].job_id).slots.base == 0
+
+
+def test_a_job_still_waiting_for_workers_ends_without_writing_entries_it_never_made():
+    registry = JobRegistry(fabric_topo())
+    replies, _ = join_all(registry, "wide", [0, 2], world=3)
+    updates = registry.kill(replies[0].job_id)
+    assert {u.entry.table for u in updates} == {p.MEMBERS, p.RESULT_DST}
+    assert all(pool.free_slots() == pool.size for pool in registry.switch_pools.values())
+
+
+def test_expected_entries_are_what_the_tree_wrote_and_rebuild_gives_the_tree_back():
+    topo = fabric_topo()
+    registry = JobRegistry(topo)
+    replies, updates = join_all(registry, "wide", [0, 1, 3])
+    written: dict[str, set] = {}
+    for u in [u for ups in updates for u in ups if isinstance(u, TableWrite)]:
+        assert u.op == INSERT
+        written.setdefault(u.switch, set()).add(u.entry)
+    entries = {name: registry.expected_entries(name) for name in topo.switches}
+    for name, got in written.items():
+        assert got <= set(entries[name])
+    rebuilt, repairs = rebuild_from_entries(topo, entries, now=5.0)
+    job, again = registry.job(replies[0].job_id), rebuilt.job(replies[0].job_id)
+    assert (again.tree, again.fabric, again.slots, again.epoch, again.world_size) == \
+        (job.tree, job.fabric, job.slots, job.epoch, job.world_size)
+    assert {r: (w.ip, w.port, w.switch) for r, w in again.workers.items()} == \
+        {r: (w.ip, w.port, w.switch) for r, w in job.workers.items()}
+    assert not [u for u in repairs if isinstance(u, TableWrite) and u.op == DELETE]
+    assert rebuilt.switch_pools["t1"].owners() == registry.switch_pools["t1"].owners()
+
+
+def test_a_fabric_without_room_at_one_base_refuses_the_job():
+    registry = JobRegistry(fabric_topo(job_slots=1024))
+    join_all(registry, "first", [0, 1])
+    with pytest.raises(JobError, match="no 1024 free slots at one base"):
+        join_all(registry, "second", [2, 3])
+
+
+# -- the controller and three p4lite switches over P4Runtime ------------------------------
+
+
+def contribution(job_id: int, rank: int, slot: int, values, position: int,
+                 retransmit: bool = False) -> bytes:
+    header = Header(type=PacketType.CONTRIB, job=job_id, rank=rank, slot=slot, position=position,
+                    nelem=K, exp=0, count=1, retransmit=retransmit)
+    return wire.encode(header, np.asarray(values, np.int32))
+
+
+class Wired:
+    """A 2x4 fabric (one spine) of p4lite switches run by the real controller."""
+
+    def __init__(self, pipeline) -> None:  # noqa: F811
+        self.net = Fabric(1)
+        self.ctl = Controller(self.net.topo, pipeline)
+        self.ctl.start(now=0.0)
+        self.topo = self.net.topo
+
+    def join(self, name: str, ranks: list[int]):
+        replies = []
+        for rank, k in enumerate(ranks):
+            replies.append(self.ctl.join(name, len(ranks), rank,
+                                         (f"10.0.0.{k + 1}", AGENT_PORT + k), 0.0))
+        return replies
+
+    def send(self, k: int, reply, payload: bytes) -> list[tuple]:
+        """Worker w{k+1}'s datagram to its rack's aggregator address; the endpoints
+        (switch, port) it reached."""
+        host = self.topo.hosts[f"w{k + 1}"]
+        pbox = self.topo.pbox_of(host.switch)
+        frame = frames.udp_frame((host.mac, host.ip, AGENT_PORT + k),
+                                 (pbox.mac, pbox.ip, p.AGG_UDP_PORT), payload)
+        return self.net.send(host.switch, host.port, frame)[:-1]
+
+    def close(self) -> None:
+        self.ctl.close()
+        self.net.close()
+
+
+@pytest.fixture
+def wired(pipeline):  # noqa: F811
+    net = Wired(pipeline)
+    yield net
+    net.close()
+
+
+def test_the_controller_makes_three_switches_sum_across_racks(wired):
+    ranks = [0, 1, 4, 5]  # w1, w2 on s1; w5, w6 on s2
+    replies = wired.join("wide", ranks)
+    job_id, base = replies[0].job_id, replies[0].slot_base
+    assert [r.aggregator_ip for r in replies] == ["10.0.0.100"] * 2 + ["10.0.0.101"] * 2
+    values = np.random.default_rng(2).integers(-(2**20), 2**20, (4, K))
+    out = []
+    for rank, k in enumerate(ranks):
+        out = wired.send(k, replies[rank], contribution(job_id, rank, base + 1, values[rank], 1))
+    assert out == [("s1", 1), ("s1", 2), ("s2", 1), ("s2", 2)]
+    tree = {t["switch"]: t for t in wired.ctl.tree_counters(job_id)}
+    assert tree["t1"]["counters"]["contributions"] == 2
+    assert tree["t1"]["counters"]["completions"] == 1
+    assert [tree[s]["counters"]["partials_up"] for s in ("s1", "s2")] == [1, 1]
+    assert [tree[s]["counters"]["results_down"] for s in ("s1", "s2")] == [1, 1]
+
+
+def test_a_restarted_controller_rebuilds_the_tree_from_the_switches(wired):
+    replies = wired.join("wide", [0, 4, 5])
+    before = wired.ctl.registry.job(replies[0].job_id)
+    wired.ctl.close()
+    wired.ctl = Controller(wired.topo, wired.ctl.pipeline)
+    assert wired.ctl.start(now=1.0) == dict.fromkeys(wired.topo.switches, "rebuilt")
+    job = wired.ctl.registry.job(replies[0].job_id)
+    assert (job.tree, job.slots, job.epoch) == (before.tree, before.slots, before.epoch)
+    assert sorted(job.workers) == [0, 1, 2]
+
+
+def test_loss_on_every_hop_is_repaired_by_resends(wired):
+    """Results of a few rounds with 15% loss on every hop, the workers resending
+    until each has its result: every worker gets one (their exact sums under loss:
+    tests/unit/test_tree_p4.py)."""
+    ranks = [0, 3, 4, 7]
+    replies = wired.join("lossy", ranks)
+    job_id, base = replies[0].job_id, replies[0].slot_base
+    rnd = random.Random(3)
+    devices = wired.net.devices
+    for device in devices.values():  # drop frames as they leave any switch
+        original = device.transmit
+
+        def lossy(port, frame, original=original):
+            if rnd.random() >= 0.15:
+                original(port, frame)
+
+        device.transmit = lossy
+    for position in range(6):
+        values = np.random.default_rng(position).integers(-(2**20), 2**20, (4, K))
+        done: set[int] = set()
+        for attempt in range(60):
+            for rank, k in enumerate(ranks):
+                if rank in done:
+                    continue
+                out = wired.send(k, replies[rank], contribution(
+                    job_id, rank, base + position, values[rank], position, attempt > 0))
+                done |= {ranks.index(_rank_at(wired.topo, sw, port)) for sw, port in out}
+            if len(done) == 4:
+                break
+        assert done == {0, 1, 2, 3}, f"position {position}"
+    counters = [t["counters"] for t in wired.ctl.tree_counters(job_id)]
+    assert sum(c.get("partials_resent", 0) + c["resent"] for c in counters) > 0  # loss was repaired
+
+
+def _rank_at(topo, switch: str, port: int) -> int:
+    host = next(h for h in topo.hosts.values() if (h.switch, h.port) == (switch, port))
+    return int(host.name[1:]) - 1
