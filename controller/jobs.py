@@ -388,7 +388,7 @@ class JobRegistry:
             raise JobError(f"{format_ipv4(ip)} is not a host of the topology")
         updates: list[Update] = []
         job = self.job_by_name(name)
-        if job is None and self.topo.spines():
+        if job is None and self.topo.spines() and placement == PLACE_AUTO:
             job, updates = self._create_on_fabric(name, world_size, host.switch, lanes)
         elif job is None:
             job, updates = self._create(name, world_size, host.switch, placement, lanes)
@@ -398,9 +398,16 @@ class JobRegistry:
             raise JobError(f"job {name!r} has world size {job.world_size}, not {world_size}")
         if job.lanes != lanes:
             raise JobError(f"job {name!r} has {job.lanes} lanes per packet, not {lanes}")
+        switch, switch_port = host.switch, host.port
         if job.switch != host.switch and not job.fabric:
-            raise JobError(f"job {name!r} runs on rack {job.switch}; {format_ipv4(ip)} is on "
-                           f"{host.switch} (one rack per job)")
+            if job.where != ON_PBOX or not self.topo.spines():
+                raise JobError(f"job {name!r} runs on rack {job.switch}; {format_ipv4(ip)} is "
+                               f"on {host.switch} (one rack per job, but for a PBox job on a "
+                               "fabric)")
+            # a PBox job of another rack: its packets reach the PBox's leaf over the
+            # flood root, the way its L2 goes (controller/rack.py)
+            switch = job.switch
+            switch_port = self.topo.port_to(job.switch, self.topo.flood_root() or "") or 0
         known = job.workers.get(rank)
         if known is not None:
             if (known.ip, known.port) != (ip, port):
@@ -408,16 +415,16 @@ class JobRegistry:
                                f"{format_ipv4(known.ip)}:{known.port}")
             self._set(known, "last_seen", now)
             return self.reply(job, rank), updates
-        worker = Worker(rank, ip, port, host.mac, host.port, now, switch=host.switch)
+        worker = Worker(rank, ip, port, host.mac, switch_port, now, switch=switch)
         self._add_worker(job, worker)
         updates += self._member_writes(job, worker, INSERT)
         if job.fabric and job.tree is None:
             if len(job.workers) == job.world_size:
                 updates += self._place_on_fabric(job)
         elif job.where == ON_SWITCH:
-            rack_size = sum(w.switch == host.switch for w in job.workers.values())
+            rack_size = sum(w.switch == switch for w in job.workers.values())
             op = INSERT if rack_size == 1 and job.tree is None else MODIFY
-            updates.append(self._group_write(job, op, host.switch))
+            updates.append(self._group_write(job, op, switch))
         return self.reply(job, rank), updates
 
     def heartbeat(self, job_id: int, rank: int, now: float,

@@ -163,10 +163,11 @@ class Wired:
         return replies
 
     def send(self, k: int, reply, payload: bytes) -> list[tuple]:
-        """Worker w{k+1}'s datagram to its rack's aggregator address; the endpoints
-        (switch, port) it reached."""
+        """Worker w{k+1}'s datagram to the aggregator address its join reply gave; the
+        endpoints (switch, port) it reached."""
         host = self.topo.hosts[f"w{k + 1}"]
-        pbox = self.topo.pbox_of(host.switch)
+        pbox = next(pb for pb in self.topo.pboxes.values()
+                    if topology.format_ipv4(pb.ip) == reply.aggregator_ip)
         frame = frames.udp_frame((host.mac, host.ip, AGENT_PORT + k),
                                  (pbox.mac, pbox.ip, p.AGG_UDP_PORT), payload)
         return self.net.send(host.switch, host.port, frame)[:-1]
@@ -248,3 +249,34 @@ def test_loss_on_every_hop_is_repaired_by_resends(wired):
 def _rank_at(topo, switch: str, port: int) -> int:
     host = next(h for h in topo.hosts.values() if (h.switch, h.port) == (switch, port))
     return int(host.name[1:]) - 1
+
+
+def test_a_pbox_job_on_a_fabric_takes_workers_of_every_rack_through_the_spine():
+    """The single-PBox baseline across racks: one rack's PBox serves them all; workers
+    of other racks are members on the PBox's leaf at its port to the flood root."""
+    topo = fabric_topo()
+    registry = JobRegistry(topo)
+    replies = []
+    for rank, k in enumerate([0, 2, 3]):
+        reply, updates = registry.join("ps", 3, rank, (f"10.0.0.{k + 1}", AGENT_PORT + k), 0.0,
+                                       placement="pbox")
+        replies.append(reply)
+        assert {u.switch for u in updates if isinstance(u, TableWrite)} <= {"s1"}
+    job = registry.job(replies[0].job_id)
+    assert job.where == "pbox" and job.fabric == ()
+    ports = {w.rank: (w.switch, w.switch_port) for w in job.workers.values()}
+    uplink = topo.port_to("s1", "t1")
+    assert ports == {0: ("s1", 1), 1: ("s1", uplink), 2: ("s1", uplink)}
+    assert {r.aggregator_ip for r in replies} == {"10.0.0.100"}
+
+
+def test_the_pbox_path_across_racks_reaches_the_pbox(wired):
+    replies = []
+    for rank, k in enumerate([0, 5]):
+        replies.append(wired.ctl.join("ps", 2, rank, (f"10.0.0.{k + 1}", AGENT_PORT + k), 0.0,
+                                      placement="pbox"))
+    job_id, base = replies[0].job_id, replies[0].slot_base
+    pbox = wired.topo.pboxes["pbox"]
+    for rank, k in enumerate([0, 5]):
+        assert wired.send(k, replies[rank], contribution(job_id, rank, base, np.ones(K), 0)) == \
+            [(pbox.switch, pbox.port)]
