@@ -448,7 +448,8 @@ class Rack:
 
     def process_roots(self) -> dict[str, int]:
         """The emulation's long-lived processes by group, for topologies.cpuload: the P4
-        switch (a process in the root namespace), each PBox under its name (its forked
+        switch (a process in the root namespace; in a fabric s1 is ``switch`` and the
+        others ``switch-s2``, ``switch-t1``..), each PBox under its name (its forked
         workers are its children: ``pbox``, ``pbox2``..) and the controller; those not
         running are left out. (Mininet's host popen execs the command in place, so a
         Popen's pid is the program's.)"""
