@@ -372,6 +372,13 @@ class Rack:
             linkem.disable_offloads(switch, switch_intfs)
         # Loss between switches: on each end's egress, in the root namespace (linkem)
         linkem.apply_switch_loss(self.loss_probability, self.fabric_interfaces())
+        if self.config.is_fabric:  # the root's IPv6 chatter (RS, MLD) stays off the fabric
+            for switch in self.switches.values():
+                for intf in switch.intfList():
+                    if intf.name != "lo":
+                        subprocess.run(["sysctl", "-qw",
+                                        f"net.ipv6.conf.{intf.name}.disable_ipv6=1"],
+                                       capture_output=True, check=False)
         # Static ARP: nothing waits on ARP under loss, and the first packet is not a flood.
         everyone = [*self.hosts, *self.extras]
         for host in everyone:
