@@ -372,6 +372,13 @@ class Rack:
             linkem.disable_offloads(switch, switch_intfs)
         # Loss between switches: on each end's egress, in the root namespace (linkem)
         linkem.apply_switch_loss(self.loss_probability, self.fabric_interfaces())
+        if self.config.is_fabric:  # the root's IPv6 chatter (RS, MLD) stays off the fabric
+            for switch in self.switches.values():
+                for intf in switch.intfList():
+                    if intf.name != "lo":
+                        subprocess.run(["sysctl", "-qw",
+                                        f"net.ipv6.conf.{intf.name}.disable_ipv6=1"],
+                                       capture_output=True, check=False)
         # Static ARP: nothing waits on ARP under loss, and the first packet is not a flood.
         everyone = [*self.hosts, *self.extras]
         for host in everyone:
@@ -448,7 +455,8 @@ class Rack:
 
     def process_roots(self) -> dict[str, int]:
         """The emulation's long-lived processes by group, for topologies.cpuload: the P4
-        switch (a process in the root namespace), each PBox under its name (its forked
+        switch (a process in the root namespace; in a fabric s1 is ``switch`` and the
+        others ``switch-s2``, ``switch-t1``..), each PBox under its name (its forked
         workers are its children: ``pbox``, ``pbox2``..) and the controller; those not
         running are left out. (Mininet's host popen execs the command in place, so a
         Popen's pid is the program's.)"""
