@@ -4,10 +4,6 @@ configuring three p4lite switches over P4Runtime, wired together by their links.
 
 from __future__ import annotations
 
-import json
-from collections import deque
-from collections.abc import Callable
-
 import pytest
 
 from controller import program as p
@@ -15,12 +11,8 @@ from controller import rack, topology
 from controller.driver import Controller, PipelineConfig
 from controller.topology import Topology
 from controller.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite
-from p4lite.compiler import driver as compiler
-from p4lite.switch.core.switch import Switch
-from p4lite.switch.p4runtime.device import Device
-from p4lite.switch.p4runtime.server import serve
 from tests.support import frames
-from tests.unit.test_aggregate_p4 import PROGRAM
+from tests.support.fabric import Fabric, compile_pipeline
 
 ADDRS = [f"127.0.0.1:{50051 + i}" for i in range(4)]
 T1_IP, T1_MAC = 0x0A0000F1, 0x0800000001F1
@@ -122,56 +114,9 @@ def test_reconcile_turns_a_rack_switch_into_a_leaf():
 # -- three p4lite switches over P4Runtime, wired by the topology's links --------------
 
 
-class Fabric:
-    """One p4lite Device + gRPC server per switch; frames a switch sends on a link port
-    arrive at the peer, the rest are deliveries to (switch, port)'s endpoint."""
-
-    def __init__(self, spines: int) -> None:
-        self.devices: dict[str, Device] = {}
-        self.servers: list = []
-        self.queue: deque[tuple[str, int, bytes]] = deque()
-        addrs = []
-        names = [*(f"s{r}" for r in (1, 2)), *(f"t{k}" for k in range(1, spines + 1))]
-        for name in names:
-            device = Device(0, Switch, transmit=self._transmitter(name))
-            server, port = serve(device, "127.0.0.1:0")
-            self.devices[name] = device
-            self.servers.append(server)
-            addrs.append(f"127.0.0.1:{port}")
-        self.topo = topology.from_dict(topology.fabric_dict(2, 4, spines, addrs))
-
-    def _transmitter(self, name: str) -> Callable[[int, bytes], None]:
-        def transmit(port: int, frame: bytes) -> None:
-            self.queue.append((name, port, frame))  # carried by send(), not re-entrantly
-
-        return transmit
-
-    def send(self, switch: str, port: int, frame: bytes, limit: int = 100) -> list[tuple]:
-        """Inject ``frame`` and carry it across links; returns the (switch, port) it left
-        the fabric on, and every (switch, port) that carried it between switches."""
-        self.devices[switch].receive(frame, port)
-        out, hops = [], []
-        while self.queue:
-            name, egress, data = self.queue.popleft()
-            peer = next(((peer, pp) for pt, peer, pp in self.topo.neighbours(name) if pt == egress),
-                        None)
-            if peer is None:
-                out.append((name, egress))
-                continue
-            hops.append((name, egress))
-            assert len(hops) < limit, f"a loop: {hops[:20]}"
-            self.devices[peer[0]].receive(data, peer[1])
-        return sorted(out) + [("hops", tuple(sorted(hops)))]
-
-    def close(self) -> None:
-        for server in self.servers:
-            server.stop(grace=None)
-
-
 @pytest.fixture(scope="module")
 def pipeline() -> PipelineConfig:
-    result = compiler.compile_file(PROGRAM)
-    return PipelineConfig(result.p4info, json.dumps(result.bmv2).encode())
+    return compile_pipeline()
 
 
 @pytest.fixture(params=[1, 2], ids=["one-spine", "two-spines"])

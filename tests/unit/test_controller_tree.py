@@ -12,13 +12,13 @@ import pytest
 
 from controller import program as p
 from controller import topology
-from controller.driver import Controller
+from controller.driver import Controller, PipelineConfig
 from controller.jobs import ON_SWITCH, JobError, JobRegistry, rebuild_from_entries
 from controller.updates import DELETE, INSERT, GroupWrite, TableWrite
 from hosts import wire
 from hosts.wire import Header, K, PacketType
 from tests.support import frames
-from tests.unit.test_controller_fabric_rack import Fabric, pipeline  # noqa: F401
+from tests.support.fabric import Fabric, compile_pipeline
 
 AGENT_PORT = 47000
 
@@ -149,7 +149,7 @@ def contribution(job_id: int, rank: int, slot: int, values, position: int,
 class Wired:
     """A 2x4 fabric (one spine) of p4lite switches run by the real controller."""
 
-    def __init__(self, pipeline) -> None:  # noqa: F811
+    def __init__(self, pipeline: PipelineConfig) -> None:
         self.net = Fabric(1)
         self.ctl = Controller(self.net.topo, pipeline)
         self.ctl.start(now=0.0)
@@ -177,8 +177,13 @@ class Wired:
         self.net.close()
 
 
+@pytest.fixture(scope="module")
+def pipeline() -> PipelineConfig:
+    return compile_pipeline()
+
+
 @pytest.fixture
-def wired(pipeline):  # noqa: F811
+def wired(pipeline):
     net = Wired(pipeline)
     yield net
     net.close()

@@ -21,7 +21,7 @@ from controller.tree import Leaf, Tree, TreeJob, leaf_entry, root_entries, root_
 from controller.updates import INSERT, Entry, FieldMatch
 from hosts import wire
 from hosts.aggregator import Aggregator
-from hosts.wire import K, NO_RANK, Header, PacketType
+from hosts.wire import NO_RANK, Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch

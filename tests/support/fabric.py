@@ -1,0 +1,70 @@
+"""A leaf-spine fabric of p4lite switches in process, each behind its own P4Runtime
+gRPC server on port 0, wired together by the topology's links (frames a switch sends
+on a link port arrive at the peer), for the real controller to configure."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+from controller import topology
+from controller.driver import PipelineConfig
+from p4lite.compiler import driver as compiler
+from p4lite.switch.core.switch import Switch
+from p4lite.switch.p4runtime.device import Device
+from p4lite.switch.p4runtime.server import serve
+
+PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "aggregate.p4"
+
+
+def compile_pipeline() -> PipelineConfig:
+    result = compiler.compile_file(PROGRAM)
+    return PipelineConfig(result.p4info, json.dumps(result.bmv2).encode())
+
+
+class Fabric:
+    """One p4lite Device + gRPC server per switch; frames a switch sends on a link port
+    arrive at the peer, the rest are deliveries to (switch, port)'s endpoint."""
+
+    def __init__(self, spines: int) -> None:
+        self.devices: dict[str, Device] = {}
+        self.servers: list = []
+        self.queue: deque[tuple[str, int, bytes]] = deque()
+        addrs = []
+        names = [*(f"s{r}" for r in (1, 2)), *(f"t{k}" for k in range(1, spines + 1))]
+        for name in names:
+            device = Device(0, Switch, transmit=self._transmitter(name))
+            server, port = serve(device, "127.0.0.1:0")
+            self.devices[name] = device
+            self.servers.append(server)
+            addrs.append(f"127.0.0.1:{port}")
+        self.topo = topology.from_dict(topology.fabric_dict(2, 4, spines, addrs))
+
+    def _transmitter(self, name: str) -> Callable[[int, bytes], None]:
+        def transmit(port: int, frame: bytes) -> None:
+            self.queue.append((name, port, frame))  # carried by send(), not re-entrantly
+
+        return transmit
+
+    def send(self, switch: str, port: int, frame: bytes, limit: int = 100) -> list[tuple]:
+        """Inject ``frame`` and carry it across links; returns the (switch, port) it left
+        the fabric on, and every (switch, port) that carried it between switches."""
+        self.devices[switch].receive(frame, port)
+        out, hops = [], []
+        while self.queue:
+            name, egress, data = self.queue.popleft()
+            peer = next(((peer, pp) for pt, peer, pp in self.topo.neighbours(name) if pt == egress),
+                        None)
+            if peer is None:
+                out.append((name, egress))
+                continue
+            hops.append((name, egress))
+            assert len(hops) < limit, f"a loop: {hops[:20]}"
+            self.devices[peer[0]].receive(data, peer[1])
+        return sorted(out) + [("hops", tuple(sorted(hops)))]
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.stop(grace=None)
