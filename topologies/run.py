@@ -20,8 +20,9 @@ topologies/p4switch.py), starts the PBox and p4hub-controller, then:
 ``--topo leafspine`` brings up a leaf-spine fabric instead of one rack (topologies/rack.py,
 docs/notes/fabric.md): ``--racks`` leaves with ``--workers / --racks`` workers and one PBox
 each, ``--spines`` spines, a P4 switch process per switch (P4Runtime ports --grpc-port,
-+1, ... leaves first). Only the Gloo path runs across racks for now (its default there);
-the switch and PBox paths need aggregation across racks (issue 12, part 2).
++1, ... leaves first). The switch path is a job over both racks: each leaf sums its rack
+and the spine sums the leaves (docs/DESIGN.md §3.1); the PBox path is one job on rack 1's
+PBox, which rack 2's workers reach over the spine; Gloo's ring crosses the spine too.
 
 Every row and every path's summary has a ``cpu`` column (topologies/cpuload.py):
 ``CPU-bound (1.96/2 cores; switch 0.98)`` when the machine's cores, not the links, were
@@ -46,7 +47,6 @@ from topologies.rack import PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
 DEFAULT_BW = 5.0  # Mbit/s: see docs/notes/inc-rack.md for why
 TOPOS = ("rack", "leafspine")
 DEFAULT_WORKERS = {"rack": 4, "leafspine": 8}  # leafspine: 2 racks x 4
-FABRIC_PATHS = ("gloo",)  # what runs across racks until the fabric aggregates (issue 12)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -72,10 +72,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale", type=float, default=0.005,
                         help="allreduce: fraction of ResNet-50's 25.6M parameters per iteration")
     parser.add_argument("--model", default=str(workload.DEFAULT_MODEL))
-    parser.add_argument("--paths", default=None,
+    parser.add_argument("--paths", default="switch,pbox,gloo",
                         help="comma list of switch, pbox, gloo (and hook: Gloo DDP with the "
-                             "p4hub comm hook; train mode only); default switch,pbox,gloo "
-                             "(leafspine: gloo)")
+                             "p4hub comm hook; train mode only)")
     parser.add_argument("--grpc-port", type=int, default=50051, help="the switch's P4Runtime port")
     parser.add_argument("--controller-port", type=int, default=50060, help="job API port")
     parser.add_argument("--no-pcap", action="store_true",
@@ -126,17 +125,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     fabric = args.topo == "leafspine"
     if args.workers is None:
         args.workers = DEFAULT_WORKERS[args.topo]
-    if args.paths is None:
-        args.paths = ",".join(FABRIC_PATHS) if fabric else "switch,pbox,gloo"
     known = train_run.PATHS if args.mode == "train" else allreduce_run.PATHS
     unknown = set(args.paths.split(",")) - set(known)
     if unknown:
         parser.error(f"unknown paths {sorted(unknown)}; choose from {sorted(known)}")
-    across = set(args.paths.split(",")) - set(FABRIC_PATHS)
-    if fabric and across:
-        parser.error(f"--topo leafspine runs only --paths {','.join(FABRIC_PATHS)} for now: "
-                     f"{', '.join(sorted(across))} need aggregation across racks (issue 12, "
-                     "part 2)")
     if fabric and args.straggler != "none":
         parser.error("--straggler is for one rack (--topo rack)")
     return args
