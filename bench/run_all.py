@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["quantize", "switch_core", "switch_io", "pbox_loopback", "allreduce", "training",
-         "priority", "chaos"]
+         "priority", "chaos", "elastic", "hierarchy"]
 QUICK_ARGS: dict[str, list[str]] = {
     "quantize": ["--mb", "16", "--repeat", "3"],
     "pbox_loopback": ["--repeat", "3"],
@@ -28,6 +28,8 @@ QUICK_ARGS: dict[str, list[str]] = {
     "training": ["--bw", "5", "--epochs", "2"],
     "priority": ["--models", "resnet50", "--bw", "5", "--iterations", "3"],
     "chaos": ["--quick"],
+    "elastic": ["--quick"],
+    "hierarchy": ["--layouts", "2x4", "--iterations", "3", "--paths", "switch,gloo"],
 }
 # switch_core_process is the p4lite-switch half of switch_core, run from it.
 NOT_BENCHMARKS = {"__init__", "run_all", "switch_core_process"}
