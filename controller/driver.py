@@ -382,10 +382,12 @@ class Controller:
             entries = self.read_entries(name)
             groups = {g: list(reps) for g, reps in self.registry.expected_groups(name).items()}
             ports = {}
-            for node in self.topo.endpoints_of(name):
-                rx = self.counter(name, p.PORT_RX, node.port)
-                tx = self.counter(name, p.PORT_TX, node.port)
-                ports[node.port] = {"node": node.name, "rx": rx, "tx": tx}
+            attached = [(node.port, node.name) for node in self.topo.endpoints_of(name)]
+            attached += [(port, peer) for port, peer, _ in self.topo.neighbours(name)]
+            for port, node in attached:
+                rx = self.counter(name, p.PORT_RX, port)
+                tx = self.counter(name, p.PORT_TX, port)
+                ports[port] = {"node": node, "rx": rx, "tx": tx}
             return {
                 "name": name,
                 "entries": [{"table": e.table, "match": {f.name: f.value for f in e.match},
