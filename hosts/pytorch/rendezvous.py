@@ -52,6 +52,15 @@ class JobPlan:
         host, _, port = self.aggregator.rpartition(":")
         return host, int(port)
 
+    def agreed(self) -> tuple:
+        """What must be equal on every rank: the job and its map's slot ranges, not the
+        aggregator addresses, which differ by rack for a job over racks (each rank sends
+        to its own rack's leaf: docs/DESIGN.md §3.1)."""
+        ranges = tuple((r.get("slot_base"), r.get("count"), r.get("fallback"))
+                       for r in self.routes)
+        return (self.job_id, self.slot_base, self.slot_count, self.window, self.where,
+                self.lanes, ranges)
+
 
 @dataclass(frozen=True)
 class Membership:
@@ -107,7 +116,7 @@ def rendezvous(store: Store, rank: int, world_size: int, config: BackendConfig,
     store.set(f"member/{rank}", json.dumps({"address": address, "plan": asdict(plan)}))
     members = [_member(store, r, timeout) for r in range(world_size)]
     for r, member in enumerate(members):
-        if _plan(member["plan"]) != plan:
+        if _plan(member["plan"]).agreed() != plan.agreed():
             raise BackendError(
                 f"rank {r} ({member['address']}) joined {member['plan']}, but rank {rank} "
                 f"joined {asdict(plan)}: the ranks must share one job (a stale job named "
