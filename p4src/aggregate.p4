@@ -89,7 +89,10 @@
  *        a duplicate on a complete cell: with the RESULT stored, it goes back to the
  *          sender as on a switch job; without, the PARTIAL or the RESULT was lost above,
  *          so the stored partial goes up again (TREE_UP_RESENT), and the parent answers
- *          a duplicate of its complete cell by unicast to the leaf.
+ *          a duplicate of its complete cell by unicast to the leaf. Only the duplicate of
+ *          the cell's lowest rank does that (every rank of the rack resends alike;
+ *          one repair costs the spine one PARTIAL and one RESULT, not one per worker);
+ *          the others are dropped.
  *      A new round clears slot_result. Loss on any hop is repaired by the workers'
  *      retransmissions alone.
  *   7. Everything else: `l2_fwd` (exact on destination MAC): forward(port),
@@ -1241,16 +1244,24 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                     }
                 } else {
                     job_stats.count(meta.stat_base + STAT_DUPLICATE);
-                    if (meta.contributions == 0) {
+                    if (meta.job_mode == MODE_LEAF) {
+                        slot_result.read(meta.has_result, meta.idx);
+                    }
+                    if (meta.contributions == 0 && meta.job_mode == MODE_LEAF
+                        && meta.has_result == 0
+                        && (meta.bitmap & (0 - meta.bitmap)) != meta.worker_bit) {
+                        /* complete here, no RESULT yet, and not the rack's lowest rank:
+                         * that rank's duplicate alone sends the partial up again (every
+                         * rank of the rack resends alike), so one repair costs the spine
+                         * one PARTIAL and one RESULT, not one per worker */
+                        drop();
+                    } else if (meta.contributions == 0) {
                         slot_exp.read(meta.max_exp, meta.idx);
                         read_lanes();
                         if (meta.lane_code == LANES_256) {
                             read_lanes_1();
                             read_lanes_2();
                             read_lanes_3();
-                        }
-                        if (meta.job_mode == MODE_LEAF) {
-                            slot_result.read(meta.has_result, meta.idx);
                         }
                         if (meta.job_mode == MODE_LEAF && meta.has_result == 0) {
                             /* complete here, no RESULT yet: the PARTIAL or the RESULT

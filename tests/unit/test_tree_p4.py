@@ -301,16 +301,18 @@ def test_a_result_lost_on_the_spine_to_leaf_hop_comes_back_by_unicast_from_the_s
     fab = Fabric(compiled, lose=drops)
     packets, expected = _round(fab, BASE + 3, 3, seed=12)
     assert drops.lost == 1
-    out = resend(fab, packets, 3)  # s2 resends its partial; the spine answers s2 alone
+    # rank 3 is not s2's lowest rank: its resend sends nothing up
+    assert resend(fab, packets, 3) == [] and fab.tree_stat("s2", "partials_resent") == 0
+    out = resend(fab, packets, 2)  # s2 resends its partial; the spine answers s2 alone
     assert [r for r, _ in out] == [2, 3]
     assert fab.job_stat("t1", "resent") == 1 and fab.tree_stat("s2", "results_down") == 1
     header, lanes = wire.decode(out[0][1])
     want, want_lanes = wire.decode(expected)
     np.testing.assert_array_equal(lanes, want_lanes)
     assert (header.count, header.exp, header.position) == (4, want.exp, 3)
-    # a second resend from rank 2 is answered by the leaf from its stored result
-    out = resend(fab, packets, 2)
-    assert [r for r, _ in out] == [2] and fab.job_stat("s2", "resent") == 1
+    # now rank 3's resend is answered by the leaf from its stored result
+    out = resend(fab, packets, 3)
+    assert [r for r, _ in out] == [3] and fab.job_stat("s2", "resent") == 1
     np.testing.assert_array_equal(wire.decode(out[0][1])[1], want_lanes)
 
 
