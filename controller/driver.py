@@ -269,15 +269,16 @@ class Controller:
         client = self._connect(conf)
         self.clients[name] = client
         state = "reconnected"
+        others: list[Update] = []
         if not self._runs_our_pipeline(name, client):
             self._call(name, client.set_pipeline, self.pipeline.p4info, self.pipeline.bmv2_json,
                        self.pipeline.cookie)
             state = "reconfigured"
             # a restarted switch lost its registers: the rounds in flight of its jobs
-            for job in self.registry.jobs.values():
-                if job.switch == name and job.where == "switch":
-                    self.registry.renew_epoch(job, None, f"switch {name} restarted")
+            others = self.registry.switch_restarted(name, None)
         self._resync_switch(name, set(self.registry.expected_groups(name)))
+        if others:  # the new epoch on the other switches of its jobs' trees
+            self.apply(others)
         return state
 
     # -- job events (the job API server calls these) --------------------------------

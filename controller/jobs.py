@@ -481,6 +481,28 @@ class JobRegistry:
         self._set(job, "epoch", self._take_epoch())
         self._note_move(job, now, reason)
 
+    def switch_restarted(self, switch: str, now: float | None) -> list[Update]:
+        """``switch`` came back without its registers: each job aggregating on it gets a
+        new epoch (its agents resynchronise, every cell counts as fresh). The other
+        switches of a tree get their jobs entries rewritten with it; ``switch`` itself is
+        the caller's to resynchronise (``expected_entries``)."""
+        updates: list[Update] = []
+        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
+            if job.tree is not None and switch in job.tree.switches:
+                self.renew_epoch(job, now, f"switch {switch} restarted")
+                updates += [TableWrite(name, MODIFY, entry)
+                            for name, entry in self._tree_jobs_entries(job) if name != switch]
+            elif job.switch == switch and job.where == ON_SWITCH and not job.fabric:
+                self.renew_epoch(job, now, f"switch {switch} restarted")
+        return updates
+
+    def _tree_jobs_entries(self, job: Job) -> list[tuple[str, Entry]]:
+        assert job.tree is not None
+        spec = _tree_job(job)
+        out = [(job.tree.root, root_entries(spec, job.tree, INSERT)[0])]
+        out += [(leaf.switch, leaf_entry(spec, job.tree, leaf)) for leaf in job.tree.leaves]
+        return out
+
     def pbox_lost(self, job_id: int, pbox: str, now: float | None, reason: str) -> list[Update]:
         """PBox ``pbox`` cannot be reached: the job moves whole to its rack's switch if
         the switch has room for its window, else that PBox's share goes to the rack's

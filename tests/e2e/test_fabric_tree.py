@@ -116,3 +116,25 @@ def test_a_restarted_controller_rebuilds_the_tree_and_the_job_finishes(fabric, a
     run.finish()
     status = client.call("Status")["switches"]
     assert all(status[name]["free_slots"] == SLOTS for name in ("s1", "s2", "t1"))
+
+
+@pytest.mark.parametrize("switch", ["s2", "t1"])
+def test_a_leaf_or_the_spine_restarting_mid_job_renews_the_tree_and_it_finishes(fabric, api,
+                                                                               switch):
+    """A switch of the tree dies mid-job (under the module's 1% loss) and comes back a
+    second later empty: the controller configures it again, gives the job a new epoch on
+    every switch of the tree, the workers resynchronise, every iteration is exact."""
+    client, runs = api
+    run = JobRun(fabric, [fabric.workers[i] for i in (0, 3, 4)], f"wide-{switch}", iterations=2,
+                 hold=True)
+    runs.append(run)
+    run.wait_for("iteration", count=1)
+    job_id = run.joined[0]["job_id"]
+    fabric.restart_switch(down_for=1.0, name=switch)
+    done_before = max(len(run.events(r, "iteration")) for r in run.lines)
+    run.wait_for("resync", timeout=30)
+    run.wait_for("iteration", count=done_before + 3, timeout=90)
+    moves = client.call("ShowJob", job_id=job_id)["moves"]
+    assert [m["reason"] for m in moves] == [f"switch {switch} restarted"]
+    run.release()
+    run.finish()

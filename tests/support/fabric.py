@@ -8,6 +8,7 @@ import json
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from controller import topology
 from controller.driver import PipelineConfig
@@ -30,17 +31,25 @@ class Fabric:
 
     def __init__(self, spines: int) -> None:
         self.devices: dict[str, Device] = {}
-        self.servers: list = []
+        self.servers: dict[str, Any] = {}
+        self.addresses: dict[str, str] = {}
         self.queue: deque[tuple[str, int, bytes]] = deque()
-        addrs = []
         names = [*(f"s{r}" for r in (1, 2)), *(f"t{k}" for k in range(1, spines + 1))]
         for name in names:
-            device = Device(0, Switch, transmit=self._transmitter(name))
-            server, port = serve(device, "127.0.0.1:0")
-            self.devices[name] = device
-            self.servers.append(server)
-            addrs.append(f"127.0.0.1:{port}")
+            self._start(name, "127.0.0.1:0")
+        addrs = [self.addresses[name] for name in names]
         self.topo = topology.from_dict(topology.fabric_dict(2, 4, spines, addrs))
+
+    def _start(self, name: str, address: str) -> None:
+        device = Device(0, Switch, transmit=self._transmitter(name))
+        server, port = serve(device, address)
+        self.devices[name], self.servers[name] = device, server
+        self.addresses[name] = f"127.0.0.1:{port}"
+
+    def restart(self, name: str) -> None:
+        """The switch dies and comes back on its address empty: no pipeline, no state."""
+        self.servers[name].stop(grace=None).wait()
+        self._start(name, self.addresses[name])
 
     def _transmitter(self, name: str) -> Callable[[int, bytes], None]:
         def transmit(port: int, frame: bytes) -> None:
@@ -66,5 +75,5 @@ class Fabric:
         return sorted(out) + [("hops", tuple(sorted(hops)))]
 
     def close(self) -> None:
-        for server in self.servers:
+        for server in self.servers.values():
             server.stop(grace=None)

@@ -6,6 +6,7 @@ exactly across racks, under loss too, and rebuilds such a job after a restart.""
 from __future__ import annotations
 
 import random
+import time
 
 import numpy as np
 import pytest
@@ -285,3 +286,26 @@ def test_the_pbox_path_across_racks_reaches_the_pbox(wired):
     for rank, k in enumerate([0, 5]):
         assert wired.send(k, replies[rank], contribution(job_id, rank, base, np.ones(K), 0)) == \
             [(pbox.switch, pbox.port)]
+
+
+def test_a_restarted_leaf_gives_the_whole_tree_a_new_epoch(wired):
+    ranks = [0, 1, 4, 5]
+    replies = wired.join("wide", ranks)
+    job_id, base = replies[0].job_id, replies[0].slot_base
+    before = wired.ctl.registry.job(job_id).epoch
+    wired.net.restart("s2")
+    deadline = time.monotonic() + 5
+    while wired.ctl.clients["s2"].alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert wired.ctl.check_switches() == {"s2": "reconfigured"}
+    job = wired.ctl.registry.job(job_id)
+    assert job.epoch != before and "switch s2 restarted" in job.moves[-1].reason
+    for name in ("t1", "s1", "s2"):  # every switch of the tree has the new epoch
+        (entry,) = [e for e in wired.ctl.read_entries(name)
+                    if e.table == p.JOBS and e.match_value(p.JOBS_JOB) == job_id]
+        assert entry.param("epoch") == job.epoch, name
+    values = np.random.default_rng(4).integers(-(2**20), 2**20, (4, K))
+    out = []
+    for rank, k in enumerate(ranks):
+        out = wired.send(k, replies[rank], contribution(job_id, rank, base + 2, values[rank], 2))
+    assert out == [("s1", 1), ("s1", 2), ("s2", 1), ("s2", 2)]
