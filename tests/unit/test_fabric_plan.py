@@ -91,11 +91,11 @@ def test_a_rack_lists_both_ends_of_every_switch_link():
     assert Rack(RackConfig()).fabric_interfaces() == []
 
 
-def test_make_run_leafspine_defaults_to_2x4_and_the_gloo_path():
+def test_make_run_leafspine_defaults_to_2x4_and_every_path():
     from topologies import run
 
     args = run.parse_args(["--topo", "leafspine"])
-    assert (args.workers, args.paths) == (8, "gloo")
+    assert (args.workers, args.paths) == (8, "switch,pbox,gloo")
     config = run.rack_config(args)
     assert (config.racks, config.spines, config.pboxes, config.workers) == (2, 1, 2, 8)
     one = run.parse_args([])
@@ -103,10 +103,9 @@ def test_make_run_leafspine_defaults_to_2x4_and_the_gloo_path():
     assert not run.rack_config(one).is_fabric
 
 
-@pytest.mark.parametrize("paths", ["switch", "gloo,pbox"])
-def test_make_run_leafspine_refuses_the_paths_that_need_aggregation_across_racks(paths, capsys):
+def test_make_run_leafspine_refuses_a_straggler(capsys):
     from topologies import run
 
     with pytest.raises(SystemExit):
-        run.parse_args(["--topo", "leafspine", "--paths", paths])
-    assert "need aggregation across racks" in capsys.readouterr().err
+        run.parse_args(["--topo", "leafspine", "--straggler", "link"])
+    assert "--straggler is for one rack" in capsys.readouterr().err
