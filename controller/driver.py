@@ -26,10 +26,11 @@ from controller import program as p
 from controller import rack, resync
 from controller.entries import EntryCodec
 from controller.errors import SetupError, UnavailableError
-from controller.jobs import JobRegistry, JoinReply, part_write, rebuild_from_entries
+from controller.jobs import JobRegistry, JoinReply, part_write
 from controller.p4info_index import EntryError, P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
 from controller.pbox_control import PBoxControlError
+from controller.rebuild import rebuild_from_entries
 from controller.topology import SwitchConf, Topology
 from controller.updates import (
     DELETE,

@@ -22,7 +22,7 @@ switch holds::
     multicast group <job id>: (worker port, rid) per worker   (switch jobs only)
 
 That is everything needed to rebuild the registry after a restart
-(``rebuild_from_entries``); only liveness deadlines, barrier progress and the
+(``controller.rebuild``); only liveness deadlines, barrier progress and the
 record of ended jobs are lost, and restart fresh.
 
 Liveness: every member heartbeats over the job API (``heartbeat``; joins and
@@ -47,8 +47,8 @@ from typing import Any
 
 from controller import elastic, rack
 from controller import program as p
-from controller.errors import NotFoundError, RefusedError, SwitchStateError
-from controller.slots import SlotError, SlotPool, SlotRange, common_base
+from controller.errors import NotFoundError, RefusedError
+from controller.slots import SlotPool, SlotRange, common_base
 from controller.topology import Topology, format_ipv4, parse_ipv4
 from controller.traffic import (
     Counters,
@@ -237,7 +237,7 @@ class JobRegistry:
         self.pbox_pools = _rack_pbox_pools(topo)  # PBox -> its rack's shared pool
         self.jobs: dict[int, Job] = {}
         self.ended: dict[int, JobEnd] = {}  # job id -> its last end, oldest first
-        self._next_epoch = _valid_epoch(epoch_seed)
+        self._next_epoch = valid_epoch(epoch_seed)
         self._last_job_id = 0
         self._undo: list[Callable[[], object]] | None = None  # recording when not None
 
@@ -780,7 +780,7 @@ class JobRegistry:
 
     def _take_epoch(self) -> int:
         epoch = self._next_epoch
-        self._set(self, "_next_epoch", _valid_epoch(epoch + 1))
+        self._set(self, "_next_epoch", valid_epoch(epoch + 1))
         return epoch
 
     def _free_tag(self, name: str) -> int:
@@ -1013,7 +1013,7 @@ def _replace(items: dict, content: dict) -> None:
     items.update(content)
 
 
-def _valid_epoch(value: int) -> int:
+def valid_epoch(value: int) -> int:
     """Epochs are 32-bit and never 0 (0 is a register's initial owner)."""
     value &= 0xFFFF_FFFF
     return value or 1
@@ -1034,178 +1034,3 @@ def _check_join(name: str, world_size: int, rank: int, address: tuple[str, int])
     if not 1 <= port <= 0xFFFF:
         raise JobError(f"UDP port {port} outside 1..65535")
     return ip, port
-
-
-# -- rebuild after a restart -------------------------------------------------------
-
-
-def rebuild_from_entries(
-    topo: Topology, entries: dict[str, list[Entry]], now: float, epoch_seed: int = 1,
-    pbox_jobs: dict[str, list[dict]] | None = None,
-) -> tuple[JobRegistry, list[Update]]:
-    """Rebuild the registry from the table entries read back from each switch, and
-    the jobs each PBox reports (``pbox_jobs``: PBox -> its ``list_jobs``; a job's PBox
-    ranges are there only: a PBox missing from it contributes none, and a PBox job's
-    jobs-entry range is then taken to be on the rack's first PBox).
-
-    Returns the registry and the repair writes: static rack entries that are
-    missing, member/result entries that belong to no job (deleted), and a
-    PBoxJobWrite MODIFY ("make sure it is there") per PBox range. Every
-    rebuilt worker counts as seen at ``now``; barriers start over. Raises
-    ``SwitchStateError`` naming the switch when its jobs entries make no sense
-    (overlapping slots, a job on two switches, a PBox job on a rack without a PBox).
-    """
-    registry = JobRegistry(topo, epoch_seed)
-    repairs: list[Update] = []
-    max_epoch = 0
-    spines = set(topo.spines())
-    tables: dict[str, dict[str, list[Entry]]] = {}
-    roots: dict[int, tuple[str, Entry]] = {}  # jobs over racks: job id -> its root entry
-    leaves: dict[int, list[tuple[str, Entry]]] = {}  # ... and its leaves' entries
-    for switch, switch_entries in sorted(entries.items()):
-        if switch not in topo.switches:
-            raise SwitchStateError(f"entries for switch {switch!r}, which the topology does not "
-                                   "have")
-        by_table = tables[switch] = {}
-        for entry in switch_entries:
-            by_table.setdefault(entry.table, []).append(entry)
-        for entry in by_table.get(p.JOBS, []):
-            job_id = entry.match_value(p.JOBS_JOB)
-            if entry.action == p.ACT_JOB_ON_LEAF:
-                leaves.setdefault(job_id, []).append((switch, entry))
-                continue
-            if switch in spines:
-                roots[job_id] = (switch, entry)
-                continue
-            try:
-                job = _rebuild_job(registry, switch, entry)
-            except (JobError, SlotError) as exc:
-                raise SwitchStateError(f"switch {switch}: cannot rebuild job {job_id} from its "
-                                       f"entries: {exc}") from None
-            max_epoch = max(max_epoch, job.epoch)
-    for job_id in sorted(roots.keys() | leaves.keys()):
-        try:
-            job = _rebuild_tree(registry, job_id, roots.get(job_id), leaves.get(job_id, []))
-        except (JobError, SlotError, TreeError) as exc:
-            raise SwitchStateError(f"cannot rebuild job {job_id} over racks from its entries: "
-                                   f"{exc}") from None
-        max_epoch = max(max_epoch, job.epoch)
-    for switch, switch_entries in sorted(entries.items()):
-        repairs += _rebuild_workers(registry, switch, tables[switch], now)
-        repairs += rack.reconcile(topo, switch, switch_entries)
-    registry._next_epoch = _valid_epoch(max(registry._next_epoch, max_epoch + 1))
-    registry._last_job_id = max(registry.jobs, default=0)
-    for job in sorted(registry.jobs.values(), key=lambda j: j.job_id):
-        _rebuild_parts(registry, job, pbox_jobs or {})
-        if job.parts:  # their epoch is in no entry; the agents resync once, needlessly
-            job.epoch = registry._take_epoch()
-        repairs += [part_write(job, part, MODIFY) for part in job.parts]
-    return registry, repairs
-
-
-def _rebuild_parts(registry: JobRegistry, job: Job, pbox_jobs: dict[str, list[dict]]) -> None:
-    """The job's PBox ranges: those its rack's PBoxes report (a PBox job's entry range
-    at least, on the PBox that has it, else on the rack's first)."""
-    found: dict[str, tuple[int, int]] = {}
-    for pb in registry.topo.pboxes_of(job.switch):
-        for listed in pbox_jobs.get(pb.name, []):
-            if listed.get("job_id") == job.job_id and listed.get("world_size") == job.world_size:
-                found[pb.name] = (int(listed["slot_base"]), int(listed["slot_count"]))
-    if job.where == ON_PBOX:
-        entry_range = (job.slots.base, job.slots.count)
-        holder = next((name for name, got in found.items() if got == entry_range), None)
-        if holder is None:
-            holder = registry.topo.pboxes_of(job.switch)[0].name
-            found[holder] = entry_range
-        job.pbox = holder
-    parts = []
-    for pbox, (base, count) in found.items():
-        owner = (job.job_id, pbox, 0)
-        try:
-            got = registry.pbox_pools[pbox].reserve(owner, base, count)
-        except SlotError as exc:
-            raise SwitchStateError(f"job {job.job_id}: PBox {pbox}'s range {base}+{count} "
-                                   f"cannot be rebuilt: {exc}") from None
-        parts.append(Part(pbox, got, owner))
-    job.parts = tuple(sorted(parts, key=lambda part: part.slots.base))
-
-
-def _rebuild_job(registry: JobRegistry, switch: str, entry: Entry) -> Job:
-    job_id = entry.match_value(p.JOBS_JOB)
-    base, count = entry.param("slot_base"), entry.param("slot_count")
-    pbox = registry.topo.pbox_of(switch)
-    if entry.action == p.ACT_JOB_ON_SWITCH:
-        where, epoch = ON_SWITCH, entry.param("epoch")
-        slots = registry.switch_pools[switch].reserve(job_id, base, count)
-    elif entry.action == p.ACT_JOB_ON_PBOX and pbox is not None:
-        # a PBox job's epoch is not in its entry: it gets a new one (_rebuild_parts)
-        where, epoch = ON_PBOX, 0
-        slots = SlotRange(base, count)
-    else:
-        raise JobError(f"jobs entry for job {job_id} on {switch} has action {entry.action!r}")
-    if job_id in registry.jobs:
-        raise JobError(f"job {job_id} appears on two switches")
-    code = entry.param("lane_code")
-    if code >= len(p.LANE_COUNTS):
-        raise JobError(f"jobs entry for job {job_id} on {switch} has lane code {code}")
-    job = Job(job_id, None, entry.param("name_tag"), entry.param("world_size"), switch, where,
-              slots, epoch, pbox.name if pbox else None, p.LANE_COUNTS[code])
-    registry.jobs[job_id] = job
-    return job
-
-
-def _rebuild_tree(registry: JobRegistry, job_id: int, root: tuple[str, Entry] | None,
-                  leaves: list[tuple[str, Entry]]) -> Job:
-    """A job over racks from its root spine's jobs entry and its leaves' (whose
-    parameters must say the same tree as ``tree.plan`` makes of them)."""
-    if root is None or not leaves:
-        raise JobError("its root spine's or its leaves' jobs entries are missing")
-    spine, entry = root
-    planned = plan(registry.topo, spine, {leaf: e.param("world_size") for leaf, e in leaves})
-    base, count = entry.param("slot_base"), entry.param("slot_count")
-    for leaf, e in leaves:
-        node = planned.leaf(leaf)
-        assert node is not None
-        if (e.param("child"), e.param("up_ip"), e.param("slot_base"), e.param("slot_count"),
-                e.param("total_size")) != (node.child, planned.root_ip, base, count,
-                                           entry.param("world_size")):
-            raise JobError(f"leaf {leaf}'s entry does not match the root {spine}'s")
-    code = entry.param("lane_code")
-    if code >= len(p.LANE_COUNTS):
-        raise JobError(f"lane code {code}")
-    for switch in planned.switches:
-        registry.switch_pools[switch].reserve(job_id, base, count)
-    first = registry.topo.pbox_of(planned.leaves[0].switch)
-    job = Job(job_id, None, entry.param("name_tag"), entry.param("world_size"), spine, ON_SWITCH,
-              SlotRange(base, count), entry.param("epoch"), first.name if first else None,
-              p.LANE_COUNTS[code], fabric=planned.switches, tree=planned)
-    registry.jobs[job_id] = job
-    return job
-
-
-def _rebuild_workers(
-    registry: JobRegistry, switch: str, by_table: dict[str, list[Entry]], now: float
-) -> list[Update]:
-    members = {
-        (e.match_value(p.MEMBERS_JOB), e.match_value(p.MEMBERS_RANK)): e
-        for e in by_table.get(p.MEMBERS, [])
-    }
-    stale: list[Update] = []
-    for entry in by_table.get(p.RESULT_DST, []):
-        job_id, rank = p.split_rid(entry.match_value(p.RESULT_DST_RID))
-        member = members.pop((job_id, rank), None)
-        job = registry.jobs.get(job_id)
-        if job is not None and job.tree is not None and switch == job.tree.root:
-            continue  # the root's members are the leaves (tree.root_entries), not workers
-        host = registry.topo.host_by_ip(entry.param("ip"))
-        on_it = job is not None and (job.switch == switch or switch in job.fabric)
-        if job is None or not on_it or member is None or host is None:
-            stale.append(TableWrite(switch, DELETE, Entry(entry.table, entry.match)))
-            if member is not None:
-                stale.append(TableWrite(switch, DELETE, Entry(member.table, member.match)))
-            continue
-        job.workers[rank] = Worker(rank, entry.param("ip"), entry.param("udp_port"),
-                                   entry.param("mac"), host.port, now, switch=switch)
-    for member in members.values():  # members without a result_dst entry
-        stale.append(TableWrite(switch, DELETE, Entry(member.table, member.match)))
-    return stale

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from controller import elastic, topology
-from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobRegistry, rebuild_from_entries
+from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobRegistry
+from controller.rebuild import rebuild_from_entries
 from controller.traffic import RouteService
 from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
 

@@ -15,8 +15,8 @@ from controller.jobs import (
     ON_SWITCH,
     JobError,
     JobRegistry,
-    rebuild_from_entries,
 )
+from controller.rebuild import rebuild_from_entries
 from controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite, TableWrite
 
 RACK = {

@@ -14,7 +14,8 @@ import pytest
 from controller import program as p
 from controller import topology
 from controller.driver import Controller, PipelineConfig
-from controller.jobs import ON_SWITCH, JobError, JobRegistry, rebuild_from_entries
+from controller.jobs import ON_SWITCH, JobError, JobRegistry
+from controller.rebuild import rebuild_from_entries
 from controller.updates import DELETE, INSERT, GroupWrite, TableWrite
 from hosts import wire
 from hosts.wire import Header, K, PacketType
