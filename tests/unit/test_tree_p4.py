@@ -53,7 +53,7 @@ class Fabric:
     (ports 1 and 2). ``lose(where, frame)`` drops a frame on a hop: where is
     ("up", leaf), ("down", leaf) or ("worker", rank)."""
 
-    compiled: object
+    compiled: driver.CompileResult
     lanes: int = K
     epoch: int = 3
     lose: Callable[[tuple, bytes], bool] = lambda where, frame: False
@@ -126,18 +126,22 @@ class Fabric:
                 if hop[0] == "worker":
                     delivered.append((hop[1], check_result_frame(self, hop[1], out)))
                 elif hop[0] == "up":
-                    pending.append(("t1", out, self.tree.leaf(hop[1]).down_port))
+                    pending.append(("t1", out, self._leaf(hop[1]).down_port))
                 else:
                     pending.append((hop[1], out, UP))
         return sorted(delivered)
+
+    def _leaf(self, switch: str) -> Leaf:
+        leaf = self.tree.leaf(switch)
+        assert leaf is not None
+        return leaf
 
     def _hop(self, switch: str, port: int) -> tuple:
         if switch == "t1":
             return ("down", next(leaf.switch for leaf in self.tree.leaves if leaf.down_port == port))
         if port == UP:
             return ("up", switch)
-        leaf = self.tree.leaf(switch)
-        rank = 2 * leaf.child + port - 1
+        rank = 2 * self._leaf(switch).child + port - 1
         assert port in (1, 2), f"{switch} sent a frame out of port {port}"
         return ("worker", rank)
 
