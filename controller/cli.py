@@ -69,8 +69,9 @@ def show_job(reply: dict) -> str:
         f"job {reply['job_id']} {reply['name'] or '?'}: {reply['workers']}/{reply['world_size']} "
         f"workers, rack {reply['switch']}, aggregated on {where}, slots "
         f"{reply['slot_base']}..{reply['slot_base'] + reply['slot_count'] - 1}",
-        _table([[w["rank"], w["address"], w["mac"], w["switch_port"], w["idle_s"]]
-                for w in reply["worker_list"]], ["rank", "address", "mac", "port", "idle s"]),
+        _table([[w["rank"], w["address"], w["mac"], w.get("switch", "-"), w["switch_port"],
+                 w["idle_s"]] for w in reply["worker_list"]],
+               ["rank", "address", "mac", "switch", "port", "idle s"]),
         _table([[kind, c["packets"], c["bytes"]] for kind, c in reply["counters"].items()],
                ["counter", "packets", "bytes"]),
     ]

@@ -310,3 +310,28 @@ def test_a_restarted_leaf_gives_the_whole_tree_a_new_epoch(wired):
     for rank, k in enumerate(ranks):
         out = wired.send(k, replies[rank], contribution(job_id, rank, base + 2, values[rank], 2))
     assert out == [("s1", 1), ("s1", 2), ("s2", 1), ("s2", 2)]
+
+
+def test_job_show_prints_the_tree_with_each_switchs_counters(wired, capsys):
+    from controller import api, cli
+
+    ranks = [0, 1, 4, 5]
+    replies = wired.join("wide", ranks)
+    job_id, base = replies[0].job_id, replies[0].slot_base
+    values = np.ones((4, K), np.int32)
+    for rank, k in enumerate(ranks):
+        wired.send(k, replies[rank], contribution(job_id, rank, base, values[rank], 0))
+    service = api.JobService(wired.ctl, time.monotonic)
+    server, port = api.serve(service, "127.0.0.1:0")
+    try:
+        assert cli.main(["--controller", f"127.0.0.1:{port}", "job", "show", str(job_id)]) == 0
+    finally:
+        server.stop(grace=None)
+    out = capsys.readouterr().out
+    assert "aggregation tree" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.split() and line.split()[0] in ("t1", "s1", "s2")}
+    # switch level child members contribs complete up "up again" down resent
+    assert rows["t1"][1:6] == ["root", "-", "2", "2", "1"]
+    assert rows["s1"][1:7] == ["leaf", "0", "2", "2", "1", "1"]
+    assert rows["s2"][1:7] == ["leaf", "1", "2", "2", "1", "1"]
