@@ -95,6 +95,11 @@ class JobStats:
     completions: int = 0  # cell rounds completed
     results_sent: int = 0  # RESULT datagrams sent on completion (n per completion)
     resent_results: int = 0  # stored results unicast back to a duplicate
+    # as a rack's first level under a parent (JobConfig.parent):
+    partials_sent: int = 0  # completed cells sent up as one PARTIAL
+    partials_resent: int = 0  # ... sent again for the lowest rank's duplicate
+    parent_results: int = 0  # the parent's RESULTs stored and sent to the rack
+    parent_dropped: int = 0  # the parent's RESULTs for no waiting cell (repeats, late)
     bytes_received: int = 0
     bytes_sent: int = 0
     last_seen: float = 0.0  # `now` of the last datagram accepted for this job
@@ -105,12 +110,25 @@ class JobStats:
 
 
 @dataclass(frozen=True, slots=True)
+class Parent:
+    """The job's root when this aggregator is its rack's first level (a job over racks,
+    docs/DESIGN.md §3.1): a completed cell goes up to ``address`` as one PARTIAL from
+    child ``child`` standing for ``rack_size`` workers, and the root's RESULT comes back
+    from it, as for a leaf switch."""
+
+    address: Address  # (ip, port) of the root
+    child: int
+    rack_size: int
+
+
+@dataclass(frozen=True, slots=True)
 class JobConfig:
     job_id: int
-    world_size: int
+    world_size: int  # the whole job's: ranks are 0..world_size-1, a RESULT's count
     slot_base: int
     slot_count: int
     lanes: int = K
+    parent: Parent | None = None  # None: this aggregator completes the job's cells
 
 
 class _JobState:
@@ -118,7 +136,7 @@ class _JobState:
 
     __slots__ = (
         "config", "stats", "lanes", "bitmap", "counter", "max_exp", "position", "fresh",
-        "addresses",
+        "addresses", "modulus", "has_result",
         "first_owned", "slot_end", "stride", "n", "packet_len", "lane_flags",
     )
 
@@ -126,6 +144,8 @@ class _JobState:
         self.config = config
         self.stats = JobStats()
         self.n = config.world_size
+        # contributions complete a cell at n, or at the rack's workers under a parent
+        self.modulus = config.parent.rack_size if config.parent else config.world_size
         self.packet_len = HEADER_LEN + 4 * config.lanes
         self.lane_flags = LANE_COUNTS.index(config.lanes) << LANE_CODE_SHIFT
         self.stride = shard_count
@@ -140,6 +160,7 @@ class _JobState:
         self.max_exp = np.zeros(owned * 2, dtype=np.int8)
         self.position = np.zeros(owned * 2, dtype=np.uint32)  # the cell's round
         self.fresh = np.ones(owned * 2, dtype=bool)  # no round yet: any position is new
+        self.has_result = np.zeros(owned * 2, dtype=bool)  # the parent's RESULT is stored
         self.addresses: list[Address | None] = [None] * config.world_size
 
     def reject(self, reason: str) -> list:
@@ -166,11 +187,14 @@ class Aggregator:
     # -- configuration -------------------------------------------------------------
 
     def add_job(
-        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K
+        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K,
+        parent: Parent | dict | None = None,
     ) -> None:
-        """Configure a job; raises AggregatorError if it is invalid or does not fit."""
+        """Configure a job; raises AggregatorError if it is invalid or does not fit.
+        ``parent`` (a Parent, or its fields as a dict, the address as [ip, port]) makes
+        this aggregator the rack's first level of a job over racks."""
         config = JobConfig(int(job_id), int(world_size), int(slot_base), int(slot_count),
-                           int(lanes))  # fmt: skip
+                           int(lanes), _parent(parent))  # fmt: skip
         _check_job(config)
         if config.job_id in self._jobs:
             raise AggregatorError(f"job {config.job_id} already exists")
@@ -236,10 +260,13 @@ class Aggregator:
             self.unknown_job += 1
             return []
         state.stats.bytes_received += len(datagram)
-        if ptype == _RESULT:
-            return state.reject("type")
         if flags & LANE_CODE_BITS != state.lane_flags:
             return state.reject("lanes")
+        if ptype == _RESULT:
+            parent = state.config.parent
+            if parent is None or tuple(src) != parent.address:
+                return state.reject("type")
+            return _from_parent(state, slot, flags, exp, position, datagram)
         if rank >= state.n:
             return state.reject("rank")
         if not state.config.slot_base <= slot < state.slot_end:
@@ -258,6 +285,54 @@ class Aggregator:
         cell = local * 2 + (flags & 1)
         echo = (flags, job, slot, position, epoch, nelem)
         return _apply(state, cell, rank, count, exp, datagram, src, echo, ptype == _PRIME)
+
+
+def _from_parent(state: _JobState, slot: int, flags: int, exp: int, position: int,
+                 datagram: bytes | bytearray | memoryview) -> list[tuple[bytes, Address]]:
+    """The parent's RESULT: stored in the cell and sent to the rack's workers if the
+    cell's round is complete here, of that position and still waiting for it; dropped
+    otherwise (a repeat for a second resent partial, a late one)."""
+    stats = state.stats
+    if not state.config.slot_base <= slot < state.slot_end:
+        return state.reject("slot")
+    local, misplaced = divmod(slot - state.first_owned, state.stride)
+    if misplaced:
+        return state.reject("shard")
+    cell = local * 2 + (flags & 1)
+    if (state.fresh[cell] or state.counter[cell] or state.has_result[cell]
+            or int(state.position[cell]) != position):
+        stats.parent_dropped += 1
+        return []
+    state.lanes[cell][:] = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)
+    state.max_exp[cell] = exp
+    state.has_result[cell] = True
+    stats.parent_results += 1
+    return _to_rack(state, cell, bytes(datagram[:HEADER_LEN]))
+
+
+def _to_rack(state: _JobState, cell: int, header: bytes) -> list[tuple[bytes, Address]]:
+    """The stored result, under ``header``, to every rank of the cell's round."""
+    bits = int(state.bitmap[cell])
+    destinations = [addr for rank, addr in enumerate(state.addresses)
+                    if addr is not None and bits >> rank & 1]
+    result = header + state.lanes[cell].astype(_LANES_BE).tobytes()
+    state.stats.results_sent += len(destinations)
+    state.stats.bytes_sent += state.packet_len * len(destinations)
+    return [(result, addr) for addr in destinations]
+
+
+def _partial(state: _JobState, cell: int, echo: tuple[int, int, int, int, int, int],
+             prime: bool) -> list[tuple[bytes, Address]]:
+    """The cell's sum (a PRIME round's maximum) up to the parent as one PARTIAL (a
+    PRIME), from child ``parent.child`` for ``parent.rack_size`` workers."""
+    parent = state.config.parent
+    assert parent is not None
+    flags, job, slot, position, epoch, nelem = echo
+    header = _HEADER.pack((VERSION << 4) | (_PRIME if prime else _PARTIAL), flags, job,
+                          parent.child, parent.rack_size, slot, position,
+                          int(state.max_exp[cell]), epoch, nelem)
+    state.stats.bytes_sent += state.packet_len
+    return [(header + state.lanes[cell].astype(_LANES_BE).tobytes(), parent.address)]
 
 
 def _apply(
@@ -288,7 +363,7 @@ def _apply(
     stats = state.stats
     bit = 1 << rank
     bitmap = state.bitmap
-    n = state.n
+    n = state.modulus
     position = echo[3]
     before = int(state.counter[cell])
     ahead = 1 if state.fresh[cell] else (position - int(state.position[cell])) & 0xFFFFFFFF
@@ -305,11 +380,20 @@ def _apply(
         stats.duplicates += 1
         if before:
             return []
+        if state.config.parent is not None and not state.has_result[cell]:
+            # no RESULT from the parent yet: the rack's lowest rank's duplicate alone
+            # sends the partial up again (every rank resends alike), as a leaf switch
+            cell_bits = int(bitmap[cell])
+            if cell_bits & -cell_bits != bit:
+                return []
+            stats.partials_resent += 1
+            return _partial(state, cell, echo, prime)
         stats.resent_results += 1
         stats.bytes_sent += state.packet_len
         return [(_result_bytes(state, cell, echo), src)]
     state.position[cell] = position
     state.fresh[cell] = False
+    state.has_result[cell] = False
     stats.contributions += 1
     bitmap[cell] = int(bitmap[cell]) | bit
     after = (before + count) % n
@@ -329,6 +413,10 @@ def _apply(
             state.max_exp[cell] = exp
     if after != 0:
         return []
+    if state.config.parent is not None:
+        stats.completions += 1
+        stats.partials_sent += 1
+        return _partial(state, cell, echo, prime)
     result = _result_bytes(state, cell, echo)
     destinations = [addr for addr in state.addresses if addr is not None]
     stats.completions += 1
@@ -348,6 +436,19 @@ def _result_bytes(
     return header + state.lanes[cell].astype(_LANES_BE).tobytes()
 
 
+def _parent(value: Parent | dict | None) -> Parent | None:
+    """A Parent from itself or its fields (as they cross the PBox's pipes and control
+    channel: the address a list); raises AggregatorError."""
+    if value is None or isinstance(value, Parent):
+        return value
+    try:
+        host, port = value["address"]
+        return Parent((str(host), int(port)), int(value["child"]), int(value["rack_size"]))
+    except (KeyError, TypeError, ValueError):
+        raise AggregatorError(f"a parent is {{address: [ip, port], child, rack_size}}, "
+                              f"got {value!r}") from None
+
+
 def _check_job(config: JobConfig) -> None:
     if not 0 <= config.job_id <= 0xFFFF:
         raise AggregatorError(f"job id {config.job_id} does not fit in 16 bits")
@@ -357,6 +458,11 @@ def _check_job(config: JobConfig) -> None:
         raise AggregatorError(f"lane count {config.lanes} is not one of {LANE_COUNTS}")
     if config.slot_count < 1:
         raise AggregatorError(f"slot count {config.slot_count} must be positive")
+    parent = config.parent
+    if parent is not None and not (1 <= parent.rack_size <= config.world_size
+                                   and 0 <= parent.child < MAX_WORKERS):
+        raise AggregatorError(f"parent {parent}: rack size outside 1..{config.world_size} "
+                              f"or child outside 0..{MAX_WORKERS - 1}")
     if config.slot_base < 0 or config.slot_base + config.slot_count > 1 << 32:
         raise AggregatorError(
             f"slot range [{config.slot_base}, {config.slot_base + config.slot_count}) "

@@ -18,7 +18,7 @@ import sys
 
 from hosts.aggregator import JobConfig
 from hosts.pbox import PBoxConfig, PBoxError, serve
-from hosts.wire import AGG_UDP_PORT
+from hosts.wire import AGG_UDP_PORT, K
 
 DEFAULT_SLOT_COUNT = 4096
 
@@ -40,7 +40,8 @@ def parse_job(text: str) -> JobConfig:
     numbers = [int(p) for p in parts]
     if len(numbers) == 2:
         numbers += [0, DEFAULT_SLOT_COUNT]
-    return JobConfig(*numbers)
+    job_id, world, base, count, *lanes = numbers
+    return JobConfig(job_id, world, base, count, lanes[0] if lanes else K)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,9 @@ the control channel: newline-delimited JSON, one reply line per request.
 Requests and replies (see docs/notes/pbox-and-rack.md §2):
 
 * ``{"cmd": "add_job", "job": ID, "world_size": N, "slot_base": B, "slot_count": C,
-  "lanes": L}`` (``lanes`` optional: 64 or 256, default 64) -> ``{"ok": true}``
+  "lanes": L, "parent": {"address": "IP:PORT", "child": C, "rack_size": R}}`` (``lanes``
+  optional: 64 or 256, default 64; ``parent`` optional: the PBox is the rack's first level
+  of a job over racks, hosts/aggregator.py ``Parent``) -> ``{"ok": true}``
 * ``{"cmd": "remove_job", "job": ID}`` -> ``{"ok": true, "stats": {final counters}}``
 * ``{"cmd": "stats"}`` -> ``{"ok": true, "jobs": {...}, "global": {...}, "workers": [...]}``
 * ``{"cmd": "list_jobs"}`` -> ``{"ok": true, "jobs": [{"job_id", "world_size", ...}]}``
@@ -29,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Protocol
 
-from hosts.aggregator import Aggregator, AggregatorError, JobConfig
+from hosts.aggregator import Aggregator, AggregatorError, JobConfig, Parent
 from hosts.errors import HostError
 from hosts.wire import K
 
@@ -165,10 +167,11 @@ class ControlCore:
         self.jobs: dict[int, JobConfig] = {}
 
     def add_job(
-        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K
+        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K,
+        parent: Parent | None = None,
     ) -> None:
         """Configure a job on every shard, or on none (PBoxError with the shard's reason)."""
-        config = JobConfig(job_id, world_size, slot_base, slot_count, lanes)
+        config = JobConfig(job_id, world_size, slot_base, slot_count, lanes, parent)
         replies = self.shards.fan_out("add_job", asdict(config))
         errors = [r["error"] for r in replies if "error" in r]
         if errors:
@@ -202,7 +205,11 @@ class ControlCore:
         return {"jobs": jobs, "global": glob, "workers": per_worker}
 
     def list_jobs(self) -> list[dict]:
-        return [asdict(config) for config in self.jobs.values()]
+        """Each job's configuration; ``parent`` only where there is one (the protocol's
+        replies stay as they were for jobs without)."""
+        listed = [asdict(config) for config in self.jobs.values()]
+        return [{k: v for k, v in job.items() if k != "parent" or v is not None}
+                for job in listed]
 
     def open_cells(self, job_id: int) -> list[list[int]]:
         """The job's cells with a round in progress over every shard, by slot."""
@@ -225,7 +232,8 @@ class ControlCore:
                 job, world, base, count = (_int_field(request, k) for k in
                                            ("job", "world_size", "slot_base", "slot_count"))
                 lanes = _int_field(request, "lanes") if "lanes" in request else K
-                self.add_job(job, world, base, count, lanes)
+                parent = _parent_field(request["parent"]) if "parent" in request else None
+                self.add_job(job, world, base, count, lanes, parent)
                 return {"ok": True}
             if cmd == "remove_job":
                 return {"ok": True, "stats": self.remove_job(_int_field(request, "job"))}
@@ -240,6 +248,17 @@ class ControlCore:
             return {"error": str(exc)}
         except (EOFError, OSError) as exc:  # a worker died; the main loop will stop the PBox
             return {"error": f"a worker process is gone: {exc!r}"}
+
+
+def _parent_field(value: object) -> Parent:
+    """``{"address": "ip:port", "child": C, "rack_size": R}``; raises PBoxError."""
+    if not isinstance(value, dict) or not isinstance(value.get("address"), str):
+        raise PBoxError(f"'parent' must be {{address: 'ip:port', child, rack_size}}, "
+                        f"got {value!r}")
+    host, _, port = value["address"].rpartition(":")
+    if not host or not port.isdigit():
+        raise PBoxError(f"parent address {value['address']!r} is not ip:port")
+    return Parent((host, int(port)), _int_field(value, "child"), _int_field(value, "rack_size"))
 
 
 def _int_field(request: dict, key: str) -> int:
