@@ -92,16 +92,22 @@ class PBoxControl:
         channel = self.channels.get(write.pbox)
         if channel is None:
             raise PBoxControlError(f"PBox {write.pbox} has no control address in the topology")
-        add = {"cmd": "add_job", "job": write.job_id, "world_size": write.world_size,
-               "slot_base": write.slot_base, "slot_count": write.slot_count,
-               "lanes": write.lanes}
+        add: dict = {"cmd": "add_job", "job": write.job_id, "world_size": write.world_size,
+                     "slot_base": write.slot_base, "slot_count": write.slot_count,
+                     "lanes": write.lanes}
+        parent = None
+        if write.parent:
+            host, _, port = write.parent.rpartition(":")
+            parent = {"address": [host, int(port)], "child": write.child,
+                      "rack_size": write.rack_size}
+            add["parent"] = {**parent, "address": write.parent}
         if write.op == INSERT:
             channel.request(add)
             return True
         if write.op == MODIFY:  # make sure the PBox has the job as described (after a rebuild)
             want = {"job_id": write.job_id, "world_size": write.world_size,
                     "slot_base": write.slot_base, "slot_count": write.slot_count,
-                    "lanes": write.lanes}
+                    "lanes": write.lanes, **({"parent": parent} if parent else {})}
             have = [job for job in self.jobs(write.pbox) if job.get("job_id") == write.job_id]
             if have and have[0] == want:
                 return False

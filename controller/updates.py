@@ -76,6 +76,11 @@ class PBoxJobWrite:
     slot_base: int = 0
     slot_count: int = 0
     lanes: int = 64
+    # the PBox as its rack's first level of a job over racks: its root's "ip:port", its
+    # child index there and the rack's workers ("" = an ordinary PBox job)
+    parent: str = ""
+    child: int = 0
+    rack_size: int = 0
 
 
 Update = TableWrite | GroupWrite | PBoxJobWrite

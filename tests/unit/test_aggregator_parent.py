@@ -4,12 +4,14 @@ to the rack, as a leaf switch does (p4src/aggregate.p4 job_on_leaf)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from hosts import wire
 from hosts.aggregator import Aggregator, AggregatorError, Parent
-from hosts.wire import K, NO_RANK, Header, PacketType
+from hosts.wire import NO_RANK, Header, K, PacketType
 
 JOB, BASE, N = 7, 16, 5
 ROOT = ("10.0.0.241", 48879)
@@ -116,3 +118,19 @@ def test_the_pbox_control_channel_configures_a_parent_on_every_shard():
                            "slot_count": 4, "parent": {"address": "x", "child": 0,
                                                        "rack_size": 1}})
     assert "not ip:port" in bad["error"]
+
+
+def test_the_controller_configures_a_first_level_pbox_and_modify_keeps_it():
+    from controller.updates import INSERT, MODIFY, PBoxJobWrite
+    from hosts.pbox.core import ControlCore, LocalShards, ShardCore
+    from tests.support.pbox_control import pbox_control
+
+    core = ControlCore(LocalShards([ShardCore((0, 1), 1024)]))
+    write = PBoxJobWrite("pb1", INSERT, JOB, N, BASE, 8, 64, parent="10.0.0.241:48879",
+                         child=1, rack_size=2)
+    with pbox_control(core) as (control, _):
+        control(write)
+        assert core.jobs[JOB].parent == Parent(ROOT, 1, 2)
+        assert control(replace(write, op=MODIFY)) is False  # there as described
+        assert control(replace(write, op=MODIFY, child=0)) is True
+        assert core.jobs[JOB].parent == Parent(ROOT, 0, 2)

@@ -29,7 +29,9 @@ class StubPBox:
             elif request["cmd"] == "remove_job":
                 self.agg.remove_job(request["job"])
             elif request["cmd"] == "list_jobs":
-                return {"ok": True, "jobs": [asdict(c) for c in self.agg.jobs()]}
+                return {"ok": True, "jobs": [
+                    {k: v for k, v in asdict(c).items() if k != "parent" or v is not None}
+                    for c in self.agg.jobs()]}
             return {"ok": True}
         except AggregatorError as exc:
             return {"error": str(exc)}
@@ -46,7 +48,8 @@ def test_insert_modify_delete_reach_the_pbox(pbox):
     stub, control, _ = pbox
     control(PBoxJobWrite("pb1", INSERT, 3, 4, 0, 32))
     assert [asdict(c) for c in stub.agg.jobs()] == [
-        {"job_id": 3, "world_size": 4, "slot_base": 0, "slot_count": 32, "lanes": 64}]
+        {"job_id": 3, "world_size": 4, "slot_base": 0, "slot_count": 32, "lanes": 64,
+         "parent": None}]
     assert control.jobs("pb1") == [{"job_id": 3, "world_size": 4, "slot_base": 0, "slot_count": 32, "lanes": 64}]
     n = len(stub.requests)
     control(PBoxJobWrite("pb1", MODIFY, 3, 4, 0, 32))  # already there, as described: no change
