@@ -94,7 +94,11 @@
  *          one repair costs the spine one PARTIAL and one RESULT, not one per worker);
  *          the others are dropped.
  *      A new round clears slot_result. Loss on any hop is repaired by the workers'
- *      retransmissions alone.
+ *      retransmissions alone. A rack whose leaf has no room aggregates on its PBox
+ *      instead (job_on_pbox here, the PBox configured with the parent): its
+ *      contributions are forwarded as in 5, the PBox sends the PARTIALs (at L2), and a
+ *      RESULT to the aggregator address from an aggregator source (the parent, on its
+ *      own port) is forwarded to the PBox.
  *   7. Everything else: `l2_fwd` (exact on destination MAC): forward(port),
  *      flood(group) or drop on a miss. ARP: the controller installs
  *      ff:ff:ff:ff:ff:ff -> flood(FLOOD_GROUP), so hosts need no static ARP
@@ -1130,6 +1134,13 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                             drop();
                         }
                     }
+                } else if (meta.job_mode == MODE_PBOX && meta.from_aggregator == 1
+                           && hdr.udp.srcPort == AGG_UDP_PORT) {
+                    /* a rack whose PBox is its first level (the leaf had no room): the
+                     * parent's RESULT, from an aggregator address on its own port, goes
+                     * on to the PBox */
+                    job_stats.count(meta.stat_base + STAT_FORWARDED);
+                    meta.l2 = 1;
                 } else {
                     job_stats.count(meta.stat_base + STAT_REJECTED);
                     drop();
