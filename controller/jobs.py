@@ -48,7 +48,7 @@ from typing import Any
 from controller import elastic, rack
 from controller import program as p
 from controller.errors import NotFoundError, RefusedError
-from controller.slots import SlotPool, SlotRange, common_base
+from controller.slots import SlotPool, SlotRange, common_base, free_bases, is_free
 from controller.topology import Topology, format_ipv4, parse_ipv4
 from controller.traffic import (
     Counters,
@@ -59,10 +59,13 @@ from controller.traffic import (
     route_rates,
 )
 from controller.tree import (
+    Leaf,
     Tree,
     TreeError,
     TreeJob,
     leaf_entry,
+    pbox_leaf_entry,
+    pbox_leaf_write,
     plan,
     root_entries,
     root_replicas,
@@ -159,6 +162,9 @@ class Job:
     # they all sit in one rack (an ordinary switch job there)
     fabric: tuple[str, ...] = ()
     tree: Tree | None = None
+    # ... and the PBox ranges of racks whose leaf had no room at that base: those racks
+    # aggregate on their first PBox, under the same root
+    rack_pboxes: tuple[Part, ...] = ()
 
     @property
     def window(self) -> int:
@@ -500,7 +506,7 @@ class JobRegistry:
         assert job.tree is not None
         spec = _tree_job(job)
         out = [(job.tree.root, root_entries(spec, job.tree, INSERT)[0])]
-        out += [(leaf.switch, leaf_entry(spec, job.tree, leaf)) for leaf in job.tree.leaves]
+        out += [(leaf.switch, self._leaf_entry(job, leaf)) for leaf in job.tree.leaves]
         return out
 
     def pbox_lost(self, job_id: int, pbox: str, now: float | None, reason: str) -> list[Update]:
@@ -703,6 +709,8 @@ class JobRegistry:
             updates += self._member_writes(job, worker, DELETE)
         for switch in job.fabric:
             self._free(self.switch_pools[switch], job.job_id)
+        for part in job.rack_pboxes:
+            self._free(self.pbox_pools[part.pbox], part.owner)
         if job.where == ON_SWITCH and not job.fabric:
             self._free(self.switch_pools[job.switch], job.job_id)
             if job.workers:
@@ -739,7 +747,7 @@ class JobRegistry:
                 if switch == job.tree.root:
                     entries += root_entries(_tree_job(job), job.tree, INSERT)
                 elif leaf is not None:
-                    entries.append(leaf_entry(_tree_job(job), job.tree, leaf))
+                    entries.append(self._leaf_entry(job, leaf))
             elif job.switch == switch and not job.fabric:
                 entries.append(job_entry(job))
             for _, worker in sorted(job.workers.items()):
@@ -754,8 +762,9 @@ class JobRegistry:
         for job in self.jobs.values():
             if job.tree is not None and switch == job.tree.root:
                 groups[job.job_id] = root_replicas(job.job_id, job.tree)
-            elif job.tree is not None and job.tree.leaf(switch) is not None:
-                groups[job.job_id] = self._group_write(job, MODIFY, switch).replicas
+            elif job.tree is not None and (leaf := job.tree.leaf(switch)) is not None:
+                if not leaf.pbox:
+                    groups[job.job_id] = self._group_write(job, MODIFY, switch).replicas
             elif job.switch == switch and job.where == ON_SWITCH and job.workers and not job.fabric:
                 groups[job.job_id] = self._group_write(job, MODIFY).replicas
         return groups
@@ -871,19 +880,48 @@ class JobRegistry:
         job_id = self._free_job_id()
         want = self.topo.switches[leaf].job_slots
         root = min(self.topo.spines(), key=lambda s: (-self.switch_pools[s].free_slots(), s))
-        holders = (root, *self.topo.leaves())
-        base = common_base([self.switch_pools[s] for s in holders], want)
+        base, on_pbox = self._fabric_base(root, want)
         if base is None:
-            raise JobError(f"no {want} free slots at one base on every switch of the fabric "
-                           f"({', '.join(holders)})")
+            raise JobError(f"no {want} free slots at one base on the spine {root} and on "
+                           "every rack's leaf or PBox")
+        epoch = self._take_epoch()
+        holders = tuple(s for s in (root, *self.topo.leaves()) if s not in on_pbox)
         for switch in holders:
             self._reserve(self.switch_pools[switch], job_id, base, want)
+        parts = []
+        for rack_leaf in on_pbox:
+            first = self.topo.pbox_of(rack_leaf)
+            assert first is not None
+            owner = (job_id, first.name, epoch)
+            self._reserve(self.pbox_pools[first.name], owner, base, want)
+            parts.append(Part(first.name, SlotRange(base, want), owner))
         pbox = self.topo.pbox_of(leaf)
-        job = Job(job_id, name, tag, world_size, leaf, ON_SWITCH, SlotRange(base, want),
-                  self._take_epoch(), pbox.name if pbox else None, lanes, placement=PLACE_PBOX,
-                  fabric=holders)
+        job = Job(job_id, name, tag, world_size, leaf, ON_SWITCH, SlotRange(base, want), epoch,
+                  pbox.name if pbox else None, lanes, placement=PLACE_PBOX, fabric=holders,
+                  rack_pboxes=tuple(parts))
         self._add_job(job)
         return job, []
+
+    def _fabric_base(self, root: str, want: int) -> tuple[int | None, tuple[str, ...]]:
+        """The lowest base free on the root and every leaf; failing that, the base free on
+        the root where the fewest racks must use their PBox instead of their leaf (the
+        leaves without room there), and those leaves."""
+        leaves = self.topo.leaves()
+        base = common_base([self.switch_pools[s] for s in (root, *leaves)], want)
+        if base is not None:
+            return base, ()
+        best: tuple[int, int, tuple[str, ...]] | None = None
+        for candidate in free_bases(self.switch_pools[root], want):
+            on_pbox = tuple(leaf for leaf in leaves
+                            if not is_free(self.switch_pools[leaf], candidate, want))
+            if all(self._rack_pbox_free(leaf, candidate, want) for leaf in on_pbox):
+                key = (len(on_pbox), candidate, on_pbox)
+                best = key if best is None or key < best else best
+        return (best[1], best[2]) if best is not None else (None, ())
+
+    def _rack_pbox_free(self, leaf: str, base: int, count: int) -> bool:
+        first = self.topo.pbox_of(leaf)
+        return first is not None and is_free(self.pbox_pools[first.name], base, count)
 
     def _place_on_fabric(self, job: Job) -> list[Update]:
         """All workers are in: one rack makes an ordinary switch job on its leaf; several
@@ -891,27 +929,47 @@ class JobRegistry:
         racks: dict[str, int] = {}
         for worker in job.workers.values():
             racks[worker.switch] = racks.get(worker.switch, 0) + 1
+        on_pbox = {self._leaf_of_part(part): part for part in job.rack_pboxes}
         if len(racks) == 1:
             (leaf,) = racks
             self._release_fabric(job, keep=(leaf,))
             self._set(job, "fabric", ())
             self._set(job, "switch", leaf)
-            return [TableWrite(leaf, INSERT, job_entry(job)), self._group_write(job, INSERT)]
+            part = on_pbox.get(leaf)
+            if part is None:
+                return [TableWrite(leaf, INSERT, job_entry(job)), self._group_write(job, INSERT)]
+            # one rack without room on its leaf: an ordinary PBox job there
+            self._set(job, "rack_pboxes", ())
+            self._set(job, "where", ON_PBOX)
+            self._set(job, "pbox", part.pbox)
+            self._set_parts(job, (part,))
+            return [TableWrite(leaf, INSERT, job_entry(job)), part_write(job, part, INSERT)]
         try:
-            planned = plan(self.topo, job.fabric[0], racks)
+            planned = plan(self.topo, job.fabric[0], racks, frozenset(racks) & set(on_pbox))
         except TreeError as exc:
             raise JobError(f"job {job.name!r} cannot span racks {', '.join(sorted(racks))}: "
                            f"{exc}") from None
         self._release_fabric(job, keep=planned.switches)
-        self._set(job, "fabric", planned.switches)
+        self._set(job, "fabric", tuple(s for s in planned.switches if s not in on_pbox))
         self._set(job, "tree", planned)
         self._set(job, "switch", planned.root)
         return self._tree_writes(job, INSERT)
 
+    def _leaf_of_part(self, part: Part) -> str:
+        return self.topo.pboxes[part.pbox].switch
+
     def _release_fabric(self, job: Job, keep: tuple[str, ...]) -> None:
+        """Give back the range on every switch and rack PBox outside ``keep``."""
         for switch in job.fabric:
             if switch not in keep:
                 self._free(self.switch_pools[switch], job.job_id)
+        kept = []
+        for part in job.rack_pboxes:
+            if self._leaf_of_part(part) in keep:
+                kept.append(part)
+            else:
+                self._free(self.pbox_pools[part.pbox], part.owner)
+        self._set(job, "rack_pboxes", tuple(kept))
 
     def _tree_writes(self, job: Job, op: str) -> list[Update]:
         """Every write of the job's tree but its workers' member entries: the root's
@@ -923,10 +981,28 @@ class JobRegistry:
         updates.append(GroupWrite(job.tree.root, op, job.job_id,
                                   () if op == DELETE else root_replicas(job.job_id, job.tree)))
         for leaf in job.tree.leaves:
-            entry = _job_key(job.job_id) if op == DELETE else leaf_entry(spec, job.tree, leaf)
+            entry = _job_key(job.job_id) if op == DELETE else self._leaf_entry(job, leaf)
             updates.append(TableWrite(leaf.switch, op, entry))
-            updates.append(self._group_write(job, op, leaf.switch))
+            if leaf.pbox:
+                updates.append(pbox_leaf_write(spec, job.tree, leaf, op))
+            else:
+                updates.append(self._group_write(job, op, leaf.switch))
         return updates
+
+    @staticmethod
+    def rack_pbox_writes(job: Job, op: str) -> list[Update]:
+        """The writes of the PBoxes that are first levels of ``job``'s tree."""
+        if job.tree is None:
+            return []
+        return [pbox_leaf_write(_tree_job(job), job.tree, leaf, op)
+                for leaf in job.tree.leaves if leaf.pbox]
+
+    @staticmethod
+    def _leaf_entry(job: Job, leaf: Leaf) -> Entry:
+        """The jobs entry of a leaf of ``job``'s tree: it aggregates, or its rack's PBox."""
+        assert job.tree is not None
+        spec = _tree_job(job)
+        return pbox_leaf_entry(spec, leaf) if leaf.pbox else leaf_entry(spec, job.tree, leaf)
 
 
 # -- entries ---------------------------------------------------------------------

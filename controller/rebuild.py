@@ -48,6 +48,7 @@ def rebuild_from_entries(
     tables: dict[str, dict[str, list[Entry]]] = {}
     roots: dict[int, tuple[str, Entry]] = {}  # jobs over racks: job id -> its root entry
     leaves: dict[int, list[tuple[str, Entry]]] = {}  # ... and its leaves' entries
+    found: list[tuple[str, Entry]] = []
     for switch, switch_entries in sorted(entries.items()):
         if switch not in topo.switches:
             raise SwitchStateError(f"entries for switch {switch!r}, which the topology does not "
@@ -55,14 +56,16 @@ def rebuild_from_entries(
         by_table = tables[switch] = {}
         for entry in switch_entries:
             by_table.setdefault(entry.table, []).append(entry)
-        for entry in by_table.get(p.JOBS, []):
-            job_id = entry.match_value(p.JOBS_JOB)
-            if entry.action == p.ACT_JOB_ON_LEAF:
-                leaves.setdefault(job_id, []).append((switch, entry))
-                continue
-            if switch in spines:
-                roots[job_id] = (switch, entry)
-                continue
+        found += [(switch, entry) for entry in by_table.get(p.JOBS, [])]
+    rooted = {e.match_value(p.JOBS_JOB) for switch, e in found if switch in spines}
+    for switch, entry in found:
+        job_id = entry.match_value(p.JOBS_JOB)
+        if switch in spines:
+            roots[job_id] = (switch, entry)
+        elif entry.action == p.ACT_JOB_ON_LEAF or job_id in rooted:
+            # a leaf of a tree: it aggregates (job_on_leaf), or its rack's PBox does
+            leaves.setdefault(job_id, []).append((switch, entry))
+        else:
             try:
                 job = _rebuild_job(registry, switch, entry)
             except (JobError, SlotError) as exc:
@@ -71,7 +74,8 @@ def rebuild_from_entries(
             max_epoch = max(max_epoch, job.epoch)
     for job_id in sorted(roots.keys() | leaves.keys()):
         try:
-            job = _rebuild_tree(registry, job_id, roots.get(job_id), leaves.get(job_id, []))
+            job = _rebuild_tree(registry, job_id, roots.get(job_id), leaves.get(job_id, []),
+                                tables)
         except (JobError, SlotError, TreeError) as exc:
             raise SwitchStateError(f"cannot rebuild job {job_id} over racks from its entries: "
                                    f"{exc}") from None
@@ -86,6 +90,7 @@ def rebuild_from_entries(
         if job.parts:  # their epoch is in no entry; the agents resync once, needlessly
             job.epoch = registry._take_epoch()
         repairs += [part_write(job, part, MODIFY) for part in job.parts]
+        repairs += registry.rack_pbox_writes(job, MODIFY)
     return registry, repairs
 
 
@@ -141,30 +146,49 @@ def _rebuild_job(registry: JobRegistry, switch: str, entry: Entry) -> Job:
 
 
 def _rebuild_tree(registry: JobRegistry, job_id: int, root: tuple[str, Entry] | None,
-                  leaves: list[tuple[str, Entry]]) -> Job:
+                  leaves: list[tuple[str, Entry]],
+                  tables: dict[str, dict[str, list[Entry]]]) -> Job:
     """A job over racks from its root spine's jobs entry and its leaves' (whose
-    parameters must say the same tree as ``tree.plan`` makes of them)."""
+    parameters must say the same tree as ``tree.plan`` makes of them). A leaf with a
+    job_on_pbox entry is a rack on its PBox: its workers are its member entries, its
+    PBox range the tree's (the PBox is told again by the caller's repairs)."""
     if root is None or not leaves:
         raise JobError("its root spine's or its leaves' jobs entries are missing")
     spine, entry = root
-    planned = plan(registry.topo, spine, {leaf: e.param("world_size") for leaf, e in leaves})
+    on_pbox = frozenset(leaf for leaf, e in leaves if e.action == p.ACT_JOB_ON_PBOX)
+    sizes = {leaf: e.param("world_size") for leaf, e in leaves if leaf not in on_pbox}
+    for leaf in on_pbox:
+        sizes[leaf] = sum(m.match_value(p.MEMBERS_JOB) == job_id
+                          for m in tables[leaf].get(p.MEMBERS, []))
+    planned = plan(registry.topo, spine, sizes, on_pbox)
     base, count = entry.param("slot_base"), entry.param("slot_count")
     for leaf, e in leaves:
         node = planned.leaf(leaf)
         assert node is not None
-        if (e.param("child"), e.param("up_ip"), e.param("slot_base"), e.param("slot_count"),
-                e.param("total_size")) != (node.child, planned.root_ip, base, count,
-                                           entry.param("world_size")):
+        if leaf in on_pbox:
+            same = (e.param("slot_base"), e.param("slot_count")) == (base, count)
+        else:
+            same = (e.param("child"), e.param("up_ip"), e.param("slot_base"),
+                    e.param("slot_count"), e.param("total_size")) == (
+                node.child, planned.root_ip, base, count, entry.param("world_size"))
+        if not same:
             raise JobError(f"leaf {leaf}'s entry does not match the root {spine}'s")
     code = entry.param("lane_code")
     if code >= len(p.LANE_COUNTS):
         raise JobError(f"lane code {code}")
-    for switch in planned.switches:
+    switches = tuple(s for s in planned.switches if s not in on_pbox)
+    for switch in switches:
         registry.switch_pools[switch].reserve(job_id, base, count)
+    parts = []
+    for node in planned.leaves:
+        if node.pbox:
+            owner = (job_id, node.pbox, 0)
+            parts.append(Part(node.pbox, registry.pbox_pools[node.pbox].reserve(owner, base, count),
+                              owner))
     first = registry.topo.pbox_of(planned.leaves[0].switch)
     job = Job(job_id, None, entry.param("name_tag"), entry.param("world_size"), spine, ON_SWITCH,
               SlotRange(base, count), entry.param("epoch"), first.name if first else None,
-              p.LANE_COUNTS[code], fabric=planned.switches, tree=planned)
+              p.LANE_COUNTS[code], fabric=switches, tree=planned, rack_pboxes=tuple(parts))
     registry.jobs[job_id] = job
     return job
 
@@ -184,7 +208,8 @@ def _rebuild_workers(
         if job is not None and job.tree is not None and switch == job.tree.root:
             continue  # the root's members are the leaves (tree.root_entries), not workers
         host = registry.topo.host_by_ip(entry.param("ip"))
-        on_it = job is not None and (job.switch == switch or switch in job.fabric)
+        on_it = job is not None and (job.switch == switch or switch in job.fabric
+                                     or (job.tree is not None and switch in job.tree.switches))
         if job is None or not on_it or member is None or host is None:
             stale.append(TableWrite(switch, DELETE, Entry(entry.table, entry.match)))
             if member is not None:

@@ -117,10 +117,15 @@ def common_base(pools: list[SlotPool], count: int) -> int | None:
         raise SlotError(f"cannot allocate {count} slots")
     candidates = sorted({r.base for pool in pools for r in pool.free_ranges()})
     for base in candidates:
-        if all(_is_free(pool, base, count) for pool in pools):
+        if all(is_free(pool, base, count) for pool in pools):
             return base
     return None
 
 
-def _is_free(pool: SlotPool, base: int, count: int) -> bool:
+def is_free(pool: SlotPool, base: int, count: int) -> bool:
     return any(r.base <= base and base + count <= r.end for r in pool.free_ranges())
+
+
+def free_bases(pool: SlotPool, count: int) -> list[int]:
+    """Every base at which ``pool`` has ``count`` free slots."""
+    return [base for r in pool.free_ranges() for base in range(r.base, r.end - count + 1)]

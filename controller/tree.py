@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from controller import program as p
 from controller.slots import SlotRange
-from controller.topology import Topology
-from controller.updates import DELETE, Entry, FieldMatch
+from controller.topology import Topology, format_ipv4
+from controller.updates import DELETE, Entry, FieldMatch, PBoxJobWrite
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class Leaf:
     down_port: int  # the root's port to the leaf
     agg_ip: int  # the rack's aggregator address: its first PBox, answered by the leaf
     agg_mac: int
+    pbox: str = ""  # the rack's first level is that PBox, not the leaf (no room there)
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,12 @@ class TreeError(ValueError):
     """The fabric cannot join these racks under that root (no link, no PBox)."""
 
 
-def plan(topo: Topology, root: str, ranks_per_leaf: dict[str, int]) -> Tree:
+def plan(topo: Topology, root: str, ranks_per_leaf: dict[str, int],
+         on_pbox: frozenset[str] = frozenset()) -> Tree:
     """The tree of a job whose workers sit on the leaves of ``ranks_per_leaf``
-    (leaf -> workers), children numbered in leaf-name order; raises TreeError."""
+    (leaf -> workers), children numbered in leaf-name order; the racks of ``on_pbox``
+    aggregate on their first PBox (the rack's aggregator address) instead of their
+    leaf. Raises TreeError."""
     sw = topo.switches[root]
     if not sw.ip or not sw.mac:
         raise TreeError(f"spine {root} has no aggregation address (ip, mac)")
@@ -67,7 +71,8 @@ def plan(topo: Topology, root: str, ranks_per_leaf: dict[str, int]) -> Tree:
             raise TreeError(f"leaf {name} has no link to spine {root}")
         if first is None:
             raise TreeError(f"rack {name} has no PBox, so no aggregator address")
-        leaves.append(Leaf(name, child, ranks_per_leaf[name], up, down, first.ip, first.mac))
+        leaves.append(Leaf(name, child, ranks_per_leaf[name], up, down, first.ip, first.mac,
+                           first.name if name in on_pbox else ""))
     if len(leaves) > p.MAX_WORKERS:
         raise TreeError(f"{len(leaves)} racks; a root takes at most {p.MAX_WORKERS}")
     return Tree(root, sw.ip, sw.mac, tuple(leaves))
@@ -97,6 +102,24 @@ def leaf_entry(job: TreeJob, tree: Tree, leaf: Leaf) -> Entry:
               ("up_slot_base", job.slots.base), ("up_ip", tree.root_ip),
               ("up_mac", tree.root_mac), ("up_port", leaf.up_port))
     return Entry(p.JOBS, _jobs_key(job.job_id), p.ACT_JOB_ON_LEAF, params)
+
+
+def pbox_leaf_entry(job: TreeJob, leaf: Leaf) -> Entry:
+    """A rack on its PBox: the leaf forwards the job's contributions to the PBox (and
+    the parent's RESULTs, aggregate.p4 6a)."""
+    params = (("world_size", job.world_size), ("slot_base", job.slots.base),
+              ("slot_count", job.slots.count), ("lane_code", p.lane_code(job.lanes)),
+              ("name_tag", job.tag))
+    return Entry(p.JOBS, _jobs_key(job.job_id), p.ACT_JOB_ON_PBOX, params)
+
+
+def pbox_leaf_write(job: TreeJob, tree: Tree, leaf: Leaf, op: str) -> PBoxJobWrite:
+    """The job on a rack's PBox as that rack's first level: same range, the root as its
+    parent (hosts/aggregator.py Parent)."""
+    return PBoxJobWrite(leaf.pbox, op, job.job_id, job.world_size, job.slots.base,
+                        job.slots.count, job.lanes,
+                        parent=f"{format_ipv4(tree.root_ip)}:{p.AGG_UDP_PORT}", child=leaf.child,
+                        rack_size=leaf.ranks)
 
 
 def root_entries(job: TreeJob, tree: Tree, op: str) -> list[Entry]:

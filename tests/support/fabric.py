@@ -34,6 +34,7 @@ class Fabric:
         self.servers: dict[str, Any] = {}
         self.addresses: dict[str, str] = {}
         self.queue: deque[tuple[str, int, bytes]] = deque()
+        self.delivered: list[tuple[str, int, bytes]] = []  # every frame that left the fabric
         names = [*(f"s{r}" for r in (1, 2)), *(f"t{k}" for k in range(1, spines + 1))]
         for name in names:
             self._start(name, "127.0.0.1:0")
@@ -68,6 +69,7 @@ class Fabric:
                         None)
             if peer is None:
                 out.append((name, egress))
+                self.delivered.append((name, egress, data))
                 continue
             hops.append((name, egress))
             assert len(hops) < limit, f"a loop: {hops[:20]}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from controller import topology
 from controller.driver import Controller, PipelineConfig
 from controller.jobs import ON_SWITCH, JobError, JobRegistry
 from controller.rebuild import rebuild_from_entries
-from controller.updates import DELETE, INSERT, GroupWrite, TableWrite
+from controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite, TableWrite
 from hosts import wire
 from hosts.wire import Header, K, PacketType
 from tests.support import frames
@@ -131,11 +132,60 @@ def test_expected_entries_are_what_the_tree_wrote_and_rebuild_gives_the_tree_bac
     assert rebuilt.switch_pools["t1"].owners() == registry.switch_pools["t1"].owners()
 
 
-def test_a_fabric_without_room_at_one_base_refuses_the_job():
+def test_a_fabric_whose_spine_has_no_room_refuses_the_job():
     registry = JobRegistry(fabric_topo(job_slots=1024))
-    join_all(registry, "first", [0, 1])
-    with pytest.raises(JobError, match="no 1024 free slots at one base"):
-        join_all(registry, "second", [2, 3])
+    join_all(registry, "first", [0, 2])  # over both racks: t1, s1 and s2 are full
+    with pytest.raises(JobError, match="no 1024 free slots at one base on the spine t1"):
+        join_all(registry, "second", [1, 3])
+
+
+def full_s2_topo():
+    raw = topology.fabric_dict(2, 2, 1, [f"127.0.0.1:{50051 + i}" for i in range(3)],
+                               job_slots=16)
+    raw["switches"]["s2"]["slots"] = 16
+    return topology.from_dict(raw)
+
+
+def test_a_rack_whose_leaf_is_full_aggregates_on_its_pbox_under_the_same_root():
+    topo = full_s2_topo()
+    registry = JobRegistry(topo)
+    join_all(registry, "narrow", [2, 3])  # s2's 16 slots
+    replies, updates = join_all(registry, "wide", [0, 1, 2, 3])
+    job = registry.job(replies[0].job_id)
+    assert job.tree is not None and [leaf.pbox for leaf in job.tree.leaves] == ["", "pbox2"]
+    assert job.fabric == ("t1", "s1")
+    last = updates[-1]
+    jobs = {u.switch: u.entry for u in last if isinstance(u, TableWrite) and u.entry.table == p.JOBS}
+    assert (jobs["s1"].action, jobs["s2"].action) == (p.ACT_JOB_ON_LEAF, p.ACT_JOB_ON_PBOX)
+    (pbox,) = [u for u in last if isinstance(u, PBoxJobWrite)]
+    assert (pbox.pbox, pbox.op, pbox.parent, pbox.child, pbox.rack_size, pbox.world_size,
+            pbox.slot_base) == ("pbox2", INSERT, "10.0.0.241:48879", 1, 2, 4, job.slots.base)
+    assert {u.switch for u in last if isinstance(u, GroupWrite)} == {"t1", "s1"}
+    # every rank, on its leaf or its PBox, runs one map at one base
+    assert {registry.routes(job, k)[0]["slot_base"] for k in range(4)} == {job.slots.base}
+    assert registry.pbox_pools["pbox2"].owners()
+    # a restarted controller puts the same tree back, and tells the PBox again
+    entries = {name: registry.expected_entries(name) for name in topo.switches}
+    rebuilt, repairs = rebuild_from_entries(topo, entries, now=1.0)
+    again = rebuilt.job(job.job_id)
+    assert (again.tree, again.fabric, [p.slots for p in again.rack_pboxes]) == \
+        (job.tree, job.fabric, [p.slots for p in job.rack_pboxes])
+    assert [u for u in repairs if isinstance(u, PBoxJobWrite)] == [replace(pbox, op=MODIFY)]
+    updates = registry.kill(job.job_id)
+    assert replace(pbox, op=DELETE, world_size=4) in [
+        replace(u, world_size=4) for u in updates if isinstance(u, PBoxJobWrite)]
+    assert not registry.pbox_pools["pbox2"].owners()
+
+
+def test_one_rack_whose_leaf_is_full_is_an_ordinary_pbox_job():
+    topo = full_s2_topo()
+    registry = JobRegistry(topo)
+    join_all(registry, "narrow", [2, 3])
+    replies, updates = join_all(registry, "again", [2, 3])
+    job = registry.job(replies[0].job_id)
+    assert (job.where, job.switch, job.pbox, job.tree, job.rack_pboxes) == \
+        ("pbox", "s2", "pbox2", None, ())
+    assert [u.parent for u in updates[-1] if isinstance(u, PBoxJobWrite)] == [""]
 
 
 # -- the controller and three p4lite switches over P4Runtime ------------------------------
@@ -335,3 +385,96 @@ def test_job_show_prints_the_tree_with_each_switchs_counters(wired, capsys):
     assert rows["t1"][1:6] == ["root", "-", "2", "2", "1"]
     assert rows["s1"][1:7] == ["leaf", "0", "2", "2", "1", "1"]
     assert rows["s2"][1:7] == ["leaf", "1", "2", "2", "1", "1"]
+
+
+class PBoxOnS2:
+    """pbox2 (s2 port 5) as the PBox core in process, configured by the controller's
+    PBoxJobWrites; frames the fabric delivers to it are answered back into s2."""
+
+    def __init__(self, wired: Wired) -> None:
+        from hosts.aggregator import Aggregator
+
+        self.wired, self.agg = wired, Aggregator()
+        self.conf = wired.topo.pboxes["pbox2"]
+        self.to_workers: list[tuple[str, int, bytes]] = []  # frames that reached a worker
+
+    def sink(self, write: PBoxJobWrite) -> bool:
+        if write.op == DELETE:
+            self.agg.remove_job(write.job_id)
+            return False
+        if write.job_id not in {c.job_id for c in self.agg.jobs()}:
+            host, _, port = write.parent.rpartition(":")
+            parent = {"address": (host, int(port)), "child": write.child,
+                      "rack_size": write.rack_size} if write.parent else None
+            self.agg.add_job(write.job_id, write.world_size, write.slot_base, write.slot_count,
+                             write.lanes, parent)
+        return True
+
+    def serve(self) -> list[tuple[str, int]]:
+        """Answer every frame delivered to the PBox until none is left; the endpoints
+        the answers reached."""
+        reached: list[tuple[str, int]] = []
+        while True:
+            here = (self.conf.switch, self.conf.port)
+            mine = [f for sw, port, f in self.wired.net.delivered if (sw, port) == here]
+            self.to_workers += [d for d in self.wired.net.delivered if d[:2] != here]
+            self.wired.net.delivered.clear()
+            if not mine:
+                return reached
+            for frame in mine:
+                src = (topology.format_ipv4(int.from_bytes(frame[26:30], "big")),
+                       int.from_bytes(frame[34:36], "big"))
+                for datagram, (ip, port) in self.agg.receive(frame[42:], src, 0.0):
+                    dst_ip = topology.parse_ipv4(ip)
+                    mac = next((n.mac for n in self.wired.topo.all_endpoints() if n.ip == dst_ip),
+                               None) or next(sw.mac for sw in self.wired.topo.switches.values()
+                                             if sw.ip == dst_ip)
+                    out = frames.udp_frame((self.conf.mac, self.conf.ip, p.AGG_UDP_PORT),
+                                           (mac, dst_ip, port), datagram)
+                    reached += self.wired.net.send(self.conf.switch, self.conf.port, out)[:-1]
+
+
+def test_a_rack_on_its_pbox_sums_with_a_leaf_under_the_spine_over_p4runtime(pipeline):
+    wired = Wired(pipeline)
+    pbox = PBoxOnS2(wired)
+    wired.ctl.close()
+    wired.ctl = Controller(wired.topo, pipeline, pbox_sink=pbox.sink)
+    wired.ctl.start(now=0.0)
+    try:
+        for i in range(8):  # fill s2's 1024 slots, 128 a job
+            wired.ctl.join(f"narrow{i}", 1, 0, ("10.0.0.8", AGENT_PORT + 100 + i), 0.0)
+        ranks = [0, 1, 4, 5]
+        replies = wired.join("wide", ranks)
+        job = wired.ctl.registry.job(replies[0].job_id)
+        assert job.tree is not None and job.tree.leaves[1].pbox == "pbox2"
+        job_id, base = job.job_id, replies[0].slot_base
+        rnd = random.Random(9)
+        for device in wired.net.devices.values():  # 10% loss as frames leave any switch
+            def lossy(port, frame, original=device.transmit):
+                if rnd.random() >= 0.1:
+                    original(port, frame)
+
+            device.transmit = lossy
+        for position in range(4):
+            values = np.random.default_rng(position).integers(-(2**20), 2**20, (4, K))
+            done: set[int] = set()
+            for attempt in range(60):
+                for rank, k in enumerate(ranks):
+                    if rank in done:
+                        continue
+                    wired.send(k, replies[rank], contribution(
+                        job_id, rank, base + position, values[rank], position, attempt > 0))
+                    pbox.serve()
+                    for sw, port, frame in pbox.to_workers:  # each a RESULT of the exact sum
+                        header, lanes = wire.decode(frame[42:])
+                        assert (header.type, header.count) == (PacketType.RESULT, 4)
+                        np.testing.assert_array_equal(lanes, values.sum(axis=0))
+                        done.add(ranks.index(_rank_at(wired.topo, sw, port)))
+                    pbox.to_workers.clear()
+                if len(done) == 4:
+                    break
+            assert done == {0, 1, 2, 3}, f"position {position}"
+        stats = pbox.agg.job_stats(job_id)
+        assert stats.partials_sent >= 4 and stats.parent_results >= 4
+    finally:
+        wired.close()
