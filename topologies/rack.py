@@ -385,6 +385,13 @@ class Rack:
             for other in everyone:
                 if other is not host:
                     host.setARP(other.IP(), other.MAC())
+            # the spines' aggregation addresses: a PBox that is its rack's first level of a
+            # job over racks sends its partial sums there (nothing answers ARP for them)
+            from controller.topology import fabric_spine
+
+            for index in range(1, self.config.spines + 1):
+                _, ip, mac = fabric_spine(index)
+                host.setARP(ip, mac)
 
     def fabric_interfaces(self) -> list[str]:
         """Both ends of every switch-switch link (s1-eth10, t1-eth1, ...)."""

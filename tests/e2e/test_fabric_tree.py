@@ -12,6 +12,7 @@ The fabric is torn down even on failure; each test kills the jobs it left.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 
@@ -138,3 +139,32 @@ def test_a_leaf_or_the_spine_restarting_mid_job_renews_the_tree_and_it_finishes(
     assert [m["reason"] for m in moves] == [f"switch {switch} restarted"]
     run.release()
     run.finish()
+
+
+def test_a_rack_whose_leaf_is_full_aggregates_on_its_pbox_exactly(fabric, api):
+    """s2 has room for one job only, and a one-worker job holds it: a job over both
+    racks then has rack 2 aggregate on its PBox, which sends its partial sums to the
+    spine like a leaf; every iteration exact under 1% loss on every link."""
+    client, runs = api
+    original = copy.deepcopy(fabric.topology)
+    small = copy.deepcopy(original)
+    small["switches"]["s2"].update(slots=JOB_SLOTS, job_slots=JOB_SLOTS)
+    fabric.kill_controller()
+    fabric.start_controller(small)
+    try:
+        narrow = JobRun(fabric, [fabric.workers[5]], "fills-s2", iterations=1, hold=True)
+        runs.append(narrow)
+        narrow.wait_for("iteration", count=1)
+        run = JobRun(fabric, [fabric.workers[i] for i in (0, 1, 3, 4)], "wide-pbox", iterations=3)
+        runs.append(run)
+        run.wait_for("joined")
+        job_id = run.joined[0]["job_id"]
+        run.finish()
+        assert run.where() == {"switch"}
+        stats = fabric.pbox_request({"cmd": "stats"}, name="pbox2")["jobs"][str(job_id)]
+        assert stats["partials_sent"] > 0 and stats["parent_results"] > 0
+        narrow.release()
+        narrow.finish()
+    finally:
+        fabric.kill_controller()
+        fabric.start_controller(original)
