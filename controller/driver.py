@@ -428,7 +428,10 @@ class Controller:
             root = {"switch": job.tree.root, "level": "root", "children": len(job.tree.leaves),
                     "counters": self._stats(job.tree.root, p.JOB_STATS, job_id * p.JOB_STAT_KINDS,
                                             p.JOB_STAT_NAMES)}
-            leaves = [{"switch": leaf.switch, "level": "leaf", "child": leaf.child,
+            leaves = [{"switch": leaf.switch, "child": leaf.child,
+                       # a rack on its PBox: the leaf only forwards (the PBox's own counters
+                       # are in its stats)
+                       "level": f"pbox {leaf.pbox}" if leaf.pbox else "leaf",
                        "workers": leaf.ranks,
                        "counters": {**self._stats(leaf.switch, p.JOB_STATS,
                                                   job_id * p.JOB_STAT_KINDS, p.JOB_STAT_NAMES),

@@ -452,9 +452,19 @@ class JobRegistry:
             return self._end(job, now, END_LEFT, f"its last worker (rank {rank}) left")
         self._del_worker(job, rank)
         updates = self._member_writes(job, worker, DELETE)
-        if job.where == ON_SWITCH and (job.tree is not None or not job.fabric):
-            updates.append(self._group_write(job, MODIFY, self._rack_of_worker(job, worker)))
+        switch = self._rack_of_worker(job, worker)
+        if self._has_group(job, switch):
+            updates.append(self._group_write(job, MODIFY, switch))
         return updates
+
+    @staticmethod
+    def _has_group(job: Job, switch: str) -> bool:
+        """Whether ``switch`` holds the job's multicast group: it aggregates the job (a
+        switch job, a tree's root or a leaf that is not on its PBox)."""
+        if job.tree is not None:
+            leaf = job.tree.leaf(switch)
+            return switch == job.tree.root or (leaf is not None and not leaf.pbox)
+        return job.where == ON_SWITCH and not job.fabric and switch == job.switch
 
     def kill(self, job_id: int, now: float | None = None,
              reason: str = "killed by an operator (KillJob)") -> list[Update]:

@@ -155,14 +155,19 @@ def test_a_rack_whose_leaf_is_full_aggregates_on_its_pbox_exactly(fabric, api):
         narrow = JobRun(fabric, [fabric.workers[5]], "fills-s2", iterations=1, hold=True)
         runs.append(narrow)
         narrow.wait_for("iteration", count=1)
-        run = JobRun(fabric, [fabric.workers[i] for i in (0, 1, 3, 4)], "wide-pbox", iterations=3)
+        run = JobRun(fabric, [fabric.workers[i] for i in (0, 1, 3, 4)], "wide-pbox", iterations=3,
+                     hold=True)
         runs.append(run)
-        run.wait_for("joined")
+        run.wait_for("iteration", count=3)
         job_id = run.joined[0]["job_id"]
-        run.finish()
-        assert run.where() == {"switch"}
         stats = fabric.pbox_request({"cmd": "stats"}, name="pbox2")["jobs"][str(job_id)]
         assert stats["partials_sent"] > 0 and stats["parent_results"] > 0
+        tree = _tree(client, job_id)
+        assert tree["s2"]["counters"]["partials_up"] == 0  # s2 only forwards
+        assert tree["s2"]["counters"]["forwarded"] > 0
+        run.release()
+        run.finish()
+        assert run.where() == {"switch"}
         narrow.release()
         narrow.finish()
     finally:

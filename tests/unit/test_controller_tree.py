@@ -171,6 +171,9 @@ def test_a_rack_whose_leaf_is_full_aggregates_on_its_pbox_under_the_same_root():
     assert (again.tree, again.fabric, [p.slots for p in again.rack_pboxes]) == \
         (job.tree, job.fabric, [p.slots for p in job.rack_pboxes])
     assert [u for u in repairs if isinstance(u, PBoxJobWrite)] == [replace(pbox, op=MODIFY)]
+    # a rank leaving a rack on its PBox writes no group there (the leaf has none)
+    left = registry.leave(job.job_id, 3)
+    assert {(type(u).__name__, u.switch) for u in left} == {("TableWrite", "s2")}
     updates = registry.kill(job.job_id)
     assert replace(pbox, op=DELETE, world_size=4) in [
         replace(u, world_size=4) for u in updates if isinstance(u, PBoxJobWrite)]
