@@ -227,6 +227,16 @@ class Wired:
                                  (pbox.mac, pbox.ip, p.AGG_UDP_PORT), payload)
         return self.net.send(host.switch, host.port, frame)[:-1]
 
+    def lose(self, probability: float, seed: int) -> None:
+        """Drop each frame any switch sends with ``probability``, from now on."""
+        rnd = random.Random(seed)
+        for device in self.net.devices.values():
+            def lossy(port: int, frame: bytes, send=device.transmit) -> None:
+                if rnd.random() >= probability:
+                    send(port, frame)
+
+            device.transmit = lossy
+
     def close(self) -> None:
         self.ctl.close()
         self.net.close()
@@ -279,16 +289,7 @@ def test_loss_on_every_hop_is_repaired_by_resends(wired):
     ranks = [0, 3, 4, 7]
     replies = wired.join("lossy", ranks)
     job_id, base = replies[0].job_id, replies[0].slot_base
-    rnd = random.Random(3)
-    devices = wired.net.devices
-    for device in devices.values():  # drop frames as they leave any switch
-        original = device.transmit
-
-        def lossy(port, frame, original=original):
-            if rnd.random() >= 0.15:
-                original(port, frame)
-
-        device.transmit = lossy
+    wired.lose(0.15, seed=3)
     for position in range(6):
         values = np.random.default_rng(position).integers(-(2**20), 2**20, (4, K))
         done: set[int] = set()
@@ -451,13 +452,7 @@ def test_a_rack_on_its_pbox_sums_with_a_leaf_under_the_spine_over_p4runtime(pipe
         job = wired.ctl.registry.job(replies[0].job_id)
         assert job.tree is not None and job.tree.leaves[1].pbox == "pbox2"
         job_id, base = job.job_id, replies[0].slot_base
-        rnd = random.Random(9)
-        for device in wired.net.devices.values():  # 10% loss as frames leave any switch
-            def lossy(port, frame, original=device.transmit):
-                if rnd.random() >= 0.1:
-                    original(port, frame)
-
-            device.transmit = lossy
+        wired.lose(0.1, seed=9)
         for position in range(4):
             values = np.random.default_rng(position).integers(-(2**20), 2**20, (4, K))
             done: set[int] = set()
