@@ -4,7 +4,10 @@ Like faucet's valves, every method takes an event (and ``now`` where time
 matters) and returns the list of updates (controller/updates.py) that bring the
 switches and PBoxes in line; nothing here touches a socket, a clock or gRPC.
 
-A job lives on one rack (the switch its first worker hangs off). Its window of
+On a leaf-spine fabric a job may span racks: it is then a two-level tree
+(controller/tree.py, docs/DESIGN.md §3.1), placed once all its workers have joined
+(``_create_on_fabric``, ``_place_on_fabric``). Otherwise a job lives on one rack (the
+switch its first worker hangs off). Its window of
 ``job_slots`` slots is split over aggregators (its map, hosts/routes.py): the switch
 takes as many as it has free (all of them, usually), the rack's PBoxes the rest, in
 even shares at first (``Part``: one range per PBox; PBox slot numbers come from one
