@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -282,34 +283,49 @@ def test_a_restarted_controller_rebuilds_the_tree_from_the_switches(wired):
     assert sorted(job.workers) == [0, 1, 2]
 
 
-def test_loss_on_every_hop_is_repaired_by_resends(wired):
-    """Results of a few rounds with 15% loss on every hop, the workers resending
-    until each has its result: every worker gets one (their exact sums under loss:
-    tests/unit/test_tree_p4.py)."""
-    ranks = [0, 3, 4, 7]
-    replies = wired.join("lossy", ranks)
+def exact_rounds(wired: Wired, ranks: list[int], replies: list, rounds: int,
+                 arrived: Callable[[], list[tuple[str, int, bytes]]] | None = None) -> None:
+    """``rounds`` positions of the job: every rank sends its contribution and resends it
+    until its RESULT arrives, which must be the exact sum. ``arrived``: the frames that
+    reached an endpoint since the last call (default: the fabric's deliveries)."""
     job_id, base = replies[0].job_id, replies[0].slot_base
-    wired.lose(0.15, seed=3)
-    for position in range(6):
-        values = np.random.default_rng(position).integers(-(2**20), 2**20, (4, K))
+    workers = {(h.switch, h.port): int(h.name[1:]) - 1 for h in wired.topo.hosts.values()}
+
+    def delivered() -> list[tuple[str, int, bytes]]:
+        frames_out = list(wired.net.delivered)
+        wired.net.delivered.clear()
+        return frames_out
+
+    for position in range(rounds):
+        values = np.random.default_rng(position).integers(-(2**20), 2**20, (len(ranks), K))
         done: set[int] = set()
         for attempt in range(60):
             for rank, k in enumerate(ranks):
                 if rank in done:
                     continue
-                out = wired.send(k, replies[rank], contribution(
+                wired.send(k, replies[rank], contribution(
                     job_id, rank, base + position, values[rank], position, attempt > 0))
-                done |= {ranks.index(_rank_at(wired.topo, sw, port)) for sw, port in out}
-            if len(done) == 4:
+                for switch, port, frame in (arrived or delivered)():
+                    if (switch, port) not in workers:
+                        continue
+                    header, lanes = wire.decode(frame[42:])
+                    assert (header.type, header.count) == (PacketType.RESULT, len(ranks))
+                    np.testing.assert_array_equal(lanes, values.sum(axis=0))
+                    done.add(ranks.index(workers[(switch, port)]))
+            if len(done) == len(ranks):
                 break
-        assert done == {0, 1, 2, 3}, f"position {position}"
-    counters = [t["counters"] for t in wired.ctl.tree_counters(job_id)]
+        assert done == set(range(len(ranks))), f"position {position}"
+
+
+def test_loss_on_every_hop_is_repaired_by_resends(wired):
+    """A few rounds with 15% loss on every hop, the workers resending until each has
+    its result: every worker gets the exact sum."""
+    ranks = [0, 3, 4, 7]
+    replies = wired.join("lossy", ranks)
+    wired.lose(0.15, seed=3)
+    exact_rounds(wired, ranks, replies, 6)
+    counters = [t["counters"] for t in wired.ctl.tree_counters(replies[0].job_id)]
     assert sum(c.get("partials_resent", 0) + c["resent"] for c in counters) > 0  # loss was repaired
-
-
-def _rank_at(topo, switch: str, port: int) -> int:
-    host = next(h for h in topo.hosts.values() if (h.switch, h.port) == (switch, port))
-    return int(host.name[1:]) - 1
 
 
 def test_a_pbox_job_on_a_fabric_takes_workers_of_every_rack_through_the_spine():
@@ -400,7 +416,6 @@ class PBoxOnS2:
 
         self.wired, self.agg = wired, Aggregator()
         self.conf = wired.topo.pboxes["pbox2"]
-        self.to_workers: list[tuple[str, int, bytes]] = []  # frames that reached a worker
 
     def sink(self, write: PBoxJobWrite) -> bool:
         if write.op == DELETE:
@@ -414,17 +429,17 @@ class PBoxOnS2:
                              write.lanes, parent)
         return True
 
-    def serve(self) -> list[tuple[str, int]]:
-        """Answer every frame delivered to the PBox until none is left; the endpoints
-        the answers reached."""
-        reached: list[tuple[str, int]] = []
+    def serve(self) -> list[tuple[str, int, bytes]]:
+        """Answer every frame delivered to the PBox until none is left; every other
+        frame that left the fabric meanwhile."""
+        others: list[tuple[str, int, bytes]] = []
         while True:
             here = (self.conf.switch, self.conf.port)
             mine = [f for sw, port, f in self.wired.net.delivered if (sw, port) == here]
-            self.to_workers += [d for d in self.wired.net.delivered if d[:2] != here]
+            others += [d for d in self.wired.net.delivered if d[:2] != here]
             self.wired.net.delivered.clear()
             if not mine:
-                return reached
+                return others
             for frame in mine:
                 src = (topology.format_ipv4(int.from_bytes(frame[26:30], "big")),
                        int.from_bytes(frame[34:36], "big"))
@@ -435,7 +450,7 @@ class PBoxOnS2:
                                              if sw.ip == dst_ip)
                     out = frames.udp_frame((self.conf.mac, self.conf.ip, p.AGG_UDP_PORT),
                                            (mac, dst_ip, port), datagram)
-                    reached += self.wired.net.send(self.conf.switch, self.conf.port, out)[:-1]
+                    self.wired.net.send(self.conf.switch, self.conf.port, out)
 
 
 def test_a_rack_on_its_pbox_sums_with_a_leaf_under_the_spine_over_p4runtime(pipeline):
@@ -451,27 +466,9 @@ def test_a_rack_on_its_pbox_sums_with_a_leaf_under_the_spine_over_p4runtime(pipe
         replies = wired.join("wide", ranks)
         job = wired.ctl.registry.job(replies[0].job_id)
         assert job.tree is not None and job.tree.leaves[1].pbox == "pbox2"
-        job_id, base = job.job_id, replies[0].slot_base
+        job_id = job.job_id
         wired.lose(0.1, seed=9)
-        for position in range(4):
-            values = np.random.default_rng(position).integers(-(2**20), 2**20, (4, K))
-            done: set[int] = set()
-            for attempt in range(60):
-                for rank, k in enumerate(ranks):
-                    if rank in done:
-                        continue
-                    wired.send(k, replies[rank], contribution(
-                        job_id, rank, base + position, values[rank], position, attempt > 0))
-                    pbox.serve()
-                    for sw, port, frame in pbox.to_workers:  # each a RESULT of the exact sum
-                        header, lanes = wire.decode(frame[42:])
-                        assert (header.type, header.count) == (PacketType.RESULT, 4)
-                        np.testing.assert_array_equal(lanes, values.sum(axis=0))
-                        done.add(ranks.index(_rank_at(wired.topo, sw, port)))
-                    pbox.to_workers.clear()
-                if len(done) == 4:
-                    break
-            assert done == {0, 1, 2, 3}, f"position {position}"
+        exact_rounds(wired, ranks, replies, 4, pbox.serve)
         stats = pbox.agg.job_stats(job_id)
         assert stats.partials_sent >= 4 and stats.parent_results >= 4
     finally:
