@@ -426,31 +426,32 @@ class Controller:
             if job.tree is None:
                 return []
             root = {"switch": job.tree.root, "level": "root", "children": len(job.tree.leaves),
-                    "counters": self._stats(job.tree.root, p.JOB_STATS, job_id * p.JOB_STAT_KINDS,
-                                            p.JOB_STAT_NAMES)}
+                    "counters": self._packets(job.tree.root, p.JOB_STATS, job_id)}
             leaves = [{"switch": leaf.switch, "child": leaf.child,
                        # a rack on its PBox: the leaf only forwards (the PBox's own counters
                        # are in its stats)
                        "level": f"pbox {leaf.pbox}" if leaf.pbox else "leaf",
                        "workers": leaf.ranks,
-                       "counters": {**self._stats(leaf.switch, p.JOB_STATS,
-                                                  job_id * p.JOB_STAT_KINDS, p.JOB_STAT_NAMES),
-                                    **self._stats(leaf.switch, p.TREE_STATS,
-                                                  job_id * p.TREE_STAT_KINDS, p.TREE_STAT_NAMES)}}
+                       "counters": {**self._packets(leaf.switch, p.JOB_STATS, job_id),
+                                    **self._packets(leaf.switch, p.TREE_STATS, job_id)}}
                       for leaf in job.tree.leaves]
             return [root, *leaves]
 
-    def _stats(self, switch: str, counter: str, base: int, names: tuple[str, ...]) -> dict[str, int]:
-        return {kind: self.counter(switch, counter, base + i)["packets"]
+    def _packets(self, switch: str, counter: str, job_id: int) -> dict[str, int]:
+        return {kind: cell["packets"]
+                for kind, cell in self._job_cells(switch, counter, job_id).items()}
+
+    def _job_cells(self, switch: str, counter: str, job_id: int) -> dict[str, dict[str, int]]:
+        """A per-job counter's cells of ``job_id`` on ``switch`` (job_stats or tree_stats),
+        by kind."""
+        kinds, names = {p.JOB_STATS: (p.JOB_STAT_KINDS, p.JOB_STAT_NAMES),
+                        p.TREE_STATS: (p.TREE_STAT_KINDS, p.TREE_STAT_NAMES)}[counter]
+        return {kind: self.counter(switch, counter, job_id * kinds + i)
                 for i, kind in enumerate(names)}
 
     def job_counters(self, job_id: int) -> dict[str, tuple[int, int]]:
         """kind -> (packets, bytes) from the switch's job_stats counter."""
         with self.lock:
             job = self.registry.job(job_id)
-            base = job_id * p.JOB_STAT_KINDS
-            out = {}
-            for i, kind in enumerate(p.JOB_STAT_NAMES):
-                cell = self.counter(job.switch, p.JOB_STATS, base + i)
-                out[kind] = (cell["packets"], cell["bytes"])
-            return out
+            return {kind: (cell["packets"], cell["bytes"])
+                    for kind, cell in self._job_cells(job.switch, p.JOB_STATS, job_id).items()}

@@ -48,7 +48,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller import elastic, rack
+from controller import elastic, job_entries, rack
 from controller import program as p
 from controller.errors import NotFoundError, RefusedError
 from controller.slots import SlotPool, SlotRange, common_base, free_bases, is_free
@@ -71,6 +71,7 @@ from controller.tree import (
     pbox_leaf_write,
     plan,
     root_entries,
+    root_job_entry,
     root_replicas,
 )
 from controller.updates import (
@@ -78,7 +79,6 @@ from controller.updates import (
     INSERT,
     MODIFY,
     Entry,
-    FieldMatch,
     GroupWrite,
     PBoxJobWrite,
     TableWrite,
@@ -371,7 +371,7 @@ class JobRegistry:
     def _rack_of(self, job: Job, rank: int | None) -> str:
         """The switch rank ``rank`` hangs off (the job's, for one-rack jobs)."""
         worker = job.workers.get(rank) if rank is not None else None
-        return worker.switch if worker is not None and worker.switch else job.switch
+        return self._rack_of_worker(job, worker) if worker is not None else job.switch
 
     # -- events ------------------------------------------------------------------
 
@@ -430,7 +430,7 @@ class JobRegistry:
         if job.fabric and job.tree is None:
             if len(job.workers) == job.world_size:
                 updates += self._place_on_fabric(job)
-        elif job.where == ON_SWITCH:
+        elif self._has_group(job, switch):
             rack_size = sum(w.switch == switch for w in job.workers.values())
             op = INSERT if rack_size == 1 and job.tree is None else MODIFY
             updates.append(self._group_write(job, op, switch))
@@ -518,7 +518,7 @@ class JobRegistry:
     def _tree_jobs_entries(self, job: Job) -> list[tuple[str, Entry]]:
         assert job.tree is not None
         spec = _tree_job(job)
-        out = [(job.tree.root, root_entries(spec, job.tree, INSERT)[0])]
+        out = [(job.tree.root, root_job_entry(spec))]
         out += [(leaf.switch, self._leaf_entry(job, leaf)) for leaf in job.tree.leaves]
         return out
 
@@ -717,7 +717,7 @@ class JobRegistry:
         if job.tree is not None:
             updates += self._tree_writes(job, DELETE)
         elif not job.fabric:
-            updates.append(TableWrite(job.switch, DELETE, _job_key(job.job_id)))
+            updates.append(TableWrite(job.switch, DELETE, job_entries.jobs_key(job.job_id)))
         for worker in job.workers.values():
             updates += self._member_writes(job, worker, DELETE)
         for switch in job.fabric:
@@ -775,11 +775,8 @@ class JobRegistry:
         for job in self.jobs.values():
             if job.tree is not None and switch == job.tree.root:
                 groups[job.job_id] = root_replicas(job.job_id, job.tree)
-            elif job.tree is not None and (leaf := job.tree.leaf(switch)) is not None:
-                if not leaf.pbox:
-                    groups[job.job_id] = self._group_write(job, MODIFY, switch).replicas
-            elif job.switch == switch and job.where == ON_SWITCH and job.workers and not job.fabric:
-                groups[job.job_id] = self._group_write(job, MODIFY).replicas
+            elif self._has_group(job, switch) and (job.tree is not None or job.workers):
+                groups[job.job_id] = self._group_write(job, MODIFY, switch).replicas
         return groups
 
     # -- internals ---------------------------------------------------------------
@@ -994,7 +991,8 @@ class JobRegistry:
         updates.append(GroupWrite(job.tree.root, op, job.job_id,
                                   () if op == DELETE else root_replicas(job.job_id, job.tree)))
         for leaf in job.tree.leaves:
-            entry = _job_key(job.job_id) if op == DELETE else self._leaf_entry(job, leaf)
+            entry = (job_entries.jobs_key(job.job_id) if op == DELETE
+                     else self._leaf_entry(job, leaf))
             updates.append(TableWrite(leaf.switch, op, entry))
             if leaf.pbox:
                 updates.append(pbox_leaf_write(spec, job.tree, leaf, op))
@@ -1019,10 +1017,6 @@ class JobRegistry:
 
 
 # -- entries ---------------------------------------------------------------------
-
-
-def _job_key(job_id: int) -> Entry:
-    return Entry(p.JOBS, (FieldMatch(p.JOBS_JOB, job_id),))
 
 
 def _tree_job(job: Job) -> TreeJob:
@@ -1063,28 +1057,18 @@ def _rack_pbox_pools(topo: Topology) -> dict[str, SlotPool]:
 
 def job_entry(job: Job) -> Entry:
     """The switch's jobs entry for ``job``."""
-    common = (("world_size", job.world_size), ("slot_base", job.slots.base),
-              ("slot_count", job.slots.count), ("lane_code", p.lane_code(job.lanes)))
     if job.where == ON_SWITCH:
-        params = (*common, ("mcast_grp", job.job_id), ("name_tag", job.tag), ("epoch", job.epoch))
-        return Entry(p.JOBS, _job_key(job.job_id).match, p.ACT_JOB_ON_SWITCH, params)
-    return Entry(p.JOBS, _job_key(job.job_id).match, p.ACT_JOB_ON_PBOX,
-                 (*common, ("name_tag", job.tag)))
+        return job_entries.on_switch(job.job_id, job.world_size, job.slots, job.lanes, job.tag,
+                                     job.epoch)
+    return job_entries.on_pbox(job.job_id, job.world_size, job.slots, job.lanes, job.tag)
 
 
 def _member_entry(job_id: int, worker: Worker, op: str) -> Entry:
-    match = (FieldMatch(p.MEMBERS_JOB, job_id), FieldMatch(p.MEMBERS_RANK, worker.rank),
-             FieldMatch(p.MEMBERS_SRC, worker.ip), FieldMatch(p.MEMBERS_SPORT, worker.port),
-             FieldMatch(p.MEMBERS_PORT, worker.switch_port))
-    return Entry(p.MEMBERS, match, "" if op == DELETE else p.ACT_IS_MEMBER)
+    return job_entries.member(job_id, worker.rank, worker.ip, worker.port, worker.switch_port, op)
 
 
 def _result_dst_entry(job_id: int, worker: Worker, op: str) -> Entry:
-    match = (FieldMatch(p.RESULT_DST_RID, p.result_rid(job_id, worker.rank)),)
-    if op == DELETE:
-        return Entry(p.RESULT_DST, match)
-    params = (("mac", worker.mac), ("ip", worker.ip), ("udp_port", worker.port))
-    return Entry(p.RESULT_DST, match, p.ACT_SET_RESULT_DST, params)
+    return job_entries.result_dst(job_id, worker.rank, worker.mac, worker.ip, worker.port, op)
 
 
 def _put_back(items: dict, key: Hashable, value: object, order: list) -> None:

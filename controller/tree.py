@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controller import job_entries as entries
 from controller import program as p
 from controller.slots import SlotRange
 from controller.topology import Topology, format_ipv4
-from controller.updates import DELETE, Entry, FieldMatch, PBoxJobWrite
+from controller.updates import DELETE, Entry, PBoxJobWrite
 
 
 @dataclass(frozen=True)
@@ -90,27 +91,17 @@ class TreeJob:
     slots: SlotRange
 
 
-def _jobs_key(job_id: int) -> tuple[FieldMatch, ...]:
-    return (FieldMatch(p.JOBS_JOB, job_id),)
-
-
 def leaf_entry(job: TreeJob, tree: Tree, leaf: Leaf) -> Entry:
-    params = (("world_size", leaf.ranks), ("slot_base", job.slots.base),
-              ("slot_count", job.slots.count), ("lane_code", p.lane_code(job.lanes)),
-              ("mcast_grp", job.job_id), ("name_tag", job.tag), ("epoch", job.epoch),
-              ("total_size", job.world_size), ("child", leaf.child),
-              ("up_slot_base", job.slots.base), ("up_ip", tree.root_ip),
-              ("up_mac", tree.root_mac), ("up_port", leaf.up_port))
-    return Entry(p.JOBS, _jobs_key(job.job_id), p.ACT_JOB_ON_LEAF, params)
+    """A leaf that sums its rack and sends its partials to the root."""
+    return entries.on_leaf(job.job_id, leaf.ranks, job.world_size, job.slots, job.lanes,
+                           job.tag, job.epoch, leaf.child,
+                           (tree.root_ip, tree.root_mac, leaf.up_port))
 
 
 def pbox_leaf_entry(job: TreeJob, leaf: Leaf) -> Entry:
     """A rack on its PBox: the leaf forwards the job's contributions to the PBox (and
     the parent's RESULTs, aggregate.p4 6a)."""
-    params = (("world_size", job.world_size), ("slot_base", job.slots.base),
-              ("slot_count", job.slots.count), ("lane_code", p.lane_code(job.lanes)),
-              ("name_tag", job.tag))
-    return Entry(p.JOBS, _jobs_key(job.job_id), p.ACT_JOB_ON_PBOX, params)
+    return entries.on_pbox(job.job_id, job.world_size, job.slots, job.lanes, job.tag)
 
 
 def pbox_leaf_write(job: TreeJob, tree: Tree, leaf: Leaf, op: str) -> PBoxJobWrite:
@@ -122,29 +113,23 @@ def pbox_leaf_write(job: TreeJob, tree: Tree, leaf: Leaf, op: str) -> PBoxJobWri
                         rack_size=leaf.ranks)
 
 
+def root_job_entry(job: TreeJob) -> Entry:
+    """The root's jobs entry: an ordinary switch job over all the job's workers."""
+    return entries.on_switch(job.job_id, job.world_size, job.slots, job.lanes, job.tag,
+                             job.epoch)
+
+
 def root_entries(job: TreeJob, tree: Tree, op: str) -> list[Entry]:
     """The root's jobs entry, and per leaf its member and result_dst entries (keys only
-    for DELETE)."""
-    jobs = Entry(p.JOBS, _jobs_key(job.job_id))
-    if op != DELETE:
-        params = (("world_size", job.world_size), ("slot_base", job.slots.base),
-                  ("slot_count", job.slots.count), ("lane_code", p.lane_code(job.lanes)),
-                  ("mcast_grp", job.job_id), ("name_tag", job.tag), ("epoch", job.epoch))
-        jobs = Entry(p.JOBS, jobs.match, p.ACT_JOB_ON_SWITCH, params)
-    entries = [jobs]
+    for DELETE): a leaf is a member of rank ``child`` sending from its rack's aggregator
+    address, and its RESULT copy goes back there."""
+    out = [entries.jobs_key(job.job_id) if op == DELETE else root_job_entry(job)]
     for leaf in tree.leaves:
-        member = (FieldMatch(p.MEMBERS_JOB, job.job_id), FieldMatch(p.MEMBERS_RANK, leaf.child),
-                  FieldMatch(p.MEMBERS_SRC, leaf.agg_ip), FieldMatch(p.MEMBERS_SPORT, p.AGG_UDP_PORT),
-                  FieldMatch(p.MEMBERS_PORT, leaf.down_port))
-        rid = (FieldMatch(p.RESULT_DST_RID, p.result_rid(job.job_id, leaf.child)),)
-        if op == DELETE:
-            entries += [Entry(p.MEMBERS, member), Entry(p.RESULT_DST, rid)]
-            continue
-        entries.append(Entry(p.MEMBERS, member, p.ACT_IS_MEMBER))
-        entries.append(Entry(p.RESULT_DST, rid, p.ACT_SET_RESULT_DST,
-                             (("mac", leaf.agg_mac), ("ip", leaf.agg_ip),
-                              ("udp_port", p.AGG_UDP_PORT))))
-    return entries
+        out.append(entries.member(job.job_id, leaf.child, leaf.agg_ip, p.AGG_UDP_PORT,
+                                  leaf.down_port, op))
+        out.append(entries.result_dst(job.job_id, leaf.child, leaf.agg_mac, leaf.agg_ip,
+                                      p.AGG_UDP_PORT, op))
+    return out
 
 
 def root_replicas(job_id: int, tree: Tree) -> tuple[tuple[int, int], ...]:

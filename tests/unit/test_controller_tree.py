@@ -175,6 +175,9 @@ def test_a_rack_whose_leaf_is_full_aggregates_on_its_pbox_under_the_same_root():
     # a rank leaving a rack on its PBox writes no group there (the leaf has none)
     left = registry.leave(job.job_id, 3)
     assert {(type(u).__name__, u.switch) for u in left} == {("TableWrite", "s2")}
+    # ... nor when it joins again
+    _, back = registry.join("wide", 4, 3, ("10.0.0.4", AGENT_PORT + 3), now=1.0)
+    assert {(type(u).__name__, u.switch) for u in back} == {("TableWrite", "s2")}
     updates = registry.kill(job.job_id)
     assert replace(pbox, op=DELETE, world_size=4) in [
         replace(u, world_size=4) for u in updates if isinstance(u, PBoxJobWrite)]

@@ -1,0 +1,66 @@
+"""The table entries that configure one job on a switch, by what they say rather than by
+whom: the jobs entry (on the switch, on a PBox), a member and the copy of the RESULT
+that goes back to it. The registry (controller/jobs.py) makes them for workers, the
+tree (controller/tree.py) for a root's leaves and a leaf's parent; p4src/aggregate.p4
+defines the tables and actions."""
+
+from __future__ import annotations
+
+from controller import program as p
+from controller.slots import SlotRange
+from controller.updates import DELETE, Entry, FieldMatch
+
+
+def jobs_key(job_id: int) -> Entry:
+    """The jobs entry's key alone (for DELETE)."""
+    return Entry(p.JOBS, (FieldMatch(p.JOBS_JOB, job_id),))
+
+
+def _common(world_size: int, slots: SlotRange, lanes: int) -> tuple[tuple[str, int], ...]:
+    return (("world_size", world_size), ("slot_base", slots.base),
+            ("slot_count", slots.count), ("lane_code", p.lane_code(lanes)))
+
+
+def on_switch(job_id: int, world_size: int, slots: SlotRange, lanes: int, tag: int,
+              epoch: int) -> Entry:
+    """job_on_switch: the switch sums ``world_size`` members in ``slots`` and multicasts
+    the RESULT to group ``job_id``."""
+    params = (*_common(world_size, slots, lanes), ("mcast_grp", job_id), ("name_tag", tag),
+              ("epoch", epoch))
+    return Entry(p.JOBS, jobs_key(job_id).match, p.ACT_JOB_ON_SWITCH, params)
+
+
+def on_pbox(job_id: int, world_size: int, slots: SlotRange, lanes: int, tag: int) -> Entry:
+    """job_on_pbox: the switch checks the members and forwards to the PBox."""
+    return Entry(p.JOBS, jobs_key(job_id).match, p.ACT_JOB_ON_PBOX,
+                 (*_common(world_size, slots, lanes), ("name_tag", tag)))
+
+
+def on_leaf(job_id: int, rack_size: int, total: int, slots: SlotRange, lanes: int, tag: int,
+            epoch: int, child: int, up: tuple[int, int, int]) -> Entry:
+    """job_on_leaf: the switch sums its ``rack_size`` members and sends each completed
+    cell up as child ``child``; ``up`` is the parent's (ip, mac, the leaf's port to it),
+    its range the same as the leaf's."""
+    up_ip, up_mac, up_port = up
+    params = (*_common(rack_size, slots, lanes), ("mcast_grp", job_id), ("name_tag", tag),
+              ("epoch", epoch), ("total_size", total), ("child", child),
+              ("up_slot_base", slots.base), ("up_ip", up_ip), ("up_mac", up_mac),
+              ("up_port", up_port))
+    return Entry(p.JOBS, jobs_key(job_id).match, p.ACT_JOB_ON_LEAF, params)
+
+
+def member(job_id: int, rank: int, ip: int, udp_port: int, switch_port: int, op: str) -> Entry:
+    """(job, rank, IPv4 source, UDP source port, ingress port) -> is_member."""
+    match = (FieldMatch(p.MEMBERS_JOB, job_id), FieldMatch(p.MEMBERS_RANK, rank),
+             FieldMatch(p.MEMBERS_SRC, ip), FieldMatch(p.MEMBERS_SPORT, udp_port),
+             FieldMatch(p.MEMBERS_PORT, switch_port))
+    return Entry(p.MEMBERS, match, "" if op == DELETE else p.ACT_IS_MEMBER)
+
+
+def result_dst(job_id: int, rank: int, mac: int, ip: int, udp_port: int, op: str) -> Entry:
+    """The RESULT copy for (job, rank) (egress_rid job*32 + rank) -> its destination."""
+    match = (FieldMatch(p.RESULT_DST_RID, p.result_rid(job_id, rank)),)
+    if op == DELETE:
+        return Entry(p.RESULT_DST, match)
+    params = (("mac", mac), ("ip", ip), ("udp_port", udp_port))
+    return Entry(p.RESULT_DST, match, p.ACT_SET_RESULT_DST, params)
