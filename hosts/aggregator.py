@@ -315,7 +315,12 @@ def _to_rack(state: _JobState, cell: int, header: bytes) -> list[tuple[bytes, Ad
     bits = int(state.bitmap[cell])
     destinations = [addr for rank, addr in enumerate(state.addresses)
                     if addr is not None and bits >> rank & 1]
-    result = header + state.lanes[cell].astype(_LANES_BE).tobytes()
+    return _send(state, header + state.lanes[cell].astype(_LANES_BE).tobytes(), destinations)
+
+
+def _send(state: _JobState, result: bytes,
+          destinations: list[Address]) -> list[tuple[bytes, Address]]:
+    """``result`` to each of ``destinations``, counted in the job's stats."""
     state.stats.results_sent += len(destinations)
     state.stats.bytes_sent += state.packet_len * len(destinations)
     return [(result, addr) for addr in destinations]
@@ -417,12 +422,9 @@ def _apply(
         stats.completions += 1
         stats.partials_sent += 1
         return _partial(state, cell, echo, prime)
-    result = _result_bytes(state, cell, echo)
-    destinations = [addr for addr in state.addresses if addr is not None]
     stats.completions += 1
-    stats.results_sent += len(destinations)
-    stats.bytes_sent += state.packet_len * len(destinations)
-    return [(result, addr) for addr in destinations]
+    return _send(state, _result_bytes(state, cell, echo),
+                 [addr for addr in state.addresses if addr is not None])
 
 
 def _result_bytes(
