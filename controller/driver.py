@@ -419,13 +419,15 @@ class Controller:
 
     def tree_counters(self, job_id: int) -> list[dict]:
         """A job over racks, level by level: the root spine (its contributions are the
-        leaves' partials) and each leaf with its traffic to the root; [] for a one-rack
-        job."""
+        leaves' partials; under a root PBox, the PBox's leaf, which forwards to it: the
+        PBox's own counters are in its stats) and each leaf with its traffic to the root;
+        [] for a one-rack job."""
         with self.lock:
             job = self.registry.job(job_id)
             if job.tree is None:
                 return []
-            root = {"switch": job.tree.root, "level": "root", "children": len(job.tree.leaves),
+            level = f"root: pbox {job.tree.root_pbox}" if job.tree.root_pbox else "root"
+            root = {"switch": job.tree.root, "level": level, "children": len(job.tree.leaves),
                     "counters": self._packets(job.tree.root, p.JOB_STATS, job_id)}
             leaves = [{"switch": leaf.switch, "child": leaf.child,
                        # a rack on its PBox: the leaf only forwards (the PBox's own counters

@@ -44,7 +44,7 @@ changes, not the size of the registry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,8 +70,10 @@ from controller.tree import (
     pbox_leaf_entry,
     pbox_leaf_write,
     plan,
+    plan_under_pbox,
     root_entries,
     root_job_entry,
+    root_pbox_write,
     root_replicas,
 )
 from controller.updates import (
@@ -168,6 +170,14 @@ class Job:
     # ... and the PBox ranges of racks whose leaf had no room at that base: those racks
     # aggregate on their first PBox, under the same root
     rack_pboxes: tuple[Part, ...] = ()
+    # the PBox at the root when no spine had room (its range is in rack_pboxes: its
+    # rack's workers are its members); "" under a spine
+    root_pbox: str = ""
+
+    @property
+    def over_racks(self) -> bool:
+        """A job of a fabric that spans racks (or waits for its workers to know them)."""
+        return bool(self.fabric or self.root_pbox)
 
     @property
     def window(self) -> int:
@@ -357,8 +367,9 @@ class JobRegistry:
         for), then each PBox's, flagged so that the switch forwards them. A job over a
         fabric has one route, to the rank's own rack (its leaf); without a rank, to the
         root spine's address."""
-        if job.fabric and rank is None:
-            root = self.topo.switches[job.fabric[0]]
+        if job.over_racks and rank is None:
+            root = (self.topo.pboxes[job.root_pbox] if job.root_pbox
+                    else self.topo.switches[job.fabric[0]])
             return (_route(root.ip, job.slots, False),)
         out = []
         if job.where == ON_SWITCH:
@@ -408,7 +419,7 @@ class JobRegistry:
         if job.lanes != lanes:
             raise JobError(f"job {name!r} has {job.lanes} lanes per packet, not {lanes}")
         switch, switch_port = host.switch, host.port
-        if job.switch != host.switch and not job.fabric:
+        if job.switch != host.switch and not job.over_racks:
             if job.where != ON_PBOX or not self.topo.spines():
                 raise JobError(f"job {name!r} runs on rack {job.switch}; {format_ipv4(ip)} is "
                                f"on {host.switch} (one rack per job, but for a PBox job on a "
@@ -427,7 +438,7 @@ class JobRegistry:
         worker = Worker(rank, ip, port, host.mac, switch_port, now, switch=switch)
         self._add_worker(job, worker)
         updates += self._member_writes(job, worker, INSERT)
-        if job.fabric and job.tree is None:
+        if job.over_racks and job.tree is None:
             if len(job.workers) == job.world_size:
                 updates += self._place_on_fabric(job)
         elif self._has_group(job, switch):
@@ -466,8 +477,10 @@ class JobRegistry:
         switch job, a tree's root or a leaf that is not on its PBox)."""
         if job.tree is not None:
             leaf = job.tree.leaf(switch)
-            return switch == job.tree.root or (leaf is not None and not leaf.pbox)
-        return job.where == ON_SWITCH and not job.fabric and switch == job.switch
+            if switch == job.tree.root:
+                return not job.tree.root_pbox
+            return leaf is not None and not leaf.pbox
+        return job.where == ON_SWITCH and not job.over_racks and switch == job.switch
 
     def kill(self, job_id: int, now: float | None = None,
              reason: str = "killed by an operator (KillJob)") -> list[Update]:
@@ -511,14 +524,14 @@ class JobRegistry:
                 self.renew_epoch(job, now, f"switch {switch} restarted")
                 updates += [TableWrite(name, MODIFY, entry)
                             for name, entry in self._tree_jobs_entries(job) if name != switch]
-            elif job.switch == switch and job.where == ON_SWITCH and not job.fabric:
+            elif job.switch == switch and job.where == ON_SWITCH and not job.over_racks:
                 self.renew_epoch(job, now, f"switch {switch} restarted")
         return updates
 
     def _tree_jobs_entries(self, job: Job) -> list[tuple[str, Entry]]:
         assert job.tree is not None
         spec = _tree_job(job)
-        out = [(job.tree.root, root_job_entry(spec))]
+        out = [(job.tree.root, root_job_entry(spec, job.tree))]
         out += [(leaf.switch, self._leaf_entry(job, leaf)) for leaf in job.tree.leaves]
         return out
 
@@ -716,7 +729,7 @@ class JobRegistry:
         updates: list[Update] = []
         if job.tree is not None:
             updates += self._tree_writes(job, DELETE)
-        elif not job.fabric:
+        elif not job.over_racks:
             updates.append(TableWrite(job.switch, DELETE, job_entries.jobs_key(job.job_id)))
         for worker in job.workers.values():
             updates += self._member_writes(job, worker, DELETE)
@@ -724,7 +737,7 @@ class JobRegistry:
             self._free(self.switch_pools[switch], job.job_id)
         for part in job.rack_pboxes:
             self._free(self.pbox_pools[part.pbox], part.owner)
-        if job.where == ON_SWITCH and not job.fabric:
+        if job.where == ON_SWITCH and not job.over_racks:
             self._free(self.switch_pools[job.switch], job.job_id)
             if job.workers:
                 updates.append(GroupWrite(job.switch, DELETE, job.job_id))
@@ -761,7 +774,7 @@ class JobRegistry:
                     entries += root_entries(_tree_job(job), job.tree, INSERT)
                 elif leaf is not None:
                     entries.append(self._leaf_entry(job, leaf))
-            elif job.switch == switch and not job.fabric:
+            elif job.switch == switch and not job.over_racks:
                 entries.append(job_entry(job))
             for _, worker in sorted(job.workers.items()):
                 if self._rack_of_worker(job, worker) == switch:
@@ -773,7 +786,7 @@ class JobRegistry:
         """Multicast groups ``switch`` should hold: flood, and one per switch job."""
         groups = {p.FLOOD_GROUP: rack.flood_group(self.topo, switch).replicas}
         for job in self.jobs.values():
-            if job.tree is not None and switch == job.tree.root:
+            if job.tree is not None and switch == job.tree.root and not job.tree.root_pbox:
                 groups[job.job_id] = root_replicas(job.job_id, job.tree)
             elif self._has_group(job, switch) and (job.tree is not None or job.workers):
                 groups[job.job_id] = self._group_write(job, MODIFY, switch).replicas
@@ -890,12 +903,26 @@ class JobRegistry:
         job_id = self._free_job_id()
         want = self.topo.switches[leaf].job_slots
         root = min(self.topo.spines(), key=lambda s: (-self.switch_pools[s].free_slots(), s))
-        base, on_pbox = self._fabric_base(root, want)
-        if base is None:
-            raise JobError(f"no {want} free slots at one base on the spine {root} and on "
-                           "every rack's leaf or PBox")
+        pbox = self.topo.pbox_of(leaf)
+        assert pbox is not None
+        base, on_pbox = self._fabric_base(self.switch_pools[root], self.topo.leaves(), want)
+        root_pbox = ""
+        if base is None:  # no spine has room: the rack's PBox is the root
+            base, on_pbox = self._fabric_base(self.pbox_pools[pbox.name], self.topo.leaves(),
+                                              want)
+            if base is None:
+                raise JobError(f"no {want} free slots at one base on the spine {root} (nor on "
+                               f"rack {leaf}'s PBox {pbox.name}) and on every rack's leaf or "
+                               "PBox")
+            # its rack's workers are the PBox's members (its leaf only holds the range
+            # for a job that turns out to be this rack's alone)
+            root, root_pbox = leaf, pbox.name
+            on_pbox = (leaf, *(s for s in on_pbox if s != leaf))
         epoch = self._take_epoch()
-        holders = tuple(s for s in (root, *self.topo.leaves()) if s not in on_pbox)
+        holders = tuple(s for s in dict.fromkeys((root, *self.topo.leaves()))
+                        if s not in on_pbox)
+        if root_pbox and is_free(self.switch_pools[leaf], base, want):
+            holders = (leaf, *holders)  # for a job that turns out to be this rack's alone
         for switch in holders:
             self._reserve(self.switch_pools[switch], job_id, base, want)
         parts = []
@@ -905,23 +932,22 @@ class JobRegistry:
             owner = (job_id, first.name, epoch)
             self._reserve(self.pbox_pools[first.name], owner, base, want)
             parts.append(Part(first.name, SlotRange(base, want), owner))
-        pbox = self.topo.pbox_of(leaf)
         job = Job(job_id, name, tag, world_size, leaf, ON_SWITCH, SlotRange(base, want), epoch,
-                  pbox.name if pbox else None, lanes, placement=PLACE_PBOX, fabric=holders,
-                  rack_pboxes=tuple(parts))
+                  pbox.name, lanes, placement=PLACE_PBOX, fabric=holders,
+                  rack_pboxes=tuple(parts), root_pbox=root_pbox)
         self._add_job(job)
         return job, []
 
-    def _fabric_base(self, root: str, want: int) -> tuple[int | None, tuple[str, ...]]:
-        """The lowest base free on the root and every leaf; failing that, the base free on
-        the root where the fewest racks must use their PBox instead of their leaf (the
-        leaves without room there), and those leaves."""
-        leaves = self.topo.leaves()
-        base = common_base([self.switch_pools[s] for s in (root, *leaves)], want)
+    def _fabric_base(self, root: SlotPool, leaves: Sequence[str],
+                     want: int) -> tuple[int | None, tuple[str, ...]]:
+        """The lowest base free in the root's pool and on every one of ``leaves``;
+        failing that, the base free at the root where the fewest racks must use their
+        PBox instead of their leaf (the leaves without room there), and those leaves."""
+        base = common_base([root, *(self.switch_pools[s] for s in leaves)], want)
         if base is not None:
             return base, ()
         best: tuple[int, int, tuple[str, ...]] | None = None
-        for candidate in free_bases(self.switch_pools[root], want):
+        for candidate in free_bases(root, want):
             on_pbox = tuple(leaf for leaf in leaves
                             if not is_free(self.switch_pools[leaf], candidate, want))
             if all(self._rack_pbox_free(leaf, candidate, want) for leaf in on_pbox):
@@ -942,10 +968,12 @@ class JobRegistry:
         on_pbox = {self._leaf_of_part(part): part for part in job.rack_pboxes}
         if len(racks) == 1:
             (leaf,) = racks
-            self._release_fabric(job, keep=(leaf,))
+            on_leaf = leaf in job.fabric
+            self._release_fabric(job, (leaf,) if on_leaf else (), () if on_leaf else (leaf,))
             self._set(job, "fabric", ())
+            self._set(job, "root_pbox", "")
             self._set(job, "switch", leaf)
-            part = on_pbox.get(leaf)
+            part = None if on_leaf else on_pbox.get(leaf)
             if part is None:
                 return [TableWrite(leaf, INSERT, job_entry(job)), self._group_write(job, INSERT)]
             # one rack without room on its leaf: an ordinary PBox job there
@@ -955,11 +983,21 @@ class JobRegistry:
             self._set_parts(job, (part,))
             return [TableWrite(leaf, INSERT, job_entry(job)), part_write(job, part, INSERT)]
         try:
-            planned = plan(self.topo, job.fabric[0], racks, frozenset(racks) & set(on_pbox))
+            if job.root_pbox:
+                ranks: dict[str, list[int]] = {}
+                for worker in job.workers.values():
+                    ranks.setdefault(worker.switch, []).append(worker.rank)
+                planned = plan_under_pbox(self.topo, job.root_pbox, ranks,
+                                          frozenset(racks) & set(on_pbox))
+            else:
+                planned = plan(self.topo, job.fabric[0], racks, frozenset(racks) & set(on_pbox))
         except TreeError as exc:
             raise JobError(f"job {job.name!r} cannot span racks {', '.join(sorted(racks))}: "
                            f"{exc}") from None
-        self._release_fabric(job, keep=planned.switches)
+        # a root PBox's leaf only forwards to it: the range it held goes back too
+        self._release_fabric(job, tuple(s for s in planned.switches
+                                        if not (s == planned.root and planned.root_pbox)),
+                             planned.switches)
         self._set(job, "fabric", tuple(s for s in planned.switches if s not in on_pbox))
         self._set(job, "tree", planned)
         self._set(job, "switch", planned.root)
@@ -968,14 +1006,16 @@ class JobRegistry:
     def _leaf_of_part(self, part: Part) -> str:
         return self.topo.pboxes[part.pbox].switch
 
-    def _release_fabric(self, job: Job, keep: tuple[str, ...]) -> None:
-        """Give back the range on every switch and rack PBox outside ``keep``."""
+    def _release_fabric(self, job: Job, switches: tuple[str, ...],
+                        racks: tuple[str, ...]) -> None:
+        """Give back the range on every switch but ``switches``, and on the PBox of every
+        rack (leaf) but ``racks``."""
         for switch in job.fabric:
-            if switch not in keep:
+            if switch not in switches:
                 self._free(self.switch_pools[switch], job.job_id)
         kept = []
         for part in job.rack_pboxes:
-            if self._leaf_of_part(part) in keep:
+            if self._leaf_of_part(part) in racks:
                 kept.append(part)
             else:
                 self._free(self.pbox_pools[part.pbox], part.owner)
@@ -988,8 +1028,11 @@ class JobRegistry:
         spec = _tree_job(job)
         updates: list[Update] = [TableWrite(job.tree.root, op, e)
                                  for e in root_entries(spec, job.tree, op)]
-        updates.append(GroupWrite(job.tree.root, op, job.job_id,
-                                  () if op == DELETE else root_replicas(job.job_id, job.tree)))
+        if job.tree.root_pbox:
+            updates.append(root_pbox_write(spec, job.tree, op))
+        else:
+            updates.append(GroupWrite(job.tree.root, op, job.job_id,
+                                      () if op == DELETE else root_replicas(job.job_id, job.tree)))
         for leaf in job.tree.leaves:
             entry = (job_entries.jobs_key(job.job_id) if op == DELETE
                      else self._leaf_entry(job, leaf))
@@ -1002,11 +1045,14 @@ class JobRegistry:
 
     @staticmethod
     def rack_pbox_writes(job: Job, op: str) -> list[Update]:
-        """The writes of the PBoxes that are first levels of ``job``'s tree."""
+        """The writes of the PBoxes of ``job``'s tree: its root PBox, its racks' first
+        levels."""
         if job.tree is None:
             return []
-        return [pbox_leaf_write(_tree_job(job), job.tree, leaf, op)
-                for leaf in job.tree.leaves if leaf.pbox]
+        spec = _tree_job(job)
+        root: list[Update] = [root_pbox_write(spec, job.tree, op)] if job.tree.root_pbox else []
+        return root + [pbox_leaf_write(spec, job.tree, leaf, op)
+                       for leaf in job.tree.leaves if leaf.pbox]
 
     @staticmethod
     def _leaf_entry(job: Job, leaf: Leaf) -> Entry:

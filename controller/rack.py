@@ -88,8 +88,10 @@ def l2_ports(topo: Topology, switch: str) -> list[tuple[int, int]]:
 
 def aggregator_ports(topo: Topology, switch: str) -> list[tuple[int, int]]:
     """(aggregator IPv4, the only port it may enter ``switch`` on): a leaf's own PBoxes
-    (by port) and, in a fabric, each spine's address on the leaf's link to it; a spine:
-    every PBox on its link to the PBox's leaf."""
+    (by port) and, in a fabric, each spine's address on the leaf's link to it and the
+    other racks' PBoxes on its link to the flood root (their traffic comes that way: a
+    root PBox's RESULT to a rack on its PBox is forwarded only from an aggregator
+    address); a spine: every PBox on its link to the PBox's leaf."""
     out = [(pbox.ip, pbox.port) for pbox in topo.pboxes_of(switch)]
     if not topo.is_fabric:
         return out
@@ -98,6 +100,11 @@ def aggregator_ports(topo: Topology, switch: str) -> list[tuple[int, int]]:
             port = topo.port_to(switch, spine)
             if port is not None and topo.switches[spine].ip:
                 out.append((topo.switches[spine].ip, port))
+        root = topo.flood_root()
+        uplink = topo.port_to(switch, root) if root else None
+        if uplink is not None:
+            out += [(pb.ip, uplink) for leaf in topo.leaves() if leaf != switch
+                    for pb in topo.pboxes_of(leaf)]
         return out
     for leaf in topo.leaves():
         port = topo.port_to(switch, leaf)

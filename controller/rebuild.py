@@ -1,7 +1,8 @@
 """Rebuilding the job registry after a controller restart, from what the switches and
 PBoxes hold: every switch's jobs, members and result_dst entries (controller/jobs.py
 lists what they carry), and each PBox's list_jobs. Jobs over racks are put back together
-from their root spine's jobs entry and their leaves' (controller/tree.py)."""
+from their root spine's jobs entry and their leaves' (controller/tree.py); under a root
+PBox, from its leaf's job_on_pbox entry and the leaves' partials addressed to it."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from controller.jobs import (
     valid_epoch,
 )
 from controller.slots import SlotError, SlotRange
-from controller.topology import Topology
-from controller.tree import TreeError, plan
+from controller.topology import Topology, parse_ipv4
+from controller.tree import TreeError, plan, plan_under_pbox
 from controller.updates import DELETE, MODIFY, Entry, TableWrite, Update
 
 
@@ -58,9 +59,12 @@ def rebuild_from_entries(
             by_table.setdefault(entry.table, []).append(entry)
         found += [(switch, entry) for entry in by_table.get(p.JOBS, [])]
     rooted = {e.match_value(p.JOBS_JOB) for switch, e in found if switch in spines}
+    under_pbox = _pbox_roots(topo, found, pbox_jobs or {})
+    root_leaf = {job_id: topo.pboxes[name].switch for job_id, name in under_pbox.items()}
+    rooted |= under_pbox.keys()
     for switch, entry in found:
         job_id = entry.match_value(p.JOBS_JOB)
-        if switch in spines:
+        if switch in spines or root_leaf.get(job_id) == switch:
             roots[job_id] = (switch, entry)
         elif entry.action == p.ACT_JOB_ON_LEAF or job_id in rooted:
             # a leaf of a tree: it aggregates (job_on_leaf), or its rack's PBox does
@@ -75,7 +79,7 @@ def rebuild_from_entries(
     for job_id in sorted(roots.keys() | leaves.keys()):
         try:
             job = _rebuild_tree(registry, job_id, roots.get(job_id), leaves.get(job_id, []),
-                                tables)
+                                tables, under_pbox.get(job_id, ""))
         except (JobError, SlotError, TreeError) as exc:
             raise SwitchStateError(f"cannot rebuild job {job_id} over racks from its entries: "
                                    f"{exc}") from None
@@ -86,12 +90,35 @@ def rebuild_from_entries(
     registry._next_epoch = valid_epoch(max(registry._next_epoch, max_epoch + 1))
     registry._last_job_id = max(registry.jobs, default=0)
     for job in sorted(registry.jobs.values(), key=lambda j: j.job_id):
-        _rebuild_parts(registry, job, pbox_jobs or {})
+        if job.tree is None:
+            _rebuild_parts(registry, job, pbox_jobs or {})
         if job.parts:  # their epoch is in no entry; the agents resync once, needlessly
             job.epoch = registry._take_epoch()
         repairs += [part_write(job, part, MODIFY) for part in job.parts]
         repairs += registry.rack_pbox_writes(job, MODIFY)
     return registry, repairs
+
+
+def _pbox_roots(topo: Topology, found: list[tuple[str, Entry]],
+                pbox_jobs: dict[str, list[dict]]) -> dict[int, str]:
+    """Jobs over racks rooted at a PBox: job id -> the PBox, which a leaf's partials
+    (job_on_leaf's up_ip) or a rack PBox's parent address name."""
+    by_ip = {pb.ip: pb.name for pb in topo.pboxes.values()}
+    out = {e.match_value(p.JOBS_JOB): by_ip[e.param("up_ip")] for _, e in found
+           if e.action == p.ACT_JOB_ON_LEAF and e.param("up_ip") in by_ip}
+    for listed in (job for jobs in pbox_jobs.values() for job in jobs):
+        parent = listed.get("parent")
+        if not isinstance(parent, dict):
+            continue
+        address = parent.get("address")
+        host = address[0] if isinstance(address, list | tuple) else str(address).rpartition(":")[0]
+        try:
+            name = by_ip.get(parse_ipv4(str(host)))
+        except ValueError:
+            continue
+        if name is not None:
+            out.setdefault(int(listed["job_id"]), name)
+    return out
 
 
 def _rebuild_parts(registry: JobRegistry, job: Job, pbox_jobs: dict[str, list[dict]]) -> None:
@@ -147,20 +174,25 @@ def _rebuild_job(registry: JobRegistry, switch: str, entry: Entry) -> Job:
 
 def _rebuild_tree(registry: JobRegistry, job_id: int, root: tuple[str, Entry] | None,
                   leaves: list[tuple[str, Entry]],
-                  tables: dict[str, dict[str, list[Entry]]]) -> Job:
-    """A job over racks from its root spine's jobs entry and its leaves' (whose
-    parameters must say the same tree as ``tree.plan`` makes of them). A leaf with a
-    job_on_pbox entry is a rack on its PBox: its workers are its member entries, its
-    PBox range the tree's (the PBox is told again by the caller's repairs)."""
+                  tables: dict[str, dict[str, list[Entry]]], root_pbox: str) -> Job:
+    """A job over racks from its root's jobs entry (a spine's, or a root PBox's leaf's)
+    and its leaves' (whose parameters must say the same tree as ``tree.plan`` makes of
+    them). A leaf with a job_on_pbox entry is a rack on its PBox: its workers are its
+    member entries, its PBox range the tree's (the PBox is told again by the caller's
+    repairs)."""
     if root is None or not leaves:
-        raise JobError("its root spine's or its leaves' jobs entries are missing")
+        raise JobError("its root's or its leaves' jobs entries are missing")
     spine, entry = root
     on_pbox = frozenset(leaf for leaf, e in leaves if e.action == p.ACT_JOB_ON_PBOX)
-    sizes = {leaf: e.param("world_size") for leaf, e in leaves if leaf not in on_pbox}
-    for leaf in on_pbox:
-        sizes[leaf] = sum(m.match_value(p.MEMBERS_JOB) == job_id
-                          for m in tables[leaf].get(p.MEMBERS, []))
-    planned = plan(registry.topo, spine, sizes, on_pbox)
+    ranks = {leaf: sorted(m.match_value(p.MEMBERS_RANK) for m in tables[leaf].get(p.MEMBERS, [])
+                          if m.match_value(p.MEMBERS_JOB) == job_id) for leaf, _ in leaves}
+    if root_pbox:
+        planned = plan_under_pbox(registry.topo, root_pbox, ranks, on_pbox)
+        on_pbox |= {spine}  # the root PBox's rack: its range is on the PBox
+    else:
+        sizes = {leaf: e.param("world_size") for leaf, e in leaves if leaf not in on_pbox}
+        sizes.update((leaf, len(ranks[leaf])) for leaf in on_pbox)
+        planned = plan(registry.topo, spine, sizes, on_pbox)
     base, count = entry.param("slot_base"), entry.param("slot_count")
     for leaf, e in leaves:
         node = planned.leaf(leaf)
@@ -180,15 +212,18 @@ def _rebuild_tree(registry: JobRegistry, job_id: int, root: tuple[str, Entry] | 
     for switch in switches:
         registry.switch_pools[switch].reserve(job_id, base, count)
     parts = []
-    for node in planned.leaves:
-        if node.pbox:
-            owner = (job_id, node.pbox, 0)
-            parts.append(Part(node.pbox, registry.pbox_pools[node.pbox].reserve(owner, base, count),
-                              owner))
+    for name in [root_pbox] * bool(root_pbox) + [node.pbox for node in planned.leaves if node.pbox]:
+        owner = (job_id, name, 0)
+        parts.append(Part(name, registry.pbox_pools[name].reserve(owner, base, count), owner))
     first = registry.topo.pbox_of(planned.leaves[0].switch)
+    # a root PBox's job_on_pbox entry has no epoch: the leaves' have it, or a new one
+    epoch = (entry.param("epoch") if not root_pbox else
+             next((e.param("epoch") for _, e in leaves if e.action == p.ACT_JOB_ON_LEAF),
+                  registry._take_epoch()))
     job = Job(job_id, None, entry.param("name_tag"), entry.param("world_size"), spine, ON_SWITCH,
-              SlotRange(base, count), entry.param("epoch"), first.name if first else None,
-              p.LANE_COUNTS[code], fabric=switches, tree=planned, rack_pboxes=tuple(parts))
+              SlotRange(base, count), epoch, first.name if first else None,
+              p.LANE_COUNTS[code], fabric=switches, tree=planned, rack_pboxes=tuple(parts),
+              root_pbox=root_pbox)
     registry.jobs[job_id] = job
     return job
 
@@ -205,7 +240,8 @@ def _rebuild_workers(
         job_id, rank = p.split_rid(entry.match_value(p.RESULT_DST_RID))
         member = members.pop((job_id, rank), None)
         job = registry.jobs.get(job_id)
-        if job is not None and job.tree is not None and switch == job.tree.root:
+        if job is not None and job.tree is not None and switch == job.tree.root \
+                and not job.tree.root_pbox:
             continue  # the root's members are the leaves (tree.root_entries), not workers
         host = registry.topo.host_by_ip(entry.param("ip"))
         on_it = job is not None and (job.switch == switch or switch in job.fabric
@@ -217,6 +253,10 @@ def _rebuild_workers(
             continue
         job.workers[rank] = Worker(rank, entry.param("ip"), entry.param("udp_port"),
                                    entry.param("mac"), host.port, now, switch=switch)
-    for member in members.values():  # members without a result_dst entry
+    for (job_id, rank), member in members.items():  # members without a result_dst entry
+        job = registry.jobs.get(job_id)
+        if job is not None and job.tree is not None and job.tree.root_pbox \
+                and switch == job.tree.root and any(leaf.child == rank for leaf in job.tree.leaves):
+            continue  # a rack's partials into a root PBox (tree.root_entries)
         stale.append(TableWrite(switch, DELETE, Entry(member.table, member.match)))
     return stale

@@ -61,7 +61,7 @@ def doctor(ctl: Controller, job_id: int, clock: Callable[[], float],
     lock), so that the diagnosis tells stuck rounds from rounds in flight."""
     with ctl.lock:
         job = ctl.registry.job(job_id)
-        if job.fabric:
+        if job.over_racks:
             return Report(job_id, False, (Finding(
                 INFO, "not-checked", f"job {job_id} spans racks (or waits for its workers to "
                 "know its racks): the doctor reads one switch and does not check such jobs "

@@ -7,6 +7,15 @@ index, from the rack's aggregator address) and multicasts the RESULT down to the
 leaves, which store it and multicast it to their workers. Loss anywhere is repaired
 by the workers' retransmissions (p4src/aggregate.p4, docs/DESIGN.md §3.1).
 
+When no spine has room, a PBox is the root (``plan_under_pbox``): the PBox of the rack
+the job was created in. Its rack's workers are its ordinary members, their leaf
+forwards to it (``job_on_pbox``), and every other rack's leaf sends its partials there
+as that rack's lowest rank standing for the rack's workers (child = that rank, so the
+PBox counts it like any contribution of ``count`` workers). The PBox sends its RESULT
+to each rack's aggregator address, where the leaf stores it and multicasts it. No
+program change: the root leaf checks the racks' partials as members arriving over the
+flood root, the way a PBox job on a fabric takes remote workers.
+
 The job holds the same slot range on every switch of its tree, so its agents run
 one map whatever their rack; only the aggregator address (the rack's first PBox,
 which the leaf answers for) differs by rack. This module only computes entries; the
@@ -38,10 +47,11 @@ class Leaf:
 
 @dataclass(frozen=True)
 class Tree:
-    root: str
-    root_ip: int
+    root: str  # the root spine; under a root PBox, the leaf of the PBox's rack
+    root_ip: int  # where the leaves send their partials (the spine's or the PBox's)
     root_mac: int
-    leaves: tuple[Leaf, ...]
+    leaves: tuple[Leaf, ...]  # under a root PBox: the other racks
+    root_pbox: str = ""  # the root is this PBox (no spine had room), not a spine
 
     @property
     def switches(self) -> tuple[str, ...]:
@@ -64,19 +74,41 @@ def plan(topo: Topology, root: str, ranks_per_leaf: dict[str, int],
     sw = topo.switches[root]
     if not sw.ip or not sw.mac:
         raise TreeError(f"spine {root} has no aggregation address (ip, mac)")
-    leaves = []
-    for child, name in enumerate(sorted(ranks_per_leaf)):
-        up, down = topo.port_to(name, root), topo.port_to(root, name)
-        first = topo.pbox_of(name)
-        if up is None or down is None:
-            raise TreeError(f"leaf {name} has no link to spine {root}")
-        if first is None:
-            raise TreeError(f"rack {name} has no PBox, so no aggregator address")
-        leaves.append(Leaf(name, child, ranks_per_leaf[name], up, down, first.ip, first.mac,
-                           first.name if name in on_pbox else ""))
+    leaves = [_leaf(topo, name, child, ranks_per_leaf[name], (root, root), on_pbox)
+              for child, name in enumerate(sorted(ranks_per_leaf))]
     if len(leaves) > p.MAX_WORKERS:
         raise TreeError(f"{len(leaves)} racks; a root takes at most {p.MAX_WORKERS}")
     return Tree(root, sw.ip, sw.mac, tuple(leaves))
+
+
+def plan_under_pbox(topo: Topology, root_pbox: str, ranks_per_leaf: dict[str, list[int]],
+                    on_pbox: frozenset[str] = frozenset()) -> Tree:
+    """The tree of a job rooted at PBox ``root_pbox``, over the other racks' leaves of
+    ``ranks_per_leaf`` (leaf -> the job's ranks there; the PBox's own rack is not in
+    it): each is the child of its lowest rank, its partials cross the flood root to the
+    PBox's leaf. Raises TreeError."""
+    pbox = topo.pboxes[root_pbox]
+    spine = topo.flood_root()
+    if spine is None:
+        raise TreeError("the fabric has no spine to carry partials between racks")
+    leaves = [_leaf(topo, name, min(ranks), len(ranks), (spine, pbox.switch), on_pbox)
+              for name, ranks in sorted(ranks_per_leaf.items()) if name != pbox.switch]
+    return Tree(pbox.switch, pbox.ip, pbox.mac, tuple(leaves), root_pbox)
+
+
+def _leaf(topo: Topology, name: str, child: int, ranks: int, path: tuple[str, str],
+          on_pbox: frozenset[str]) -> Leaf:
+    """Leaf ``name`` of a tree whose partials go up over spine ``path[0]`` into switch
+    ``path[1]`` (the spine itself, or a root PBox's leaf)."""
+    spine, into = path
+    up, down = topo.port_to(name, spine), topo.port_to(into, spine if into != spine else name)
+    first = topo.pbox_of(name)
+    if up is None or down is None:
+        raise TreeError(f"leaf {name} has no link to spine {spine}")
+    if first is None:
+        raise TreeError(f"rack {name} has no PBox, so no aggregator address")
+    return Leaf(name, child, ranks, up, down, first.ip, first.mac,
+                first.name if name in on_pbox else "")
 
 
 @dataclass(frozen=True)
@@ -113,8 +145,11 @@ def pbox_leaf_write(job: TreeJob, tree: Tree, leaf: Leaf, op: str) -> PBoxJobWri
                         rack_size=leaf.ranks)
 
 
-def root_job_entry(job: TreeJob) -> Entry:
-    """The root's jobs entry: an ordinary switch job over all the job's workers."""
+def root_job_entry(job: TreeJob, tree: Tree) -> Entry:
+    """The root's jobs entry: an ordinary switch job over all the job's workers, or,
+    under a root PBox, its leaf's forwarding to it."""
+    if tree.root_pbox:
+        return entries.on_pbox(job.job_id, job.world_size, job.slots, job.lanes, job.tag)
     return entries.on_switch(job.job_id, job.world_size, job.slots, job.lanes, job.tag,
                              job.epoch)
 
@@ -122,14 +157,23 @@ def root_job_entry(job: TreeJob) -> Entry:
 def root_entries(job: TreeJob, tree: Tree, op: str) -> list[Entry]:
     """The root's jobs entry, and per leaf its member and result_dst entries (keys only
     for DELETE): a leaf is a member of rank ``child`` sending from its rack's aggregator
-    address, and its RESULT copy goes back there."""
-    out = [entries.jobs_key(job.job_id) if op == DELETE else root_job_entry(job)]
+    address, and its RESULT copy goes back there (a root PBox sends its own: no
+    result_dst)."""
+    out = [entries.jobs_key(job.job_id) if op == DELETE else root_job_entry(job, tree)]
     for leaf in tree.leaves:
         out.append(entries.member(job.job_id, leaf.child, leaf.agg_ip, p.AGG_UDP_PORT,
                                   leaf.down_port, op))
-        out.append(entries.result_dst(job.job_id, leaf.child, leaf.agg_mac, leaf.agg_ip,
-                                      p.AGG_UDP_PORT, op))
+        if not tree.root_pbox:
+            out.append(entries.result_dst(job.job_id, leaf.child, leaf.agg_mac, leaf.agg_ip,
+                                          p.AGG_UDP_PORT, op))
     return out
+
+
+def root_pbox_write(job: TreeJob, tree: Tree, op: str) -> PBoxJobWrite:
+    """The job on its root PBox: an ordinary PBox job over all its ranks (the racks'
+    partials count as their lowest rank's, for the rack's workers)."""
+    return PBoxJobWrite(tree.root_pbox, op, job.job_id, job.world_size, job.slots.base,
+                        job.slots.count, job.lanes)
 
 
 def root_replicas(job_id: int, tree: Tree) -> tuple[tuple[int, int], ...]:

@@ -173,3 +173,35 @@ def test_a_rack_whose_leaf_is_full_aggregates_on_its_pbox_exactly(fabric, api):
     finally:
         fabric.kill_controller()
         fabric.start_controller(original)
+
+
+def test_with_no_room_on_the_spine_a_racks_pbox_roots_the_job_exactly(fabric, api):
+    """The spine has fewer slots than a job takes: a job over both racks is rooted at
+    the PBox of the rack it was created from. That rack's workers are the PBox's
+    members, the other leaf sums its rack and sends its partials over the spine to the
+    PBox; every iteration exact under 1% loss on every link."""
+    client, runs = api
+    original = copy.deepcopy(fabric.topology)
+    small = copy.deepcopy(original)
+    small["switches"]["t1"].update(slots=JOB_SLOTS // 2, job_slots=JOB_SLOTS // 2)
+    fabric.kill_controller()
+    fabric.start_controller(small)
+    try:
+        run = JobRun(fabric, [fabric.workers[i] for i in (0, 1, 3, 4)], "wide-root-pbox",
+                     iterations=3, hold=True)
+        runs.append(run)
+        run.wait_for("iteration", count=3)
+        job_id = run.joined[0]["job_id"]
+        tree = _tree(client, job_id)
+        (root,) = [t for t in tree.values() if t["level"].startswith("root")]
+        pbox = root["level"].removeprefix("root: pbox ")
+        assert (root["switch"], pbox) in {("s1", "pbox"), ("s2", "pbox2")}
+        (leaf,) = [t for t in tree.values() if t["level"] == "leaf"]
+        assert leaf["counters"]["partials_up"] > 0 and leaf["counters"]["results_down"] > 0
+        stats = fabric.pbox_request({"cmd": "stats"}, name=pbox)["jobs"][str(job_id)]
+        assert stats["completions"] >= leaf["counters"]["results_down"]
+        run.release()
+        run.finish()
+    finally:
+        fabric.kill_controller()
+        fabric.start_controller(original)

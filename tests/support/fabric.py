@@ -29,7 +29,8 @@ class Fabric:
     """One p4lite Device + gRPC server per switch; frames a switch sends on a link port
     arrive at the peer, the rest are deliveries to (switch, port)'s endpoint."""
 
-    def __init__(self, spines: int) -> None:
+    def __init__(self, spines: int, spine_slots: int | None = None) -> None:
+        """``spine_slots``: the spines' slots (and job_slots), if not the program's."""
         self.devices: dict[str, Device] = {}
         self.servers: dict[str, Any] = {}
         self.addresses: dict[str, str] = {}
@@ -39,7 +40,11 @@ class Fabric:
         for name in names:
             self._start(name, "127.0.0.1:0")
         addrs = [self.addresses[name] for name in names]
-        self.topo = topology.from_dict(topology.fabric_dict(2, 4, spines, addrs))
+        raw = topology.fabric_dict(2, 4, spines, addrs)
+        for k in range(1, spines + 1):
+            if spine_slots is not None:
+                raw["switches"][f"t{k}"].update(slots=spine_slots, job_slots=spine_slots)
+        self.topo = topology.from_dict(raw)
 
     def _start(self, name: str, address: str) -> None:
         device = Device(0, Switch, transmit=self._transmitter(name))

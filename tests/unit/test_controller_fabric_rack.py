@@ -47,7 +47,9 @@ def test_a_leaf_reaches_its_rack_directly_and_the_rest_through_the_flood_root():
     expected |= {mac(o): 10 for o in RACK2} | {T1_MAC: 10}
     assert forwards(entries) == expected
     assert table(entries, p.AGGREGATORS) == [(PBOX_IP, ())]
-    assert table(entries, p.AGG_SOURCES) == [(PBOX_IP, (("port", 5),)), (T1_IP, (("port", 10),))]
+    # the other rack's PBox comes over the flood root (a root PBox, docs/DESIGN.md §3.1)
+    assert table(entries, p.AGG_SOURCES) == [(PBOX_IP, (("port", 5),)), (T1_IP, (("port", 10),)),
+                                             (PBOX2_IP, (("port", 10),))]
     assert rack.flood_group(topo, "s1").replicas == tuple((port, 0) for port in (1, 2, 3, 4, 5, 10))
     broadcast = [e for e in entries if e.action == p.ACT_FLOOD]
     assert [(e.match[0].value, e.params) for e in broadcast] == [
@@ -70,7 +72,7 @@ def test_two_spines_flood_only_through_the_first():
     assert forwards(s2)[mac(1)] == 10  # remote endpoints: via t1, the flood root
     assert forwards(s2)[T2_MAC] == 11  # a spine itself: straight to it
     assert table(s2, p.AGG_SOURCES) == [(PBOX2_IP, (("port", 5),)), (T1_IP, (("port", 10),)),
-                                        (T2_IP, (("port", 11),))]
+                                        (T2_IP, (("port", 11),)), (PBOX_IP, (("port", 10),))]
     assert rack.flood_group(topo, "s2").replicas == tuple((port, 0) for port in (1, 2, 3, 4, 5, 10))
     assert rack.flood_group(topo, "t1").replicas == ((1, 0), (2, 0))
     assert rack.flood_group(topo, "t2").replicas == ()  # nothing floods to t2
@@ -104,7 +106,8 @@ def test_reconcile_turns_a_rack_switch_into_a_leaf():
     fixes = [w for w in writes if isinstance(w, TableWrite)]
     assert {w.op for w in fixes} == {INSERT}
     assert forwards([w.entry for w in fixes]) == {mac(o): 10 for o in RACK2} | {T1_MAC: 10}
-    assert table([w.entry for w in fixes], p.AGG_SOURCES) == [(T1_IP, (("port", 10),))]
+    assert table([w.entry for w in fixes], p.AGG_SOURCES) == [(T1_IP, (("port", 10),)),
+                                                              (PBOX2_IP, (("port", 10),))]
     stale = Entry(p.L2_FWD, (FieldMatch(p.L2_DST, mac(5)),), p.ACT_FORWARD, (("port", 3),))
     writes = rack.reconcile(topo, "s1", [*rack.rack_entries(topo, "s1"), stale])
     assert [(w.op, w.entry.params) for w in writes if isinstance(w, TableWrite)] == [

@@ -133,11 +133,91 @@ def test_expected_entries_are_what_the_tree_wrote_and_rebuild_gives_the_tree_bac
     assert rebuilt.switch_pools["t1"].owners() == registry.switch_pools["t1"].owners()
 
 
-def test_a_fabric_whose_spine_has_no_room_refuses_the_job():
+def small_spine_topo(pbox_slots: int = 4096):
+    raw = topology.fabric_dict(2, 2, 1, [f"127.0.0.1:{50051 + i}" for i in range(3)],
+                               job_slots=16, pbox_slots=pbox_slots)
+    raw["switches"]["t1"].update(slots=8, job_slots=8)  # no job's 16 fit on the spine
+    return topology.from_dict(raw)
+
+
+def test_a_fabric_whose_spine_has_no_room_roots_the_job_at_its_racks_pbox():
+    topo = small_spine_topo()
+    registry = JobRegistry(topo)
+    replies, updates = join_all(registry, "wide", [0, 1, 2, 3])  # w1, w2 on s1; w3, w4 on s2
+    job = registry.job(replies[0].job_id)
+    tree = job.tree
+    assert tree is not None and (tree.root, tree.root_pbox, job.switch) == ("s1", "pbox", "s1")
+    # s2 sums its rack and sends its partials to the PBox as rank 2, its lowest, over t1
+    (leaf,) = tree.leaves
+    assert (leaf.switch, leaf.child, leaf.ranks, leaf.pbox) == ("s2", 2, 2, "")
+    pbox1 = topo.pboxes["pbox"]
+    jobs = {u.switch: u.entry for u in updates[-1]
+            if isinstance(u, TableWrite) and u.entry.table == p.JOBS}
+    assert set(jobs) == {"s1", "s2"} and jobs["s1"].action == p.ACT_JOB_ON_PBOX
+    assert (jobs["s2"].action, jobs["s2"].param("up_ip"), jobs["s2"].param("up_mac"),
+            jobs["s2"].param("up_port"), jobs["s2"].param("child")) == \
+        (p.ACT_JOB_ON_LEAF, pbox1.ip, pbox1.mac, topo.port_to("s2", "t1"), 2)
+    # the root leaf takes the rack's partials as member rank 2 from pbox2's address, on
+    # its port to the spine; the PBox answers them itself (no result_dst, no group)
+    members = [u.entry for u in updates[-1] if isinstance(u, TableWrite)
+               and u.entry.table == p.MEMBERS and u.switch == "s1"]
+    assert [(m.match_value(p.MEMBERS_RANK), m.match_value(p.MEMBERS_SRC),
+             m.match_value(p.MEMBERS_PORT)) for m in members] == \
+        [(2, topo.pboxes["pbox2"].ip, topo.port_to("s1", "t1"))]
+    assert not [u for u in updates[-1] if isinstance(u, TableWrite)
+                and u.entry.table == p.RESULT_DST and u.switch == "s1"]
+    assert {u.switch for u in updates[-1] if isinstance(u, GroupWrite)} == {"s2"}
+    (write,) = [u for u in updates[-1] if isinstance(u, PBoxJobWrite)]
+    assert (write.pbox, write.op, write.world_size, write.slot_base, write.parent) == \
+        ("pbox", INSERT, 4, job.slots.base, "")
+    assert job.fabric == ("s2",) and not registry.switch_pools["t1"].owners()
+    assert {registry.routes(job, k)[0]["slot_base"] for k in range(4)} == {job.slots.base}
+    assert registry.routes(job)[0]["aggregator"] == "10.0.0.100:48879"
+    assert registry.expected_groups("s1") == {p.FLOOD_GROUP: registry.expected_groups("s1")[
+        p.FLOOD_GROUP]}
+    # a restarted controller puts the same tree back, keeps the partials' member entry
+    # and tells the PBox again
+    entries = {name: registry.expected_entries(name) for name in topo.switches}
+    rebuilt, repairs = rebuild_from_entries(topo, entries, now=1.0)
+    again = rebuilt.job(job.job_id)
+    assert (again.tree, again.fabric, again.epoch, sorted(again.workers)) == \
+        (job.tree, job.fabric, job.epoch, [0, 1, 2, 3])
+    assert [u for u in repairs if isinstance(u, PBoxJobWrite)] == [replace(write, op=MODIFY)]
+    assert not [u for u in repairs if isinstance(u, TableWrite) and u.op == DELETE]
+    assert rebuilt.pbox_pools["pbox"].owners()
+    updates = registry.kill(job.job_id)
+    assert replace(write, op=DELETE) in updates
+    assert not registry.pbox_pools["pbox"].owners() and not registry.switch_pools["s2"].owners()
+
+
+def test_with_the_spine_and_both_leaves_full_both_racks_aggregate_on_their_pboxes():
     registry = JobRegistry(fabric_topo(job_slots=1024))
     join_all(registry, "first", [0, 2])  # over both racks: t1, s1 and s2 are full
-    with pytest.raises(JobError, match="no 1024 free slots at one base on the spine t1"):
-        join_all(registry, "second", [1, 3])
+    replies, updates = join_all(registry, "second", [1, 3])
+    job = registry.job(replies[0].job_id)
+    assert job.tree is not None and job.tree.root_pbox == "pbox"
+    assert [(leaf.switch, leaf.child, leaf.pbox) for leaf in job.tree.leaves] == \
+        [("s2", 1, "pbox2")]
+    writes = {u.pbox: u for u in updates[-1] if isinstance(u, PBoxJobWrite)}
+    assert (writes["pbox"].parent, writes["pbox2"].parent, writes["pbox2"].child) == \
+        ("", "10.0.0.100:48879", 1)
+    assert job.fabric == ()
+    # the PBox that roots it says so when the controller restarts
+    topo = registry.topo
+    entries = {name: registry.expected_entries(name) for name in topo.switches}
+    listed = {"pbox2": [{"job_id": job.job_id, "world_size": 2, "slot_base": job.slots.base,
+                         "slot_count": job.slots.count,
+                         "parent": {"address": ["10.0.0.100", 48879], "child": 1,
+                                    "rack_size": 1}}]}
+    rebuilt, _ = rebuild_from_entries(topo, entries, now=1.0, pbox_jobs=listed)
+    assert rebuilt.job(job.job_id).tree == job.tree
+
+
+def test_a_fabric_whose_spine_and_pboxes_have_no_room_refuses_the_job():
+    registry = JobRegistry(small_spine_topo(pbox_slots=8))
+    with pytest.raises(JobError, match="no 16 free slots at one base on the spine t1 "
+                                       r"\(nor on rack s1's PBox pbox\)"):
+        join_all(registry, "wide", [0, 2])
 
 
 def full_s2_topo():
@@ -208,8 +288,8 @@ def contribution(job_id: int, rank: int, slot: int, values, position: int,
 class Wired:
     """A 2x4 fabric (one spine) of p4lite switches run by the real controller."""
 
-    def __init__(self, pipeline: PipelineConfig) -> None:
-        self.net = Fabric(1)
+    def __init__(self, pipeline: PipelineConfig, spine_slots: int | None = None) -> None:
+        self.net = Fabric(1, spine_slots)
         self.ctl = Controller(self.net.topo, pipeline)
         self.ctl.start(now=0.0)
         self.topo = self.net.topo
@@ -410,58 +490,70 @@ def test_job_show_prints_the_tree_with_each_switchs_counters(wired, capsys):
     assert rows["s2"][1:7] == ["leaf", "1", "2", "2", "1", "1"]
 
 
-class PBoxOnS2:
-    """pbox2 (s2 port 5) as the PBox core in process, configured by the controller's
-    PBoxJobWrites; frames the fabric delivers to it are answered back into s2."""
+class PBoxCores:
+    """The fabric's PBoxes ``names`` as PBox cores in process, configured by the
+    controller's PBoxJobWrites; frames the fabric delivers to one are answered back into
+    its leaf."""
 
-    def __init__(self, wired: Wired) -> None:
+    def __init__(self, wired: Wired, *names: str) -> None:
         from hosts.aggregator import Aggregator
 
-        self.wired, self.agg = wired, Aggregator()
-        self.conf = wired.topo.pboxes["pbox2"]
+        self.wired = wired
+        self.aggs = {name: Aggregator() for name in names}
+        self.at = {(wired.topo.pboxes[n].switch, wired.topo.pboxes[n].port): n for n in names}
 
     def sink(self, write: PBoxJobWrite) -> bool:
+        agg = self.aggs[write.pbox]
         if write.op == DELETE:
-            self.agg.remove_job(write.job_id)
+            agg.remove_job(write.job_id)
             return False
-        if write.job_id not in {c.job_id for c in self.agg.jobs()}:
+        if write.job_id not in {c.job_id for c in agg.jobs()}:
             host, _, port = write.parent.rpartition(":")
             parent = {"address": (host, int(port)), "child": write.child,
                       "rack_size": write.rack_size} if write.parent else None
-            self.agg.add_job(write.job_id, write.world_size, write.slot_base, write.slot_count,
-                             write.lanes, parent)
+            agg.add_job(write.job_id, write.world_size, write.slot_base, write.slot_count,
+                        write.lanes, parent)
         return True
 
     def serve(self) -> list[tuple[str, int, bytes]]:
-        """Answer every frame delivered to the PBox until none is left; every other
-        frame that left the fabric meanwhile."""
+        """Answer every frame delivered to a PBox until none is left; every other frame
+        that left the fabric meanwhile."""
         others: list[tuple[str, int, bytes]] = []
         while True:
-            here = (self.conf.switch, self.conf.port)
-            mine = [f for sw, port, f in self.wired.net.delivered if (sw, port) == here]
-            others += [d for d in self.wired.net.delivered if d[:2] != here]
+            mine = [d for d in self.wired.net.delivered if d[:2] in self.at]
+            others += [d for d in self.wired.net.delivered if d[:2] not in self.at]
             self.wired.net.delivered.clear()
             if not mine:
                 return others
-            for frame in mine:
-                src = (topology.format_ipv4(int.from_bytes(frame[26:30], "big")),
-                       int.from_bytes(frame[34:36], "big"))
-                for datagram, (ip, port) in self.agg.receive(frame[42:], src, 0.0):
-                    dst_ip = topology.parse_ipv4(ip)
-                    mac = next((n.mac for n in self.wired.topo.all_endpoints() if n.ip == dst_ip),
-                               None) or next(sw.mac for sw in self.wired.topo.switches.values()
-                                             if sw.ip == dst_ip)
-                    out = frames.udp_frame((self.conf.mac, self.conf.ip, p.AGG_UDP_PORT),
-                                           (mac, dst_ip, port), datagram)
-                    self.wired.net.send(self.conf.switch, self.conf.port, out)
+            for switch, port, frame in mine:
+                self._answer(self.wired.topo.pboxes[self.at[switch, port]], frame)
+
+    def _answer(self, conf, frame: bytes) -> None:
+        src = (topology.format_ipv4(int.from_bytes(frame[26:30], "big")),
+               int.from_bytes(frame[34:36], "big"))
+        for datagram, (ip, port) in self.aggs[conf.name].receive(frame[42:], src, 0.0):
+            dst_ip = topology.parse_ipv4(ip)
+            mac = next((n.mac for n in self.wired.topo.all_endpoints() if n.ip == dst_ip),
+                       None) or next(sw.mac for sw in self.wired.topo.switches.values()
+                                     if sw.ip == dst_ip)
+            out = frames.udp_frame((conf.mac, conf.ip, p.AGG_UDP_PORT),
+                                   (mac, dst_ip, port), datagram)
+            self.wired.net.send(conf.switch, conf.port, out)
+
+
+def wired_with_pboxes(pipeline: PipelineConfig, *names: str,
+                      spine_slots: int | None = None) -> tuple[Wired, PBoxCores]:
+    """A Wired fabric whose controller writes to the PBox cores ``names``."""
+    wired = Wired(pipeline, spine_slots)
+    pboxes = PBoxCores(wired, *names)
+    wired.ctl.close()
+    wired.ctl = Controller(wired.topo, pipeline, pbox_sink=pboxes.sink)
+    wired.ctl.start(now=0.0)
+    return wired, pboxes
 
 
 def test_a_rack_on_its_pbox_sums_with_a_leaf_under_the_spine_over_p4runtime(pipeline):
-    wired = Wired(pipeline)
-    pbox = PBoxOnS2(wired)
-    wired.ctl.close()
-    wired.ctl = Controller(wired.topo, pipeline, pbox_sink=pbox.sink)
-    wired.ctl.start(now=0.0)
+    wired, pbox = wired_with_pboxes(pipeline, "pbox2")
     try:
         for i in range(8):  # fill s2's 1024 slots, 128 a job
             wired.ctl.join(f"narrow{i}", 1, 0, ("10.0.0.8", AGENT_PORT + 100 + i), 0.0)
@@ -472,7 +564,41 @@ def test_a_rack_on_its_pbox_sums_with_a_leaf_under_the_spine_over_p4runtime(pipe
         job_id = job.job_id
         wired.lose(0.1, seed=9)
         exact_rounds(wired, ranks, replies, 4, pbox.serve)
-        stats = pbox.agg.job_stats(job_id)
+        stats = pbox.aggs["pbox2"].job_stats(job_id)
         assert stats.partials_sent >= 4 and stats.parent_results >= 4
+    finally:
+        wired.close()
+
+
+def test_a_pbox_root_sums_with_a_leaf_over_p4runtime_under_loss(pipeline):
+    wired, pboxes = wired_with_pboxes(pipeline, "pbox", spine_slots=64)  # no 128 on t1
+    try:
+        ranks = [0, 1, 4, 5]
+        replies = wired.join("wide", ranks)
+        job = wired.ctl.registry.job(replies[0].job_id)
+        assert job.tree is not None and job.tree.root_pbox == "pbox"
+        wired.lose(0.1, seed=5)
+        exact_rounds(wired, ranks, replies, 4, pboxes.serve)
+        stats = pboxes.aggs["pbox"].job_stats(job.job_id)
+        assert stats.completions >= 4 and stats.contributions >= 4 * 3
+        tree = {t["switch"]: t for t in wired.ctl.tree_counters(job.job_id)}
+        assert tree["s2"]["counters"]["partials_up"] >= 4
+    finally:
+        wired.close()
+
+
+def test_a_pbox_root_over_a_rack_on_its_pbox_over_p4runtime(pipeline):
+    wired, pboxes = wired_with_pboxes(pipeline, "pbox", "pbox2", spine_slots=64)
+    try:
+        for i in range(8):  # fill s2's 1024 slots, 128 a job
+            wired.ctl.join(f"narrow{i}", 1, 0, ("10.0.0.8", AGENT_PORT + 100 + i), 0.0)
+        ranks = [0, 1, 4, 5]
+        replies = wired.join("wide", ranks)
+        job = wired.ctl.registry.job(replies[0].job_id)
+        assert job.tree is not None and job.tree.root_pbox == "pbox"
+        assert job.tree.leaves[0].pbox == "pbox2"
+        wired.lose(0.1, seed=6)
+        exact_rounds(wired, ranks, replies, 4, pboxes.serve)
+        assert pboxes.aggs["pbox2"].job_stats(job.job_id).partials_sent >= 4
     finally:
         wired.close()
