@@ -26,7 +26,7 @@ from controller import program as p
 from controller import rack, resync
 from controller.entries import EntryCodec
 from controller.errors import SetupError, UnavailableError
-from controller.jobs import JobRegistry, JoinReply, part_write
+from controller.jobs import Job, JobRegistry, JoinReply, part_write
 from controller.p4info_index import EntryError, P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
 from controller.pbox_control import PBoxControlError
@@ -233,17 +233,28 @@ class Controller:
                 job = self.registry.jobs.get(job_id)
                 if job is None:  # ended meanwhile
                     continue
-                for part in job.parts:
+                writes: list[Update] = [part_write(job, part, MODIFY) for part in job.parts]
+                writes += self.registry.rack_pbox_writes(job, MODIFY)  # a tree's PBoxes
+                for write in writes:
+                    assert isinstance(write, PBoxJobWrite)
                     try:
-                        recreated = self._to_pbox(part_write(job, part, MODIFY))
+                        recreated = self._to_pbox(write)
                     except ControllerError as exc:
-                        report.append(self._pbox_lost(job_id, part.pbox, now, str(exc)))
+                        report.append(self._pbox_lost(job_id, write.pbox, now, str(exc)))
                         break  # the job's parts changed
                     if recreated:
-                        self.registry.renew_epoch(job, now, f"PBox {part.pbox} had lost the job")
-                        report.append(f"job {job_id}: PBox {part.pbox} had lost it: re-added, "
-                                      f"epoch {job.epoch}")
+                        report.append(self._pbox_recreated(job, write.pbox, now))
+                        if job.tree is not None:
+                            break  # the tree's other PBoxes have the new epoch already
         return report
+
+    def _pbox_recreated(self, job: Job, pbox: str, now: float | None) -> str:
+        """``pbox`` had lost ``job`` and has it again, empty: a new epoch."""
+        if job.tree is not None:
+            self._event(lambda reg: (None, reg.tree_pbox_restarted(job, pbox, now)))
+        else:
+            self.registry.renew_epoch(job, now, f"PBox {pbox} had lost the job")
+        return f"job {job.job_id}: PBox {pbox} had lost it: re-added, epoch {job.epoch}"
 
     def _pbox_lost(self, job_id: int, pbox: str, now: float | None, problem: str) -> str:
         reason = f"PBox {pbox} is unreachable ({problem})"

@@ -45,7 +45,7 @@ changes, not the size of the registry.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from controller import elastic, job_entries, rack
@@ -521,12 +521,23 @@ class JobRegistry:
         updates: list[Update] = []
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             if job.tree is not None and switch in job.tree.switches:
-                self.renew_epoch(job, now, f"switch {switch} restarted")
-                updates += [TableWrite(name, MODIFY, entry)
-                            for name, entry in self._tree_jobs_entries(job) if name != switch]
+                updates += self._renew_tree(job, now, f"switch {switch} restarted", switch)
             elif job.switch == switch and job.where == ON_SWITCH and not job.over_racks:
                 self.renew_epoch(job, now, f"switch {switch} restarted")
         return updates
+
+    def _renew_tree(self, job: Job, now: float | None, reason: str,
+                    skip: str = "") -> list[Update]:
+        """A new epoch for a job over racks: its jobs entries on every switch of its tree
+        but ``skip`` get it (every cell counts as fresh, the agents resynchronise)."""
+        self.renew_epoch(job, now, reason)
+        return [TableWrite(name, MODIFY, entry)
+                for name, entry in self._tree_jobs_entries(job) if name != skip]
+
+    def tree_pbox_restarted(self, job: Job, pbox: str, now: float | None) -> list[Update]:
+        """A PBox of ``job``'s tree had lost the job (it restarted; it has it again,
+        empty): a new epoch, as for a restarted switch."""
+        return self._renew_tree(job, now, f"PBox {pbox} had lost the job")
 
     def _tree_jobs_entries(self, job: Job) -> list[tuple[str, Entry]]:
         assert job.tree is not None
@@ -541,6 +552,8 @@ class JobRegistry:
         other PBoxes; with neither, the job ends (END_LOST). The dead PBox is not
         written to."""
         job = self.job(job_id)
+        if job.tree is not None:
+            return self._tree_pbox_lost(job, pbox, now, reason)
         if all(part.pbox != pbox for part in job.parts):
             return []
         got = self._switch_range(job, job.window)
@@ -563,6 +576,49 @@ class JobRegistry:
                              dead=pbox)
         return updates
 
+    def _tree_pbox_lost(self, job: Job, pbox: str, now: float | None,
+                        reason: str) -> list[Update]:
+        """A PBox of a job over racks cannot be reached: a rack on it moves onto its leaf
+        if the leaf has room at the job's base; a root PBox, or a rack whose leaf has
+        none, ends the job (END_LOST)."""
+        assert job.tree is not None
+        leaf = next((leaf for leaf in job.tree.leaves if leaf.pbox == pbox), None)
+        if leaf is not None:
+            moved = self._rack_onto_leaf(job, leaf, now, f"{reason}; rack {leaf.switch} moved "
+                                         "onto its leaf", dead=pbox)
+            if moved is not None:
+                return moved
+            return self._end(job, now, END_LOST, f"{reason}; leaf {leaf.switch} has no "
+                             f"{job.slots.count} free slots at base {job.slots.base}", dead=pbox)
+        if pbox == job.tree.root_pbox:
+            return self._end(job, now, END_LOST, f"{reason}; it was the root of the job",
+                             dead=pbox)
+        return []
+
+    def _rack_onto_leaf(self, job: Job, leaf: Leaf, now: float | None, reason: str,
+                        dead: str = "") -> list[Update] | None:
+        """The rack of ``leaf`` (on its PBox) aggregates on its leaf from now on, if the
+        leaf has room at the job's base (None if not): a new epoch for the whole tree,
+        since the PBox's rounds in flight are gone (``dead``: that PBox cannot be
+        reached, it is not written to)."""
+        assert job.tree is not None
+        if not is_free(self.switch_pools[leaf.switch], job.slots.base, job.slots.count):
+            return None
+        updates: list[Update] = []
+        if leaf.pbox != dead:
+            updates.append(pbox_leaf_write(_tree_job(job), job.tree, leaf, DELETE))
+        part = next(part for part in job.rack_pboxes if part.pbox == leaf.pbox)
+        self._free(self.pbox_pools[part.pbox], part.owner)
+        self._reserve(self.switch_pools[leaf.switch], job.job_id, job.slots.base,
+                      job.slots.count)
+        self._set(job, "rack_pboxes", tuple(p for p in job.rack_pboxes if p is not part))
+        self._set(job, "fabric", (*job.fabric, leaf.switch))
+        self._set(job, "tree", replace(job.tree, leaves=tuple(
+            replace(node, pbox="") if node is leaf else node for node in job.tree.leaves)))
+        # the group first: the leaf multicasts as soon as its entry says it aggregates
+        return [self._group_write(job, INSERT, leaf.switch),
+                *self._renew_tree(job, now, reason), *updates]
+
     def promote(self, now: float | None) -> list[Update]:
         """Jobs that went to PBoxes because the switch was short of slots (PLACE_AUTO)
         move whole onto the switch once it has room for their window, oldest first
@@ -579,6 +635,13 @@ class JobRegistry:
             updates += self._onto_switch(job, got, now,
                                          f"switch {job.switch} has free slots again; moved "
                                          f"off PBox {pboxes}")
+        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
+            # racks of jobs over racks that aggregate on their PBox: back onto their leaf
+            for leaf in job.tree.leaves if job.tree is not None else ():
+                if leaf.pbox:
+                    updates += self._rack_onto_leaf(job, leaf, now, (
+                        f"leaf {leaf.switch} has free slots again; rack moved off PBox "
+                        f"{leaf.pbox}")) or []
         return updates
 
     def rebalance(self, now: float) -> list[Update]:
@@ -728,7 +791,8 @@ class JobRegistry:
                                 job.slots, cause, reason, now, rank, last_seen))
         updates: list[Update] = []
         if job.tree is not None:
-            updates += self._tree_writes(job, DELETE)
+            updates += [u for u in self._tree_writes(job, DELETE)
+                        if not (isinstance(u, PBoxJobWrite) and u.pbox == dead)]
         elif not job.over_racks:
             updates.append(TableWrite(job.switch, DELETE, job_entries.jobs_key(job.job_id)))
         for worker in job.workers.values():

@@ -17,6 +17,7 @@ from controller import program as p
 from controller import topology
 from controller.driver import Controller, PipelineConfig
 from controller.jobs import ON_SWITCH, JobError, JobRegistry
+from controller.pbox_control import PBoxControlError
 from controller.rebuild import rebuild_from_entries
 from controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite, TableWrite
 from hosts import wire
@@ -264,6 +265,64 @@ def test_a_rack_whose_leaf_is_full_aggregates_on_its_pbox_under_the_same_root():
     assert not registry.pbox_pools["pbox2"].owners()
 
 
+def test_a_rack_on_its_pbox_moves_onto_its_leaf_once_the_leaf_has_room():
+    topo = full_s2_topo()
+    registry = JobRegistry(topo)
+    narrow, _ = join_all(registry, "narrow", [2, 3])  # s2's 16 slots
+    replies, _ = join_all(registry, "wide", [0, 1, 2, 3])
+    job = registry.job(replies[0].job_id)
+    assert registry.promote(now=1.0) == []  # s2 is still full
+    registry.kill(narrow[0].job_id)
+    epoch = job.epoch
+    updates = registry.promote(now=2.0)
+    assert job.tree is not None and [leaf.pbox for leaf in job.tree.leaves] == ["", ""]
+    assert job.epoch != epoch and job.moves[-1].reason.startswith("leaf s2 has free slots")
+    assert isinstance(updates[0], GroupWrite) and (updates[0].switch, updates[0].op) == \
+        ("s2", INSERT)
+    modified = {u.switch: u.entry for u in updates if isinstance(u, TableWrite)}
+    assert modified["s2"].action == p.ACT_JOB_ON_LEAF
+    assert {e.param("epoch") for e in modified.values()} == {job.epoch}
+    assert set(modified) == {"t1", "s1", "s2"}
+    assert [(u.pbox, u.op) for u in updates if isinstance(u, PBoxJobWrite)] == \
+        [("pbox2", DELETE)]
+    assert not registry.pbox_pools["pbox2"].owners() and job.fabric == ("t1", "s1", "s2")
+    assert {e.table for e in registry.expected_entries("s2")} >= {p.JOBS}
+    assert job.job_id in registry.expected_groups("s2")
+    assert registry.promote(now=3.0) == []
+    registry.kill(job.job_id)
+    assert not any(registry.switch_pools[s].owners() for s in ("t1", "s1", "s2"))
+
+
+def test_a_lost_pbox_of_a_tree_moves_its_rack_onto_its_leaf_or_ends_the_job():
+    topo = full_s2_topo()
+    registry = JobRegistry(topo)
+    narrow, _ = join_all(registry, "narrow", [2, 3])
+    replies, _ = join_all(registry, "wide", [0, 1, 2, 3])
+    job_id = replies[0].job_id
+    updates = registry.pbox_lost(job_id, "pbox2", 1.0, "PBox pbox2 is unreachable (gone)")
+    assert job_id not in registry.jobs and registry.ended[job_id].cause == "aggregator-lost"
+    assert "leaf s2 has no 16 free slots" in registry.ended[job_id].reason
+    assert not [u for u in updates if isinstance(u, PBoxJobWrite) and u.pbox == "pbox2"]
+    assert not registry.pbox_pools["pbox2"].owners()
+    # with room on the leaf, the rack moves there instead
+    replies, _ = join_all(registry, "wide2", [0, 1, 2, 3])
+    registry.kill(narrow[0].job_id)
+    updates = registry.pbox_lost(replies[0].job_id, "pbox2", 2.0, "gone")
+    job = registry.job(replies[0].job_id)
+    assert job.tree is not None and job.tree.leaves[1].pbox == ""
+    assert not [u for u in updates if isinstance(u, PBoxJobWrite)]
+
+
+def test_a_lost_root_pbox_ends_its_job():
+    registry = JobRegistry(small_spine_topo())
+    replies, _ = join_all(registry, "wide", [0, 1, 2, 3])
+    job_id = replies[0].job_id
+    updates = registry.pbox_lost(job_id, "pbox", 1.0, "PBox pbox is unreachable (gone)")
+    assert registry.ended[job_id].reason.endswith("it was the root of the job")
+    assert not [u for u in updates if isinstance(u, PBoxJobWrite)]
+    assert not registry.pbox_pools["pbox"].owners() and not registry.switch_pools["s2"].owners()
+
+
 def test_one_rack_whose_leaf_is_full_is_an_ordinary_pbox_job():
     topo = full_s2_topo()
     registry = JobRegistry(topo)
@@ -500,20 +559,25 @@ class PBoxCores:
 
         self.wired = wired
         self.aggs = {name: Aggregator() for name in names}
+        self.dead: set[str] = set()  # PBoxes that cannot be reached
         self.at = {(wired.topo.pboxes[n].switch, wired.topo.pboxes[n].port): n for n in names}
 
     def sink(self, write: PBoxJobWrite) -> bool:
+        """As controller/pbox_control.py: True when a MODIFY had to add the job again."""
+        if write.pbox in self.dead:
+            raise PBoxControlError(f"{write.pbox}: connection refused")
         agg = self.aggs[write.pbox]
         if write.op == DELETE:
             agg.remove_job(write.job_id)
             return False
-        if write.job_id not in {c.job_id for c in agg.jobs()}:
-            host, _, port = write.parent.rpartition(":")
-            parent = {"address": (host, int(port)), "child": write.child,
-                      "rack_size": write.rack_size} if write.parent else None
-            agg.add_job(write.job_id, write.world_size, write.slot_base, write.slot_count,
-                        write.lanes, parent)
-        return True
+        if write.job_id in {c.job_id for c in agg.jobs()}:
+            return False
+        host, _, port = write.parent.rpartition(":")
+        parent = {"address": (host, int(port)), "child": write.child,
+                  "rack_size": write.rack_size} if write.parent else None
+        agg.add_job(write.job_id, write.world_size, write.slot_base, write.slot_count,
+                    write.lanes, parent)
+        return write.op == MODIFY
 
     def serve(self) -> list[tuple[str, int, bytes]]:
         """Answer every frame delivered to a PBox until none is left; every other frame
@@ -600,5 +664,38 @@ def test_a_pbox_root_over_a_rack_on_its_pbox_over_p4runtime(pipeline):
         wired.lose(0.1, seed=6)
         exact_rounds(wired, ranks, replies, 4, pboxes.serve)
         assert pboxes.aggs["pbox2"].job_stats(job.job_id).partials_sent >= 4
+    finally:
+        wired.close()
+
+
+def test_the_controller_watches_the_pboxes_of_a_tree(pipeline):
+    """check_pboxes: a rack PBox that lost the job gets it back under a new epoch on
+    every switch of the tree; one that cannot be reached, with its leaf full, ends it."""
+    from hosts.aggregator import Aggregator
+
+    wired, pboxes = wired_with_pboxes(pipeline, "pbox2")
+    try:
+        for i in range(8):  # fill s2's 1024 slots, 128 a job
+            wired.ctl.join(f"narrow{i}", 1, 0, ("10.0.0.8", AGENT_PORT + 100 + i), 0.0)
+        replies = wired.join("wide", [0, 1, 4, 5])
+        job = wired.ctl.registry.job(replies[0].job_id)
+        assert job.tree is not None and job.tree.leaves[1].pbox == "pbox2"
+        assert wired.ctl.check_pboxes(now=1.0) == []
+        pboxes.aggs["pbox2"] = Aggregator()  # pbox2 restarted
+        before = job.epoch
+        assert wired.ctl.check_pboxes(now=2.0) == [
+            f"job {job.job_id}: PBox pbox2 had lost it: re-added, epoch {job.epoch}"]
+        assert job.epoch != before
+        s2 = [e for e in wired.ctl.read_entries("s2") if e.table == p.JOBS
+              and e.match_value(p.JOBS_JOB) == job.job_id]
+        assert [e.action for e in s2] == [p.ACT_JOB_ON_PBOX]
+        others = [e for name in ("t1", "s1") for e in wired.ctl.read_entries(name)
+                  if e.table == p.JOBS and e.match_value(p.JOBS_JOB) == job.job_id]
+        assert [e.param("epoch") for e in others] == [job.epoch] * 2
+        pboxes.dead.add("pbox2")
+        (report,) = wired.ctl.check_pboxes(now=3.0)
+        assert report.startswith(f"job {job.job_id} ended: PBox pbox2 is unreachable")
+        assert not [e for name in ("t1", "s1", "s2") for e in wired.ctl.read_entries(name)
+                    if e.table == p.JOBS and e.match_value(p.JOBS_JOB) == job.job_id]
     finally:
         wired.close()
