@@ -147,11 +147,13 @@ def agent_resends(run: WorkerRun) -> dict[str, int]:
 
 
 def _switch_ports(rack: Rack) -> dict:
+    """Every switch's port counters (leaves and spines on a fabric), by (switch, port)."""
     from controller.client import JobClient
 
     client = JobClient(rack.controller_address, timeout=10.0)
     try:
-        return client.call("ShowSwitch", name="s1").get("ports", {})
+        return {(name, port): row for name in rack.config.switch_names
+                for port, row in client.call("ShowSwitch", name=name).get("ports", {}).items()}
     except Exception:  # noqa: BLE001 - counters are informative only
         return {}
     finally:
@@ -216,8 +218,8 @@ def summarize(results: list[PathResult], args: argparse.Namespace) -> None:
             print(f"    problem: {problem}")
         counters = result.counters
         if "switch_rx" in counters:
-            print(f"    switch port counters during the path: {counters['switch_rx']} "
-                  f"packets in, {counters['switch_tx']} out")
+            print(f"    switch port counters during the path (every switch's ports): "
+                  f"{counters['switch_rx']} packets in, {counters['switch_tx']} out")
         if counters.get("agent_sent"):
             print(f"    agents resent {counters['agent_retransmitted']} of "
                   f"{counters['agent_sent']} datagrams "
