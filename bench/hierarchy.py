@@ -11,10 +11,14 @@ paths (topologies/allreduce_run.py), each all-reducing the ResNet-50 gradient si
   sends one PARTIAL per cell up, the spine sums the racks and multicasts the RESULT down
   (docs/DESIGN.md §3.1);
 * ``pbox``: one job on one rack's PBox, which the other racks reach over the spine;
-* ``gloo``: torch.distributed's ring over the same links.
+* ``gloo``: torch.distributed's ring over the same links;
+* ``pbox-root`` (not by default): the switch path with no room on the spine, so the job
+  is rooted at the PBox of the rack it was created from: that rack's workers are the
+  PBox's members, the other leaves send it their partials (docs/DESIGN.md §3.1).
 
 Per path: the median iteration time and its multiple of the floor (switch: size / bw;
-ring: 2(N-1)/N x size / bw; single PBox: N x size / bw), and the bytes that crossed the
+ring: 2(N-1)/N x size / bw; single PBox: N x size / bw; root PBox: (workers per rack +
+racks - 1) x size / bw, what its link carries), and the bytes that crossed the
 spine per iteration (its port counters, in and out, over the path's iterations), beside
 the two-level ideal: each rack sends one PARTIAL per packet a worker sends and gets one
 RESULT back, so R x 2 x packets x frame bytes, with the packets a worker sent once (the
@@ -29,6 +33,7 @@ Writes bench/results/hierarchy.json and hierarchy.png.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -67,7 +72,7 @@ def run_args(args: argparse.Namespace, racks: int, per_rack: int) -> argparse.Na
     return run.parse_args([
         "--topo", "leafspine", "--racks", str(racks), "--workers", str(racks * per_rack),
         "--mode", "allreduce", "--iterations", str(args.iterations), "--scale", str(args.scale),
-        "--bw", str(args.bw), "--lanes", str(args.lanes), "--paths", ",".join(args.paths),
+        "--bw", str(args.bw), "--lanes", str(args.lanes), "--paths", "switch",
         "--no-pcap"])
 
 
@@ -83,6 +88,25 @@ def spine_bytes(rack) -> int:
     return sum(int(row[kind]["bytes"]) for row in ports.values() for kind in ("rx", "tx"))
 
 
+def run_pbox_root_path(rack, ns: argparse.Namespace, cpu):
+    """The switch path under a controller whose spines have one slot: no job fits there,
+    so the job's root is a rack's PBox. The controller is put back afterwards."""
+    from topologies import allreduce_run
+
+    original = copy.deepcopy(rack.topology)
+    narrow = copy.deepcopy(original)
+    for name, switch in narrow["switches"].items():
+        if name.startswith("t"):
+            switch.update(slots=1, job_slots=1)
+    rack.kill_controller()
+    rack.start_controller(narrow)
+    try:
+        return allreduce_run.run_switch_path(rack, ns, cpu)
+    finally:
+        rack.kill_controller()
+        rack.start_controller(original)
+
+
 def run_layout(args: argparse.Namespace, racks: int, per_rack: int) -> dict:
     from topologies import allreduce_run, run, workload
     from topologies.cpuload import CpuSampler, column
@@ -92,14 +116,16 @@ def run_layout(args: argparse.Namespace, racks: int, per_rack: int) -> dict:
     n = racks * per_rack
     size = 4 * sum(workload.layer_sizes(ns.model, ns.scale))
     link_s = size * 8 / (args.bw * 1e6)
-    floors = {"switch": link_s, "gloo": 2 * (n - 1) / n * link_s, "pbox": n * link_s}
+    floors = {"switch": link_s, "gloo": 2 * (n - 1) / n * link_s, "pbox": n * link_s,
+              "pbox-root": (per_rack + racks - 1) * link_s}
+    paths = {**allreduce_run.PATHS, "pbox-root": run_pbox_root_path}
     rows = []
     with Rack(run.rack_config(ns, run_name=f"hierarchy-{racks}x{per_rack}")) as rack:
         run.start_services(rack, ns)
         with CpuSampler(rack.process_roots()) as cpu:
             for name in args.paths:
                 before = spine_bytes(rack)
-                result = allreduce_run.PATHS[name](rack, ns, cpu)
+                result = paths[name](rack, ns, cpu)
                 crossed = (spine_bytes(rack) - before) / args.iterations
                 row = {"layout": f"{racks}x{per_rack}", "racks": racks, "workers": n,
                        "path": name, "ok": result.ok, "problems": result.problems,
@@ -107,9 +133,11 @@ def run_layout(args: argparse.Namespace, racks: int, per_rack: int) -> dict:
                        "spine_bytes_per_iteration": crossed, "cpu": result.cpu,
                        "cpu_column": column(result.cpu), "agent_counters": result.counters}
                 sent = result.counters.get("agent_sent", 0)
-                if name == "switch" and sent:
+                if name in ("switch", "pbox-root") and sent:
+                    # a root PBox's own rack sends nothing over the spine
+                    crossing = racks if name == "switch" else racks - 1
                     once = (sent - result.counters["agent_retransmitted"]) / n / args.iterations
-                    row["ideal_spine_bytes"] = racks * 2 * once * FRAME_BYTES[args.lanes]
+                    row["ideal_spine_bytes"] = crossing * 2 * once * FRAME_BYTES[args.lanes]
                 rows.append(row)
                 print(_line(row), flush=True)
     return {"layout": f"{racks}x{per_rack}", "size_bytes": size, "rows": rows}
@@ -122,7 +150,7 @@ def _line(row: dict) -> str:
     counters = row["agent_counters"]
     resent = f"  resent {counters['agent_retransmitted'] / counters['agent_sent']:.1%}" \
         if counters.get("agent_sent") else ""
-    return (f"  {row['layout']:>4} {row['path']:<6} {row['median_s']:7.3f} s "
+    return (f"  {row['layout']:>4} {row['path']:<9} {row['median_s']:7.3f} s "
             f"({row['median_s'] / row['floor_s']:.2f}x floor)  spine "
             f"{row['spine_bytes_per_iteration'] / 1e6:7.3f} MB/iteration{vs}{resent}  "
             f"{'ok' if row['ok'] else 'FAILED'}  {row['cpu_column']}")
@@ -183,6 +211,10 @@ def plot(layouts: list[dict], path: Path) -> Path | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    unknown = set(args.paths) - {"switch", "pbox", "gloo", "pbox-root"}
+    if unknown:
+        print(f"unknown paths {sorted(unknown)}: choose from switch, pbox, gloo, pbox-root")
+        return 2
     if not mininet_ready("hierarchy"):
         return 2
     layouts = []
