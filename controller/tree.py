@@ -74,8 +74,8 @@ def plan(topo: Topology, root: str, ranks_per_leaf: dict[str, int],
     sw = topo.switches[root]
     if not sw.ip or not sw.mac:
         raise TreeError(f"spine {root} has no aggregation address (ip, mac)")
-    leaves = [_leaf(topo, name, child, ranks_per_leaf[name], (root, root), on_pbox)
-              for child, name in enumerate(sorted(ranks_per_leaf))]
+    leaves = [_leaf(topo, name, child, ranks_per_leaf[name], root, topo.port_to(root, name),
+                    on_pbox) for child, name in enumerate(sorted(ranks_per_leaf))]
     if len(leaves) > p.MAX_WORKERS:
         raise TreeError(f"{len(leaves)} racks; a root takes at most {p.MAX_WORKERS}")
     return Tree(root, sw.ip, sw.mac, tuple(leaves))
@@ -91,17 +91,17 @@ def plan_under_pbox(topo: Topology, root_pbox: str, ranks_per_leaf: dict[str, li
     spine = topo.flood_root()
     if spine is None:
         raise TreeError("the fabric has no spine to carry partials between racks")
-    leaves = [_leaf(topo, name, min(ranks), len(ranks), (spine, pbox.switch), on_pbox)
+    into = topo.port_to(pbox.switch, spine)  # where every rack's partials enter
+    leaves = [_leaf(topo, name, min(ranks), len(ranks), spine, into, on_pbox)
               for name, ranks in sorted(ranks_per_leaf.items()) if name != pbox.switch]
     return Tree(pbox.switch, pbox.ip, pbox.mac, tuple(leaves), root_pbox)
 
 
-def _leaf(topo: Topology, name: str, child: int, ranks: int, path: tuple[str, str],
+def _leaf(topo: Topology, name: str, child: int, ranks: int, spine: str, down: int | None,
           on_pbox: frozenset[str]) -> Leaf:
-    """Leaf ``name`` of a tree whose partials go up over spine ``path[0]`` into switch
-    ``path[1]`` (the spine itself, or a root PBox's leaf)."""
-    spine, into = path
-    up, down = topo.port_to(name, spine), topo.port_to(into, spine if into != spine else name)
+    """Leaf ``name`` of a tree whose partials go up to ``spine`` and enter the root's
+    switch (the spine, or a root PBox's leaf) on port ``down``."""
+    up = topo.port_to(name, spine)
     first = topo.pbox_of(name)
     if up is None or down is None:
         raise TreeError(f"leaf {name} has no link to spine {spine}")
