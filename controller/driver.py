@@ -218,8 +218,10 @@ class Controller:
                     continue
                 try:
                     report[name] = self._reattach(name, conf)
+                    self.registry.unreachable.discard(name)
                 except ControllerError as exc:
                     report[name] = f"down: {exc}"
+                    self.registry.unreachable.add(name)
             return report
 
     def check_pboxes(self, now: float | None = None) -> list[str]:

@@ -259,6 +259,9 @@ class JobRegistry:
         self._next_epoch = valid_epoch(epoch_seed)
         self._last_job_id = 0
         self._undo: list[Callable[[], object]] | None = None  # recording when not None
+        # switches the driver cannot reach now (controller/driver.py check_switches): a
+        # new job over racks is not rooted at such a spine
+        self.unreachable: set[str] = set()
 
     # -- all-or-nothing events -----------------------------------------------------
 
@@ -966,18 +969,20 @@ class JobRegistry:
             raise JobError(f"rack {leaf} has no PBox, so no aggregator address")
         job_id = self._free_job_id()
         want = self.topo.switches[leaf].job_slots
-        root = min(self.topo.spines(), key=lambda s: (-self.switch_pools[s].free_slots(), s))
+        spines = [s for s in self.topo.spines() if s not in self.unreachable]
+        root = min(spines, key=lambda s: (-self.switch_pools[s].free_slots(), s), default="")
         pbox = self.topo.pbox_of(leaf)
         assert pbox is not None
-        base, on_pbox = self._fabric_base(self.switch_pools[root], self.topo.leaves(), want)
+        base, on_pbox = (self._fabric_base(self.switch_pools[root], self.topo.leaves(), want)
+                         if root else (None, ()))
         root_pbox = ""
-        if base is None:  # no spine has room: the rack's PBox is the root
+        if base is None:  # no spine has room (or none is up): the rack's PBox is the root
             base, on_pbox = self._fabric_base(self.pbox_pools[pbox.name], self.topo.leaves(),
                                               want)
             if base is None:
-                raise JobError(f"no {want} free slots at one base on the spine {root} (nor on "
-                               f"rack {leaf}'s PBox {pbox.name}) and on every rack's leaf or "
-                               "PBox")
+                where = f"the spine {root}" if root else "a spine that is up"
+                raise JobError(f"no {want} free slots at one base on {where} (nor on rack "
+                               f"{leaf}'s PBox {pbox.name}) and on every rack's leaf or PBox")
             # its rack's workers are the PBox's members (its leaf only holds the range
             # for a job that turns out to be this rack's alone)
             root, root_pbox = leaf, pbox.name

@@ -214,6 +214,17 @@ def test_with_the_spine_and_both_leaves_full_both_racks_aggregate_on_their_pboxe
     assert rebuilt.job(job.job_id).tree == job.tree
 
 
+def test_a_new_job_over_racks_is_not_rooted_at_a_spine_that_is_down():
+    registry = JobRegistry(fabric_topo(spines=2))
+    registry.unreachable.add("t1")  # the driver could not reach it
+    replies, _ = join_all(registry, "wide", [0, 2])
+    assert registry.job(replies[0].job_id).tree.root == "t2"
+    registry.unreachable.add("t2")
+    replies, _ = join_all(registry, "wider", [1, 3])
+    tree = registry.job(replies[0].job_id).tree
+    assert tree is not None and tree.root_pbox == "pbox"
+
+
 def test_a_fabric_whose_spine_and_pboxes_have_no_room_refuses_the_job():
     registry = JobRegistry(small_spine_topo(pbox_slots=8))
     with pytest.raises(JobError, match="no 16 free slots at one base on the spine t1 "
