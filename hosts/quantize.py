@@ -164,6 +164,37 @@ def local_exponents(blocks: np.ndarray) -> np.ndarray:
     return exps.astype(np.int8)
 
 
+def local_min_exponents(blocks: np.ndarray) -> np.ndarray:
+    """Per-block exponent (int8, as ``local_exponents`` counts it) of the smallest
+    *nonzero* magnitude of a ``(m, L)`` float32 array; ``EXP_ZERO`` for an all-zero block.
+    Only the precision option needs it (which blocks int32 quantization would crush)."""
+    out = np.empty(blocks.shape[0], dtype=np.int32)
+    bits = blocks.view(np.int32)
+    scratch = np.empty((min(blocks.shape[0], STRIPE), blocks.shape[1]), dtype=np.int32)
+    for lo in range(0, blocks.shape[0], STRIPE):
+        t = scratch[: min(STRIPE, blocks.shape[0] - lo)]
+        np.bitwise_and(bits[lo : lo + STRIPE], _ABS_MASK, out=t)
+        t[t == 0] = _ABS_MASK  # zeros do not count: larger than any finite magnitude
+        np.min(t, axis=1, out=out[lo : lo + STRIPE])
+    biased = out >> _EXP_FIELD_SHIFT
+    exps = np.where(biased > 0, biased - 126, EXP_SUBNORMAL)
+    exps[out == _ABS_MASK] = EXP_ZERO
+    return exps.astype(np.int8)
+
+
+def float_span(world_size: int, rel_err: float) -> float:
+    """The precision option's threshold: a block whose agreed exponent E and smallest
+    nonzero exponent m (over all ranks) have ``E - m > float_span`` goes unquantized.
+
+    Why: a value rounds to the quantum ``2**(E + b - 30)`` with an error of at most half
+    of it, ``2**(E + b - 31)``, and the smallest nonzero value is at least ``2**(m - 1)``,
+    so its relative error is at most ``2**(E + b - 30 - m)``; that exceeds ``rel_err``
+    exactly when ``E - m > 30 - b + log2(rel_err)``."""
+    if not 0.0 < rel_err < 1.0:
+        raise QuantizeError(f"relative error bound {rel_err} must lie strictly between 0 and 1")
+    return HEADROOM_TOP - headroom_bits(world_size) + float(np.log2(rel_err))
+
+
 def _raise_unrepresentable(blocks: np.ndarray, top: np.ndarray) -> None:
     block = int(np.flatnonzero(top >= _TOO_BIG_BITS)[0])
     lanes = blocks[block]
