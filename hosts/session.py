@@ -164,6 +164,9 @@ class Session:
             raise SessionError(f"precision: {exc}") from None
         self._map = RouteMap(route_map or routes.single(slot_base, slots), slots, window)
         self._check_precision_map()
+        # a map from the controller flags its PBox routes: a new one must, too (a single
+        # unflagged route then is the switch, which cannot sum float blocks)
+        self._flagged = all(r.fallback for r in self._map.routes)
         self.slot_base = self._map.routes[0].slot_base
         self.map_epoch = epoch  # the controller's (32-bit) epoch of the map; the header has 8 bits
         self._route_meters()
@@ -542,7 +545,7 @@ class Session:
 
     def _check_routes(self, route_map: Sequence[Route]) -> None:
         """SessionError if the precision option cannot run on ``route_map``."""
-        if self._float_span is not None and len(route_map) > 1 and not all(
+        if self._float_span is not None and (len(route_map) > 1 or self._flagged) and not all(
                 r.fallback for r in route_map):
             raise SessionError("the precision option needs the job wholly on PBoxes (float "
                                "blocks ride on their slot's route), but its new map has an "

@@ -337,3 +337,25 @@ def test_prepare_reads_the_smallest_exponents_only_with_the_option():
     assert chunking.prepare(x).min_exps is None
     assert chunking.prepare(x, precision=True).min_exps.tolist() == [-26]
     assert chunking.prepare(np.arange(3, dtype=np.int32), precision=True).min_exps is None
+
+
+# -- the agent over UDP loopback ----------------------------------------------------------------
+
+
+def test_agents_over_udp_to_a_pbox_core_with_loss():
+    from tests.unit.test_agent_loopback import N as LN
+    from tests.unit.test_agent_loopback import run_ranks, serve
+
+    agg = serve(Aggregator, loss=0.05)
+    inputs = wide(LN, K * 30 + 7, seed=9, wide_blocks=(2, 11, 29))
+    try:
+        results = run_ranks(agg.address, lambda agent, rank: agent.allreduce(inputs[rank]),
+                            rto=0.005, precision=REL)  # fmt: skip
+    finally:
+        agg.close()
+    for res in results:
+        assert not isinstance(res, Exception), res
+    assert_same_bits(results)
+    want = exact(inputs)
+    assert np.all(np.abs(results[0] - want) <= np.maximum(REL * np.abs(want), 1e-5))
+    assert agg.core.job_stats(3).float_completions == 3  # type: ignore[attr-defined]
