@@ -81,7 +81,8 @@ def _mlp_gradients(n: int, size: int, seed: int) -> list[np.ndarray]:
         model.zero_grad()
         x, y = torch.randn(32, 784), torch.randint(0, 10, (32,))
         torch.nn.functional.cross_entropy(model(x), y).backward()
-        flat = torch.cat([p.grad.reshape(-1) for p in model.parameters()]).numpy()
+        flat = torch.cat([p.grad.reshape(-1) for p in model.parameters()
+                          if p.grad is not None]).numpy()
         out.append(np.resize(flat, size).astype(np.float32))
     return out
 

@@ -264,7 +264,8 @@ class Aggregator:
         return state.stats
 
     def global_stats(self) -> dict[str, int]:
-        return {"malformed": self.malformed, "unknown_job": self.unknown_job}
+        return {"malformed": self.malformed, "unknown_job": self.unknown_job,
+                "float_bytes": self.float_bytes}
 
     def open_cells(self, job_id: int) -> list[tuple[int, int, int, int]]:
         """(slot, shadow set, bitmap, counter) of every cell of this shard whose round is

@@ -52,10 +52,12 @@ def exact(inputs: list[np.ndarray]) -> np.ndarray:
 
 def run(inputs: list[np.ndarray], precision: float | None, *, loss: float = 0.0, seed: int = 0,
         jitter: float = 0.0, op: str = "sum", lost_state_at: float | None = None,
-        routes: list[Route] | None = None) -> tuple[SerialLossyNet, list[np.ndarray]]:
+        routes: list[Route] | None = None,
+        resplit: list[Route] | None = None) -> tuple[SerialLossyNet, list[np.ndarray]]:
     """One all-reduce of ``inputs`` by N sessions over lossy links to PBox cores (one,
     or one per route destination); ``lost_state_at``: the PBox loses the job's state then
-    and every rank resyncs within 0.1 s. Returns the net and each rank's result."""
+    (or, with ``resplit``, the job moves onto those routes, PBox cores of their own) and
+    every rank resyncs within 0.1 s. Returns the net and each rank's result."""
     sessions = [Session(JOB, r, N, 0, W, W, rto=0.005, deadline=5.0, precision=precision,
                         route_map=routes) for r in range(N)]  # fmt: skip
     aggs: dict[Hashable, Aggregator] = {}
@@ -68,12 +70,16 @@ def run(inputs: list[np.ndarray], precision: float | None, *, loss: float = 0.0,
         s.start(0, inputs[r], 0.0, op=op)
     if lost_state_at is not None:
         net.run(until=lost_state_at)
-        fresh = Aggregator()
-        fresh.add_job(JOB, N, 0, W)
-        net.agg = fresh
+        if resplit is None:
+            fresh = Aggregator()
+            fresh.add_job(JOB, N, 0, W)
+            net.agg = fresh
+        for route in resplit or []:
+            agg = net.aggs.setdefault(route.aggregator, Aggregator())
+            agg.add_job(JOB, N, route.slot_base, route.count)
         rng = random.Random(seed)
         for r, s in enumerate(sessions):
-            net.at(lost_state_at + rng.uniform(0, 0.1), r, _resync(s))
+            net.at(lost_state_at + rng.uniform(0, 0.1), r, _resync(s, resplit))
     net.run(until=60.0)
     results = []
     for r in range(N):
@@ -83,8 +89,8 @@ def run(inputs: list[np.ndarray], precision: float | None, *, loss: float = 0.0,
     return net, results
 
 
-def _resync(session: Session) -> Callable[[float], None]:
-    return lambda now: session.resync(now, epoch=1)
+def _resync(session: Session, resplit: list[Route] | None) -> Callable[[float], None]:
+    return lambda now: session.resync(now, epoch=1, route_map=resplit)
 
 
 def assert_same_bits(results: list[np.ndarray]) -> None:
@@ -317,6 +323,24 @@ def test_float_blocks_ride_on_their_slots_pbox_routes():
     assert np.all(np.abs(on[0] - want) <= np.maximum(REL * np.abs(want), 1e-5))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_resplit_mid_job_onto_other_pboxes_gives_the_same_bits(seed):
+    """The map changes (fresh ranges on other PBox cores, as a rebalance does); the
+    ranks learn it at their own moments; float packets kept for resends move along."""
+    old = [Route(("pbox1", 1), 100, 5, fallback=True), Route(("pbox2", 1), 200, 3, True)]
+    new = [Route(("pbox3", 1), 300, 2, fallback=True), Route(("pbox4", 1), 400, 6, True)]
+    inputs = wide(N, K * 40, seed=seed, wide_blocks=tuple(range(1, 40, 4)))
+    _, clean = run(inputs, REL, routes=old)
+    net, moved = run(inputs, REL, routes=old, resplit=new, loss=0.03, seed=seed,
+                     lost_state_at=0.008 + 0.004 * seed)
+    assert_same_bits(moved)
+    assert moved[0].tobytes() == clean[0].tobytes()
+    assert net.misrouted == 0
+    # float blocks were summed on the new map, too: the move came mid-job
+    assert sum(net.aggs[a].job_stats(JOB).float_completions for a in (("pbox3", 1), ("pbox4", 1)))
+    assert all(s.routes == tuple(new) for s in net.sessions)
+
+
 def test_a_map_with_the_switch_is_refused_with_the_option():
     routes = [Route(("pbox1", 1), 0, 4), Route(("pbox2", 1), 100, 4, fallback=True)]
     with pytest.raises(SessionError, match="wholly on PBoxes"):
@@ -358,4 +382,4 @@ def test_agents_over_udp_to_a_pbox_core_with_loss():
     assert_same_bits(results)
     want = exact(inputs)
     assert np.all(np.abs(results[0] - want) <= np.maximum(REL * np.abs(want), 1e-5))
-    assert agg.core.job_stats(3).float_completions == 3  # type: ignore[attr-defined]
+    assert agg.core.job_stats(3).float_completions == 3
