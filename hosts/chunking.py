@@ -19,7 +19,8 @@ A float tensor of m blocks takes ``p + m`` positions, where ``p = ceil(m / L)``:
 
 With the precision option (a relative error bound, the job's), a PRIME primes L/2
 blocks in two lanes each: lane j the exponent as above, lane L/2 + j ``128 - m`` with m
-the exponent of the block's smallest nonzero value (0: none), so its max-reduced result
+the exponent of the block's smallest nonzero value (0: none; at most 255, read as
+the smallest subnormal's exponent), so its max-reduced result
 brings back, per block, the largest exponent E and the smallest nonzero exponent over
 all ranks. Every rank then makes the same decision from the same bytes: a block with
 ``E - m > quantize.float_span(n, bound)`` is a *float block*, sent as float32 bits with
@@ -40,7 +41,15 @@ import numpy as np
 
 from hosts import quantize
 from hosts.errors import SessionError
-from hosts.wire import EXP_FLOAT, LANE_COUNTS, MAX_PRIORITY, PRIME_EXP_BIAS, PRIME_MIN_TOP, K
+from hosts.wire import (
+    EXP_FLOAT,
+    LANE_COUNTS,
+    MAX_PRIORITY,
+    PRIME_EXP_BIAS,
+    PRIME_MIN_SATURATED,
+    PRIME_MIN_TOP,
+    K,
+)  # fmt: skip
 
 OPS = ("sum", "mean")
 
@@ -56,7 +65,7 @@ class PreparedTensor:
     local_exps: np.ndarray  # (m,) int8; zeros for int32
     mean: bool
     priority: int
-    # (m,) int8 exponents of each block's smallest nonzero value (the precision option's;
+    # (m,) int16 exponents of each block's smallest nonzero value (the precision option's;
     # None: not computed, the session does it if its job has the option)
     min_exps: np.ndarray | None = None
 
@@ -154,7 +163,9 @@ class TensorStream:
         assert mins is not None
         for row, (i, k) in enumerate(zip(prime_ids.tolist(), blocks.tolist(), strict=True)):
             m = mins[i * per : i * per + k].astype(np.int32)
-            out[row, per : per + k] = np.where(m == quantize.EXP_ZERO, 0, PRIME_MIN_TOP - m)
+            # 255 (a lane's top) stands for any m <= -127: values below 2**-128
+            codes = np.minimum(PRIME_MIN_TOP - m, PRIME_MIN_SATURATED)
+            out[row, per : per + k] = np.where(m == quantize.EXP_ZERO, 0, codes)
         return per + blocks
 
     def nelem(self, block_ids: np.ndarray) -> np.ndarray:
@@ -212,7 +223,10 @@ class TensorStream:
             if self.float_span is not None:
                 # the same reduced bytes on every rank: the same decision everywhere
                 codes = np.clip(lanes[row, per : per + k], 0, 255).astype(np.int32)
-                span = agreed.astype(np.int32) - (PRIME_MIN_TOP - codes)
+                # a saturated code is read as the smallest subnormal's: conservative
+                mins = np.where(codes == PRIME_MIN_SATURATED, quantize.EXP_MIN_NONZERO,
+                                PRIME_MIN_TOP - codes)
+                span = agreed.astype(np.int32) - mins
                 self.is_float[i * per : i * per + k] = (codes > 0) & (span > self.float_span)
         self.prime_done[prime_ids] = True
 

@@ -54,6 +54,7 @@ from hosts.wire import K
 
 EXP_ZERO = -128  # local exponent of an all-zero block (smaller than any real one)
 EXP_SUBNORMAL = -126  # local exponent of a block whose largest value is subnormal
+EXP_MIN_NONZERO = -148  # frexp exponent of the smallest subnormal float32, 2**-149
 MAX_ABS_EXCLUSIVE = 2.0**127  # |x| must stay below this: exponent 128 is not an int8
 HEADROOM_TOP = 30  # s = 30 - b - e, see the module docstring
 # Blocks per pass: temporaries of 1 MB stay in cache and are reused, instead of
@@ -165,9 +166,10 @@ def local_exponents(blocks: np.ndarray) -> np.ndarray:
 
 
 def local_min_exponents(blocks: np.ndarray) -> np.ndarray:
-    """Per-block exponent (int8, as ``local_exponents`` counts it) of the smallest
-    *nonzero* magnitude of a ``(m, L)`` float32 array; ``EXP_ZERO`` for an all-zero block.
-    Only the precision option needs it (which blocks int32 quantization would crush)."""
+    """Per-block ``frexp`` exponent m of the smallest *nonzero* magnitude of a ``(m, L)``
+    float32 array (``2**(m-1) <= |x| < 2**m``; int16: a subnormal's goes down to
+    -148); ``EXP_ZERO`` for an all-zero block. Only the precision option needs it
+    (which blocks int32 quantization would crush)."""
     out = np.empty(blocks.shape[0], dtype=np.int32)
     bits = blocks.view(np.int32)
     scratch = np.empty((min(blocks.shape[0], STRIPE), blocks.shape[1]), dtype=np.int32)
@@ -177,9 +179,11 @@ def local_min_exponents(blocks: np.ndarray) -> np.ndarray:
         t[t == 0] = _ABS_MASK  # zeros do not count: larger than any finite magnitude
         np.min(t, axis=1, out=out[lo : lo + STRIPE])
     biased = out >> _EXP_FIELD_SHIFT
-    exps = np.where(biased > 0, biased - 126, EXP_SUBNORMAL)
+    # a subnormal is t * 2**-149 with t < 2**23: its exponent is bit_length(t) - 149
+    sub = np.frexp(np.where(biased > 0, 1, out).astype(np.float64))[1] - 149
+    exps = np.where(biased > 0, biased - 126, sub)
     exps[out == _ABS_MASK] = EXP_ZERO
-    return exps.astype(np.int8)
+    return exps.astype(np.int16)
 
 
 def float_span(world_size: int, rel_err: float) -> float:

@@ -93,9 +93,11 @@ CONTRIBUTION_TYPES = (PacketType.CONTRIB, PacketType.PARTIAL, PacketType.PRIME)
 PRIME_EXP_BIAS = -128  # a prime lane is exponent - bias: int8 -128..127 -> 0..255
 # A job with the precision option primes each block in two lanes: its exponent as above
 # in lane j, and PRIME_MIN_TOP - (its smallest nonzero value's exponent) in lane L/2 + j
-# (0 for an all-zero block), so the lane-wise maximum brings back the smallest
-# exponent over all ranks (hosts/chunking.py).
+# (0 for an all-zero block; at most PRIME_MIN_SATURATED, which stands for any exponent
+# <= -127), so the lane-wise maximum brings back the smallest exponent over all ranks
+# (hosts/chunking.py).
 PRIME_MIN_TOP = 128
+PRIME_MIN_SATURATED = 255
 EXP_FLOAT = -127  # the exponent byte of a float block and its result (module docstring)
 
 

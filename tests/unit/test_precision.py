@@ -103,8 +103,11 @@ def assert_same_bits(results: list[np.ndarray]) -> None:
 def test_min_exponents_and_the_threshold():
     blocks = np.zeros((3, K), dtype=np.float32)
     blocks[0, :3] = [1000.0, -1e-8, 0.0]
-    blocks[1, 7] = np.float32(1e-45)  # subnormal
-    assert quantize.local_min_exponents(blocks).tolist() == [-26, -126, quantize.EXP_ZERO]
+    blocks[1, 7] = np.float32(1e-45)  # the smallest subnormal, 2**-149
+    blocks[1, 8] = np.float32(2.0**-140)  # subnormal too, larger
+    assert quantize.local_min_exponents(blocks).tolist() == [-26, -148, quantize.EXP_ZERO]
+    blocks[1, 7] = 0
+    assert quantize.local_min_exponents(blocks)[1] == -139
     assert quantize.local_exponents(blocks)[0] == 10
     # 4 ranks: b = 2 bits; 1e-3 -> 28 + log2(1e-3) = 18.03: a span of 19 goes float
     assert quantize.float_span(4, 1e-3) == pytest.approx(28 + np.log2(1e-3))
@@ -127,6 +130,22 @@ def test_the_bound_holds_for_int_blocks_just_under_the_threshold():
     x[1] /= 2  # one more bit of span: float
     net, results = run([x] * N, REL)
     assert net.aggs[None].job_stats(JOB).float_completions == 1
+
+
+def test_subnormal_small_values_are_not_mistaken_for_larger_ones():
+    """A block whose smallest value is subnormal: its true exponent (saturated on the
+    wire, read as the smallest subnormal's) decides, so it goes float and comes back
+    within the bound; exponent -126 (what a largest value's subnormal gets) would keep
+    it int32 and crush 2**-140 to 0."""
+    x = np.zeros(K, dtype=np.float32)
+    x[0] = np.float32(2.0**-110)  # E = -109
+    x[1] = np.float32(2.0**-140)  # m = -139: span 30
+    assert -109 - (-126) < quantize.float_span(N, REL)  # the wrong reading: int32
+    net, results = run([x] * N, REL)
+    assert net.aggs[None].job_stats(JOB).float_completions == 1
+    assert results[0][1] == np.float32(4 * 2.0**-140)
+    _, off = run([x] * N, None)
+    assert off[0][1] == 0
 
 
 def test_precision_primes_carry_the_smallest_exponents_golden():
@@ -190,6 +209,32 @@ def test_loss_reordering_and_a_lost_pbox_state_give_the_same_bits(seed):
     assert lossy[0].tobytes() == clean[0].tobytes()
     assert net.counts.up_lost and net.counts.down_lost
     assert sum(s.stats.resyncs for s in net.sessions) == N
+
+
+def test_priority_classes_carry_float_blocks_on_their_own_slots():
+    def once(loss: float) -> list[list[np.ndarray]]:
+        sessions = [Session(JOB, r, N, 0, 2 * W, W, classes=2, rto=0.005, deadline=5.0,
+                            precision=REL) for r in range(N)]  # fmt: skip
+        agg = Aggregator()
+        agg.add_job(JOB, N, 0, 2 * W)
+        net = SerialLossyNet(sessions, agg, LinkModel(tx=0.0005, loss=loss, seed=4))
+        tensors = [wide(N, K * 9 + 1, seed=t, wide_blocks=(t, 8)) for t in range(4)]
+        for t, inputs in enumerate(tensors):
+            for r, s in enumerate(sessions):
+                s.start(t, inputs[r], 0.0, priority=7 * (t % 2))
+        net.run(until=60.0)
+        out = []
+        for r in range(N):
+            done = {e.tensor_id: e.result for e in net.events[r] if isinstance(e, TensorCompleted)}
+            out.append([done[t] for t in range(4) if t in done])
+        assert all(len(x) == 4 for x in out)
+        assert agg.job_stats(JOB).float_completions == 8
+        return out
+
+    clean, lossy = once(0.0), once(0.05)
+    for r in range(N):
+        for a, b in zip(clean[0], lossy[r], strict=True):
+            assert a.tobytes() == b.tobytes()
 
 
 def test_a_float_cell_sums_in_rank_order_whatever_the_arrival_order():
