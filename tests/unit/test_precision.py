@@ -428,3 +428,27 @@ def test_agents_over_udp_to_a_pbox_core_with_loss():
     want = exact(inputs)
     assert np.all(np.abs(results[0] - want) <= np.maximum(REL * np.abs(want), 1e-5))
     assert agg.core.job_stats(3).float_completions == 3
+
+
+def test_agents_through_a_real_pbox_process_with_two_shards():
+    """The p4hub-pbox program (its worker processes and slot steering) sums float cells
+    like the core: agents with the option get the same bits as the in-process run."""
+    from tests.unit.test_agent_loopback import run_ranks
+    from tests.unit.test_pbox import start_pbox
+
+    box = start_pbox("--workers", "2", "--job", f"{3}:{N}:0:32")
+    inputs = wide(N, K * 50 + 11, seed=12, wide_blocks=(0, 7, 21, 22, 49))
+    try:
+        results = run_ranks(box.udp, lambda agent, rank: agent.allreduce(inputs[rank]),
+                            rto=0.01, precision=REL)  # fmt: skip
+        stats = box.request({"cmd": "stats"})
+    finally:
+        box.stop()
+    for res in results:
+        assert not isinstance(res, Exception), res
+    assert_same_bits(results)
+    assert stats["jobs"]["3"]["float_completions"] == 5
+    assert stats["global"]["internal_errors"] == 0 and stats["global"]["float_bytes"] == 0
+    rows = np.array(inputs, dtype=np.float32)[:, 7 * K : 8 * K]
+    assert results[0][7 * K : 8 * K].tobytes() == \
+        rows.astype(np.float64).sum(axis=0).astype(np.float32).tobytes()
