@@ -191,6 +191,18 @@ def cell_cpu(n: int, lanes: int, floats: bool, rounds: int = 2000) -> float:
     return 1e6 * spent / rounds
 
 
+def prepare_cpu(mb: float, lanes: int, precision: bool, repeat: int = 5) -> float:
+    """CPU ms per MB of ``chunking.prepare`` (blocks, exponents and, with the option,
+    the smallest exponents), best of ``repeat``."""
+    x = np.random.default_rng(2).standard_normal(int(mb * (1 << 20)) // 4).astype(np.float32)
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.process_time()
+        chunking.prepare(x, lanes=lanes, precision=precision)
+        best = min(best, time.process_time() - t0)
+    return 1e3 * best / mb
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, default=4)
@@ -234,7 +246,10 @@ def main() -> None:
                           "us_per_cell": us, "us_per_contribution": us / n})
             print(f"PBox core, {cell_lanes} lanes, {'float' if floats else 'int32'} cell: "
                   f"{us:.1f} µs per cell of {n} ({us / n:.1f} µs per contribution)")
+    prep = {"off": prepare_cpu(16, lanes, False), "on": prepare_cpu(16, lanes, True)}
+    print(f"prepare (16 MB): {prep['off']:.2f} -> {prep['on']:.2f} CPU ms per MB")
     out = {"workers": n, "mb": args.mb, "lanes": lanes, "machine": platform.node(),
+           "prepare_cpu_ms_per_mb": prep,
            "python": platform.python_version(), "rows": rows, "pbox_cells": cells,
            "note": "in-process, no loss; quantize.float_span decides (docs/notes/elastic.md)",
            "threshold_span": {str(b): quantize.float_span(n, b) for b in args.bounds}}

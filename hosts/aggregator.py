@@ -334,10 +334,12 @@ class Aggregator:
         """One contribution to ``cell``'s float round (module docstring, *Float cells*);
         the round rules are ``_apply``'s."""
         flags, nelem = echo[0], echo[5]
-        values = np.frombuffer(datagram, dtype=_FLOATS_BE, offset=HEADER_LEN)
         if (ptype != _CONTRIB or count != 1 or not flags & FLAG_FALLBACK
-                or state.config.parent is not None or not np.isfinite(values).all()
-                or values[nelem:].any()):  # fmt: skip
+                or state.config.parent is not None):  # fmt: skip
+            return state.reject("float")
+        values = np.frombuffer(datagram, dtype=_FLOATS_BE, offset=HEADER_LEN).astype(np.float32)
+        # one float64 sum is finite iff every lane is (<= 256 float32s cannot overflow it)
+        if not np.isfinite(np.add.reduce(values, dtype=np.float64)) or values[nelem:].any():
             return state.reject("float")
         stats = state.stats
         position = echo[3]
@@ -366,8 +368,8 @@ class Aggregator:
         if fc.bitmap != state.full_bitmap:
             return []
         # every rank is in: the sum in rank order, whatever order they came in
-        total = np.zeros(fc.rows.shape[1], dtype=np.float64)
-        for row in fc.rows:
+        total = fc.rows[0].astype(np.float64)
+        for row in fc.rows[1:]:
             total += row
         self.float_bytes -= fc.rows.nbytes
         fc.rows = None
