@@ -582,10 +582,11 @@ class JobRegistry:
         self._set(job, "left", {**job.left, pbox: now if now is not None else 0.0})
         others = [pb.name for pb in self.topo.pboxes_of(job.switch) if pb.name != pbox]
         if not others:
-            return self._end(job, now, END_LOST,
-                             f"{reason}; switch {job.switch} has no {job.window} free slots "
-                             "to take the job over and the rack has no other PBox",
-                             dead=pbox)
+            switch = (f"switch {job.switch} has no {job.window} free slots to take the job "
+                      "over" if job.precision is None else "a job with the precision option "
+                      "cannot go to the switch (its float blocks need a PBox)")
+            return self._end(job, now, END_LOST, f"{reason}; {switch} and the rack has no "
+                             "other PBox", dead=pbox)
         total = sum(part.slots.count for part in job.parts)
         updates = self._resplit(job, _even(others, total), now,
                                 f"{reason}; its share moved to PBox(es) {', '.join(others)}",

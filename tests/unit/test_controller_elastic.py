@@ -211,6 +211,11 @@ def test_a_precision_job_stays_on_pboxes_when_one_is_lost():
     reg.pbox_lost(job.job_id, "pbox", 5.0, "PBox pbox is unreachable")
     assert job.where == ON_PBOX and set(job.shares()) == {"pbox2", "pbox3"}
     assert reg.promote(6.0) == []
+    one = rack(pboxes=1)  # the switch has room, but no other PBox: the job ends
+    reply = one.join("w", 1, 0, ("10.0.0.1", 4000), 0.0, precision=1e-3)[0]
+    one.pbox_lost(reply.job_id, "pbox", 5.0, "PBox pbox is unreachable")
+    assert reply.job_id not in one.jobs
+    assert "cannot go to the switch" in one.ended[reply.job_id].reason
     with pytest.raises(JobError, match="strictly between 0 and 1"):
         reg.join("x", 1, 0, ("10.0.0.3", 4000), 0.0, precision=0.0)
     assert "x" not in {j.name for j in reg.jobs.values()}
