@@ -5,10 +5,13 @@ generated stubs needed on either side; any gRPC client can call
 ``/p4hub.JobService/<Method>`` with a JSON body). Methods:
 
   JoinJob    {name, world_size, rank, address: "ip:port", placement?: "auto"|"pbox",
-              lanes?: 64|256 (int32 lanes per packet, default 64; set by the first join)}
+              lanes?: 64|256 (int32 lanes per packet, default 64; set by the first join),
+              precision?: relative error bound in (0, 1) (the precision option: blocks that
+              int32 quantization cannot carry within it go as float32 to the PBox; the job
+              is placed on PBoxes; set by the first join, later ones must agree)}
              -> {job_id, world_size, rank,
              aggregator: "ip:port", slot_base, slot_count, k (the job's lanes), window,
-             where}
+             where, epoch, routes, precision (null: off)}
   LeaveJob   {job_id, rank} -> {}
   Heartbeat  {job_id, rank} -> {}
   Barrier    {job_id, rank, timeout?} -> {generation}   (blocks until every rank arrived)
@@ -137,7 +140,7 @@ def job_summary(job: Job) -> dict:
         "job_id": job.job_id, "name": job.name, "world_size": job.world_size,
         "workers": len(job.workers), "switch": job.switch, "where": job.where,
         "pbox": job.pbox, "slot_base": job.slots.base, "slot_count": job.slots.count,
-        "window": job.window, "shares": job.shares(),
+        "window": job.window, "shares": job.shares(), "precision": job.precision,
     }
 
 
@@ -203,14 +206,19 @@ class JobService:
         if not isinstance(placement, str):
             raise RefusedError("'placement' must be a string")
         lanes = _int(r, "lanes") if "lanes" in r else 64
+        precision = r.get("precision")
+        if precision is not None and (isinstance(precision, bool)
+                                      or not isinstance(precision, int | float)):
+            raise RefusedError("'precision' must be a number (a relative error bound) or null")
         reply = self.ctl.join(name, _int(r, "world_size"), _int(r, "rank"), _address(r.get("address")),
-                              self.clock(), placement, lanes)
+                              self.clock(), placement, lanes,
+                              None if precision is None else float(precision))
         return {
             "job_id": reply.job_id, "world_size": reply.world_size, "rank": reply.rank,
             "aggregator": f"{reply.aggregator_ip}:{reply.aggregator_port}",
             "slot_base": reply.slot_base, "slot_count": reply.slot_count, "k": reply.k,
             "window": reply.window, "where": reply.where, "epoch": reply.epoch,
-            "routes": list(reply.routes),
+            "routes": list(reply.routes), "precision": reply.precision,
         }
 
     def _LeaveJob(self, r: dict) -> dict:  # noqa: N802

@@ -68,7 +68,9 @@ def show_job(reply: dict) -> str:
     lines = [
         f"job {reply['job_id']} {reply['name'] or '?'}: {reply['workers']}/{reply['world_size']} "
         f"workers, rack {reply['switch']}, aggregated on {where}, slots "
-        f"{reply['slot_base']}..{reply['slot_base'] + reply['slot_count'] - 1}",
+        f"{reply['slot_base']}..{reply['slot_base'] + reply['slot_count'] - 1}"
+        + (f", precision {reply['precision']:g} (blocks beyond it go as float32 to the PBox)"
+           if reply.get("precision") is not None else ""),
         _table([[w["rank"], w["address"], w["mac"], w.get("switch", "-"), w["switch_port"],
                  w["idle_s"]] for w in reply["worker_list"]],
                ["rank", "address", "mac", "switch", "port", "idle s"]),

@@ -50,9 +50,12 @@ class JobClient:
                                    wait_for_ready=self.wait_for_ready)
 
     def join(self, name: str, world_size: int, rank: int, address: str,
-             placement: str = "auto", lanes: int = 64) -> dict:
+             placement: str = "auto", lanes: int = 64, precision: float | None = None) -> dict:
+        """``precision``: the precision option's relative error bound (None: off, and the
+        request is today's)."""
+        extra = {} if precision is None else {"precision": precision}
         return self.call("JoinJob", name=name, world_size=world_size, rank=rank, address=address,
-                         placement=placement, lanes=lanes)
+                         placement=placement, lanes=lanes, **extra)
 
     def leave(self, job_id: int, rank: int) -> dict:
         return self.call("LeaveJob", job_id=job_id, rank=rank)

@@ -298,9 +298,10 @@ class Controller:
     # -- job events (the job API server calls these) --------------------------------
 
     def join(self, name: str, world_size: int, rank: int, address: tuple[str, int],
-             now: float, placement: str = "auto", lanes: int = 64) -> JoinReply:
+             now: float, placement: str = "auto", lanes: int = 64,
+             precision: float | None = None) -> JoinReply:
         return self._event(
-            lambda reg: reg.join(name, world_size, rank, address, now, placement, lanes)
+            lambda reg: reg.join(name, world_size, rank, address, now, placement, lanes, precision)
         )
 
     def leave(self, job_id: int, rank: int, now: float | None = None) -> None:

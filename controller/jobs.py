@@ -149,6 +149,9 @@ class Job:
     epoch: int
     pbox: str | None
     lanes: int = p.K  # int32 lanes per packet, chosen by the join that created the job
+    # the precision option's relative error bound (None: off), chosen by the join that
+    # created the job: its float blocks ride on its PBox routes, so it lives on PBoxes
+    precision: float | None = None
     workers: dict[int, Worker] = field(default_factory=dict)
     moves: list[Move] = field(default_factory=list)  # aggregator changes, oldest first
     # how it was placed: PLACE_AUTO jobs on the PBox go to the switch once it has room
@@ -216,6 +219,7 @@ class JoinReply:
     where: str
     epoch: int  # changes whenever the job's aggregator state is lost or it moves
     routes: tuple[dict, ...] = ()  # the map: aggregator "ip:port", slot_base, count, fallback
+    precision: float | None = None  # the job's precision option (None: off)
 
 
 # Why a job ended (JobEnd.cause).
@@ -362,6 +366,7 @@ class JobRegistry:
             aggregator_ip=format_ipv4(pbox.ip), aggregator_port=p.AGG_UDP_PORT,
             slot_base=job.slots.base, slot_count=job.window, k=job.lanes,
             window=job.window, where=job.where, epoch=job.epoch, routes=self.routes(job, rank),
+            precision=job.precision,
         )
 
     def routes(self, job: Job, rank: int | None = None) -> tuple[dict, ...]:
@@ -391,7 +396,7 @@ class JobRegistry:
 
     def join(
         self, name: str, world_size: int, rank: int, address: tuple[str, int], now: float,
-        placement: str = PLACE_AUTO, lanes: int = p.K,
+        placement: str = PLACE_AUTO, lanes: int = p.K, precision: float | None = None,
     ) -> tuple[JoinReply, list[Update]]:
         """A worker joins job ``name``; creates the job on first join. Idempotent per
         (rank, address): a retried join gets the same reply and no updates.
@@ -400,9 +405,17 @@ class JobRegistry:
         the switch), PLACE_PBOX puts the job on the rack's PBox
         (to compare both paths on the same rack). ``lanes`` (64 or 256 int32 lanes per
         packet) is set by the join that creates the job; every later join must ask for
-        the same."""
+        the same, and so with ``precision`` (the precision option's relative error bound,
+        0 < bound < 1, None: off): such a job is placed wholly on its rack's PBoxes
+        (PLACE_PBOX, whatever ``placement`` says), whose routes carry its float blocks
+        (hosts/session.py), and never moves onto the switch."""
         if placement not in PLACEMENTS:
             raise JobError(f"placement must be one of {PLACEMENTS}, not {placement!r}")
+        if precision is not None:
+            if not 0.0 < precision < 1.0:
+                raise JobError(f"precision must be a relative error bound strictly between "
+                               f"0 and 1, not {precision!r}")
+            placement = PLACE_PBOX  # float blocks need PBox slots: the job lives on PBoxes
         if lanes not in p.LANE_COUNTS:
             raise JobError(f"lanes must be one of {p.LANE_COUNTS}, not {lanes!r}")
         ip, port = _check_join(name, world_size, rank, address)
@@ -415,12 +428,17 @@ class JobRegistry:
             job, updates = self._create_on_fabric(name, world_size, host.switch, lanes)
         elif job is None:
             job, updates = self._create(name, world_size, host.switch, placement, lanes)
+            job.precision = precision  # a new job: the undo log drops it whole
         elif job.name is None:
             self._set(job, "name", name)  # adopted after a rebuild
+            self._set(job, "precision", precision)  # the PBoxes' job lists do not hold it
         if job.world_size != world_size:
             raise JobError(f"job {name!r} has world size {job.world_size}, not {world_size}")
         if job.lanes != lanes:
             raise JobError(f"job {name!r} has {job.lanes} lanes per packet, not {lanes}")
+        if job.precision != precision:
+            raise JobError(f"job {name!r} has precision {job.precision}, not {precision} "
+                           "(every rank must ask for the same; None: off)")
         switch, switch_port = host.switch, host.port
         if job.switch != host.switch and not job.over_racks:
             if job.where != ON_PBOX or not self.topo.spines():
@@ -559,17 +577,19 @@ class JobRegistry:
             return self._tree_pbox_lost(job, pbox, now, reason)
         if all(part.pbox != pbox for part in job.parts):
             return []
-        got = self._switch_range(job, job.window)
+        # a precision job's float blocks need PBox slots: it stays on PBoxes
+        got = self._switch_range(job, job.window) if job.precision is None else None
         if got is not None:
             return self._onto_switch(job, got, now, f"{reason}; moved to switch {job.switch}",
                                      dead=pbox)
         self._set(job, "left", {**job.left, pbox: now if now is not None else 0.0})
         others = [pb.name for pb in self.topo.pboxes_of(job.switch) if pb.name != pbox]
         if not others:
-            return self._end(job, now, END_LOST,
-                             f"{reason}; switch {job.switch} has no {job.window} free slots "
-                             "to take the job over and the rack has no other PBox",
-                             dead=pbox)
+            switch = (f"switch {job.switch} has no {job.window} free slots to take the job "
+                      "over" if job.precision is None else "a job with the precision option "
+                      "cannot go to the switch (its float blocks need a PBox)")
+            return self._end(job, now, END_LOST, f"{reason}; {switch} and the rack has no "
+                             "other PBox", dead=pbox)
         total = sum(part.slots.count for part in job.parts)
         updates = self._resplit(job, _even(others, total), now,
                                 f"{reason}; its share moved to PBox(es) {', '.join(others)}",

@@ -97,6 +97,7 @@ class Agent:
         credit: int | None = None,
         epoch: int = 0,
         route_map: list[Route] | None = None,
+        precision: float | None = None,
     ) -> None:
         """``timeout``: seconds without any result before pending all-reduces fail.
         ``rto``/``rto_max``: first and largest retransmission timeout (seconds).
@@ -108,12 +109,16 @@ class Agent:
         urgent class overtake queued packets of less urgent ones, sharing ``credit``
         positions in flight (default ``window``). 1 (the default) is one FIFO stream.
         ``route_map``: the aggregators serving the job's window (hosts/routes.py), for a
-        job split over several; None: all of it on ``aggregator`` from ``slot_base``."""
+        job split over several; None: all of it on ``aggregator`` from ``slot_base``.
+        ``precision``: the job's precision option (a relative error bound; None: off):
+        blocks int32 quantization cannot carry within it go as float32 to the PBox,
+        which must then be every aggregator of the job (hosts/session.py)."""
         self._session = Session(
             job_id, rank, world_size, slot_base, slot_count, window,
             rto=rto, rto_max=rto_max, deadline=timeout, lanes=lanes, classes=classes,
-            credit=credit, epoch=epoch, route_map=route_map,
+            credit=credit, epoch=epoch, route_map=route_map, precision=precision,
         )  # fmt: skip
+        self.precision = precision
         self.epoch = epoch
         self.lanes = lanes
         self._lock = threading.Lock()
@@ -162,7 +167,7 @@ class Agent:
         The array is copied before this returns, so the caller may reuse it.
         """
         # QuantizeError/SessionError here, in the caller's thread
-        prepared = chunking.prepare(array, op, priority, self.lanes)
+        prepared = chunking.prepare(array, op, priority, self.lanes, self.precision is not None)
         with self._lock:
             if self._closed:
                 raise AllreduceError(f"the agent is closed: {self._close_reason}")

@@ -31,6 +31,19 @@ cell's max exponent; flags (shadow, retransmit, fallback, priority, lane code), 
 slot, position, epoch and element count are copied unchanged, which is what an in-place header rewrite on a
 switch gives.
 
+Float cells (the precision option, docs/notes/elastic.md): a contribution whose
+exponent byte is ``EXP_FLOAT`` carries float32 bits, not fixed point. It must be a
+CONTRIB from one worker (count 1) with the FALLBACK flag, for a job without a parent,
+with finite lanes and zeros past its element count; anything else is rejected (reason
+``float``). Its cell keeps its round apart from the integer one (a slot may carry both,
+at different positions): every rank's lanes in a row of its own, and once all n are in,
+the sum in rank order (float64, rounded once to float32), so every rank gets the same
+bits whatever the arrival order; the rows are then freed and the result kept for
+duplicates, as for an integer cell. The same round rules apply (newer position: new
+round, older: stale, duplicate: stored result or nothing). Open float cells hold
+n x L x 4 bytes each; past ``max_float_bytes`` over all jobs, a new float round is
+rejected (``float_full``; its senders resend until others complete).
+
 Nothing here raises on a datagram: malformed or rejected packets are counted and
 dropped. Memory is bounded: each job's state is preallocated at ``add_job`` and the
 sum of all jobs' slot counts may not exceed ``max_slots``.
@@ -50,6 +63,8 @@ import numpy as np
 
 from hosts.errors import HostError
 from hosts.wire import (
+    EXP_FLOAT,
+    FLAG_FALLBACK,
     HEADER_LEN,
     LANE_CODE_BITS,
     LANE_CODE_SHIFT,
@@ -77,7 +92,10 @@ _RESULT_VER_TYPE = (VERSION << 4) | _RESULT
 _LANES_BE = np.dtype(">i4")
 _LANES_BE_UNSIGNED = np.dtype(">u4")
 
-REJECT_REASONS = ("type", "lanes", "rank", "slot", "count", "address", "shard")
+REJECT_REASONS = ("type", "lanes", "rank", "slot", "count", "address", "shard", "float",
+                  "float_full")
+MAX_FLOAT_BYTES = 64 << 20  # open float cells' rows, over all jobs (module docstring)
+_FLOATS_BE = np.dtype(">f4")
 
 
 class AggregatorError(HostError, ValueError):
@@ -100,6 +118,7 @@ class JobStats:
     partials_resent: int = 0  # ... sent again for the lowest rank's duplicate
     parent_results: int = 0  # the parent's RESULTs stored and sent to the rack
     parent_dropped: int = 0  # the parent's RESULTs for no waiting cell (repeats, late)
+    float_completions: int = 0  # float cells completed (also counted in completions)
     bytes_received: int = 0
     bytes_sent: int = 0
     last_seen: float = 0.0  # `now` of the last datagram accepted for this job
@@ -137,7 +156,8 @@ class _JobState:
     __slots__ = (
         "config", "stats", "lanes", "bitmap", "counter", "max_exp", "position", "fresh",
         "addresses", "modulus", "has_result",
-        "first_owned", "slot_end", "stride", "n", "packet_len", "lane_flags",
+        "first_owned", "slot_end", "stride", "n", "packet_len", "lane_flags", "floats",
+        "full_bitmap",
     )
 
     def __init__(self, config: JobConfig, shard_index: int, shard_count: int) -> None:
@@ -162,16 +182,32 @@ class _JobState:
         self.fresh = np.ones(owned * 2, dtype=bool)  # no round yet: any position is new
         self.has_result = np.zeros(owned * 2, dtype=bool)  # the parent's RESULT is stored
         self.addresses: list[Address | None] = [None] * config.world_size
+        self.floats: dict[int, _FloatCell] = {}  # by cell; only cells that saw a float round
+        self.full_bitmap = (1 << config.world_size) - 1
 
     def reject(self, reason: str) -> list:
         self.stats.rejected[reason] += 1
         return []
 
 
+class _FloatCell:
+    """A cell's float round: its position, who is in, each rank's lanes (open) or the
+    stored result lanes (complete)."""
+
+    __slots__ = ("position", "bitmap", "rows", "result")
+
+    def __init__(self, position: int, rows: np.ndarray) -> None:
+        self.position = position
+        self.bitmap = 0
+        self.rows: np.ndarray | None = rows  # (n, L) float32 while open
+        self.result: bytes | None = None  # L big-endian float32 once complete
+
+
 class Aggregator:
     """Sans-I/O slot aggregator for many jobs. Feed it datagrams, send what it returns."""
 
-    def __init__(self, max_slots: int = 65536, shard: tuple[int, int] = (0, 1)) -> None:
+    def __init__(self, max_slots: int = 65536, shard: tuple[int, int] = (0, 1),
+                 max_float_bytes: int = MAX_FLOAT_BYTES) -> None:
         shard_index, shard_count = shard
         if max_slots < 1:
             raise AggregatorError(f"max_slots must be positive, got {max_slots}")
@@ -183,6 +219,8 @@ class Aggregator:
         self._jobs: dict[int, _JobState] = {}
         self.malformed = 0  # datagrams that are not valid p4hub packets
         self.unknown_job = 0  # valid packets for a job that is not configured
+        self.max_float_bytes = max_float_bytes
+        self.float_bytes = 0  # held by open float cells' rows, over all jobs
 
     # -- configuration -------------------------------------------------------------
 
@@ -210,6 +248,7 @@ class Aggregator:
         state = self._jobs.pop(job_id, None)
         if state is None:
             raise AggregatorError(f"no job {job_id}")
+        self.float_bytes -= sum(c.rows.nbytes for c in state.floats.values() if c.rows is not None)
         return state.stats
 
     def jobs(self) -> list[JobConfig]:
@@ -225,7 +264,8 @@ class Aggregator:
         return state.stats
 
     def global_stats(self) -> dict[str, int]:
-        return {"malformed": self.malformed, "unknown_job": self.unknown_job}
+        return {"malformed": self.malformed, "unknown_job": self.unknown_job,
+                "float_bytes": self.float_bytes}
 
     def open_cells(self, job_id: int) -> list[tuple[int, int, int, int]]:
         """(slot, shadow set, bitmap, counter) of every cell of this shard whose round is
@@ -284,7 +324,80 @@ class Aggregator:
         state.stats.last_seen = now
         cell = local * 2 + (flags & 1)
         echo = (flags, job, slot, position, epoch, nelem)
+        if exp == EXP_FLOAT:
+            return self._apply_float(state, cell, rank, count, ptype, datagram, src, echo)
         return _apply(state, cell, rank, count, exp, datagram, src, echo, ptype == _PRIME)
+
+    def _apply_float(self, state: _JobState, cell: int, rank: int, count: int, ptype: int,
+                     datagram: bytes | bytearray | memoryview, src: Address,
+                     echo: tuple[int, int, int, int, int, int]) -> list[tuple[bytes, Address]]:
+        """One contribution to ``cell``'s float round (module docstring, *Float cells*);
+        the round rules are ``_apply``'s."""
+        flags, nelem = echo[0], echo[5]
+        if (ptype != _CONTRIB or count != 1 or not flags & FLAG_FALLBACK
+                or state.config.parent is not None):  # fmt: skip
+            return state.reject("float")
+        values = np.frombuffer(datagram, dtype=_FLOATS_BE, offset=HEADER_LEN).astype(np.float32)
+        # one float64 sum is finite iff every lane is (<= 256 float32s cannot overflow it)
+        if not np.isfinite(np.add.reduce(values, dtype=np.float64)) or values[nelem:].any():
+            return state.reject("float")
+        stats = state.stats
+        position = echo[3]
+        fc = state.floats.get(cell)
+        ahead = 1 if fc is None else (position - fc.position) & 0xFFFFFFFF
+        if ahead >= 1 << 31:
+            stats.stale += 1
+            return []
+        if not ahead:
+            assert fc is not None
+            if fc.bitmap >> rank & 1 or fc.rows is None:
+                stats.duplicates += 1
+                if fc.result is None:
+                    return []
+                stats.resent_results += 1
+                stats.bytes_sent += state.packet_len
+                return [(_float_result(state, echo, fc.result), src)]
+        else:
+            fc = self._new_float_round(state, cell, fc, position)
+            if fc is None:
+                return state.reject("float_full")
+        assert fc.rows is not None
+        stats.contributions += 1
+        fc.rows[rank] = values
+        fc.bitmap |= 1 << rank
+        if fc.bitmap != state.full_bitmap:
+            return []
+        # every rank is in: the sum in rank order, whatever order they came in
+        total = fc.rows[0].astype(np.float64)
+        for row in fc.rows[1:]:
+            total += row
+        self.float_bytes -= fc.rows.nbytes
+        fc.rows = None
+        with np.errstate(over="ignore"):  # beyond float32's range: +-Inf, as a float32 sum
+            fc.result = total.astype(_FLOATS_BE).tobytes()
+        stats.completions += 1
+        stats.float_completions += 1
+        return _send(state, _float_result(state, echo, fc.result),
+                     [addr for addr in state.addresses if addr is not None])
+
+    def _new_float_round(self, state: _JobState, cell: int, old: _FloatCell | None,
+                         position: int) -> _FloatCell | None:
+        """A fresh float round at ``position`` in ``cell`` (an open one it replaces is
+        abandoned); None when the float memory budget is spent."""
+        held = old.rows.nbytes if old is not None and old.rows is not None else 0
+        need = state.n * state.config.lanes * 4
+        if self.float_bytes - held + need > self.max_float_bytes:
+            return None
+        if held:
+            state.stats.abandoned += 1
+            assert old is not None and old.rows is not None
+            old.rows[:] = 0
+            rows = old.rows
+        else:
+            rows = np.zeros((state.n, state.config.lanes), dtype=np.float32)
+        self.float_bytes += need - held
+        fc = state.floats[cell] = _FloatCell(position, rows)
+        return fc
 
 
 def _from_parent(state: _JobState, slot: int, flags: int, exp: int, position: int,
@@ -425,6 +538,14 @@ def _apply(
     stats.completions += 1
     return _send(state, _result_bytes(state, cell, echo),
                  [addr for addr in state.addresses if addr is not None])
+
+
+def _float_result(state: _JobState, echo: tuple[int, int, int, int, int, int],
+                  lanes: bytes) -> bytes:
+    """A float cell's RESULT: the echoed header with the float marker, then its lanes."""
+    flags, job, slot, position, epoch, nelem = echo
+    return _HEADER.pack(_RESULT_VER_TYPE, flags, job, NO_RANK, state.n, slot, position,
+                        EXP_FLOAT, epoch, nelem) + lanes
 
 
 def _result_bytes(

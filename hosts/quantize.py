@@ -54,6 +54,7 @@ from hosts.wire import K
 
 EXP_ZERO = -128  # local exponent of an all-zero block (smaller than any real one)
 EXP_SUBNORMAL = -126  # local exponent of a block whose largest value is subnormal
+EXP_MIN_NONZERO = -148  # frexp exponent of the smallest subnormal float32, 2**-149
 MAX_ABS_EXCLUSIVE = 2.0**127  # |x| must stay below this: exponent 128 is not an int8
 HEADROOM_TOP = 30  # s = 30 - b - e, see the module docstring
 # Blocks per pass: temporaries of 1 MB stay in cache and are reused, instead of
@@ -162,6 +163,40 @@ def local_exponents(blocks: np.ndarray) -> np.ndarray:
     exps = np.where(biased > 0, biased - 126, EXP_SUBNORMAL)
     exps[top == 0] = EXP_ZERO
     return exps.astype(np.int8)
+
+
+def local_min_exponents(blocks: np.ndarray) -> np.ndarray:
+    """Per-block ``frexp`` exponent m of the smallest *nonzero* magnitude of a ``(m, L)``
+    float32 array (``2**(m-1) <= |x| < 2**m``; int16: a subnormal's goes down to
+    -148); ``EXP_ZERO`` for an all-zero block. Only the precision option needs it
+    (which blocks int32 quantization would crush)."""
+    out = np.empty(blocks.shape[0], dtype=np.int32)
+    bits = blocks.view(np.int32)
+    scratch = np.empty((min(blocks.shape[0], STRIPE), blocks.shape[1]), dtype=np.int32)
+    for lo in range(0, blocks.shape[0], STRIPE):
+        t = scratch[: min(STRIPE, blocks.shape[0] - lo)]
+        np.bitwise_and(bits[lo : lo + STRIPE], _ABS_MASK, out=t)
+        t[t == 0] = _ABS_MASK  # zeros do not count: larger than any finite magnitude
+        np.min(t, axis=1, out=out[lo : lo + STRIPE])
+    biased = out >> _EXP_FIELD_SHIFT
+    # a subnormal is t * 2**-149 with t < 2**23: its exponent is bit_length(t) - 149
+    sub = np.frexp(np.where(biased > 0, 1, out).astype(np.float64))[1] - 149
+    exps = np.where(biased > 0, biased - 126, sub)
+    exps[out == _ABS_MASK] = EXP_ZERO
+    return exps.astype(np.int16)
+
+
+def float_span(world_size: int, rel_err: float) -> float:
+    """The precision option's threshold: a block whose agreed exponent E and smallest
+    nonzero exponent m (over all ranks) have ``E - m > float_span`` goes unquantized.
+
+    Why: a value rounds to the quantum ``2**(E + b - 30)`` with an error of at most half
+    of it, ``2**(E + b - 31)``, and the smallest nonzero value is at least ``2**(m - 1)``,
+    so its relative error is at most ``2**(E + b - 30 - m)``; that exceeds ``rel_err``
+    exactly when ``E - m > 30 - b + log2(rel_err)``."""
+    if not 0.0 < rel_err < 1.0:
+        raise QuantizeError(f"relative error bound {rel_err} must lie strictly between 0 and 1")
+    return HEADROOM_TOP - headroom_bits(world_size) + float(np.log2(rel_err))
 
 
 def _raise_unrepresentable(blocks: np.ndarray, top: np.ndarray) -> None:

@@ -55,6 +55,16 @@ aggregator's result for it, or for the next position of its slot, arrives (eithe
 shows every rank has it), or until ``deadline``. A courtesy position nobody needs
 meets its slot's next round in the same cell: the aggregator lets the newer round
 replace an open one (hosts/aggregator.py), so it never blocks it.
+
+Precision (``precision``: a relative error bound, the job's, off by default): blocks
+that int32 quantization cannot carry within the bound go as float32 bits to a PBox
+(hosts/chunking.py decides, from reduced PRIME lanes, so every rank alike). A float
+block of window slot i rides on slot i's own route and wire slot, with the FALLBACK
+flag and exponent ``wire.EXP_FLOAT``: the job's routes must all be PBoxes (a multi-route
+map whose routes all carry the FALLBACK flag, or one route, which the caller vouches for
+as a PBox), and a new map that is not fails the session. A float result is told from an
+integer one by its exponent; one of the wrong kind for the position in flight is
+dropped as foreign.
 """
 
 from __future__ import annotations
@@ -116,13 +126,16 @@ class Session:
         credit: int | None = None,
         epoch: int = 0,
         route_map: Sequence[Route] | None = None,
+        precision: float | None = None,
     ) -> None:
         """``window``: slots per priority class (default: ``slot_count // classes``);
         ``classes``: priority classes (1-64), each its own stream of positions on its own
         ``window`` slots; ``credit``: positions in flight over all classes (default
         ``window``); ``epoch``: the job's aggregator-map epoch, in every header (mod
         256); ``route_map``: the aggregators serving the window (hosts/routes.py; they
-        cover window * classes slots), instead of ``slot_base`` on one."""
+        cover window * classes slots), instead of ``slot_base`` on one; ``precision``:
+        the job's relative error bound for the precision option (module docstring),
+        None (off) by default."""
         if not 1 <= classes <= MAX_CLASSES:
             raise SessionError(f"priority classes {classes} outside 1..{MAX_CLASSES}")
         window = slot_count // classes if window is None else window
@@ -143,7 +156,17 @@ class Session:
         self._timers = SlotTimers(slots, rto, rto_max, groups=classes)
         self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), classes)  # next position
+        self.precision = precision
+        try:
+            self._float_span = (None if precision is None
+                                else quantize.float_span(world_size, precision))
+        except quantize.QuantizeError as exc:
+            raise SessionError(f"precision: {exc}") from None
         self._map = RouteMap(route_map or routes.single(slot_base, slots), slots, window)
+        self._check_precision_map()
+        # a map from the controller flags its PBox routes: a new one must, too (a single
+        # unflagged route then is the switch, which cannot sum float blocks)
+        self._flagged = all(r.fallback for r in self._map.routes)
         self.slot_base = self._map.routes[0].slot_base
         self.map_epoch = epoch  # the controller's (32-bit) epoch of the map; the header has 8 bits
         self._route_meters()
@@ -207,7 +230,7 @@ class Session:
         c = self.class_of(prepared.priority) if stream is None else stream
         if not 0 <= c < self.classes:
             raise SessionError(f"class {c} outside 0..{self.classes - 1}")
-        run = chunking.TensorStream(tensor_id, prepared, self._total[c])
+        run = chunking.TensorStream(tensor_id, prepared, self._total[c], self._float_span)
         if run.block_count == 0:
             self._events.append(TensorCompleted(tensor_id, run.result(self.world_size)))
             return
@@ -336,6 +359,11 @@ class Session:
         if route_map is None and slot_base is not None:
             route_map = routes.single(slot_base, self._slot_pos.size)
         if route_map is not None:
+            try:
+                self._check_routes(route_map)
+            except SessionError as exc:
+                self._fail_with(str(exc))
+                return
             self._set_routes(route_map)
         if epoch is not None:
             self.map_epoch = epoch
@@ -460,7 +488,12 @@ class Session:
             if first_data < hi:
                 block_ids = positions[first_data:hi] - t.start - t.primes
                 nelem[first_data:hi] = t.nelem(block_ids)
-                exp[first_data:hi] = t.agreed[block_ids]
+                if t.float_span is None:
+                    exp[first_data:hi] = t.agreed[block_ids]
+                else:
+                    exp[first_data:hi] = t.exponents(block_ids)
+                    flags[first_data:hi] |= np.where(t.is_float[block_ids],
+                                                     np.uint8(wire.FLAG_FALLBACK), np.uint8(0))
                 t.lanes(block_ids, self.world_size, batch["values"][first_data:hi])
         slots = c * self.window + positions % self.window
         hdr["slot"] = self._map.wire_slot[slots]
@@ -498,6 +531,25 @@ class Session:
         hdr = self._slot_pkts["hdr"]
         hdr["slot"] = np.tile(self._map.wire_slot, 2)
         hdr["flags"] = (hdr["flags"] & ~np.uint8(wire.FLAG_FALLBACK)) | np.tile(self._map.flag, 2)
+        if self._float_span is not None:  # float blocks keep their flag on any route
+            hdr["flags"][hdr["exp"] == wire.EXP_FLOAT] |= np.uint8(wire.FLAG_FALLBACK)
+
+    def _check_precision_map(self) -> None:
+        """With the precision option, float blocks ride on their window slot's route:
+        every route must be a PBox (see the module docstring)."""
+        if self._float_span is not None and not self._map.single and not all(
+                r.fallback for r in self._map.routes):
+            raise SessionError("the precision option needs the job wholly on PBoxes (float "
+                               "blocks ride on their slot's route), but its map has "
+                               f"an aggregator without the FALLBACK flag: {self._map.describe()}")
+
+    def _check_routes(self, route_map: Sequence[Route]) -> None:
+        """SessionError if the precision option cannot run on ``route_map``."""
+        if self._float_span is not None and (len(route_map) > 1 or self._flagged) and not all(
+                r.fallback for r in route_map):
+            raise SessionError("the precision option needs the job wholly on PBoxes (float "
+                               "blocks ride on their slot's route), but its new map has an "
+                               f"aggregator without the FALLBACK flag: {routes._describe(route_map)}")
 
     def _courtesy_due_now(self, now: float) -> np.ndarray:
         """Courtesy packets due now (each then backs off, up to ``rto_max``)."""
@@ -545,7 +597,12 @@ class Session:
         each packet's slot index (meaningful where it is one)."""
         hdr = pkts["hdr"]
         ours = (hdr["ver_type"] == _RESULT_VT) & (hdr["job"] == self.job_id)
-        slots = self._map.index_of(hdr["flags"], hdr["slot"])
+        flags = hdr["flags"]
+        if self._float_span is not None:  # a float result has the flag whatever its route
+            floats = hdr["exp"] == wire.EXP_FLOAT
+            route_flag = self._map.flag[0]  # all routes' flag (_check_precision_map)
+            flags = np.where(floats, (flags & ~np.uint8(wire.FLAG_FALLBACK)) | route_flag, flags)
+        slots = self._map.index_of(flags, hdr["slot"])
         ours &= (slots >= 0) & (hdr["nelem"] <= self.lanes)
         ours &= (hdr["flags"] & wire.LANE_CODE_BITS) == self._lane_flags
         return ours, slots
@@ -561,6 +618,12 @@ class Session:
         live = ours & (pos >= 0)
         live &= (pos & _POSITION_MASK) == hdr["position"]
         live &= ((pos // self.window) & 1) == (hdr["flags"] & 1)
+        if self._float_span is not None:  # a float result for a float block, and only
+            sent = self._slot_pkts["hdr"]["exp"][self._row(slots, np.maximum(pos, 0))]
+            wrong = live & ((hdr["exp"] == wire.EXP_FLOAT) != (sent == wire.EXP_FLOAT))
+            self.stats.foreign += int(np.count_nonzero(wrong))
+            ours = ours & ~wrong
+            live &= ~wrong
         idx = np.flatnonzero(live)
         if idx.size > 1:  # the same result twice in one batch: keep the first
             order = np.argsort(slots[idx], kind="stable")
@@ -617,7 +680,10 @@ class Session:
     # -- failure ------------------------------------------------------------------------
 
     def _fail(self, now: float) -> None:
-        self.failed = self._stuck_reason(now)
+        self._fail_with(self._stuck_reason(now))
+
+    def _fail_with(self, reason: str) -> None:
+        self.failed = reason
         for tensors in self._tensors:
             for t in tensors:
                 self._events.append(TensorFailed(t.tensor_id, self.failed))

@@ -20,11 +20,21 @@ Offsets (network byte order)::
     12 u32  position mod 2**32 (the sender's packet number g, see hosts/chunking.py),
             echoed in the result so the host can place it
     16 i8   block exponent (contribution: the block's agreed exponent, repeated;
-            result: the maximum over the contributions; PRIME: unused, -128)
+            result: the maximum over the contributions; PRIME: unused, -128;
+            EXP_FLOAT = -127 in a *float block* and its result: the lanes are float32
+            bits, summed by a PBox, never fixed point; see below)
     17 u8   epoch: the aggregator-map epoch mod 256 the sender used (0 until a job's
             load is spread over several aggregators); echoed in the result
     18 u16  element count (lanes that carry data, <= L; the rest are zero)
     20 L x i32 lanes
+
+Float blocks (the precision option, docs/notes/elastic.md): a block whose values span
+more than int32 block quantization carries within the job's relative error travels as
+its float32 bits in the int32 lanes (big-endian, so the same bytes as ``>f4``), with
+the FALLBACK flag (the switch forwards it to the PBox unchanged) and exponent
+``EXP_FLOAT`` (-127, which hosts/quantize.py never produces: an agreed exponent is
+-128 for a zero block, else -126..127). A PBox sums a float cell's contributions in
+rank order (hosts/aggregator.py) and answers with the same marker.
 
 Parsing uses numpy structured dtypes over ``frombuffer`` (no per-field Python).
 """
@@ -81,6 +91,14 @@ class PacketType(IntEnum):
 
 CONTRIBUTION_TYPES = (PacketType.CONTRIB, PacketType.PARTIAL, PacketType.PRIME)
 PRIME_EXP_BIAS = -128  # a prime lane is exponent - bias: int8 -128..127 -> 0..255
+# A job with the precision option primes each block in two lanes: its exponent as above
+# in lane j, and PRIME_MIN_TOP - (its smallest nonzero value's exponent) in lane L/2 + j
+# (0 for an all-zero block; at most PRIME_MIN_SATURATED, which stands for any exponent
+# <= -127), so the lane-wise maximum brings back the smallest exponent over all ranks
+# (hosts/chunking.py).
+PRIME_MIN_TOP = 128
+PRIME_MIN_SATURATED = 255
+EXP_FLOAT = -127  # the exponent byte of a float block and its result (module docstring)
 
 
 FLAG_SHADOW = 0x01  # which of the slot's two shadow sets (SwitchML's "ver" bit)

@@ -93,7 +93,7 @@ class P4hubProcessGroup(dist.ProcessGroup):
                            timeout=self.timeout, bind=self.membership.bind,
                            lanes=plan.lanes, classes=config.classes,
                            epoch=self._lease.epoch if self._lease is not None else 0,
-                           route_map=from_wire(plan.routes),
+                           route_map=from_wire(plan.routes), precision=plan.precision,
                            **_rto_options(config))
         if self._lease is not None:
             self.liveness.extra_beat = self._follow_job

@@ -28,6 +28,10 @@ P4HUB_CLASSES          priority classes of the agent (1, the default: one FIFO s
                        to 8): the job's slots are split between them (hosts/session.py),
                        for hosts.pytorch.overlap's P3 schedule
 P4HUB_DEAD_AFTER       seconds without a peer's heartbeat before it counts as dead (8)
+P4HUB_PRECISION        the precision option: a relative error bound in (0, 1); blocks that
+                       int32 quantization cannot carry within it go as float32 to a PBox
+                       (asked for at join, which places the job on PBoxes; without a
+                       controller the aggregator must be a PBox). Unset: off
 =====================  ==================================================================
 """
 
@@ -61,6 +65,7 @@ class BackendConfig:
     dead_after: float = 8.0
     lanes: int = 64
     classes: int = 1
+    precision: float | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BackendConfig:
@@ -83,7 +88,11 @@ class BackendConfig:
             dead_after=_number(env, "P4HUB_DEAD_AFTER", float, 8.0, 2.0, 1e6),
             lanes=_number(env, "P4HUB_LANES", int, 64, 64, 256),
             classes=_number(env, "P4HUB_CLASSES", int, 1, 1, 8),
+            precision=_optional(env, "P4HUB_PRECISION", float, 1e-30, 1.0),
         )
+        if config.precision is not None and config.precision >= 1.0:
+            raise BackendError(f"P4HUB_PRECISION={config.precision}: expected a relative "
+                               "error bound below 1")
         if config.lanes not in (64, 256):
             raise BackendError(f"P4HUB_LANES={config.lanes}: expected 64 or 256")
         if config.placement not in PLACEMENTS:

@@ -46,6 +46,7 @@ class JobPlan:
     where: str  # "switch", "pbox", or "static" (configured by hand, no controller)
     lanes: int = 64  # int32 lanes per packet
     routes: tuple[dict, ...] = ()  # the map (controller jobs): hosts/routes.py from_wire
+    precision: float | None = None  # the precision option's bound (None: off)
 
     @property
     def aggregator_address(self) -> tuple[str, int]:
@@ -59,7 +60,7 @@ class JobPlan:
         ranges = tuple((r.get("slot_base"), r.get("count"), r.get("fallback"))
                        for r in self.routes)
         return (self.job_id, self.slot_base, self.slot_count, self.window, self.where,
-                self.lanes, ranges)
+                self.lanes, ranges, self.precision)
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,7 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
     client = JobClient(where, timeout=min(timeout.total_seconds(), 60.0), wait_for_ready=True)
     try:
         reply = client.join(name, world_size, rank, f"{bind[0]}:{bind[1]}", config.placement,
-                            config.lanes)
+                            config.lanes, config.precision)
     except grpc.RpcError as exc:
         raise BackendError(f"rank {rank} could not join job {name!r}: "
                            f"{explain(exc, where)}") from None
@@ -195,7 +196,7 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
         client.close()
     plan = JobPlan(reply["job_id"], reply["aggregator"], reply["slot_base"],
                    reply["slot_count"], config.window or reply["window"], reply["where"],
-                   reply["k"], tuple(reply.get("routes", ())))
+                   reply["k"], tuple(reply.get("routes", ())), reply.get("precision"))
     return plan, Lease(where, plan.job_id, rank, timeout=10.0, epoch=reply.get("epoch", 0))
 
 
@@ -208,7 +209,8 @@ def _static_plan(config: BackendConfig) -> JobPlan:
     assert config.aggregator is not None
     host, port = config.aggregator
     return JobPlan(config.job_id, f"{host}:{port}", config.slot_base, config.slot_count,
-                   config.window or config.slot_count, "static", config.lanes)
+                   config.window or config.slot_count, "static", config.lanes,
+                   precision=config.precision)
 
 
 def _member(store: Store, rank: int, timeout: timedelta) -> dict:

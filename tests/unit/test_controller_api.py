@@ -86,6 +86,31 @@ def test_join_barrier_show_and_kill(stack):
     assert client.call("Status")["switches"]["s1"]["free_slots"] == 32
 
 
+def test_join_with_the_precision_option_places_the_job_on_the_pbox(stack):
+    ctl, client = stack[2], stack[5]
+    first = client.join("wide", 2, 0, "10.0.0.1:4001", precision=1e-3)
+    second = client.join("wide", 2, 1, "10.0.0.2:4002", precision=1e-3)
+    assert first["precision"] == second["precision"] == 1e-3
+    assert first["where"] == "pbox"  # float blocks need PBox slots, though the switch has room
+    assert all(route["fallback"] for route in first["routes"])
+    assert client.call("ShowJob", job_id=first["job_id"])["precision"] == 1e-3
+    assert "precision 0.001" in cli.show_job(client.call("ShowJob", job_id=first["job_id"]))
+    for bad, why in ((dict(precision=5e-3), "has precision 0.001, not 0.005"),
+                     (dict(), "has precision 0.001, not None")):
+        with pytest.raises(grpc.RpcError) as info:
+            client.join("wide", 2, 1, "10.0.0.3:4003", **bad)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT and why in info.value.details()
+    for value in (1.5, "tight", True):
+        with pytest.raises(grpc.RpcError) as info:
+            client.call("JoinJob", name="x", world_size=1, rank=0, address="10.0.0.4:1",
+                        precision=value)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # without the option: a switch job, and the reply says so
+    plain = client.join("plain", 1, 0, "10.0.0.4:4004")
+    assert (plain["where"], plain["precision"]) == ("switch", None)
+    assert ctl.registry.jobs[plain["job_id"]].precision is None
+
+
 @pytest.mark.parametrize(("method", "request_", "code"), [
     ("ShowJob", {"job_id": 42}, grpc.StatusCode.NOT_FOUND),
     ("JoinJob", {"name": "x", "world_size": 2, "rank": 5, "address": "10.0.0.1:1"},

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from controller import elastic, topology
-from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobRegistry
+from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError, JobRegistry
 from controller.rebuild import rebuild_from_entries
 from controller.traffic import RouteService
 from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
@@ -198,6 +198,27 @@ def test_a_lost_pbox_moves_the_job_to_the_switch_when_it_has_room():
     assert {(w.pbox, w.op) for w in pbox_writes(updates)} == {("pbox2", DELETE),
                                                               ("pbox3", DELETE)}
     assert all(pool.free_slots() == 1024 for pool in reg.pbox_pools.values())
+
+
+def test_a_precision_job_stays_on_pboxes_when_one_is_lost():
+    """Its float blocks need PBox slots: no move to the switch, and no promotion."""
+    reg = rack()
+    replies = [reg.join("w", 2, r, (f"10.0.0.{r + 1}", 4000), 0.0, precision=1e-3)[0]
+               for r in range(2)]
+    job = reg.jobs[replies[0].job_id]
+    assert job.where == ON_PBOX and job.placement == PLACE_PBOX and replies[1].precision == 1e-3
+    assert all(route["fallback"] for route in reg.routes(job))
+    reg.pbox_lost(job.job_id, "pbox", 5.0, "PBox pbox is unreachable")
+    assert job.where == ON_PBOX and set(job.shares()) == {"pbox2", "pbox3"}
+    assert reg.promote(6.0) == []
+    one = rack(pboxes=1)  # the switch has room, but no other PBox: the job ends
+    reply = one.join("w", 1, 0, ("10.0.0.1", 4000), 0.0, precision=1e-3)[0]
+    one.pbox_lost(reply.job_id, "pbox", 5.0, "PBox pbox is unreachable")
+    assert reply.job_id not in one.jobs
+    assert "cannot go to the switch" in one.ended[reply.job_id].reason
+    with pytest.raises(JobError, match="strictly between 0 and 1"):
+        reg.join("x", 1, 0, ("10.0.0.3", 4000), 0.0, precision=0.0)
+    assert "x" not in {j.name for j in reg.jobs.values()}
 
 
 def test_a_partly_placed_job_moves_whole_onto_the_switch_when_it_frees():

@@ -26,6 +26,9 @@ def test_config_reads_every_variable():
     assert (config.data_ip, config.port, config.placement) == ("10.0.0.3", 47000, "pbox")
     assert (config.timeout, config.window, config.rto, config.dead_after) == (12.5, 16, 0.05, 4)
     assert config.lanes == 256 and BackendConfig.from_env({"P4HUB_AGGREGATOR": "h:1"}).lanes == 64
+    assert config.precision is None  # the precision option is off unless asked for
+    assert BackendConfig.from_env({"P4HUB_AGGREGATOR": "h:1",
+                                   "P4HUB_PRECISION": "1e-3"}).precision == 1e-3
 
 
 @pytest.mark.parametrize("env, needle", [
@@ -37,6 +40,8 @@ def test_config_reads_every_variable():
     ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_DEAD_AFTER": "0.5"}, "P4HUB_DEAD_AFTER"),
     ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_LANES": "128"}, "P4HUB_LANES=128: expected 64 or 256"),
     ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_LANES": "1024"}, "P4HUB_LANES"),
+    ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_PRECISION": "1"}, "P4HUB_PRECISION=1.0: expected a"),
+    ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_PRECISION": "0"}, "P4HUB_PRECISION='0'"),
 ])
 def test_a_bad_setting_names_the_variable(env, needle):
     with pytest.raises(BackendError, match=None) as info:

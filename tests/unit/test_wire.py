@@ -36,6 +36,27 @@ GOLDEN_CONTRIB_256 = (
     "21" "09" "0002" "0001" "0001" "00000009" "0000012c" "05" "03" "0100"
     + "".join(f"{i:08x}" for i in range(256))
 )  # fmt: skip
+# The precision option's float block (docs/DESIGN.md §2): CONTRIB v2, flags = fallback
+# (0x04), job 3, rank 1, count 1, slot 5, position 70, exp EXP_FLOAT (-127 = 0x81),
+# epoch 2, nelem 2, lanes the float32 bits of 1.0 and -2.5
+GOLDEN_FLOAT_CONTRIB = (
+    "21" "04" "0003" "0001" "0001" "00000005" "00000046" "81" "02" "0002"
+    + "3f800000" "c0200000" + ZERO_LANE * (K - 2)
+)  # fmt: skip
+# ... and its RESULT from the PBox: flags = fallback | shadow, count 4, the float32 sums
+# 4.0 and 1e-8 (rounded once from the rank-order float64 sum)
+GOLDEN_FLOAT_RESULT = (
+    "22" "05" "0003" "ffff" "0004" "00000005" "00000046" "81" "02" "0002"
+    + "40800000" "322bcc77" + ZERO_LANE * (K - 2)
+)  # fmt: skip
+# A PRIME of a precision job (64 lanes: 32 blocks per PRIME), job 3, rank 0, slot 0,
+# position 0, nelem 32 + 2 (two blocks): lanes 0-1 the blocks' exponents + 128 (e = 10, 0),
+# lanes 32-33 128 - their smallest nonzero exponents (m = -26, 0)
+GOLDEN_PRECISION_PRIME = (
+    "24" "00" "0003" "0000" "0001" "00000000" "00000000" "80" "00" "0022"
+    + f"{138:08x}" f"{128:08x}" + ZERO_LANE * 30 + f"{154:08x}" f"{128:08x}"
+    + ZERO_LANE * 30
+)  # fmt: skip
 
 CASES = [
     (
@@ -61,6 +82,23 @@ CASES = [
                count=1, shadow=1, lanes=256, epoch=3),
         np.arange(256, dtype=np.int32),
         GOLDEN_CONTRIB_256,
+    ),
+    (
+        Header(PacketType.CONTRIB, job=3, rank=1, slot=5, position=70, nelem=2,
+               exp=wire.EXP_FLOAT, fallback=True, epoch=2),
+        np.array([1.0, -2.5], dtype=np.float32).view(np.int32),
+        GOLDEN_FLOAT_CONTRIB,
+    ),
+    (
+        Header(PacketType.RESULT, job=3, rank=0xFFFF, slot=5, position=70, nelem=2,
+               exp=wire.EXP_FLOAT, count=4, shadow=1, fallback=True, epoch=2),
+        np.array([4.0, 1e-8], dtype=np.float32).view(np.int32),
+        GOLDEN_FLOAT_RESULT,
+    ),
+    (
+        Header(PacketType.PRIME, job=3, rank=0, slot=0, position=0, nelem=34, exp=-128),
+        np.array([138, 128] + [0] * 30 + [154, 128], dtype=np.int32),
+        GOLDEN_PRECISION_PRIME,
     ),
 ]  # fmt: skip
 
