@@ -107,6 +107,7 @@ class SlotTimers:
         self.rto_min = rto_min
         self.rto_max = rto_max
         self.rto = rto_min
+        self.srtt_floor = 0.0  # the base stays above this times srtt (a congestion window's)
         self.srtt: float | None = None
         self.rttvar = 0.0
         self.sent_at = np.zeros(window)  # first transmission of the position in flight
@@ -158,7 +159,8 @@ class SlotTimers:
             self._sample(times[usable])
         self._remember(times)
         fastest = float(self._recent.min())
-        self.rto = min(max(self._estimate, FLOOR_FACTOR * fastest), self.rto_max)
+        floor = max(FLOOR_FACTOR * fastest, self.srtt_floor * (self.srtt or 0.0))
+        self.rto = min(max(self._estimate, floor), self.rto_max)
         groups = self._group[slots]
         self._last_result[groups] = now
         if self._early_waiting:
@@ -207,6 +209,11 @@ class SlotTimers:
         if not self.deadline.size:
             return float("inf")
         return min(float(self.deadline.min()), self._first_lost)
+
+    @property
+    def fastest(self) -> float:
+        """The fastest of the recent round trips of any kind (inf before the first)."""
+        return float(self._recent.min())
 
     def reorder_allowance(self, fastest: float | None = None) -> float:
         """How much longer than the newest answered round trip an older position may

@@ -66,6 +66,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from hosts import chunking, quantize, routes, wire
+from hosts.congestion import RTO_SRTT_FLOOR, CongestionWindow
 from hosts.errors import SessionError
 from hosts.events import Event, TensorCompleted, TensorFailed
 from hosts.recovery import SlotTimers
@@ -75,6 +76,7 @@ from hosts.wire import K, PacketType
 _RESULT_VT = wire.ver_type(PacketType.RESULT)
 _PRIME_VT = wire.ver_type(PacketType.PRIME)
 _CLASS_STRIDE = 1 << 56  # sorts results class by class (positions stay far below it)
+HOLD_SRTT = True
 MAX_CLASSES = 64  # priority classes of a session (each needs its own window of slots)
 _POSITION_MASK = 0xFFFFFFFF  # the wire's position field is g mod 2**32
 
@@ -91,6 +93,9 @@ class SessionStats:
     resyncs: int = 0
     duplicates: int = 0  # results for a position not in flight (duplicate or stale)
     foreign: int = 0  # not a result of this job, or malformed
+    cwnd: int = 0  # the congestion window now, in positions (0: congestion control off)
+    cwnd_cuts: int = 0  # halvings of the congestion window on a timeout
+    cwnd_backoffs: int = 0  # result batches whose queueing delay shrank the window
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -116,13 +121,16 @@ class Session:
         credit: int | None = None,
         epoch: int = 0,
         route_map: Sequence[Route] | None = None,
+        congestion: bool = True,
     ) -> None:
         """``window``: slots per priority class (default: ``slot_count // classes``);
         ``classes``: priority classes (1-64), each its own stream of positions on its own
         ``window`` slots; ``credit``: positions in flight over all classes (default
         ``window``); ``epoch``: the job's aggregator-map epoch, in every header (mod
         256); ``route_map``: the aggregators serving the window (hosts/routes.py; they
-        cover window * classes slots), instead of ``slot_base`` on one."""
+        cover window * classes slots), instead of ``slot_base`` on one; ``congestion``:
+        limit positions in flight further by a delay-based congestion window
+        (hosts/congestion.py)."""
         if not 1 <= classes <= MAX_CLASSES:
             raise SessionError(f"priority classes {classes} outside 1..{MAX_CLASSES}")
         window = slot_count // classes if window is None else window
@@ -169,6 +177,10 @@ class Session:
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
         self._credit_free_at = np.inf  # when a class short of credit may get some
+        self._cwnd = CongestionWindow(window if classes == 1 else credit) if congestion else None
+        if congestion:  # the window's own steps move the round trip (hosts/congestion.py)
+            self._timers.srtt_floor = RTO_SRTT_FLOOR
+        self.stats.cwnd = self._cwnd.limit if self._cwnd else 0
 
     # -- public API ---------------------------------------------------------------
 
@@ -317,7 +329,11 @@ class Session:
             return
         expired = self._timers.expired(now)
         if expired.size:
-            self.stats.early_resends += self._timers.on_retransmitted(expired, now)
+            early = self._timers.on_retransmitted(expired, now)
+            self.stats.early_resends += early
+            if self._cwnd is not None and early < expired.size:
+                self._cwnd.on_timeout(now, self._timers.srtt, self._timers.fastest)
+                self._cwnd_stats()
             self._retransmit = np.union1d(self._retransmit, expired)
 
     def next_event(self) -> Event | None:
@@ -343,6 +359,8 @@ class Session:
             for store in (self._template, self._slot_pkts):
                 store["hdr"]["epoch"] = self.epoch
         self._route_meters()  # a new map, or the same map on fresh aggregator state
+        if self._cwnd is not None:
+            self._cwnd.restart()
         self.stats.resyncs += 1
         flight = self._slot_pos >= 0
         # per slot, the courtesy position: h - W while h is in flight, else h itself
@@ -384,11 +402,12 @@ class Session:
         """(class, ascending positions) that may go out now, most urgent class first:
         free slots whose exponents are known, within the credit."""
         ready = [(c, self._ready(c)) for c in reversed(range(self.classes)) if self._tensors[c]]
-        if self.classes == 1:  # one stream: its window is the credit
+        limit = self._limit()
+        self._credit_free_at = np.inf
+        if limit is None:  # one stream and no congestion window: the window is the credit
             return [(c, p) for c, p in ready if p.size]
         used, oldest = self._credit_used(now)
-        credit = self.credit - used
-        self._credit_free_at = np.inf
+        credit = limit - used
         out = []
         for c, positions in ready:
             take = min(max(credit, 0), positions.size)
@@ -399,13 +418,33 @@ class Session:
                 self._credit_free_at = oldest + self._credit_hold()
         return out
 
+    def _limit(self) -> int | None:
+        """Positions that may be in flight (the credit and the congestion window), or
+        None when only the slots limit them.
+
+        The congestion window counts positions as the credit does, so the credit hold
+        below covers it too: a rank whose window is full of positions waiting for a
+        peer (whose own window may be smaller, or full of other positions) sends its
+        next ones once they are two round trips old. So no set of ranks can wait on
+        each other for ever, whatever windows they have: if nothing completes, every
+        rank's counted positions age out within a hold, and each rank sends its lowest
+        ready positions next, the same ones on every rank (one class: ascending, so the
+        lowest unfinished position goes out first on every rank once its slot is free;
+        several classes: the order inside a class), so that position completes."""
+        if self._cwnd is None:
+            return None if self.classes == 1 else self.credit
+        limit = self._cwnd.limit
+        if self.classes == 1:
+            return None if limit >= self.window else limit
+        return min(self.credit, limit)
+
     def _credit_hold(self) -> float:
         """How long a position in flight holds its credit: two smoothed round trips.
         Longer, it is waiting for a peer that gave its credit to another class first (or
         for a resend), not for the link, and need not keep this rank's other classes
         waiting; so no two ranks can hold each other's rounds for ever."""
         srtt = self._timers.srtt
-        return 2 * (srtt if srtt is not None else self._timers.rto)
+        return 2 * (srtt if srtt is not None and HOLD_SRTT else self._timers.rto)
 
     def _credit_used(self, now: float) -> tuple[int, float]:
         """Positions in flight first sent within the credit hold, and the first send of
@@ -474,6 +513,12 @@ class Session:
         self._timers.on_sent(slots, now)
         self.stats.sent += positions.size
         return batch
+
+    def _cwnd_stats(self) -> None:
+        assert self._cwnd is not None
+        self.stats.cwnd = self._cwnd.limit
+        self.stats.cwnd_cuts = self._cwnd.cuts
+        self.stats.cwnd_backoffs = self._cwnd.backoffs
 
     def _resend(self) -> np.ndarray:
         slots = self._retransmit[self._slot_pos[self._retransmit] >= 0]
@@ -582,6 +627,10 @@ class Session:
         np.add.at(self._route_busy, route, now - self._timers.sent_at[slots])
         # a round completed by someone's retransmission says nothing about the RTT
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
+        if self._cwnd is not None:  # the samples the RTT estimate takes (before on_result)
+            usable = clean & (self._timers.retries[slots] == 0)
+            self._cwnd.on_results(idx.size, (now - self._timers.sent_at[slots])[usable], now)
+            self._cwnd_stats()
         self._timers.on_result(slots, now, clean)
         self._last_progress = now
         self.stats.results += idx.size
