@@ -41,6 +41,7 @@ import numpy as np
 INITIAL = 4.0  # positions in flight before the first round trip
 TARGET = 0.05  # seconds of queueing delay the window aims at
 GAIN = 1.0  # window change per round trip at one target of error
+SLOW_START_GROWTH = 0.5  # per result in slow start: x1.5 per round trip (see above)
 RTO_SRTT_FLOOR = 1.5  # with a window, the retransmission timeout stays above this x srtt
 
 
@@ -87,7 +88,7 @@ class CongestionWindow:
     def _steer(self, delay: float, acked: int) -> None:
         if self.slow_start:
             if delay < self.target / 2:
-                self._set(self.cwnd + acked)
+                self._set(self.cwnd + SLOW_START_GROWTH * acked)
                 return
             self.slow_start = False
         off = min(max((self.target - delay) / self.target, -self.cwnd / 2), 1.0)
