@@ -97,6 +97,7 @@ class Agent:
         credit: int | None = None,
         epoch: int = 0,
         route_map: list[Route] | None = None,
+        congestion: bool = True,
     ) -> None:
         """``timeout``: seconds without any result before pending all-reduces fail.
         ``rto``/``rto_max``: first and largest retransmission timeout (seconds).
@@ -108,11 +109,13 @@ class Agent:
         urgent class overtake queued packets of less urgent ones, sharing ``credit``
         positions in flight (default ``window``). 1 (the default) is one FIFO stream.
         ``route_map``: the aggregators serving the job's window (hosts/routes.py), for a
-        job split over several; None: all of it on ``aggregator`` from ``slot_base``."""
+        job split over several; None: all of it on ``aggregator`` from ``slot_base``.
+        ``congestion``: a delay-based congestion window limits positions in flight
+        further (hosts/congestion.py); False: only the slots and the credit do."""
         self._session = Session(
             job_id, rank, world_size, slot_base, slot_count, window,
             rto=rto, rto_max=rto_max, deadline=timeout, lanes=lanes, classes=classes,
-            credit=credit, epoch=epoch, route_map=route_map,
+            credit=credit, epoch=epoch, route_map=route_map, congestion=congestion,
         )  # fmt: skip
         self.epoch = epoch
         self.lanes = lanes

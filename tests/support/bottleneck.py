@@ -84,6 +84,7 @@ class BottleneckNet:
         self.seq = itertools.count()
         self.events: list[list[Event]] = [[] for _ in sessions]
         self.tally = Tally()
+        self.resent_per_tensor: list[float] = []  # run_job's: resends per datagram sent
         self.now = 0.0
 
     @property
@@ -173,7 +174,6 @@ def run_job(n: int, net: Bottleneck, *, window: int, tensors: int, elements: int
     sim = BottleneckNet(sessions, agg, net)
     rng = np.random.default_rng(seed)
     inputs, seconds = [], []
-    sim.resent_per_tensor = []  # type: ignore[attr-defined]
     for t in range(tensors):
         before = (sum(s.stats.retransmitted for s in sessions), sum(s.stats.sent for s in sessions))
         x = [rng.integers(-1000, 1000, elements, dtype=np.int32) for _ in range(n)]
@@ -185,7 +185,8 @@ def run_job(n: int, net: Bottleneck, *, window: int, tensors: int, elements: int
         if len(done) < n:
             break
         seconds.append(max(done) - began)
-        sim.resent_per_tensor.append((sum(s.stats.retransmitted for s in sessions) - before[0]) / (sum(s.stats.sent for s in sessions) - before[1]))  # type: ignore[attr-defined]
+        resent = sum(s.stats.retransmitted for s in sessions) - before[0]
+        sim.resent_per_tensor.append(resent / (sum(s.stats.sent for s in sessions) - before[1]))
     return sim, inputs, seconds
 
 

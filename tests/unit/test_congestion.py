@@ -38,11 +38,11 @@ def _rounds(w: CongestionWindow, start: float, rtt: float, rounds: int) -> float
     return start + rounds * rtt
 
 
-def test_slow_start_doubles_per_round_until_the_queue_reaches_half_the_target():
+def test_slow_start_grows_by_half_per_round_until_the_queue_reaches_half_the_target():
     w = CongestionWindow(64)
     assert w.limit == congestion.INITIAL
     now = _rounds(w, 0.0, 0.01, 3)
-    assert w.slow_start and w.limit >= 3 * congestion.INITIAL  # about doubling per round trip
+    assert w.slow_start and w.limit >= 2 * congestion.INITIAL  # x1.5 per round trip
     rtt = 0.01 + 0.6 * congestion.TARGET  # a queue beyond half the target
     now = _rounds(w, now, rtt, 1)  # (closes the round still open at the base round trip)
     before = w.cwnd
