@@ -10,27 +10,35 @@ datagrams there. On the rack's 2.5 Mbit/s links with 1044-byte packets that is 1
 at n = 8, W = 64: longer than ``rto_max``, so every position timed out and every worker
 resent it, while nothing was lost; the queue (1000 packets) hardly ever dropped. A
 loss-based window would have reacted to those timeouts only after the damage, and to
-random loss on a 1:1 switch path as well. The queue itself is the signal: the queueing
-delay of a position is its round trip minus the smallest round trip this session has
-seen (``base_rtt``), and the window is steered to keep it near ``target`` (LEDBAT's rule,
-RFC 6817, counted in positions):
+random loss on a 1:1 switch path as well. The queue itself is the signal:
+the queueing delay of a position is its round trip minus the smallest round trip this
+session has seen (``base_rtt``), and the window is steered to keep it near ``target``
+(LEDBAT's rule, RFC 6817, counted in positions):
 
-* every result batch with a clean sample (first transmission, no retransmission flag:
-  the same samples the RTT estimate takes) moves the window by ``GAIN * off * acked /
-  cwnd`` with ``off = (target - delay) / target``, at most +1 and at most -cwnd/2 per
-  window of results: about +1 per round trip with an empty queue, and a halving per
-  round trip when the queue is far beyond the target;
-* it starts at ``INITIAL`` and, until the delay first reaches half the target, grows by
-  one per result (slow start: doubling per round trip), so the first window is not a
-  burst of n*W datagrams;
-* a timeout (not an early resend) halves it, once per smoothed round trip at most:
-  the safety net when no clean sample comes back (every round then carries someone's
-  retransmission flag).
+* once per round (a round trip's worth of results), by the round's fastest clean
+  sample (first transmission, no retransmission flag: the samples the RTT estimate
+  takes; the fastest is the one least disturbed by jitter or by a peer that sent late,
+  Vegas's choice), the window moves by ``GAIN * off`` with ``off = (target - delay) /
+  target``, at most +1 and at most a halving: about +1 per round trip with an empty
+  queue, a halving per round trip when the queue is far beyond the target;
+* it starts at ``INITIAL`` and, until the delay first reaches half the target, grows
+  by ``SLOW_START_GROWTH`` per result (x1.5 per round trip: a doubling outran the
+  retransmission timeout, whose estimate follows the round trip a round late), so the
+  first window is not a burst of n*W datagrams;
+* a timeout halves it (once per smoothed round trip at most) only when even the
+  fastest recent round trip of any result shows a queue, or before any clean sample:
+  then every round carries someone's retransmission flag and nothing else tells of
+  the queue. A timeout while round trips stay short is a random loss.
+
+The session (hosts/session.py ``_budget``) counts every position in flight against the
+window while results arrive, and by age (as its credit) only in silence, which keeps
+ranks with different windows from waiting on each other for ever; and it keeps the
+retransmission timeout above ``RTO_SRTT_FLOOR`` smoothed round trips, because each step
+of the window moves every rank's round trip at once.
 
 On a 1:1 path the only queue is the worker's own uplink, which a full window fills by
-W transmission times; the window then keeps about ``target`` of it queued, which is
-still far more than the link needs to stay busy, so throughput is unchanged; with
-random loss the halvings cost nothing for the same reason. The measurements are in
+W transmission times; the window keeps about ``target`` of it queued, still far more
+than the link needs to stay busy, so throughput is unchanged. The measurements are in
 docs/notes/host-agent.md §5a and bench/congestion.py.
 """
 

@@ -19,7 +19,9 @@ window takes to drain through the links (W datagrams serialized one after anothe
 every slot time out and every round end in a retransmission, so no usable sample ever
 came (see below) and the base never grew: measured on 8 workers with 256-lane packets at
 5 Mbit/s, 1 to 2.5 resends per packet sent for the whole run
-(tests/unit/test_recovery_bandwidth.py reproduces it on a simulated link).
+(tests/unit/test_recovery_bandwidth.py reproduces it on a simulated link). A session
+with a congestion window also keeps the base above ``srtt_floor`` (1.5) times ``srtt``:
+each step of its window moves the round trip of every rank at once (hosts/congestion.py).
 
 Which samples count matters more here than in TCP. A position's "RTT" is the time to its
 result, and the result waits for the slowest peer. A peer that lost a packet makes

@@ -36,6 +36,16 @@ position for rank B, which sends its urgent class first, and the other way round
 a credit held longer would let them wait for ever; past the hold the position is
 waiting for a peer, not for the link, and the rank's other classes may go on.
 
+A *congestion window* (hosts/congestion.py; ``congestion=False`` turns it off) limits
+positions in flight further, with one class as with several: it starts at 4 positions
+and keeps the queueing delay (round trip minus the fastest seen) near 50 ms, so n
+workers sending into one PBox link queue a few positions each, not n full windows. It
+counts every position in flight while results arrive; when none has come for a credit
+hold, it counts them by age as the credit does, so ranks held to different windows
+cannot wait on each other for ever (``_budget`` has the argument). With a window the
+retransmission timeout stays above 1.5 smoothed round trips: each step of the window
+moves every rank's round trip at once.
+
 Results are checked as a batch with numpy: wrong version/type/job, a slot outside
 the session's slots, a position or shadow bit that is not what the slot has in flight
 (a duplicate, a stale result of an earlier round or a stray) are dropped and counted.
@@ -94,7 +104,7 @@ class SessionStats:
     foreign: int = 0  # not a result of this job, or malformed
     cwnd: int = 0  # the congestion window now, in positions (0: congestion control off)
     cwnd_cuts: int = 0  # halvings of the congestion window on a timeout
-    cwnd_backoffs: int = 0  # result batches whose queueing delay shrank the window
+    cwnd_backoffs: int = 0  # rounds whose queueing delay shrank the congestion window
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
