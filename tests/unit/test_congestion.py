@@ -10,11 +10,14 @@ is a tensor's simulated time over its positions' transmission time on the busies
 from __future__ import annotations
 
 import functools
+import json
 
 import numpy as np
 import pytest
 
+from bench import congestion as bench
 from hosts import congestion, wire
+from hosts.aggregator import Aggregator
 from hosts.congestion import CongestionWindow
 from hosts.session import Session
 from tests.support.bottleneck import Bottleneck, BottleneckNet, exact, run_job
@@ -125,9 +128,7 @@ def test_ranks_held_to_different_windows_still_finish(windows: tuple[int, ...], 
     assert all(s.stats.cwnd == w for s, w in zip(sessions, windows, strict=True))
 
 
-def wire_aggregator(n: int, slots: int, lanes: int = wire.K):
-    from hosts.aggregator import Aggregator
-
+def wire_aggregator(n: int, slots: int, lanes: int = wire.K) -> Aggregator:
     agg = Aggregator()
     agg.add_job(JOB, n, 0, slots, lanes=lanes)
     return agg
@@ -198,3 +199,15 @@ def test_a_window_in_a_queue_holds_its_positions_while_results_arrive():
     x, resent, sim = _job(8, True, True, 0.01)
     assert x[0] < 1.5 and x[1] < 1.25, x
     assert max(resent) < 0.4 and sim.dropped == 0, (resent, sim.dropped)
+
+
+def test_the_benchmark_writes_its_rows(tmp_path, capsys):
+    out = tmp_path / "congestion.json"
+    assert bench.main(["--workers", "2", "--mb", "0.0625", "--tensors", "2",
+                       "--out", str(out)]) == 0  # fmt: skip
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == 8 and all(r["exact"] for r in rows)
+    assert {(r["shape"], r["congestion"], r["loss_percent"]) for r in rows} == {
+        (shape, on, loss) for shape in ("1:1", "N:1") for on in (False, True) for loss in (0, 1)}
+    assert all(r["x_floor"] >= 0.99 for r in rows)  # nothing beats the busiest link
+    assert "x floor" in capsys.readouterr().out
