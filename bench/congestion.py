@@ -32,6 +32,7 @@ import numpy as np
 
 from bench._common import comma_list
 from hosts import quantize, wire
+from hosts.aggregator import Aggregator
 from hosts.events import TensorCompleted
 from hosts.session import Session
 from tests.support.bottleneck import Bottleneck, BottleneckNet
@@ -71,8 +72,6 @@ def run_row(args: argparse.Namespace, n: int, shared: bool, on: bool, loss: floa
     tx = FRAME * 8 / (args.bw * 1e6)
     sessions = [Session(JOB, r, n, 0, args.window, args.window, lanes=LANES, deadline=120.0,
                         congestion=on) for r in range(n)]  # fmt: skip
-    from hosts.aggregator import Aggregator
-
     agg = Aggregator()
     agg.add_job(JOB, n, 0, args.window, lanes=LANES)
     net = BottleneckNet(sessions, agg, Bottleneck(tx=tx, shared=shared, queue=args.queue,
