@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["quantize", "switch_core", "switch_io", "pbox_loopback", "allreduce", "training",
-         "priority", "chaos", "elastic", "hierarchy"]
+         "priority", "chaos", "elastic", "hierarchy", "congestion"]
 QUICK_ARGS: dict[str, list[str]] = {
     "quantize": ["--mb", "16", "--repeat", "3"],
     "pbox_loopback": ["--repeat", "3"],
@@ -30,6 +30,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "chaos": ["--quick"],
     "elastic": ["--quick"],
     "hierarchy": ["--layouts", "2x4", "--iterations", "3", "--paths", "switch,gloo"],
+    "congestion": ["--mb", "0.25", "--tensors", "2"],
 }
 # switch_core_process is the p4lite-switch half of switch_core, run from it.
 NOT_BENCHMARKS = {"__init__", "run_all", "switch_core_process"}

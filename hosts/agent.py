@@ -98,6 +98,7 @@ class Agent:
         epoch: int = 0,
         route_map: list[Route] | None = None,
         precision: float | None = None,
+        congestion: bool = True,
     ) -> None:
         """``timeout``: seconds without any result before pending all-reduces fail.
         ``rto``/``rto_max``: first and largest retransmission timeout (seconds).
@@ -112,11 +113,14 @@ class Agent:
         job split over several; None: all of it on ``aggregator`` from ``slot_base``.
         ``precision``: the job's precision option (a relative error bound; None: off):
         blocks int32 quantization cannot carry within it go as float32 to the PBox,
-        which must then be every aggregator of the job (hosts/session.py)."""
+        which must then be every aggregator of the job (hosts/session.py).
+        ``congestion``: a delay-based congestion window limits positions in flight
+        further (hosts/congestion.py); False: only the slots and the credit do."""
         self._session = Session(
             job_id, rank, world_size, slot_base, slot_count, window,
             rto=rto, rto_max=rto_max, deadline=timeout, lanes=lanes, classes=classes,
             credit=credit, epoch=epoch, route_map=route_map, precision=precision,
+            congestion=congestion,
         )  # fmt: skip
         self.precision = precision
         self.epoch = epoch

@@ -19,7 +19,9 @@ window takes to drain through the links (W datagrams serialized one after anothe
 every slot time out and every round end in a retransmission, so no usable sample ever
 came (see below) and the base never grew: measured on 8 workers with 256-lane packets at
 5 Mbit/s, 1 to 2.5 resends per packet sent for the whole run
-(tests/unit/test_recovery_bandwidth.py reproduces it on a simulated link).
+(tests/unit/test_recovery_bandwidth.py reproduces it on a simulated link). A session
+with a congestion window also keeps the base above ``srtt_floor`` (1.5) times ``srtt``:
+each step of its window moves the round trip of every rank at once (hosts/congestion.py).
 
 Which samples count matters more here than in TCP. A position's "RTT" is the time to its
 result, and the result waits for the slowest peer. A peer that lost a packet makes
@@ -107,6 +109,7 @@ class SlotTimers:
         self.rto_min = rto_min
         self.rto_max = rto_max
         self.rto = rto_min
+        self.srtt_floor = 0.0  # the base stays above this times srtt (a congestion window's)
         self.srtt: float | None = None
         self.rttvar = 0.0
         self.sent_at = np.zeros(window)  # first transmission of the position in flight
@@ -158,7 +161,8 @@ class SlotTimers:
             self._sample(times[usable])
         self._remember(times)
         fastest = float(self._recent.min())
-        self.rto = min(max(self._estimate, FLOOR_FACTOR * fastest), self.rto_max)
+        floor = max(FLOOR_FACTOR * fastest, self.srtt_floor * (self.srtt or 0.0))
+        self.rto = min(max(self._estimate, floor), self.rto_max)
         groups = self._group[slots]
         self._last_result[groups] = now
         if self._early_waiting:
@@ -207,6 +211,11 @@ class SlotTimers:
         if not self.deadline.size:
             return float("inf")
         return min(float(self.deadline.min()), self._first_lost)
+
+    @property
+    def fastest(self) -> float:
+        """The fastest of the recent round trips of any kind (inf before the first)."""
+        return float(self._recent.min())
 
     def reorder_allowance(self, fastest: float | None = None) -> float:
         """How much longer than the newest answered round trip an older position may

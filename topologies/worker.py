@@ -205,7 +205,8 @@ class GlooBackend:
 
 
 def _class_options(args: argparse.Namespace) -> dict:
-    return {"classes": args.classes, **({"credit": args.credit} if args.credit else {})}
+    return {"classes": args.classes, **({"credit": args.credit} if args.credit else {}),
+            "congestion": not args.no_congestion}
 
 
 def _split(flat: np.ndarray, like: TensorList) -> TensorList:
@@ -363,6 +364,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="priority classes of the agent (1: one FIFO stream)")
     parser.add_argument("--credit", type=int, default=0,
                         help="positions in flight over all classes (0: one class's window)")
+    parser.add_argument("--no-congestion", action="store_true",
+                        help="no congestion window: only the slots and credit limit positions"
+                        " in flight (hosts/congestion.py)")
     parser.add_argument("--replay", choices=("fifo", "p3"), default=None,
                         help="replay mode: emulated compute from the model's profile")
     parser.add_argument("--time-scale", type=float, default=1.0,

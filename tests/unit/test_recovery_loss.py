@@ -119,8 +119,12 @@ class Outcome:
 def _run(loss: float, seed: int, jitter: float = 0.0, tensors: int = 2) -> Outcome:
     """``tensors`` all-reduces one after another (each started when every worker had the
     previous one), every result checked bit for bit."""
-    sessions = [Session(JOB, r, N, 0, WINDOW, WINDOW, rto=0.005, rto_max=1.0, deadline=60.0)
-                for r in range(N)]
+    # recovery alone: a congestion window makes the lossless run faster (it spares the
+    # first tensor its timeouts: 1.08 s against 1.31 s for seed 1), which would move
+    # these ratios without any change in recovery; with loss it changes little (5 %:
+    # 2.04 s against 2.05 s, 10 %: 2.35 s against 2.38 s). tests/unit/test_congestion.py
+    sessions = [Session(JOB, r, N, 0, WINDOW, WINDOW, rto=0.005, rto_max=1.0, deadline=60.0,
+                        congestion=False) for r in range(N)]
     agg = Aggregator()
     agg.add_job(JOB, N, 0, WINDOW)
     net = SerialLossyNet(sessions, agg, LinkModel(tx=TX, delay=0.0001, loss=loss,

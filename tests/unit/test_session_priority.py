@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from hosts import wire
+from hosts import congestion, wire
 from hosts.errors import SessionError
 from hosts.session import Session
 from tests.unit.test_session import (
@@ -41,7 +41,7 @@ def sent_batch(s: Session, now: float) -> list[wire.Header]:
 
 
 def test_each_class_has_its_own_slots_and_position_stream():
-    s = Session(JOB, 0, 2, 100, 8, 4, classes=2, credit=8)
+    s = Session(JOB, 0, 2, 100, 8, 4, classes=2, credit=8, congestion=False)
     s.start("bulk", np.ones(64 * 3, dtype=np.int32), 0.0, priority=BULK)
     s.start("urgent", np.ones(64 * 2, dtype=np.int32), 0.0, priority=URGENT)
     headers = sent_batch(s, 0.0)
@@ -125,10 +125,13 @@ def test_random_interleavings_across_classes_under_loss_are_exact(factory, seed)
 
 
 def test_one_class_is_the_plain_fifo_session():
-    s = Session(JOB, 0, 2, 100, 8, 8)
+    s = Session(JOB, 0, 2, 100, 8, 8, congestion=False)
     assert (s.classes, s.window, s.credit) == (1, 8, 8)
     s.start("a", np.ones(64 * 20, dtype=np.int32), 0.0, priority=URGENT)
     assert len(s.datagrams_to_send(0.0)) == 8  # the whole window, no credit below it
+    s = Session(JOB, 0, 2, 100, 8, 8)  # a congestion window starts below it
+    s.start("a", np.ones(64 * 20, dtype=np.int32), 0.0, priority=URGENT)
+    assert len(s.datagrams_to_send(0.0)) == congestion.INITIAL
 
 
 def test_classes_need_their_slots():

@@ -1,0 +1,129 @@
+"""A worker's congestion window: positions in flight, set by queueing delay (sans-I/O).
+
+Time is an argument; nothing here reads a clock. The session (hosts/session.py) sends a
+position only while fewer than ``limit`` of its positions are in flight (besides its
+slots and its credit), and tells this window each batch of results and each timeout.
+
+Why delay, not loss. A job on one PBox sends n datagrams per position into the PBox's
+one link (and n results out of it), so n workers with a full window W each queue n*W
+datagrams there. On the rack's 2.5 Mbit/s links with 1044-byte packets that is 1.8 s
+at n = 8, W = 64: longer than ``rto_max``, so every position timed out and every worker
+resent it, while nothing was lost; the queue (1000 packets) hardly ever dropped. A
+loss-based window would have reacted to those timeouts only after the damage, and to
+random loss on a 1:1 switch path as well. The queue itself is the signal:
+the queueing delay of a position is its round trip minus the smallest round trip this
+session has seen (``base_rtt``), and the window is steered to keep it near ``target``
+(LEDBAT's rule, RFC 6817, counted in positions):
+
+* once per round (a round trip's worth of results), by the round's fastest clean
+  sample (first transmission, no retransmission flag: the samples the RTT estimate
+  takes; the fastest is the one least disturbed by jitter or by a peer that sent late,
+  Vegas's choice), the window moves by ``GAIN * off`` with ``off = (target - delay) /
+  target``, at most +1 and at most a halving: about +1 per round trip with an empty
+  queue, a halving per round trip when the queue is far beyond the target;
+* it starts at ``INITIAL`` and, until the delay first reaches half the target, grows
+  by ``SLOW_START_GROWTH`` per result (x1.5 per round trip: a doubling outran the
+  retransmission timeout, whose estimate follows the round trip a round late), so the
+  first window is not a burst of n*W datagrams;
+* a timeout halves it (once per smoothed round trip at most) only when even the
+  fastest recent round trip of any result shows a queue, or before any clean sample:
+  then every round carries someone's retransmission flag and nothing else tells of
+  the queue. A timeout while round trips stay short is a random loss.
+
+The session (hosts/session.py ``_budget``) counts every position in flight against the
+window while results arrive, and by age (as its credit) only in silence, which keeps
+ranks with different windows from waiting on each other for ever; and it keeps the
+retransmission timeout above ``RTO_SRTT_FLOOR`` smoothed round trips, because each step
+of the window moves every rank's round trip at once.
+
+On a 1:1 path the only queue is the worker's own uplink, which a full window fills by
+W transmission times; the window keeps about ``target`` of it queued, still far more
+than the link needs to stay busy, so throughput is unchanged. The measurements are in
+docs/notes/host-agent.md §5a and bench/congestion.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+INITIAL = 4.0  # positions in flight before the first round trip
+TARGET = 0.05  # seconds of queueing delay the window aims at
+GAIN = 1.0  # window change per round trip at one target of error
+SLOW_START_GROWTH = 0.5  # per result in slow start: x1.5 per round trip (see above)
+RTO_SRTT_FLOOR = 1.5  # with a window, the retransmission timeout stays above this x srtt
+
+
+class CongestionWindow:
+    """The delay-based window of one session, in positions (a float)."""
+
+    def __init__(self, maximum: int, *, initial: float = INITIAL, target: float = TARGET) -> None:
+        if maximum < 1 or target <= 0:
+            raise ValueError(f"need maximum >= 1 ({maximum}) and target > 0 ({target})")
+        self.maximum = maximum
+        self.target = target
+        self.cwnd = float(min(initial, maximum))
+        self.base_rtt = np.inf  # the fastest round trip seen: no queue on the path
+        self.slow_start = True
+        self.cuts = 0  # halvings on timeouts
+        self.backoffs = 0  # rounds whose queueing delay shrank the window
+        self._next_cut = -np.inf  # no second halving before this
+        self._round_start = -np.inf  # the round (one round trip of results) under way
+        self._round_min = np.inf  # its fastest clean sample
+        self._round_acked = 0  # its results
+
+    @property
+    def limit(self) -> int:
+        """Positions that may be in flight now (at least one)."""
+        return max(1, int(self.cwnd))
+
+    def on_results(self, acked: int, samples: np.ndarray, now: float) -> None:
+        """``acked`` results arrived at ``now``; ``samples``: the round trips of those
+        that are clean (empty if none). The window moves once per round: after a round
+        trip's worth of time, by the round's fastest clean sample, the one least
+        disturbed by jitter or by a peer that sent late (Vegas takes the same minimum)."""
+        if self._round_start == -np.inf:
+            self._round_start = now
+        self._round_acked += acked
+        if samples.size:
+            self._round_min = min(self._round_min, float(samples.min()))
+        if now - self._round_start < self._round_min:  # inf while it has no clean sample
+            return
+        fastest, acked = self._round_min, self._round_acked
+        self._round_start, self._round_min, self._round_acked = now, np.inf, 0
+        self.base_rtt = min(self.base_rtt, fastest)
+        self._steer(fastest - self.base_rtt, acked)
+
+    def _steer(self, delay: float, acked: int) -> None:
+        if self.slow_start:
+            if delay < self.target / 2:
+                self._set(self.cwnd + SLOW_START_GROWTH * acked)
+                return
+            self.slow_start = False
+        off = min(max((self.target - delay) / self.target, -self.cwnd / 2), 1.0)
+        change = GAIN * off * min(acked / self.cwnd, 1.0)
+        if change < 0:
+            self.backoffs += 1
+        self._set(self.cwnd + change)
+
+    def on_timeout(self, now: float, srtt: float | None, fastest: float) -> None:
+        """A position timed out (its result is overdue by a whole rto); ``fastest``: the
+        fastest recent round trip of any result, retransmitted or not. A cut only if
+        that shows a queue (even the fastest recent round trip is ``target`` above the
+        base), or before any clean sample: a timeout while round trips stay short is a
+        random loss, not congestion."""
+        if now < self._next_cut:
+            return
+        if self.base_rtt < np.inf and fastest - self.base_rtt < self.target:
+            return
+        self.slow_start = False
+        self.cuts += 1
+        self._set(self.cwnd / 2)
+        self._next_cut = now + (srtt if srtt is not None else 0.0)
+
+    def restart(self) -> None:
+        """The path changed (a resync: another aggregator, other links): forget the
+        base round trip, which may no longer be reachable."""
+        self.base_rtt = np.inf
+
+    def _set(self, cwnd: float) -> None:
+        self.cwnd = min(max(cwnd, 1.0), float(self.maximum))
