@@ -1037,11 +1037,14 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     /* Multicast: the source becomes the aggregator (the PBox address the
-     * contribution went to); egress fills in each worker's destination. */
+     * contribution went to); egress fills in each worker's destination. The UDP
+     * checksum goes: a parent's RESULT may carry one (a root PBox's kernel sets it),
+     * which the rewritten addresses would make wrong. */
     action multicast_result() {
         hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
         hdr.ipv4.srcAddr = hdr.ipv4.dstAddr;
         hdr.udp.srcPort = AGG_UDP_PORT;
+        hdr.udp.checksum = 0;
         standard_metadata.mcast_grp = meta.mcast_grp;
         meta.result_mcast = 1;
     }
