@@ -57,6 +57,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale", type=float, default=0.005,
                         help="fraction of ResNet-50's gradients per iteration")
     parser.add_argument("--lanes", type=int, default=256, choices=(64, 256))
+    parser.add_argument("--no-congestion", action="store_true",
+                        help="the agents without their congestion window, to compare")
     parser.add_argument("--out", type=Path, default=RESULTS)
     return parser.parse_args(argv)
 
@@ -73,7 +75,7 @@ def run_args(args: argparse.Namespace, racks: int, per_rack: int) -> argparse.Na
         "--topo", "leafspine", "--racks", str(racks), "--workers", str(racks * per_rack),
         "--mode", "allreduce", "--iterations", str(args.iterations), "--scale", str(args.scale),
         "--bw", str(args.bw), "--lanes", str(args.lanes), "--paths", "switch",
-        "--no-pcap"])
+        "--no-pcap", *(["--no-congestion"] if args.no_congestion else [])])
 
 
 def spine_bytes(rack) -> int:
@@ -134,10 +136,12 @@ def run_layout(args: argparse.Namespace, racks: int, per_rack: int) -> dict:
                        "cpu_column": column(result.cpu), "agent_counters": result.counters}
                 sent = result.counters.get("agent_sent", 0)
                 if name in ("switch", "pbox-root") and sent:
-                    # a root PBox's own rack sends nothing over the spine
-                    crossing = racks if name == "switch" else racks - 1
+                    # a spine root takes each rack's partial in and sends its RESULT out;
+                    # under a root PBox the other racks' partials and RESULTs go through
+                    # the spine (in and out), and the PBox's own rack does not cross it
+                    crossing = 2 * racks if name == "switch" else 4 * (racks - 1)
                     once = (sent - result.counters["agent_retransmitted"]) / n / args.iterations
-                    row["ideal_spine_bytes"] = crossing * 2 * once * FRAME_BYTES[args.lanes]
+                    row["ideal_spine_bytes"] = crossing * once * FRAME_BYTES[args.lanes]
                 rows.append(row)
                 print(_line(row), flush=True)
     return {"layout": f"{racks}x{per_rack}", "size_bytes": size, "rows": rows}

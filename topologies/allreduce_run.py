@@ -115,7 +115,8 @@ def job_worker_args(rack: Rack, args: argparse.Namespace, rank: int, job_name: s
                     placement: str) -> list[str]:
     return ["--backend", "job", "--controller", rack.controller_address, "--job-name", job_name,
             "--placement", placement, "--lanes", str(args.lanes), "--data-ip", worker_ip(rank),
-            "--agent-port", str(AGENT_PORT)]
+            "--agent-port", str(AGENT_PORT),
+            *(["--no-congestion"] if getattr(args, "no_congestion", False) else [])]
 
 
 def _run_job_path(rack: Rack, args: argparse.Namespace, cpu: CpuSampler, name: str, where: str,

@@ -106,6 +106,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="agents' largest retransmission timeout, s (0: agent default)")
     parser.add_argument("--rto", type=float, default=0.0,
                         help="agents' first retransmission timeout, s (0: agent default)")
+    parser.add_argument("--no-congestion", action="store_true",
+                        help="allreduce mode: the agents run without their congestion window "
+                             "(hosts/congestion.py), to compare")
     parser.add_argument("--lanes", type=int, choices=(64, 256), default=256,
                         help="int32 lanes per packet of the p4hub paths (default 256: the "
                         "emulated switch and agents pay per packet, not per lane; 64 is what "
