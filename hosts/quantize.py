@@ -47,6 +47,9 @@ int32 tensors are not scaled: lanes are the values, and the sum is exact modulo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from hosts.errors import QuantizeError
@@ -148,15 +151,9 @@ def local_exponents(blocks: np.ndarray) -> np.ndarray:
 
     Raises QuantizeError if a value is NaN, Inf or has ``|x| >= 2**127``.
     """
-    top = np.empty(blocks.shape[0], dtype=np.int32)
-    bits = blocks.view(np.int32)
-    scratch = np.empty((min(blocks.shape[0], STRIPE), blocks.shape[1]), dtype=np.int32)
-    for lo in range(0, blocks.shape[0], STRIPE):
-        t = scratch[: min(STRIPE, blocks.shape[0] - lo)]
-        np.bitwise_and(bits[lo : lo + STRIPE], _ABS_MASK, out=t)
-        # For non-negative IEEE floats the bit pattern orders like the value, so the
-        # integer max is the magnitude max, and its exponent field is the exponent.
-        np.max(t, axis=1, out=top[lo : lo + STRIPE])
+    # For non-negative IEEE floats the bit pattern orders like the value, so the
+    # integer max is the magnitude max, and its exponent field is the exponent.
+    top = _magnitude_bits(blocks, np.max)
     if top.size and int(top.max()) >= _TOO_BIG_BITS:
         _raise_unrepresentable(blocks, top)
     biased = top >> _EXP_FIELD_SHIFT
@@ -165,19 +162,30 @@ def local_exponents(blocks: np.ndarray) -> np.ndarray:
     return exps.astype(np.int8)
 
 
-def local_min_exponents(blocks: np.ndarray) -> np.ndarray:
-    """Per-block ``frexp`` exponent m of the smallest *nonzero* magnitude of a ``(m, L)``
-    float32 array (``2**(m-1) <= |x| < 2**m``; int16: a subnormal's goes down to
-    -148); ``EXP_ZERO`` for an all-zero block. Only the precision option needs it
-    (which blocks int32 quantization would crush)."""
+def _magnitude_bits(blocks: np.ndarray, reduce: Callable[..., Any],
+                    zeros_as: int | None = None) -> np.ndarray:
+    """Per block of a ``(m, L)`` float32 array, ``reduce`` (np.max or np.min) over its
+    values' magnitudes as int32 bit patterns (zeros as ``zeros_as`` if given), a stripe
+    of blocks at a time through one scratch buffer."""
     out = np.empty(blocks.shape[0], dtype=np.int32)
     bits = blocks.view(np.int32)
     scratch = np.empty((min(blocks.shape[0], STRIPE), blocks.shape[1]), dtype=np.int32)
     for lo in range(0, blocks.shape[0], STRIPE):
         t = scratch[: min(STRIPE, blocks.shape[0] - lo)]
         np.bitwise_and(bits[lo : lo + STRIPE], _ABS_MASK, out=t)
-        t[t == 0] = _ABS_MASK  # zeros do not count: larger than any finite magnitude
-        np.min(t, axis=1, out=out[lo : lo + STRIPE])
+        if zeros_as is not None:
+            t[t == 0] = zeros_as
+        reduce(t, axis=1, out=out[lo : lo + STRIPE])
+    return out
+
+
+def local_min_exponents(blocks: np.ndarray) -> np.ndarray:
+    """Per-block ``frexp`` exponent m of the smallest *nonzero* magnitude of a ``(m, L)``
+    float32 array (``2**(m-1) <= |x| < 2**m``; int16: a subnormal's goes down to
+    -148); ``EXP_ZERO`` for an all-zero block. Only the precision option needs it
+    (which blocks int32 quantization would crush)."""
+    # zeros do not count: as _ABS_MASK they are larger than any finite magnitude
+    out = _magnitude_bits(blocks, np.min, zeros_as=int(_ABS_MASK))
     biased = out >> _EXP_FIELD_SHIFT
     # a subnormal is t * 2**-149 with t < 2**23: its exponent is bit_length(t) - 149
     sub = np.frexp(np.where(biased > 0, 1, out).astype(np.float64))[1] - 149

@@ -629,14 +629,20 @@ def wired_with_pboxes(pipeline: PipelineConfig, *names: str,
     return wired, pboxes
 
 
+def full_s2_then_wide(wired: Wired):
+    """Eight one-worker jobs fill s2's 1024 slots (128 a job); then job "wide" over w1,
+    w2 (s1) and w5, w6 (s2): its ranks, join replies and registry job."""
+    for i in range(8):
+        wired.ctl.join(f"narrow{i}", 1, 0, ("10.0.0.8", AGENT_PORT + 100 + i), 0.0)
+    ranks = [0, 1, 4, 5]
+    replies = wired.join("wide", ranks)
+    return ranks, replies, wired.ctl.registry.job(replies[0].job_id)
+
+
 def test_a_rack_on_its_pbox_sums_with_a_leaf_under_the_spine_over_p4runtime(pipeline):
     wired, pbox = wired_with_pboxes(pipeline, "pbox2")
     try:
-        for i in range(8):  # fill s2's 1024 slots, 128 a job
-            wired.ctl.join(f"narrow{i}", 1, 0, ("10.0.0.8", AGENT_PORT + 100 + i), 0.0)
-        ranks = [0, 1, 4, 5]
-        replies = wired.join("wide", ranks)
-        job = wired.ctl.registry.job(replies[0].job_id)
+        ranks, replies, job = full_s2_then_wide(wired)
         assert job.tree is not None and job.tree.leaves[1].pbox == "pbox2"
         job_id = job.job_id
         wired.lose(0.1, seed=9)
@@ -667,11 +673,7 @@ def test_a_pbox_root_sums_with_a_leaf_over_p4runtime_under_loss(pipeline):
 def test_a_pbox_root_over_a_rack_on_its_pbox_over_p4runtime(pipeline):
     wired, pboxes = wired_with_pboxes(pipeline, "pbox", "pbox2", spine_slots=64)
     try:
-        for i in range(8):  # fill s2's 1024 slots, 128 a job
-            wired.ctl.join(f"narrow{i}", 1, 0, ("10.0.0.8", AGENT_PORT + 100 + i), 0.0)
-        ranks = [0, 1, 4, 5]
-        replies = wired.join("wide", ranks)
-        job = wired.ctl.registry.job(replies[0].job_id)
+        ranks, replies, job = full_s2_then_wide(wired)
         assert job.tree is not None and job.tree.root_pbox == "pbox"
         assert job.tree.leaves[0].pbox == "pbox2"
         wired.lose(0.1, seed=6)
@@ -688,10 +690,7 @@ def test_the_controller_watches_the_pboxes_of_a_tree(pipeline):
 
     wired, pboxes = wired_with_pboxes(pipeline, "pbox2")
     try:
-        for i in range(8):  # fill s2's 1024 slots, 128 a job
-            wired.ctl.join(f"narrow{i}", 1, 0, ("10.0.0.8", AGENT_PORT + 100 + i), 0.0)
-        replies = wired.join("wide", [0, 1, 4, 5])
-        job = wired.ctl.registry.job(replies[0].job_id)
+        _, _, job = full_s2_then_wide(wired)
         assert job.tree is not None and job.tree.leaves[1].pbox == "pbox2"
         assert wired.ctl.check_pboxes(now=1.0) == []
         pboxes.aggs["pbox2"] = Aggregator()  # pbox2 restarted
