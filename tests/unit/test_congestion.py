@@ -64,6 +64,20 @@ def test_a_queue_beyond_the_target_shrinks_the_window_and_a_short_one_grows_it()
     assert w.cwnd >= grown / 4 - 1e-9  # at most a halving per round
 
 
+def test_a_small_window_on_a_path_with_wide_round_trips_still_grows():
+    """One sample a round, most of them far above the base though no queue builds (a
+    slow software switch): the delay is judged on the fastest of the recent samples,
+    not of the round alone, so the window grows instead of sitting at 1."""
+    w = CongestionWindow(64)
+    w.slow_start, w.cwnd = False, 1.0
+    now = 0.0
+    for k in range(40):
+        rtt = 0.010 if k % 4 == 0 else 0.010 + 2 * congestion.TARGET
+        now += rtt
+        w.on_results(1, np.array([rtt]), now)
+    assert w.cwnd >= 5.0 and w.backoffs == 0
+
+
 def test_a_timeout_cuts_only_when_round_trips_show_a_queue():
     w = CongestionWindow(32, initial=16)
     w.on_timeout(0.0, None, np.inf)  # before any clean sample: the safety net
