@@ -19,7 +19,6 @@ that probability on each worker link, each direction (random, non-congestion los
 from __future__ import annotations
 
 import heapq
-import itertools
 import random
 from dataclasses import dataclass, field
 
@@ -27,8 +26,9 @@ import numpy as np
 
 from hosts import wire
 from hosts.aggregator import Aggregator
-from hosts.events import Event, TensorCompleted, TensorFailed
+from hosts.events import TensorCompleted, TensorFailed
 from hosts.session import Session
+from tests.support.session_sim import SessionSim
 
 
 @dataclass
@@ -69,32 +69,26 @@ class Tally:
     completions: list[tuple[float, int, object]] = field(default_factory=list)
 
 
-class BottleneckNet:
+class BottleneckNet(SessionSim):
     """Sessions' datagrams through the queues above and an in-process aggregator."""
 
     def __init__(self, sessions: list[Session], agg: Aggregator, net: Bottleneck) -> None:
-        self.sessions, self.agg, self.net = sessions, agg, net
+        self.tally = Tally()
+        super().__init__(sessions, self.tally.completions)
+        self.agg, self.net = agg, net
         n = len(sessions)
         self.up = [Queue(net.tx, net.queue) for _ in range(n)]
         self.down = [Queue(net.tx, net.queue) for _ in range(n)]
         self.agg_in = Queue(net.tx, net.queue)  # used when shared
         self.agg_out = Queue(net.tx, net.queue)
         self.rng = random.Random(net.seed)
-        self.heap: list = []
-        self.seq = itertools.count()
-        self.events: list[list[Event]] = [[] for _ in sessions]
-        self.tally = Tally()
         self.resent_per_tensor: list[float] = []  # run_job's: resends per datagram sent
-        self.now = 0.0
 
     @property
     def dropped(self) -> int:
         """Datagrams the full queues dropped."""
         queues = [*self.up, *self.down, self.agg_in, self.agg_out]
         return sum(q.dropped for q in queues)
-
-    def _push(self, t: float, kind: str, rank: int, data: object) -> None:
-        heapq.heappush(self.heap, (t, next(self.seq), kind, rank, data))
 
     def _lost(self) -> bool:
         if self.net.loss and self.rng.random() < self.net.loss:
@@ -107,24 +101,12 @@ class BottleneckNet:
         if left is not None:
             self._push(left + self.net.delay, kind, rank, data)
 
-    def _pump(self, r: int) -> None:
-        s = self.sessions[r]
-        for batch in s.packets_to_send(self.now):
+    def _send(self, r: int) -> None:
+        for batch in self.sessions[r].packets_to_send(self.now):
             for d in wire.split_datagrams(batch):
                 self.tally.up_sent += 1
                 if not self._lost():
                     self._hop(self.up[r], "fabric" if self.net.shared else "agg", r, d)
-        timer = s.get_timer()
-        if timer is not None:
-            self._push(timer, "timer", r, None)
-        while (ev := s.next_event()) is not None:
-            self.events[r].append(ev)
-            if isinstance(ev, TensorCompleted):
-                self.tally.completions.append((self.now, r, ev.tensor_id))
-
-    def start(self, tensor_id: object, inputs: list[np.ndarray]) -> None:
-        for r, s in enumerate(self.sessions):
-            s.start(tensor_id, inputs[r], self.now)
 
     def run(self, until: float, completions: int | None = None) -> None:
         """Move traffic until nothing is left to do, the clock reaches ``until`` or
@@ -150,10 +132,7 @@ class BottleneckNet:
                     self.sessions[r].receive(data, self.now)
                     self._pump(r)
             else:
-                timer = self.sessions[r].get_timer()
-                if timer is not None and self.now >= timer:
-                    self.sessions[r].handle_timer(self.now)
-                    self._pump(r)
+                self._timer(r)
 
     def failures(self) -> list[str]:
         return [e.reason for events in self.events for e in events if isinstance(e, TensorFailed)]

@@ -18,15 +18,15 @@ Events and timers run from a heap in time order; sessions see only ``now`` argum
 from __future__ import annotations
 
 import heapq
-import itertools
 import random
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from hosts import wire
 from hosts.aggregator import Aggregator
-from hosts.events import Event, TensorCompleted, TensorFailed
+from hosts.events import TensorCompleted, TensorFailed
 from hosts.session import Session
+from tests.support.session_sim import SessionSim
 
 
 @dataclass
@@ -52,26 +52,23 @@ class Counts:
     completions: list[tuple[float, int, object]] = field(default_factory=list)  # (t, rank, id)
 
 
-class SerialLossyNet:
+class SerialLossyNet(SessionSim):
     """The sessions' traffic through per-worker serialized links and an aggregator."""
 
     def __init__(self, sessions: list[Session], agg: Aggregator | None, link: LinkModel,
                  aggs: dict[Hashable, Aggregator] | None = None) -> None:
         """``agg`` serves the default destination (a route's ``None``); ``aggs`` any
         others, by route destination."""
-        self.sessions, self.link = sessions, link
+        self.counts = Counts()
+        super().__init__(sessions, self.counts.completions)
+        self.link = link
         self.aggs: dict[Hashable, Aggregator] = dict(aggs or {})
         if agg is not None:
             self.aggs[None] = agg
         self.misrouted = 0  # datagrams to a destination with no aggregator
         self.rng = random.Random(link.seed)
-        self.heap: list = []
-        self.seq = itertools.count()
         self.up_free = [0.0] * len(sessions)
         self.down_free = [0.0] * len(sessions)
-        self.events: list[list[Event]] = [[] for _ in sessions]
-        self.counts = Counts()
-        self.now = 0.0
 
     @property
     def agg(self) -> Aggregator:
@@ -81,14 +78,11 @@ class SerialLossyNet:
     def agg(self, value: Aggregator) -> None:
         self.aggs[None] = value
 
-    def _push(self, t: float, kind: str, rank: int, data: object) -> None:
-        heapq.heappush(self.heap, (t, next(self.seq), kind, rank, data))
-
     def _arrival(self, free: list[float], r: int, jitter: float = 0.0) -> float:
         free[r] = max(self.now, free[r]) + self.link.tx
         return free[r] + self.link.delay + (self.rng.uniform(0.0, jitter) if jitter else 0.0)
 
-    def _pump(self, r: int) -> None:
+    def _send(self, r: int) -> None:
         for to, batch in self.sessions[r].routed_packets(self.now):
             for d in wire.split_datagrams(batch):
                 self.counts.up_sent += 1
@@ -96,22 +90,11 @@ class SerialLossyNet:
                     self.counts.up_lost += 1
                     continue
                 self._push(self._arrival(self.up_free, r, self.link.up_jitter), "agg", r, (to, d))
-        timer = self.sessions[r].get_timer()
-        if timer is not None:
-            self._push(timer, "timer", r, None)
-        while (ev := self.sessions[r].next_event()) is not None:
-            self.events[r].append(ev)
-            if isinstance(ev, TensorCompleted):
-                self.counts.completions.append((self.now, r, ev.tensor_id))
 
     def at(self, t: float, rank: int, call: Callable[[float], None]) -> None:
         """Run ``call(now)`` at time ``t`` on rank ``rank``'s side (a control event such
         as a resync), then let that rank send what it wants."""
         self._push(t, "call", rank, call)
-
-    def start(self, tensor_id: object, inputs: list) -> None:
-        for r, s in enumerate(self.sessions):
-            s.start(tensor_id, inputs[r], self.now)
 
     def run(self, until: float) -> None:
         """Move traffic until nothing is left to do or the clock reaches ``until``."""
@@ -140,10 +123,7 @@ class SerialLossyNet:
                 data(self.now)
                 self._pump(r)
             else:
-                timer = self.sessions[r].get_timer()
-                if timer is not None and self.now >= timer:
-                    self.sessions[r].handle_timer(self.now)
-                    self._pump(r)
+                self._timer(r)
 
     def total(self, counter: str) -> int:
         return sum(getattr(s.stats, counter) for s in self.sessions)

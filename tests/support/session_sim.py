@@ -1,0 +1,55 @@
+"""What the simulated networks of the unit tests share (tests/unit/lossy_links.py,
+tests/support/bottleneck.py): an event heap on an explicit clock over a list of
+sans-I/O sessions, each session's timer as an event, and its events collected."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+from hosts.events import Event, TensorCompleted
+from hosts.session import Session
+
+
+class SessionSim:
+    """Subclasses move datagrams (``_send`` of a rank, and the heap's other kinds);
+    completions go to ``completions`` as (time, rank, tensor id)."""
+
+    def __init__(self, sessions: list[Session],
+                 completions: list[tuple[float, int, object]]) -> None:
+        self.sessions = sessions
+        self.heap: list = []
+        self.seq = itertools.count()
+        self.events: list[list[Event]] = [[] for _ in sessions]
+        self.now = 0.0
+        self._completions = completions
+
+    def _push(self, t: float, kind: str, rank: int, data: object) -> None:
+        heapq.heappush(self.heap, (t, next(self.seq), kind, rank, data))
+
+    def _pump(self, r: int) -> None:
+        """Rank r sends what it may now, its timer goes on the heap, its events are kept."""
+        self._send(r)
+        s = self.sessions[r]
+        timer = s.get_timer()
+        if timer is not None:
+            self._push(timer, "timer", r, None)
+        while (ev := s.next_event()) is not None:
+            self.events[r].append(ev)
+            if isinstance(ev, TensorCompleted):
+                self._completions.append((self.now, r, ev.tensor_id))
+
+    def _send(self, r: int) -> None:
+        raise NotImplementedError
+
+    def _timer(self, r: int) -> None:
+        """A "timer" event of rank r: handled if it is still due (a later one may have
+        replaced it), then the rank sends."""
+        timer = self.sessions[r].get_timer()
+        if timer is not None and self.now >= timer:
+            self.sessions[r].handle_timer(self.now)
+            self._pump(r)
+
+    def start(self, tensor_id: object, inputs: list) -> None:
+        for r, s in enumerate(self.sessions):
+            s.start(tensor_id, inputs[r], self.now)
