@@ -26,6 +26,7 @@ from controller import program as p
 from controller import rack, resync
 from controller.entries import EntryCodec
 from controller.errors import SetupError, UnavailableError
+from controller.job_entries import clear_new_jobs_counters
 from controller.jobs import Job, JobRegistry, JoinReply, part_write
 from controller.p4info_index import EntryError, P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
@@ -193,7 +194,7 @@ class Controller:
             return
         name = batch[0].switch  # type: ignore[union-attr]
         try:
-            messages = self.codec.updates(batch)
+            messages = self.codec.updates(clear_new_jobs_counters(batch))
         except EntryError as exc:
             raise ControllerError(f"switch {name}: {exc}") from None
         self._call(name, self.clients[name].write, messages)

@@ -18,6 +18,7 @@ from controller.updates import (
     DELETE,
     INSERT,
     MODIFY,
+    CounterClear,
     Entry,
     FieldMatch,
     GroupWrite,
@@ -63,6 +64,8 @@ class EntryCodec:
                 out.append(self.table_update(write))
             elif isinstance(write, GroupWrite):
                 out.append(self.group_update(write))
+            elif isinstance(write, CounterClear):
+                out.append(self.counter_clear(write))
             elif isinstance(write, PBoxJobWrite):
                 raise EntryError("a PBox job write is not a P4Runtime update")
             else:
@@ -86,6 +89,12 @@ class EntryCodec:
             for port, rid in write.replicas:
                 # egress_port, not the newer bytes `port`: what simple_switch_grpc reads
                 group.replicas.add(egress_port=port, instance=rid)
+        return update
+
+    def counter_clear(self, write: CounterClear) -> p4runtime_pb2.Update:
+        update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+        update.entity.CopyFrom(self.counter_read(write.counter, write.index))
+        update.entity.counter_entry.data.SetInParent()  # present, both counts 0
         return update
 
     def table_entry(self, entry: Entry, with_action: bool = True) -> p4runtime_pb2.TableEntry:

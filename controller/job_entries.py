@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from controller import program as p
 from controller.slots import SlotRange
-from controller.updates import DELETE, Entry, FieldMatch
+from controller.updates import DELETE, INSERT, CounterClear, Entry, FieldMatch, TableWrite, Update
 
 
 def jobs_key(job_id: int) -> Entry:
@@ -64,3 +64,21 @@ def result_dst(job_id: int, rank: int, mac: int, ip: int, udp_port: int, op: str
         return Entry(p.RESULT_DST, match)
     params = (("mac", mac), ("ip", ip), ("udp_port", udp_port))
     return Entry(p.RESULT_DST, match, p.ACT_SET_RESULT_DST, params)
+
+
+def clear_new_jobs_counters(batch: list[Update]) -> list[Update]:
+    """``batch`` with, before each jobs entry it INSERTs, the clearing of that job id's
+    job_stats and tree_stats cells on that switch: counters are per job id, and an id
+    is reused after its job ends (or by a restarted controller), so without this
+    ``p4hub job show`` would add an earlier job's packets to the new one's. A MODIFY
+    (a new epoch) or a rebuilt controller keeps the job's counts."""
+    out: list[Update] = []
+    for write in batch:
+        if isinstance(write, TableWrite) and write.op == INSERT and write.entry.table == p.JOBS:
+            job_id = write.entry.match_value(p.JOBS_JOB)
+            out += [CounterClear(write.switch, counter, job_id * kinds + i)
+                    for counter, kinds in ((p.JOB_STATS, p.JOB_STAT_KINDS),
+                                           (p.TREE_STATS, p.TREE_STAT_KINDS))
+                    for i in range(kinds)]
+        out.append(write)
+    return out

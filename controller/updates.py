@@ -83,4 +83,14 @@ class PBoxJobWrite:
     rack_size: int = 0
 
 
-Update = TableWrite | GroupWrite | PBoxJobWrite
+@dataclass(frozen=True, slots=True)
+class CounterClear:
+    """Zero one cell of a counter. The driver writes these when a job id begins on a
+    switch, so the job's counters count that job alone, not an earlier one of the id."""
+
+    switch: str
+    counter: str
+    index: int
+
+
+Update = TableWrite | GroupWrite | PBoxJobWrite | CounterClear

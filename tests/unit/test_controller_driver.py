@@ -103,10 +103,20 @@ def test_controller_configures_runs_jobs_and_rebuilds_after_a_restart(switch, pi
     out = round_trip(5, position=1)
     assert sorted(port for port, _ in out) == [1, 2]
     assert set(wire.decode(parse_frame(out[0][1])["payload"])[1].tolist()) == {10}
+    assert again.job_counters(a.job_id)["contributions"][0] == 4  # the rebuild kept them
     # ending the job removes it from the switch; its contributions become unknown
     again.kill(a.job_id)
     assert round_trip(1, position=0) == []
+    again.kill(c.job_id)
     again.close()
+    # a controller started afresh hands out ids from the first again: a new job with
+    # the ended job's id counts from zero, not from that job's packets
+    third = Controller(topo, pipeline, pbox_sink=pbox_jobs.append, epoch_seed=9)
+    third.start(now=200.0)
+    b = third.join("b", 1, 0, ("10.0.0.1", 4001), now=201.0)
+    assert (b.job_id, b.where) == (a.job_id, ON_SWITCH)
+    assert set(third.job_counters(b.job_id).values()) == {(0, 0)}
+    third.close()
 
 
 def test_unreachable_switch_is_a_controller_error(pipeline):
