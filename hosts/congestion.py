@@ -44,6 +44,8 @@ docs/notes/host-agent.md §5a and bench/congestion.py.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 INITIAL = 4.0  # positions in flight before the first round trip
@@ -57,6 +59,31 @@ RTO_SRTT_FLOOR = 1.5  # with a window, the retransmission timeout stays above th
 # minimum stays far above the base, which held the window at 1 (measured: a rack on its
 # PBox behind simple_switch_grpc, 45 s an iteration against under 20 s without a window)
 CURRENT_FILTER = 8
+# A queue the window did not build does not drain when the window shrinks (another job's
+# traffic through a shared software switch, a busy CPU). Once the window is at half of
+# where it stood when the delay went over the target, and the average delay of
+# FOLLOW_ROUNDS rounds there is still above FOLLOW_FRACTION of the average before, that
+# delay is "foreign": it is taken off what the window steers on (and off what a timeout
+# is judged on). A round whose delay is below it moves it FOREIGN_EASE of the way down:
+# the other traffic went away (one round's dip alone is the path's spread). Without it a
+# job whose round trips cross a shared switch several times yields to one that crosses
+# it once: a rack on its PBox behind simple_switch_grpc, with a one-worker job busy on
+# the same leaf, held at 1-8 positions, 24-32 s an iteration (see host-agent.md §5a).
+FOLLOW_ROUNDS = 3
+FOLLOW_FRACTION = 0.75
+FOREIGN_EASE = 1 / 8
+
+
+@dataclass(slots=True)
+class _Episode:
+    """Rounds since the delay went over the target: their delays summed, before the
+    window came to half of ``window`` and since."""
+
+    window: float
+    before: float
+    rounds_before: int
+    at_half: float = 0.0
+    rounds_at_half: int = 0
 
 
 class CongestionWindow:
@@ -78,6 +105,9 @@ class CongestionWindow:
         self._round_acked = 0  # its results
         self._recent = np.full(CURRENT_FILTER, np.inf)  # the latest clean samples, a ring
         self._recent_at = 0
+        self.foreign = 0.0  # seconds of delay found not to follow the window (see above)
+        self.foreigns = 0  # times the delay did not follow the window down
+        self._episode: _Episode | None = None  # since the delay went over the target
 
     @property
     def limit(self) -> int:
@@ -103,7 +133,10 @@ class CongestionWindow:
         acked = self._round_acked
         self._round_start, self._round_min, self._round_acked = now, np.inf, 0
         self.base_rtt = min(self.base_rtt, fastest)
-        self._steer(fastest - self.base_rtt, acked)
+        delay = fastest - self.base_rtt
+        if delay < self.foreign:  # it is not all there any more
+            self.foreign += FOREIGN_EASE * (delay - self.foreign)
+        self._steer(delay - self.foreign, acked)
 
     def _steer(self, delay: float, acked: int) -> None:
         if self.slow_start:
@@ -111,11 +144,38 @@ class CongestionWindow:
                 self._set(self.cwnd + SLOW_START_GROWTH * acked)
                 return
             self.slow_start = False
+        delay = self._judge(delay)
         off = min(max((self.target - delay) / self.target, -self.cwnd / 2), 1.0)
         change = GAIN * off * min(acked / self.cwnd, 1.0)
         if change < 0:
             self.backoffs += 1
         self._set(self.cwnd + change)
+
+    def _judge(self, delay: float) -> float:
+        """``delay``, less what turns out not to follow the window (FOLLOW_ROUNDS)."""
+        episode = self._episode
+        if episode is None:
+            if delay > self.target:
+                self._episode = _Episode(self.cwnd, delay, 1)
+            return delay
+        if self.cwnd > episode.window:
+            self._episode = None  # the window grew past where it began: no queue to judge
+            return delay
+        if self.cwnd > max(1.0, episode.window / 2):
+            episode.before += delay
+            episode.rounds_before += 1
+            return delay
+        episode.at_half += delay
+        episode.rounds_at_half += 1
+        if episode.rounds_at_half < FOLLOW_ROUNDS:
+            return delay
+        self._episode = None
+        half = episode.at_half / episode.rounds_at_half
+        if half <= self.target or half < FOLLOW_FRACTION * episode.before / episode.rounds_before:
+            return delay  # it followed the window down: the window's own queue
+        self.foreign += half
+        self.foreigns += 1
+        return delay - half
 
     def on_timeout(self, now: float, srtt: float | None, fastest: float) -> None:
         """A position timed out (its result is overdue by a whole rto); ``fastest``: the
@@ -125,7 +185,7 @@ class CongestionWindow:
         random loss, not congestion."""
         if now < self._next_cut:
             return
-        if self.base_rtt < np.inf and fastest - self.base_rtt < self.target:
+        if self.base_rtt < np.inf and fastest - self.base_rtt - self.foreign < self.target:
             return
         self.slow_start = False
         self.cuts += 1
@@ -137,6 +197,7 @@ class CongestionWindow:
         base round trip, which may no longer be reachable, and the recent samples."""
         self.base_rtt = np.inf
         self._recent[:] = np.inf
+        self.foreign, self._episode = 0.0, None
 
     def _set(self, cwnd: float) -> None:
         self.cwnd = min(max(cwnd, 1.0), float(self.maximum))

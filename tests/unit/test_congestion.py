@@ -78,6 +78,35 @@ def test_a_small_window_on_a_path_with_wide_round_trips_still_grows():
     assert w.cwnd >= 5.0 and w.backoffs == 0
 
 
+def test_a_delay_that_does_not_follow_the_window_down_is_not_its_queue():
+    """Another job's traffic through a shared switch: the round trip stays 3 targets
+    above the base whatever the window. Once the window has halved and the delay has
+    not, that delay counts as foreign and the window grows back instead of sitting at 1
+    (behind simple_switch_grpc: 24-32 s an iteration, under 20 s with no window)."""
+    w = CongestionWindow(64)
+    w.slow_start, w.cwnd = False, 16.0
+    now = _rounds(w, 0.0, 0.01, 2)  # the base round trip
+    least = w.cwnd
+    for _ in range(60):
+        now = _rounds(w, now, 0.01 + 3 * congestion.TARGET, 1)
+        least = min(least, w.cwnd)
+    assert w.foreigns >= 1 and w.foreign > congestion.TARGET
+    assert least <= 8.0 and w.cwnd >= 16.0  # it backed off, then took its room back
+
+
+def test_a_queue_that_follows_the_window_is_its_own():
+    """The window's own queue (20 ms per position, as n workers into one PBox link):
+    halving the window halves the delay, so nothing is foreign and the window settles
+    where the delay meets the target."""
+    w = CongestionWindow(64)
+    w.slow_start, w.cwnd = False, 16.0
+    now = _rounds(w, 0.0, 0.01, 2)
+    for _ in range(80):
+        now = _rounds(w, now, 0.01 + 0.02 * w.limit, 1)
+    assert w.foreigns == 0
+    assert 1 <= w.limit <= 3  # 2.5 positions of 20 ms make the 50 ms target
+
+
 def test_a_timeout_cuts_only_when_round_trips_show_a_queue():
     w = CongestionWindow(32, initial=16)
     w.on_timeout(0.0, None, np.inf)  # before any clean sample: the safety net
