@@ -431,7 +431,8 @@ class JobRegistry:
             job.precision = precision  # a new job: the undo log drops it whole
         elif job.name is None:
             self._set(job, "name", name)  # adopted after a rebuild
-            self._set(job, "precision", precision)  # the PBoxes' job lists do not hold it
+            if job.precision is None:  # its PBoxes keep it; unless none answered the rebuild
+                self._set(job, "precision", precision)
         if job.world_size != world_size:
             raise JobError(f"job {name!r} has world size {job.world_size}, not {world_size}")
         if job.lanes != lanes:
@@ -1162,7 +1163,7 @@ def part_write(job: Job, part: Part, op: str) -> PBoxJobWrite:
     """Configure (INSERT; MODIFY: make sure it is there as described) the job on the
     PBox of ``part``, with that part's range."""
     return PBoxJobWrite(part.pbox, op, job.job_id, job.world_size, part.slots.base,
-                        part.slots.count, job.lanes)
+                        part.slots.count, job.lanes, precision=job.precision)
 
 
 def _even(pboxes: list[str], count: int) -> dict[str, int]:

@@ -1,7 +1,8 @@
 """Jobs placed on a PBox: the client side of the PBox's JSON control channel.
 
 The PBox (hosts/pbox.py) serves newline-delimited JSON over TCP:
-``{"cmd": "add_job", "job", "world_size", "slot_base", "slot_count", "lanes"}``,
+``{"cmd": "add_job", "job", "world_size", "slot_base", "slot_count", "lanes"}`` (and
+``parent``, ``precision`` where the job has them),
 ``{"cmd": "remove_job", "job"}``, ``{"cmd": "list_jobs"}``, ``{"cmd": "stats"}``,
 ``{"cmd": "open_cells", "job"}`` (the last two for ``p4hub doctor``); each answer is one
 line, ``{"ok": true, ...}`` or ``{"error": "..."}``. ``PBoxControl`` is the
@@ -101,13 +102,16 @@ class PBoxControl:
             parent = {"address": [host, int(port)], "child": write.child,
                       "rack_size": write.rack_size}
             add["parent"] = {**parent, "address": write.parent}
+        if write.precision is not None:
+            add["precision"] = write.precision
         if write.op == INSERT:
             channel.request(add)
             return True
         if write.op == MODIFY:  # make sure the PBox has the job as described (after a rebuild)
             want = {"job_id": write.job_id, "world_size": write.world_size,
                     "slot_base": write.slot_base, "slot_count": write.slot_count,
-                    "lanes": write.lanes, **({"parent": parent} if parent else {})}
+                    "lanes": write.lanes, **({"parent": parent} if parent else {}),
+                    **({"precision": write.precision} if write.precision is not None else {})}
             have = [job for job in self.jobs(write.pbox) if job.get("job_id") == write.job_id]
             if have and have[0] == want:
                 return False

@@ -129,6 +129,8 @@ def _rebuild_parts(registry: JobRegistry, job: Job, pbox_jobs: dict[str, list[di
         for listed in pbox_jobs.get(pb.name, []):
             if listed.get("job_id") == job.job_id and listed.get("world_size") == job.world_size:
                 found[pb.name] = (int(listed["slot_base"]), int(listed["slot_count"]))
+                if isinstance(listed.get("precision"), int | float):
+                    job.precision = float(listed["precision"])  # only PBoxes keep it
     if job.where == ON_PBOX:
         entry_range = (job.slots.base, job.slots.count)
         holder = next((name for name, got in found.items() if got == entry_range), None)

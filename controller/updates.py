@@ -81,6 +81,7 @@ class PBoxJobWrite:
     parent: str = ""
     child: int = 0
     rack_size: int = 0
+    precision: float | None = None  # the job's precision option, kept by the PBox
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from controller import elastic, topology
-from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError, JobRegistry
+from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError, JobRegistry, part_write
 from controller.rebuild import rebuild_from_entries
 from controller.traffic import RouteService
 from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
@@ -268,6 +268,30 @@ def test_a_restarted_controller_rebuilds_every_pbox_range_from_the_pboxes():
     assert [p.slots for p in again.parts] == [p.slots for p in job.parts]
     assert {(w.pbox, w.op) for w in pbox_writes(repairs)} == {(p, MODIFY) for p in PBOXES}
     assert again.epoch != job.epoch  # the PBox ranges' epoch is in no entry
+
+
+def test_a_restarted_controller_gets_a_jobs_precision_back_from_its_pboxes():
+    """The PBoxes keep a precision job's bound (add_job's ``precision``): the rebuilt job
+    has it before any rank rejoins, so a lost PBox still does not send its float blocks
+    to the switch, and a rejoin with another bound is refused."""
+    reg = rack()
+    reply = [reg.join("w", 2, r, (f"10.0.0.{r + 1}", 4000), 0.0, precision=1e-3)[0]
+             for r in range(2)][0]
+    job = reg.jobs[reply.job_id]
+    writes = [part_write(job, part, INSERT) for part in job.parts]
+    assert {w.precision for w in writes} == {1e-3}
+    listed = {w.pbox: [{"job_id": job.job_id, "world_size": 2, "slot_base": w.slot_base,
+                        "slot_count": w.slot_count, "lanes": 64, "precision": w.precision}]
+              for w in writes}
+    rebuilt, repairs = rebuild_from_entries(reg.topo, {"s1": reg.expected_entries("s1")}, 1.0,
+                                            7, listed)
+    again = rebuilt.jobs[job.job_id]
+    assert again.precision == 1e-3 and again.name is None
+    assert {w.precision for w in pbox_writes(repairs)} == {1e-3}
+    with pytest.raises(JobError, match="has precision 0.001, not None"):
+        rebuilt.join("w", 2, 0, ("10.0.0.1", 4000), 2.0)
+    rebuilt.pbox_lost(job.job_id, "pbox", 3.0, "PBox pbox is unreachable")
+    assert again.where == ON_PBOX and "s1" not in again.shares()
 
 
 # -- scale in and out -------------------------------------------------------------------------

@@ -77,6 +77,21 @@ def test_add_job_reaches_every_shard_and_the_mirror(core):
     assert sorted(core.jobs) == [1, 7] and core.jobs[7].slot_base == 100
 
 
+def test_a_jobs_precision_is_kept_listed_and_checked(core):
+    core, _ = core
+    request = {"cmd": "add_job", "job": 9, "world_size": 2, "slot_base": 200, "slot_count": 4}
+    assert core.control({**request, "precision": 0.001}) == {"ok": True}
+    (listed,) = [j for j in core.control({"cmd": "list_jobs"})["jobs"] if j["job_id"] == 9]
+    assert listed["precision"] == 0.001
+    for bad in (0, 1.5, "0.1", True):
+        assert "precision" in core.control({**request, "job": 10, "precision": bad})["error"]
+    assert 10 not in core.jobs
+    core.control({"cmd": "remove_job", "job": 9})
+    assert core.control({**request, "precision": None}) == {"ok": True}  # null: off
+    (listed,) = [j for j in core.control({"cmd": "list_jobs"})["jobs"] if j["job_id"] == 9]
+    assert "precision" not in listed
+
+
 def test_contributions_complete_on_their_shard_and_stats_sum_the_shards(core):
     core, shards = core
     a, b = ("10.0.0.1", 5000), ("10.0.0.2", 5000)
