@@ -56,7 +56,7 @@ class EntryCodec:
 
     # -- to P4Runtime ------------------------------------------------------------
 
-    def updates(self, writes: Iterable[Update]) -> list[p4runtime_pb2.Update]:
+    def updates(self, writes: Iterable[Update | CounterClear]) -> list[p4runtime_pb2.Update]:
         """Switch writes in order; PBox writes are not P4Runtime and are refused."""
         out = []
         for write in writes:

@@ -66,13 +66,13 @@ def result_dst(job_id: int, rank: int, mac: int, ip: int, udp_port: int, op: str
     return Entry(p.RESULT_DST, match, p.ACT_SET_RESULT_DST, params)
 
 
-def clear_new_jobs_counters(batch: list[Update]) -> list[Update]:
+def clear_new_jobs_counters(batch: list[Update]) -> list[Update | CounterClear]:
     """``batch`` with, before each jobs entry it INSERTs, the clearing of that job id's
     job_stats and tree_stats cells on that switch: counters are per job id, and an id
     is reused after its job ends (or by a restarted controller), so without this
     ``p4hub job show`` would add an earlier job's packets to the new one's. A MODIFY
     (a new epoch) or a rebuilt controller keeps the job's counts."""
-    out: list[Update] = []
+    out: list[Update | CounterClear] = []
     for write in batch:
         if isinstance(write, TableWrite) and write.op == INSERT and write.entry.table == p.JOBS:
             job_id = write.entry.match_value(p.JOBS_JOB)

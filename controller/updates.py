@@ -94,4 +94,4 @@ class CounterClear:
     index: int
 
 
-Update = TableWrite | GroupWrite | PBoxJobWrite | CounterClear
+Update = TableWrite | GroupWrite | PBoxJobWrite  # what the job logic returns
