@@ -13,7 +13,11 @@ generated stubs needed on either side; any gRPC client can call
              aggregator: "ip:port", slot_base, slot_count, k (the job's lanes), window,
              where, epoch, routes, precision (null: off)}
   LeaveJob   {job_id, rank} -> {}
-  Heartbeat  {job_id, rank} -> {}
+  Heartbeat  {job_id, rank, sent?, retransmitted?, results?, epoch?, routes?, map?}
+             -> {epoch, where, slot_base, slot_count, routes}: the counters and per-route
+             service the agent measured (controller/traffic.py), and its map (``map``:
+             hosts/routes.py ``to_wire``), from which a controller rebuilt while one of
+             the job's PBoxes was unreachable learns that PBox's range
   Barrier    {job_id, rank, timeout?} -> {generation}   (blocks until every rank arrived)
   ListJobs   {} -> {jobs: [job summary], ended: [the last 10 ends, latest first]}
   ShowJob    {job_id} -> job summary + {state: "running", workers, counters}, or for a job
@@ -235,6 +239,7 @@ class JobService:
             self.ctl.registry.heartbeat(job_id, rank, self.clock(),
                                         traffic.Counters.from_request(r),
                                         traffic.RouteService.from_request(r))
+            self.ctl.recover_unheard(job_id, r.get("map"))  # before the map is answered
             job = self.ctl.registry.job(job_id)
             return {"epoch": job.epoch, "where": job.where, "slot_base": job.slots.base,
                     "slot_count": job.window,

@@ -31,7 +31,7 @@ from controller.jobs import Job, JobRegistry, JoinReply, part_write
 from controller.p4info_index import EntryError, P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
 from controller.pbox_control import PBoxControlError
-from controller.rebuild import rebuild_from_entries
+from controller.rebuild import rebuild_from_entries, recover_unheard
 from controller.topology import SwitchConf, Topology
 from controller.updates import (
     DELETE,
@@ -124,11 +124,12 @@ class Controller:
             self.apply(repairs)
             return {**dict.fromkeys(existing, "rebuilt"), **dict.fromkeys(fresh, "configured")}
 
-    def _pbox_jobs(self) -> dict[str, list[dict]]:
-        """Each reachable PBox's jobs (for rebuilding jobs' PBox ranges)."""
+    def _pbox_jobs(self) -> dict[str, list[dict]] | None:
+        """Each reachable PBox's jobs (for rebuilding jobs' PBox ranges); None from a
+        sink that cannot list them."""
         lister = getattr(self.pbox_sink, "jobs", None)
         if lister is None:
-            return {}
+            return None
         out = {}
         for name in sorted(self.topo.pboxes):
             try:
@@ -276,6 +277,27 @@ class Controller:
         if not self.topo.controller.rebalance:
             return []
         return self._moves(lambda reg: reg.rebalance(now))
+
+    def recover_unheard(self, job_id: int, agent_map: object) -> None:
+        """A heartbeat's agent map for a job rebuilt while some of its PBoxes did not
+        answer (controller/rebuild.py ``recover_unheard``); the recovered ranges are
+        made sure of on PBoxes that answer now (one still unreachable is lost by
+        ``check_pboxes``, with its range known)."""
+        with self.lock:
+            job = self.registry.jobs.get(job_id)
+            if job is None or not job.unheard:
+                return
+            unheard = set(job.unheard)
+            if not recover_unheard(self.registry, job, agent_map):
+                return
+            log.info("job %d: PBox ranges recovered from an agent's map: %s", job_id,
+                     ", ".join(f"{pt.pbox} {pt.slots.base}+{pt.slots.count}" for pt in job.parts))
+            for part in job.parts:
+                if part.pbox in unheard:
+                    try:
+                        self._to_pbox(part_write(job, part, MODIFY))
+                    except ControllerError as exc:
+                        log.warning("job %d: %s", job_id, exc)
 
     def _reattach(self, name: str, conf: SwitchConf) -> str:
         old = self.clients.pop(name, None)

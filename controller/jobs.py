@@ -176,6 +176,9 @@ class Job:
     # the PBox at the root when no spine had room (its range is in rack_pboxes: its
     # rack's workers are its members); "" under a spine
     root_pbox: str = ""
+    # after a rebuild: its rack's PBoxes that did not answer list_jobs, whose ranges of
+    # it are learnt from the first agent map a heartbeat brings (controller/rebuild.py)
+    unheard: tuple[str, ...] = ()
 
     @property
     def over_racks(self) -> bool:

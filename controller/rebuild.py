@@ -21,7 +21,7 @@ from controller.jobs import (
     valid_epoch,
 )
 from controller.slots import SlotError, SlotRange
-from controller.topology import Topology, parse_ipv4
+from controller.topology import Topology, format_ipv4, parse_ipv4
 from controller.tree import TreeError, plan, plan_under_pbox
 from controller.updates import DELETE, MODIFY, Entry, TableWrite, Update
 
@@ -91,7 +91,7 @@ def rebuild_from_entries(
     registry._last_job_id = max(registry.jobs, default=0)
     for job in sorted(registry.jobs.values(), key=lambda j: j.job_id):
         if job.tree is None:
-            _rebuild_parts(registry, job, pbox_jobs or {})
+            _rebuild_parts(registry, job, pbox_jobs)
         if job.parts:  # their epoch is in no entry; the agents resync once, needlessly
             job.epoch = registry._take_epoch()
         repairs += [part_write(job, part, MODIFY) for part in job.parts]
@@ -121,10 +121,17 @@ def _pbox_roots(topo: Topology, found: list[tuple[str, Entry]],
     return out
 
 
-def _rebuild_parts(registry: JobRegistry, job: Job, pbox_jobs: dict[str, list[dict]]) -> None:
+def _rebuild_parts(registry: JobRegistry, job: Job, pbox_jobs: dict[str, list[dict]] | None,
+                   ) -> None:
     """The job's PBox ranges: those its rack's PBoxes report (a PBox job's entry range
-    at least, on the PBox that has it, else on the rack's first)."""
+    at least, on the PBox that has it, else on the rack's first). PBoxes that did not
+    answer (absent from ``pbox_jobs``; None: nothing is known of any) are noted in
+    ``job.unheard``: the agents' map fills them in (``recover_unheard``)."""
     found: dict[str, tuple[int, int]] = {}
+    if pbox_jobs is not None:
+        job.unheard = tuple(pb.name for pb in registry.topo.pboxes_of(job.switch)
+                            if pb.name not in pbox_jobs)
+    pbox_jobs = pbox_jobs or {}
     for pb in registry.topo.pboxes_of(job.switch):
         for listed in pbox_jobs.get(pb.name, []):
             if listed.get("job_id") == job.job_id and listed.get("world_size") == job.world_size:
@@ -262,3 +269,62 @@ def _rebuild_workers(
             continue  # a rack's partials into a root PBox (tree.root_entries)
         stale.append(TableWrite(switch, DELETE, Entry(member.table, member.match)))
     return stale
+
+
+def recover_unheard(registry: JobRegistry, job: Job, agent_map: object) -> bool:
+    """A heartbeat's agent map (hosts/routes.py ``to_wire``) for a job rebuilt while some
+    of its rack's PBoxes did not answer: its ranges on those PBoxes are the map's routes
+    to them (a guessed jobs-entry range there is dropped first). Once a well-formed map
+    came, the job has no unheard PBox left; a PBox that is still unreachable is then
+    lost the ordinary way (``check_pboxes``). True when the job's parts changed."""
+    if not job.unheard:
+        return False
+    routes = _pbox_routes(agent_map)
+    if routes is None:
+        return False
+    by_address = {f"{format_ipv4(pb.ip)}:{p.AGG_UDP_PORT}": pb.name
+                  for pb in registry.topo.pboxes_of(job.switch) if pb.name in job.unheard}
+    before = job.parts
+    kept: list[Part] = []
+    for part in job.parts:
+        if part.pbox in job.unheard:
+            registry.pbox_pools[part.pbox].free(part.owner)
+        else:
+            kept.append(part)
+    recovered: list[Part] = []
+    for address, base, count in routes:
+        pbox = by_address.get(address)
+        if pbox is None or any(part.pbox == pbox for part in recovered):
+            continue
+        owner = (job.job_id, pbox, 0)
+        try:
+            recovered.append(Part(pbox, registry.pbox_pools[pbox].reserve(owner, base, count),
+                                  owner))
+        except SlotError:
+            continue  # not this job's to claim; the agents' resync will show the gap
+    job.parts = tuple(sorted((*kept, *recovered), key=lambda part: part.slots.base))
+    job.unheard = ()
+    if job.where == ON_PBOX:
+        job.pbox = next((pt.pbox for pt in job.parts if pt.slots == job.slots), job.pbox)
+    return [(pt.pbox, pt.slots) for pt in job.parts] != [(pt.pbox, pt.slots) for pt in before]
+
+
+def _pbox_routes(agent_map: object) -> list[tuple[str, int, int]] | None:
+    """(aggregator "ip:port", slot base, count) of each PBox route (``fallback``) of an
+    agent's map; None when the map is missing or malformed."""
+    if not isinstance(agent_map, list) or not agent_map:
+        return None
+    out = []
+    for item in agent_map:
+        if not isinstance(item, dict):
+            return None
+        address, base, count = item.get("aggregator"), item.get("slot_base"), item.get("count")
+        if not isinstance(address, str) or not _count(base) or not _count(count):
+            return None
+        if item.get("fallback") is True and count:
+            out.append((address, int(base), int(count)))  # type: ignore[arg-type]
+    return out
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -33,7 +33,7 @@ import numpy as np
 from hosts import chunking
 from hosts.errors import AllreduceError
 from hosts.events import Event, TensorCompleted, TensorFailed
-from hosts.routes import Route
+from hosts.routes import Route, to_wire
 from hosts.session import Session
 from hosts.transport import UdpTransport
 from hosts.wire import AGG_UDP_PORT, K
@@ -125,6 +125,7 @@ class Agent:
         self.precision = precision
         self.epoch = epoch
         self.lanes = lanes
+        self._aggregator = aggregator
         self._lock = threading.Lock()
         self._handles: dict[Hashable, Handle] = {}
         self._next_id = 0
@@ -187,12 +188,14 @@ class Agent:
     def progress(self) -> dict:
         """The session counters a controller heartbeat carries (controller/traffic.py):
         first transmissions, retransmissions, results, and per route of the map under
-        its ``epoch`` (``RouteService``) the results and their seconds in flight."""
+        its ``epoch`` (``RouteService``) the results and their seconds in flight; and
+        the map itself (``map``, hosts/routes.py ``to_wire``)."""
         stats = self._session.stats
         epoch, routes = self._session.route_service()
         return {"sent": stats.sent, "retransmitted": stats.retransmitted,
                 "results": stats.results, "epoch": epoch,
-                "routes": [[n, round(t, 6)] for n, t in routes]}
+                "routes": [[n, round(t, 6)] for n, t in routes],
+                "map": to_wire(self._session.routes, self._aggregator)}
 
     def follow(self, epoch: int, slot_base: int | None = None,
                route_map: list[Route] | None = None) -> bool:

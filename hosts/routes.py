@@ -154,6 +154,19 @@ def from_wire(items: Sequence[dict] | None) -> list[Route] | None:
     return out
 
 
+def to_wire(routes: Sequence[Route], default: tuple[str, int]) -> list[dict]:
+    """Routes as ``from_wire`` reads them (``default``: the aggregator of a route that
+    names none): what a heartbeat reports, so that a controller restarted while one of
+    the job's PBoxes was unreachable learns that PBox's range from the agents."""
+    out = []
+    for route in routes:
+        where: tuple[str, int] = route.aggregator if route.aggregator is not None else default  # type: ignore[assignment]
+        host, port = where  # (IPv4, port), as from_wire makes them
+        out.append({"aggregator": f"{host}:{port}", "slot_base": route.slot_base,
+                    "count": route.count, "fallback": route.fallback})
+    return out
+
+
 def _describe(routes: Sequence[Route]) -> str:
     return ", ".join(f"{r.count} at {r.aggregator or 'default'} slots {r.slot_base}.."
                      f"{r.slot_base + r.count - 1}{' (fallback)' if r.fallback else ''}"

@@ -145,3 +145,29 @@ def test_a_restarted_controller_rebuilds_a_split_job_from_the_switch_and_pboxes(
     b.finish()
     a.release()
     a.finish()
+
+
+def test_a_controller_restarted_while_a_pbox_is_dead_moves_its_share(rack, api):
+    """Job B runs over the switch's last 16 slots and the three PBoxes; the controller
+    is killed, then pbox3, and the controller restarts without pbox3 to list its jobs.
+    The first heartbeat's agent map gives pbox3's range back before any reply goes out
+    (a reply without it would not cover the workers' window and fail them), the PBox
+    check then finds pbox3 gone and moves its share, and B finishes exact."""
+    import time
+
+    client, runs = api
+    a, b = _switch_full_then_split(rack, runs, "el-d")
+    job_id = b.joined[0]["job_id"]
+    rack.kill_controller()
+    rack.kill_pbox("pbox3")
+    time.sleep(1.0)
+    rack.start_controller()
+    done = max(len(b.events(r, "iteration")) for r in b.lines)
+    b.wait_for("iteration", count=done + 2, timeout=90)
+    shown = client.call("ShowJob", job_id=job_id)
+    assert set(shown["shares"]) == {"s1", "pbox", "pbox2"} and shown["window"] == JOB_SLOTS
+    assert "PBox pbox3 is unreachable" in shown["moves"][-1]["reason"]
+    b.release()
+    b.finish()
+    a.release()
+    a.finish()

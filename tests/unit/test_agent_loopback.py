@@ -292,6 +292,8 @@ def test_agents_split_over_two_aggregators_then_resplit_onto_a_third_finish_exac
         agents[rank] = agent
         handles = [agent.allreduce_async(x[rank]) for x in inputs[:3]]
         results = [h.wait() for h in handles]  # all three on the split map
+        assert [(m["slot_base"], m["count"], m["fallback"]) for m in agent.progress["map"]] == [
+            (0, 24, False), (100, 8, True)]  # what its heartbeats report
         handles = [agent.allreduce_async(x[rank]) for x in inputs[3:]]
         ready.wait()
         return results + [h.wait() for h in handles]

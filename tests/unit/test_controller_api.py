@@ -254,6 +254,23 @@ def test_heartbeats_say_where_the_job_is_and_job_show_lists_its_moves(stack, cap
     assert f"epoch {beat['epoch']}; aggregator changes" in out and "switch s1 restarted" in out
 
 
+def test_a_heartbeats_map_gives_back_a_range_the_rebuild_missed_before_it_answers(stack):
+    """As after a restart whose list_jobs pb1 did not answer: the job has no PBox range
+    until a heartbeat brings the agent's map, and that heartbeat's reply already has
+    it back (an answer without it would fail the agents)."""
+    _, _, ctl, _, _, client, _ = stack
+    first = client.join("p", 1, 0, "10.0.0.1:4001", placement="pbox")
+    job = ctl.registry.jobs[first["job_id"]]
+    with ctl.lock:  # what rebuild_from_entries leaves when pb1 does not answer
+        (part,) = job.parts
+        ctl.registry.pbox_pools["pb1"].free(part.owner)
+        job.parts, job.unheard = (), ("pb1",)
+    beat = client.call("Heartbeat", job_id=job.job_id, rank=0, map=[{"bad": 1}])
+    assert beat["routes"] == [] and job.unheard == ("pb1",)  # a malformed map: ignored
+    beat = client.call("Heartbeat", job_id=job.job_id, rank=0, map=first["routes"])
+    assert beat["routes"] == first["routes"] and job.unheard == ()
+
+
 def test_a_controller_that_does_not_answer_is_told_apart_from_a_refusal(stack):
     _, _, _, _, _, client, address = stack
     with pytest.raises(grpc.RpcError) as refused:

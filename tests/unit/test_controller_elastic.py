@@ -7,7 +7,7 @@ import pytest
 
 from controller import elastic, topology
 from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError, JobRegistry, part_write
-from controller.rebuild import rebuild_from_entries
+from controller.rebuild import rebuild_from_entries, recover_unheard
 from controller.traffic import RouteService
 from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
 
@@ -292,6 +292,50 @@ def test_a_restarted_controller_gets_a_jobs_precision_back_from_its_pboxes():
         rebuilt.join("w", 2, 0, ("10.0.0.1", 4000), 2.0)
     rebuilt.pbox_lost(job.job_id, "pbox", 3.0, "PBox pbox is unreachable")
     assert again.where == ON_PBOX and "s1" not in again.shares()
+
+
+def test_a_pbox_that_missed_the_rebuild_gets_its_range_back_from_the_agents_map():
+    """pbox2 does not answer list_jobs when the controller restarts: the rebuilt job has
+    no range there (its map would not cover the agents' window) until a heartbeat brings
+    an agent's map, which gives pbox2's range back; a lost pbox2 is then handled as
+    any lost PBox (the switch has room: the job moves there whole)."""
+    reg = rack()
+    reply, _ = join_all(reg, "p", PLACE_PBOX)
+    job = reg.jobs[reply.job_id]
+    agent_map = list(reg.routes(job, 0))
+    entries = {"s1": reg.expected_entries("s1")}
+    listed = {part.pbox: [{"job_id": job.job_id, "world_size": 2, "slot_base": part.slots.base,
+                           "slot_count": part.slots.count, "lanes": 64}]
+              for part in job.parts if part.pbox != "pbox2"}
+    rebuilt, _ = rebuild_from_entries(reg.topo, entries, 1.0, 7, listed)
+    again = rebuilt.jobs[job.job_id]
+    assert again.unheard == ("pbox2",) and "pbox2" not in again.shares()
+    for bad in (None, [], [{"aggregator": "10.0.0.102:48879", "slot_base": -1, "count": 4}],
+                ["pbox2"]):
+        assert not recover_unheard(rebuilt, again, bad)
+    assert again.unheard == ("pbox2",)
+    assert recover_unheard(rebuilt, again, agent_map)
+    assert again.shares() == job.shares() and again.unheard == ()
+    assert [(p.pbox, p.slots) for p in again.parts] == [(p.pbox, p.slots) for p in job.parts]
+    assert not recover_unheard(rebuilt, again, agent_map)  # once
+    rebuilt.pbox_lost(job.job_id, "pbox2", 5.0, "PBox pbox2 is unreachable")
+    assert again.shares() == {"s1": job.window} and again.parts == ()
+    no_overlap(rebuilt)
+
+
+def test_a_map_cannot_claim_a_range_another_job_holds():
+    reg = rack()
+    reply, _ = join_all(reg, "p", PLACE_PBOX)
+    job = reg.jobs[reply.job_id]
+    theirs = next(part for part in job.parts if part.pbox == "pbox2")
+    listed = {"pbox": [], "pbox3": []}  # only they answered, and hold nothing
+    rebuilt, _ = rebuild_from_entries(reg.topo, {"s1": reg.expected_entries("s1")}, 1.0, 7,
+                                      listed)
+    again = rebuilt.jobs[job.job_id]
+    rebuilt.pbox_pools["pbox2"].reserve("someone", theirs.slots.base, theirs.slots.count)
+    recover_unheard(rebuilt, again, list(reg.routes(job, 0)))
+    assert "pbox2" not in again.shares() and again.unheard == ()
+    no_overlap(rebuilt)
 
 
 # -- scale in and out -------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from hosts import wire
 from hosts.aggregator import Aggregator
 from hosts.errors import SessionError
 from hosts.events import TensorFailed
-from hosts.routes import Route, RouteMap, from_wire
+from hosts.routes import Route, RouteMap, from_wire, to_wire
 from hosts.session import Session
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
 from tests.unit.test_session import gradients
@@ -56,6 +56,15 @@ def test_routes_from_a_controller_reply():
     assert from_wire([]) is None and from_wire(None) is None  # the one aggregator
     with pytest.raises(SessionError, match="malformed route"):
         from_wire([{"aggregator": "10.0.0.101", "slot_base": 4, "count": 9}])
+
+
+def test_a_heartbeat_reports_the_map_as_the_controller_gave_it():
+    reply = [{"aggregator": "10.0.0.100:48879", "slot_base": 0, "count": 20, "fallback": False},
+             {"aggregator": "10.0.0.101:48879", "slot_base": 4, "count": 12, "fallback": True}]
+    routes = from_wire(reply)
+    assert routes is not None and to_wire(routes, ("10.0.0.9", 1)) == reply
+    assert to_wire([Route(None, 7, 32)], ("10.0.0.100", 48879)) == [  # the one aggregator
+        {"aggregator": "10.0.0.100:48879", "slot_base": 7, "count": 32, "fallback": False}]
 
 
 def test_a_result_finds_its_index_by_flag_and_slot():
