@@ -65,6 +65,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale", type=float, default=0.005,
                         help="of ResNet-50's gradients (0.005: 0.5 MB per iteration)")
     parser.add_argument("--quick", action="store_true", help="none and link, 6 iterations")
+    parser.add_argument("--no-congestion", action="store_true",
+                        help="the workers without their congestion window")
     args = parser.parse_args(argv)
     if args.quick:
         args.stragglers, args.iterations = ["none", "link"], 6
@@ -115,7 +117,8 @@ def run_one(rack, args: argparse.Namespace, mode: str, straggler: str, cpu) -> d
                  "cpu": {"procs": args.cpu_procs}}.get(straggler, {})
     name = f"el-{mode}-{straggler}"
     work = ("--scale", str(args.scale), "--fuse", "--check", "--timeout", "60",
-            "--rto-max", "0.2", "--lanes", str(args.lanes))
+            "--rto-max", "0.2", "--lanes", str(args.lanes),
+            *(["--no-congestion"] if args.no_congestion else []))
     victim_host = rack.pbox_host(victim)
     flood_host = rack.extras[0]
     before = (_link_bytes(victim_host, "rx"), _link_bytes(flood_host, "tx"))

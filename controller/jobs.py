@@ -163,6 +163,10 @@ class Job:
     # ``pbox``/``slots`` too (the jobs entry's range)
     parts: tuple[Part, ...] = ()
     split_at: float | None = None  # when its map last changed (rebalance's hold-down)
+    # the PBoxes its last re-split took slots from, and how many re-splits in a row gave
+    # slots back to such a PBox (controller/elastic.py ``hold_down``)
+    took_from: frozenset[str] = frozenset()
+    reversals: int = 0
     slow_checks: dict[str, int] = field(default_factory=dict)  # PBox -> slow checks in a row
     left: dict[str, float] = field(default_factory=dict)  # PBox -> when it was drained or lost
     # a job on a fabric (controller/tree.py): the switches holding its slot range, root
@@ -737,8 +741,18 @@ class JobRegistry:
         plan = elastic.plan([part.slots.count for part in job.parts], rates)
         if plan is None:
             return None
+        old = {part.pbox: part.slots.count for part in job.parts}
         shares = {part.pbox: n for part, n in zip(job.parts, plan.shares, strict=True)}
-        return self._resplit(job, shares, now, f"rebalanced over PBoxes: {plan.reason}")
+        reversal = elastic.reverses(old, shares, job.took_from)
+        if reversal and job.split_at is not None and (
+                now - job.split_at < elastic.hold_down(job.reversals)):
+            return None
+        updates = self._resplit(job, shares, now, f"rebalanced over PBoxes: {plan.reason}"
+                                + (f" (reversal {job.reversals + 1} in a row)" if reversal else ""))
+        if updates is not None:
+            self._set(job, "reversals", job.reversals + 1 if reversal else 0)
+            self._set(job, "took_from", elastic.losers(old, shares))
+        return updates
 
     def _resplit(self, job: Job, shares: dict[str, int], now: float | None, reason: str,
                  dead: str | None = None) -> list[Update] | None:

@@ -148,12 +148,37 @@ def test_a_pbox_four_times_slower_loses_most_of_its_share_once_then_holds():
     # the new epoch starts its measurements afresh; inside the hold-down nothing moves
     epoch = job.epoch
     report(reg, job.job_id, [(0, 0.0)] * 3, 5.0)
-    report(reg, job.job_id, slowed(job, 8.0, "pbox3", 1.0), 6.0)
+    report(reg, job.job_id, slowed(job, 3.0, "pbox3", 1.0), 6.0)
     assert reg.rebalance(now=6.0) == []  # one interval measured: not enough
     for i in (2, 3):
-        report(reg, job.job_id, slowed(job, 8.0, "pbox3", float(i)), 5.0 + i)
+        report(reg, job.job_id, slowed(job, 3.0, "pbox3", float(i)), 5.0 + i)
     assert reg.rebalance(now=4.0 + elastic.HOLD_DOWN - 0.1) == [] and job.epoch == epoch
-    assert reg.rebalance(now=4.0 + elastic.HOLD_DOWN + 0.1) and job.epoch != epoch
+    # giving pbox2 slots back reverses the first move: that waits twice the hold-down
+    assert reg.rebalance(now=4.0 + elastic.HOLD_DOWN + 0.1) == [] and job.epoch == epoch
+    assert reg.rebalance(now=4.0 + elastic.hold_down(0) + 0.1) and job.epoch != epoch
+    assert "(reversal 1 in a row)" in job.moves[-1].reason and job.reversals == 1
+
+
+def test_two_pboxes_that_trade_places_wait_longer_each_time():
+    """Noise makes pbox and pbox3 look slow in turn: each re-split reverses the one
+    before, and each waits twice as long as the one before (8, 16, 32 s), so a job
+    whose PBoxes are really equal stops paying a resync every few seconds."""
+    reg = rack()
+    reply, _ = join_all(reg, "p", PLACE_PBOX)
+    job = reg.jobs[reply.job_id]
+    now = measure(reg, job, 1.5, "pbox", 1.0)
+    assert reg.rebalance(now) and job.reversals == 0  # the first move is no reversal
+    waits = []
+    for k, victim in enumerate(("pbox3", "pbox", "pbox3")):
+        moved_at = job.split_at
+        now = measure(reg, job, 1.5, victim, now + 1.0)
+        while not reg.rebalance(now):
+            now = measure(reg, job, 1.5, victim, now + 1.0)
+        waits.append(now - moved_at)
+        assert job.reversals == k + 1
+    assert [elastic.hold_down(k) <= w < elastic.hold_down(k) + 5 for k, w in enumerate(waits)] \
+        == [True] * 3, waits
+    assert elastic.hold_down(10) == elastic.MAX_HOLD_DOWN
 
 
 def test_a_balanced_job_is_not_moved():
