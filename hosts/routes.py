@@ -6,20 +6,11 @@ window served by one aggregator, on that aggregator's slots ``slot_base ..
 slot_base + count - 1``. Position g of a class goes to window slot ``g mod W``, so an
 aggregator carries the share of every tensor's blocks that its slots are of the window.
 
-The window's slot indices (class c's slot k is index ``c*W + k``) are taken k-major
-(all classes' slot 0 first, then all classes' slot 1, ...), so every priority class is
-spread over the aggregators in the same proportions. The switch's route (not
-``fallback``) takes the first run of them; the rest are dealt to the PBox routes one
-at a time, each to the route furthest behind its share (``_deal``), so that any few
-consecutive slots are spread over the PBoxes too: the positions a congestion window
-lets into flight (consecutive ones) keep every PBox busy at once. Given to the PBoxes
-in runs, a window of a few positions kept one PBox busy at a time, and each route's
-measured rate was that of the moment it happened to be served in (the elastic
-benchmark's PBoxes then traded slots back and forth on noise). The switch keeps its
-run because its range outlives re-splits of the PBoxes' (which always take fresh
-slots; see below). Every rank computes the same assignment from the same routes. A
-route's slots follow its indices in ascending order, so one route maps index i to slot
-``slot_base + i``.
+The window's slot indices (class c's slot k is index ``c*W + k``) are given to the
+routes k-major: all classes' slot 0 first, then all classes' slot 1, ... so every
+priority class is spread over the aggregators in the same proportions, and every rank
+computes the same assignment from the same routes. A route's slots follow its indices
+in ascending order, so one route maps index i to slot ``slot_base + i``.
 
 A new map (a re-split) must never give an aggregator's slot to another window slot
 index than the old map did (``reassigned``): ranks learn of the new map at different
@@ -72,13 +63,13 @@ class RouteMap:
         self.route_of = np.empty(slots, dtype=np.int64)
         self.wire_slot = np.empty(slots, dtype=np.int64)
         self.flag = np.zeros(slots, dtype=np.uint8)
-        used = _fit(self.routes, slots)
-        dealt = _assign(self.routes, used)
-        for r, route in enumerate(self.routes):
-            mine = np.sort(order[dealt == r])  # its slots in index order
+        lo = 0
+        for r, (route, used) in enumerate(zip(self.routes, _fit(self.routes, slots), strict=True)):
+            mine = np.sort(order[lo : lo + used])  # its slots in index order
             self.route_of[mine] = r
-            self.wire_slot[mine] = route.slot_base + np.arange(used[r])
+            self.wire_slot[mine] = route.slot_base + np.arange(used)
             self.flag[mine] = wire.FLAG_FALLBACK if route.fallback else 0
+            lo += used
         keys = self._key(self.flag, self.wire_slot)
         self._sorted = np.argsort(keys, kind="stable")
         self._keys = keys[self._sorted]
@@ -131,32 +122,6 @@ def _check(routes: Sequence[Route], slots: int) -> None:
     if total < slots:
         raise SessionError(f"the routes cover {total} slots, the window needs {slots}: "
                            f"{_describe(routes)}")
-
-
-def _assign(routes: Sequence[Route], used: Sequence[int]) -> np.ndarray:
-    """For each slot in k-major order, its route: runs for the routes that are not
-    ``fallback`` (the switch's), in route order, then the rest dealt over the others."""
-    runs = [r for r, route in enumerate(routes) if not route.fallback]
-    dealt = [r for r, route in enumerate(routes) if route.fallback]
-    head = [np.full(used[r], r, dtype=np.int64) for r in runs]
-    tail = np.asarray(dealt, dtype=np.int64)[_deal([used[r] for r in dealt])] if dealt else []
-    return np.concatenate([*head, np.asarray(tail, dtype=np.int64)])
-
-
-def _deal(counts: Sequence[int]) -> np.ndarray:
-    """For each of ``sum(counts)`` turns, the route it goes to: the one furthest behind
-    its share so far (smooth weighted round robin; ties to the earlier route), so route
-    r gets exactly ``counts[r]`` turns, spread evenly."""
-    total = sum(counts)
-    weights = np.asarray(counts, dtype=np.int64)
-    current = np.zeros(len(counts), dtype=np.int64)
-    out = np.empty(total, dtype=np.int64)
-    for turn in range(total):
-        current += weights
-        r = int(np.argmax(current))
-        out[turn] = r
-        current[r] -= total
-    return out
 
 
 def _fit(routes: Sequence[Route], slots: int) -> list[int]:

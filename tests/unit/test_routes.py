@@ -43,22 +43,6 @@ def test_routes_take_every_class_in_the_same_proportions():
     assert (m.flag[m.route_of == 1] == wire.FLAG_FALLBACK).all()
 
 
-def test_pbox_routes_share_every_few_consecutive_slots_and_the_switch_keeps_its_run():
-    """A congestion window lets a few consecutive positions into flight: they must reach
-    every PBox (in runs, one PBox at a time was busy). The switch's route keeps the
-    first run: its range outlives re-splits of the PBoxes', which take fresh slots."""
-    m = RouteMap([Route("sw", 0, 16), Route("p1", 0, 6, fallback=True),
-                  Route("p2", 100, 5, fallback=True), Route("p3", 200, 5, fallback=True)], 32, 32)
-    assert m.route_of[:16].tolist() == [0] * 16
-    assert all(len(set(m.route_of[i : i + 5].tolist())) == 3 for i in range(16, 28))
-    assert np.bincount(m.route_of).tolist() == [16, 6, 5, 5]
-    for r, base in ((1, 0), (2, 100), (3, 200)):  # each route's slots in index order
-        assert m.wire_slot[m.route_of == r].tolist() == list(range(base, base + (6 if r == 1 else 5)))
-    lost = RouteMap([Route("sw", 0, 16), Route("p1", 300, 8, fallback=True),
-                     Route("p2", 400, 8, fallback=True)], 32, 32)
-    assert lost.reassigned(m) == []  # the switch's slots keep their indices
-
-
 def test_a_smaller_window_uses_the_same_share_of_every_route():
     m = RouteMap([Route("a", 0, 64), Route("b", 500, 43), Route("c", 900, 21)], 126, 42)
     assert np.bincount(m.route_of).tolist() == [63, 42, 21]
