@@ -17,8 +17,9 @@ Against thrashing and stale estimates (PSLD's exploitation/exploration):
   reversal) waits ``HOLD_DOWN`` doubled for each reversal in a row before it, up to
   ``MAX_HOLD_DOWN`` (``hold_down``): two PBoxes of equal speed measured through noise
   otherwise trade slots back and forth, and every move costs the agents a resync
-  (measured with the congestion window on: 9 moves in 8 iterations, 4.4 s an iteration
-  against 2.2 s);
+  (bench/elastic.py's link straggler with the agents' congestion window: 9 moves in 8
+  iterations and 4.4 s an iteration before, 5 moves and 2.85 s with it; docs/notes/
+  elastic.md §2);
 * the caller holds a job's map for ``HOLD_DOWN`` seconds after each change, and plans
   only on rates measured over ``MIN_SAMPLES`` heartbeat intervals of the current map
   (single intervals are noisy: a rack run saw one PBox's rate swing 77-218 rounds/s).
