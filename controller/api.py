@@ -239,7 +239,7 @@ class JobService:
             self.ctl.registry.heartbeat(job_id, rank, self.clock(),
                                         traffic.Counters.from_request(r),
                                         traffic.RouteService.from_request(r))
-            self.ctl.recover_unheard(job_id, r.get("map"))  # before the map is answered
+            self.ctl.recover_unheard(job_id, traffic.pbox_routes(r))  # before the map is answered
             job = self.ctl.registry.job(job_id)
             return {"epoch": job.epoch, "where": job.where, "slot_base": job.slots.base,
                     "slot_count": job.window,

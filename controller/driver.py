@@ -278,8 +278,8 @@ class Controller:
             return []
         return self._moves(lambda reg: reg.rebalance(now))
 
-    def recover_unheard(self, job_id: int, agent_map: object) -> None:
-        """A heartbeat's agent map for a job rebuilt while some of its PBoxes did not
+    def recover_unheard(self, job_id: int, routes: list[tuple[str, int, int]] | None) -> None:
+        """A heartbeat's PBox routes for a job rebuilt while some of its PBoxes did not
         answer (controller/rebuild.py ``recover_unheard``); the recovered ranges are
         made sure of on PBoxes that answer now (one still unreachable is lost by
         ``check_pboxes``, with its range known)."""
@@ -288,7 +288,7 @@ class Controller:
             if job is None or not job.unheard:
                 return
             unheard = set(job.unheard)
-            if not recover_unheard(self.registry, job, agent_map):
+            if not recover_unheard(self.registry, job, routes):
                 return
             log.info("job %d: PBox ranges recovered from an agent's map: %s", job_id,
                      ", ".join(f"{pt.pbox} {pt.slots.base}+{pt.slots.count}" for pt in job.parts))

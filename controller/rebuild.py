@@ -271,16 +271,16 @@ def _rebuild_workers(
     return stale
 
 
-def recover_unheard(registry: JobRegistry, job: Job, agent_map: object) -> bool:
-    """A heartbeat's agent map (hosts/routes.py ``to_wire``) for a job rebuilt while some
+def recover_unheard(registry: JobRegistry, job: Job,
+                    routes: list[tuple[str, int, int]] | None) -> bool:
+    """The PBox routes of a heartbeat's agent map (controller/traffic.py
+    ``pbox_routes``: aggregator "ip:port", slot base, count) for a job rebuilt while some
     of its rack's PBoxes did not answer: its ranges on those PBoxes are the map's routes
     to them (a guessed jobs-entry range there is dropped first). Once a well-formed map
-    came, the job has no unheard PBox left; a PBox that is still unreachable is then
-    lost the ordinary way (``check_pboxes``). True when the job's parts changed."""
-    if not job.unheard:
-        return False
-    routes = _pbox_routes(agent_map)
-    if routes is None:
+    came (``routes`` not None), the job has no unheard PBox left; a PBox that is still
+    unreachable is then lost the ordinary way (``check_pboxes``). True when the job's
+    parts changed."""
+    if not job.unheard or routes is None:
         return False
     by_address = {f"{format_ipv4(pb.ip)}:{p.AGG_UDP_PORT}": pb.name
                   for pb in registry.topo.pboxes_of(job.switch) if pb.name in job.unheard}
@@ -308,23 +308,3 @@ def recover_unheard(registry: JobRegistry, job: Job, agent_map: object) -> bool:
         job.pbox = next((pt.pbox for pt in job.parts if pt.slots == job.slots), job.pbox)
     return [(pt.pbox, pt.slots) for pt in job.parts] != [(pt.pbox, pt.slots) for pt in before]
 
-
-def _pbox_routes(agent_map: object) -> list[tuple[str, int, int]] | None:
-    """(aggregator "ip:port", slot base, count) of each PBox route (``fallback``) of an
-    agent's map; None when the map is missing or malformed."""
-    if not isinstance(agent_map, list) or not agent_map:
-        return None
-    out = []
-    for item in agent_map:
-        if not isinstance(item, dict):
-            return None
-        address, base, count = item.get("aggregator"), item.get("slot_base"), item.get("count")
-        if not isinstance(address, str) or not _count(base) or not _count(count):
-            return None
-        if item.get("fallback") is True and count:
-            out.append((address, int(base), int(count)))  # type: ignore[arg-type]
-    return out
-
-
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -17,6 +17,10 @@ Per route of the job's aggregator map (hosts/routes.py), the heartbeat may also 
 the session's results and their summed time in flight since the map's epoch began
 (``RouteService``); ``RouteMeter`` folds their differences the same way, so the
 registry can tell each aggregator's rate while busy (controller/elastic.py).
+
+And it carries the agent's map itself (``map``, hosts/routes.py ``to_wire``): its PBox
+routes (``pbox_routes``) give back ranges a rebuilt controller could not list
+(controller/rebuild.py ``recover_unheard``).
 """
 
 from __future__ import annotations
@@ -39,9 +43,32 @@ class Counters:
     def from_request(cls, request: dict) -> Counters | None:
         """The counters of a Heartbeat request, or None when it has none (or bad ones)."""
         values = [request.get(k) for k in ("sent", "retransmitted", "results")]
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        if not all(_count(v) for v in values):
             return None
         return cls(*values)  # type: ignore[arg-type]
+
+
+def pbox_routes(request: dict) -> list[tuple[str, int, int]] | None:
+    """(aggregator "ip:port", slot base, count) of each PBox route (``fallback``) of the
+    agent's map a Heartbeat request carries; None when it has none (or a bad one)."""
+    agent_map = request.get("map")
+    if not isinstance(agent_map, list) or not agent_map:
+        return None
+    out = []
+    for item in agent_map:
+        if not isinstance(item, dict):
+            return None
+        address, base, count = item.get("aggregator"), item.get("slot_base"), item.get("count")
+        if not isinstance(address, str) or not _count(base) or not _count(count):
+            return None
+        if item.get("fallback") is True and count:
+            out.append((address, int(base), int(count)))  # type: ignore[arg-type]
+    return out
+
+
+def _count(value: object) -> bool:
+    """A non-negative int (and not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 @dataclass

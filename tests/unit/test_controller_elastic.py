@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller import elastic, topology
+from controller import elastic, topology, traffic
 from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError, JobRegistry, part_write
 from controller.rebuild import rebuild_from_entries, recover_unheard
 from controller.traffic import RouteService
@@ -327,7 +327,7 @@ def test_a_pbox_that_missed_the_rebuild_gets_its_range_back_from_the_agents_map(
     reg = rack()
     reply, _ = join_all(reg, "p", PLACE_PBOX)
     job = reg.jobs[reply.job_id]
-    agent_map = list(reg.routes(job, 0))
+    agent_map = traffic.pbox_routes({"map": list(reg.routes(job, 0))})
     entries = {"s1": reg.expected_entries("s1")}
     listed = {part.pbox: [{"job_id": job.job_id, "world_size": 2, "slot_base": part.slots.base,
                            "slot_count": part.slots.count, "lanes": 64}]
@@ -337,7 +337,8 @@ def test_a_pbox_that_missed_the_rebuild_gets_its_range_back_from_the_agents_map(
     assert again.unheard == ("pbox2",) and "pbox2" not in again.shares()
     for bad in (None, [], [{"aggregator": "10.0.0.102:48879", "slot_base": -1, "count": 4}],
                 ["pbox2"]):
-        assert not recover_unheard(rebuilt, again, bad)
+        assert traffic.pbox_routes({"map": bad}) is None
+    assert not recover_unheard(rebuilt, again, None)
     assert again.unheard == ("pbox2",)
     assert recover_unheard(rebuilt, again, agent_map)
     assert again.shares() == job.shares() and again.unheard == ()
@@ -358,7 +359,7 @@ def test_a_map_cannot_claim_a_range_another_job_holds():
                                       listed)
     again = rebuilt.jobs[job.job_id]
     rebuilt.pbox_pools["pbox2"].reserve("someone", theirs.slots.base, theirs.slots.count)
-    recover_unheard(rebuilt, again, list(reg.routes(job, 0)))
+    recover_unheard(rebuilt, again, traffic.pbox_routes({"map": list(reg.routes(job, 0))}))
     assert "pbox2" not in again.shares() and again.unheard == ()
     no_overlap(rebuilt)
 
