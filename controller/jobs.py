@@ -52,7 +52,7 @@ from controller import elastic, job_entries, rack
 from controller import program as p
 from controller.errors import NotFoundError, RefusedError
 from controller.slots import SlotPool, SlotRange, common_base, free_bases, is_free
-from controller.topology import Topology, format_ipv4, parse_ipv4
+from controller.topology import Topology, aggregator_address, format_ipv4, parse_ipv4
 from controller.traffic import (
     Counters,
     RouteMeter,
@@ -1191,7 +1191,7 @@ def _even(pboxes: list[str], count: int) -> dict[str, int]:
 
 
 def _route(ip: int, slots: SlotRange, fallback: bool) -> dict:
-    return {"aggregator": f"{format_ipv4(ip)}:{p.AGG_UDP_PORT}", "slot_base": slots.base,
+    return {"aggregator": aggregator_address(ip), "slot_base": slots.base,
             "count": slots.count, "fallback": fallback}
 
 

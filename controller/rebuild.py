@@ -21,7 +21,7 @@ from controller.jobs import (
     valid_epoch,
 )
 from controller.slots import SlotError, SlotRange
-from controller.topology import Topology, format_ipv4, parse_ipv4
+from controller.topology import Topology, aggregator_address, parse_ipv4
 from controller.tree import TreeError, plan, plan_under_pbox
 from controller.updates import DELETE, MODIFY, Entry, TableWrite, Update
 
@@ -282,7 +282,7 @@ def recover_unheard(registry: JobRegistry, job: Job,
     parts changed."""
     if not job.unheard or routes is None:
         return False
-    by_address = {f"{format_ipv4(pb.ip)}:{p.AGG_UDP_PORT}": pb.name
+    by_address = {aggregator_address(pb.ip): pb.name
                   for pb in registry.topo.pboxes_of(job.switch) if pb.name in job.unheard}
     before = job.parts
     kept: list[Part] = []

@@ -118,6 +118,11 @@ def format_ipv4(value: int) -> str:
     return str(ipaddress.IPv4Address(value))
 
 
+def aggregator_address(ip: int) -> str:
+    """"ip:port" of the aggregator (switch or PBox) at ``ip``: the p4hub UDP port there."""
+    return f"{format_ipv4(ip)}:{program.AGG_UDP_PORT}"
+
+
 def format_mac(value: int) -> str:
     raw = f"{value:012x}"
     return ":".join(raw[i : i + 2] for i in range(0, 12, 2))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from controller import job_entries as entries
 from controller import program as p
 from controller.slots import SlotRange
-from controller.topology import Topology, format_ipv4
+from controller.topology import Topology, aggregator_address
 from controller.updates import DELETE, Entry, PBoxJobWrite
 
 
@@ -141,7 +141,7 @@ def pbox_leaf_write(job: TreeJob, tree: Tree, leaf: Leaf, op: str) -> PBoxJobWri
     parent (hosts/aggregator.py Parent)."""
     return PBoxJobWrite(leaf.pbox, op, job.job_id, job.world_size, job.slots.base,
                         job.slots.count, job.lanes,
-                        parent=f"{format_ipv4(tree.root_ip)}:{p.AGG_UDP_PORT}", child=leaf.child,
+                        parent=aggregator_address(tree.root_ip), child=leaf.child,
                         rack_size=leaf.ranks)
 
 
