@@ -2,8 +2,8 @@
 
 A job's window slots each carry the same number of blocks (position g goes to slot
 g mod W), so an aggregator with s slots carries s/W of every tensor, and a tensor is done
-when the slowest aggregator is. What an aggregator serves while busy is its slots
-divided by their mean time in flight (the agents measure it per route:
+when the slowest aggregator is. What an aggregator serves while busy is its results
+over the seconds it had positions in flight (the agents measure it per route:
 hosts/session.py ``route_service``); call it its rate. Then its share of the work takes
 s / rate, and the makespan is the largest of these. The split that minimises it gives
 each aggregator slots in proportion to its rate (LPT's continuous limit), rounded by

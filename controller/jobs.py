@@ -204,7 +204,7 @@ class Job:
         """Each route's measured rate (rounds/s while busy), in map order, from ranks
         with at least ``min_samples`` heartbeat intervals measured under this epoch."""
         return route_rates([w.routes for w in self.workers.values()], self.epoch,
-                           list(self.shares().values()), min_samples)
+                           len(self.shares()), min_samples)
 
     def service(self) -> dict[str, float | None]:
         """Its service as its ranks' heartbeats report it (controller/traffic.py)."""

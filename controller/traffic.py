@@ -14,9 +14,13 @@ weighted moving average (PSLD profiles servers the same way, from the workers' s
 Time is an argument; a restarted agent (counters going down) starts over.
 
 Per route of the job's aggregator map (hosts/routes.py), the heartbeat may also carry
-the session's results and their summed time in flight since the map's epoch began
-(``RouteService``); ``RouteMeter`` folds their differences the same way, so the
-registry can tell each aggregator's rate while busy (controller/elastic.py).
+the session's results and the seconds the route was busy (had a position of the rank
+in flight) since the map's epoch began (``RouteService``); ``RouteMeter`` folds their
+differences the same way, so the registry can tell each aggregator's rate while busy
+(controller/elastic.py). Busy seconds, not each result's time in flight: with a
+congestion window per aggregator (hosts/route_windows.py) a route may have fewer
+positions in flight than slots, and its slots over their mean time in flight would
+then count rounds it never had in flight.
 
 And it carries the agent's map itself (``map``, hosts/routes.py ``to_wire``): its PBox
 routes (``pbox_routes``) give back ranges a rebuilt controller could not list
@@ -98,7 +102,7 @@ class TrafficMeter:
 
 @dataclass(frozen=True)
 class RouteService:
-    """Per route, cumulative (results, seconds in flight) under map ``epoch``."""
+    """Per route, cumulative (results, seconds busy) under map ``epoch``."""
 
     epoch: int
     routes: tuple[tuple[int, float], ...]
@@ -119,11 +123,11 @@ class RouteService:
 
 @dataclass
 class RouteMeter:
-    """One rank's moving averages of results and time in flight per route, per epoch."""
+    """One rank's moving averages of results and busy time per route, per epoch."""
 
     last: RouteService | None = None
     results: list[float] | None = None  # per route, EWMA of results per interval
-    busy: list[float] | None = None  # per route, EWMA of seconds in flight per interval
+    busy: list[float] | None = None  # per route, EWMA of seconds busy per interval
     samples: int = 0  # intervals folded in under this epoch
 
     def update(self, service: RouteService) -> None:
@@ -150,19 +154,19 @@ class RouteMeter:
         self.last, self.results, self.busy, self.samples = service, None, None, 0
 
 
-def route_rates(meters: list[RouteMeter], epoch: int, slots: list[int],
+def route_rates(meters: list[RouteMeter], epoch: int, routes: int,
                 min_samples: int = 1) -> list[float | None]:
-    """Each route's rate while busy (rounds per second: its slots over their mean time
-    in flight), pooled over the ranks measuring map ``epoch`` with at least
+    """Each of the ``routes`` routes' rate while busy (rounds per second: results over
+    busy seconds), pooled over the ranks measuring map ``epoch`` with at least
     ``min_samples`` intervals folded in; None where unmeasured."""
     live = [m for m in meters if m.last is not None and m.last.epoch == epoch
             and m.samples >= min_samples and m.results is not None and m.busy is not None
-            and len(m.results) == len(slots)]
+            and len(m.results) == routes]
     out: list[float | None] = []
-    for r, count in enumerate(slots):
+    for r in range(routes):
         results = sum((m.results or [])[r] for m in live)
         busy = sum((m.busy or [])[r] for m in live)
-        out.append(count * results / busy if results > 0 and busy > 0 else None)
+        out.append(results / busy if results > 0 and busy > 0 else None)
     return out
 
 

@@ -188,7 +188,7 @@ class Agent:
     def progress(self) -> dict:
         """The session counters a controller heartbeat carries (controller/traffic.py):
         first transmissions, retransmissions, results, and per route of the map under
-        its ``epoch`` (``RouteService``) the results and their seconds in flight; and
+        its ``epoch`` (``RouteService``) the results and the seconds it was busy; and
         the map itself (``map``, hosts/routes.py ``to_wire``)."""
         stats = self._session.stats
         epoch, routes = self._session.route_service()

@@ -50,7 +50,8 @@ class Route:
 
 
 class RouteMap:
-    """Per window slot index: the route, the wire slot number and the header flag."""
+    """Per window slot index: the route, the wire slot number, the header flag and the
+    aggregator."""
 
     def __init__(self, routes: Sequence[Route], slots: int, window: int) -> None:
         """``slots``: the window's slot indices (window * classes); ``window``: per class.
@@ -70,6 +71,13 @@ class RouteMap:
             self.wire_slot[mine] = route.slot_base + np.arange(used)
             self.flag[mine] = wire.FLAG_FALLBACK if route.fallback else 0
             lo += used
+        index: dict[Hashable, int] = {}
+        for route in self.routes:
+            index.setdefault(route.aggregator, len(index))
+        self.aggregators = tuple(index)  # each once, in map order
+        # window slot index -> aggregator (its path: its own timers and congestion window)
+        self.aggregator_of = np.array([index[r.aggregator] for r in self.routes],
+                                      dtype=np.int64)[self.route_of]
         keys = self._key(self.flag, self.wire_slot)
         self._sorted = np.argsort(keys, kind="stable")
         self._keys = keys[self._sorted]

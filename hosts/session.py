@@ -36,15 +36,16 @@ position for rank B, which sends its urgent class first, and the other way round
 a credit held longer would let them wait for ever; past the hold the position is
 waiting for a peer, not for the link, and the rank's other classes may go on.
 
-A *congestion window* (hosts/congestion.py; ``congestion=False`` turns it off) limits
-positions in flight further, with one class as with several: it starts at 4 positions
-and keeps the queueing delay (round trip minus the fastest seen) near 50 ms, so n
-workers sending into one PBox link queue a few positions each, not n full windows. It
-counts every position in flight while results arrive; when none has come for a credit
-hold, it counts them by age as the credit does, so ranks held to different windows
-cannot wait on each other for ever (``_budget`` has the argument). With a window the
-retransmission timeout stays above 1.5 smoothed round trips: each step of the window
-moves every rank's round trip at once.
+A *congestion window* per aggregator of the map (hosts/congestion.py,
+hosts/route_windows.py; ``congestion=False`` turns them off) limits positions in flight
+on that aggregator's slots further, with one class as with several: it starts at 4
+positions and keeps the queueing delay (round trip minus the fastest seen) near 50 ms,
+so n workers sending into one PBox link queue a few positions each, not n full windows.
+It counts every position in flight on its aggregator while that one's results arrive;
+when none has come for a credit hold, it counts them by age as the credit does, so
+ranks held to different windows cannot wait on each other for ever (``_budget`` has the
+argument). With a window the retransmission timeout stays above 1.5 smoothed round
+trips: each step of the window moves every rank's round trip at once.
 
 Results are checked as a batch with numpy: wrong version/type/job, a slot outside
 the session's slots, a position or shadow bit that is not what the slot has in flight
@@ -86,10 +87,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from hosts import chunking, quantize, routes, wire
-from hosts.congestion import RTO_SRTT_FLOOR, CongestionWindow
+from hosts.congestion import RTO_SRTT_FLOOR
 from hosts.errors import SessionError
 from hosts.events import Event, TensorCompleted, TensorFailed
 from hosts.recovery import SlotTimers
+from hosts.route_windows import RouteWindows
 from hosts.routes import Route, RouteMap
 from hosts.wire import K, PacketType
 
@@ -185,7 +187,7 @@ class Session:
         self._flagged = all(r.fallback for r in self._map.routes)
         self.slot_base = self._map.routes[0].slot_base
         self.map_epoch = epoch  # the controller's (32-bit) epoch of the map; the header has 8 bits
-        self._route_meters()
+        self._route_meters(0.0)
         # the last two packets sent per slot, one per cell (shadow set): row
         # shadow * slots + slot; resends and, after a resync, courtesy resends read them
         self._slot_pkts = wire.packet_array(2 * slots, lanes)
@@ -208,7 +210,8 @@ class Session:
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
         self._credit_free_at = np.inf  # when a class short of credit may get some
-        self._cwnd = CongestionWindow(window if classes == 1 else credit) if congestion else None
+        self._window_cap = window if classes == 1 else credit
+        self._cwnd = RouteWindows(self._map, self._window_cap) if congestion else None
         if congestion:  # the window's own steps move the round trip (hosts/congestion.py)
             self._timers.srtt_floor = RTO_SRTT_FLOOR
         self.stats.cwnd = self._cwnd.limit if self._cwnd else 0
@@ -256,6 +259,8 @@ class Session:
             return
         if self.idle:
             self._last_progress = now  # the no-progress clock starts with the work
+            if self._cwnd is not None:
+                self._cwnd.touch(now)
         self._total[c] = run.end
         self._tensors[c].append(run)
         self._ids.add(tensor_id)
@@ -304,17 +309,27 @@ class Session:
         return self._map.routes
 
     def route_service(self) -> tuple[int, list[tuple[int, float]]]:
-        """The map's epoch and, per route: (results, seconds they were in flight, summed
-        from first transmission to result). A route's slots divided by its mean time in
-        flight is what it serves while busy: the controller's measure of each
-        aggregator (controller/traffic.py). Restarts with every new map."""
+        """The map's epoch and, per route: (results, seconds the route was busy: had a
+        position of this rank in flight, up to the latest send or result). Results over
+        busy seconds is what the route serves while busy, whether its slots or its
+        congestion window limit it: the controller's measure of each aggregator
+        (controller/traffic.py). Restarts with every new map."""
         return self._metered_epoch, [(int(n), float(t)) for n, t in
                                  zip(self._route_results, self._route_busy, strict=True)]
 
-    def _route_meters(self) -> None:
+    def _route_meters(self, now: float) -> None:
         self._metered_epoch = self.map_epoch
         self._route_results = np.zeros(len(self._map.routes), dtype=np.int64)
         self._route_busy = np.zeros(len(self._map.routes))
+        self._route_flight = np.bincount(self._map.route_of[self._slot_pos >= 0],
+                                         minlength=len(self._map.routes))
+        self._busy_mark = now  # the latest send or result the busy seconds run to
+
+    def _meter_busy(self, now: float) -> None:
+        """Before a send or a result changes what is in flight: the time since the
+        previous one counts for every route that had a position in flight."""
+        self._route_busy[self._route_flight > 0] += now - self._busy_mark
+        self._busy_mark = now
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
         """``packets_to_send``, one ``bytes`` object per datagram."""
@@ -360,10 +375,10 @@ class Session:
             return
         expired = self._timers.expired(now)
         if expired.size:
-            early = self._timers.on_retransmitted(expired, now)
-            self.stats.early_resends += early
-            if self._cwnd is not None and early < expired.size:
-                self._cwnd.on_timeout(now, self._timers.srtt, self._timers.fastest)
+            timed_out = expired[self._timers.deadline[expired] <= now]  # not early resends
+            self.stats.early_resends += self._timers.on_retransmitted(expired, now)
+            if self._cwnd is not None and timed_out.size:
+                self._cwnd.on_timeouts(timed_out, now, lambda _: self._timers.srtt)
                 self._cwnd_stats()
             self._retransmit = np.union1d(self._retransmit, expired)
 
@@ -394,9 +409,10 @@ class Session:
             self.epoch = epoch & 0xFF
             for store in (self._template, self._slot_pkts):
                 store["hdr"]["epoch"] = self.epoch
-        self._route_meters()  # a new map, or the same map on fresh aggregator state
+        self._route_meters(now)  # a new map, or the same map on fresh aggregator state
         if self._cwnd is not None:
             self._cwnd.restart()
+            self._cwnd.touch(now)
         self.stats.resyncs += 1
         flight = self._slot_pos >= 0
         # per slot, the courtesy position: h - W while h is in flight, else h itself
@@ -440,28 +456,35 @@ class Session:
         window."""
         ready = [(c, self._ready(c)) for c in reversed(range(self.classes)) if self._tensors[c]]
         self._credit_free_at = np.inf
-        budget, wake = self._budget(now)
-        if budget is None:  # one stream and no congestion window: the window is the credit
+        credit, windows, wake = self._budget(now)
+        if credit is None and windows is None:  # one stream, no window limits: the slots do
             return [(c, p) for c, p in ready if p.size]
         out = []
         for c, positions in ready:
-            take = min(max(budget, 0), positions.size)
-            if take:
-                out.append((c, positions[:take]))
-                budget -= take
-            if take < positions.size:  # wake up when the budget may grow without a result
+            if windows is None:
+                take = positions[: max(credit or 0, 0)]
+            else:
+                assert self._cwnd is not None
+                slots = c * self.window + positions % self.window
+                take = positions[self._cwnd.admit(slots, windows, credit)]
+            if credit is not None:
+                credit -= take.size
+            if take.size:
+                out.append((c, take))
+            if take.size < positions.size:  # wake up when the budget may grow without a result
                 self._credit_free_at = wake
         return out
 
-    def _budget(self, now: float) -> tuple[int | None, float]:
-        """How many more positions may go out now (None: as many as the slots allow),
-        and when that may grow with no result arriving.
+    def _budget(self, now: float) -> tuple[int | None, np.ndarray | None, float]:
+        """How many more positions may go out now: by the credit (None: as many as the
+        slots allow) and per aggregator by its congestion window (None: no window limits
+        any), and when that may grow with no result arriving.
 
         The credit (several classes) counts a position in flight for ``_credit_hold``
-        at most (see there). The congestion window counts every position in flight
-        while results arrive (within a hold of the last one): then its positions are
-        moving and the window is the link's. In silence it counts them as the credit
-        does, which is what keeps ranks with different windows from waiting on each
+        at most (see there). An aggregator's congestion window (hosts/route_windows.py)
+        counts every position in flight on it while its results arrive (within a hold
+        of the last one): then its positions are moving and the window is the link's.
+        In silence it counts them as the credit does, which is what keeps ranks with different windows from waiting on each
         other for ever: rank A's window may be full of positions that rank B has not
         sent because B's (smaller, or full of other positions) is full of ones A has
         not sent. Nothing completes then, so within a hold every rank stops counting
@@ -471,23 +494,19 @@ class Session:
         credit does) would undo the window in a queue: positions queued longer than
         two round trips stop counting and more join the queue (measured: 8 workers
         into one PBox link at 1 % loss, x34 the floor and 73,000 drops)."""
-        inflight = self._timers.sent_at[self._slot_pos >= 0]
+        flight = np.flatnonzero(self._slot_pos >= 0)
+        inflight = self._timers.sent_at[flight]
         hold = self._credit_hold()
-        young = inflight[inflight + hold > now]  # the same sum as the wake-up
-        aged_out = float(young.min()) + hold if young.size else np.inf
-        budget: int | None = None
+        credit: int | None = None
         wake = np.inf
         if self.classes > 1:
-            budget, wake = self.credit - young.size, aged_out
-        if self._cwnd is not None and self._cwnd.limit < self.window * self.classes:
-            if now < self._last_progress + hold:
-                window, at = self._cwnd.limit - inflight.size, self._last_progress + hold
-            else:
-                window, at = self._cwnd.limit - young.size, aged_out
-            if budget is None or window < budget:
-                budget = window
-            wake = min(wake, at)
-        return budget, wake
+            young = inflight[inflight + hold > now]  # the same sum as the wake-up
+            credit = self.credit - young.size
+            wake = float(young.min()) + hold if young.size else np.inf
+        if self._cwnd is None:
+            return credit, None, wake
+        windows, at = self._cwnd.budgets(flight, inflight, hold, now)
+        return credit, windows, min(wake, at)
 
     def _credit_hold(self) -> float:
         """How long a position in flight holds its credit: two smoothed round trips.
@@ -557,7 +576,9 @@ class Session:
         hdr["nelem"] = nelem
         hdr["flags"] = flags | self._map.flag[slots]
         self._slot_pkts[self._row(slots, positions)] = batch
+        self._meter_busy(now)
         self._slot_pos[slots] = positions
+        self._route_flight += np.bincount(self._map.route_of[slots], minlength=self._route_flight.size)
         self._slot_next[slots] = positions + self.window
         self._timers.on_sent(slots, now)
         self.stats.sent += positions.size
@@ -589,6 +610,8 @@ class Session:
         flag."""
         self._map = RouteMap(route_map, self._slot_pos.size, self.window)
         self.slot_base = self._map.routes[0].slot_base
+        if self._cwnd is not None:
+            self._cwnd = RouteWindows(self._map, self._window_cap, before=self._cwnd)
         hdr = self._slot_pkts["hdr"]
         hdr["slot"] = np.tile(self._map.wire_slot, 2)
         hdr["flags"] = (hdr["flags"] & ~np.uint8(wire.FLAG_FALLBACK)) | np.tile(self._map.flag, 2)
@@ -701,14 +724,15 @@ class Session:
         idx, slots = idx[order], slots[order]
         positions = self._slot_pos[slots]
         self._slot_pos[slots] = -1
-        route = self._map.route_of[slots]
-        np.add.at(self._route_results, route, 1)
-        np.add.at(self._route_busy, route, now - self._timers.sent_at[slots])
+        self._meter_busy(now)
+        np.add.at(self._route_results, self._map.route_of[slots], 1)
+        self._route_flight = np.bincount(self._map.route_of[self._slot_pos >= 0],
+                                         minlength=self._route_flight.size)
         # a round completed by someone's retransmission says nothing about the RTT
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
         if self._cwnd is not None:  # the samples the RTT estimate takes (before on_result)
             usable = clean & (self._timers.retries[slots] == 0)
-            self._cwnd.on_results(idx.size, (now - self._timers.sent_at[slots])[usable], now)
+            self._cwnd.on_results(slots, now - self._timers.sent_at[slots], usable, now)
             self._cwnd_stats()
         self._timers.on_result(slots, now, clean)
         self._last_progress = now

@@ -26,9 +26,17 @@ import numpy as np
 
 from hosts import wire
 from hosts.aggregator import Aggregator
+from hosts.congestion import CongestionWindow
 from hosts.events import TensorCompleted, TensorFailed
 from hosts.session import Session
 from tests.support.session_sim import SessionSim
+
+
+class FrozenWindow(CongestionWindow):
+    """A congestion window that stays where it is put (ranks held to different sizes)."""
+
+    def _set(self, cwnd: float) -> None:
+        pass
 
 
 @dataclass
@@ -169,7 +177,7 @@ def run_job(n: int, net: Bottleneck, *, window: int, tensors: int, elements: int
     return sim, inputs, seconds
 
 
-def exact(sim: BottleneckNet, inputs: list[list[np.ndarray]]) -> bool:
+def exact(sim: SessionSim, inputs: list[list[np.ndarray]]) -> bool:
     """Every rank got every tensor's exact int32 sum (wrapping, as the aggregators)."""
     for events in sim.events:
         got = {e.tensor_id: e.result for e in events if isinstance(e, TensorCompleted)}
@@ -178,3 +186,56 @@ def exact(sim: BottleneckNet, inputs: list[list[np.ndarray]]) -> bool:
             if t not in got or got[t].tobytes() != want.tobytes():
                 return False
     return True
+
+
+class PBoxesNet(SessionSim):
+    """Sessions whose job is split over several PBoxes (hosts/routes.py), each a host on
+    its own drop-tail link of ``tx[name]`` seconds per datagram; every worker has one
+    uplink and one downlink of ``worker_tx``. Datagrams go where ``routed_packets`` says."""
+
+    def __init__(self, sessions: list[Session], pboxes: dict[str, Aggregator],
+                 tx: dict[str, float], worker_tx: float, queue: int = 1000,
+                 delay: float = 0.0001) -> None:
+        self.tally = Tally()
+        super().__init__(sessions, self.tally.completions)
+        self.pboxes, self.delay = pboxes, delay
+        n = len(sessions)
+        self.up = [Queue(worker_tx, queue) for _ in range(n)]
+        self.down = [Queue(worker_tx, queue) for _ in range(n)]
+        self.into = {name: Queue(tx[name], queue) for name in pboxes}
+        self.out = {name: Queue(tx[name], queue) for name in pboxes}
+
+    def _hop(self, queue: Queue, kind: str, rank: int, data: object) -> None:
+        left = queue.enqueue(self.now)
+        if left is not None:
+            self._push(left + self.delay, kind, rank, data)
+
+    def _send(self, r: int) -> None:
+        for name, batch in self.sessions[r].routed_packets(self.now):
+            for d in wire.split_datagrams(batch):
+                self.tally.up_sent += 1
+                self._hop(self.up[r], "fabric", r, (name, d))
+
+    def run(self, until: float, completions: int | None = None) -> None:
+        """As ``BottleneckNet.run``."""
+        for r in range(len(self.sessions)):
+            self._pump(r)
+        done = self.tally.completions
+        while self.heap and self.now < until and (completions is None or len(done) < completions):
+            self.now, _, kind, r, data = heapq.heappop(self.heap)
+            if kind == "fabric":  # a contribution reaches its PBox's link
+                self._hop(self.into[data[0]], "agg", r, data)
+            elif kind == "agg":
+                name, d = data
+                for reply, dst in self.pboxes[name].receive(d, ("w", r), self.now):
+                    self._hop(self.out[name], "leaf", dst[1], reply)
+            elif kind == "leaf":  # a result reaches its worker's link
+                self._hop(self.down[r], "result", r, data)
+            elif kind == "result":
+                self.sessions[r].receive(data, self.now)
+                self._pump(r)
+            else:
+                self._timer(r)
+
+    def failures(self) -> list[str]:
+        return [e.reason for events in self.events for e in events if isinstance(e, TensorFailed)]

@@ -20,7 +20,7 @@ from hosts import congestion, wire
 from hosts.aggregator import Aggregator
 from hosts.congestion import CongestionWindow
 from hosts.session import Session
-from tests.support.bottleneck import Bottleneck, BottleneckNet, exact, run_job
+from tests.support.bottleneck import Bottleneck, BottleneckNet, FrozenWindow, exact, run_job
 
 TX = (wire.packet_len(256) + 42) * 8 / 2.5e6  # a 1086-byte frame at 2.5 Mbit/s
 ELEMENTS = 256 * 256  # int32: 256 positions of 256 lanes per tensor
@@ -138,13 +138,6 @@ def test_a_session_starts_with_the_initial_window_and_can_go_without_one():
 # -- different windows never wait on each other for ever -------------------------------
 
 
-class _Frozen(CongestionWindow):
-    """A window that stays where it is put."""
-
-    def _set(self, cwnd: float) -> None:
-        pass
-
-
 @pytest.mark.parametrize(("windows", "classes"), [((1, 2, 7), 1), ((1, 5), 1), ((1, 3, 2), 2)])
 def test_ranks_held_to_different_windows_still_finish(windows: tuple[int, ...], classes: int):
     """Each rank sends its lowest positions first, but a rank with a larger window has
@@ -156,7 +149,8 @@ def test_ranks_held_to_different_windows_still_finish(windows: tuple[int, ...], 
     sessions = [Session(JOB, r, n, 0, slots, 8, classes=classes, deadline=30.0)
                 for r in range(n)]  # fmt: skip
     for s, w in zip(sessions, windows, strict=True):
-        s._cwnd = _Frozen(8, initial=w)
+        assert s._cwnd is not None
+        s._cwnd.windows[0] = FrozenWindow(8, initial=w)
     agg = wire_aggregator(n, slots)
     net = BottleneckNet(sessions, agg, Bottleneck(tx=0.001, shared=True, loss=0.05, seed=3))
     rng = np.random.default_rng(5)

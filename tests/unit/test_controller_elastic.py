@@ -105,7 +105,7 @@ def test_too_few_switch_slots_are_left_alone():
 
 def report(reg: JobRegistry, job_id: int, per_route: list[tuple[int, float]], now: float,
            ranks: int = 2) -> None:
-    """Every rank reports cumulative (results, seconds in flight) per route."""
+    """Every rank reports cumulative (results, seconds busy) per route."""
     job = reg.jobs[job_id]
     for rank in range(ranks):
         reg.heartbeat(job_id, rank, now, service=RouteService(job.epoch, tuple(per_route)))
@@ -122,11 +122,12 @@ def measure(reg: JobRegistry, job, factor: float, victim: str, start: float) -> 
 
 def slowed(job, factor: float, victim: str, seconds: float) -> list[tuple[int, float]]:
     """What the agents measure in ``seconds`` when ``victim`` serves each round
-    ``factor`` times slower: a round takes 10 ms, results = slots * time / latency."""
+    ``factor`` times slower: a round takes 10 ms, results = slots * time / latency,
+    every route busy all the time."""
     out = []
     for name, slots in job.shares().items():
         latency = 0.01 * (factor if name == victim else 1.0)
-        out.append((int(slots * seconds / latency), slots * seconds))
+        out.append((int(slots * seconds / latency), seconds))
     return out
 
 

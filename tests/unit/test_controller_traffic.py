@@ -57,15 +57,16 @@ def _service(epoch: int, *routes: tuple[int, float]) -> RouteService:
     return RouteService(epoch, tuple(routes))
 
 
-def test_route_rates_are_slots_over_mean_time_in_flight_pooled_over_ranks():
+def test_route_rates_are_results_over_busy_seconds_pooled_over_ranks():
     meters = [RouteMeter(), RouteMeter()]
-    for m in meters:
+    for m, busy in zip(meters, (0.25, 0.5), strict=True):
         m.update(_service(7, (0, 0.0), (0, 0.0)))
-        m.update(_service(7, (100, 1.0), (50, 2.0)))  # 10 ms and 40 ms per round
-    rates = route_rates(meters, 7, [4, 2])
-    assert rates == pytest.approx([400.0, 50.0])
-    assert route_rates(meters, 8, [4, 2]) == [None, None]  # another map's epoch
-    assert route_rates(meters, 7, [4, 2], min_samples=2) == [None, None]
+        m.update(_service(7, (100, busy), (50, 2.0)))
+    rates = route_rates(meters, 7, 2)
+    assert rates == pytest.approx([200 / 0.75, 25.0])
+    assert route_rates(meters, 8, 2) == [None, None]  # another map's epoch
+    assert route_rates(meters, 7, 2, min_samples=2) == [None, None]
+    assert route_rates(meters, 7, 3) == [None, None, None]  # another map's length
 
 
 def test_a_new_epoch_or_a_restarted_agent_starts_the_route_meter_over():
