@@ -79,6 +79,18 @@ doubling; with nothing arriving for ``rto`` it doubles as before, so a silent
 aggregator or a dead peer (no cell completes without every rank) still gets the full
 backoff. (Simulated, 4 workers, 10 % loss, per 1 MB tensor: the timeout alone 4.05 s,
 early detection alone 4.65 s, this cap alone 3.95 s, both 3.19 s; 1.86 s without loss.)
+
+Paths. A job split over several aggregators (hosts/routes.py) reaches each over its own
+path: the switch's round trip may be a tenth of a PBox's, and a PBox behind a shared link
+queues for longer than its peers. One estimate over all of them is the fast paths'
+(they return most results), and early detection compares a slow path's positions with a
+fast path's newer results: slow-path positions looked lost. Measured on two simulated
+PBoxes, one behind a link 4x slower (tests/unit/test_route_windows.py), 4 workers: with
+one path 0.83-1.10 s a tensor and about 100 resends a tensor per rank (10 of them early),
+and the slow PBox at 60-70% of its link; with a path per PBox 0.62 s, no resend after
+the first tensor, and the slow PBox at 86-99% of its link. So each slot has a path (``set_paths``; the session gives each aggregator one) with its own
+estimate, base and floor, and early detection's groups are (class, path). ``rto`` and
+``srtt`` are the largest path's, for what the session times as a whole.
 """
 
 from __future__ import annotations
@@ -101,25 +113,30 @@ class SlotTimers:
         """``window`` slots in ``groups`` equal runs (a session's priority classes): early
         detection compares positions of one group only, and only a result of a
         position's own group shows that its round is moving (the backoff cap), because
-        a less urgent class is held back, by design, while a more urgent one runs."""
+        a less urgent class is held back, by design, while a more urgent one runs.
+        All slots are on one path until ``set_paths``."""
         if not 0 < rto_min <= rto_max:
             raise ValueError(f"need 0 < rto_min ({rto_min}) <= rto_max ({rto_max})")
         if groups < 1 or window % groups:
             raise ValueError(f"{window} slots do not split into {groups} equal groups")
         self.rto_min = rto_min
         self.rto_max = rto_max
-        self.rto = rto_min
         self.srtt_floor = 0.0  # the base stays above this times srtt (a congestion window's)
-        self.srtt: float | None = None
-        self.rttvar = 0.0
         self.sent_at = np.zeros(window)  # first transmission of the position in flight
         self.deadline = np.full(window, np.inf)  # the timeout (inf: nothing in flight)
         self.retries = np.zeros(window, dtype=np.int64)
-        self._estimate = rto_min  # RFC 6298's srtt + 4 rttvar, clamped; rto adds the floor
-        self._recent = np.full(max(HISTORY, window), np.inf)  # any round trip (a ring)
-        self._recent_next = 0  # where the next one goes
-        self._group = np.arange(window) // (window // groups)  # each slot's group
-        self._last_result = np.full(groups, -np.inf)  # when a result of the group last came
+        self._class = np.arange(window) // (window // groups)  # each slot's class
+        self._classes = groups
+        self.path = np.zeros(window, dtype=np.int64)  # each slot's path ("Paths" above)
+        self._group = self._class.copy()  # class * paths + path
+        # per path: RFC 6298's estimate (srtt nan before the first sample), the base
+        # timeout, and a ring of recent round trips of any kind for the floor
+        self._srtt = np.full(1, np.nan)
+        self._rttvar = np.zeros(1)
+        self._estimate = np.full(1, rto_min)  # srtt + 4 rttvar, clamped; the base adds the floor
+        self._rto = np.full(1, rto_min)
+        self._recent = np.full((1, max(HISTORY, window)), np.inf)
+        self._recent_next = np.zeros(1, dtype=np.int64)  # where each path's next one goes
         # early loss detection ("Early resends" above)
         self.order = np.zeros(window, dtype=np.int64)  # send order of the first transmission
         self.lost_at = np.full(window, np.inf)  # when the position counts as lost, if ever
@@ -130,17 +147,60 @@ class SlotTimers:
         self._fresh = np.zeros(window, dtype=bool)  # in flight and never resent
         self._first_lost = np.inf  # lost_at.min()
         self._sent_count = 0
-        # per group: the latest-sent position answered with no resend of ours, its round trip
+        # per group: when a result last came; the latest-sent position answered with no
+        # resend of ours and its round trip
+        self._last_result = np.full(groups, -np.inf)
         self._newest_order = np.zeros(groups, dtype=np.int64)
         self._newest_rtt = np.zeros(groups)
         self._early_waiting = 0  # early-resent positions whose result has not come
         self._needed_since_raise = 0
 
+    @property
+    def rto(self) -> float:
+        """The base timeout (the largest path's)."""
+        return float(self._rto.max())
+
+    @property
+    def srtt(self) -> float | None:
+        """The smoothed round trip (the largest path's; None before the first sample)."""
+        known = self._srtt[~np.isnan(self._srtt)]
+        return float(known.max()) if known.size else None
+
+    @property
+    def rttvar(self) -> float:
+        return float(self._rttvar.max())
+
+    def path_srtt(self, path: int) -> float | None:
+        """Path ``path``'s smoothed round trip (None before its first sample)."""
+        srtt = float(self._srtt[path])
+        return None if np.isnan(srtt) else srtt
+
+    def set_paths(self, path: np.ndarray, carry: list[int | None]) -> None:
+        """Slot k is on path ``path[k]`` (0..len(carry)-1) from now on. New path p keeps
+        old path ``carry[p]``'s estimate and early-detection state (the same
+        aggregator); with None it starts from the slowest old path's, a cautious base
+        until its own samples come."""
+        known = ~np.isnan(self._srtt)
+        slowest = int(np.argmax(np.where(known, self._srtt, -np.inf))) if known.any() else 0
+        source = np.array([slowest if c is None else c for c in carry], dtype=np.int64)
+        old_paths = self._srtt.size
+        self._srtt, self._rttvar = self._srtt[source], self._rttvar[source]
+        self._estimate, self._rto = self._estimate[source], self._rto[source]
+        self._recent, self._recent_next = self._recent[source], self._recent_next[source]
+        # group (class c, path p) takes old group (c, source[p])
+        old_group = (np.arange(self._classes)[:, None] * old_paths + source[None, :]).ravel()
+        self._last_result = self._last_result[old_group]
+        self._newest_order = self._newest_order[old_group]
+        self._newest_rtt = self._newest_rtt[old_group]
+        self.path = np.asarray(path, dtype=np.int64).copy()
+        self._group = self._class * source.size + self.path
+        self._mark_overdue()
+
     def on_sent(self, slots: np.ndarray, now: float) -> None:
         """Positions went out for the first time in ``slots``, in this order."""
         self.sent_at[slots] = now
         self.retries[slots] = 0
-        self.deadline[slots] = now + self.rto
+        self.deadline[slots] = now + self._rto[self.path[slots]]
         self.order[slots] = np.arange(self._sent_count + 1, self._sent_count + 1 + len(slots))
         self._sent_count += len(slots)
         self.early_used[slots] = False
@@ -157,12 +217,13 @@ class SlotTimers:
         times = now - self.sent_at[slots]
         first_try = self.retries[slots] == 0
         usable = first_try if clean is None else first_try & clean
-        if usable.any():
-            self._sample(times[usable])
-        self._remember(times)
-        fastest = float(self._recent.min())
-        floor = max(FLOOR_FACTOR * fastest, self.srtt_floor * (self.srtt or 0.0))
-        self.rto = min(max(self._estimate, floor), self.rto_max)
+        if self._srtt.size == 1:
+            self._learn(0, times, usable)
+        else:
+            paths = self.path[slots]
+            for p in np.unique(paths).tolist():
+                mine = paths == p
+                self._learn(p, times[mine], usable[mine])
         groups = self._group[slots]
         self._last_result[groups] = now
         if self._early_waiting:
@@ -174,7 +235,17 @@ class SlotTimers:
                 newest = int(mine.argmax())
                 if mine[newest] > self._newest_order[g]:
                     self._newest_order[g], self._newest_rtt[g] = mine[newest], times[newest]
-        self._mark_overdue(fastest)
+        self._mark_overdue()
+
+    def _learn(self, path: int, times: np.ndarray, usable: np.ndarray) -> None:
+        """Path ``path``'s round trips ``times`` (``usable``: those the estimate takes)."""
+        if usable.any():
+            self._sample(path, times[usable])
+        self._remember(path, times)
+        srtt = self._srtt[path]
+        floor = max(FLOOR_FACTOR * float(self._recent[path].min()),
+                    self.srtt_floor * (0.0 if np.isnan(srtt) else float(srtt)))
+        self._rto[path] = min(max(float(self._estimate[path]), floor), self.rto_max)
 
     def expired(self, now: float) -> np.ndarray:
         """Slots whose deadline has passed or whose position was detected lost."""
@@ -192,10 +263,11 @@ class SlotTimers:
         self.lost_at[slots] = np.inf
         self._first_lost = float(self.lost_at.min())
         self.retries[slots] += 1
-        answering = now - self._last_result[self._group[slots]] < self.rto
+        rto = self._rto[self.path[slots]]
+        answering = now - self._last_result[self._group[slots]] < rto
         most = np.where(answering, ALIVE_BACKOFF_DOUBLINGS, MAX_BACKOFF_DOUBLINGS)
         doublings = np.minimum(self.retries[slots] - self.early_used[slots], most)
-        self.deadline[slots] = now + np.minimum(self.rto * np.exp2(doublings), self.rto_max)
+        self.deadline[slots] = now + np.minimum(rto * np.exp2(doublings), self.rto_max)
         count = int(np.count_nonzero(early))
         self.early_resends += count
         self._early_waiting += count
@@ -214,22 +286,24 @@ class SlotTimers:
 
     @property
     def fastest(self) -> float:
-        """The fastest of the recent round trips of any kind (inf before the first)."""
+        """The fastest of the recent round trips of any kind, on any path (inf before
+        the first)."""
         return float(self._recent.min())
 
-    def reorder_allowance(self, fastest: float | None = None) -> float:
-        """How much longer than the newest answered round trip an older position may
-        still be on its way (``fastest``: the fastest recent round trip, if known)."""
-        fastest = float(self._recent.min()) if fastest is None else fastest
-        allowance = self.reorder_mult * REORDER_FRACTION * fastest
-        return allowance if self.srtt is None else min(allowance, self.srtt)
+    def reorder_allowance(self, path: int = 0) -> float:
+        """How much longer than the newest answered round trip of its path an older
+        position may still be on its way."""
+        allowance = self.reorder_mult * REORDER_FRACTION * float(self._recent[path].min())
+        srtt = self._srtt[path]
+        return allowance if np.isnan(srtt) else min(allowance, float(srtt))
 
-    def _mark_overdue(self, fastest: float) -> None:
+    def _mark_overdue(self) -> None:
         """RACK's rule: in flight, never resent, sent before the newest answered position
-        of its group, and waiting longer than that one's round trip plus the allowance:
-        lost."""
+        of its group, and waiting longer than that one's round trip plus the allowance
+        of its path: lost."""
         waiting = self._fresh & (self.order < self._newest_order[self._group])
-        overdue = self._newest_rtt[self._group] + self.reorder_allowance(fastest)
+        allowance = np.array([self.reorder_allowance(p) for p in range(self._srtt.size)])
+        overdue = self._newest_rtt[self._group] + allowance[self.path]
         self.lost_at = np.where(waiting, self.sent_at + overdue, np.inf)
         self._first_lost = float(self.lost_at.min())
 
@@ -251,26 +325,29 @@ class SlotTimers:
         if self._needed_since_raise >= REORDER_DECAY:
             self.reorder_mult, self._needed_since_raise = 1, 0
 
-    def _sample(self, samples: np.ndarray) -> None:
+    def _sample(self, path: int, samples: np.ndarray) -> None:
         m = samples.size
         mean = float(samples.sum()) / m
-        if self.srtt is None:
+        srtt = float(self._srtt[path])
+        if np.isnan(srtt):
             spread = float(np.abs(samples - mean).sum()) / m
-            self.srtt, self.rttvar = mean, max(mean / 2, spread)
+            self._srtt[path], self._rttvar[path] = mean, max(mean / 2, spread)
         else:
-            deviation = float(np.abs(samples - self.srtt).sum()) / m
+            deviation = float(np.abs(samples - srtt).sum()) / m
             a, b = 1 - 0.875**m, 1 - 0.75**m
-            self.rttvar = (1 - b) * self.rttvar + b * deviation
-            self.srtt = (1 - a) * self.srtt + a * mean
-        self._estimate = min(max(self.srtt + 4 * self.rttvar, self.rto_min), self.rto_max)
+            self._rttvar[path] = (1 - b) * self._rttvar[path] + b * deviation
+            self._srtt[path] = (1 - a) * srtt + a * mean
+        estimate = float(self._srtt[path] + 4 * self._rttvar[path])
+        self._estimate[path] = min(max(estimate, self.rto_min), self.rto_max)
 
-    def _remember(self, times: np.ndarray) -> None:
-        keep = self._recent.size
+    def _remember(self, path: int, times: np.ndarray) -> None:
+        ring = self._recent[path]
+        keep = ring.size
         if times.size >= keep:
-            self._recent[:] = times[-keep:]
+            ring[:] = times[-keep:]
             return
-        at = self._recent_next
+        at = int(self._recent_next[path])
         first = min(times.size, keep - at)
-        self._recent[at : at + first] = times[:first]
-        self._recent[: times.size - first] = times[first:]
-        self._recent_next = (at + times.size) % keep
+        ring[at : at + first] = times[:first]
+        ring[: times.size - first] = times[first:]
+        self._recent_next[path] = (at + times.size) % keep

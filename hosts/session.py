@@ -45,7 +45,9 @@ It counts every position in flight on its aggregator while that one's results ar
 when none has come for a credit hold, it counts them by age as the credit does, so
 ranks held to different windows cannot wait on each other for ever (``_budget`` has the
 argument). With a window the retransmission timeout stays above 1.5 smoothed round
-trips: each step of the window moves every rank's round trip at once.
+trips: each step of the window moves every rank's round trip at once. Each aggregator
+is also its own *path* for the retransmission timers (hosts/recovery.py "Paths"): its
+own round-trip estimate and early loss detection.
 
 Results are checked as a batch with numpy: wrong version/type/job, a slot outside
 the session's slots, a position or shadow bit that is not what the slot has in flight
@@ -171,7 +173,7 @@ class Session:
         self.stats = SessionStats()
         self.failed: str | None = None
         slots = window * classes
-        self._timers = SlotTimers(slots, rto, rto_max, groups=classes)
+        self._timers = SlotTimers(slots, rto, rto_max, groups=classes)  # one path per aggregator
         self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), classes)  # next position
         self.precision = precision
@@ -181,6 +183,7 @@ class Session:
         except quantize.QuantizeError as exc:
             raise SessionError(f"precision: {exc}") from None
         self._map = RouteMap(route_map or routes.single(slot_base, slots), slots, window)
+        self._timers.set_paths(self._map.aggregator_of, [0] * len(self._map.aggregators))
         self._check_precision_map()
         # a map from the controller flags its PBox routes: a new one must, too (a single
         # unflagged route then is the switch, which cannot sum float blocks)
@@ -378,7 +381,7 @@ class Session:
             timed_out = expired[self._timers.deadline[expired] <= now]  # not early resends
             self.stats.early_resends += self._timers.on_retransmitted(expired, now)
             if self._cwnd is not None and timed_out.size:
-                self._cwnd.on_timeouts(timed_out, now, lambda _: self._timers.srtt)
+                self._cwnd.on_timeouts(timed_out, now, self._timers.path_srtt)
                 self._cwnd_stats()
             self._retransmit = np.union1d(self._retransmit, expired)
 
@@ -608,8 +611,11 @@ class Session:
         """Serve the window by ``route_map`` from now on; the packets kept for resends
         and courtesy (one row per cell: shadow * slots + index) get their new slot and
         flag."""
+        old = self._map
         self._map = RouteMap(route_map, self._slot_pos.size, self.window)
         self.slot_base = self._map.routes[0].slot_base
+        kept = {a: i for i, a in enumerate(old.aggregators)}
+        self._timers.set_paths(self._map.aggregator_of, [kept.get(a) for a in self._map.aggregators])
         if self._cwnd is not None:
             self._cwnd = RouteWindows(self._map, self._window_cap, before=self._cwnd)
         hdr = self._slot_pkts["hdr"]

@@ -31,6 +31,24 @@ BLOCKS = 512  # per tensor: 512 + 32 priming positions, 17 rounds of each slot
 # -- SlotTimers alone ----------------------------------------------------------------------
 
 
+def test_each_path_has_its_own_base_and_a_fast_paths_results_never_mark_a_slow_one_lost():
+    t = SlotTimers(4, rto_min=0.02, rto_max=1.0)
+    t.set_paths(np.array([0, 0, 1, 1]), [0, None])  # slots 0-1 the switch, 2-3 a PBox
+    t.on_sent(np.array([2, 0, 3, 1]), 0.0)
+    t.on_result(np.array([0, 1]), 0.005, clean=np.array([True, True]))
+    # 2 and 3 went out before 0 and 1, but on the other path: only their timeout counts
+    assert np.isinf(t.lost_at[[2, 3]]).all() and not t.expired(0.019).size
+    t.on_result(np.array([2, 3]), 0.08, clean=np.array([True, True]))
+    assert t.path_srtt(0) == pytest.approx(0.005) and t.path_srtt(1) == pytest.approx(0.08)
+    assert t.srtt == pytest.approx(0.08) and t.rto == t._rto[1] > t._rto[0]
+    t.on_sent(np.array([0, 2]), 1.0)
+    assert t.deadline[2] - 1.0 == pytest.approx(t._rto[1]) and t.deadline[0] < t.deadline[2]
+    t.set_paths(np.array([0, 0, 0, 0]), [None])  # one new aggregator: the slowest's base
+    assert t.path_srtt(0) == pytest.approx(0.08)
+    t.set_paths(np.array([1, 1, 0, 0]), [0, None])  # the kept one keeps its own
+    assert t.path_srtt(0) == t.path_srtt(1) == pytest.approx(0.08)
+
+
 def test_a_position_is_lost_once_a_later_one_answered_and_its_round_trip_passed():
     t = SlotTimers(4, rto_min=0.05, rto_max=1.0)
     t.on_sent(np.arange(4), 0.0)  # positions in slots 0, 1, 2, 3, sent in that order
@@ -99,7 +117,7 @@ def test_backoff_stops_at_one_doubling_while_results_arrive_and_doubles_in_silen
 
 def _before_early_detection(monkeypatch: pytest.MonkeyPatch) -> None:
     """The recovery policy this work replaced: timeouts only, unbounded backoff."""
-    monkeypatch.setattr(recovery.SlotTimers, "_mark_overdue", lambda self, fastest: None)
+    monkeypatch.setattr(recovery.SlotTimers, "_mark_overdue", lambda self: None)
     monkeypatch.setattr(recovery, "ALIVE_BACKOFF_DOUBLINGS", recovery.MAX_BACKOFF_DOUBLINGS)
 
 

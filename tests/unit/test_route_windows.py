@@ -85,6 +85,31 @@ def test_ranks_held_to_different_windows_on_two_pboxes_still_finish():
     assert [s.stats.cwnd for s in sessions] == [sum(k) for k in sizes]
 
 
+def test_each_pbox_is_served_at_its_own_links_pace():
+    """Two PBoxes, one behind a link 4x slower: each window steers on its own queue (the
+    slow one's stays smaller), each path has its own timers (no resend of a slow-path
+    position because a fast-path one came back first), and each route's rate, results
+    over busy seconds, is its own link's, not the turn it got in a window shared with
+    the other."""
+    n = 4
+    routes = [Route("fast", 0, 16, True), Route("slow", 16, 16, True)]
+    sessions = [Session(JOB, r, n, 0, 32, 32, route_map=routes, deadline=30.0) for r in range(n)]
+    net = _net(sessions, slow_tx=0.001)
+    inputs = _inputs(n, 3, 300)
+    for t, x in enumerate(inputs):
+        net.start(t, x)
+        net.run(until=300.0, completions=n * (t + 1))
+    assert not net.failures() and exact(net, inputs)
+    for s in sessions:
+        assert s._cwnd is not None
+        fast, slow = s._cwnd.windows
+        assert slow.limit < fast.limit
+        (n_fast, busy_fast), (n_slow, busy_slow) = s.route_service()[1]
+        # a round of the fast PBox takes 1 ms on its link, of the slow one 4 ms
+        assert 3.5 < (n_fast / busy_fast) / (n_slow / busy_slow) < 5
+        assert s._timers.early_resends == 0
+
+
 def _net(sessions: list[Session], slow_tx: float) -> PBoxesNet:
     """The fast PBox serves a round of 4 workers' datagrams in 1 ms, the slow one at
     ``slow_tx`` per datagram; the workers' links are faster than either."""
