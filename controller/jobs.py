@@ -236,6 +236,7 @@ END_SILENT = "silent"  # a member sent no heartbeat for worker_timeout seconds
 END_LOST = "aggregator-lost"  # its aggregator died and no other one had room
 ENDED_KEPT = 256  # ended jobs remembered for ShowJob, oldest forgotten first
 MOVES_KEPT = 16  # a job's latest moves, for ShowJob
+GROW_STEP = 8  # a partly placed job's switch share grows by at least 1/GROW_STEP of its window
 
 
 @dataclass(frozen=True)
@@ -653,14 +654,16 @@ class JobRegistry:
     def promote(self, now: float | None) -> list[Update]:
         """Jobs that went to PBoxes because the switch was short of slots (PLACE_AUTO)
         move whole onto the switch once it has room for their window, oldest first
-        (ATP's best effort: the switch aggregates whatever it can). The PBoxes drop
-        the job."""
+        (ATP's best effort: the switch aggregates whatever it can), and the PBoxes drop
+        the job; short of that, such a job takes a larger switch range once the switch
+        has one (``_grow_on_switch``)."""
         updates: list[Update] = []
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             if not job.parts or job.placement != PLACE_AUTO:
                 continue
             got = self._switch_range(job, job.window)
             if got is None:
+                updates += self._grow_on_switch(job, now) or []
                 continue
             pboxes = ", ".join(part.pbox for part in job.parts)
             updates += self._onto_switch(job, got, now,
@@ -673,6 +676,43 @@ class JobRegistry:
                     updates += self._rack_onto_leaf(job, leaf, now, (
                         f"leaf {leaf.switch} has free slots again; rack moved off PBox "
                         f"{leaf.pbox}")) or []
+        return updates
+
+    def _grow_on_switch(self, job: Job, now: float | None) -> list[Update] | None:
+        """A fresh switch range for ``job`` at least ``GROW_STEP`` of its window larger
+        than the one it has, as large as the switch has in one run; the PBox share
+        shrinks to the rest, split over the fastest of its PBoxes in proportion to their
+        rates (even while unmeasured), each keeping at least the exploration share.
+        None when the switch has no such run, or the PBox pool no fresh ranges."""
+        have = job.slots.count if job.where == ON_SWITCH else 0
+        take = min(self.switch_pools[job.switch].largest_free(), job.window - 1)
+        if take < have + max(1, job.window // GROW_STEP):
+            return None
+        shares = _shrunk_shares(job, job.window - take)
+        epoch = self._take_epoch()
+        parts = self._allocate_parts(job.job_id, shares, epoch)
+        got = self._switch_range(job, take) if parts is not None else None
+        if parts is None or got is None:
+            for part in parts or ():
+                self._free(self.pbox_pools[part.pbox], part.owner)
+            return None
+        was_on_switch, old = job.where == ON_SWITCH, job.parts
+        for part in old:
+            self._free(self.pbox_pools[part.pbox], part.owner)
+        self._set(job, "where", ON_SWITCH)
+        self._set(job, "pbox", self.topo.pbox_of(job.switch).name)  # type: ignore[union-attr]
+        self._set(job, "slots", got)
+        self._set_parts(job, parts)
+        self._set(job, "epoch", epoch)
+        self._set(job, "split_at", now)
+        self._note_move(job, now, f"switch {job.switch} has {take} free slots in a run; "
+                                  f"switch share {have} -> {take} of {job.window}")
+        updates: list[Update] = [TableWrite(job.switch, MODIFY, job_entry(job))]
+        if job.workers and not was_on_switch:
+            updates.append(self._group_write(job, INSERT))
+        updates += [part_write(job, part, MODIFY) for part in parts]
+        updates += [PBoxJobWrite(part.pbox, DELETE, job.job_id) for part in old
+                    if part.pbox not in shares]
         return updates
 
     def rebalance(self, now: float) -> list[Update]:
@@ -1181,6 +1221,20 @@ def part_write(job: Job, part: Part, op: str) -> PBoxJobWrite:
     PBox of ``part``, with that part's range."""
     return PBoxJobWrite(part.pbox, op, job.job_id, job.world_size, part.slots.base,
                         part.slots.count, job.lanes, precision=job.precision)
+
+
+def _shrunk_shares(job: Job, rest: int) -> dict[str, int]:
+    """``rest`` slots over the fastest of ``job``'s PBoxes, in proportion to their rates
+    (alike while any is unmeasured), each at least the exploration share, in map order."""
+    names = [part.pbox for part in job.parts]
+    rates = job.rates(elastic.MIN_SAMPLES)[1 if job.where == ON_SWITCH else 0:]
+    measured = len(rates) == len(names) and all(r is not None and r > 0 for r in rates)
+    weights = [float(r) for r in rates if r is not None] if measured else [1.0] * len(names)
+    floor = elastic.min_share(rest)
+    fastest = sorted(range(len(names)), key=lambda i: (-weights[i], i))[: max(1, rest // floor)]
+    keep = sorted(fastest)
+    shares = elastic.proportional(rest, [weights[i] for i in keep], floor)
+    return {names[i]: count for i, count in zip(keep, shares, strict=True)}
 
 
 def _even(pboxes: list[str], count: int) -> dict[str, int]:

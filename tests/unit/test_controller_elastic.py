@@ -9,7 +9,7 @@ from controller import elastic, topology, traffic
 from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError, JobRegistry, part_write
 from controller.rebuild import rebuild_from_entries, recover_unheard
 from controller.traffic import RouteService
-from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
+from controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite
 
 PBOXES = ("pbox", "pbox2", "pbox3")
 
@@ -260,6 +260,48 @@ def test_a_partly_placed_job_moves_whole_onto_the_switch_when_it_frees():
                 & set(range(job.slots.base, job.slots.end)))  # a fresh switch range
     assert {w.op for w in pbox_writes(updates)} == {DELETE}
     assert reg.switch_pools["s1"].free_slots() == 192 - 128
+
+
+def test_a_partly_placed_job_takes_a_larger_switch_range_when_one_frees():
+    reg = rack(switch_slots=192)
+    a, _ = join_all(reg, "a")
+    b, _ = join_all(reg, "b")
+    job = reg.jobs[b.job_id]
+    old_switch, old_epoch = job.slots, job.epoch
+    reg.kill(a.job_id)
+    reg.switch_pools["s1"].allocate("filler", 28)  # 100 of a's 128 free in one run
+    updates = reg.promote(now=9.0)
+    assert job.shares() == {"s1": 100, "pbox": 10, "pbox2": 9, "pbox3": 9}
+    assert job.epoch != old_epoch and "switch share 64 -> 100 of 128" in job.moves[-1].reason
+    assert not (set(range(old_switch.base, old_switch.end))
+                & set(range(job.slots.base, job.slots.end)))  # a fresh switch range
+    assert {(u.pbox, u.op) for u in pbox_writes(updates)} == {
+        ("pbox", MODIFY), ("pbox2", MODIFY), ("pbox3", MODIFY)}
+    assert reg.switch_pools["s1"].free_slots() == 192 - 28 - 100
+    assert sum(r["count"] for r in reg.routes(job)) == 128
+    no_overlap(reg)
+    assert reg.promote(now=10.0) == []  # nothing larger is free
+
+
+def test_a_job_the_switch_had_no_room_for_takes_a_switch_range_when_one_frees():
+    """The job was all on PBoxes: it gets a switch range and the multicast group; the
+    PBox share shrinks onto its fastest PBoxes when the rest is too small for all."""
+    reg = rack(switch_slots=128)
+    a, _ = join_all(reg, "a")
+    b, _ = join_all(reg, "b")
+    job = reg.jobs[b.job_id]
+    assert job.where == ON_PBOX
+    report(reg, job.job_id, [(0, 0.0)] * 3, 1.0)
+    for i in range(1, elastic.MIN_SAMPLES + 1):
+        report(reg, job.job_id, [(100 * i, 1.0 * i), (300 * i, 1.0 * i), (200 * i, 1.0 * i)],
+               1.0 + i)
+    reg.kill(a.job_id)
+    reg.switch_pools["s1"].allocate("filler", 2)  # 126 free in one run: 2 left for PBoxes
+    updates = reg.promote(now=9.0)
+    assert job.where == ON_SWITCH and job.shares() == {"s1": 126, "pbox2": 1, "pbox3": 1}
+    assert any(isinstance(u, GroupWrite) and u.op == INSERT for u in updates)
+    assert {(u.pbox, u.op) for u in pbox_writes(updates)} == {
+        ("pbox", DELETE), ("pbox2", MODIFY), ("pbox3", MODIFY)}
 
 
 def test_a_refused_resplit_leaves_everything_as_it_was():
