@@ -3,7 +3,9 @@
 One Mininet rack: ``--workers`` workers on ``--bw`` Mbit/s links, ``--pboxes`` PBoxes on
 ``--pbox-bw`` Mbit/s links (PHub's PBoxes are servers with more NIC bandwidth than a
 worker), the P4 switch and p4hub-controller. A job placed on the PBoxes
-(``--placement pbox``) all-reduces the ResNet-50 gradient sizes times ``--scale`` for
+(``--placement pbox``), or with ``--switch-slots N`` on N switch slots and the rest of
+its 32 over the PBoxes (the controller's partial placement, as when the switch is short
+of slots; the switch's share is not re-split), all-reduces the ResNet-50 gradient sizes times ``--scale`` for
 ``--iterations`` iterations, exact (``--check``), under each straggler:
 
 * ``none``;
@@ -27,7 +29,8 @@ straggler or not).
 Then: each mode's straggler throughput as a share of its no-straggler throughput (goal:
 elastic >= 90% under a 4x straggler) and elastic's speed-up over static (PSLD reports up
 to 2.86x). Writes bench/results/elastic.json and elastic.png (iteration time per
-iteration, and the shares of each PBox over time in the elastic runs).
+iteration, and the shares of each PBox over time in the elastic runs), or
+elastic_switch.json and elastic_switch.png with ``--switch-slots``.
 
     sudo .venv/bin/python -m bench.elastic [--stragglers none,link] [--iterations 10]
 """
@@ -47,6 +50,7 @@ from bench._common import comma_list, mininet_ready
 RESULTS = Path(__file__).resolve().parent / "results"
 MODES = ("static", "elastic")
 POLL = 0.5  # seconds between ShowJob polls (the shares over time)
+JOB_SLOTS = 32  # the job's window
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -67,7 +71,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="none and link, 6 iterations")
     parser.add_argument("--no-congestion", action="store_true",
                         help="the workers without their congestion window")
+    parser.add_argument("--switch-slots", type=int, default=0,
+                        help=f"the switch's slots, the rest of the job's {JOB_SLOTS} over the "
+                             f"PBoxes (0: all on the PBoxes)")
     args = parser.parse_args(argv)
+    if not 0 <= args.switch_slots < JOB_SLOTS:
+        parser.error(f"--switch-slots must be 0..{JOB_SLOTS - 1}")
     if args.quick:
         args.stragglers, args.iterations = ["none", "link"], 6
     return args
@@ -96,10 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     report = {"config": dict(vars(args)), "machine": platform.node(), "rows": rows,
               "summary": summary}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "elastic.json").write_text(json.dumps(report, indent=1))
-    plot(rows, RESULTS / "elastic.png", args)
+    stem = "elastic_switch" if args.switch_slots else "elastic"
+    (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=1))
+    plot(rows, RESULTS / f"{stem}.png", args)
     print_summary(summary)
-    print(f"\nwritten: {RESULTS / 'elastic.json'}, {RESULTS / 'elastic.png'}")
+    print(f"\nwritten: {RESULTS / f'{stem}.json'}, {RESULTS / f'{stem}.png'}")
     return 0 if all(row["exact"] for row in rows) else 1
 
 
@@ -110,7 +120,8 @@ def run_one(rack, args: argparse.Namespace, mode: str, straggler: str, cpu) -> d
 
     if rack.controller_proc is not None:
         rack.kill_controller()
-    rack.start_controller(rack.controller_topology(slots=64, job_slots=32,
+    rack.start_controller(rack.controller_topology(slots=args.switch_slots or 64,
+                                                   job_slots=JOB_SLOTS,
                                                    rebalance=mode == "elastic"))
     victim = "pbox2" if args.pboxes > 1 else "pbox"
     kind_args = {"link": {"mbit": args.flood * (args.pbox_bw or args.bw)},
@@ -126,7 +137,8 @@ def run_one(rack, args: argparse.Namespace, mode: str, straggler: str, cpu) -> d
         start = time.monotonic()
         with JobWatch(rack.controller_address, POLL) as watch:
             run = JobRun(rack, rack.workers, name, iterations=args.iterations,
-                         extra=["--placement", "pbox"], work=work)
+                         extra=["--placement", "auto" if args.switch_slots else "pbox"],
+                         work=work)
             try:
                 run.finish(timeout=60.0 + 30.0 * args.iterations)
                 exact = True
@@ -214,8 +226,9 @@ def plot(rows: list[dict], path: Path, args: argparse.Namespace) -> None:
         bottom.set_xlabel("seconds since start (elastic run)")
         bottom.set_ylabel("window slots")
         bottom.legend()
+    switch = f", {args.switch_slots} of {JOB_SLOTS} slots on the switch" if args.switch_slots else ""
     fig.suptitle(f"{args.workers} workers at {args.bw} Mbit/s, {args.pboxes} PBoxes at "
-                 f"{args.pbox_bw} Mbit/s, {args.scale} x ResNet-50 per iteration")
+                 f"{args.pbox_bw} Mbit/s{switch}, {args.scale} x ResNet-50 per iteration")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
