@@ -116,6 +116,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--job-slots", type=int, default=None,
                         help="switch slots per job (= the agents' window; 32, or 128 with "
                              "--schedule p3)")
+    parser.add_argument("--switch-slots", type=int, default=0,
+                        help="the switch's slots for jobs (0: plenty); fewer than --job-slots "
+                             "places the switch path's job partly on the switch and the rest "
+                             "over the PBoxes, as when the switch is short of slots")
     parser.add_argument("--path-timeout", type=float, default=600.0)
     parser.add_argument("--schedule", choices=("ddp", "fifo", "p3"), default="ddp",
                         help="train: ddp (DDP buckets) or per-parameter all-reduces overlapped "
@@ -132,8 +136,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = set(args.paths.split(",")) - set(known)
     if unknown:
         parser.error(f"unknown paths {sorted(unknown)}; choose from {sorted(known)}")
-    if fabric and args.straggler != "none":
-        parser.error("--straggler is for one rack (--topo rack)")
+    if fabric and (args.straggler != "none" or args.switch_slots):
+        parser.error("--straggler and --switch-slots are for one rack (--topo rack)")
+    if args.switch_slots < 0:
+        parser.error("--switch-slots must be 0 or more")
     return args
 
 
@@ -188,7 +194,8 @@ def rack_config(args: argparse.Namespace, run_name: str = "run") -> RackConfig:
 def start_services(rack: Rack, args: argparse.Namespace) -> None:
     """The PBox and p4hub-controller (the switch is up with the rack)."""
     rack.start_pboxes(workers=args.pbox_workers)
-    rack.start_controller(rack.controller_topology(job_slots=args.job_slots))
+    slots = {"slots": args.switch_slots} if getattr(args, "switch_slots", 0) else {}
+    rack.start_controller(rack.controller_topology(job_slots=args.job_slots, **slots))
 
 
 def _allreduce(rack: Rack, args: argparse.Namespace) -> int:
@@ -223,9 +230,11 @@ def _train(rack: Rack, args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _straggler(rack: Rack, args: argparse.Namespace, path: str) -> Iterator[None]:
-    """The (last) PBox made a straggler while the PBox path runs (``--straggler``); with
+    """The (last) PBox made a straggler while a path that uses the PBoxes runs
+    (``--straggler``: the PBox path, and the switch paths with ``--switch-slots``); with
     several PBoxes, the aggregator changes the controller made meanwhile are printed."""
-    if path != "pbox" or (args.straggler == "none" and args.pboxes == 1):
+    uses_pboxes = path == "pbox" or (getattr(args, "switch_slots", 0) and path in ("switch", "hook"))
+    if not uses_pboxes or (args.straggler == "none" and args.pboxes == 1):
         yield
         return
     victim = rack.pbox_names[-1]

@@ -108,4 +108,26 @@ def test_make_run_leafspine_refuses_a_straggler(capsys):
 
     with pytest.raises(SystemExit):
         run.parse_args(["--topo", "leafspine", "--straggler", "link"])
-    assert "--straggler is for one rack" in capsys.readouterr().err
+    assert "--straggler and --switch-slots are for one rack" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run.parse_args(["--topo", "leafspine", "--switch-slots", "8"])
+
+
+def test_make_run_switch_slots_limit_the_controllers_switch_pool():
+    from topologies import run
+
+    class FakeRack:
+        def start_pboxes(self, workers: int) -> None:
+            pass
+
+        def controller_topology(self, **kwargs: int) -> dict:
+            return kwargs
+
+        def start_controller(self, topology: dict) -> None:
+            self.topology = topology
+
+    rack = FakeRack()
+    run.start_services(rack, run.parse_args(["--switch-slots", "12"]))
+    assert rack.topology == {"job_slots": 32, "slots": 12}
+    run.start_services(rack, run.parse_args([]))
+    assert rack.topology == {"job_slots": 32}
