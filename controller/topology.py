@@ -520,8 +520,9 @@ def _cross_check(topo: Topology, errors: list[str]) -> None:
         errors.append("switches: at least one switch is needed")
     targets: dict[tuple[str, int], str] = {}
     for sw in topo.switches.values():
-        if sw.job_slots > sw.slots:
-            errors.append(f"switches.{sw.name}.job_slots: {sw.job_slots} exceeds slots {sw.slots}")
+        if sw.job_slots > sw.slots and not topo.pboxes_of(sw.name):  # else partly placed
+            errors.append(f"switches.{sw.name}.job_slots: {sw.job_slots} exceeds slots "
+                          f"{sw.slots}, and no PBox of its rack can take the rest")
         key = (sw.grpc_addr, sw.device_id)
         if key in targets:
             errors.append(f"switches.{sw.name}: same grpc_addr and device_id as {targets[key]}")

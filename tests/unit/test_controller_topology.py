@@ -104,12 +104,17 @@ def test_every_error_is_reported_at_once():
         ({"hosts__h2__mac": "08:00:00:00:01:01"}, "hosts.h2.mac: also used by hosts.h1"),
         ({"pboxes__pb1__port": 1}, "pboxes.pb1.port: s1 port 1 also used by hosts.h1"),
         ({"hosts__h2__switch": "s9"}, "hosts.h2.switch: no switch named 's9'"),
-        ({"switches__s1__job_slots": 65}, "switches.s1.job_slots: 65 exceeds slots 64"),
+        ({"switches__s1__job_slots": 65, "pboxes": {}},
+         "switches.s1.job_slots: 65 exceeds slots 64, and no PBox"),
         ({"switches": {}}, "switches: at least one switch"),
     ],
 )
 def test_cross_checks(changes, expected):
     assert any(e.startswith(expected) for e in errors_of(rack(**changes))), errors_of(rack(**changes))
+
+
+def test_a_job_window_beyond_the_switchs_slots_is_placed_partly_on_its_pboxes():
+    assert topology.from_dict(rack(switches__s1__job_slots=65)).switches["s1"].job_slots == 65
 
 
 def three_pboxes() -> dict:
