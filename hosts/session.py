@@ -116,7 +116,7 @@ class SessionStats:
     resyncs: int = 0
     duplicates: int = 0  # results for a position not in flight (duplicate or stale)
     foreign: int = 0  # not a result of this job, or malformed
-    cwnd: int = 0  # the congestion window now, in positions (0: congestion control off)
+    cwnd: int = 0  # the congestion windows now, summed over aggregators (0: congestion control off)
     cwnd_cuts: int = 0  # halvings of the congestion window on a timeout
     cwnd_backoffs: int = 0  # rounds whose queueing delay shrank the congestion window
 
