@@ -161,20 +161,20 @@ def test_a_pbox_four_times_slower_loses_most_of_its_share_once_then_holds():
 
 
 def test_two_pboxes_that_trade_places_wait_longer_each_time():
-    """Noise makes pbox and pbox3 look slow in turn: each re-split reverses the one
-    before, and each waits twice as long as the one before (8, 16, 32 s), so a job
+    """Noise makes pbox and pbox3 look twice as slow in turn: each re-split reverses the
+    one before, and each waits twice as long as the one before (8, 16, 32 s), so a job
     whose PBoxes are really equal stops paying a resync every few seconds."""
     reg = rack()
     reply, _ = join_all(reg, "p", PLACE_PBOX)
     job = reg.jobs[reply.job_id]
-    now = measure(reg, job, 1.5, "pbox", 1.0)
+    now = measure(reg, job, 2.0, "pbox", 1.0)
     assert reg.rebalance(now) and job.reversals == 0  # the first move is no reversal
     waits = []
     for k, victim in enumerate(("pbox3", "pbox", "pbox3")):
         moved_at = job.split_at
-        now = measure(reg, job, 1.5, victim, now + 1.0)
+        now = measure(reg, job, 2.0, victim, now + 1.0)
         while not reg.rebalance(now):
-            now = measure(reg, job, 1.5, victim, now + 1.0)
+            now = measure(reg, job, 2.0, victim, now + 1.0)
         waits.append(now - moved_at)
         assert job.reversals == k + 1
     assert [elastic.hold_down(k) <= w < elastic.hold_down(k) + 5 for k, w in enumerate(waits)] \
@@ -460,5 +460,5 @@ def test_a_lost_pbox_is_probed_once_back_and_grows_when_it_serves_faster():
     # its rounds are quicker than the loaded others' (the split's fixed point moves)
     now = measure(reg, job, 1.0, "pbox", 5.0 + elastic.PROBE_AFTER + elastic.HOLD_DOWN)
     assert reg.rebalance(now) == []
-    tick(reg, job, 0.1, "pbox2", now + 1, 10)
+    tick(reg, job, 0.05, "pbox2", now + 1, 10)
     assert job.shares()["pbox2"] > 12
