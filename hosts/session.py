@@ -487,13 +487,14 @@ class Session:
         at most (see there). An aggregator's congestion window (hosts/route_windows.py)
         counts every position in flight on it while its results arrive (within a hold
         of the last one): then its positions are moving and the window is the link's.
-        In silence it counts them as the credit does, which is what keeps ranks with different windows from waiting on each
-        other for ever: rank A's window may be full of positions that rank B has not
-        sent because B's (smaller, or full of other positions) is full of ones A has
-        not sent. Nothing completes then, so within a hold every rank stops counting
-        its positions and sends its lowest ready ones next: the same on every rank (one
-        class: ascending; several: the order inside a class), so the lowest unfinished
-        position goes out everywhere and completes. Counting by age alone (as the
+        In silence it counts them as the credit does, which is what keeps ranks with
+        different windows from waiting on each other for ever: rank A's window may be
+        full of positions that rank B has not sent because B's (smaller, or full of
+        other positions) is full of ones A has not sent. Nothing completes then, so
+        within a hold every rank stops counting its positions and sends its lowest ready
+        ones next: the same on every rank (one class: ascending; several: the order
+        inside a class), so the lowest unfinished position goes out everywhere and
+        completes (per aggregator: its own slots). Counting by age alone (as the
         credit does) would undo the window in a queue: positions queued longer than
         two round trips stop counting and more join the queue (measured: 8 workers
         into one PBox link at 1 % loss, x34 the floor and 73,000 drops)."""
