@@ -18,16 +18,16 @@ that probability on each worker link, each direction (random, non-congestion los
 
 from __future__ import annotations
 
-import heapq
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from hosts import wire
 from hosts.aggregator import Aggregator
 from hosts.congestion import CongestionWindow
-from hosts.events import TensorCompleted, TensorFailed
+from hosts.events import TensorCompleted
 from hosts.session import Session
 from tests.support.session_sim import SessionSim
 
@@ -116,34 +116,21 @@ class BottleneckNet(SessionSim):
                 if not self._lost():
                     self._hop(self.up[r], "fabric" if self.net.shared else "agg", r, d)
 
-    def run(self, until: float, completions: int | None = None) -> None:
-        """Move traffic until nothing is left to do, the clock reaches ``until`` or
-        ``completions`` tensors have completed (over all ranks, since the start)."""
-        for r in range(len(self.sessions)):
+    def _deliver(self, kind: str, r: int, data: Any) -> None:
+        if kind == "fabric":  # a contribution reaches the PBox's link
+            self._hop(self.agg_in, "agg", r, data)
+        elif kind == "agg":
+            for reply, dst in self.agg.receive(data, ("w", r), self.now):
+                q = dst[1]
+                if self.net.shared:
+                    self._hop(self.agg_out, "leaf", q, reply)
+                else:
+                    self._hop(self.down[q], "result", q, reply)
+        elif kind == "leaf":  # a result reaches its worker's link
+            self._hop(self.down[r], "result", r, data)
+        elif kind == "result" and not self._lost():
+            self.sessions[r].receive(data, self.now)
             self._pump(r)
-        done = self.tally.completions
-        while self.heap and self.now < until and (completions is None or len(done) < completions):
-            self.now, _, kind, r, data = heapq.heappop(self.heap)
-            if kind == "fabric":  # a contribution reaches the PBox's link
-                self._hop(self.agg_in, "agg", r, data)
-            elif kind == "agg":
-                for reply, dst in self.agg.receive(data, ("w", r), self.now):
-                    q = dst[1]
-                    if self.net.shared:
-                        self._hop(self.agg_out, "leaf", q, reply)
-                    else:
-                        self._hop(self.down[q], "result", q, reply)
-            elif kind == "leaf":  # a result reaches its worker's link
-                self._hop(self.down[r], "result", r, data)
-            elif kind == "result":
-                if not self._lost():
-                    self.sessions[r].receive(data, self.now)
-                    self._pump(r)
-            else:
-                self._timer(r)
-
-    def failures(self) -> list[str]:
-        return [e.reason for events in self.events for e in events if isinstance(e, TensorFailed)]
 
 
 def run_job(n: int, net: Bottleneck, *, window: int, tensors: int, elements: int,
@@ -216,26 +203,16 @@ class PBoxesNet(SessionSim):
                 self.tally.up_sent += 1
                 self._hop(self.up[r], "fabric", r, (name, d))
 
-    def run(self, until: float, completions: int | None = None) -> None:
-        """As ``BottleneckNet.run``."""
-        for r in range(len(self.sessions)):
+    def _deliver(self, kind: str, r: int, data: Any) -> None:
+        if kind == "fabric":  # a contribution reaches its PBox's link
+            name, _ = data
+            self._hop(self.into[name], "agg", r, data)
+        elif kind == "agg":
+            name, d = data
+            for reply, dst in self.pboxes[name].receive(d, ("w", r), self.now):
+                self._hop(self.out[name], "leaf", dst[1], reply)
+        elif kind == "leaf":  # a result reaches its worker's link
+            self._hop(self.down[r], "result", r, data)
+        elif kind == "result":
+            self.sessions[r].receive(data, self.now)
             self._pump(r)
-        done = self.tally.completions
-        while self.heap and self.now < until and (completions is None or len(done) < completions):
-            self.now, _, kind, r, data = heapq.heappop(self.heap)
-            if kind == "fabric":  # a contribution reaches its PBox's link
-                self._hop(self.into[data[0]], "agg", r, data)
-            elif kind == "agg":
-                name, d = data
-                for reply, dst in self.pboxes[name].receive(d, ("w", r), self.now):
-                    self._hop(self.out[name], "leaf", dst[1], reply)
-            elif kind == "leaf":  # a result reaches its worker's link
-                self._hop(self.down[r], "result", r, data)
-            elif kind == "result":
-                self.sessions[r].receive(data, self.now)
-                self._pump(r)
-            else:
-                self._timer(r)
-
-    def failures(self) -> list[str]:
-        return [e.reason for events in self.events for e in events if isinstance(e, TensorFailed)]

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from typing import Any
 
-from hosts.events import Event, TensorCompleted
+from hosts.events import Event, TensorCompleted, TensorFailed
 from hosts.session import Session
 
 
@@ -41,6 +42,27 @@ class SessionSim:
 
     def _send(self, r: int) -> None:
         raise NotImplementedError
+
+    def _deliver(self, kind: str, r: int, data: Any) -> None:
+        """An event of the heap other than a timer (the subclass's kinds)."""
+        raise NotImplementedError
+
+    def run(self, until: float, completions: int | None = None) -> None:
+        """Move traffic until nothing is left to do, the clock reaches ``until`` or
+        ``completions`` tensors have completed (over all ranks, since the start)."""
+        for r in range(len(self.sessions)):
+            self._pump(r)
+        done = self._completions
+        while self.heap and self.now < until and (completions is None or len(done) < completions):
+            self.now, _, kind, r, data = heapq.heappop(self.heap)
+            if kind == "timer":
+                self._timer(r)
+            else:
+                self._deliver(kind, r, data)
+
+    def failures(self) -> list[str]:
+        """The reasons of every TensorFailed so far."""
+        return [e.reason for events in self.events for e in events if isinstance(e, TensorFailed)]
 
     def _timer(self, r: int) -> None:
         """A "timer" event of rank r: handled if it is still due (a later one may have

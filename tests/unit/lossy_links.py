@@ -17,10 +17,10 @@ Events and timers run from a heap in time order; sessions see only ``now`` argum
 
 from __future__ import annotations
 
-import heapq
 import random
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 from hosts import wire
 from hosts.aggregator import Aggregator
@@ -96,34 +96,27 @@ class SerialLossyNet(SessionSim):
         as a resync), then let that rank send what it wants."""
         self._push(t, "call", rank, call)
 
-    def run(self, until: float) -> None:
-        """Move traffic until nothing is left to do or the clock reaches ``until``."""
-        for r in range(len(self.sessions)):
-            self._pump(r)
-        while self.heap and self.now < until:
-            self.now, _, kind, r, data = heapq.heappop(self.heap)
-            if kind == "agg":
-                to, datagram = data
-                agg = self.aggs.get(to)
-                if agg is None:
-                    self.misrouted += 1
+    def _deliver(self, kind: str, r: int, data: Any) -> None:
+        if kind == "agg":
+            to, datagram = data
+            agg = self.aggs.get(to)
+            if agg is None:
+                self.misrouted += 1
+                return
+            for reply, dst in agg.receive(datagram, ("w", r), self.now):
+                q = dst[1]
+                self.counts.down_sent += 1
+                at = self._arrival(self.down_free, q, self.link.jitter)
+                if self.rng.random() < self.link.loss:
+                    self.counts.down_lost += 1
                     continue
-                for reply, dst in agg.receive(datagram, ("w", r), self.now):
-                    q = dst[1]
-                    self.counts.down_sent += 1
-                    at = self._arrival(self.down_free, q, self.link.jitter)
-                    if self.rng.random() < self.link.loss:
-                        self.counts.down_lost += 1
-                        continue
-                    self._push(at, "host", q, reply)
-            elif kind == "host":
-                self.sessions[r].receive(data, self.now)
-                self._pump(r)
-            elif kind == "call":
-                data(self.now)
-                self._pump(r)
-            else:
-                self._timer(r)
+                self._push(at, "host", q, reply)
+        elif kind == "host":
+            self.sessions[r].receive(data, self.now)
+            self._pump(r)
+        elif kind == "call":
+            data(self.now)
+            self._pump(r)
 
     def total(self, counter: str) -> int:
         return sum(getattr(s.stats, counter) for s in self.sessions)
