@@ -91,12 +91,9 @@ class _Episode:
 class CongestionWindow:
     """The delay-based window of one session on one aggregator, in positions (a float)."""
 
-    def __init__(self, maximum: int, *, initial: float = INITIAL, target: float = TARGET,
-                 history: int = 16) -> None:
-        """``history``: how many round trips of any kind ``fastest`` looks back over."""
-        if maximum < 1 or target <= 0 or history < 1:
-            raise ValueError(f"need maximum >= 1 ({maximum}), target > 0 ({target}) and "
-                             f"history >= 1 ({history})")
+    def __init__(self, maximum: int, *, initial: float = INITIAL, target: float = TARGET) -> None:
+        if maximum < 1 or target <= 0:
+            raise ValueError(f"need maximum >= 1 ({maximum}) and target > 0 ({target})")
         self.maximum = maximum
         self.target = target
         self.cwnd = float(min(initial, maximum))
@@ -113,25 +110,11 @@ class CongestionWindow:
         self.foreign = 0.0  # seconds of delay found not to follow the window (see above)
         self.foreigns = 0  # times the delay did not follow the window down
         self._episode: _Episode | None = None  # since the delay went over the target
-        self._any = np.full(history, np.inf)  # the latest round trips of any kind, a ring
-        self._any_at = 0
 
     @property
     def limit(self) -> int:
         """Positions that may be in flight now (at least one)."""
         return max(1, int(self.cwnd))
-
-    @property
-    def fastest(self) -> float:
-        """The fastest of the latest round trips of any kind, retransmitted or not (inf
-        before the first): what ``on_timeout`` judges a queue by."""
-        return float(self._any.min())
-
-    def remember(self, times: np.ndarray) -> None:
-        """Round trips of results of any kind (for ``fastest``)."""
-        keep = times[-self._any.size :]
-        self._any[(self._any_at + np.arange(keep.size)) % self._any.size] = keep
-        self._any_at = (self._any_at + keep.size) % self._any.size
 
     def resize(self, maximum: int) -> None:
         """The window may now hold at most ``maximum`` positions (its path got more or

@@ -175,6 +175,11 @@ class SlotTimers:
         srtt = float(self._srtt[path])
         return None if np.isnan(srtt) else srtt
 
+    def path_fastest(self, path: int) -> float:
+        """The fastest of path ``path``'s recent round trips of any kind, retransmitted
+        or not (inf before the first)."""
+        return float(self._recent[path].min())
+
     def set_paths(self, path: np.ndarray, carry: list[int | None]) -> None:
         """Slot k is on path ``path[k]`` (0..len(carry)-1) from now on. New path p keeps
         old path ``carry[p]``'s estimate and early-detection state (the same
@@ -283,12 +288,6 @@ class SlotTimers:
         if not self.deadline.size:
             return float("inf")
         return min(float(self.deadline.min()), self._first_lost)
-
-    @property
-    def fastest(self) -> float:
-        """The fastest of the recent round trips of any kind, on any path (inf before
-        the first)."""
-        return float(self._recent.min())
 
     def reorder_allowance(self, path: int = 0) -> float:
         """How much longer than the newest answered round trip of its path an older

@@ -27,12 +27,10 @@ may have changed).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from hosts.congestion import CongestionWindow
-from hosts.recovery import HISTORY
+from hosts.recovery import SlotTimers
 from hosts.routes import RouteMap
 
 UNLIMITED = np.iinfo(np.int64).max // 2  # the budget of an aggregator its window does not limit
@@ -57,7 +55,7 @@ class RouteWindows:
             maximum = max(1, min(count, cap))
             window = kept.get(aggregator)
             if window is None:
-                window = CongestionWindow(maximum, history=max(HISTORY, count))
+                window = CongestionWindow(maximum)
             else:
                 window.resize(maximum)
                 self._dropped_cuts -= window.cuts
@@ -118,18 +116,14 @@ class RouteWindows:
         on = self.of_slot[slots]
         for a in np.unique(on).tolist():
             mine = on == a
-            window = self.windows[a]
-            window.on_results(int(np.count_nonzero(mine)), times[mine & clean], now)
-            window.remember(times[mine])
+            self.windows[a].on_results(int(np.count_nonzero(mine)), times[mine & clean], now)
         self.progress[on] = now
 
-    def on_timeouts(self, slots: np.ndarray, now: float,
-                    srtt: Callable[[int], float | None]) -> None:
-        """Positions in window slots ``slots`` timed out at ``now``; ``srtt(a)``: the
-        smoothed round trip of aggregator a's path."""
+    def on_timeouts(self, slots: np.ndarray, now: float, timers: SlotTimers) -> None:
+        """Positions in window slots ``slots`` timed out at ``now``; ``timers``: the
+        session's, whose path a is aggregator a (its round trips)."""
         for a in np.unique(self.of_slot[slots]).tolist():
-            window = self.windows[a]
-            window.on_timeout(now, srtt(a), window.fastest)
+            self.windows[a].on_timeout(now, timers.path_srtt(a), timers.path_fastest(a))
 
     def restart(self) -> None:
         """The paths may have changed (a resync): every window forgets its base."""

@@ -381,7 +381,7 @@ class Session:
             timed_out = expired[self._timers.deadline[expired] <= now]  # not early resends
             self.stats.early_resends += self._timers.on_retransmitted(expired, now)
             if self._cwnd is not None and timed_out.size:
-                self._cwnd.on_timeouts(timed_out, now, self._timers.path_srtt)
+                self._cwnd.on_timeouts(timed_out, now, self._timers)
                 self._cwnd_stats()
             self._retransmit = np.union1d(self._retransmit, expired)
 
