@@ -205,7 +205,7 @@ class SlotTimers:
         """Positions went out for the first time in ``slots``, in this order."""
         self.sent_at[slots] = now
         self.retries[slots] = 0
-        self.deadline[slots] = now + self._rto[self.path[slots]]
+        self.deadline[slots] = now + self._path_values(self._rto, slots)
         self.order[slots] = np.arange(self._sent_count + 1, self._sent_count + 1 + len(slots))
         self._sent_count += len(slots)
         self.early_used[slots] = False
@@ -242,6 +242,10 @@ class SlotTimers:
                     self._newest_order[g], self._newest_rtt[g] = mine[newest], times[newest]
         self._mark_overdue()
 
+    def _path_values(self, values: np.ndarray, slots: np.ndarray) -> float | np.ndarray:
+        """``values`` (one per path) of each of ``slots``' paths; one path: the scalar."""
+        return float(values[0]) if values.size == 1 else values[self.path[slots]]
+
     def _learn(self, path: int, times: np.ndarray, usable: np.ndarray) -> None:
         """Path ``path``'s round trips ``times`` (``usable``: those the estimate takes)."""
         if usable.any():
@@ -268,7 +272,7 @@ class SlotTimers:
         self.lost_at[slots] = np.inf
         self._first_lost = float(self.lost_at.min())
         self.retries[slots] += 1
-        rto = self._rto[self.path[slots]]
+        rto = self._path_values(self._rto, slots)
         answering = now - self._last_result[self._group[slots]] < rto
         most = np.where(answering, ALIVE_BACKOFF_DOUBLINGS, MAX_BACKOFF_DOUBLINGS)
         doublings = np.minimum(self.retries[slots] - self.early_used[slots], most)
@@ -301,8 +305,12 @@ class SlotTimers:
         of its group, and waiting longer than that one's round trip plus the allowance
         of its path: lost."""
         waiting = self._fresh & (self.order < self._newest_order[self._group])
-        allowance = np.array([self.reorder_allowance(p) for p in range(self._srtt.size)])
-        overdue = self._newest_rtt[self._group] + allowance[self.path]
+        if self._srtt.size == 1:
+            allowance: float | np.ndarray = self.reorder_allowance(0)
+        else:
+            allowance = np.array([self.reorder_allowance(p) for p in range(self._srtt.size)])
+            allowance = allowance[self.path]
+        overdue = self._newest_rtt[self._group] + allowance
         self.lost_at = np.where(waiting, self.sent_at + overdue, np.inf)
         self._first_lost = float(self.lost_at.min())
 

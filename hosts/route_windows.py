@@ -77,7 +77,7 @@ class RouteWindows:
         bound = np.flatnonzero(limits < self.slots)
         if not bound.size:
             return None, np.inf
-        on = self.of_slot[flight]
+        on = self.of_slot[flight] if limits.size > 1 else np.zeros(flight.size, dtype=np.int64)
         budget = np.full(limits.size, UNLIMITED, dtype=np.int64)
         wake = np.inf
         for a in bound.tolist():
@@ -113,6 +113,10 @@ class RouteWindows:
                    now: float) -> None:
         """Results for window slots ``slots`` arrived at ``now``, ``times`` after they were
         first sent; ``clean``: which of them the round-trip estimate may take."""
+        if len(self.windows) == 1:
+            self.windows[0].on_results(slots.size, times[clean], now)
+            self.progress[0] = now
+            return
         on = self.of_slot[slots]
         for a in np.unique(on).tolist():
             mine = on == a

@@ -334,6 +334,12 @@ class Session:
                                          minlength=len(self._map.routes))
         self._busy_mark = now  # the latest send or result the busy seconds run to
 
+    def _per_route(self, slots: np.ndarray) -> np.ndarray:
+        """How many of ``slots`` (window slot indices) each route serves."""
+        if self._map.single:
+            return np.array([slots.size])
+        return np.bincount(self._map.route_of[slots], minlength=len(self._map.routes))
+
     def _meter_busy(self, now: float) -> None:
         """Before a send or a result changes what is in flight: the time since the
         previous one counts for every route that had a position in flight."""
@@ -588,7 +594,7 @@ class Session:
         self._slot_pkts[self._row(slots, positions)] = batch
         self._meter_busy(now)
         self._slot_pos[slots] = positions
-        self._route_flight += np.bincount(self._map.route_of[slots], minlength=self._route_flight.size)
+        self._route_flight += self._per_route(slots)
         self._slot_next[slots] = positions + self.window
         self._timers.on_sent(slots, now)
         self.stats.sent += positions.size
@@ -738,9 +744,9 @@ class Session:
         positions = self._slot_pos[slots]
         self._slot_pos[slots] = -1
         self._meter_busy(now)
-        np.add.at(self._route_results, self._map.route_of[slots], 1)
-        self._route_flight = np.bincount(self._map.route_of[self._slot_pos >= 0],
-                                         minlength=self._route_flight.size)
+        done = self._per_route(slots)
+        self._route_results += done
+        self._route_flight -= done
         # a round completed by someone's retransmission says nothing about the RTT
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
         if self._cwnd is not None:  # the samples the RTT estimate takes (before on_result)
