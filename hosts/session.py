@@ -116,6 +116,7 @@ class SessionStats:
     resyncs: int = 0
     duplicates: int = 0  # results for a position not in flight (duplicate or stale)
     foreign: int = 0  # not a result of this job, or malformed
+    float_blocks: int = 0  # first transmissions of float32 blocks (the precision option)
     cwnd: int = 0  # the congestion windows now, summed over aggregators (0: congestion control off)
     cwnd_cuts: int = 0  # halvings of the congestion window on a timeout
     cwnd_backoffs: int = 0  # rounds whose queueing delay shrank the congestion window
@@ -582,8 +583,10 @@ class Session:
                     exp[first_data:hi] = t.agreed[block_ids]
                 else:
                     exp[first_data:hi] = t.exponents(block_ids)
-                    flags[first_data:hi] |= np.where(t.is_float[block_ids],
-                                                     np.uint8(wire.FLAG_FALLBACK), np.uint8(0))
+                    floats = t.is_float[block_ids]
+                    flags[first_data:hi] |= np.where(floats, np.uint8(wire.FLAG_FALLBACK),
+                                                     np.uint8(0))
+                    self.stats.float_blocks += int(np.count_nonzero(floats))
                 t.lanes(block_ids, self.world_size, batch["values"][first_data:hi])
         slots = c * self.window + positions % self.window
         hdr["slot"] = self._map.wire_slot[slots]

@@ -73,8 +73,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="allreduce: fraction of ResNet-50's 25.6M parameters per iteration")
     parser.add_argument("--model", default=str(workload.DEFAULT_MODEL))
     parser.add_argument("--paths", default="switch,pbox,gloo",
-                        help="comma list of switch, pbox, gloo (and hook: Gloo DDP with the "
-                             "p4hub comm hook; train mode only)")
+                        help="comma list of switch, pbox, gloo (and, train mode only, hook: "
+                             "Gloo DDP with the p4hub comm hook; precision: the p4hub backend "
+                             "with the precision option, --precision)")
+    parser.add_argument("--precision", type=float, default=1e-3,
+                        help="the precision path's relative error bound: blocks int32 "
+                             "quantization cannot carry within it go as float32 to a PBox "
+                             "(docs/notes/elastic.md section 4)")
     parser.add_argument("--grpc-port", type=int, default=50051, help="the switch's P4Runtime port")
     parser.add_argument("--controller-port", type=int, default=50060, help="job API port")
     parser.add_argument("--no-pcap", action="store_true",
@@ -140,6 +145,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--straggler and --switch-slots are for one rack (--topo rack)")
     if args.switch_slots < 0:
         parser.error("--switch-slots must be 0 or more")
+    if not 0.0 < args.precision < 1.0:
+        parser.error(f"--precision must be strictly between 0 and 1, not {args.precision}")
     return args
 
 
@@ -233,7 +240,8 @@ def _straggler(rack: Rack, args: argparse.Namespace, path: str) -> Iterator[None
     """The (last) PBox made a straggler while a path that uses the PBoxes runs
     (``--straggler``: the PBox path, and the switch paths with ``--switch-slots``); with
     several PBoxes, the aggregator changes the controller made meanwhile are printed."""
-    uses_pboxes = path == "pbox" or (path in ("switch", "hook") and args.switch_slots > 0)
+    uses_pboxes = path in ("pbox", "precision") or (path in ("switch", "hook")
+                                                     and args.switch_slots > 0)
     if not uses_pboxes or (args.straggler == "none" and args.pboxes == 1):
         yield
         return
@@ -271,7 +279,8 @@ def _report(results: dict[str, train_run.TrainResult], args: argparse.Namespace)
             "paths": {name: {"title": r.path.title, "where": r.where(), "ok": r.ok,
                              "problems": r.problems, "epochs": r.epoch_rows(),
                              "losses": r.losses(), "step_seconds": r.step_seconds(),
-                             "median_step_seconds": r.median_step_seconds(), "cpu": r.cpu}
+                             "median_step_seconds": r.median_step_seconds(), "cpu": r.cpu,
+                             "float_blocks": r.float_share()}
                       for name, r in results.items()}}
 
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from topologies.train_run import TrainResult
 
-COLOURS = {"switch": "tab:blue", "pbox": "tab:orange", "gloo": "tab:green", "hook": "tab:purple"}
-STYLES = {"switch": "-", "pbox": "--", "gloo": ":", "hook": "-."}  # switch and PBox overlap exactly
+COLOURS = {"switch": "tab:blue", "pbox": "tab:orange", "gloo": "tab:green", "hook": "tab:purple",
+           "precision": "tab:red"}
+STYLES = {"switch": "-", "pbox": "--", "gloo": ":", "hook": "-.", "precision": (0, (1, 3))}  # switch and PBox overlap exactly
 
 
 def plot(results: dict[str, TrainResult], out: Path, title: str) -> Path:

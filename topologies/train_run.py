@@ -7,13 +7,17 @@ way gradients are summed differs:
 * ``switch``: DDP over the ``p4hub`` backend; the group joins a job through the
   controller's JobService, which gives it switch slots (aggregate.p4 sums in the switch);
 * ``pbox``: the same, with the job placed on the PBox (``P4HUB_PLACEMENT=pbox``);
+* ``precision`` (not in the default set): the same with the precision option
+  (``P4HUB_PRECISION``, ``--precision``): blocks int32 quantization cannot carry within
+  the bound go as float32 to a PBox, so the controller places the job on the PBoxes;
 * ``gloo``: DDP over Gloo's ring, over TCP on the same links: the reference;
 * ``hook`` (not in the default set): DDP over Gloo with its buckets averaged by
   ``p4hub_hook`` through a p4hub group whose job is on the switch.
 
 Checks (the run fails if one does not hold): every rank of a path ends each epoch with
 the same weights (``param_digest``); the switch and PBox paths are bit-identical to
-each other (both return exactly the sum of the quantized gradients); and each p4hub
+each other (both return exactly the sum of the quantized gradients; the precision path
+sums some blocks in float, so it is left out of that check); and each p4hub
 path's loss curve stays within ``LOSS_TOLERANCE`` of Gloo's at every step, with the
 final test accuracy within ``ACCURACY_TOLERANCE``. Why those tolerances: the only
 difference from Gloo is quantization, at most about 2**-28 of each 64-gradient
@@ -46,6 +50,20 @@ class TrainPath:
     title: str
     comm: str  # the loop's --comm
     placement: str = ""  # P4HUB_PLACEMENT for the p4hub paths
+    precision: bool = False  # P4HUB_PRECISION=--precision (the job then lives on PBoxes)
+
+    @property
+    def exact(self) -> bool:
+        """Returns exactly the sum of the quantized gradients (DDP over the backend,
+        without the precision option's float blocks)."""
+        return self.comm == "p4hub" and not self.precision
+
+    @property
+    def expected_where(self) -> str | None:
+        """Where its job must aggregate (None: wherever)."""
+        if self.precision:  # float blocks need a PBox: the controller places it there
+            return "pbox"
+        return {"auto": "switch", "pbox": "pbox"}.get(self.placement)
 
 
 PATHS = {
@@ -53,6 +71,8 @@ PATHS = {
     "pbox": TrainPath("pbox", "PBox (p4hub backend, job on the PBox)", "p4hub", "pbox"),
     "gloo": TrainPath("gloo", "Gloo ring (torch.distributed)", "gloo"),
     "hook": TrainPath("hook", "Gloo DDP + p4hub hook (job on the switch)", "hook", "auto"),
+    "precision": TrainPath("precision", "precision option (p4hub, job on the PBox)", "p4hub",
+                           "auto", precision=True),
 }
 
 
@@ -95,6 +115,14 @@ class TrainResult:
         seconds = self.step_seconds()
         return statistics.median(seconds) if seconds else float("nan")
 
+    def float_share(self) -> tuple[int, int] | None:
+        """Rank 0's float32 blocks and all its first transmissions (PRIMEs included),
+        from its backend's counters; None where it reported none."""
+        stats = self.done.get(0, {}).get("stats") or {}
+        if "float_blocks" not in stats:
+            return None
+        return int(stats["float_blocks"]), int(stats.get("sent", 0))
+
     def where(self) -> str:
         places = {line.get("where", self.path.name) for line in self.done.values()}
         return "/".join(sorted(places)) or "?"
@@ -130,6 +158,8 @@ def p4hub_env(rack: Rack, path: TrainPath, args: argparse.Namespace, rank: int) 
         env["P4HUB_RTO"] = str(args.rto)
     if args.rto_max:
         env["P4HUB_RTO_MAX"] = str(args.rto_max)
+    if path.precision:
+        env["P4HUB_PRECISION"] = repr(args.precision)
     return env
 
 
@@ -212,7 +242,7 @@ def _check_path(result: TrainResult, args: argparse.Namespace) -> None:
         problems.append(f"{len(rows)} of {args.epochs} epochs completed")
     problems += [f"epoch {row['epoch'] + 1}: the ranks' weights differ"
                  for row in rows if not row["same_weights"]]
-    expected = {"auto": "switch", "pbox": "pbox"}.get(result.path.placement)
+    expected = result.path.expected_where
     if expected and result.done and result.where() != expected:
         problems.append(f"aggregated on {result.where()}, expected {expected}")
 
@@ -229,7 +259,7 @@ def compare(results: dict[str, TrainResult]) -> list[str]:
             problems.append(f"{name}: {problem}")
     # DDP over the p4hub backend sums pre-divided gradients exactly wherever the job is,
     # so those paths must agree bit for bit (the hook averages instead: other roundings)
-    exact = [r for r in results.values() if r.path.comm == "p4hub" and r.ok]
+    exact = [r for r in results.values() if r.path.exact and r.ok]
     for other in exact[1:]:
         if [row["digest"] for row in other.epoch_rows()] != \
                 [row["digest"] for row in exact[0].epoch_rows()]:
@@ -278,6 +308,10 @@ def summarize(results: dict[str, TrainResult], args: argparse.Namespace) -> None
         print(f"  {result.path.title:<42} {result.where():>6} {accuracy:>8.3f} "
               f"{result.median_step_seconds():>7.3f} {rate:>9.0f} {rate / gloo_rate:>7.2f} "
               f"{gap:>18.2e}  {status:<6}  {column(result.cpu)}")
+        floats = result.float_share() if result.path.precision else None
+        if floats is not None:
+            print(f"    float32 blocks (rank 0): {floats[0]} of {floats[1]} packets sent "
+                  f"({100 * floats[0] / max(floats[1], 1):.2f}%), bound {args.precision:g}")
         for problem in result.problems:
             print(f"    problem: {problem}")
 

@@ -2,10 +2,11 @@
 
 The real driver pieces (topologies/run.py, topologies/train_run.py) on a 4-worker rack
 with the P4 switch, the PBox and p4hub-controller: one epoch of DigitsNet over the p4hub
-backend with the job on the switch, and the same epoch over Gloo. The p4hub path must
-aggregate on the switch, keep every rank's weights identical, follow Gloo's loss within
-the driver's tolerance, and leave its job when the process group is destroyed. The rack
-is torn down even when a check fails.
+backend with the job on the switch, the same with the precision option (the job then on
+the PBox, float32 blocks through the switch to it), and the same epoch over Gloo. The
+p4hub paths must aggregate where they should, keep every rank's weights identical,
+follow Gloo's loss within the driver's tolerance, and leave their jobs when the process
+group is destroyed. The rack is torn down even when a check fails.
 """
 
 from __future__ import annotations
@@ -29,14 +30,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_one_epoch_through_the_switch_follows_gloo():
-    args = run.parse_args(["--epochs", "1", "--paths", "switch,gloo", "--no-pcap",
-                           "--grpc-port", str(free_port()), "--controller-port",
-                           str(free_port())])
+def test_one_epoch_through_the_switch_and_with_the_precision_option_follows_gloo():
+    # a bound this tight sends a good share of DigitsNet's blocks as float32 (1e-3, make
+    # run's default, sends almost none of them)
+    paths = ["switch", "precision", "gloo"]
+    args = run.parse_args(["--epochs", "1", "--paths", ",".join(paths), "--no-pcap",
+                           "--precision", "1e-5", "--grpc-port", str(free_port()),
+                           "--controller-port", str(free_port())])
     with Rack(run.rack_config(args, run_name="e2e-train")) as rack:
         run.start_services(rack, args)
         results = {name: train_run.run_path(rack, train_run.PATHS[name], i, args)
-                   for i, name in enumerate(["switch", "gloo"])}
+                   for i, name in enumerate(paths)}
         problems = train_run.compare(results)
         client = JobClient(rack.controller_address, timeout=10.0)
         try:
@@ -53,3 +57,10 @@ def test_one_epoch_through_the_switch_follows_gloo():
     stats = switch.done[0]["stats"]
     assert stats["results"] > 0 and stats["where"] == "switch"
     assert jobs_after == []  # every rank left its job when the group was destroyed
+    precision = results["precision"]
+    assert precision.ok, precision.problems
+    assert precision.where() == "pbox"
+    assert train_run.max_loss_gap(precision, gloo) < train_run.LOSS_TOLERANCE
+    floats = precision.float_share()
+    assert floats is not None and 0 < floats[0] < floats[1], floats
+    assert precision.done[0]["stats"]["where"] == "pbox"
