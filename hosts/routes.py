@@ -22,6 +22,15 @@ A PBox range of a job that also has switch slots carries the FALLBACK flag, whic
 makes the switch forward it (p4src/aggregate.p4). Results come back with the flag
 they were sent with, so (flag, slot) identifies a result's window slot even where a
 PBox's slot numbers overlap the switch's.
+
+A job with the precision option sends some blocks as float32, which only a PBox can
+sum. A float block of a window slot on a PBox route rides on that route. For the window
+slots on the switch, the map has a *float route* (``Route.floats``): a range of a PBox
+with the FALLBACK flag, not part of the window, at least as long as the window; a float
+block of window slot index i on an unflagged route goes to its slot ``slot_base + i``.
+Float results come back flagged on those slots, so (flag, slot) still names the window
+slot. No other packet goes there, so the switch route's slot simply skips those
+positions (a newer position starts a new round there: docs/DESIGN.md §3).
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ class Route:
     slot_base: int
     count: int
     fallback: bool = False
+    floats: bool = False  # the float route: float blocks of the unflagged routes' slots
 
 
 class RouteMap:
@@ -58,8 +68,15 @@ class RouteMap:
         Routes covering more slots than that (a session that uses fewer than the job
         has, e.g. a window that its classes do not divide) each use the same share of
         theirs, by largest remainder, from their first slot."""
-        _check(routes, slots)
-        self.routes = tuple(routes)
+        floats = [route for route in routes if route.floats]
+        window_routes = [route for route in routes if not route.floats]
+        _check(window_routes, slots)
+        if len(floats) > 1 or (floats and (floats[0].count < slots or not floats[0].fallback)):
+            raise SessionError(f"a map has at most one float route, flagged and at least as "
+                               f"long as the window ({slots} slots): {_describe(routes)}")
+        self.routes = tuple(window_routes)  # the window's: the meters and windows go by these
+        self.float_route = floats[0] if floats else None
+        self.all_routes = (*self.routes, *floats)  # a float route is the last
         order = np.lexsort((np.arange(slots) // window, np.arange(slots) % window))  # k-major
         self.route_of = np.empty(slots, dtype=np.int64)
         self.wire_slot = np.empty(slots, dtype=np.int64)
@@ -78,37 +95,74 @@ class RouteMap:
         # window slot index -> aggregator (its path: its own timers and congestion window)
         self.aggregator_of = np.array([index[r.aggregator] for r in self.routes],
                                       dtype=np.int64)[self.route_of]
+        # where a float block of each window slot goes: its own route if that is a PBox's,
+        # else the float route's slot for its index
+        self.float_slot = self.wire_slot.copy()
+        self.float_route_of = self.route_of.copy()
+        index = np.arange(slots, dtype=np.int64)
+        self._key_index, self._key_route = index, self.route_of
         keys = self._key(self.flag, self.wire_slot)
+        if self.float_route is not None:
+            plain = np.flatnonzero(self.flag == 0)
+            self.float_slot[plain] = self.float_route.slot_base + plain
+            self.float_route_of[plain] = len(self.routes)
+            keys = np.concatenate((keys, self._key(np.full(plain.size, wire.FLAG_FALLBACK),
+                                                   self.float_slot[plain])))
+            self._key_index = np.concatenate((index, plain))
+            self._key_route = np.concatenate((self.route_of,
+                                              np.full(plain.size, len(self.routes))))
         self._sorted = np.argsort(keys, kind="stable")
         self._keys = keys[self._sorted]
         if np.any(self._keys[1:] == self._keys[:-1]):
             raise SessionError("two routes of the job use the same slot with the same flag: "
-                               f"{_describe(self.routes)}")
+                               f"{_describe(self.all_routes)}")
 
     @property
     def single(self) -> bool:
+        """One route serves the whole window (there may be a float route beside it)."""
         return len(self.routes) == 1
+
+    @property
+    def one_destination(self) -> bool:
+        """Every packet goes to the one route's aggregator."""
+        return len(self.all_routes) == 1
 
     def index_of(self, flags: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """The window slot index of each (header flags, wire slot), -1 where none."""
+        at, found = self._lookup(flags, slots)
+        return np.where(found, self._key_index[at], -1)
+
+    def route_index_of(self, flags: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """The route (into ``all_routes``) each (header flags, wire slot) goes to, -1
+        where none: a float block on a float route's slot goes to the float route."""
+        at, found = self._lookup(flags, slots)
+        return np.where(found, self._key_route[at], -1)
+
+    def _lookup(self, flags: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each key's place among the map's keys as built (before sorting), and whether
+        it is one of them."""
         keys = self._key(flags & wire.FLAG_FALLBACK, slots)
-        at = np.minimum(np.searchsorted(self._keys, keys), self._keys.size - 1)
-        return np.where(self._keys[at] == keys, self._sorted[at], -1)
+        pos = np.minimum(np.searchsorted(self._keys, keys), self._keys.size - 1)
+        return self._sorted[pos], self._keys[pos] == keys
 
     def describe(self) -> str:
-        return _describe(self.routes)
+        return _describe(self.all_routes)
 
     def reassigned(self, old: RouteMap) -> list[tuple[Hashable, int]]:
         """(aggregator, slot) pairs that ``old`` gave to another window slot index than
-        this map does: a switch-over to this map from ``old`` is unsafe if any."""
-        before = {(old.routes[r].aggregator, int(f), int(s)): i for i, (r, f, s) in
-                  enumerate(zip(old.route_of, old.flag, old.wire_slot, strict=True))}
-        out = []
-        for i, (r, f, s) in enumerate(zip(self.route_of, self.flag, self.wire_slot, strict=True)):
-            agg = self.routes[r].aggregator
-            if before.get((agg, int(f), int(s)), i) != i:
-                out.append((agg, int(s)))
-        return out
+        this map does (a float route's slots included): a switch-over to this map from
+        ``old`` is unsafe if any."""
+        before = {(agg, f, s): i for agg, f, s, i in old._entries()}
+        return [(agg, s) for agg, f, s, i in self._entries()
+                if before.get((agg, f, s), i) != i]
+
+    def _entries(self) -> list[tuple[Hashable, int, int, int]]:
+        """(aggregator, flag, wire slot, window slot index) of every key."""
+        flags = (self._keys >> 32).astype(np.int64)
+        slots = self._keys & 0xFFFFFFFF
+        return [(self.all_routes[int(self._key_route[k])].aggregator, int(f), int(s),
+                 int(self._key_index[k]))
+                for k, f, s in zip(self._sorted, flags, slots, strict=True)]
 
     @staticmethod
     def _key(flags: np.ndarray, slots: np.ndarray) -> np.ndarray:
@@ -156,7 +210,7 @@ def from_wire(items: Sequence[dict] | None) -> list[Route] | None:
         try:
             host, _, port = str(item["aggregator"]).rpartition(":")
             out.append(Route((host, int(port)), int(item["slot_base"]), int(item["count"]),
-                             bool(item.get("fallback", False))))
+                             bool(item.get("fallback", False)), bool(item.get("float", False))))
         except (KeyError, TypeError, ValueError) as exc:
             raise SessionError(f"malformed route {item!r} from the controller: {exc}") from None
     return out
@@ -171,11 +225,13 @@ def to_wire(routes: Sequence[Route], default: tuple[str, int]) -> list[dict]:
         where: tuple[str, int] = route.aggregator if route.aggregator is not None else default  # type: ignore[assignment]
         host, port = where  # (IPv4, port), as from_wire makes them
         out.append({"aggregator": f"{host}:{port}", "slot_base": route.slot_base,
-                    "count": route.count, "fallback": route.fallback})
+                    "count": route.count, "fallback": route.fallback,
+                    **({"float": True} if route.floats else {})})
     return out
 
 
 def _describe(routes: Sequence[Route]) -> str:
     return ", ".join(f"{r.count} at {r.aggregator or 'default'} slots {r.slot_base}.."
                      f"{r.slot_base + r.count - 1}{' (fallback)' if r.fallback else ''}"
+                     f"{' (float blocks)' if r.floats else ''}"
                      for r in routes)

@@ -72,12 +72,15 @@ replace an open one (hosts/aggregator.py), so it never blocks it.
 Precision (``precision``: a relative error bound, the job's, off by default): blocks
 that int32 quantization cannot carry within the bound go as float32 bits to a PBox
 (hosts/chunking.py decides, from reduced PRIME lanes, so every rank alike). A float
-block of window slot i rides on slot i's own route and wire slot, with the FALLBACK
-flag and exponent ``wire.EXP_FLOAT``: the job's routes must all be PBoxes (a multi-route
-map whose routes all carry the FALLBACK flag, or one route, which the caller vouches for
-as a PBox), and a new map that is not fails the session. A float result is told from an
-integer one by its exponent; one of the wrong kind for the position in flight is
-dropped as foreign.
+block goes with the FALLBACK flag and exponent ``wire.EXP_FLOAT``: on window slot i's
+own route and wire slot where that is a PBox's, else (slot i on the switch) to the map's
+float route, on its slot ``slot_base + i`` (hosts/routes.py). So every window route
+must be a PBox's (flagged, or one route, which the caller vouches for as a PBox) or the
+map must have a float route; a new map that does not fails the session. A float block
+on the float route is timed and counted by its window slot (its path, congestion window
+and meter are the switch's): float blocks are rare (0.2% of ordinary gradients' at a
+1e-3 bound, docs/notes/elastic.md §4). A float result is told from an integer one by
+its exponent; one of the wrong kind for the position in flight is dropped as foreign.
 """
 
 from __future__ import annotations
@@ -185,10 +188,11 @@ class Session:
             raise SessionError(f"precision: {exc}") from None
         self._map = RouteMap(route_map or routes.single(slot_base, slots), slots, window)
         self._timers.set_paths(self._map.aggregator_of, [0] * len(self._map.aggregators))
-        self._check_precision_map()
         # a map from the controller flags its PBox routes: a new one must, too (a single
         # unflagged route then is the switch, which cannot sum float blocks)
-        self._flagged = all(r.fallback for r in self._map.routes)
+        self._flagged = all(r.fallback for r in self._map.all_routes) or \
+            self._map.float_route is not None
+        self._check_precision_map()
         self.slot_base = self._map.routes[0].slot_base
         self.map_epoch = epoch  # the controller's (32-bit) epoch of the map; the header has 8 bits
         self._route_meters(0.0)
@@ -297,26 +301,26 @@ class Session:
         """``packets_to_send``, each batch with the aggregator its rows go to (a route's
         ``aggregator``)."""
         batches = self.packets_to_send(now)
-        if self._map.single:
-            destination = self._map.routes[0].aggregator
-            return [(destination, batch) for batch in batches]
+        every = self._map.all_routes
+        if self._map.one_destination:
+            return [(every[0].aggregator, batch) for batch in batches]
         # the routes take turns at going first: a batch's last datagrams wait longest in
         # the uplink's queue, and a route always last measured slower (bench/elastic.py,
         # no straggler: 86-92 rounds/s on the last of three PBoxes, 105-114 on the first)
-        self._first_route = (self._first_route + 1) % len(self._map.routes)
+        self._first_route = (self._first_route + 1) % len(every)
         out = []
         for batch in batches:
             hdr = batch["hdr"]
-            route = self._map.route_of[self._map.index_of(hdr["flags"], hdr["slot"])]
+            route = self._map.route_index_of(hdr["flags"], hdr["slot"])
             present = np.unique(route)
             for r in np.roll(present, -int(np.searchsorted(present, self._first_route))):
-                out.append((self._map.routes[r].aggregator, batch[route == r]))
+                out.append((every[r].aggregator, batch[route == r]))
         return out
 
     @property
     def routes(self) -> tuple[Route, ...]:
-        """The job's aggregator map as this session runs it."""
-        return self._map.routes
+        """The job's aggregator map as this session runs it (its float route last)."""
+        return self._map.all_routes
 
     def route_service(self) -> tuple[int, list[tuple[int, float]]]:
         """The map's epoch and, per route: (results, seconds the route was busy: had a
@@ -590,6 +594,9 @@ class Session:
                 t.lanes(block_ids, self.world_size, batch["values"][first_data:hi])
         slots = c * self.window + positions % self.window
         hdr["slot"] = self._map.wire_slot[slots]
+        if self._map.float_route is not None:  # float blocks of switch slots: the float route
+            floats = exp == wire.EXP_FLOAT
+            hdr["slot"][floats] = self._map.float_slot[slots[floats]]
         hdr["position"] = positions & _POSITION_MASK
         hdr["exp"] = exp
         hdr["nelem"] = nelem
@@ -638,24 +645,27 @@ class Session:
         hdr["slot"] = np.tile(self._map.wire_slot, 2)
         hdr["flags"] = (hdr["flags"] & ~np.uint8(wire.FLAG_FALLBACK)) | np.tile(self._map.flag, 2)
         if self._float_span is not None:  # float blocks keep their flag on any route
-            hdr["flags"][hdr["exp"] == wire.EXP_FLOAT] |= np.uint8(wire.FLAG_FALLBACK)
+            floats = hdr["exp"] == wire.EXP_FLOAT
+            hdr["flags"][floats] |= np.uint8(wire.FLAG_FALLBACK)
+            hdr["slot"][floats] = np.tile(self._map.float_slot, 2)[floats]
 
     def _check_precision_map(self) -> None:
-        """With the precision option, float blocks ride on their window slot's route:
-        every route must be a PBox (see the module docstring)."""
-        if self._float_span is not None and not self._map.single and not all(
-                r.fallback for r in self._map.routes):
-            raise SessionError("the precision option needs the job wholly on PBoxes (float "
-                               "blocks ride on their slot's route), but its map has "
-                               f"an aggregator without the FALLBACK flag: {self._map.describe()}")
+        """With the precision option, a float block rides on its window slot's route if
+        that is a PBox's, else on the float route (see the module docstring)."""
+        self._check_routes(self._map.all_routes, "its map")
 
-    def _check_routes(self, route_map: Sequence[Route]) -> None:
-        """SessionError if the precision option cannot run on ``route_map``."""
-        if self._float_span is not None and (len(route_map) > 1 or self._flagged) and not all(
-                r.fallback for r in route_map):
-            raise SessionError("the precision option needs the job wholly on PBoxes (float "
-                               "blocks ride on their slot's route), but its new map has an "
-                               f"aggregator without the FALLBACK flag: {routes._describe(route_map)}")
+    def _check_routes(self, route_map: Sequence[Route], what: str = "its new map") -> None:
+        """SessionError if the precision option cannot run on ``route_map``: a route
+        without the FALLBACK flag (the switch's) and no float route, but where the map is
+        one route the caller vouches for as a PBox (a session never given a flagged map)."""
+        if self._float_span is None or any(r.floats for r in route_map):
+            return
+        if len(route_map) == 1 and not self._flagged:
+            return
+        if not all(r.fallback for r in route_map):
+            raise SessionError("the precision option needs a PBox for float blocks: every "
+                               "route flagged (a PBox's) or a float route, but "
+                               f"{what} has neither: {routes._describe(route_map)}")
 
     def _courtesy_due_now(self, now: float) -> np.ndarray:
         """Courtesy packets due now (each then backs off, up to ``rto_max``)."""
@@ -704,7 +714,9 @@ class Session:
         hdr = pkts["hdr"]
         ours = (hdr["ver_type"] == _RESULT_VT) & (hdr["job"] == self.job_id)
         flags = hdr["flags"]
-        if self._float_span is not None:  # a float result has the flag whatever its route
+        if self._float_span is not None and self._map.float_route is None:
+            # a float result has the flag whatever its route (one unflagged route the caller
+            # vouches for as a PBox: its integer results have none)
             floats = hdr["exp"] == wire.EXP_FLOAT
             route_flag = self._map.flag[0]  # all routes' flag (_check_precision_map)
             flags = np.where(floats, (flags & ~np.uint8(wire.FLAG_FALLBACK)) | route_flag, flags)
@@ -809,7 +821,7 @@ class Session:
         k = int(in_flight[np.argmin(self._slot_pos[in_flight])])
         pos = int(self._slot_pos[k])
         where = f" of priority class {k // self.window}" if self.classes > 1 else ""
-        if not self._map.single:
+        if not self._map.one_destination:
             where += f" on aggregator {self._map.routes[self._map.route_of[k]].aggregator}"
         return (
             f"no result for {silent:.3f} s (deadline {self.deadline} s): job {self.job_id} rank"

@@ -386,19 +386,99 @@ def test_a_resplit_mid_job_onto_other_pboxes_gives_the_same_bits(seed):
     assert all(s.routes == tuple(new) for s in net.sessions)
 
 
-def test_a_map_with_the_switch_is_refused_with_the_option():
+def test_a_map_with_the_switch_and_no_float_route_is_refused_with_the_option():
     routes = [Route(("pbox1", 1), 0, 4), Route(("pbox2", 1), 100, 4, fallback=True)]
-    with pytest.raises(SessionError, match="wholly on PBoxes"):
+    with pytest.raises(SessionError, match="needs a PBox for float blocks"):
         Session(JOB, 0, N, 0, W, W, precision=REL, route_map=routes)
     Session(JOB, 0, N, 0, W, W, route_map=routes)  # fine without it
+    Session(JOB, 0, N, 0, W, W, precision=REL, route_map=[*routes, FLOATS])  # or with floats
     s = Session(JOB, 0, N, 0, W, W, precision=REL,
                 route_map=[Route(("a", 1), 0, 4, True), Route(("b", 1), 50, 4, True)])
     s.start(0, np.ones(10, np.float32), 0.0)
     s.resync(1.0, epoch=2, route_map=routes)
     event = s.next_event()
-    assert isinstance(event, TensorFailed) and "wholly on PBoxes" in event.reason
+    assert isinstance(event, TensorFailed) and "needs a PBox for float blocks" in event.reason
     with pytest.raises(SessionError, match="precision"):
         Session(JOB, 0, N, 0, W, W, precision=2.0)
+
+
+FLOATS = Route(("pbox", 1), 500, W, fallback=True, floats=True)  # a float route
+
+
+@pytest.mark.parametrize("bad", [
+    [Route(("s", 1), 0, W), Route(("pbox", 1), 500, W - 1, True, floats=True)],  # too short
+    [Route(("s", 1), 0, W), Route(("pbox", 1), 500, W, False, floats=True)],  # unflagged
+    [Route(("s", 1), 0, W), FLOATS, Route(("p2", 1), 900, W, True, floats=True)],  # two
+    [Route(("s", 1), 0, 5), Route(("pbox2", 1), 501, 3, True), FLOATS],  # a slot twice
+])
+def test_a_malformed_float_route_is_refused(bad):
+    with pytest.raises(SessionError):
+        Session(JOB, 0, N, 0, W, W, precision=REL, route_map=bad)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_float_blocks_of_switch_slots_go_to_the_float_route(seed):
+    """The switch (here a core that, like aggregate.p4, cannot sum an unflagged float
+    block) serves the window; the float blocks go to the float route's PBox, flagged, on
+    slot base + window index, and come back the same bits on every rank."""
+    routes = [Route(("switch", 1), 0, W), FLOATS]
+    inputs = wide(N, K * 30, seed=seed, wide_blocks=tuple(range(0, 30, 4)))
+    net, on = run(inputs, REL, routes=routes, loss=0.03, seed=seed)
+    assert_same_bits(on)
+    assert net.misrouted == 0
+    switch, pbox = net.aggs[("switch", 1)].job_stats(JOB), net.aggs[("pbox", 1)].job_stats(JOB)
+    assert switch.float_completions == 0 and switch.rejected["float"] == 0
+    assert pbox.float_completions == 8 and pbox.completions == 8  # only float blocks
+    want = exact(inputs)
+    assert np.all(np.abs(on[0] - want) <= np.maximum(REL * np.abs(want), 1e-5))
+    # the same bits as a job wholly on PBoxes
+    _, on_pboxes = run(inputs, REL, routes=[Route(("p", 1), 100, W, True)])
+    assert on[0].tobytes() == on_pboxes[0].tobytes()
+
+
+def test_a_partly_placed_job_sends_float_blocks_to_their_pbox_or_the_float_route():
+    routes = [Route(("switch", 1), 0, 5), Route(("pbox2", 1), 200, 3, True), FLOATS]
+    inputs = wide(N, K * 40, seed=5, wide_blocks=tuple(range(0, 40, 3)))
+    net, on = run(inputs, REL, routes=routes, loss=0.02, seed=5)
+    assert_same_bits(on)
+    assert net.misrouted == 0
+    stats = {a: net.aggs[a].job_stats(JOB) for a in net.aggs}
+    assert stats[("switch", 1)].float_completions == 0
+    assert stats[("pbox2", 1)].float_completions > 0 and stats[("pbox", 1)].float_completions > 0
+    assert stats[("pbox2", 1)].float_completions + stats[("pbox", 1)].float_completions == 14
+    # the float route carries nothing else
+    assert stats[("pbox", 1)].completions == stats[("pbox", 1)].float_completions
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_move_onto_the_switch_with_a_float_route_mid_job_gives_the_same_bits(seed):
+    """A job on PBoxes is promoted onto the switch (fresh switch range, float route) while
+    the ranks learn it at their own moments, under loss; and back."""
+    old = [Route(("pbox1", 1), 100, 5, fallback=True), Route(("pbox2", 1), 200, 3, True)]
+    new = [Route(("switch", 1), 0, W), FLOATS]
+    inputs = wide(N, K * 40, seed=seed, wide_blocks=tuple(range(1, 40, 4)))
+    _, clean = run(inputs, REL, routes=old)
+    for before, after in ((old, new), (new, old)):
+        net, moved = run(inputs, REL, routes=before, resplit=after, loss=0.03, seed=seed,
+                         lost_state_at=0.008 + 0.004 * seed)
+        assert_same_bits(moved)
+        assert moved[0].tobytes() == clean[0].tobytes()
+        assert net.misrouted == 0
+        assert net.aggs[("switch", 1)].job_stats(JOB).float_completions == 0
+        assert all(s.routes == tuple(after) for s in net.sessions)
+
+
+def test_the_float_route_is_in_the_map_a_heartbeat_reports():
+    from hosts.routes import from_wire, to_wire
+
+    routes = [Route(("10.0.0.9", 48879), 0, W), Route(("10.0.0.7", 48879), 500, W, True, True)]
+    s = Session(JOB, 0, N, 0, W, W, precision=REL, route_map=routes)
+    wired = to_wire(s.routes, ("10.0.0.9", 48879))
+    assert wired[1] == {"aggregator": "10.0.0.7:48879", "slot_base": 500, "count": W,
+                        "fallback": True, "float": True}
+    assert "float" not in wired[0]
+    assert from_wire(wired) == routes
+    assert len(s.route_service()[1]) == 1  # the float route is not metered: not the window's
 
 
 def test_prepare_reads_the_smallest_exponents_only_with_the_option():
