@@ -305,8 +305,14 @@ class JobService:
                 {"aggregator": name, "address": route["aggregator"],
                  "slot_base": route["slot_base"], "count": route["count"],
                  "rounds_per_s": _rounded(rate)}
-                for name, route, rate in zip(job.shares(), routes, job.rates(), strict=True)
+                for name, route, rate in zip(job.shares(), routes, job.rates(), strict=False)
             ]
+            floats = job.float_part  # the float route: float blocks of the switch's slots
+            if floats is not None:
+                aggregators.append({"aggregator": f"{floats.pbox} (float blocks)",
+                                    "address": routes[-1]["aggregator"],
+                                    "slot_base": floats.float_slots.base,
+                                    "count": floats.floats, "rounds_per_s": None, "float": True})
             return {**job_summary(job), "state": "running", "epoch": job.epoch,
                     "worker_list": workers, "counters": counters, "moves": moves,
                     "service": service, "map": aggregators,

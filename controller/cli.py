@@ -91,6 +91,9 @@ def show_job(reply: dict) -> str:
                               "-" if a["rounds_per_s"] is None else f"{a['rounds_per_s']:.0f}"]
                              for a in reply["map"]],
                             ["aggregator", "address", "slots", "window", "rate"]))
+        if any(a.get("float") for a in reply["map"]):
+            lines.append("(float blocks: the precision option's float32 blocks of the switch's "
+                         "window slots, on slot base + window index; not part of the window)")
     if reply.get("tree"):
         lines.append("aggregation tree (the root sums the leaves' partials; per-switch packets):")
         lines.append(_table([[t["switch"], t["level"], t.get("child", "-"),

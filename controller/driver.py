@@ -278,7 +278,8 @@ class Controller:
             return []
         return self._moves(lambda reg: reg.rebalance(now))
 
-    def recover_unheard(self, job_id: int, routes: list[tuple[str, int, int]] | None) -> None:
+    def recover_unheard(self, job_id: int,
+                        routes: list[tuple[str, int, int, bool]] | None) -> None:
         """A heartbeat's PBox routes for a job rebuilt while some of its PBoxes did not
         answer (controller/rebuild.py ``recover_unheard``); the recovered ranges are
         made sure of on PBoxes that answer now (one still unreachable is lost by

@@ -130,11 +130,27 @@ class Move:
 @dataclass(frozen=True)
 class Part:
     """A run of a job's window on one PBox: its slots there (from the rack's PBox pool,
-    held by ``owner``)."""
+    held by ``owner``). The last ``floats`` of them are the job's float route (a job
+    with the precision option and switch slots: its float32 blocks of the switch's
+    window slots, hosts/routes.py); a part may hold only those (``share`` 0)."""
 
     pbox: str
     slots: SlotRange
     owner: tuple[int, str, int]  # (job id, PBox, epoch it was allocated under)
+    floats: int = 0
+
+    @property
+    def share(self) -> int:
+        """Window slots it serves."""
+        return self.slots.count - self.floats
+
+    @property
+    def window_slots(self) -> SlotRange:
+        return SlotRange(self.slots.base, self.share)
+
+    @property
+    def float_slots(self) -> SlotRange:
+        return SlotRange(self.slots.base + self.share, self.floats)
 
 
 @dataclass
@@ -150,7 +166,8 @@ class Job:
     pbox: str | None
     lanes: int = p.K  # int32 lanes per packet, chosen by the join that created the job
     # the precision option's relative error bound (None: off), chosen by the join that
-    # created the job: its float blocks ride on its PBox routes, so it lives on PBoxes
+    # created the job: its float blocks ride on its PBox routes, and with switch slots it
+    # holds a float route on a PBox for those of the switch's window slots
     precision: float | None = None
     workers: dict[int, Worker] = field(default_factory=dict)
     moves: list[Move] = field(default_factory=list)  # aggregator changes, oldest first
@@ -192,12 +209,22 @@ class Job:
     @property
     def window(self) -> int:
         on_switch = self.slots.count if self.where == ON_SWITCH else 0
-        return on_switch + sum(part.slots.count for part in self.parts)
+        return on_switch + sum(part.share for part in self.parts)
+
+    @property
+    def share_parts(self) -> tuple[Part, ...]:
+        """Its PBox ranges that serve window slots, in map order."""
+        return tuple(part for part in self.parts if part.share)
+
+    @property
+    def float_part(self) -> Part | None:
+        """The PBox range holding its float route, if it has one."""
+        return next((part for part in self.parts if part.floats), None)
 
     def shares(self) -> dict[str, int]:
         """Window slots per aggregator (the switch by its name), in map order."""
         out = {self.switch: self.slots.count} if self.where == ON_SWITCH else {}
-        out.update((part.pbox, part.slots.count) for part in self.parts)
+        out.update((part.pbox, part.share) for part in self.share_parts)
         return out
 
     def rates(self, min_samples: int = 1) -> list[float | None]:
@@ -380,7 +407,8 @@ class JobRegistry:
     def routes(self, job: Job, rank: int | None = None) -> tuple[dict, ...]:
         """The job's map as rank ``rank``'s agent runs it (hosts/routes.py): the switch's
         range first (addressed to the rack's first PBox, whose address the switch answers
-        for), then each PBox's, flagged so that the switch forwards them. A job over a
+        for), then each PBox's, flagged so that the switch forwards them, then its float
+        route if it has one (flagged, ``"float": true``). A job over a
         fabric has one route, to the rank's own rack (its leaf); without a rank, to the
         root spine's address."""
         if job.over_racks and rank is None:
@@ -392,7 +420,12 @@ class JobRegistry:
             first = self.topo.pbox_of(self._rack_of(job, rank))
             assert first is not None
             out.append(_route(first.ip, job.slots, False))
-        out += [_route(self.topo.pboxes[part.pbox].ip, part.slots, True) for part in job.parts]
+        out += [_route(self.topo.pboxes[part.pbox].ip, part.window_slots, True)
+                for part in job.share_parts]
+        floats = job.float_part
+        if floats is not None:
+            out.append({**_route(self.topo.pboxes[floats.pbox].ip, floats.float_slots, True),
+                        "float": True})
         return tuple(out)
 
     def _rack_of(self, job: Job, rank: int | None) -> str:
@@ -414,16 +447,18 @@ class JobRegistry:
         (to compare both paths on the same rack). ``lanes`` (64 or 256 int32 lanes per
         packet) is set by the join that creates the job; every later join must ask for
         the same, and so with ``precision`` (the precision option's relative error bound,
-        0 < bound < 1, None: off): such a job is placed wholly on its rack's PBoxes
-        (PLACE_PBOX, whatever ``placement`` says), whose routes carry its float blocks
-        (hosts/session.py), and never moves onto the switch."""
+        0 < bound < 1, None: off): such a job's float blocks go to PBoxes, on its PBox
+        routes and, while it has switch slots, on a float route it holds on one of its
+        rack's PBoxes (hosts/routes.py); on a fabric it is placed wholly on its rack's
+        PBoxes (PLACE_PBOX: a job over racks cannot carry float blocks)."""
         if placement not in PLACEMENTS:
             raise JobError(f"placement must be one of {PLACEMENTS}, not {placement!r}")
         if precision is not None:
             if not 0.0 < precision < 1.0:
                 raise JobError(f"precision must be a relative error bound strictly between "
                                f"0 and 1, not {precision!r}")
-            placement = PLACE_PBOX  # float blocks need PBox slots: the job lives on PBoxes
+            if self.topo.spines():  # not over racks: float blocks need a PBox of its rack
+                placement = PLACE_PBOX
         if lanes not in p.LANE_COUNTS:
             raise JobError(f"lanes must be one of {p.LANE_COUNTS}, not {lanes!r}")
         ip, port = _check_join(name, world_size, rank, address)
@@ -435,8 +470,8 @@ class JobRegistry:
         if job is None and self.topo.spines() and placement == PLACE_AUTO:
             job, updates = self._create_on_fabric(name, world_size, host.switch, lanes)
         elif job is None:
-            job, updates = self._create(name, world_size, host.switch, placement, lanes)
-            job.precision = precision  # a new job: the undo log drops it whole
+            job, updates = self._create(name, world_size, host.switch, placement, lanes,
+                                        precision)
         elif job.name is None:
             self._set(job, "name", name)  # adopted after a rebuild
             if job.precision is None:  # its PBoxes keep it; unless none answered the rebuild
@@ -579,27 +614,36 @@ class JobRegistry:
     def pbox_lost(self, job_id: int, pbox: str, now: float | None, reason: str) -> list[Update]:
         """PBox ``pbox`` cannot be reached: the job moves whole to its rack's switch if
         the switch has room for its window, else that PBox's share goes to the rack's
-        other PBoxes; with neither, the job ends (END_LOST). The dead PBox is not
-        written to."""
+        other PBoxes; with neither, the job ends (END_LOST). A job with the precision
+        option goes to the switch only with its float route on another PBox, and a float
+        route alone on the dead PBox moves to another. The dead PBox is not written to."""
         job = self.job(job_id)
         if job.tree is not None:
             return self._tree_pbox_lost(job, pbox, now, reason)
         if all(part.pbox != pbox for part in job.parts):
             return []
-        # a precision job's float blocks need PBox slots: it stays on PBoxes
-        got = self._switch_range(job, job.window) if job.precision is None else None
+        others = [pb.name for pb in self.topo.pboxes_of(job.switch) if pb.name != pbox]
+        self._set(job, "left", {**job.left, pbox: now if now is not None else 0.0})
+        if all(part.pbox != pbox for part in job.share_parts):  # only its float route
+            moved = self._resplit(job, {pt.pbox: pt.share for pt in job.share_parts}, now,
+                                  f"{reason}; its float route moved", dead=pbox)
+            return moved if moved is not None else self._end(
+                job, now, END_LOST, f"{reason}; no other PBox of the rack has room for its "
+                "float route (the precision option)", dead=pbox)
+        epoch = self._take_epoch() if job.precision is not None else None
+        floats = self._float_part(job, epoch, dead=pbox) if epoch is not None else None
+        got = (self._switch_range(job, job.window)
+               if job.precision is None or floats is not None else None)
         if got is not None:
             return self._onto_switch(job, got, now, f"{reason}; moved to switch {job.switch}",
-                                     dead=pbox)
-        self._set(job, "left", {**job.left, pbox: now if now is not None else 0.0})
-        others = [pb.name for pb in self.topo.pboxes_of(job.switch) if pb.name != pbox]
+                                     dead=pbox, epoch=epoch, floats=floats)
+        if floats is not None:
+            self._free(self.pbox_pools[floats.pbox], floats.owner)
         if not others:
-            switch = (f"switch {job.switch} has no {job.window} free slots to take the job "
-                      "over" if job.precision is None else "a job with the precision option "
-                      "cannot go to the switch (its float blocks need a PBox)")
-            return self._end(job, now, END_LOST, f"{reason}; {switch} and the rack has no "
-                             "other PBox", dead=pbox)
-        total = sum(part.slots.count for part in job.parts)
+            return self._end(job, now, END_LOST, f"{reason}; switch {job.switch} has no "
+                             f"{job.window} free slots to take the job over and the rack has "
+                             "no other PBox", dead=pbox)
+        total = sum(part.share for part in job.parts)
         updates = self._resplit(job, _even(others, total), now,
                                 f"{reason}; its share moved to PBox(es) {', '.join(others)}",
                                 dead=pbox)
@@ -659,16 +703,21 @@ class JobRegistry:
         has one (``_grow_on_switch``)."""
         updates: list[Update] = []
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if not job.parts or job.placement != PLACE_AUTO:
+            if not job.share_parts or job.placement != PLACE_AUTO:
                 continue
-            got = self._switch_range(job, job.window)
+            epoch = self._take_epoch() if job.precision is not None else None
+            floats = self._float_part(job, epoch) if epoch is not None else None
+            got = (self._switch_range(job, job.window)
+                   if job.precision is None or floats is not None else None)
             if got is None:
+                if floats is not None:
+                    self._free(self.pbox_pools[floats.pbox], floats.owner)
                 updates += self._grow_on_switch(job, now) or []
                 continue
-            pboxes = ", ".join(part.pbox for part in job.parts)
+            pboxes = ", ".join(part.pbox for part in job.share_parts)
             updates += self._onto_switch(job, got, now,
                                          f"switch {job.switch} has free slots again; moved "
-                                         f"off PBox {pboxes}")
+                                         f"off PBox {pboxes}", epoch=epoch, floats=floats)
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             # racks of jobs over racks that aggregate on their PBox: back onto their leaf
             for leaf in job.tree.leaves if job.tree is not None else ():
@@ -690,7 +739,9 @@ class JobRegistry:
             return None
         shares = _shrunk_shares(job, job.window - take)
         epoch = self._take_epoch()
-        parts = self._allocate_parts(job.job_id, shares, epoch)
+        floats = self._float_need(job, on_switch=True)
+        parts = (self._allocate_parts(job.job_id, shares, epoch, floats)
+                 if floats is not False else None)
         got = self._switch_range(job, take) if parts is not None else None
         if parts is None or got is None:
             for part in parts or ():
@@ -711,8 +762,9 @@ class JobRegistry:
         if job.workers and not was_on_switch:
             updates.append(self._group_write(job, INSERT))
         updates += [part_write(job, part, MODIFY) for part in parts]
+        kept = {part.pbox for part in parts}
         updates += [PBoxJobWrite(part.pbox, DELETE, job.job_id) for part in old
-                    if part.pbox not in shares]
+                    if part.pbox not in kept]
         return updates
 
     def rebalance(self, now: float) -> list[Update]:
@@ -722,18 +774,18 @@ class JobRegistry:
         ``elastic.HOLD_DOWN`` seconds a job."""
         updates: list[Update] = []
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if not job.parts:
+            if not job.share_parts:
                 continue
             rates = job.rates(elastic.MIN_SAMPLES)[1 if job.where == ON_SWITCH else 0:]
             measured = all(r is not None for r in rates)
-            if measured and len(job.parts) > 1:
+            if measured and len(job.share_parts) > 1:
                 self._count_slow(job, [float(r) for r in rates if r is not None])
             if job.split_at is not None and now - job.split_at < elastic.HOLD_DOWN:
                 continue
             moved = self._scale_in(job, rates, now) if measured else None
             if moved is None:
                 moved = self._probe(job, now)
-            if moved is None and measured and len(job.parts) > 1:
+            if moved is None and measured and len(job.share_parts) > 1:
                 moved = self._replan(job, rates, now)
             updates += moved or []
         return updates
@@ -741,23 +793,23 @@ class JobRegistry:
     def _count_slow(self, job: Job, rates: list[float]) -> None:
         slow = elastic.slow(rates)
         streaks = {part.pbox: job.slow_checks.get(part.pbox, 0) + 1 if is_slow else 0
-                   for part, is_slow in zip(job.parts, slow, strict=True)}
+                   for part, is_slow in zip(job.share_parts, slow, strict=True)}
         self._set(job, "slow_checks", streaks)
 
     def _scale_in(self, job: Job, rates: list[float | None], now: float) -> list[Update] | None:
         """Drain the slowest PBox if it was slow SCALE_IN_CHECKS checks in a row."""
-        if len(job.parts) < 2:
+        parts = job.share_parts
+        if len(parts) < 2:
             return None
         values = [float(r) for r in rates if r is not None]
         victim = min(range(len(values)), key=lambda i: (values[i], i))
-        name = job.parts[victim].pbox
+        name = parts[victim].pbox
         checks = job.slow_checks.get(name, 0)
         if checks < elastic.SCALE_IN_CHECKS:
             return None
-        counts = [part.slots.count for part in job.parts]
-        shares = elastic.drain(counts, values, victim)
+        shares = elastic.drain([part.share for part in parts], values, victim)
         self._set(job, "left", {**job.left, name: now})
-        return self._resplit(job, {p.pbox: n for p, n in zip(job.parts, shares, strict=True) if n},
+        return self._resplit(job, {p.pbox: n for p, n in zip(parts, shares, strict=True) if n},
                              now, f"drained PBox {name} (scale in): {values[victim]:.0f} rounds/s, "
                              f"under {elastic.SCALE_IN_RATIO:.0%} of the best "
                              f"({max(values):.0f}) at {checks} checks in a row")
@@ -765,12 +817,12 @@ class JobRegistry:
     def _probe(self, job: Job, now: float) -> list[Update] | None:
         """Give a PBox of the rack the job does not use (drained, or lost and back) the
         exploration share, PROBE_AFTER seconds after it left (scale out)."""
-        using = {part.pbox for part in job.parts}
+        using = {part.pbox for part in job.share_parts}
         spare = [pb.name for pb in self.topo.pboxes_of(job.switch) if pb.name not in using
                  and now - job.left.get(pb.name, -float("inf")) >= elastic.PROBE_AFTER]
         if not spare:
             return None
-        shares = elastic.probe({part.pbox: part.slots.count for part in job.parts}, spare)
+        shares = elastic.probe({part.pbox: part.share for part in job.share_parts}, spare)
         if shares is None:
             return None
         self._set(job, "left", {k: v for k, v in job.left.items() if k not in spare})
@@ -778,11 +830,12 @@ class JobRegistry:
                              f"{shares[spare[0]]} slots (scale out)")
 
     def _replan(self, job: Job, rates: list[float | None], now: float) -> list[Update] | None:
-        plan = elastic.plan([part.slots.count for part in job.parts], rates)
+        parts = job.share_parts
+        plan = elastic.plan([part.share for part in parts], rates)
         if plan is None:
             return None
-        old = {part.pbox: part.slots.count for part in job.parts}
-        shares = {part.pbox: n for part, n in zip(job.parts, plan.shares, strict=True)}
+        old = {part.pbox: part.share for part in parts}
+        shares = {part.pbox: n for part, n in zip(parts, plan.shares, strict=True)}
         reversal = elastic.reverses(old, shares, job.took_from)
         if reversal and job.split_at is not None and (
                 now - job.split_at < elastic.hold_down(job.reversals)):
@@ -798,9 +851,14 @@ class JobRegistry:
                  dead: str | None = None) -> list[Update] | None:
         """Give the job's PBox share the new ``shares`` (PBox -> slots), each on a fresh
         range (a slot that served one window index must not serve another: hosts/
-        routes.py), under a new epoch; None if the rack's PBox pool has no room."""
+        routes.py), under a new epoch, and its float route too if it has one (on a
+        fresh range, merged with its host's share); None if the rack's PBox pool has no
+        room (or no PBox but ``dead`` can take the float route)."""
+        floats = self._float_need(job, on_switch=job.where == ON_SWITCH, dead=dead)
+        if floats is False:
+            return None
         epoch = self._take_epoch()
-        parts = self._allocate_parts(job.job_id, shares, epoch)
+        parts = self._allocate_parts(job.job_id, shares, epoch, floats)
         if parts is None:
             return None
         old = job.parts
@@ -812,8 +870,9 @@ class JobRegistry:
         self._note_move(job, now, reason)
         updates: list[Update] = [TableWrite(job.switch, MODIFY, job_entry(job))]
         updates += [part_write(job, part, MODIFY) for part in parts]
+        kept = {part.pbox for part in parts}
         updates += [PBoxJobWrite(part.pbox, DELETE, job.job_id) for part in old
-                    if part.pbox not in shares and part.pbox != dead]
+                    if part.pbox not in kept and part.pbox != dead]
         return updates
 
     def _set_parts(self, job: Job, parts: tuple[Part, ...]) -> None:
@@ -839,24 +898,55 @@ class JobRegistry:
         return got
 
     def _onto_switch(self, job: Job, got: SlotRange, now: float | None,
-                     reason: str, dead: str | None = None) -> list[Update]:
+                     reason: str, dead: str | None = None, epoch: int | None = None,
+                     floats: Part | None = None) -> list[Update]:
+        """The whole window onto the switch range ``got`` under ``epoch`` (a new one if
+        None), with ``floats`` as its float route (a job with the precision option)."""
         was_on_switch = job.where == ON_SWITCH
         old = job.parts
         for part in old:
             self._free(self.pbox_pools[part.pbox], part.owner)
-        self._set(job, "parts", ())
+        self._set(job, "parts", (floats,) if floats is not None else ())
         self._set(job, "pbox", self.topo.pbox_of(job.switch).name)  # type: ignore[union-attr]
         self._set(job, "where", ON_SWITCH)
         self._set(job, "slots", got)
-        self._set(job, "epoch", self._take_epoch())
+        self._set(job, "epoch", self._take_epoch() if epoch is None else epoch)
         self._set(job, "split_at", now)
         self._note_move(job, now, reason)
         updates: list[Update] = [TableWrite(job.switch, MODIFY, job_entry(job))]
         if job.workers:
             updates.append(self._group_write(job, MODIFY if was_on_switch else INSERT))
+        if floats is not None:
+            updates.append(part_write(job, floats, MODIFY))
         updates += [PBoxJobWrite(part.pbox, DELETE, job.job_id) for part in old
-                    if part.pbox != dead]
+                    if part.pbox != dead and (floats is None or part.pbox != floats.pbox)]
         return updates
+
+    def _float_need(self, job: Job, on_switch: bool,
+                    dead: str | None = None) -> tuple[str, int] | None | bool:
+        """(PBox, slots) of the float route ``job`` needs placed ``on_switch`` or not
+        (None: none, without the precision option or switch slots; False: it needs one
+        and no PBox of its rack but ``dead`` could hold it)."""
+        if job.precision is None or not on_switch:
+            return None
+        host = self._float_host(job, dead)
+        return (host, job.window) if host is not None else False
+
+    def _float_host(self, job: Job, dead: str | None = None) -> str | None:
+        """Where a float route goes: the rack's first PBox the job did not leave (drained or
+        lost), else its first; never ``dead``."""
+        names = [pb.name for pb in self.topo.pboxes_of(job.switch) if pb.name != dead]
+        return min(names, key=lambda name: name in job.left) if names else None
+
+    def _float_part(self, job: Job, epoch: int, dead: str | None = None) -> Part | None:
+        """A fresh range holding only ``job``'s float route, for a move onto the switch;
+        None if no PBox of its rack (but ``dead``) has room."""
+        host = self._float_host(job, dead)
+        if host is None:
+            return None
+        owner = (job.job_id, host, epoch)
+        got = self._allocate(self.pbox_pools[host], owner, job.window)
+        return Part(host, got, owner, job.window) if got is not None else None
 
     def _note_move(self, job: Job, now: float | None, reason: str) -> None:
         moves = [*job.moves, Move(now, job.epoch, job.where, job.slots.base, reason)]
@@ -966,12 +1056,13 @@ class JobRegistry:
             raise JobError(f"job name {name!r} collides with a running job's name tag; rename it")
         return tag
 
-    def _create(self, name: str, world_size: int, switch: str,
-                placement: str, lanes: int) -> tuple[Job, list[Update]]:
+    def _create(self, name: str, world_size: int, switch: str, placement: str, lanes: int,
+                precision: float | None = None) -> tuple[Job, list[Update]]:
         """PLACE_AUTO: the whole window on the switch if it has room; else as many
         switch slots as it has in one run (at least an eighth of the window) and the
         rest in even shares over the rack's PBoxes; else all on the PBoxes.
-        PLACE_PBOX: all on the PBoxes."""
+        PLACE_PBOX: all on the PBoxes. With ``precision`` and switch slots, a float route
+        on the rack's first PBox too."""
         tag = self._free_tag(name)
         pboxes = self.topo.pboxes_of(switch)
         if not pboxes:
@@ -986,7 +1077,9 @@ class JobRegistry:
                 got = self._allocate(pool, job_id, take)
         epoch = self._take_epoch()  # the switch's cells and the agents' resyncs go by it
         rest = want - (got.count if got is not None else 0)
-        parts = self._allocate_parts(job_id, _even([pb.name for pb in pboxes], rest), epoch)
+        floats = (pboxes[0].name, want) if precision is not None and got is not None else None
+        parts = self._allocate_parts(job_id, _even([pb.name for pb in pboxes], rest), epoch,
+                                     floats)
         if parts is None:
             raise JobError(f"no room for {want} slots on switch {switch} or its PBoxes")
         if got is not None:
@@ -994,23 +1087,28 @@ class JobRegistry:
         else:
             where, slots, pbox = ON_PBOX, parts[0].slots, parts[0].pbox
         job = Job(job_id, name, tag, world_size, switch, where, slots, epoch, pbox, lanes,
-                  placement=placement, parts=parts)
+                  precision=precision, placement=placement, parts=parts)
         self._add_job(job)
         updates: list[Update] = [TableWrite(switch, INSERT, job_entry(job))]
         updates += [part_write(job, part, INSERT) for part in parts]
         return job, updates
 
-    def _allocate_parts(self, job_id: int, shares: dict[str, int],
-                        epoch: int) -> tuple[Part, ...] | None:
+    def _allocate_parts(self, job_id: int, shares: dict[str, int], epoch: int,
+                        floats: tuple[str, int] | None = None) -> tuple[Part, ...] | None:
         """A fresh range on each PBox of ``shares`` (PBox -> slots), held by (job, PBox,
-        ``epoch``), by slot base; None if the rack's PBox pool has no room."""
+        ``epoch``), by slot base, and ``floats`` (PBox, slots) as the float route at the
+        end of that PBox's range (a PBox configures one range per job); None if the
+        rack's PBox pool has no room."""
+        counts = dict(shares)
+        if floats is not None:
+            counts[floats[0]] = counts.get(floats[0], 0) + floats[1]
         parts = []
-        for pbox, count in shares.items():
+        for pbox, count in counts.items():
             owner = (job_id, pbox, epoch)
             got = self._allocate(self.pbox_pools[pbox], owner, count)
             if got is None:
                 return None
-            parts.append(Part(pbox, got, owner))
+            parts.append(Part(pbox, got, owner, floats[1] if floats and floats[0] == pbox else 0))
         return tuple(sorted(parts, key=lambda part: part.slots.base))
 
     @staticmethod
@@ -1220,13 +1318,14 @@ def part_write(job: Job, part: Part, op: str) -> PBoxJobWrite:
     """Configure (INSERT; MODIFY: make sure it is there as described) the job on the
     PBox of ``part``, with that part's range."""
     return PBoxJobWrite(part.pbox, op, job.job_id, job.world_size, part.slots.base,
-                        part.slots.count, job.lanes, precision=job.precision)
+                        part.slots.count, job.lanes, precision=job.precision,
+                        floats=part.floats)
 
 
 def _shrunk_shares(job: Job, rest: int) -> dict[str, int]:
     """``rest`` slots over the fastest of ``job``'s PBoxes, in proportion to their rates
     (alike while any is unmeasured), each at least the exploration share, in map order."""
-    names = [part.pbox for part in job.parts]
+    names = [part.pbox for part in job.share_parts]
     rates = job.rates(elastic.MIN_SAMPLES)[1 if job.where == ON_SWITCH else 0:]
     measured = len(rates) == len(names) and all(r is not None and r > 0 for r in rates)
     weights = [float(r) for r in rates if r is not None] if measured else [1.0] * len(names)

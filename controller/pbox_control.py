@@ -2,7 +2,7 @@
 
 The PBox (hosts/pbox.py) serves newline-delimited JSON over TCP:
 ``{"cmd": "add_job", "job", "world_size", "slot_base", "slot_count", "lanes"}`` (and
-``parent``, ``precision`` where the job has them),
+``parent``, ``precision``, ``floats`` where the job has them),
 ``{"cmd": "remove_job", "job"}``, ``{"cmd": "list_jobs"}``, ``{"cmd": "stats"}``,
 ``{"cmd": "open_cells", "job"}`` (the last two for ``p4hub doctor``); each answer is one
 line, ``{"ok": true, ...}`` or ``{"error": "..."}``. ``PBoxControl`` is the
@@ -104,6 +104,8 @@ class PBoxControl:
             add["parent"] = {**parent, "address": write.parent}
         if write.precision is not None:
             add["precision"] = write.precision
+        if write.floats:
+            add["floats"] = write.floats
         if write.op == INSERT:
             channel.request(add)
             return True
@@ -111,7 +113,8 @@ class PBoxControl:
             want = {"job_id": write.job_id, "world_size": write.world_size,
                     "slot_base": write.slot_base, "slot_count": write.slot_count,
                     "lanes": write.lanes, **({"parent": parent} if parent else {}),
-                    **({"precision": write.precision} if write.precision is not None else {})}
+                    **({"precision": write.precision} if write.precision is not None else {}),
+                    **({"floats": write.floats} if write.floats else {})}
             have = [job for job in self.jobs(write.pbox) if job.get("job_id") == write.job_id]
             if have and have[0] == want:
                 return False

@@ -127,7 +127,7 @@ def _rebuild_parts(registry: JobRegistry, job: Job, pbox_jobs: dict[str, list[di
     at least, on the PBox that has it, else on the rack's first). PBoxes that did not
     answer (absent from ``pbox_jobs``; None: nothing is known of any) are noted in
     ``job.unheard``: the agents' map fills them in (``recover_unheard``)."""
-    found: dict[str, tuple[int, int]] = {}
+    found: dict[str, tuple[int, int, int]] = {}  # PBox -> (base, count, floats)
     if pbox_jobs is not None:
         job.unheard = tuple(pb.name for pb in registry.topo.pboxes_of(job.switch)
                             if pb.name not in pbox_jobs)
@@ -135,25 +135,26 @@ def _rebuild_parts(registry: JobRegistry, job: Job, pbox_jobs: dict[str, list[di
     for pb in registry.topo.pboxes_of(job.switch):
         for listed in pbox_jobs.get(pb.name, []):
             if listed.get("job_id") == job.job_id and listed.get("world_size") == job.world_size:
-                found[pb.name] = (int(listed["slot_base"]), int(listed["slot_count"]))
+                found[pb.name] = (int(listed["slot_base"]), int(listed["slot_count"]),
+                                  int(listed.get("floats") or 0))
                 if isinstance(listed.get("precision"), int | float):
                     job.precision = float(listed["precision"])  # only PBoxes keep it
     if job.where == ON_PBOX:
-        entry_range = (job.slots.base, job.slots.count)
+        entry_range = (job.slots.base, job.slots.count, 0)
         holder = next((name for name, got in found.items() if got == entry_range), None)
         if holder is None:
             holder = registry.topo.pboxes_of(job.switch)[0].name
             found[holder] = entry_range
         job.pbox = holder
     parts = []
-    for pbox, (base, count) in found.items():
+    for pbox, (base, count, floats) in found.items():
         owner = (job.job_id, pbox, 0)
         try:
             got = registry.pbox_pools[pbox].reserve(owner, base, count)
         except SlotError as exc:
             raise SwitchStateError(f"job {job.job_id}: PBox {pbox}'s range {base}+{count} "
                                    f"cannot be rebuilt: {exc}") from None
-        parts.append(Part(pbox, got, owner))
+        parts.append(Part(pbox, got, owner, floats if job.where == ON_SWITCH else 0))
     job.parts = tuple(sorted(parts, key=lambda part: part.slots.base))
 
 
@@ -272,11 +273,12 @@ def _rebuild_workers(
 
 
 def recover_unheard(registry: JobRegistry, job: Job,
-                    routes: list[tuple[str, int, int]] | None) -> bool:
+                    routes: list[tuple[str, int, int, bool]] | None) -> bool:
     """The PBox routes of a heartbeat's agent map (controller/traffic.py
-    ``pbox_routes``: aggregator "ip:port", slot base, count) for a job rebuilt while some
-    of its rack's PBoxes did not answer: its ranges on those PBoxes are the map's routes
-    to them (a guessed jobs-entry range there is dropped first). Once a well-formed map
+    ``pbox_routes``: aggregator "ip:port", slot base, count, whether it is the float
+    route) for a job rebuilt while some of its rack's PBoxes did not answer: its ranges
+    on those PBoxes are the map's routes to them (a PBox's share and the float route
+    after it make one range; a guessed jobs-entry range there is dropped first). Once a well-formed map
     came (``routes`` not None), the job has no unheard PBox left; a PBox that is still
     unreachable is then lost the ordinary way (``check_pboxes``). True when the job's
     parts changed."""
@@ -292,14 +294,11 @@ def recover_unheard(registry: JobRegistry, job: Job,
         else:
             kept.append(part)
     recovered: list[Part] = []
-    for address, base, count in routes:
-        pbox = by_address.get(address)
-        if pbox is None or any(part.pbox == pbox for part in recovered):
-            continue
+    for pbox, (base, count, floats) in _ranges_by_pbox(routes, by_address).items():
         owner = (job.job_id, pbox, 0)
         try:
             recovered.append(Part(pbox, registry.pbox_pools[pbox].reserve(owner, base, count),
-                                  owner))
+                                  owner, floats))
         except SlotError:
             continue  # not this job's to claim; the agents' resync will show the gap
     job.parts = tuple(sorted((*kept, *recovered), key=lambda part: part.slots.base))
@@ -308,3 +307,22 @@ def recover_unheard(registry: JobRegistry, job: Job,
         job.pbox = next((pt.pbox for pt in job.parts if pt.slots == job.slots), job.pbox)
     return [(pt.pbox, pt.slots) for pt in job.parts] != [(pt.pbox, pt.slots) for pt in before]
 
+
+
+def _ranges_by_pbox(routes: list[tuple[str, int, int, bool]],
+                    by_address: dict[str, str]) -> dict[str, tuple[int, int, int]]:
+    """PBox -> (base, count, float slots) of its range, from its routes in an agent map:
+    its share's route, the float route, or the share's followed by the float route (one
+    range, as the controller allocates them); a PBox whose routes make no such range is
+    left out (first routes kept)."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for address, base, count, is_float in routes:
+        pbox = by_address.get(address)
+        if pbox is None:
+            continue
+        have = out.get(pbox)
+        if have is None:
+            out[pbox] = (base, count, count if is_float else 0)
+        elif is_float and not have[2] and have[0] + have[1] == base:
+            out[pbox] = (have[0], have[1] + count, count)
+    return out

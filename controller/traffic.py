@@ -52,9 +52,10 @@ class Counters:
         return cls(*values)  # type: ignore[arg-type]
 
 
-def pbox_routes(request: dict) -> list[tuple[str, int, int]] | None:
-    """(aggregator "ip:port", slot base, count) of each PBox route (``fallback``) of the
-    agent's map a Heartbeat request carries; None when it has none (or a bad one)."""
+def pbox_routes(request: dict) -> list[tuple[str, int, int, bool]] | None:
+    """(aggregator "ip:port", slot base, count, whether it is the float route) of each
+    PBox route (``fallback``) of the agent's map a Heartbeat request carries; None when it
+    has none (or a bad one)."""
     agent_map = request.get("map")
     if not isinstance(agent_map, list) or not agent_map:
         return None
@@ -66,7 +67,8 @@ def pbox_routes(request: dict) -> list[tuple[str, int, int]] | None:
         if not isinstance(address, str) or not _count(base) or not _count(count):
             return None
         if item.get("fallback") is True and count:
-            out.append((address, int(base), int(count)))  # type: ignore[arg-type]
+            out.append((address, int(base), int(count),  # type: ignore[arg-type]
+                        item.get("float") is True))
     return out
 
 

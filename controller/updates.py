@@ -82,6 +82,9 @@ class PBoxJobWrite:
     child: int = 0
     rack_size: int = 0
     precision: float | None = None  # the job's precision option, kept by the PBox
+    # the last ``floats`` slots of the range are the job's float route (hosts/routes.py),
+    # kept by the PBox for a restarted controller; 0: none
+    floats: int = 0
 
 
 @dataclass(frozen=True, slots=True)

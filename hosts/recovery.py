@@ -201,6 +201,13 @@ class SlotTimers:
         self._group = self._class * source.size + self.path
         self._mark_overdue()
 
+    def move(self, slots: np.ndarray, path: np.ndarray | int) -> None:
+        """``slots`` are on ``path`` (one per slot, or one for all) from now on: a position
+        that goes elsewhere than its slot's aggregator (hosts/session.py: a float block on
+        the float route) is timed on that path. Set before ``on_sent``."""
+        self.path[slots] = path
+        self._group[slots] = self._class[slots] * self._srtt.size + self.path[slots]
+
     def on_sent(self, slots: np.ndarray, now: float) -> None:
         """Positions went out for the first time in ``slots``, in this order."""
         self.sent_at[slots] = now

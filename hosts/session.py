@@ -77,10 +77,12 @@ own route and wire slot where that is a PBox's, else (slot i on the switch) to t
 float route, on its slot ``slot_base + i`` (hosts/routes.py). So every window route
 must be a PBox's (flagged, or one route, which the caller vouches for as a PBox) or the
 map must have a float route; a new map that does not fails the session. A float block
-on the float route is timed and counted by its window slot (its path, congestion window
-and meter are the switch's): float blocks are rare (0.2% of ordinary gradients' at a
-1e-3 bound, docs/notes/elastic.md §4). A float result is told from an integer one by
-its exponent; one of the wrong kind for the position in flight is dropped as foreign.
+on the float route is timed on a timer path of its own (``_time_floats``: its round trip
+is the PBox's), which feeds neither its slot's congestion window nor that window's
+timeouts; it counts against its slot's window and meter (float blocks are rare: 0.2% of
+ordinary gradients' at a 1e-3 bound, docs/notes/elastic.md §4). A float result is told
+from an integer one by its exponent; one of the wrong kind for the position in flight
+is dropped as foreign.
 """
 
 from __future__ import annotations
@@ -187,7 +189,7 @@ class Session:
         except quantize.QuantizeError as exc:
             raise SessionError(f"precision: {exc}") from None
         self._map = RouteMap(route_map or routes.single(slot_base, slots), slots, window)
-        self._timers.set_paths(self._map.aggregator_of, [0] * len(self._map.aggregators))
+        self._timers.set_paths(self._map.aggregator_of, [0] * self._path_count())
         # a map from the controller flags its PBox routes: a new one must, too (a single
         # unflagged route then is the switch, which cannot sum float blocks)
         self._flagged = all(r.fallback for r in self._map.all_routes) or \
@@ -396,6 +398,8 @@ class Session:
         expired = self._timers.expired(now)
         if expired.size:
             timed_out = expired[self._timers.deadline[expired] <= now]  # not early resends
+            if self._map.float_route is not None:  # the float route's: not its slot's window
+                timed_out = timed_out[self._timers.path[timed_out] < len(self._map.aggregators)]
             self.stats.early_resends += self._timers.on_retransmitted(expired, now)
             if self._cwnd is not None and timed_out.size:
                 self._cwnd.on_timeouts(timed_out, now, self._timers)
@@ -602,6 +606,8 @@ class Session:
         hdr["nelem"] = nelem
         hdr["flags"] = flags | self._map.flag[slots]
         self._slot_pkts[self._row(slots, positions)] = batch
+        if self._map.float_route is not None:
+            self._time_floats(slots, exp)
         self._meter_busy(now)
         self._slot_pos[slots] = positions
         self._route_flight += self._per_route(slots)
@@ -637,8 +643,11 @@ class Session:
         old = self._map
         self._map = RouteMap(route_map, self._slot_pos.size, self.window)
         self.slot_base = self._map.routes[0].slot_base
-        kept = {a: i for i, a in enumerate(old.aggregators)}
-        self._timers.set_paths(self._map.aggregator_of, [kept.get(a) for a in self._map.aggregators])
+        kept: dict[Hashable, int | None] = {a: i for i, a in enumerate(old.aggregators)}
+        carry = [kept.get(a) for a in self._map.aggregators]
+        if self._map.float_route is not None:  # the float route's path: the old one's
+            carry.append(len(old.aggregators) if old.float_route is not None else None)
+        self._timers.set_paths(self._map.aggregator_of, carry)
         if self._cwnd is not None:
             self._cwnd = RouteWindows(self._map, self._window_cap, before=self._cwnd)
         hdr = self._slot_pkts["hdr"]
@@ -648,6 +657,24 @@ class Session:
             floats = hdr["exp"] == wire.EXP_FLOAT
             hdr["flags"][floats] |= np.uint8(wire.FLAG_FALLBACK)
             hdr["slot"][floats] = np.tile(self._map.float_slot, 2)[floats]
+            flight = np.flatnonzero(self._slot_pos >= 0)
+            held = hdr["exp"][self._row(flight, self._slot_pos[flight])]
+            self._time_floats(flight, held)
+
+    def _path_count(self) -> int:
+        """Timer paths: one per aggregator of the window, and the float route's last."""
+        return len(self._map.aggregators) + (self._map.float_route is not None)
+
+    def _time_floats(self, slots: np.ndarray, exp: np.ndarray) -> None:
+        """The positions now in ``slots`` (their exponents ``exp``) are timed on the
+        float route's path where they are float blocks that go there, else on their
+        slot's aggregator's: a PBox's round trip is several of the switch's, whose
+        timeouts would resend every float block and cut the switch's window."""
+        if self._map.float_route is None:
+            return
+        there = (exp == wire.EXP_FLOAT) & (self._map.float_route_of[slots] == len(self._map.routes))
+        self._timers.move(slots, np.where(there, len(self._map.aggregators),
+                                          self._map.aggregator_of[slots]))
 
     def _check_precision_map(self) -> None:
         """With the precision option, a float block rides on its window slot's route if
@@ -766,6 +793,8 @@ class Session:
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
         if self._cwnd is not None:  # the samples the RTT estimate takes (before on_result)
             usable = clean & (self._timers.retries[slots] == 0)
+            if self._map.float_route is not None:  # a float route's round trip is not its slot's
+                usable &= self._timers.path[slots] < len(self._map.aggregators)
             self._cwnd.on_results(slots, now - self._timers.sent_at[slots], usable, now)
             self._cwnd_stats()
         self._timers.on_result(slots, now, clean)

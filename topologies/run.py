@@ -240,8 +240,8 @@ def _straggler(rack: Rack, args: argparse.Namespace, path: str) -> Iterator[None
     """The (last) PBox made a straggler while a path that uses the PBoxes runs
     (``--straggler``: the PBox path, and the switch paths with ``--switch-slots``); with
     several PBoxes, the aggregator changes the controller made meanwhile are printed."""
-    uses_pboxes = path in ("pbox", "precision") or (path in ("switch", "hook")
-                                                     and args.switch_slots > 0)
+    uses_pboxes = path == "pbox" or (path in ("switch", "hook", "precision")
+                                     and args.switch_slots > 0)
     if not uses_pboxes or (args.straggler == "none" and args.pboxes == 1):
         yield
         return

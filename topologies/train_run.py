@@ -7,9 +7,9 @@ way gradients are summed differs:
 * ``switch``: DDP over the ``p4hub`` backend; the group joins a job through the
   controller's JobService, which gives it switch slots (aggregate.p4 sums in the switch);
 * ``pbox``: the same, with the job placed on the PBox (``P4HUB_PLACEMENT=pbox``);
-* ``precision`` (not in the default set): the same with the precision option
+* ``precision`` (not in the default set): the switch path with the precision option
   (``P4HUB_PRECISION``, ``--precision``): blocks int32 quantization cannot carry within
-  the bound go as float32 to a PBox, so the controller places the job on the PBoxes;
+  the bound go as float32 through the switch to the job's float route on the PBox;
 * ``gloo``: DDP over Gloo's ring, over TCP on the same links: the reference;
 * ``hook`` (not in the default set): DDP over Gloo with its buckets averaged by
   ``p4hub_hook`` through a p4hub group whose job is on the switch.
@@ -50,7 +50,7 @@ class TrainPath:
     title: str
     comm: str  # the loop's --comm
     placement: str = ""  # P4HUB_PLACEMENT for the p4hub paths
-    precision: bool = False  # P4HUB_PRECISION=--precision (the job then lives on PBoxes)
+    precision: bool = False  # P4HUB_PRECISION=--precision
 
     @property
     def exact(self) -> bool:
@@ -61,8 +61,6 @@ class TrainPath:
     @property
     def expected_where(self) -> str | None:
         """Where its job must aggregate (None: wherever)."""
-        if self.precision:  # float blocks need a PBox: the controller places it there
-            return "pbox"
         return {"auto": "switch", "pbox": "pbox"}.get(self.placement)
 
 
@@ -71,8 +69,8 @@ PATHS = {
     "pbox": TrainPath("pbox", "PBox (p4hub backend, job on the PBox)", "p4hub", "pbox"),
     "gloo": TrainPath("gloo", "Gloo ring (torch.distributed)", "gloo"),
     "hook": TrainPath("hook", "Gloo DDP + p4hub hook (job on the switch)", "hook", "auto"),
-    "precision": TrainPath("precision", "precision option (p4hub, job on the PBox)", "p4hub",
-                           "auto", precision=True),
+    "precision": TrainPath("precision", "precision option (switch + float blocks on PBox)",
+                           "p4hub", "auto", precision=True),
 }
 
 

@@ -15,12 +15,13 @@ Requests and replies (see docs/notes/pbox-and-rack.md §2):
   "lanes": L, "parent": {"address": "IP:PORT", "child": C, "rack_size": R}}`` (``lanes``
   optional: 64 or 256, default 64; ``parent`` optional: the PBox is the rack's first level
   of a job over racks, hosts/aggregator.py ``Parent``; ``"precision": P`` optional: the
-  job's precision option, kept for the controller, which reads it back after a restart)
-  -> ``{"ok": true}``
+  job's precision option, kept for the controller, which reads it back after a restart;
+  ``"floats": F`` optional: the last F slots of the range are the job's float route,
+  hosts/routes.py, kept for the controller the same way) -> ``{"ok": true}``
 * ``{"cmd": "remove_job", "job": ID}`` -> ``{"ok": true, "stats": {final counters}}``
 * ``{"cmd": "stats"}`` -> ``{"ok": true, "jobs": {...}, "global": {...}, "workers": [...]}``
 * ``{"cmd": "list_jobs"}`` -> ``{"ok": true, "jobs": [{"job_id", "world_size", ...}]}``
-  (``parent`` and ``precision`` only where the job has them)
+  (``parent``, ``precision`` and ``floats`` only where the job has them)
 * ``{"cmd": "open_cells", "job": ID}`` -> ``{"ok": true, "cells": [[slot, shadow set,
   bitmap, counter], ...]}``: the job's rounds in progress, by slot (for ``p4hub doctor``)
 * anything wrong -> ``{"error": "..."}``
@@ -168,18 +169,23 @@ class ControlCore:
     def __init__(self, shards: Shards) -> None:
         self.shards = shards
         self.jobs: dict[int, JobConfig] = {}
-        # the precision option of the jobs that have one: the data path does not need it
-        # (a float block says so itself), the controller does after a restart
+        # the precision option of the jobs that have one, and how many slots at the end of
+        # a job's range are its float route: the data path needs neither (a float block
+        # says so itself), the controller does after a restart
         self.precision: dict[int, float] = {}
+        self.floats: dict[int, int] = {}
 
     def add_job(
         self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K,
-        parent: Parent | None = None, precision: float | None = None,
+        parent: Parent | None = None, precision: float | None = None, floats: int = 0,
     ) -> None:
         """Configure a job on every shard, or on none (PBoxError with the shard's reason)."""
         config = JobConfig(job_id, world_size, slot_base, slot_count, lanes, parent)
         if precision is not None and not 0.0 < precision < 1.0:
             raise PBoxError(f"precision must be strictly between 0 and 1, got {precision!r}")
+        if not 0 <= floats <= slot_count or (floats and precision is None):
+            raise PBoxError(f"floats must be 0..slot_count ({slot_count}) and needs the "
+                            f"precision option, got {floats!r}")
         replies = self.shards.fan_out("add_job", asdict(config))
         errors = [r["error"] for r in replies if "error" in r]
         if errors:
@@ -190,10 +196,11 @@ class ControlCore:
                     self.shards.ask(index, "remove_job", job_id)
             raise PBoxError(errors[0])
         self.jobs[job_id] = config
-        if precision is None:
-            self.precision.pop(job_id, None)
-        else:
-            self.precision[job_id] = precision
+        for kept, value in ((self.precision, precision), (self.floats, floats or None)):
+            if value is None:
+                kept.pop(job_id, None)
+            else:
+                kept[job_id] = value
 
     def remove_job(self, job_id: int) -> dict:
         """Remove a job from every shard; its final counters summed over the shards."""
@@ -202,6 +209,7 @@ class ControlCore:
         replies = self.shards.fan_out("remove_job", job_id)
         del self.jobs[job_id]
         self.precision.pop(job_id, None)
+        self.floats.pop(job_id, None)
         total: dict = {}
         for reply in replies:
             merge_counters(total, reply.get("stats", {}))
@@ -218,11 +226,12 @@ class ControlCore:
         return {"jobs": jobs, "global": glob, "workers": per_worker}
 
     def list_jobs(self) -> list[dict]:
-        """Each job's configuration; ``parent`` and ``precision`` only where there is one
-        (the protocol's replies stay as they were for jobs without)."""
-        listed = [{**asdict(config), "precision": self.precision.get(job_id)}
-                  for job_id, config in self.jobs.items()]
-        return [{k: v for k, v in job.items() if k not in ("parent", "precision") or v is not None}
+        """Each job's configuration; ``parent``, ``precision`` and ``floats`` only where
+        there is one (the protocol's replies stay as they were for jobs without)."""
+        listed = [{**asdict(config), "precision": self.precision.get(job_id),
+                   "floats": self.floats.get(job_id)} for job_id, config in self.jobs.items()]
+        optional = ("parent", "precision", "floats")
+        return [{k: v for k, v in job.items() if k not in optional or v is not None}
                 for job in listed]
 
     def open_cells(self, job_id: int) -> list[list[int]]:
@@ -248,7 +257,8 @@ class ControlCore:
                 lanes = _int_field(request, "lanes") if "lanes" in request else K
                 parent = _parent_field(request["parent"]) if "parent" in request else None
                 precision = _precision_field(request.get("precision"))
-                self.add_job(job, world, base, count, lanes, parent, precision)
+                floats = _int_field(request, "floats") if "floats" in request else 0
+                self.add_job(job, world, base, count, lanes, parent, precision, floats)
                 return {"ok": True}
             if cmd == "remove_job":
                 return {"ok": True, "stats": self.remove_job(_int_field(request, "job"))}

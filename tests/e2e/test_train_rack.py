@@ -2,8 +2,8 @@
 
 The real driver pieces (topologies/run.py, topologies/train_run.py) on a 4-worker rack
 with the P4 switch, the PBox and p4hub-controller: one epoch of DigitsNet over the p4hub
-backend with the job on the switch, the same with the precision option (the job then on
-the PBox, float32 blocks through the switch to it), and the same epoch over Gloo. The
+backend with the job on the switch, the same with the precision option (float32 blocks
+through the switch to the job's float route on the PBox), and the same epoch over Gloo. The
 p4hub paths must aggregate where they should, keep every rank's weights identical,
 follow Gloo's loss within the driver's tolerance, and leave their jobs when the process
 group is destroyed. The rack is torn down even when a check fails.
@@ -59,8 +59,8 @@ def test_one_epoch_through_the_switch_and_with_the_precision_option_follows_gloo
     assert jobs_after == []  # every rank left its job when the group was destroyed
     precision = results["precision"]
     assert precision.ok, precision.problems
-    assert precision.where() == "pbox"
+    assert precision.where() == "switch"
     assert train_run.max_loss_gap(precision, gloo) < train_run.LOSS_TOLERANCE
     floats = precision.float_share()
     assert floats is not None and 0 < floats[0] < floats[1], floats
-    assert precision.done[0]["stats"]["where"] == "pbox"
+    assert precision.done[0]["stats"]["where"] == "switch"

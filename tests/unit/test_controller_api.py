@@ -86,15 +86,28 @@ def test_join_barrier_show_and_kill(stack):
     assert client.call("Status")["switches"]["s1"]["free_slots"] == 32
 
 
-def test_join_with_the_precision_option_places_the_job_on_the_pbox(stack):
+def test_join_with_the_precision_option_gives_a_switch_job_a_float_route(stack):
     ctl, client = stack[2], stack[5]
     first = client.join("wide", 2, 0, "10.0.0.1:4001", precision=1e-3)
     second = client.join("wide", 2, 1, "10.0.0.2:4002", precision=1e-3)
     assert first["precision"] == second["precision"] == 1e-3
-    assert first["where"] == "pbox"  # float blocks need PBox slots, though the switch has room
-    assert all(route["fallback"] for route in first["routes"])
-    assert client.call("ShowJob", job_id=first["job_id"])["precision"] == 1e-3
-    assert "precision 0.001" in cli.show_job(client.call("ShowJob", job_id=first["job_id"]))
+    assert first["where"] == "switch"  # the switch has room; float blocks go to the PBox
+    switch, floats = first["routes"]
+    assert not switch["fallback"] and "float" not in switch and switch["count"] == 32
+    assert floats == {"aggregator": "10.0.0.100:48879", "slot_base": floats["slot_base"],
+                      "count": 32, "fallback": True, "float": True}
+    job = ctl.registry.jobs[first["job_id"]]
+    assert job.window == 32 and job.shares() == {"s1": 32}
+    assert job.float_part is not None and job.float_part.share == 0
+    shown = client.call("ShowJob", job_id=first["job_id"])
+    assert shown["precision"] == 1e-3
+    assert shown["map"][-1]["float"] is True and shown["map"][-1]["count"] == 32
+    text = cli.show_job(shown)
+    assert "precision 0.001" in text and "(float blocks)" in text
+    # placed on the PBox, its float blocks ride on its PBox route: no float route
+    boxed = client.join("boxed", 1, 0, "10.0.0.2:4005", precision=1e-3, placement="pbox")
+    assert boxed["where"] == "pbox" and [r["fallback"] for r in boxed["routes"]] == [True]
+    assert not any(r.get("float") for r in boxed["routes"])
     for bad, why in ((dict(precision=5e-3), "has precision 0.001, not 0.005"),
                      (dict(), "has precision 0.001, not None")):
         with pytest.raises(grpc.RpcError) as info:
@@ -106,6 +119,7 @@ def test_join_with_the_precision_option_places_the_job_on_the_pbox(stack):
                         precision=value)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     # without the option: a switch job, and the reply says so
+    client.call("KillJob", job_id=first["job_id"])  # the switch's 32 slots are its
     plain = client.join("plain", 1, 0, "10.0.0.4:4004")
     assert (plain["where"], plain["precision"]) == ("switch", None)
     assert ctl.registry.jobs[plain["job_id"]].precision is None

@@ -226,25 +226,77 @@ def test_a_lost_pbox_moves_the_job_to_the_switch_when_it_has_room():
     assert all(pool.free_slots() == 1024 for pool in reg.pbox_pools.values())
 
 
-def test_a_precision_job_stays_on_pboxes_when_one_is_lost():
-    """Its float blocks need PBox slots: no move to the switch, and no promotion."""
+def test_a_precision_job_on_pboxes_moves_onto_the_switch_with_a_float_route():
+    """A lost PBox moves a precision job placed on the PBoxes onto the switch, with its
+    float route on another PBox; a lost float route moves on; with no PBox left for it,
+    the job ends."""
     reg = rack()
-    replies = [reg.join("w", 2, r, (f"10.0.0.{r + 1}", 4000), 0.0, precision=1e-3)[0]
-               for r in range(2)]
+    replies = [reg.join("w", 2, r, (f"10.0.0.{r + 1}", 4000), 0.0, PLACE_PBOX,
+                        precision=1e-3)[0] for r in range(2)]
     job = reg.jobs[replies[0].job_id]
-    assert job.where == ON_PBOX and job.placement == PLACE_PBOX and replies[1].precision == 1e-3
-    assert all(route["fallback"] for route in reg.routes(job))
-    reg.pbox_lost(job.job_id, "pbox", 5.0, "PBox pbox is unreachable")
-    assert job.where == ON_PBOX and set(job.shares()) == {"pbox2", "pbox3"}
-    assert reg.promote(6.0) == []
-    one = rack(pboxes=1)  # the switch has room, but no other PBox: the job ends
+    assert job.where == ON_PBOX and replies[1].precision == 1e-3
+    assert all(route["fallback"] for route in reg.routes(job)) and job.float_part is None
+    updates = reg.pbox_lost(job.job_id, "pbox", 5.0, "PBox pbox is unreachable")
+    assert job.where == ON_SWITCH and job.shares() == {"s1": 128} and job.window == 128
+    floats = job.float_part
+    assert floats is not None and (floats.pbox, floats.share, floats.floats) == ("pbox2", 0, 128)
+    assert [(r["fallback"], r.get("float", False), r["count"]) for r in reg.routes(job)] == [
+        (False, False, 128), (True, True, 128)]
+    assert {(w.pbox, w.op, w.floats) for w in pbox_writes(updates)} == {
+        ("pbox2", MODIFY, 128), ("pbox3", DELETE, 0)}
+    assert reg.promote(6.0) == [] and reg.rebalance(60.0) == []  # nothing to move or split
+    epoch = job.epoch
+    updates = reg.pbox_lost(job.job_id, "pbox2", 7.0, "PBox pbox2 is unreachable")
+    assert job.epoch != epoch and job.float_part is not None and job.float_part.pbox == "pbox3"
+    assert job.shares() == {"s1": 128} and job.slots.count == 128
+    assert {(w.pbox, w.op) for w in pbox_writes(updates)} == {("pbox3", MODIFY)}
+    one = rack(pboxes=1)  # the switch has room, and the rack's one PBox holds the float route
     reply = one.join("w", 1, 0, ("10.0.0.1", 4000), 0.0, precision=1e-3)[0]
+    assert reply.where == ON_SWITCH and one.jobs[reply.job_id].float_part is not None
     one.pbox_lost(reply.job_id, "pbox", 5.0, "PBox pbox is unreachable")
     assert reply.job_id not in one.jobs
-    assert "cannot go to the switch" in one.ended[reply.job_id].reason
+    assert "no other PBox of the rack has room for its float route" in \
+        one.ended[reply.job_id].reason
+    assert all(pool.free_slots() == 256 for pool in one.switch_pools.values())
     with pytest.raises(JobError, match="strictly between 0 and 1"):
         reg.join("x", 1, 0, ("10.0.0.3", 4000), 0.0, precision=0.0)
     assert "x" not in {j.name for j in reg.jobs.values()}
+
+
+def test_a_partly_placed_precision_job_holds_its_float_route_beside_a_share():
+    """Switch short of slots: the job takes what the switch has, the rest over the PBoxes;
+    the first PBox's range holds its share and then the float route (one range per PBox);
+    re-splits, growth on the switch and promotion keep a float route, on fresh ranges."""
+    reg = rack(switch_slots=192)
+    join_all(reg, "a")  # 128 of the switch's 192
+    replies = [reg.join("b", 2, r, (f"10.0.0.{r + 1}", 4100), 0.0, precision=1e-3)[0]
+               for r in range(2)]
+    job = reg.jobs[replies[0].job_id]
+    assert job.shares() == {"s1": 64, "pbox": 22, "pbox2": 21, "pbox3": 21} and job.window == 128
+    host = job.float_part
+    assert host is not None and (host.pbox, host.share, host.floats) == ("pbox", 22, 128)
+    assert host.slots.count == 150 and host.float_slots.base == host.slots.base + 22
+    routes = reg.routes(job)
+    assert [r["count"] for r in routes] == [64, 22, 21, 21, 128] and routes[-1]["float"]
+    no_overlap(reg)
+    # a re-split by the rates: fresh ranges, the float route still after pbox's share
+    updates = reg._resplit(job, {"pbox": 10, "pbox2": 27, "pbox3": 27}, 10.0, "test")
+    assert updates is not None and job.float_part is not None
+    assert (job.float_part.pbox, job.float_part.share, job.float_part.floats) == ("pbox", 10, 128)
+    assert host.slots.base not in {pt.slots.base for pt in job.parts}
+    assert {w.pbox: w.floats for w in pbox_writes(updates)} == {"pbox": 128, "pbox2": 0,
+                                                                "pbox3": 0}
+    no_overlap(reg)
+    # the other job ends: the switch has room for all of it, and it goes there whole
+    reg.kill(next(j.job_id for j in reg.jobs.values() if j.name == "a"))
+    updates = reg.promote(now=20.0)
+    assert job.shares() == {"s1": 128} and job.float_part is not None
+    assert [(pt.pbox, pt.share, pt.floats) for pt in job.parts] == [("pbox", 0, 128)]
+    assert {(w.pbox, w.op) for w in pbox_writes(updates)} == {
+        ("pbox", MODIFY), ("pbox2", DELETE), ("pbox3", DELETE)}
+    assert reg.promote(now=30.0) == []
+    reg.kill(job.job_id)
+    assert all(pool.free_slots() == 1024 for pool in reg.pbox_pools.values())
 
 
 def test_a_partly_placed_job_moves_whole_onto_the_switch_when_it_frees():
@@ -338,28 +390,32 @@ def test_a_restarted_controller_rebuilds_every_pbox_range_from_the_pboxes():
     assert again.epoch != job.epoch  # the PBox ranges' epoch is in no entry
 
 
-def test_a_restarted_controller_gets_a_jobs_precision_back_from_its_pboxes():
-    """The PBoxes keep a precision job's bound (add_job's ``precision``): the rebuilt job
-    has it before any rank rejoins, so a lost PBox still does not send its float blocks
-    to the switch, and a rejoin with another bound is refused."""
+def test_a_restarted_controller_gets_a_jobs_precision_and_float_route_back_from_its_pboxes():
+    """The PBoxes keep a precision job's bound (add_job's ``precision``) and how much of
+    its range is its float route (``floats``): the rebuilt job has both before any rank
+    rejoins, so its map is the agents' and a lost PBox moves its float route, and a
+    rejoin with another bound is refused."""
     reg = rack()
     reply = [reg.join("w", 2, r, (f"10.0.0.{r + 1}", 4000), 0.0, precision=1e-3)[0]
              for r in range(2)][0]
     job = reg.jobs[reply.job_id]
     writes = [part_write(job, part, INSERT) for part in job.parts]
-    assert {w.precision for w in writes} == {1e-3}
+    assert {(w.pbox, w.precision, w.floats) for w in writes} == {("pbox", 1e-3, 128)}
     listed = {w.pbox: [{"job_id": job.job_id, "world_size": 2, "slot_base": w.slot_base,
-                        "slot_count": w.slot_count, "lanes": 64, "precision": w.precision}]
+                        "slot_count": w.slot_count, "lanes": 64, "precision": w.precision,
+                        "floats": w.floats}]
               for w in writes}
     rebuilt, repairs = rebuild_from_entries(reg.topo, {"s1": reg.expected_entries("s1")}, 1.0,
                                             7, listed)
     again = rebuilt.jobs[job.job_id]
     assert again.precision == 1e-3 and again.name is None
-    assert {w.precision for w in pbox_writes(repairs)} == {1e-3}
+    assert rebuilt.routes(again) == reg.routes(job)
+    assert {(w.precision, w.floats) for w in pbox_writes(repairs)} == {(1e-3, 128)}
     with pytest.raises(JobError, match="has precision 0.001, not None"):
         rebuilt.join("w", 2, 0, ("10.0.0.1", 4000), 2.0)
     rebuilt.pbox_lost(job.job_id, "pbox", 3.0, "PBox pbox is unreachable")
-    assert again.where == ON_PBOX and "s1" not in again.shares()
+    assert again.where == ON_SWITCH and again.float_part is not None
+    assert again.float_part.pbox == "pbox2"
 
 
 def test_a_pbox_that_missed_the_rebuild_gets_its_range_back_from_the_agents_map():
@@ -389,6 +445,32 @@ def test_a_pbox_that_missed_the_rebuild_gets_its_range_back_from_the_agents_map(
     assert not recover_unheard(rebuilt, again, agent_map)  # once
     rebuilt.pbox_lost(job.job_id, "pbox2", 5.0, "PBox pbox2 is unreachable")
     assert again.shares() == {"s1": job.window} and again.parts == ()
+    no_overlap(rebuilt)
+
+
+def test_a_float_route_host_that_missed_the_rebuild_gets_its_range_back_from_the_map():
+    """A partly placed precision job: pbox holds its share and then the float route in one
+    range. pbox does not answer list_jobs; the agents' map gives both back as that range."""
+    reg = rack(switch_slots=192)
+    join_all(reg, "a")
+    replies = [reg.join("b", 2, r, (f"10.0.0.{r + 1}", 4100), 0.0, precision=1e-3)[0]
+               for r in range(2)]
+    job = reg.jobs[replies[0].job_id]
+    host = job.float_part
+    assert host is not None and host.pbox == "pbox" and host.share and host.floats == 128
+    agent_map = traffic.pbox_routes({"map": list(reg.routes(job, 0))})
+    assert agent_map is not None and [r[3] for r in agent_map] == [False, False, False, True]
+    listed = {part.pbox: [{"job_id": job.job_id, "world_size": 2, "slot_base": part.slots.base,
+                           "slot_count": part.slots.count, "lanes": 64, "precision": 1e-3}]
+              for part in job.parts if part.pbox != "pbox"}
+    rebuilt, _ = rebuild_from_entries(reg.topo, {"s1": reg.expected_entries("s1")}, 1.0, 7,
+                                      listed)
+    again = rebuilt.jobs[job.job_id]
+    assert again.unheard == ("pbox",) and again.float_part is None
+    assert recover_unheard(rebuilt, again, agent_map)
+    assert [(p.pbox, p.slots, p.floats) for p in again.parts] == [
+        (p.pbox, p.slots, p.floats) for p in job.parts]
+    assert rebuilt.routes(again) == reg.routes(job)
     no_overlap(rebuilt)
 
 

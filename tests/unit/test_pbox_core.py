@@ -92,6 +92,24 @@ def test_a_jobs_precision_is_kept_listed_and_checked(core):
     assert "precision" not in listed
 
 
+def test_a_jobs_float_route_slots_are_kept_listed_and_checked(core):
+    core, _ = core
+    request = {"cmd": "add_job", "job": 9, "world_size": 2, "slot_base": 200, "slot_count": 40,
+               "precision": 0.001}
+    assert core.control({**request, "floats": 32}) == {"ok": True}
+    (listed,) = [j for j in core.control({"cmd": "list_jobs"})["jobs"] if j["job_id"] == 9]
+    assert (listed["floats"], listed["slot_count"]) == (32, 40)
+    bad = [{"floats": 41}, {"floats": -1}, {"floats": "8"}, {"floats": True},
+           {"floats": 8, "precision": None}]
+    for change in bad:
+        assert "floats" in core.control({**request, "job": 10, **change})["error"], change
+    assert 10 not in core.jobs
+    core.control({"cmd": "remove_job", "job": 9})
+    assert core.control({**request, "floats": 0}) == {"ok": True}  # 0: none
+    (listed,) = [j for j in core.control({"cmd": "list_jobs"})["jobs"] if j["job_id"] == 9]
+    assert "floats" not in listed
+
+
 def test_contributions_complete_on_their_shard_and_stats_sum_the_shards(core):
     core, shards = core
     a, b = ("10.0.0.1", 5000), ("10.0.0.2", 5000)

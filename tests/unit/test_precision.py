@@ -468,6 +468,38 @@ def test_a_move_onto_the_switch_with_a_float_route_mid_job_gives_the_same_bits(s
         assert all(s.routes == tuple(after) for s in net.sessions)
 
 
+def test_float_blocks_on_the_float_route_are_timed_on_its_own_path():
+    """A float block sent to the float route is timed on a path of its own (the PBox's
+    round trips, not the switch's), and its round trips feed neither the switch's
+    estimate nor its congestion window; the slot's next integer block is timed on the
+    switch's path again."""
+    routes = [Route(("switch", 1), 0, W), FLOATS]
+    sessions = [Session(JOB, r, N, 0, W, W, rto=0.005, deadline=5.0, precision=REL,
+                        route_map=routes) for r in range(N)]
+    aggs = {route.aggregator: Aggregator() for route in routes}
+    for route in routes:
+        aggs[route.aggregator].add_job(JOB, N, route.slot_base, route.count)
+    net = SerialLossyNet(sessions, None, LinkModel(tx=0.0005, loss=0.0, seed=1), aggs)
+    inputs = wide(N, K * 40, seed=2, wide_blocks=tuple(range(0, 40, 3)))
+    for r, s in enumerate(sessions):
+        s.start(0, inputs[r], 0.0)
+    seen = set()
+    t = 0.0
+    while any(not s.idle for s in sessions) and t < 5.0:
+        t += 0.0005
+        net.run(until=t)
+        for s in sessions:
+            flight = np.flatnonzero(s._slot_pos >= 0)
+            exp = s._slot_pkts["hdr"]["exp"][s._row(flight, s._slot_pos[flight])]
+            path = s._timers.path[flight]
+            assert np.array_equal(path, (exp == EXP_FLOAT).astype(np.int64))
+            seen |= set(path.tolist())
+    assert seen == {0, 1} and all(s.idle for s in sessions)
+    s = sessions[0]
+    assert s.stats.float_blocks == 14 and s.stats.retransmitted == 0
+    assert s._timers.path_srtt(1) is not None and s._timers.path_srtt(0) is not None
+
+
 def test_the_float_route_is_in_the_map_a_heartbeat_reports():
     from hosts.routes import from_wire, to_wire
 

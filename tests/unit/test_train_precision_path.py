@@ -57,7 +57,7 @@ def train(monkeypatch: pytest.MonkeyPatch, name: str, args: argparse.Namespace, 
 def test_the_precision_path_asks_its_ranks_for_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     envs: dict[int, dict] = {}
     args = args_for("switch,precision,gloo", "--precision", "1e-4")
-    train(monkeypatch, "precision", args, "pbox", envs=envs)
+    train(monkeypatch, "precision", args, "switch", envs=envs)
     assert {rank: env["P4HUB_PRECISION"] for rank, env in envs.items()} == {0: "0.0001",
                                                                            1: "0.0001"}
     # the backend reads it back as the same bound, with the automatic placement
@@ -75,17 +75,17 @@ def test_a_bound_outside_0_1_is_refused(bound: str, capsys: pytest.CaptureFixtur
     assert "--precision must be strictly between 0 and 1" in capsys.readouterr().err
 
 
-def test_the_precision_path_must_aggregate_on_a_pbox(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_precision_path_must_aggregate_on_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     args = args_for("precision")
-    assert train(monkeypatch, "precision", args, "pbox").ok
-    on_switch = train(monkeypatch, "precision", args, "switch")
-    assert on_switch.problems == ["aggregated on switch, expected pbox"]
+    assert train(monkeypatch, "precision", args, "switch").ok
+    on_pbox = train(monkeypatch, "precision", args, "switch")
+    assert on_pbox.problems == ["aggregated on pbox, expected switch"]
 
 
 def test_only_the_exact_paths_must_be_bit_identical(monkeypatch: pytest.MonkeyPatch) -> None:
     args = args_for("switch,pbox,precision")
     switch = train(monkeypatch, "switch", args, "switch", digest="a")
-    precision = train(monkeypatch, "precision", args, "pbox", digest="b")
+    precision = train(monkeypatch, "precision", args, "switch", digest="b")
     assert train_run.compare({"switch": switch, "precision": precision}) == []
     assert switch.ok and precision.ok
     pbox = train(monkeypatch, "pbox", args, "pbox", digest="c")
@@ -96,7 +96,7 @@ def test_only_the_exact_paths_must_be_bit_identical(monkeypatch: pytest.MonkeyPa
 def test_the_summary_counts_the_float_blocks(monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     args = args_for("precision", "--precision", "1e-3")
-    result = train(monkeypatch, "precision", args, "pbox",
+    result = train(monkeypatch, "precision", args, "switch",
                    stats={"float_blocks": 3, "sent": 400})
     assert result.float_share() == (3, 400)
     train_run.summarize({"precision": result}, args)
