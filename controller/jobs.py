@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from controller import elastic, job_entries, rack
 from controller import program as p
@@ -923,7 +923,7 @@ class JobRegistry:
         return updates
 
     def _float_need(self, job: Job, on_switch: bool,
-                    dead: str | None = None) -> tuple[str, int] | None | bool:
+                    dead: str | None = None) -> tuple[str, int] | None | Literal[False]:
         """(PBox, slots) of the float route ``job`` needs placed ``on_switch`` or not
         (None: none, without the precision option or switch slots; False: it needs one
         and no PBox of its rack but ``dead`` could hold it)."""

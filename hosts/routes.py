@@ -99,8 +99,8 @@ class RouteMap:
         # else the float route's slot for its index
         self.float_slot = self.wire_slot.copy()
         self.float_route_of = self.route_of.copy()
-        index = np.arange(slots, dtype=np.int64)
-        self._key_index, self._key_route = index, self.route_of
+        every = np.arange(slots, dtype=np.int64)
+        self._key_index, self._key_route = every, self.route_of
         keys = self._key(self.flag, self.wire_slot)
         if self.float_route is not None:
             plain = np.flatnonzero(self.flag == 0)
@@ -108,7 +108,7 @@ class RouteMap:
             self.float_route_of[plain] = len(self.routes)
             keys = np.concatenate((keys, self._key(np.full(plain.size, wire.FLAG_FALLBACK),
                                                    self.float_slot[plain])))
-            self._key_index = np.concatenate((index, plain))
+            self._key_index = np.concatenate((every, plain))
             self._key_route = np.concatenate((self.route_of,
                                               np.full(plain.size, len(self.routes))))
         self._sorted = np.argsort(keys, kind="stable")

@@ -196,11 +196,12 @@ class ControlCore:
                     self.shards.ask(index, "remove_job", job_id)
             raise PBoxError(errors[0])
         self.jobs[job_id] = config
-        for kept, value in ((self.precision, precision), (self.floats, floats or None)):
-            if value is None:
-                kept.pop(job_id, None)
-            else:
-                kept[job_id] = value
+        self.precision.pop(job_id, None)
+        self.floats.pop(job_id, None)
+        if precision is not None:
+            self.precision[job_id] = precision
+        if floats:
+            self.floats[job_id] = floats
 
     def remove_job(self, job_id: int) -> dict:
         """Remove a job from every shard; its final counters summed over the shards."""

@@ -78,8 +78,11 @@ def test_a_bound_outside_0_1_is_refused(bound: str, capsys: pytest.CaptureFixtur
 def test_the_precision_path_must_aggregate_on_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     args = args_for("precision")
     assert train(monkeypatch, "precision", args, "switch").ok
-    on_pbox = train(monkeypatch, "precision", args, "switch")
+    on_pbox = train(monkeypatch, "precision", args, "pbox")
     assert on_pbox.problems == ["aggregated on pbox, expected switch"]
+    # over racks a precision job goes to a PBox (a tree cannot carry float blocks)
+    fabric = args_for("precision", "--topo", "leafspine")
+    assert train(monkeypatch, "precision", fabric, "pbox").ok
 
 
 def test_only_the_exact_paths_must_be_bit_identical(monkeypatch: pytest.MonkeyPatch) -> None:
