@@ -7,8 +7,9 @@ generated stubs needed on either side; any gRPC client can call
   JoinJob    {name, world_size, rank, address: "ip:port", placement?: "auto"|"pbox",
               lanes?: 64|256 (int32 lanes per packet, default 64; set by the first join),
               precision?: relative error bound in (0, 1) (the precision option: blocks that
-              int32 quantization cannot carry within it go as float32 to the PBox; the job
-              is placed on PBoxes; set by the first join, later ones must agree)}
+              int32 quantization cannot carry within it go as float32 to a PBox; with
+              switch slots the job holds a float route, listed last in ``routes``; set by
+              the first join, later ones must agree)}
              -> {job_id, world_size, rank,
              aggregator: "ip:port", slot_base, slot_count, k (the job's lanes), window,
              where, epoch, routes, precision (null: off)}

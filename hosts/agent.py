@@ -112,8 +112,9 @@ class Agent:
         ``route_map``: the aggregators serving the job's window (hosts/routes.py), for a
         job split over several; None: all of it on ``aggregator`` from ``slot_base``.
         ``precision``: the job's precision option (a relative error bound; None: off):
-        blocks int32 quantization cannot carry within it go as float32 to the PBox,
-        which must then be every aggregator of the job (hosts/session.py).
+        blocks int32 quantization cannot carry within it go as float32 to a PBox: on
+        their slot's PBox route, or the map's float route for the switch's slots
+        (hosts/session.py); without a map, ``aggregator`` must be a PBox.
         ``congestion``: a delay-based congestion window limits positions in flight
         further (hosts/congestion.py); False: only the slots and the credit do."""
         self._session = Session(

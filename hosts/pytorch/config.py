@@ -30,8 +30,9 @@ P4HUB_CLASSES          priority classes of the agent (1, the default: one FIFO s
 P4HUB_DEAD_AFTER       seconds without a peer's heartbeat before it counts as dead (8)
 P4HUB_PRECISION        the precision option: a relative error bound in (0, 1); blocks that
                        int32 quantization cannot carry within it go as float32 to a PBox
-                       (asked for at join, which places the job on PBoxes; without a
-                       controller the aggregator must be a PBox). Unset: off
+                       (asked for at join: the job keeps its switch slots and holds a float
+                       route on a PBox; without a controller the aggregator must be a
+                       PBox). Unset: off
 =====================  ==================================================================
 """
 
