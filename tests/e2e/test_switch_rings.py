@@ -42,9 +42,25 @@ def switch(request: pytest.FixtureRequest, rack: Rack, program: Path,
     s = SwitchProcess(rack.ports, tmp_path, json_path=program, cpu_port=None,
                       extra_target=("--packet-io", request.param))
     try:
+        wait_forwarding(rack)
         yield s
     finally:
         s.stop()
+
+
+def wait_forwarding(rack: Rack, seconds: float = 15.0) -> None:
+    """Until a probe frame gets from host 1 to host 2. p4lite-switch opens its interfaces
+    after its gRPC server listens (which is all SwitchProcess waits for), so a burst sent
+    at once can meet ports not open yet: seen once, while the machine was installing
+    Debian packages (0 of 3000 and 51 of 200 arrived; CPU load alone did not do it)."""
+    h1, h2 = rack.hosts[0], rack.hosts[1]
+    deadline = time.monotonic() + seconds
+    while True:
+        sniffer = Sniffer(h2, 0.5, until=b"p4lr-probe")
+        send_frames(h1, F.udp(h1, h2.ip, tag=b"p4lr-probe"))
+        if F.with_tag(sniffer.frames(), b"p4lr-probe"):
+            return
+        assert time.monotonic() < deadline, f"the switch forwarded nothing for {seconds} s"
 
 
 def burst_through(rack: Rack, src: int, dst: int, count: int, tag: bytes) -> int:
