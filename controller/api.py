@@ -306,7 +306,8 @@ class JobService:
                 {"aggregator": name, "address": route["aggregator"],
                  "slot_base": route["slot_base"], "count": route["count"],
                  "rounds_per_s": _rounded(rate)}
-                for name, route, rate in zip(job.shares(), routes, job.rates(), strict=False)
+                for name, route, rate in zip(job.shares(), routes[: len(job.shares())],
+                                             job.rates(), strict=True)
             ]
             floats = job.float_part  # the float route: float blocks of the switch's slots
             if floats is not None:

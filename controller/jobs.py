@@ -630,15 +630,10 @@ class JobRegistry:
             return moved if moved is not None else self._end(
                 job, now, END_LOST, f"{reason}; no other PBox of the rack has room for its "
                 "float route (the precision option)", dead=pbox)
-        epoch = self._take_epoch() if job.precision is not None else None
-        floats = self._float_part(job, epoch, dead=pbox) if epoch is not None else None
-        got = (self._switch_range(job, job.window)
-               if job.precision is None or floats is not None else None)
-        if got is not None:
-            return self._onto_switch(job, got, now, f"{reason}; moved to switch {job.switch}",
-                                     dead=pbox, epoch=epoch, floats=floats)
-        if floats is not None:
-            self._free(self.pbox_pools[floats.pbox], floats.owner)
+        moved = self._whole_onto_switch(job, now, f"{reason}; moved to switch {job.switch}",
+                                        dead=pbox)
+        if moved is not None:
+            return moved
         if not others:
             return self._end(job, now, END_LOST, f"{reason}; switch {job.switch} has no "
                              f"{job.window} free slots to take the job over and the rack has "
@@ -705,19 +700,10 @@ class JobRegistry:
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             if not job.share_parts or job.placement != PLACE_AUTO:
                 continue
-            epoch = self._take_epoch() if job.precision is not None else None
-            floats = self._float_part(job, epoch) if epoch is not None else None
-            got = (self._switch_range(job, job.window)
-                   if job.precision is None or floats is not None else None)
-            if got is None:
-                if floats is not None:
-                    self._free(self.pbox_pools[floats.pbox], floats.owner)
-                updates += self._grow_on_switch(job, now) or []
-                continue
             pboxes = ", ".join(part.pbox for part in job.share_parts)
-            updates += self._onto_switch(job, got, now,
-                                         f"switch {job.switch} has free slots again; moved "
-                                         f"off PBox {pboxes}", epoch=epoch, floats=floats)
+            moved = self._whole_onto_switch(job, now, f"switch {job.switch} has free slots "
+                                                      f"again; moved off PBox {pboxes}")
+            updates += moved if moved is not None else self._grow_on_switch(job, now) or []
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             # racks of jobs over racks that aggregate on their PBox: back onto their leaf
             for leaf in job.tree.leaves if job.tree is not None else ():
@@ -896,6 +882,22 @@ class JobRegistry:
         pool.reserve(job.job_id, got.base, got.count)
         self._record(lambda: pool.free(job.job_id))
         return got
+
+    def _whole_onto_switch(self, job: Job, now: float | None, reason: str,
+                           dead: str | None = None) -> list[Update] | None:
+        """The whole window onto a fresh switch range, with a fresh float route for a job
+        with the precision option; None, holding nothing new, when the switch has no room
+        (or no PBox of the rack but ``dead`` has room for the float route)."""
+        epoch = self._take_epoch() if job.precision is not None else None
+        floats = self._float_part(job, epoch, dead) if epoch is not None else None
+        if epoch is not None and floats is None:
+            return None
+        got = self._switch_range(job, job.window)
+        if got is None:
+            if floats is not None:
+                self._free(self.pbox_pools[floats.pbox], floats.owner)
+            return None
+        return self._onto_switch(job, got, now, reason, dead=dead, epoch=epoch, floats=floats)
 
     def _onto_switch(self, job: Job, got: SlotRange, now: float | None,
                      reason: str, dead: str | None = None, epoch: int | None = None,

@@ -98,14 +98,12 @@ class RouteMap:
         # where a float block of each window slot goes: its own route if that is a PBox's,
         # else the float route's slot for its index
         self.float_slot = self.wire_slot.copy()
-        self.float_route_of = self.route_of.copy()
         every = np.arange(slots, dtype=np.int64)
         self._key_index, self._key_route = every, self.route_of
         keys = self._key(self.flag, self.wire_slot)
         if self.float_route is not None:
             plain = np.flatnonzero(self.flag == 0)
             self.float_slot[plain] = self.float_route.slot_base + plain
-            self.float_route_of[plain] = len(self.routes)
             keys = np.concatenate((keys, self._key(np.full(plain.size, wire.FLAG_FALLBACK),
                                                    self.float_slot[plain])))
             self._key_index = np.concatenate((every, plain))

@@ -398,8 +398,8 @@ class Session:
         expired = self._timers.expired(now)
         if expired.size:
             timed_out = expired[self._timers.deadline[expired] <= now]  # not early resends
-            if self._map.float_route is not None:  # the float route's: not its slot's window
-                timed_out = timed_out[self._timers.path[timed_out] < len(self._map.aggregators)]
+            # a float-route block's timeout says nothing of its slot's window
+            timed_out = timed_out[self._on_window_path(timed_out)]
             self.stats.early_resends += self._timers.on_retransmitted(expired, now)
             if self._cwnd is not None and timed_out.size:
                 self._cwnd.on_timeouts(timed_out, now, self._timers)
@@ -601,13 +601,12 @@ class Session:
         if self._map.float_route is not None:  # float blocks of switch slots: the float route
             floats = exp == wire.EXP_FLOAT
             hdr["slot"][floats] = self._map.float_slot[slots[floats]]
+            self._time_floats(slots, floats)
         hdr["position"] = positions & _POSITION_MASK
         hdr["exp"] = exp
         hdr["nelem"] = nelem
         hdr["flags"] = flags | self._map.flag[slots]
         self._slot_pkts[self._row(slots, positions)] = batch
-        if self._map.float_route is not None:
-            self._time_floats(slots, exp)
         self._meter_busy(now)
         self._slot_pos[slots] = positions
         self._route_flight += self._per_route(slots)
@@ -658,23 +657,28 @@ class Session:
             hdr["flags"][floats] |= np.uint8(wire.FLAG_FALLBACK)
             hdr["slot"][floats] = np.tile(self._map.float_slot, 2)[floats]
             flight = np.flatnonzero(self._slot_pos >= 0)
-            held = hdr["exp"][self._row(flight, self._slot_pos[flight])]
-            self._time_floats(flight, held)
+            self._time_floats(flight, floats[self._row(flight, self._slot_pos[flight])])
 
     def _path_count(self) -> int:
         """Timer paths: one per aggregator of the window, and the float route's last."""
         return len(self._map.aggregators) + (self._map.float_route is not None)
 
-    def _time_floats(self, slots: np.ndarray, exp: np.ndarray) -> None:
-        """The positions now in ``slots`` (their exponents ``exp``) are timed on the
-        float route's path where they are float blocks that go there, else on their
-        slot's aggregator's: a PBox's round trip is several of the switch's, whose
-        timeouts would resend every float block and cut the switch's window."""
+    def _time_floats(self, slots: np.ndarray, floats: np.ndarray) -> None:
+        """The positions now in ``slots`` (``floats``: which are float blocks) are timed
+        on the float route's path where they go there (float blocks of unflagged slots),
+        else on their slot's aggregator's: a PBox's round trip is several of the
+        switch's, whose timeouts would resend every float block and cut the switch's
+        window."""
         if self._map.float_route is None:
             return
-        there = (exp == wire.EXP_FLOAT) & (self._map.float_route_of[slots] == len(self._map.routes))
+        there = floats & (self._map.flag[slots] == 0)
         self._timers.move(slots, np.where(there, len(self._map.aggregators),
                                           self._map.aggregator_of[slots]))
+
+    def _on_window_path(self, slots: np.ndarray) -> np.ndarray:
+        """Which of ``slots`` are timed on their own aggregator's path, not the float
+        route's (whose round trips and timeouts are not their window's)."""
+        return self._timers.path[slots] < len(self._map.aggregators)
 
     def _check_precision_map(self) -> None:
         """With the precision option, a float block rides on its window slot's route if
@@ -792,9 +796,7 @@ class Session:
         # a round completed by someone's retransmission says nothing about the RTT
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
         if self._cwnd is not None:  # the samples the RTT estimate takes (before on_result)
-            usable = clean & (self._timers.retries[slots] == 0)
-            if self._map.float_route is not None:  # a float route's round trip is not its slot's
-                usable &= self._timers.path[slots] < len(self._map.aggregators)
+            usable = clean & (self._timers.retries[slots] == 0) & self._on_window_path(slots)
             self._cwnd.on_results(slots, now - self._timers.sent_at[slots], usable, now)
             self._cwnd_stats()
         self._timers.on_result(slots, now, clean)
