@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from hosts.wire import AGG_UDP_PORT
+from p4hub.hosts.wire import AGG_UDP_PORT
 
 REPO = Path(__file__).resolve().parent.parent
 ETH_P_ALL = 0x0003
@@ -32,7 +32,7 @@ def mininet_ready(name: str) -> bool:
     if os.geteuid() != 0:
         print(f"bench.{name} needs root (Mininet)", file=sys.stderr)
         return False
-    from topologies.rack import exit_on_sigterm
+    from p4hub.topologies.rack import exit_on_sigterm
 
     exit_on_sigterm()
     return True

@@ -53,10 +53,10 @@ from pathlib import Path
 import psutil
 
 from bench._common import comma_list, mininet_ready
-from topologies.cpuload import CpuSampler, column
-from topologies.launch import WorkerRun, run_workers
-from topologies.linkem import LinkEmulationError, check_loss
-from topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, worker_ip
+from p4hub.topologies.cpuload import CpuSampler, column
+from p4hub.topologies.launch import WorkerRun, run_workers
+from p4hub.topologies.linkem import LinkEmulationError, check_loss
+from p4hub.topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, worker_ip
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MB = 1 << 20

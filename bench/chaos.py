@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not mininet_ready("chaos"):
         return 2
-    from topologies.chaos import Chaos, fault_sequence
-    from topologies.rack import Rack, RackConfig
+    from p4hub.topologies.chaos import Chaos, fault_sequence
+    from p4hub.topologies.rack import Rack, RackConfig
 
     rounds = 1 if args.quick else args.rounds
     config = RackConfig(workers=6, bw=args.bw or None, run_name="bench-chaos", p4=True,

@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import comma_list
-from hosts import quantize, wire
-from hosts.aggregator import Aggregator
-from hosts.events import TensorCompleted
-from hosts.session import Session
+from p4hub.hosts import quantize, wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.session import Session
 from tests.support.bottleneck import Bottleneck, BottleneckNet
 
 RESULTS = Path(__file__).resolve().parent / "results" / "congestion.json"

@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not mininet_ready("elastic"):
         return 2
-    from topologies.cpuload import CpuSampler
-    from topologies.rack import Rack, RackConfig
+    from p4hub.topologies.cpuload import CpuSampler
+    from p4hub.topologies.rack import Rack, RackConfig
 
     config = RackConfig(workers=args.workers, pboxes=args.pboxes, extra_hosts=1, bw=args.bw,
                         pbox_bw=args.pbox_bw, p4=True, run_name="bench-elastic",
@@ -114,9 +114,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_one(rack, args: argparse.Namespace, mode: str, straggler: str, cpu) -> dict:
-    from topologies import straggler as stragglers
-    from topologies.jobrun import JobRun
-    from topologies.jobwatch import JobWatch
+    from p4hub.topologies import straggler as stragglers
+    from p4hub.topologies.jobrun import JobRun
+    from p4hub.topologies.jobwatch import JobWatch
 
     if rack.controller_proc is not None:
         rack.kill_controller()

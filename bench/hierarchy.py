@@ -69,7 +69,7 @@ def layout(text: str) -> tuple[int, int]:
 
 
 def run_args(args: argparse.Namespace, racks: int, per_rack: int) -> argparse.Namespace:
-    from topologies import run
+    from p4hub.topologies import run
 
     return run.parse_args([
         "--topo", "leafspine", "--racks", str(racks), "--workers", str(racks * per_rack),
@@ -80,7 +80,7 @@ def run_args(args: argparse.Namespace, racks: int, per_rack: int) -> argparse.Na
 
 def spine_bytes(rack) -> int:
     """Bytes in and out of the spine's ports so far (P4 port counters via the controller)."""
-    from controller.client import JobClient
+    from p4hub.controller.client import JobClient
 
     client = JobClient(rack.controller_address, timeout=10.0)
     try:
@@ -93,7 +93,7 @@ def spine_bytes(rack) -> int:
 def run_pbox_root_path(rack, ns: argparse.Namespace, cpu):
     """The switch path under a controller whose spines have one slot: no job fits there,
     so the job's root is a rack's PBox. The controller is put back afterwards."""
-    from topologies import allreduce_run
+    from p4hub.topologies import allreduce_run
 
     original = copy.deepcopy(rack.topology)
     narrow = copy.deepcopy(original)
@@ -110,9 +110,9 @@ def run_pbox_root_path(rack, ns: argparse.Namespace, cpu):
 
 
 def run_layout(args: argparse.Namespace, racks: int, per_rack: int) -> dict:
-    from topologies import allreduce_run, run, workload
-    from topologies.cpuload import CpuSampler, column
-    from topologies.rack import Rack
+    from p4hub.topologies import allreduce_run, run, workload
+    from p4hub.topologies.cpuload import CpuSampler, column
+    from p4hub.topologies.rack import Rack
 
     ns = run_args(args, racks, per_rack)
     n = racks * per_rack

@@ -47,7 +47,7 @@ def _free_port() -> int:
 
 
 def start_pbox(port: int, workers: int, world: int, lanes: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "hosts.pbox_cli", "--listen", f"127.0.0.1:{port}",
+    cmd = [sys.executable, "-m", "p4hub.hosts.pbox_cli", "--listen", f"127.0.0.1:{port}",
            "--workers", str(workers), "--job", f"{JOB}:{world}:0:{SLOTS}:{lanes}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -60,7 +60,7 @@ def start_pbox(port: int, workers: int, world: int, lanes: int) -> subprocess.Po
 
 def agent_main(rank: int, world: int, port: int, lanes: int, elems: int, repeat: int,
                out: multiprocessing.Queue, start: threading.Barrier) -> None:
-    from hosts.agent import Agent
+    from p4hub.hosts.agent import Agent
 
     x = np.random.default_rng(rank).standard_normal(elems).astype(np.float32)
     with Agent(JOB, rank, world, ("127.0.0.1", port), slot_count=SLOTS, lanes=lanes,

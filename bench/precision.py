@@ -36,11 +36,11 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import comma_list
-from hosts import chunking, quantize, wire
-from hosts.aggregator import Aggregator
-from hosts.events import TensorCompleted
-from hosts.session import Session
-from hosts.wire import EXP_FLOAT, Header, PacketType
+from p4hub.hosts import chunking, quantize, wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.session import Session
+from p4hub.hosts.wire import EXP_FLOAT, Header, PacketType
 
 RESULTS = Path(__file__).resolve().parent / "results" / "precision.json"
 JOB, WINDOW = 1, 64

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hosts import quantize, wire
-from hosts.events import TensorCompleted
-from hosts.session import Session
-from hosts.wire import PacketType
+from p4hub.hosts import quantize, wire
+from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.session import Session
+from p4hub.hosts.wire import PacketType
 
 RESULTS = Path(__file__).resolve().parent / "results" / "quantize.json"
 WORLD_SIZE = 8

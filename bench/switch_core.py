@@ -55,12 +55,12 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import FRAME_PAYLOAD_OFFSET, POSITION_OFFSET, advance_position, result_key
-from controller import program, rack, topology
-from controller.jobs import ON_SWITCH, JobRegistry
-from controller.updates import DELETE, INSERT, GroupWrite
-from hosts import wire
-from hosts.aggregator import Aggregator
-from hosts.wire import AGG_UDP_PORT, Header, K, PacketType
+from p4hub.controller import program, rack, topology
+from p4hub.controller.jobs import ON_SWITCH, JobRegistry
+from p4hub.controller.updates import DELETE, INSERT, GroupWrite
+from p4hub.hosts import wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.wire import AGG_UDP_PORT, Header, K, PacketType
 from p4lite.compiler.driver import compile_file
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch

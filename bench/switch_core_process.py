@@ -39,10 +39,10 @@ from bench._common import (
     sh,
     start_p4lite_switch,
 )
-from controller import program
-from controller.entries import EntryCodec
-from controller.p4info_index import P4InfoIndex
-from controller.p4rt_client import P4RuntimeClient
+from p4hub.controller import program
+from p4hub.controller.entries import EntryCodec
+from p4hub.controller.p4info_index import P4InfoIndex
+from p4hub.controller.p4rt_client import P4RuntimeClient
 
 NETNS = "bscw"
 SOL_PACKET = 263

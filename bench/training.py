@@ -34,11 +34,11 @@ import time
 from pathlib import Path
 
 from bench._common import mininet_ready
-from topologies import run as rack_run
-from topologies import train_run
-from topologies.cpuload import MACHINE_BOUND, PROCESS_BOUND, CpuLoad, CpuSampler
-from topologies.rack import Rack, RackError
-from topologies.train.data import TRAIN_SIZE
+from p4hub.topologies import run as rack_run
+from p4hub.topologies import train_run
+from p4hub.topologies.cpuload import MACHINE_BOUND, PROCESS_BOUND, CpuLoad, CpuSampler
+from p4hub.topologies.rack import Rack, RackError
+from p4hub.topologies.train.data import TRAIN_SIZE
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -54,12 +54,17 @@ from typing import Any, Protocol
 
 import grpc
 
-from controller import doctor, snapshot, traffic
-from controller.client import METHODS, SERVICE, encode
-from controller.driver import Controller
-from controller.errors import NotFoundError, P4hubControllerError, RefusedError, UnavailableError
-from controller.jobs import Job, JobEnd, UnknownJobError
-from controller.topology import format_ipv4, format_mac
+from p4hub.controller import doctor, snapshot, traffic
+from p4hub.controller.client import METHODS, SERVICE, encode
+from p4hub.controller.driver import Controller
+from p4hub.controller.errors import (
+    NotFoundError,
+    P4hubControllerError,
+    RefusedError,
+    UnavailableError,
+)
+from p4hub.controller.jobs import Job, JobEnd, UnknownJobError
+from p4hub.controller.topology import format_ipv4, format_mac
 
 log = logging.getLogger("p4hub.controller")
 

@@ -22,18 +22,18 @@ from pathlib import Path
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from controller import program as p
-from controller import rack, resync
-from controller.entries import EntryCodec
-from controller.errors import SetupError, UnavailableError
-from controller.job_entries import clear_new_jobs_counters
-from controller.jobs import Job, JobRegistry, JoinReply, part_write
-from controller.p4info_index import EntryError, P4InfoIndex
-from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
-from controller.pbox_control import PBoxControlError
-from controller.rebuild import rebuild_from_entries, recover_unheard
-from controller.topology import SwitchConf, Topology
-from controller.updates import (
+from p4hub.controller import program as p
+from p4hub.controller import rack, resync
+from p4hub.controller.entries import EntryCodec
+from p4hub.controller.errors import SetupError, UnavailableError
+from p4hub.controller.job_entries import clear_new_jobs_counters
+from p4hub.controller.jobs import Job, JobRegistry, JoinReply, part_write
+from p4hub.controller.p4info_index import EntryError, P4InfoIndex
+from p4hub.controller.p4rt_client import P4RuntimeClient, P4RuntimeError
+from p4hub.controller.pbox_control import PBoxControlError
+from p4hub.controller.rebuild import rebuild_from_entries, recover_unheard
+from p4hub.controller.topology import SwitchConf, Topology
+from p4hub.controller.updates import (
     DELETE,
     MODIFY,
     Entry,

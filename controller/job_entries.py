@@ -6,9 +6,17 @@ defines the tables and actions."""
 
 from __future__ import annotations
 
-from controller import program as p
-from controller.slots import SlotRange
-from controller.updates import DELETE, INSERT, CounterClear, Entry, FieldMatch, TableWrite, Update
+from p4hub.controller import program as p
+from p4hub.controller.slots import SlotRange
+from p4hub.controller.updates import (
+    DELETE,
+    INSERT,
+    CounterClear,
+    Entry,
+    FieldMatch,
+    TableWrite,
+    Update,
+)
 
 
 def jobs_key(job_id: int) -> Entry:

@@ -48,12 +48,12 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from controller import elastic, job_entries, rack
-from controller import program as p
-from controller.errors import NotFoundError, RefusedError
-from controller.slots import SlotPool, SlotRange, common_base, free_bases, is_free
-from controller.topology import Topology, aggregator_address, format_ipv4, parse_ipv4
-from controller.traffic import (
+from p4hub.controller import elastic, job_entries, rack
+from p4hub.controller import program as p
+from p4hub.controller.errors import NotFoundError, RefusedError
+from p4hub.controller.slots import SlotPool, SlotRange, common_base, free_bases, is_free
+from p4hub.controller.topology import Topology, aggregator_address, format_ipv4, parse_ipv4
+from p4hub.controller.traffic import (
     Counters,
     RouteMeter,
     RouteService,
@@ -61,7 +61,7 @@ from controller.traffic import (
     job_rates,
     route_rates,
 )
-from controller.tree import (
+from p4hub.controller.tree import (
     Leaf,
     Tree,
     TreeError,
@@ -76,7 +76,7 @@ from controller.tree import (
     root_pbox_write,
     root_replicas,
 )
-from controller.updates import (
+from p4hub.controller.updates import (
     DELETE,
     INSERT,
     MODIFY,

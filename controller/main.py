@@ -24,10 +24,10 @@ import threading
 import time
 from pathlib import Path
 
-from controller import api, topology
-from controller.driver import Controller, ControllerError, PipelineConfig
-from controller.errors import P4hubControllerError, StartupError
-from controller.pbox_control import PBoxControl
+from p4hub.controller import api, topology
+from p4hub.controller.driver import Controller, ControllerError, PipelineConfig
+from p4hub.controller.errors import P4hubControllerError, StartupError
+from p4hub.controller.pbox_control import PBoxControl
 
 __all__ = ["StartupError", "main"]
 

@@ -26,9 +26,17 @@ A topology without links gives each switch exactly the entries of an independent
 
 from __future__ import annotations
 
-from controller import program as p
-from controller.topology import Topology
-from controller.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite, Update
+from p4hub.controller import program as p
+from p4hub.controller.topology import Topology
+from p4hub.controller.updates import (
+    INSERT,
+    MODIFY,
+    Entry,
+    FieldMatch,
+    GroupWrite,
+    TableWrite,
+    Update,
+)
 
 
 def rack_entries(topo: Topology, switch: str) -> list[Entry]:

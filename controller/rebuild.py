@@ -6,10 +6,10 @@ PBox, from its leaf's job_on_pbox entry and the leaves' partials addressed to it
 
 from __future__ import annotations
 
-from controller import program as p
-from controller import rack
-from controller.errors import SwitchStateError
-from controller.jobs import (
+from p4hub.controller import program as p
+from p4hub.controller import rack
+from p4hub.controller.errors import SwitchStateError
+from p4hub.controller.jobs import (
     ON_PBOX,
     ON_SWITCH,
     Job,
@@ -20,10 +20,10 @@ from controller.jobs import (
     part_write,
     valid_epoch,
 )
-from controller.slots import SlotError, SlotRange
-from controller.topology import Topology, aggregator_address, parse_ipv4
-from controller.tree import TreeError, plan, plan_under_pbox
-from controller.updates import DELETE, MODIFY, Entry, TableWrite, Update
+from p4hub.controller.slots import SlotError, SlotRange
+from p4hub.controller.topology import Topology, aggregator_address, parse_ipv4
+from p4hub.controller.tree import TreeError, plan, plan_under_pbox
+from p4hub.controller.updates import DELETE, MODIFY, Entry, TableWrite, Update
 
 
 def rebuild_from_entries(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller import program as p
-from controller.updates import DELETE, INSERT, MODIFY, Entry, GroupWrite, TableWrite, Update
+from p4hub.controller import program as p
+from p4hub.controller.updates import DELETE, INSERT, MODIFY, Entry, GroupWrite, TableWrite, Update
 
 JOB_TABLES = (p.JOBS, p.MEMBERS, p.RESULT_DST)  # wholly owned by the job registry
 

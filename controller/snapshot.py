@@ -22,8 +22,8 @@ from typing import Protocol
 
 from p4.v1 import p4runtime_pb2
 
-from controller import program as p
-from controller.doctor import (
+from p4hub.controller import program as p
+from p4hub.controller.doctor import (
     INFO,
     Cell,
     Finding,
@@ -34,13 +34,13 @@ from controller.doctor import (
     SwitchView,
     diagnose,
 )
-from controller.driver import Controller, ControllerError
-from controller.entries import decode_value
-from controller.errors import UnavailableError
-from controller.jobs import ON_SWITCH, Job, UnknownJobError, job_entry
-from controller.p4info_index import EntryError
-from controller.p4rt_client import P4RuntimeError
-from controller.topology import format_ipv4
+from p4hub.controller.driver import Controller, ControllerError
+from p4hub.controller.entries import decode_value
+from p4hub.controller.errors import UnavailableError
+from p4hub.controller.jobs import ON_SWITCH, Job, UnknownJobError, job_entry
+from p4hub.controller.p4info_index import EntryError
+from p4hub.controller.p4rt_client import P4RuntimeError
+from p4hub.controller.topology import format_ipv4
 
 
 class PBoxReader(Protocol):

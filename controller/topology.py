@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller import program
-from controller.errors import SetupError
+from p4hub.controller import program
+from p4hub.controller.errors import SetupError
 
 
 class ConfigError(SetupError):

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller import job_entries as entries
-from controller import program as p
-from controller.slots import SlotRange
-from controller.topology import Topology, aggregator_address
-from controller.updates import DELETE, Entry, PBoxJobWrite
+from p4hub.controller import job_entries as entries
+from p4hub.controller import program as p
+from p4hub.controller.slots import SlotRange
+from p4hub.controller.topology import Topology, aggregator_address
+from p4hub.controller.updates import DELETE, Entry, PBoxJobWrite
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Usage::
 
-    from hosts.agent import Agent
+    from p4hub.hosts.agent import Agent
 
     with Agent(job_id=1, rank=r, world_size=4, aggregator=("10.0.0.100", 48879)) as agent:
         total = agent.allreduce(grad)                 # float32 (quantized) or int32 (exact)
@@ -30,13 +30,13 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from hosts import chunking
-from hosts.errors import AllreduceError
-from hosts.events import Event, TensorCompleted, TensorFailed
-from hosts.routes import Route, to_wire
-from hosts.session import Session
-from hosts.transport import UdpTransport
-from hosts.wire import AGG_UDP_PORT, K
+from p4hub.hosts import chunking
+from p4hub.hosts.errors import AllreduceError
+from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
+from p4hub.hosts.routes import Route, to_wire
+from p4hub.hosts.session import Session
+from p4hub.hosts.transport import UdpTransport
+from p4hub.hosts.wire import AGG_UDP_PORT, K
 
 DEFAULT_SLOT_COUNT = 64
 

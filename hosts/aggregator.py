@@ -61,8 +61,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from hosts.errors import HostError
-from hosts.wire import (
+from p4hub.hosts.errors import HostError
+from p4hub.hosts.wire import (
     EXP_FLOAT,
     FLAG_FALLBACK,
     HEADER_LEN,

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hosts import quantize
-from hosts.errors import SessionError
-from hosts.wire import (
+from p4hub.hosts import quantize
+from p4hub.hosts.errors import SessionError
+from p4hub.hosts.wire import (
     EXP_FLOAT,
     LANE_COUNTS,
     MAX_PRIORITY,

@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hosts.errors import SessionError
-from hosts.wire import LANE_COUNTS, MAX_PRIORITY
+from p4hub.hosts.errors import SessionError
+from p4hub.hosts.wire import LANE_COUNTS, MAX_PRIORITY
 
 DEFAULT_SLICE_PARAMS = 40_000  # P3's default slice size
 

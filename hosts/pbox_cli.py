@@ -16,9 +16,9 @@ import logging
 import os
 import sys
 
-from hosts.aggregator import JobConfig
-from hosts.pbox import PBoxConfig, PBoxError, serve
-from hosts.wire import AGG_UDP_PORT, K
+from p4hub.hosts.aggregator import JobConfig
+from p4hub.hosts.pbox import PBoxConfig, PBoxError, serve
+from p4hub.hosts.wire import AGG_UDP_PORT, K
 
 DEFAULT_SLOT_COUNT = 4096
 

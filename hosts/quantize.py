@@ -52,8 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from hosts.errors import QuantizeError
-from hosts.wire import K
+from p4hub.hosts.errors import QuantizeError
+from p4hub.hosts.wire import K
 
 EXP_ZERO = -128  # local exponent of an all-zero block (smaller than any real one)
 EXP_SUBNORMAL = -126  # local exponent of a block whose largest value is subnormal

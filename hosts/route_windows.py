@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from hosts.congestion import CongestionWindow
-from hosts.recovery import SlotTimers
-from hosts.routes import RouteMap
+from p4hub.hosts.congestion import CongestionWindow
+from p4hub.hosts.recovery import SlotTimers
+from p4hub.hosts.routes import RouteMap
 
 UNLIMITED = np.iinfo(np.int64).max // 2  # the budget of an aggregator its window does not limit
 

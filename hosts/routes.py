@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hosts import wire
-from hosts.errors import SessionError
+from p4hub.hosts import wire
+from p4hub.hosts.errors import SessionError
 
 _SLOT_LIMIT = 1 << 32
 

@@ -26,10 +26,10 @@ import time
 
 import numpy as np
 
-from hosts.agent import Agent
-from hosts.errors import HostError
-from hosts.quantize import to_blocks
-from hosts.routes import from_wire
+from p4hub.hosts.agent import Agent
+from p4hub.hosts.errors import HostError
+from p4hub.hosts.quantize import to_blocks
+from p4hub.hosts.routes import from_wire
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> dict:
     """The self-test's report: ``ok``, ``step`` (where it stopped), ``detail``."""
     import grpc
 
-    from controller.client import JobClient, explain
+    from p4hub.controller.client import JobClient, explain
 
     host, _, port = args.address.rpartition(":")
     name = f"selftest-{host}-{port}"

@@ -93,14 +93,14 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from hosts import chunking, quantize, routes, wire
-from hosts.congestion import RTO_SRTT_FLOOR
-from hosts.errors import SessionError
-from hosts.events import Event, TensorCompleted, TensorFailed
-from hosts.recovery import SlotTimers
-from hosts.route_windows import RouteWindows
-from hosts.routes import Route, RouteMap
-from hosts.wire import K, PacketType
+from p4hub.hosts import chunking, quantize, routes, wire
+from p4hub.hosts.congestion import RTO_SRTT_FLOOR
+from p4hub.hosts.errors import SessionError
+from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
+from p4hub.hosts.recovery import SlotTimers
+from p4hub.hosts.route_windows import RouteWindows
+from p4hub.hosts.routes import Route, RouteMap
+from p4hub.hosts.wire import K, PacketType
 
 _RESULT_VT = wire.ver_type(PacketType.RESULT)
 _PRIME_VT = wire.ver_type(PacketType.PRIME)

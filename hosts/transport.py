@@ -27,10 +27,10 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from hosts.batchio import BatchReceiver, BatchSender
-from hosts.errors import AllreduceError, TransportError
-from hosts.events import Event
-from hosts.session import Session
+from p4hub.hosts.batchio import BatchReceiver, BatchSender
+from p4hub.hosts.errors import AllreduceError, TransportError
+from p4hub.hosts.events import Event
+from p4hub.hosts.session import Session
 
 BATCH = 512  # datagrams read per wake-up at most
 RECV_BATCH = 64  # datagrams per recvmmsg call

@@ -47,7 +47,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from hosts.errors import HostError
+from p4hub.hosts.errors import HostError
 
 VERSION = 2
 K = 64  # the default lane count (int32 lanes per packet); see docs/DESIGN.md for why 64

@@ -18,10 +18,10 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from topologies import workload
-from topologies.cpuload import CpuSampler, column
-from topologies.launch import WorkerRun, run_workers
-from topologies.rack import AGENT_PORT, Rack, worker_ip
+from p4hub.topologies import workload
+from p4hub.topologies.cpuload import CpuSampler, column
+from p4hub.topologies.launch import WorkerRun, run_workers
+from p4hub.topologies.rack import AGENT_PORT, Rack, worker_ip
 
 
 @dataclass
@@ -149,7 +149,7 @@ def agent_resends(run: WorkerRun) -> dict[str, int]:
 
 def _switch_ports(rack: Rack) -> dict:
     """Every switch's port counters (leaves and spines on a fabric), by (switch, port)."""
-    from controller.client import JobClient
+    from p4hub.controller.client import JobClient
 
     client = JobClient(rack.controller_address, timeout=10.0)
     try:

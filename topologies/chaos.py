@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from topologies import linkem
-from topologies.jobrun import JobRun
-from topologies.rack import Rack
+from p4hub.topologies import linkem
+from p4hub.topologies.jobrun import JobRun
+from p4hub.topologies.rack import Rack
 
 FAULTS = ("switch", "pbox", "controller")
 SETTLE_ITERATIONS = 2  # iterations every job completes between two faults

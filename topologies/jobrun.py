@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from topologies.rack import PYTHON, Rack
+from p4hub.topologies.rack import PYTHON, Rack
 
 AGENT_PORT = 47000
 WORK = ("--scale", "0.002", "--fuse", "--check", "--timeout", "30", "--rto-max", "0.2")
@@ -36,7 +36,7 @@ class JobRun:
         self.procs: list[subprocess.Popen] = []
         self._threads = []
         for rank, host in enumerate(hosts):
-            args = [PYTHON, "-m", "topologies.worker", "--backend", "job",
+            args = [PYTHON, "-m", "p4hub.topologies.worker", "--backend", "job",
                     "--controller", rack.controller_address, "--job-name", name,
                     "--data-ip", host.IP(), "--agent-port", str(AGENT_PORT),
                     "--rank", str(rank), "--world", str(len(hosts)),

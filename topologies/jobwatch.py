@@ -32,7 +32,7 @@ class JobWatch:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        from controller.client import JobClient
+        from p4hub.controller.client import JobClient
 
         client = JobClient(self.address, timeout=5.0)
         try:

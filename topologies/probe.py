@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-from hosts import wire
-from hosts.wire import Header, K, PacketType
+from p4hub.hosts import wire
+from p4hub.hosts.wire import Header, K, PacketType
 
 
 def probe_input(seed: int, rank: int, blocks: int) -> np.ndarray:
@@ -82,7 +82,7 @@ def _collect(sock: socket.socket, todo: set[int], result: np.ndarray) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="topologies.probe")
+    parser = argparse.ArgumentParser(prog="p4hub.topologies.probe")
     parser.add_argument("--job", type=int, required=True)
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--world", type=int, required=True)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from topologies import linkem, mgmt
+from p4hub.topologies import linkem, mgmt
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
@@ -137,7 +137,7 @@ def host_ports(config: RackConfig) -> dict[str, tuple[str, int]]:
 def fabric_links(config: RackConfig) -> list[tuple[str, int, str, int]]:
     """(leaf, port, spine, port) of every switch-switch link: leaf s{r}'s uplink to t{k}
     is ``fabric_uplink_port``, t{k}'s port r goes to s{r}. None for one rack."""
-    from controller.topology import fabric_uplink_port
+    from p4hub.controller.topology import fabric_uplink_port
 
     if not config.is_fabric:
         return []
@@ -147,7 +147,7 @@ def fabric_links(config: RackConfig) -> list[tuple[str, int, str, int]]:
 
 
 def host_mac(ip: str) -> str:
-    """08:00:00:00:01:<last octet>, the MACs controller.topology.rack_dict gives."""
+    """08:00:00:00:01:<last octet>, the MACs p4hub.controller.topology.rack_dict gives."""
     return f"08:00:00:00:01:{int(ip.rsplit('.', 1)[1]):02x}"
 
 
@@ -325,7 +325,7 @@ class Rack:
     def _switch(self) -> tuple[type, dict[str, Any]]:
         if not self.config.p4:
             return self.config.switch_cls or _linux_bridge(), dict(self.config.switch_opts)
-        from topologies.p4switch import P4Switch, P4SwitchError, compile_p4
+        from p4hub.topologies.p4switch import P4Switch, P4SwitchError, compile_p4
 
         try:
             self.bmv2_json, self.p4info = compile_p4(P4_SOURCE)
@@ -387,7 +387,7 @@ class Rack:
                     host.setARP(other.IP(), other.MAC())
             # the spines' aggregation addresses: a PBox that is its rack's first level of a
             # job over racks sends its partial sums there (nothing answers ARP for them)
-            from controller.topology import fabric_spine
+            from p4hub.controller.topology import fabric_spine
 
             for index in range(1, self.config.spines + 1):
                 _, ip, mac = fabric_spine(index)
@@ -497,10 +497,10 @@ class Rack:
         self.topology = topology or self.topology or self.controller_topology()
         path = self.log_dir / "topology.json"
         path.write_text(json.dumps(self.topology, indent=1) + "\n")
-        from topologies.p4switch import tool_command
+        from p4hub.topologies.p4switch import tool_command
 
         # the console script when installed, so `make stop` (pkill p4hub-controller) finds it
-        args = [*tool_command("p4hub-controller", "controller.main"), "--topology", str(path),
+        args = [*tool_command("p4hub-controller", "p4hub.controller.main"), "--topology", str(path),
                 "--bmv2-json", str(self.bmv2_json), "--p4info", str(self.p4info),
                 "--connect-timeout", str(timeout)]
         err = open(self.log_dir / f"{log_name}.log", "a")  # noqa: SIM115 - closed below
@@ -514,7 +514,7 @@ class Rack:
         return proc
 
     def _wait_controller(self, proc: subprocess.Popen, timeout: float, log: Path) -> None:
-        from controller.client import JobClient
+        from p4hub.controller.client import JobClient
 
         client = JobClient(self.controller_address, timeout=1.0)
         deadline = time.monotonic() + timeout
@@ -557,7 +557,7 @@ class Rack:
                    extra: Sequence[str] = (), name: str = PBOX_NAME) -> dict:
         """Start p4hub-pbox in PBox host ``name``; returns its ready line (raises if it fails)."""
         index = pbox_index(name, self.config.pboxes)
-        args = [PYTHON, "-m", "hosts.pbox_cli", "--listen", f"{pbox_ip(index)}:{PBOX_PORT}",
+        args = [PYTHON, "-m", "p4hub.hosts.pbox_cli", "--listen", f"{pbox_ip(index)}:{PBOX_PORT}",
                 "--workers", str(workers), "--control", f"0.0.0.0:{CONTROL_PORT}", *extra]
         for job in jobs:
             args += ["--job", job]
@@ -636,7 +636,7 @@ def rack_topology(config: RackConfig, *, slots: int = 1024, job_slots: int = 128
     rack_dict, or fabric_dict for a fabric (workers, and every PBox with its control
     address on the management network; a fabric's switches each with their P4Runtime
     address) plus the x hosts, each on the port ``Rack.start`` links it to."""
-    from controller.topology import fabric_dict, rack_dict
+    from p4hub.controller.topology import fabric_dict, rack_dict
 
     controls = [pbox_control(i) for i in range(config.pboxes)]
     if config.is_fabric:

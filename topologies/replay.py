@@ -29,7 +29,7 @@ from typing import Protocol
 
 import numpy as np
 
-from hosts.p3 import Slice, backward_order, layer_class
+from p4hub.hosts.p3 import Slice, backward_order, layer_class
 
 
 class Waitable(Protocol):

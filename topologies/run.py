@@ -39,10 +39,10 @@ import json
 import sys
 from collections.abc import Iterator
 
-from topologies import allreduce_run, straggler, train_plot, train_run, workload
-from topologies.cpuload import CpuSampler
-from topologies.jobwatch import JobWatch
-from topologies.rack import PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
+from p4hub.topologies import allreduce_run, straggler, train_plot, train_run, workload
+from p4hub.topologies.cpuload import CpuSampler
+from p4hub.topologies.jobwatch import JobWatch
+from p4hub.topologies.rack import PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
 
 DEFAULT_BW = 5.0  # Mbit/s: see docs/notes/inc-rack.md for why
 TOPOS = ("rack", "leafspine")
@@ -50,7 +50,7 @@ DEFAULT_WORKERS = {"rack": 4, "leafspine": 8}  # leafspine: 2 racks x 4
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="topologies.run", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="p4hub.topologies.run", description=__doc__.split("\n")[0])
     parser.add_argument("--topo", choices=TOPOS, default="rack",
                         help="one rack (default) or a leaf-spine fabric of --racks racks")
     parser.add_argument("--racks", type=int, default=2, help="leafspine: racks (leaves)")
@@ -288,10 +288,10 @@ def _cli(rack: Rack, args: argparse.Namespace) -> int:
     from mininet.cli import CLI
 
     print(f"Switch, PBox and controller running (logs in {rack.log_dir}).\n"
-          f"Try, on every worker wR (rank R-1):  wR {PYTHON} -m topologies.worker --backend job "
+          f"Try, on every worker wR (rank R-1):  wR {PYTHON} -m p4hub.topologies.worker --backend job "
           f"--controller {rack.controller_address} --data-ip 10.0.0.R --rank R-1 "
           f"--world {args.workers} --iterations 2 --check &\n"
-          f"and from the root shell: {PYTHON} -m controller.cli --controller "
+          f"and from the root shell: {PYTHON} -m p4hub.controller.cli --controller "
           f"{rack.controller_address} jobs")
     CLI(rack.net)
     return 0

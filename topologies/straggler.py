@@ -39,7 +39,7 @@ def inject(rack, kind: str, *, mbit: float = 0.0, procs: int = 1,
            pbox: str = "pbox") -> Iterator[None]:
     """Make ``rack``'s PBox named ``pbox`` a straggler of ``kind`` (KINDS) while the block
     runs; ValueError for an unknown kind or a PBox the rack does not have."""
-    from topologies.rack import PYTHON, pbox_index, pbox_ip
+    from p4hub.topologies.rack import PYTHON, pbox_index, pbox_ip
 
     if kind not in KINDS:
         raise ValueError(f"straggler kind {kind!r} is not one of {KINDS}")
@@ -56,7 +56,7 @@ def inject(rack, kind: str, *, mbit: float = 0.0, procs: int = 1,
             if mbit <= 0:
                 raise ValueError(f"flood rate {mbit} Mbit/s must be positive")
             started.append(rack.extras[0].popen(
-                [PYTHON, "-m", "topologies.straggler", "--flood",
+                [PYTHON, "-m", "p4hub.topologies.straggler", "--flood",
                  f"{pbox_ip(index)}:{DISCARD_PORT}", "--mbit", str(mbit)]))
         yield
     finally:

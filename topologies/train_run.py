@@ -35,9 +35,9 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from topologies.cpuload import CpuSampler, column
-from topologies.launch import WorkerRun, run_ranks
-from topologies.rack import AGENT_PORT, Rack, mgmt_ip, worker_ip
+from p4hub.topologies.cpuload import CpuSampler, column
+from p4hub.topologies.launch import WorkerRun, run_ranks
+from p4hub.topologies.rack import AGENT_PORT, Rack, mgmt_ip, worker_ip
 
 LOSS_TOLERANCE = 1e-3  # absolute, on the global batch's mean cross-entropy
 ACCURACY_TOLERANCE = 2 / 360  # two test images
@@ -136,7 +136,7 @@ def _epoch_row(epoch: int, by_rank: dict[int, dict]) -> dict:
 
 
 def loop_args(path: TrainPath, args: argparse.Namespace, rank: int, index: int) -> list[str]:
-    return ["-m", "topologies.train.loop", "--comm", path.comm, "--rank", str(rank),
+    return ["-m", "p4hub.topologies.train.loop", "--comm", path.comm, "--rank", str(rank),
             "--world", str(args.workers), "--master", f"{store_host()}:{STORE_PORT + index}",
             "--epochs", str(args.epochs), "--batch", str(args.batch), "--seed", str(args.seed),
             "--timeout", str(args.agent_timeout),

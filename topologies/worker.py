@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from topologies import workload
-from topologies.rack import AGENT_PORT
+from p4hub.topologies import workload
+from p4hub.topologies.rack import AGENT_PORT
 
 TensorList = list[np.ndarray]
 # how often a controller job's worker heartbeats, s: also how soon it learns that the
@@ -52,7 +52,7 @@ class PBoxBackend:
     name = "pbox"
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from hosts.agent import Agent
+        from p4hub.hosts.agent import Agent
 
         host, _, port = args.pbox.rpartition(":")
         options = {"slot_base": args.slot_base, "timeout": args.timeout, "lanes": args.lanes,
@@ -96,9 +96,9 @@ class JobBackend(PBoxBackend):
 
         import grpc
 
-        from controller.client import JobClient, explain
-        from hosts.agent import Agent
-        from hosts.routes import from_wire
+        from p4hub.controller.client import JobClient, explain
+        from p4hub.hosts.agent import Agent
+        from p4hub.hosts.routes import from_wire
 
         self.client = JobClient(args.controller, timeout=10.0, wait_for_ready=True)
         address = (args.data_ip, args.agent_port)
@@ -150,7 +150,7 @@ class JobBackend(PBoxBackend):
             self._follow(beat)
 
     def _follow(self, beat: dict) -> None:
-        from hosts.routes import from_wire
+        from p4hub.hosts.routes import from_wire
 
         slot_base = beat.get("slot_base", self.reply["slot_base"])
         routes = from_wire(beat.get("routes"))
@@ -182,7 +182,7 @@ class GlooBackend:
 
         import torch.distributed as dist
 
-        from topologies.mgmt import use_data_interface_for_gloo
+        from p4hub.topologies.mgmt import use_data_interface_for_gloo
 
         use_data_interface_for_gloo()
         self.dist = dist
@@ -236,8 +236,8 @@ def run_training(backend, args: argparse.Namespace) -> None:
 def run_replay(backend, args: argparse.Namespace) -> None:
     """``--replay fifo|p3``: emulated compute from the model's profile, real all-reduces
     (topologies/replay.py); one line per iteration, the timelines to ``--timeline``."""
-    from hosts import p3
-    from topologies import replay
+    from p4hub.hosts import p3
+    from p4hub.topologies import replay
 
     if not hasattr(backend, "agent"):
         raise SystemExit("--replay needs a p4hub backend (pbox or job)")
@@ -326,7 +326,7 @@ def _check(sizes: list[int], args: argparse.Namespace, it: int, result: TensorLi
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="topologies.worker")
+    parser = argparse.ArgumentParser(prog="p4hub.topologies.worker")
     parser.add_argument("--backend", choices=("pbox", "job", "gloo"), default="pbox",
                         help="pbox: a static PBox job; job: JoinJob through the controller")
     parser.add_argument("--controller", default="10.99.0.254:50060", help="job API HOST:PORT")

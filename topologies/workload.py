@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hosts import quantize
+from p4hub.hosts import quantize
 
 # The profiles ship inside the package (package data), so a fresh clone or an installed
 # wheel finds them without anything outside the repository.

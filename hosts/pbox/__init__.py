@@ -27,7 +27,7 @@ Modules, each importing only those above it:
 
 from __future__ import annotations
 
-from hosts.pbox.core import (
+from p4hub.hosts.pbox.core import (
     MAX_CONTROL_LINE,
     ControlCore,
     LineBuffer,
@@ -39,16 +39,16 @@ from hosts.pbox.core import (
     encode_reply,
     merge_counters,
 )
-from hosts.pbox.server import ControlServer, serve
-from hosts.pbox.steering import (
+from p4hub.hosts.pbox.server import ControlServer, serve
+from p4hub.hosts.pbox.steering import (
     SLOT_OFFSET,
     SO_ATTACH_REUSEPORT_CBPF,
     attach_steering,
     open_sockets,
     steering_program,
 )
-from hosts.pbox.supervisor import PBox, PBoxConfig, PipeShards
-from hosts.pbox.worker import RECV_BATCH, ShardWorker
+from p4hub.hosts.pbox.supervisor import PBox, PBoxConfig, PipeShards
+from p4hub.hosts.pbox.worker import RECV_BATCH, ShardWorker
 
 __all__ = [
     "MAX_CONTROL_LINE", "RECV_BATCH", "SLOT_OFFSET", "SO_ATTACH_REUSEPORT_CBPF",

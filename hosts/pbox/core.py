@@ -35,9 +35,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Protocol
 
-from hosts.aggregator import Aggregator, AggregatorError, JobConfig, Parent
-from hosts.errors import HostError
-from hosts.wire import K
+from p4hub.hosts.aggregator import Aggregator, AggregatorError, JobConfig, Parent
+from p4hub.hosts.errors import HostError
+from p4hub.hosts.wire import K
 
 log = logging.getLogger("p4hub-pbox")
 

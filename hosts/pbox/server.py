@@ -13,9 +13,9 @@ import time
 from collections.abc import Iterable
 from typing import Protocol
 
-from hosts.aggregator import JobConfig
-from hosts.pbox.core import TOO_LONG, LineBuffer, answer_line, encode_reply
-from hosts.pbox.supervisor import PBox, PBoxConfig
+from p4hub.hosts.aggregator import JobConfig
+from p4hub.hosts.pbox.core import TOO_LONG, LineBuffer, answer_line, encode_reply
+from p4hub.hosts.pbox.supervisor import PBox, PBoxConfig
 
 log = logging.getLogger("p4hub-pbox")
 

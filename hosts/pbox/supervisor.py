@@ -7,11 +7,11 @@ import multiprocessing
 import multiprocessing.connection
 from dataclasses import dataclass
 
-from hosts.aggregator import JobConfig
-from hosts.pbox.core import ControlCore, PBoxError
-from hosts.pbox.steering import open_sockets
-from hosts.pbox.worker import worker_main
-from hosts.wire import K
+from p4hub.hosts.aggregator import JobConfig
+from p4hub.hosts.pbox.core import ControlCore, PBoxError
+from p4hub.hosts.pbox.steering import open_sockets
+from p4hub.hosts.pbox.worker import worker_main
+from p4hub.hosts.wire import K
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,10 @@ import signal
 import socket
 import time
 
-from hosts.aggregator import Aggregator
-from hosts.batchio import BatchReceiver, BatchSender
-from hosts.pbox.core import ShardCore
-from hosts.wire import MAX_PACKET_LEN
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.batchio import BatchReceiver, BatchSender
+from p4hub.hosts.pbox.core import ShardCore
+from p4hub.hosts.wire import MAX_PACKET_LEN
 
 RECV_BATCH = 64  # datagrams per recvmmsg
 DRAIN_LIMIT = 256  # datagrams drained per poll wake-up before looking at the pipe

@@ -1,7 +1,7 @@
 """p4hub for PyTorch: the "p4hub" torch.distributed backend and a DDP communication hook.
 
     import torch.distributed as dist
-    import hosts.pytorch                      # registers the "p4hub" backend
+    import p4hub.torch                              # registers the "p4hub" backend
 
     dist.init_process_group("p4hub")          # under torchrun; P4HUB_CONTROLLER=host:port
     dist.all_reduce(tensor)                   # summed by the switch (or a PBox)
@@ -20,9 +20,9 @@ from datetime import timedelta
 
 import torch.distributed as dist
 
-from hosts.pytorch.backend import BACKEND_NAME, P4hubProcessGroup
-from hosts.pytorch.config import BackendConfig
-from hosts.pytorch.hook import HookState, p4hub_hook
+from p4hub.hosts.pytorch.backend import BACKEND_NAME, P4hubProcessGroup
+from p4hub.hosts.pytorch.config import BackendConfig
+from p4hub.hosts.pytorch.hook import HookState, p4hub_hook
 
 __all__ = ["BACKEND_NAME", "BackendConfig", "HookState", "P4hubProcessGroup", "p4hub_hook",
            "register"]

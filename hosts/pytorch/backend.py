@@ -26,14 +26,14 @@ import torch
 import torch.distributed as dist
 from torch.distributed import ReduceOp
 
-from hosts.agent import Agent, Handle
-from hosts.errors import BackendError, HostError, NotSupportedError
-from hosts.pytorch import encoding
-from hosts.pytorch.completion import Completer, Pending
-from hosts.pytorch.config import BackendConfig
-from hosts.pytorch.liveness import Liveness
-from hosts.pytorch.rendezvous import Membership, rendezvous
-from hosts.routes import from_wire
+from p4hub.hosts.agent import Agent, Handle
+from p4hub.hosts.errors import BackendError, HostError, NotSupportedError
+from p4hub.hosts.pytorch import encoding
+from p4hub.hosts.pytorch.completion import Completer, Pending
+from p4hub.hosts.pytorch.config import BackendConfig
+from p4hub.hosts.pytorch.liveness import Liveness
+from p4hub.hosts.pytorch.rendezvous import Membership, rendezvous
+from p4hub.hosts.routes import from_wire
 
 BACKEND_NAME = "p4hub"
 SUPPORTED = "all_reduce (SUM, AVG), broadcast, all_gather, all_gather_into_tensor and barrier"

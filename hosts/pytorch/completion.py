@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from hosts.errors import BackendError, HostError
+from p4hub.hosts.errors import BackendError, HostError
 
 
 @dataclass(slots=True)

@@ -42,7 +42,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hosts.errors import BackendError
+from p4hub.hosts.errors import BackendError
 
 PLACEMENTS = ("auto", "pbox")
 DEFAULT_SLOT_COUNT = 64

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch.distributed import ReduceOp
 
-from hosts.errors import NotSupportedError
+from p4hub.hosts.errors import NotSupportedError
 
 THROUGH_FLOAT32 = (torch.float16, torch.bfloat16)
 REDUCIBLE = (torch.float32, torch.int32, *THROUGH_FLOAT32)

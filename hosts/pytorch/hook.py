@@ -18,7 +18,7 @@ group's completion thread writes the average into the bucket and completes the f
 import torch
 import torch.distributed as dist
 
-from hosts.errors import BackendError
+from p4hub.hosts.errors import BackendError
 
 
 class HookState:

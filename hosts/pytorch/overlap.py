@@ -44,9 +44,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from hosts import p3
-from hosts.errors import BackendError
-from hosts.pytorch import encoding
+from p4hub.hosts import p3
+from p4hub.hosts.errors import BackendError
+from p4hub.hosts.pytorch import encoding
 
 SCHEDULES = ("p3", "fifo")
 

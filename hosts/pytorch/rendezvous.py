@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 
-from hosts.errors import BackendError
-from hosts.pytorch.config import BackendConfig
-from hosts.pytorch.liveness import Store
+from p4hub.hosts.errors import BackendError
+from p4hub.hosts.pytorch.config import BackendConfig
+from p4hub.hosts.pytorch.liveness import Store
 
 _port_lock = threading.Lock()
 _groups_in_process = 0  # how many groups took a port from P4HUB_PORT so far
@@ -81,7 +81,7 @@ class Lease:
 
     def __init__(self, address: str, job_id: int, rank: int, timeout: float,
                  epoch: int = 0) -> None:
-        from controller.client import JobClient  # grpc: only when a controller is used
+        from p4hub.controller.client import JobClient  # grpc: only when a controller is used
 
         self.job_id, self.rank = job_id, rank
         self.epoch = epoch  # the job's epoch at the join (not part of the agreed plan)
@@ -181,7 +181,7 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
           bind: tuple[str, int], timeout: timedelta) -> tuple[JobPlan, Lease]:
     import grpc
 
-    from controller.client import JobClient, explain
+    from p4hub.controller.client import JobClient, explain
 
     assert config.controller is not None
     where = f"{config.controller[0]}:{config.controller[1]}"

@@ -12,10 +12,10 @@ import os
 
 import pytest
 
+from p4hub.topologies import linkem, straggler
+from p4hub.topologies.jobrun import JobRun
+from p4hub.topologies.rack import Rack, RackConfig
 from tests.support.racks import job_api
-from topologies import linkem, straggler
-from topologies.jobrun import JobRun
-from topologies.rack import Rack, RackConfig
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]

@@ -20,11 +20,11 @@ import time
 import numpy as np
 import pytest
 
-from controller import program as p4
-from controller import rack as static
-from controller import topology
-from topologies import workload
-from topologies.rack import PYTHON, Rack, RackConfig
+from p4hub.controller import program as p4
+from p4hub.controller import rack as static
+from p4hub.controller import topology
+from p4hub.topologies import workload
+from p4hub.topologies.rack import PYTHON, Rack, RackConfig
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
@@ -43,7 +43,7 @@ def fabric(request):
 
 
 def test_the_controller_installs_the_static_entries_on_every_switch(fabric):
-    from controller.client import JobClient
+    from p4hub.controller.client import JobClient
 
     topo = topology.from_dict(fabric.topology)
     assert topo.spines() == [f"t{k}" for k in range(1, fabric.config.spines + 1)]
@@ -103,7 +103,7 @@ def test_a_gloo_all_reduce_across_the_racks_is_the_float32_sum(fabric):
     one correctly rounded addition, so the result is bit for bit a + b."""
     scale, iterations = 0.002, 2
     hosts = [fabric.workers[0], fabric.workers[2]]
-    procs = [fabric.popen(host, [PYTHON, "-m", "topologies.worker", "--backend", "gloo",
+    procs = [fabric.popen(host, [PYTHON, "-m", "p4hub.topologies.worker", "--backend", "gloo",
                                  "--master", f"{hosts[0].IP()}:29500", "--rank", str(rank),
                                  "--world", "2", "--iterations", str(iterations),
                                  "--scale", str(scale), "--check", "--timeout", "60"],

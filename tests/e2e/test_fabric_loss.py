@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from topologies import linkem
-from topologies.rack import Rack, RackConfig
+from p4hub.topologies import linkem
+from p4hub.topologies.rack import Rack, RackConfig
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]

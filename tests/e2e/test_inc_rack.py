@@ -19,10 +19,10 @@ import time
 
 import pytest
 
+from p4hub.topologies import linkem
+from p4hub.topologies.jobrun import JobRun
+from p4hub.topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, host_mac, worker_ip
 from tests.support.racks import job_api
-from topologies import linkem
-from topologies.jobrun import JobRun
-from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, host_mac, worker_ip
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
@@ -107,7 +107,7 @@ def test_two_concurrent_jobs_each_correct(rack, api):
     assert ja != jb
     assert base_a + count_a <= base_b or base_b + count_b <= base_a  # no shared slot
     # the operator's view: `p4hub jobs --json` and `p4hub switch show s1 --json`
-    cli = [PYTHON, "-m", "controller.cli", "--controller", rack.controller_address, "--json"]
+    cli = [PYTHON, "-m", "p4hub.controller.cli", "--controller", rack.controller_address, "--json"]
     jobs = json.loads(subprocess.run([*cli, "jobs"], capture_output=True, text=True,
                                      check=True).stdout)
     listed = {j["job_id"]: j["where"] for j in jobs["jobs"]}
@@ -261,7 +261,7 @@ def test_controller_restart_mid_job_loses_no_job(rack, api):
 
 def _doctor(rack: Rack, job_id: int) -> dict:
     """`p4hub doctor JOB --json` as an operator runs it: exit 0 healthy, 2 not."""
-    out = subprocess.run([PYTHON, "-m", "controller.cli", "--controller", rack.controller_address,
+    out = subprocess.run([PYTHON, "-m", "p4hub.controller.cli", "--controller", rack.controller_address,
                           "--json", "doctor", str(job_id)], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode in (0, 2), out.stderr
@@ -403,7 +403,7 @@ def test_chaos_every_fault_once_under_loss(rack, api):
     jobs (one on the switch, one on the PBox) under 5% loss; then a worker dies. Every
     completed all-reduce is exact and identical on every rank, both jobs recover from
     every fault, and the dead worker's peers fail naming it within the deadline."""
-    from topologies.chaos import Chaos, fault_sequence
+    from p4hub.topologies.chaos import Chaos, fault_sequence
 
     original = rack.topology
     rack.kill_controller()
@@ -430,7 +430,7 @@ def test_the_selftest_checks_the_path_from_a_worker(rack, api, placement):
     """`p4hub-selftest` on a worker host: a one-worker job of its own through the switch
     (or the PBox), exact sums back, the job gone afterwards."""
     client, _ = api
-    out = rack.workers[5].cmd(PYTHON, "-m", "hosts.selftest", "--controller",
+    out = rack.workers[5].cmd(PYTHON, "-m", "p4hub.hosts.selftest", "--controller",
                               rack.controller_address, "--address",
                               f"{rack.workers[5].IP()}:47999", "--placement", placement,
                               "--json")
@@ -439,7 +439,7 @@ def test_the_selftest_checks_the_path_from_a_worker(rack, api, placement):
     assert report["where"] == ("switch" if placement == "auto" else "pbox")
     assert report["job_id"] not in {j["job_id"] for j in client.call("ListJobs")["jobs"]}
     # a controller that is not there: the failed step is named
-    out = rack.workers[5].cmd(PYTHON, "-m", "hosts.selftest", "--controller", "10.0.0.1:1",
+    out = rack.workers[5].cmd(PYTHON, "-m", "p4hub.hosts.selftest", "--controller", "10.0.0.1:1",
                               "--address", f"{rack.workers[5].IP()}:47999", "--timeout", "1",
                               "--json")
     report = json.loads(out.strip().splitlines()[-1])

@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from topologies.launch import run_workers
-from topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig
+from p4hub.topologies.launch import run_workers
+from p4hub.topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig
 
 pytestmark = [pytest.mark.root, pytest.mark.timeout(170)]
 

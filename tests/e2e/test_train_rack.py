@@ -16,9 +16,9 @@ import socket
 
 import pytest
 
-from controller.client import JobClient
-from topologies import run, train_run
-from topologies.rack import Rack
+from p4hub.controller.client import JobClient
+from p4hub.topologies import run, train_run
+from p4hub.topologies.rack import Rack
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]

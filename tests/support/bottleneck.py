@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from hosts import wire
-from hosts.aggregator import Aggregator
-from hosts.congestion import CongestionWindow
-from hosts.events import TensorCompleted
-from hosts.session import Session
+from p4hub.hosts import wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.congestion import CongestionWindow
+from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.session import Session
 from tests.support.session_sim import SessionSim
 
 

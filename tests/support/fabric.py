@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from controller import topology
-from controller.driver import PipelineConfig
+from p4hub.controller import topology
+from p4hub.controller.driver import PipelineConfig
 from p4lite.compiler import driver as compiler
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device

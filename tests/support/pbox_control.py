@@ -7,9 +7,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from controller import topology
-from controller.pbox_control import PBoxControl
-from hosts.pbox.server import Controlled, ControlServer
+from p4hub.controller import topology
+from p4hub.controller.pbox_control import PBoxControl
+from p4hub.hosts.pbox.server import Controlled, ControlServer
 
 
 @contextmanager

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from topologies import linkem
-from topologies.jobrun import JobRun
+from p4hub.topologies import linkem
+from p4hub.topologies.jobrun import JobRun
 
 
 @contextmanager
@@ -14,7 +14,7 @@ def job_api(rack) -> Iterator[tuple[object, list[JobRun]]]:
     """The job API client and a list for the test's job runs. Afterwards the runs are
     stopped, a dead controller or PBox is started again, any job left is killed and
     link loss is cleared, so the next test finds the rack as the module set it up."""
-    from controller.client import JobClient
+    from p4hub.controller.client import JobClient
 
     client = JobClient(rack.controller_address, timeout=10.0)
     runs: list[JobRun] = []

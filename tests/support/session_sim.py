@@ -8,8 +8,8 @@ import heapq
 import itertools
 from typing import Any
 
-from hosts.events import Event, TensorCompleted, TensorFailed
-from hosts.session import Session
+from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
+from p4hub.hosts.session import Session
 
 
 class SessionSim:

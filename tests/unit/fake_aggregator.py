@@ -13,9 +13,9 @@ from typing import Protocol
 
 import numpy as np
 
-from hosts import wire
-from hosts.aggregator import Address, Aggregator
-from hosts.wire import NO_RANK, K, PacketType
+from p4hub.hosts import wire
+from p4hub.hosts.aggregator import Address, Aggregator
+from p4hub.hosts.wire import NO_RANK, K, PacketType
 
 
 class AggregatorCore(Protocol):

@@ -22,10 +22,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hosts import wire
-from hosts.aggregator import Aggregator
-from hosts.events import TensorCompleted, TensorFailed
-from hosts.session import Session
+from p4hub.hosts import wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.events import TensorCompleted, TensorFailed
+from p4hub.hosts.session import Session
 from tests.support.session_sim import SessionSim
 
 

@@ -12,10 +12,10 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from hosts.agent import Agent
-from hosts.aggregator import Aggregator
-from hosts.errors import AllreduceError, HostError, QuantizeError, TransportError
-from hosts.routes import Route
+from p4hub.hosts.agent import Agent
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.errors import AllreduceError, HostError, QuantizeError, TransportError
+from p4hub.hosts.routes import Route
 from tests.unit.fake_aggregator import AggregatorCore, FakeAggregator
 from tests.unit.test_session import gradients, reference_sum
 
@@ -173,7 +173,7 @@ def test_bad_input_raises_in_the_caller_and_close_fails_pending_work():
 
 
 def test_agents_through_the_multi_process_pbox():
-    from hosts.pbox import PBox, PBoxConfig
+    from p4hub.hosts.pbox import PBox, PBoxConfig
 
     box = PBox(PBoxConfig(host="127.0.0.1", port=0, workers=2))
     box.start()

@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller import program as p
-from controller import rack, topology
-from controller.entries import EntryCodec
-from controller.jobs import ON_PBOX, ON_SWITCH, JobRegistry
-from controller.p4info_index import P4InfoIndex
-from controller.updates import DELETE, INSERT, GroupWrite, PBoxJobWrite, TableWrite
-from hosts import wire
-from hosts.aggregator import Aggregator
-from hosts.wire import NO_RANK, Header, K, PacketType
+from p4hub.controller import program as p
+from p4hub.controller import rack, topology
+from p4hub.controller.entries import EntryCodec
+from p4hub.controller.jobs import ON_PBOX, ON_SWITCH, JobRegistry
+from p4hub.controller.p4info_index import P4InfoIndex
+from p4hub.controller.updates import DELETE, INSERT, GroupWrite, PBoxJobWrite, TableWrite
+from p4hub.hosts import wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.queues import EgressQueues
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry

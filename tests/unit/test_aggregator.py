@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hosts import wire
-from hosts.aggregator import Aggregator, AggregatorError
-from hosts.wire import Header, K, PacketType
+from p4hub.hosts import wire
+from p4hub.hosts.aggregator import Aggregator, AggregatorError
+from p4hub.hosts.wire import Header, K, PacketType
 
 JOB = 7
 ADDR = [(f"10.0.0.{r + 1}", 40000 + r) for r in range(32)]

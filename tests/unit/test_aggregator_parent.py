@@ -9,9 +9,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from hosts import wire
-from hosts.aggregator import Aggregator, AggregatorError, Parent
-from hosts.wire import NO_RANK, Header, K, PacketType
+from p4hub.hosts import wire
+from p4hub.hosts.aggregator import Aggregator, AggregatorError, Parent
+from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
 
 JOB, BASE, N = 7, 16, 5
 ROOT = ("10.0.0.241", 48879)
@@ -105,7 +105,7 @@ def test_a_parent_must_fit_the_job():
 
 
 def test_the_pbox_control_channel_configures_a_parent_on_every_shard():
-    from hosts.pbox.core import ControlCore, LocalShards, ShardCore
+    from p4hub.hosts.pbox.core import ControlCore, LocalShards, ShardCore
 
     control = ControlCore(LocalShards([ShardCore((i, 2), 1024) for i in range(2)]))
     reply = control.control({"cmd": "add_job", "job": JOB, "world_size": N, "slot_base": BASE,
@@ -121,8 +121,8 @@ def test_the_pbox_control_channel_configures_a_parent_on_every_shard():
 
 
 def test_the_controller_configures_a_first_level_pbox_and_modify_keeps_it():
-    from controller.updates import INSERT, MODIFY, PBoxJobWrite
-    from hosts.pbox.core import ControlCore, LocalShards, ShardCore
+    from p4hub.controller.updates import INSERT, MODIFY, PBoxJobWrite
+    from p4hub.hosts.pbox.core import ControlCore, LocalShards, ShardCore
     from tests.support.pbox_control import pbox_control
 
     core = ControlCore(LocalShards([ShardCore((0, 1), 1024)]))

@@ -10,10 +10,10 @@ import time
 import numpy as np
 import pytest
 
-from hosts import batchio, wire
-from hosts.batchio import BatchReceiver, BatchSender
-from hosts.session import Session
-from hosts.transport import _LOST_ON_SEND, UdpTransport
+from p4hub.hosts import batchio, wire
+from p4hub.hosts.batchio import BatchReceiver, BatchSender
+from p4hub.hosts.session import Session
+from p4hub.hosts.transport import _LOST_ON_SEND, UdpTransport
 
 
 @pytest.fixture

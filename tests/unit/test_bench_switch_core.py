@@ -8,8 +8,8 @@ import pytest
 
 from bench import switch_core
 from bench._common import advance_position, result_key
-from controller import topology
-from hosts.aggregator import Aggregator
+from p4hub.controller import topology
+from p4hub.hosts.aggregator import Aggregator
 
 
 @pytest.fixture(scope="module")

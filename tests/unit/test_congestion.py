@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from bench import congestion as bench
-from hosts import congestion, wire
-from hosts.aggregator import Aggregator
-from hosts.congestion import CongestionWindow
-from hosts.session import Session
+from p4hub.hosts import congestion, wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.congestion import CongestionWindow
+from p4hub.hosts.session import Session
 from tests.support.bottleneck import Bottleneck, BottleneckNet, FrozenWindow, exact, run_job
 
 TX = (wire.packet_len(256) + 42) * 8 / 2.5e6  # a 1086-byte frame at 2.5 Mbit/s

@@ -20,13 +20,13 @@ import threading
 import numpy as np
 import pytest
 
-from controller import api, topology
-from controller import client as client_mod
-from controller import program as p
-from controller.driver import Controller, PipelineConfig
-from controller.updates import DELETE, INSERT, PBoxJobWrite
-from hosts.agent import Agent
-from hosts.aggregator import Aggregator
+from p4hub.controller import api, topology
+from p4hub.controller import client as client_mod
+from p4hub.controller import program as p
+from p4hub.controller.driver import Controller, PipelineConfig
+from p4hub.controller.updates import DELETE, INSERT, PBoxJobWrite
+from p4hub.hosts.agent import Agent
+from p4hub.hosts.aggregator import Aggregator
 from p4lite.compiler import driver as compiler
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device

@@ -10,11 +10,11 @@ import grpc
 import numpy as np
 import pytest
 
-from controller import api, cli, topology
-from controller import client as client_mod
-from controller import program as p
-from controller.driver import Controller
-from hosts.wire import K
+from p4hub.controller import api, cli, topology
+from p4hub.controller import client as client_mod
+from p4hub.controller import program as p
+from p4hub.controller.driver import Controller
+from p4hub.hosts.wire import K
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device
 from p4lite.switch.p4runtime.server import serve as serve_p4runtime

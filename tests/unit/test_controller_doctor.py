@@ -1,4 +1,4 @@
-"""controller.doctor: each finding from hand-made snapshots (no switch, no clock)."""
+"""p4hub.controller.doctor: each finding from hand-made snapshots (no switch, no clock)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from controller import program as p
-from controller.doctor import (
+from p4hub.controller import program as p
+from p4hub.controller.doctor import (
     ERROR,
     INFO,
     WARNING,

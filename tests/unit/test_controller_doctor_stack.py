@@ -10,11 +10,11 @@ import grpc
 import numpy as np
 import pytest
 
-from controller import api, cli
-from controller import program as p
-from controller.updates import DELETE, Entry, FieldMatch, TableWrite
-from hosts.pbox.core import ControlCore, LocalShards, ShardCore
-from hosts.wire import K
+from p4hub.controller import api, cli
+from p4hub.controller import program as p
+from p4hub.controller.updates import DELETE, Entry, FieldMatch, TableWrite
+from p4hub.hosts.pbox.core import ControlCore, LocalShards, ShardCore
+from p4hub.hosts.wire import K
 from tests.support.pbox_control import pbox_control
 from tests.unit.test_aggregate_p4 import contrib, udp_frame
 from tests.unit.test_controller_api import stack  # noqa: F401 (fixture)

@@ -14,15 +14,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from controller import program as p
-from controller import topology
-from controller.driver import Controller, ControllerError, PipelineConfig
-from controller.jobs import ON_PBOX, ON_SWITCH
-from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
-from controller.pbox_control import PBoxControlError
-from controller.updates import MODIFY, PBoxJobWrite
-from hosts import wire
-from hosts.wire import K
+from p4hub.controller import program as p
+from p4hub.controller import topology
+from p4hub.controller.driver import Controller, ControllerError, PipelineConfig
+from p4hub.controller.jobs import ON_PBOX, ON_SWITCH
+from p4hub.controller.p4rt_client import P4RuntimeClient, P4RuntimeError
+from p4hub.controller.pbox_control import PBoxControlError
+from p4hub.controller.updates import MODIFY, PBoxJobWrite
+from p4hub.hosts import wire
+from p4hub.hosts.wire import K
 from p4lite.compiler import driver as compiler
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from controller import elastic, topology, traffic
-from controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError, JobRegistry, part_write
-from controller.rebuild import rebuild_from_entries, recover_unheard
-from controller.traffic import RouteService
-from controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite
+from p4hub.controller import elastic, topology, traffic
+from p4hub.controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError, JobRegistry, part_write
+from p4hub.controller.rebuild import rebuild_from_entries, recover_unheard
+from p4hub.controller.traffic import RouteService
+from p4hub.controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite
 
 PBOXES = ("pbox", "pbox2", "pbox3")
 

@@ -17,11 +17,11 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from controller import program as p
-from controller.entries import EntryCodec, decode_value, encode_value
-from controller.p4info_index import EntryError, P4InfoIndex
-from controller.p4rt_client import P4RuntimeClient, P4RuntimeError
-from controller.updates import (
+from p4hub.controller import program as p
+from p4hub.controller.entries import EntryCodec, decode_value, encode_value
+from p4hub.controller.p4info_index import EntryError, P4InfoIndex
+from p4hub.controller.p4rt_client import P4RuntimeClient, P4RuntimeError
+from p4hub.controller.updates import (
     DELETE,
     INSERT,
     MODIFY,

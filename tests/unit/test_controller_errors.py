@@ -12,9 +12,9 @@ import threading
 import grpc
 import pytest
 
-from controller import api
-from controller.driver import ControllerError
-from controller.errors import (
+from p4hub.controller import api
+from p4hub.controller.driver import ControllerError
+from p4hub.controller.errors import (
     NotFoundError,
     P4hubControllerError,
     RefusedError,
@@ -23,12 +23,12 @@ from controller.errors import (
     SwitchStateError,
     UnavailableError,
 )
-from controller.jobs import JobError, UnknownJobError
-from controller.p4info_index import EntryError
-from controller.p4rt_client import P4RuntimeError
-from controller.pbox_control import PBoxControlError
-from controller.slots import SlotError
-from controller.topology import ConfigError
+from p4hub.controller.jobs import JobError, UnknownJobError
+from p4hub.controller.p4info_index import EntryError
+from p4hub.controller.p4rt_client import P4RuntimeError
+from p4hub.controller.pbox_control import PBoxControlError
+from p4hub.controller.slots import SlotError
+from p4hub.controller.topology import ConfigError
 
 
 class StubController:

@@ -15,8 +15,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from controller import client as client_mod
-from controller.main import main
+from p4hub.controller import client as client_mod
+from p4hub.controller.main import main
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device
 from p4lite.switch.p4runtime.server import serve as serve_p4runtime
@@ -50,7 +50,7 @@ def start_controller(path: Path, build: Path, compiled: bool = False) -> subproc
     program = (["--bmv2-json", str(build / "aggregate.json"),
                 "--p4info", str(build / "aggregate.p4info.txtpb")] if compiled else
                ["--p4", str(PROGRAM), "--build-dir", str(build)])
-    cmd = [sys.executable, "-m", "controller.main", "--topology", str(path), *program,
+    cmd = [sys.executable, "-m", "p4hub.controller.main", "--topology", str(path), *program,
            "--connect-timeout", "10"]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -121,8 +121,8 @@ def test_bad_arguments_fail_cleanly(tmp_path, capsys):
 
 def _bad_slots(ctl):
     """A second switch job over the first one's slots: rebuilding it raises SlotError."""
-    from controller import program as p
-    from controller.updates import INSERT, Entry, FieldMatch, TableWrite
+    from p4hub.controller import program as p
+    from p4hub.controller.updates import INSERT, Entry, FieldMatch, TableWrite
 
     ctl.join("a", 1, 0, ("10.0.0.1", 4001), now=0.0)
     entry = next(e for e in ctl.registry.expected_entries("s1") if e.table == p.JOBS)
@@ -143,9 +143,9 @@ def test_a_bad_switch_state_at_start_up_fails_cleanly(tmp_path, capsys, monkeypa
     not a traceback (SlotError / JobError used to escape main)."""
     from google.protobuf import text_format
 
-    from controller import api
-    from controller import topology as topology_mod
-    from controller.driver import Controller, PipelineConfig
+    from p4hub.controller import api
+    from p4hub.controller import topology as topology_mod
+    from p4hub.controller.driver import Controller, PipelineConfig
     from p4lite.compiler import driver as compiler
 
     result = compiler.compile_file(PROGRAM)

@@ -1,4 +1,4 @@
-"""controller.pbox_control against the PBox's own control server (hosts.pbox.ControlServer)."""
+"""p4hub.controller.pbox_control against the PBox's own control server (hosts.pbox.ControlServer)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from dataclasses import asdict
 
 import pytest
 
-from controller import topology
-from controller.pbox_control import PBoxControl, PBoxControlError
-from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
-from hosts.aggregator import Aggregator, AggregatorError
+from p4hub.controller import topology
+from p4hub.controller.pbox_control import PBoxControl, PBoxControlError
+from p4hub.controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
+from p4hub.hosts.aggregator import Aggregator, AggregatorError
 from tests.support.pbox_control import pbox_control
 
 

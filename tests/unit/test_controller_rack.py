@@ -1,12 +1,12 @@
-"""controller.rack: the static entries of a rack with several PBoxes, and reconcile."""
+"""p4hub.controller.rack: the static entries of a rack with several PBoxes, and reconcile."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller import program as p
-from controller import rack, topology
-from controller.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite
+from p4hub.controller import program as p
+from p4hub.controller import rack, topology
+from p4hub.controller.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite
 
 # pbox2 is listed first: the entries follow the switch ports, not the JSON order
 RACK = {

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller import program as p
-from controller import rack, topology
-from controller.updates import INSERT, GroupWrite, TableWrite
-from hosts import wire
-from hosts.wire import Header, K, PacketType
+from p4hub.controller import program as p
+from p4hub.controller import rack, topology
+from p4hub.controller.updates import INSERT, GroupWrite, TableWrite
+from p4hub.hosts import wire
+from p4hub.hosts.wire import Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch

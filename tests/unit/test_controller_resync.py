@@ -1,10 +1,18 @@
-"""controller.resync: the switch-vs-registry diff on plain data (no switch, no registry)."""
+"""p4hub.controller.resync: the switch-vs-registry diff on plain data (no switch, no registry)."""
 
 from __future__ import annotations
 
-from controller import program as p
-from controller.resync import JOB_TABLES, group_writes, table_writes
-from controller.updates import DELETE, INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite
+from p4hub.controller import program as p
+from p4hub.controller.resync import JOB_TABLES, group_writes, table_writes
+from p4hub.controller.updates import (
+    DELETE,
+    INSERT,
+    MODIFY,
+    Entry,
+    FieldMatch,
+    GroupWrite,
+    TableWrite,
+)
 
 
 def job(job_id: int, world_size: int = 2) -> Entry:

@@ -13,15 +13,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from controller import program as p
-from controller import topology
-from controller.driver import Controller, PipelineConfig
-from controller.jobs import ON_SWITCH, JobError, JobRegistry
-from controller.pbox_control import PBoxControlError
-from controller.rebuild import rebuild_from_entries
-from controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite, TableWrite
-from hosts import wire
-from hosts.wire import Header, K, PacketType
+from p4hub.controller import program as p
+from p4hub.controller import topology
+from p4hub.controller.driver import Controller, PipelineConfig
+from p4hub.controller.jobs import ON_SWITCH, JobError, JobRegistry
+from p4hub.controller.pbox_control import PBoxControlError
+from p4hub.controller.rebuild import rebuild_from_entries
+from p4hub.controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite, TableWrite
+from p4hub.hosts import wire
+from p4hub.hosts.wire import Header, K, PacketType
 from tests.support import frames
 from tests.support.fabric import Fabric, compile_pipeline
 
@@ -538,7 +538,7 @@ def test_a_restarted_leaf_gives_the_whole_tree_a_new_epoch(wired):
 
 
 def test_job_show_prints_the_tree_with_each_switchs_counters(wired, capsys):
-    from controller import api, cli
+    from p4hub.controller import api, cli
 
     ranks = [0, 1, 4, 5]
     replies = wired.join("wide", ranks)
@@ -568,7 +568,7 @@ class PBoxCores:
     its leaf."""
 
     def __init__(self, wired: Wired, *names: str) -> None:
-        from hosts.aggregator import Aggregator
+        from p4hub.hosts.aggregator import Aggregator
 
         self.wired = wired
         self.aggs = {name: Aggregator() for name in names}
@@ -686,7 +686,7 @@ def test_a_pbox_root_over_a_rack_on_its_pbox_over_p4runtime(pipeline):
 def test_the_controller_watches_the_pboxes_of_a_tree(pipeline):
     """check_pboxes: a rack PBox that lost the job gets it back under a new epoch on
     every switch of the tree; one that cannot be reached, with its leaf full, ends it."""
-    from hosts.aggregator import Aggregator
+    from p4hub.hosts.aggregator import Aggregator
 
     wired, pboxes = wired_with_pboxes(pipeline, "pbox2")
     try:

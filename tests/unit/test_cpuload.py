@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from topologies.cpuload import (
+from p4hub.topologies.cpuload import (
     MACHINE_BOUND,
     PROCESS_BOUND,
     CpuLoad,

@@ -20,7 +20,10 @@ from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("p4lite", "hosts", "controller", "topologies", "bench")
+# folder -> the import name it is installed under (p4hub/ holds links to the three
+# p4hub folders; its own modules are p4hub/*.py)
+PACKAGES = {"p4lite": "p4lite", "hosts": "p4hub.hosts", "controller": "p4hub.controller",
+            "topologies": "p4hub.topologies", "bench": "bench"}
 
 
 @dataclass(frozen=True)
@@ -35,14 +38,17 @@ class Edge:
 
 @cache
 def _modules() -> dict[str, Path]:
-    """Module name -> file, for every .py under PACKAGES."""
+    """Module name -> file, for every .py under PACKAGES and in p4hub/."""
     found = {}
-    for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
-            parts = list(path.relative_to(REPO).with_suffix("").parts)
+    roots = [(REPO / folder, name) for folder, name in PACKAGES.items()]
+    for folder, name in roots:
+        for path in sorted(folder.rglob("*.py")):
+            parts = [name, *path.relative_to(folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts.pop()
             found[".".join(parts)] = path
+    for path in sorted((REPO / "p4hub").glob("*.py")):
+        found["p4hub" if path.stem == "__init__" else f"p4hub.{path.stem}"] = path
     return found
 
 
@@ -168,12 +174,12 @@ def _into(edges: list[Edge], *layers: str) -> list[str]:
 
 def test_the_scanner_sees_the_packages_and_lazy_imports():
     modules = _modules()
-    for name in ("hosts.wire", "controller.topology", "p4lite.switch", "bench._common"):
+    for name in ("p4hub.hosts.wire", "p4hub.controller.topology", "p4lite.switch", "bench._common"):
         assert name in modules, name
     assert len(_edges()) > 100
     # hosts.pbox_cli imports the PBox at the top; bench.switch_core imports its process
     # part inside main(): both are edges.
-    assert any(e.source == "hosts.pbox_cli" and e.target.startswith("hosts.pbox")
+    assert any(e.source == "p4hub.hosts.pbox_cli" and e.target.startswith("p4hub.hosts.pbox")
                for e in _edges())
     assert any(e.source == "bench.switch_core" and e.target == "bench.switch_core_process"
                for e in _edges())
@@ -201,17 +207,17 @@ def test_no_import_circles():
 def test_controller_and_hosts_never_import_p4lite():
     """The controller drives a real simple_switch_grpc and the hosts talk UDP: neither
     may depend on the embedded target."""
-    bad = _into(_imports_from("controller") + _imports_from("hosts"), "p4lite")
+    bad = _into(_imports_from("p4hub.controller") + _imports_from("p4hub.hosts"), "p4lite")
     assert not bad, "\n".join(bad)
 
 
 def test_hosts_never_import_topologies_or_bench():
-    bad = _into(_imports_from("hosts"), "topologies", "bench")
+    bad = _into(_imports_from("p4hub.hosts"), "p4hub.topologies", "bench")
     assert not bad, "\n".join(bad)
 
 
 def test_controller_never_imports_hosts_topologies_or_bench():
     """The controller speaks P4Runtime and the PBox's JSON control protocol; it shares no
     code with the hosts (hosts.pytorch.rendezvous uses controller.client, not the reverse)."""
-    bad = _into(_imports_from("controller"), "hosts", "topologies", "bench")
+    bad = _into(_imports_from("p4hub.controller"), "p4hub.hosts", "p4hub.topologies", "bench")
     assert not bad, "\n".join(bad)

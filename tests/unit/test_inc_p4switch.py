@@ -1,4 +1,4 @@
-"""topologies.p4switch without Mininet: the tutorials' command line, compiling, readiness."""
+"""p4hub.topologies.p4switch without Mininet: the tutorials' command line, compiling, readiness."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from topologies import p4switch
-from topologies.p4switch import P4Switch, P4SwitchError
+from p4hub.topologies import p4switch
+from p4hub.topologies.p4switch import P4Switch, P4SwitchError
 
 REPO = Path(__file__).resolve().parents[2]
 

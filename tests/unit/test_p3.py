@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from hosts import p3
-from hosts.aggregator import Aggregator
-from hosts.errors import SessionError
+from p4hub.hosts import p3
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.errors import SessionError
+from p4hub.topologies import replay, workload
 from tests.unit.test_agent_loopback import UdpAggregator, run_ranks
-from topologies import replay, workload
 
 JOB, N = 3, 4
 

@@ -11,7 +11,7 @@ import logging
 import numpy as np
 import pytest
 
-from hosts.pbox.core import (
+from p4hub.hosts.pbox.core import (
     MAX_CONTROL_LINE,
     TOO_LONG,
     ControlCore,
@@ -24,7 +24,7 @@ from hosts.pbox.core import (
     encode_reply,
     merge_counters,
 )
-from hosts.wire import Header, K, PacketType, decode, encode
+from p4hub.hosts.wire import Header, K, PacketType, decode, encode
 
 SHARDS = 2
 
@@ -327,8 +327,8 @@ def test_reply_lines_are_byte_for_byte_the_protocol(core):
 
 
 def test_the_controller_client_drives_the_real_core():
-    from controller.pbox_control import PBoxControlError
-    from controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
+    from p4hub.controller.pbox_control import PBoxControlError
+    from p4hub.controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
     from tests.support.pbox_control import pbox_control
 
     core, shards = make()

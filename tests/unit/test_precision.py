@@ -14,13 +14,13 @@ from collections.abc import Callable, Hashable
 import numpy as np
 import pytest
 
-from hosts import chunking, quantize, wire
-from hosts.aggregator import Aggregator, Parent
-from hosts.errors import SessionError
-from hosts.events import TensorCompleted, TensorFailed
-from hosts.routes import Route
-from hosts.session import Session
-from hosts.wire import EXP_FLOAT, Header, K, PacketType
+from p4hub.hosts import chunking, quantize, wire
+from p4hub.hosts.aggregator import Aggregator, Parent
+from p4hub.hosts.errors import SessionError
+from p4hub.hosts.events import TensorCompleted, TensorFailed
+from p4hub.hosts.routes import Route
+from p4hub.hosts.session import Session
+from p4hub.hosts.wire import EXP_FLOAT, Header, K, PacketType
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
 from tests.unit.test_session import gradients
 from tests.unit.test_wire import GOLDEN_PRECISION_PRIME
@@ -501,7 +501,7 @@ def test_float_blocks_on_the_float_route_are_timed_on_its_own_path():
 
 
 def test_the_float_route_is_in_the_map_a_heartbeat_reports():
-    from hosts.routes import from_wire, to_wire
+    from p4hub.hosts.routes import from_wire, to_wire
 
     routes = [Route(("10.0.0.9", 48879), 0, W), Route(("10.0.0.7", 48879), 500, W, True, True)]
     s = Session(JOB, 0, N, 0, W, W, precision=REL, route_map=routes)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hosts import quantize as qz
-from hosts.errors import QuantizeError
-from hosts.wire import K
+from p4hub.hosts import quantize as qz
+from p4hub.hosts.errors import QuantizeError
+from p4hub.hosts.wire import K
 
 WORLD_SIZES = [1, 2, 3, 4, 5, 8, 17, 32]
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from controller import topology
-from topologies import rack
-from topologies.rack import Rack, RackConfig, RackError
+from p4hub.controller import topology
+from p4hub.topologies import rack
+from p4hub.topologies.rack import Rack, RackConfig, RackError
 
 
 def test_pbox_names_and_addresses_follow_rack_dict():

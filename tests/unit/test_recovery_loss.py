@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from hosts import recovery
-from hosts.aggregator import Aggregator
-from hosts.events import TensorCompleted
-from hosts.recovery import SlotTimers
-from hosts.session import Session
+from p4hub.hosts import recovery
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.recovery import SlotTimers
+from p4hub.hosts.session import Session
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
 from tests.unit.test_session import gradients, reference_sum
 

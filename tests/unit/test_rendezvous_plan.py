@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hosts.pytorch.rendezvous import JobPlan
+from p4hub.hosts.pytorch.rendezvous import JobPlan
 
 
 def plan(aggregator: str = "10.0.0.100:48879", **changes) -> JobPlan:

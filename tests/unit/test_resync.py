@@ -16,9 +16,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from hosts.aggregator import Aggregator
-from hosts.events import TensorFailed
-from hosts.session import Session
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.events import TensorFailed
+from p4hub.hosts.session import Session
 from tests.unit.fake_aggregator import FakeAggregator
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
 from tests.unit.test_session import gradients

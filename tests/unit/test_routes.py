@@ -12,12 +12,12 @@ import random
 import numpy as np
 import pytest
 
-from hosts import wire
-from hosts.aggregator import Aggregator
-from hosts.errors import SessionError
-from hosts.events import TensorFailed
-from hosts.routes import Route, RouteMap, from_wire, to_wire
-from hosts.session import Session
+from p4hub.hosts import wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.errors import SessionError
+from p4hub.hosts.events import TensorFailed
+from p4hub.hosts.routes import Route, RouteMap, from_wire, to_wire
+from p4hub.hosts.session import Session
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
 from tests.unit.test_session import gradients
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from p4hub.topologies import allreduce_run, train_run, workload
+from p4hub.topologies.cpuload import CpuSampler
+from p4hub.topologies.launch import WorkerRun
 from tests.unit.test_cpuload import fake_proc
-from topologies import allreduce_run, train_run, workload
-from topologies.cpuload import CpuSampler
-from topologies.launch import WorkerRun
 
 # the fake run: the runner is pid 10, the switch 20, an agent 51 under the runner
 TICK_HZ = float(os.sysconf("SC_CLK_TCK"))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from topologies import workload
+from p4hub.topologies import workload
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,7 +59,7 @@ HARNESS = textwrap.dedent("""
 
 # What `make run` does before it touches the network: its defaults, then the workload.
 RUN_DRIVER_LOAD = textwrap.dedent("""
-    from topologies import run, workload
+    from p4hub.topologies import run, workload
     args = run.parse_args([])
     sizes = workload.layer_sizes(args.model, args.scale)
     grads = workload.gradients(sizes, args.seed, 0, 0)

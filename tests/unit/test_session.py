@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from hosts import quantize, wire
-from hosts.aggregator import Aggregator
-from hosts.errors import QuantizeError, SessionError
-from hosts.events import TensorCompleted, TensorFailed
-from hosts.session import Session
-from hosts.wire import K, PacketType
+from p4hub.hosts import quantize, wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.errors import QuantizeError, SessionError
+from p4hub.hosts.events import TensorCompleted, TensorFailed
+from p4hub.hosts.session import Session
+from p4hub.hosts.wire import K, PacketType
 from tests.unit.fake_aggregator import AggregatorCore, FakeAggregator
 
 JOB = 7
@@ -388,7 +388,7 @@ def test_bad_inputs_raise_clear_errors_and_change_nothing():
 
 
 def test_timers_learn_only_from_clean_round_trips():
-    from hosts.recovery import SlotTimers
+    from p4hub.hosts.recovery import SlotTimers
 
     t = SlotTimers(4, rto_min=0.001, rto_max=1.0)
     t.on_sent(np.arange(4), 0.0)

@@ -10,9 +10,9 @@ import random
 import numpy as np
 import pytest
 
-from hosts import congestion, wire
-from hosts.errors import SessionError
-from hosts.session import Session
+from p4hub.hosts import congestion, wire
+from p4hub.hosts.errors import SessionError
+from p4hub.hosts.session import Session
 from tests.unit.test_session import (
     AGGREGATORS,
     JOB,

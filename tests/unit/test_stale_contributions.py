@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hosts import wire
-from hosts.aggregator import Aggregator
-from hosts.events import TensorCompleted
-from hosts.session import Session
-from hosts.wire import Header, PacketType
+from p4hub.hosts import wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.session import Session
+from p4hub.hosts.wire import Header, PacketType
 from tests.unit.fake_aggregator import FakeAggregator
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
 from tests.unit.test_session import gradients, reference_sum

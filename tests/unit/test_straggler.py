@@ -1,4 +1,4 @@
-"""topologies.straggler: the flood's pacing, and a real flood on loopback."""
+"""p4hub.topologies.straggler: the flood's pacing, and a real flood on loopback."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from topologies import rack, straggler
-from topologies.rack import RackConfig
+from p4hub.topologies import rack, straggler
+from p4hub.topologies.rack import RackConfig
 
 
 def test_pace_keeps_the_rate_and_never_waits_when_behind():

@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch.distributed import ReduceOp
 
-from hosts.errors import BackendError, NotSupportedError
-from hosts.pytorch import encoding
-from hosts.pytorch.config import BackendConfig
-from hosts.pytorch.liveness import Liveness
+from p4hub.hosts.errors import BackendError, NotSupportedError
+from p4hub.hosts.pytorch import encoding
+from p4hub.hosts.pytorch.config import BackendConfig
+from p4hub.hosts.pytorch.liveness import Liveness
 
 # -- configuration ----------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import pytest
 
-from hosts.pytorch.config import BackendConfig
-from topologies import run, train_run
-from topologies.launch import WorkerRun
+from p4hub.hosts.pytorch.config import BackendConfig
+from p4hub.topologies import run, train_run
+from p4hub.topologies.launch import WorkerRun
 
 
 def args_for(paths: str, *extra: str) -> argparse.Namespace:

@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from controller import program as p
-from controller.slots import SlotRange
-from controller.tree import Leaf, Tree, TreeJob, leaf_entry, root_entries, root_replicas
-from controller.updates import INSERT, Entry, FieldMatch
-from hosts import wire
-from hosts.aggregator import Aggregator
-from hosts.wire import NO_RANK, Header, K, PacketType
+from p4hub.controller import program as p
+from p4hub.controller.slots import SlotRange
+from p4hub.controller.tree import Leaf, Tree, TreeJob, leaf_entry, root_entries, root_replicas
+from p4hub.controller.updates import INSERT, Entry, FieldMatch
+from p4hub.hosts import wire
+from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch

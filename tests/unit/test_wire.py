@@ -7,9 +7,9 @@ import random
 import numpy as np
 import pytest
 
-from hosts import wire
-from hosts.errors import HostError
-from hosts.wire import PACKET_LEN, Header, K, PacketType, WireError
+from p4hub.hosts import wire
+from p4hub.hosts.errors import HostError
+from p4hub.hosts.wire import PACKET_LEN, Header, K, PacketType, WireError
 
 ZERO_LANE = "00000000"
 

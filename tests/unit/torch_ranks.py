@@ -22,11 +22,11 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-import hosts.pytorch  # noqa: F401 - registers the backend
-from hosts.errors import HostError, NotSupportedError
-from hosts.pytorch import HookState, p4hub_hook
-from hosts.pytorch.backend import P4hubProcessGroup
-from topologies.workload import quantized_sum
+import p4hub.hosts.pytorch  # noqa: F401 - registers the backend
+from p4hub.hosts.errors import HostError, NotSupportedError
+from p4hub.hosts.pytorch import HookState, p4hub_hook
+from p4hub.hosts.pytorch.backend import P4hubProcessGroup
+from p4hub.topologies.workload import quantized_sum
 
 TIMEOUT = datetime.timedelta(seconds=float(os.environ.get("TEST_PG_TIMEOUT", "30")))
 
@@ -213,7 +213,7 @@ def _model() -> torch.nn.Module:
 def overlap(rank: int, world: int) -> None:
     """OverlappedStep (P3 and FIFO over p4hub, FIFO over Gloo) gives the parameters of the
     unscheduled loop (average every gradient, then step), bit for bit."""
-    from hosts.pytorch.overlap import OverlappedStep
+    from p4hub.hosts.pytorch.overlap import OverlappedStep
 
     gloo = dist.new_group(backend="gloo")
     for name, group, schedule in (("p3 over p4hub", None, "p3"),

@@ -37,9 +37,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from topologies.mgmt import use_data_interface_for_gloo
-from topologies.train import data
-from topologies.train.model import build_model, parameter_count
+from p4hub.topologies.mgmt import use_data_interface_for_gloo
+from p4hub.topologies.train import data
+from p4hub.topologies.train.model import build_model, parameter_count
 
 Emit = Callable[[dict], None]
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -97,13 +97,13 @@ def connect(model: nn.Module, args: argparse.Namespace, rdzv: Rendezvous) -> Com
     if args.comm == "gloo":
         init_default_group("gloo", rdzv, args.timeout)
         return Comm(DistributedDataParallel(model), model)
-    import hosts.pytorch  # noqa: F401 - registers the "p4hub" backend
+    import p4hub.hosts.pytorch  # noqa: F401 - registers the "p4hub" backend
 
     if args.comm == "p4hub":
         init_default_group("p4hub", rdzv, args.timeout)
         return Comm(DistributedDataParallel(model), model, p4hub_group=dist.group.WORLD)
     # hook: Gloo for DDP's own traffic (the initial broadcast), p4hub for the gradients
-    from hosts.pytorch import HookState, p4hub_hook
+    from p4hub.hosts.pytorch import HookState, p4hub_hook
 
     init_default_group("gloo", rdzv, args.timeout)
     group = dist.new_group(backend="p4hub", timeout=datetime.timedelta(seconds=args.timeout))
@@ -116,12 +116,12 @@ def _overlapped(model: nn.Module, args: argparse.Namespace, rdzv: Rendezvous) ->
     if args.comm == "hook":
         raise ValueError("--schedule fifo|p3 replaces DDP: use --comm gloo or p4hub")
     if args.comm == "p4hub":
-        import hosts.pytorch  # noqa: F401 - registers the "p4hub" backend
+        import p4hub.hosts.pytorch  # noqa: F401 - registers the "p4hub" backend
 
         # P3's priority classes split the job's slots (hosts/session.py)
         os.environ.setdefault("P4HUB_CLASSES", "4" if args.schedule == "p3" else "1")
     init_default_group(args.comm, rdzv, args.timeout)
-    from hosts.pytorch.overlap import OverlappedStep
+    from p4hub.hosts.pytorch.overlap import OverlappedStep
 
     overlap = OverlappedStep(model, lambda params: make_optimizer(params, args),
                              schedule=args.schedule, slice_params=args.slice_params)
@@ -270,7 +270,7 @@ def train(args: argparse.Namespace, emit: Emit) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="topologies.train.loop")
+    parser = argparse.ArgumentParser(prog="p4hub.topologies.train.loop")
     parser.add_argument("--comm", choices=("gloo", "p4hub", "hook"), default="gloo",
                         help="gloo: DDP over Gloo; p4hub: DDP over a p4hub group; "
                              "hook: DDP over Gloo with the p4hub comm hook")
