@@ -13,8 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import (
+from p4lite.compiler.checks.bindings import (
     Binding,
     ConstB,
     DeclB,
@@ -28,10 +27,9 @@ from p4lite.compiler.bindings import (
     TypeB,
     UnionB,
 )
-from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
-from p4lite.compiler.program_env import ProgramEnv
-from p4lite.compiler.target_checks import shift_diagnostics
-from p4lite.compiler.types import (
+from p4lite.compiler.checks.program_env import ProgramEnv
+from p4lite.compiler.checks.target_checks import shift_diagnostics
+from p4lite.compiler.checks.types import (
     BitT,
     BoolT,
     EnumT,
@@ -47,6 +45,8 @@ from p4lite.compiler.types import (
     same_type,
     width_of,
 )
+from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
+from p4lite.compiler.frontend import ast
 
 Json = dict[str, Any]
 

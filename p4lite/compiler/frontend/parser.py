@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from p4lite.compiler import ast
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.lexer import SOFT_KEYWORDS, Token, source_text
-from p4lite.compiler.parser_expr import TYPE_KEYWORDS, ExpressionParser
-from p4lite.compiler.preprocess import Preprocessor
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.frontend.lexer import SOFT_KEYWORDS, Token, source_text
+from p4lite.compiler.frontend.parser_expr import TYPE_KEYWORDS, ExpressionParser
+from p4lite.compiler.frontend.preprocess import Preprocessor
 
 
 def parse_text(

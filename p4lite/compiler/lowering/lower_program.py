@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import Binding, ConstB, ExternB, FieldB, StructB
-from p4lite.compiler.bmv2_json import assemble
-from p4lite.compiler.context import Lowering, SourceText
-from p4lite.compiler.cpmodel import ControlPlaneModel, CpControllerHeader
+from p4lite.compiler.checks.bindings import Binding, ConstB, ExternB, FieldB, StructB
+from p4lite.compiler.checks.program_env import ProgramEnv
+from p4lite.compiler.checks.types import EnumT, ExternT, HeaderT, IntT, P4Type, StructT, width_of
 from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
-from p4lite.compiler.externs import Externs
-from p4lite.compiler.lower_checksum import lower_checksums
-from p4lite.compiler.lower_control import check_unused, pipeline_from_control
-from p4lite.compiler.lower_expr import ExprCompiler, annotated_id
-from p4lite.compiler.lower_parser import ParserLowerer, deparser_order
-from p4lite.compiler.program_env import ProgramEnv
-from p4lite.compiler.types import EnumT, ExternT, HeaderT, IntT, P4Type, StructT, width_of
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.frontend.source_text import SourceText
+from p4lite.compiler.lowering.assemble import assemble
+from p4lite.compiler.lowering.context import Lowering
+from p4lite.compiler.lowering.cpmodel import ControlPlaneModel, CpControllerHeader
+from p4lite.compiler.lowering.externs import Externs
+from p4lite.compiler.lowering.lower_checksum import lower_checksums
+from p4lite.compiler.lowering.lower_control import check_unused, pipeline_from_control
+from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
+from p4lite.compiler.lowering.lower_parser import ParserLowerer, deparser_order
 
 Json = dict[str, Any]
 _BLOCKS = ("parser", "verifyChecksum", "ingress", "egress", "computeChecksum", "deparser")
