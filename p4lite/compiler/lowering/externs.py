@@ -22,13 +22,8 @@ from p4lite.compiler.checks.types import (
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
 from p4lite.compiler.lowering.cpmodel import CpCounter, CpDigest, CpMeter, CpRegister, CpStructType
-from p4lite.compiler.lowering.lower_expr import (
-    ExprCompiler,
-    annotated_id,
-    as_data,
-    hexstr,
-    to_param,
-)
+from p4lite.compiler.lowering.expr_values import as_data, hexstr, to_param
+from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
 from p4lite.compiler.lowering.names import NameGen
 
 if TYPE_CHECKING:

@@ -32,9 +32,10 @@ from p4lite.compiler.checks.types import BitT, BoolT, width_of
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
 from p4lite.compiler.lowering.cpmodel import CpAction
+from p4lite.compiler.lowering.expr_values import hexstr
 from p4lite.compiler.lowering.externs import Externs, every_arg, match_args
 from p4lite.compiler.lowering.hoist_calls import Hoister, has_call
-from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id, hexstr
+from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
 from p4lite.compiler.lowering.lower_stmt import StmtLowerer
 from p4lite.compiler.lowering.lower_table import TableLowerer
 

@@ -34,15 +34,9 @@ from p4lite.compiler.checks.types import (
 )
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.expr_values import StackElemB, as_bool, as_data, hexstr, to_param
 from p4lite.compiler.lowering.externs import Externs, match_args
-from p4lite.compiler.lowering.lower_expr import (
-    ExprCompiler,
-    StackElemB,
-    as_bool,
-    as_data,
-    hexstr,
-    to_param,
-)
+from p4lite.compiler.lowering.lower_expr import ExprCompiler
 from p4lite.compiler.lowering.lower_stmt import StmtLowerer
 
 if TYPE_CHECKING:

@@ -47,12 +47,9 @@ from p4lite.compiler.lowering.copy_in_out import (
     placeholder,
     relocate,
 )
-from p4lite.compiler.lowering.externs import Externs, every_arg
-from p4lite.compiler.lowering.hoist_calls import Hoister, has_call
-from p4lite.compiler.lowering.lower_expr import (
+from p4lite.compiler.lowering.expr_values import (
     DynElemB,
     DynFieldB,
-    ExprCompiler,
     Val,
     as_data,
     describe,
@@ -60,6 +57,9 @@ from p4lite.compiler.lowering.lower_expr import (
     hexstr,
     to_param,
 )
+from p4lite.compiler.lowering.externs import Externs, every_arg
+from p4lite.compiler.lowering.hoist_calls import Hoister, has_call
+from p4lite.compiler.lowering.lower_expr import ExprCompiler
 
 if TYPE_CHECKING:
     from p4lite.compiler.lowering.context import Lowering

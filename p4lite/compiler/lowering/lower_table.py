@@ -22,7 +22,8 @@ from p4lite.compiler.lowering.cpmodel import (
     CpKey,
     CpTable,
 )
-from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id, hex_text
+from p4lite.compiler.lowering.expr_values import hex_text
+from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
 
 Json = dict[str, Any]
 _MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
