@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler.errors import CompileError
-from p4lite.compiler.preprocess import Preprocessor, render_tokens
+from p4lite.compiler.frontend.preprocess import Preprocessor, render_tokens
 
 if TYPE_CHECKING:
     from p4lite.compiler.driver import CompileResult

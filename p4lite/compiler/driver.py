@@ -16,14 +16,14 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from p4lite import bmv2json
-from p4lite.compiler import ast
-from p4lite.compiler.bmv2_json import to_text, with_p4c_nesting
-from p4lite.compiler.context import SourceText
+from p4lite.compiler.checks.target_checks import unused_warnings
+from p4lite.compiler.emitters.bmv2_json import to_text, with_p4c_nesting
+from p4lite.compiler.emitters.p4info import build_p4info
 from p4lite.compiler.errors import CompileError
-from p4lite.compiler.lower_program import lower_program
-from p4lite.compiler.p4info import build_p4info
-from p4lite.compiler.parser import parse_file, parse_text
-from p4lite.compiler.target_checks import unused_warnings
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.frontend.parser import parse_file, parse_text
+from p4lite.compiler.frontend.source_text import SourceText
+from p4lite.compiler.lowering.lower_program import lower_program
 
 
 @dataclass(slots=True)

@@ -5,8 +5,9 @@ compiler and runs TEST.stf on the in-process switch core;
 ``python -m p4lite.stf --json PROG.json TEST.stf`` runs a JSON that p4c wrote.
 """
 
+from p4lite.stf.commands import StfSyntaxError
 from p4lite.stf.harness import run_stf_on_json, run_stf_on_program
-from p4lite.stf.parser import StfSyntaxError, parse_stf, parse_stf_file
+from p4lite.stf.parser import parse_stf, parse_stf_file
 from p4lite.stf.runner import StfResult, StfRunner
 
 __all__ = [

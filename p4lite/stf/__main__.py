@@ -11,8 +11,9 @@ import json
 import sys
 
 from p4lite import bmv2json
+from p4lite.stf.commands import StfSyntaxError
 from p4lite.stf.harness import compile_program, run_stf_on_json
-from p4lite.stf.parser import StfSyntaxError, parse_stf_file
+from p4lite.stf.parser import parse_stf_file
 
 
 def _defines(items: list[str]) -> dict[str, str]:

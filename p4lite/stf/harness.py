@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from p4lite import bmv2json
-from p4lite.stf.parser import StfFile, parse_stf_file
+from p4lite.stf.commands import StfFile
+from p4lite.stf.parser import parse_stf_file
 from p4lite.stf.program import ProgramInfo
 from p4lite.stf.runner import StfResult, StfRunner
 

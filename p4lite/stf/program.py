@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from p4lite.bmv2json.model import Program
 from p4lite.bmv2json.model import Table as JsonTable
-from p4lite.stf.parser import KeyValue, Number
+from p4lite.stf.commands import KeyValue, Number
 from p4lite.switch.core.runtime_api import MatchField
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4lite.stf.parser import (
+from p4lite.stf.commands import (
     AddCmd,
     CheckCmd,
     CliCmd,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from p4.config.v1 import p4info_pb2
 
-from p4lite.compiler import ids
+from p4lite.compiler.emitters import ids
 from tests.unit.test_compiler_backend_json import compile_program, program
 
 BASIC_LOCALS = """

@@ -15,10 +15,11 @@ import pytest
 from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 
-from p4lite.compiler import ast, cli
+from p4lite.compiler import cli
 from p4lite.compiler.driver import CompileResult
 from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
-from p4lite.compiler.parser import parse_file, parse_text
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.frontend.parser import parse_file, parse_text
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from p4lite.compiler.errors import CompileError, SourceLoc
-from p4lite.compiler.lexer import parse_int, tokenize, unquote
+from p4lite.compiler.frontend.lexer import parse_int, tokenize, unquote
 
 
 def kinds(text: str) -> list[str]:

@@ -7,9 +7,9 @@ from typing import TypeVar
 
 import pytest
 
-from p4lite.compiler import ast
 from p4lite.compiler.errors import CompileError
-from p4lite.compiler.parser import parse_file, parse_text
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.frontend.parser import parse_file, parse_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frontend"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from p4lite.compiler.errors import CompileError
-from p4lite.compiler.lexer import Token
-from p4lite.compiler.preprocess import BUNDLED_INCLUDE_DIR, Preprocessor, render_tokens
+from p4lite.compiler.frontend.lexer import Token
+from p4lite.compiler.frontend.preprocess import BUNDLED_INCLUDE_DIR, Preprocessor, render_tokens
 
 
 def pp(text: str, defines: dict[str, str] | None = None, include_dirs=()) -> list[Token]:

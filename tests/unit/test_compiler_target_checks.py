@@ -1,7 +1,7 @@
 """p4c BMv2 back-end target limits and p4c's unused warnings, with p4c-bm2-ss's wording.
 
 Each expected message was taken from real p4c-bm2-ss 1.2.5.16 on the same program
-(see p4lite/compiler/target_checks.py for where p4c raises it).
+(see p4lite/compiler/checks/target_checks.py for where p4c raises it).
 """
 
 from __future__ import annotations

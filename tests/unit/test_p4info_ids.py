@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4lite.compiler import ids
+from p4lite.compiler.emitters import ids
 from p4lite.compiler.errors import CompileError, SourceLoc
 
 

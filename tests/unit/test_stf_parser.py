@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from p4lite import bmv2json
-from p4lite.stf.parser import (
+from p4lite.stf.commands import (
     AddCmd,
     CheckCmd,
     CliCmd,
@@ -20,8 +20,8 @@ from p4lite.stf.parser import (
     SetDefaultCmd,
     StfSyntaxError,
     WaitCmd,
-    parse_stf,
 )
+from p4lite.stf.parser import parse_stf
 from p4lite.stf.program import KeyInfo, ProgramInfo, StfNameError, match_field
 from p4lite.stf.runner import StfResult, StfRunner
 from p4lite.switch.core.runtime_api import MatchField, TableEntry

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4lite.stf.parser import (
-    EXTENSIONS_MARKER,
+from p4lite.stf.commands import (
     AddCmd,
     CheckCmd,
     CliCmd,
@@ -17,8 +16,8 @@ from p4lite.stf.parser import (
     PacketCmd,
     SetDefaultCmd,
     StfSyntaxError,
-    parse_stf,
 )
+from p4lite.stf.parser import EXTENSIONS_MARKER, parse_stf
 
 
 def strict(text: str):

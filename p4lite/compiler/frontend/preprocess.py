@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from p4lite.compiler.errors import CompileError, SourceLoc
-from p4lite.compiler.lexer import Token, parse_int, source_text, tokenize, unquote
+from p4lite.compiler.frontend.lexer import Token, parse_int, source_text, tokenize, unquote
 
 _BUILTINS = ("__LINE__", "__FILE__")
 _CONDITIONALS = frozenset(["if", "ifdef", "ifndef", "elif", "else", "endif"])
-BUNDLED_INCLUDE_DIR = Path(__file__).resolve().parent.parent / "p4include"
+BUNDLED_INCLUDE_DIR = Path(__file__).resolve().parents[2] / "p4include"  # p4lite/p4include
 _MAX_INCLUDE_DEPTH = 200
 
 

@@ -8,16 +8,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import ExternB, FieldB, HeaderB, StructB
-from p4lite.compiler.cpmodel import CpCounter, CpDigest, CpMeter, CpRegister, CpStructType
+from p4lite.compiler.checks.bindings import ExternB, FieldB, HeaderB, StructB
+from p4lite.compiler.checks.types import (
+    BitT,
+    BoolT,
+    EnumT,
+    ExternT,
+    IntT,
+    P4Type,
+    StructT,
+    width_of,
+)
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, as_data, hexstr, to_param
-from p4lite.compiler.names import NameGen
-from p4lite.compiler.types import BitT, BoolT, EnumT, ExternT, IntT, P4Type, StructT, width_of
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.cpmodel import CpCounter, CpDigest, CpMeter, CpRegister, CpStructType
+from p4lite.compiler.lowering.expr_values import as_data, hexstr, to_param
+from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
+from p4lite.compiler.lowering.names import NameGen
 
 if TYPE_CHECKING:
-    from p4lite.compiler.context import Lowering
+    from p4lite.compiler.lowering.context import Lowering
 
 Json = dict[str, Any]
 

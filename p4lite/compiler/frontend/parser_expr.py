@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from p4lite.compiler import ast
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.lexer import SOFT_KEYWORDS, Token, parse_int, unquote
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.frontend.lexer import SOFT_KEYWORDS, Token, parse_int, unquote
 
 
 class ExpressionParser:

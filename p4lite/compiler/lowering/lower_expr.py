@@ -5,33 +5,30 @@ so, like p4c, we wrap every unsigned ``+ - * << ~`` and negation in ``& mask``
 and every signed one in ``two_comp_mod``. Booleans and bit strings never mix
 implicitly in BMv2: a bool stored in a field is data (``b2d`` to store,
 ``d2b`` to test), a comparison is a boolean.
+
+``ExprCompiler`` walks the expression, one ``_c_<Node>`` per kind; the values it
+returns (``Val``), the operand builders and the bool/data, truncation and cast
+conversions are in expr_values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import (
+from p4lite.compiler.checks.bindings import (
     Binding,
-    ConstB,
-    DeclB,
-    ExternB,
     FieldB,
     HeaderB,
-    ParamB,
     Scope,
     StackB,
     StructB,
     TypeB,
     UnionB,
 )
-from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
-from p4lite.compiler.program_env import ProgramEnv
-from p4lite.compiler.target_checks import shift_diagnostics
-from p4lite.compiler.types import (
+from p4lite.compiler.checks.program_env import ProgramEnv
+from p4lite.compiler.checks.target_checks import shift_diagnostics
+from p4lite.compiler.checks.types import (
     BitT,
     BoolT,
     EnumT,
@@ -39,7 +36,6 @@ from p4lite.compiler.types import (
     HeaderT,
     IntT,
     P4Type,
-    StackT,
     StringT,
     StructT,
     UnionT,
@@ -47,107 +43,27 @@ from p4lite.compiler.types import (
     same_type,
     width_of,
 )
+from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.expr_values import (
+    DynElemB,
+    DynFieldB,
+    StackElemB,
+    Val,
+    as_bool,
+    as_data,
+    binding_val,
+    bool_const,
+    cast,
+    describe,
+    enum_member,
+    expr_json,
+    hexstr,
+    wrap,
+    wrap_const,
+)
 
 Json = dict[str, Any]
-
-
-@dataclass(slots=True)
-class Val:
-    """A compiled expression: its type, its JSON operand, its constant value if known."""
-
-    type: P4Type
-    json: Json | None = None
-    const: int | bool | None = None
-    binding: Binding | None = None
-    is_data: bool = True  # for bool: json is a 1-bit data value (a field), not a boolean
-
-    @property
-    def is_const(self) -> bool:
-        return self.const is not None
-
-    @property
-    def operand(self) -> Json:
-        """``json`` of a value known to have one: every result of ``ExprCompiler.rvalue``."""
-        assert self.json is not None, f"a value of type {self.type} without JSON"
-        return self.json
-
-
-def hex_text(value: int, width: int | None) -> str:
-    """p4c's hexstr text: big-endian, zero-padded to whole bytes of ``width``.
-
-    Without a width the digits are minimal (p4c's ``stringRepr(v, 0)``: ``0x3``).
-    """
-    sign = "-" if value < 0 else ""
-    magnitude = -value if value < 0 else value
-    if width is None:
-        return f"{sign}0x{magnitude:x}"
-    nbytes = max(1, (width + 7) // 8)
-    digits = f"{magnitude:x}".rjust(2 * nbytes, "0")
-    return f"{sign}0x{digits}"
-
-
-def hexstr(value: int, width: int | None) -> Json:
-    return {"type": "hexstr", "value": hex_text(value, width)}
-
-
-def expr_json(op: str, left: Json | None, right: Json | None, cond: Json | None = None) -> Json:
-    value: Json = {"op": op, "left": left, "right": right}
-    if cond is not None:
-        value["cond"] = cond
-    return {"type": "expression", "value": value}
-
-
-def wrap_const(value: int, t: P4Type) -> int:
-    """Truncate an infinite-precision value to ``t`` (two's complement when signed)."""
-    if not isinstance(t, BitT):
-        return value
-    value &= (1 << t.width) - 1
-    if t.signed and value >> (t.width - 1):
-        value -= 1 << t.width
-    return value
-
-
-def to_param(json: Json) -> Json:
-    """An operand as a primitive parameter: action parameters become runtime_data."""
-    if json.get("type") == "local":
-        return {"type": "runtime_data", "value": json["value"]}
-    return json
-
-
-@dataclass(slots=True)
-class StackElemB(Binding):
-    """``stack.next`` / ``stack.last`` inside a parser; ``member`` is the union member of
-    ``stack.next.<member>`` for a stack of header unions."""
-
-    stack: StackB
-    which: str
-    member: str | None = None
-
-
-@dataclass(slots=True)
-class DynElemB(Binding):
-    """``stack[i]`` with ``i`` known only at run time (p4c: dereference_header_stack)."""
-
-    stack: StackB
-    index: Json
-
-    def deref(self) -> Json:
-        return expr_json("dereference_header_stack",
-                         {"type": "header_stack", "value": self.stack.name}, self.index)
-
-
-@dataclass(slots=True)
-class DynFieldB(Binding):
-    """A field of ``stack[i]``, ``i`` known at run time: BMv2's access_field."""
-
-    elem: DynElemB
-    field: str
-    type: P4Type
-
-    def access(self) -> Json:
-        offset = [f for f, _ in self.elem.stack.type.element.fields].index(self.field)
-        return {"type": "expression", "value": {"op": "access_field",
-                                                "left": self.elem.deref(), "right": offset}}
 
 
 _ARITH = {"+", "-", "*", "<<"}
@@ -242,7 +158,7 @@ class ExprCompiler:
     def member_of(self, base: Val, member: str, loc) -> Val:
         binding = base.binding
         if isinstance(binding, TypeB):
-            return _enum_member(binding.type, member, loc)
+            return enum_member(binding.type, member, loc)
         if isinstance(binding, HeaderB) and binding.type.members is not None:
             return binding_val(_flattened_member(binding, member, loc))
         if isinstance(binding, HeaderB):
@@ -358,7 +274,7 @@ class ExprCompiler:
             if not isinstance(operand.type, BoolT):
                 raise CompileError(f"! needs a bool operand, not {operand.type}", e.loc)
             if operand.const is not None:
-                return _bool_const(not operand.const)
+                return bool_const(not operand.const)
             return Val(BoolT(), expr_json("not", None, as_bool(operand)), is_data=False)
         if not isinstance(operand.type, BitT | IntT):
             raise CompileError(f"{e.op} needs a numeric operand, not {operand.type}", e.loc)
@@ -501,7 +417,7 @@ class ExprCompiler:
                 raise CompileError(f"{side} operand of {e.op} must be bool, not {val.type}", e.loc)
         if left.const is not None and right.const is not None:
             value = (left.const and right.const) if e.op == "&&" else (left.const or right.const)
-            return _bool_const(bool(value))
+            return bool_const(bool(value))
         return Val(BoolT(), expr_json(_LOGIC[e.op], as_bool(left), as_bool(right)), is_data=False)
 
     def _compare(self, op: str, left: Val, right: Val, loc) -> Val:
@@ -513,7 +429,7 @@ class ExprCompiler:
         if op not in ("==", "!=") and not isinstance(left.type, BitT | IntT):
             raise CompileError(f"{op} needs numeric operands, not {left.type}", loc)
         if left.const is not None and right.const is not None:
-            return _bool_const(_PY_COMPARE[op](left.const, right.const))
+            return bool_const(_PY_COMPARE[op](left.const, right.const))
         lj: Json | None
         rj: Json | None
         if isinstance(left.type, BoolT):
@@ -697,139 +613,6 @@ def annotated_id(decl: ast.Declaration, comp: ExprCompiler) -> tuple[int | None,
     if ann is None or not ann.args:
         return None, None
     return int(comp.const_value(ann.args[0])), ann.loc
-
-
-def binding_val(binding: Binding) -> Val:
-    if isinstance(binding, ConstB):
-        t = binding.type
-        if isinstance(binding.value, bool):
-            return _bool_const(binding.value)
-        json = None if isinstance(t, IntT) else hexstr(binding.value, width_of(t))
-        return Val(t, json, binding.value, binding)
-    if isinstance(binding, FieldB):
-        return Val(binding.type, {"type": "field", "value": [binding.header, binding.field]},
-                   None, binding)
-    if isinstance(binding, ParamB):
-        return Val(binding.type, {"type": "local", "value": binding.index}, None, binding)
-    if isinstance(binding, HeaderB):
-        return Val(binding.type, None, None, binding)
-    if isinstance(binding, StackB):
-        return Val(binding.type, None, None, binding)
-    if isinstance(binding, StructB | UnionB):
-        return Val(binding.type, None, None, binding)
-    if isinstance(binding, ExternB):
-        return Val(binding.type, None, None, binding)
-    if isinstance(binding, TypeB):
-        return Val(binding.type, None, None, binding)
-    if isinstance(binding, DeclB):
-        return Val(IntT(), None, None, binding)
-    if isinstance(binding, StackElemB):
-        element = binding.stack.type.element
-        if binding.member is not None:
-            return Val(element.field_type(binding.member) or element, None, None, binding)
-        return Val(element, None, None, binding)
-    if isinstance(binding, DynElemB):
-        return Val(binding.stack.type.element, None, None, binding)
-    if isinstance(binding, DynFieldB):
-        return Val(binding.type, binding.access(), None, binding)
-    raise TypeError(binding)
-
-
-def describe(val: Val) -> str:
-    b = val.binding
-    if isinstance(b, HeaderB):
-        return f"header {b.instance}"
-    if isinstance(b, StructB):
-        return f"struct of type {b.type.name}"
-    if isinstance(b, StackB):
-        return f"header stack {b.name}"
-    if isinstance(b, UnionB):
-        return f"header union {b.instance}"
-    if isinstance(b, ExternB):
-        return f"extern {b.name}"
-    if isinstance(b, TypeB):
-        return f"type {b.type}"
-    if isinstance(b, DeclB):
-        return f"{b.kind} {getattr(b.decl, 'name', '')}"
-    return f"a value of type {val.type}"
-
-
-def _enum_member(t: P4Type, member: str, loc) -> Val:
-    if not isinstance(t, EnumT):
-        raise CompileError(f"type {t} has no member {member}", loc)
-    if member not in t.members:
-        raise CompileError(f"enum {t.name} has no member {member}", loc)
-    if t.underlying is not None:
-        value = t.values[member]
-        return Val(t.underlying, hexstr(value, t.underlying.width), value)
-    index = t.members.index(member)
-    return Val(t, hexstr(index, 32), index)
-
-
-def _bool_const(value: bool) -> Val:
-    return Val(BoolT(), {"type": "bool", "value": value}, value, is_data=False)
-
-
-def as_bool(val: Val) -> Json:
-    """A bool value as a boolean expression."""
-    if val.const is not None and val.binding is None:
-        return {"type": "bool", "value": bool(val.const)}
-    if val.is_data:
-        return expr_json("d2b", None, val.json)
-    return val.operand
-
-
-def as_data(val: Val) -> Json:
-    """A value as data to store in a field (bools become 0/1 with ``b2d``)."""
-    if isinstance(val.type, BoolT):
-        if val.const is not None and val.binding is None:
-            return hexstr(int(bool(val.const)), 1)
-        if not val.is_data:
-            return expr_json("b2d", None, val.json)
-    return val.operand
-
-
-def wrap(json: Json, t: P4Type) -> Json:
-    """Truncate an infinite-precision result to ``t`` as p4c does."""
-    if not isinstance(t, BitT):
-        return json
-    if t.signed:
-        return expr_json("two_comp_mod", json, hexstr(t.width, None))
-    return expr_json("&", json, hexstr((1 << t.width) - 1, t.width))
-
-
-def cast(val: Val, target: P4Type, loc) -> Val:
-    source = val.type
-    if isinstance(target, BoolT):
-        if isinstance(source, BoolT):
-            return val
-        if isinstance(source, BitT) and source.width == 1 and not source.signed:
-            if val.const is not None:
-                return _bool_const(bool(val.const))
-            return Val(BoolT(), expr_json("d2b", None, val.json), is_data=False)
-        raise CompileError(f"cannot cast {source} to bool", loc)
-    if isinstance(target, BitT):
-        if isinstance(source, BoolT):
-            if target.width != 1:
-                raise CompileError(f"cannot cast bool to {target}", loc)
-            if val.const is not None:
-                return Val(target, hexstr(int(bool(val.const)), 1), int(bool(val.const)))
-            return Val(target, as_data(val))
-        if isinstance(source, EnumT) and source.underlying is None:
-            raise CompileError(f"cannot cast enum {source.name} to {target}", loc)
-        if not isinstance(source, BitT | IntT | EnumT):
-            raise CompileError(f"cannot cast {source} to {target}", loc)
-        if val.const is not None:
-            value = wrap_const(int(val.const), target)
-            return Val(target, hexstr(value, target.width), value)
-        # As p4c's ArithmeticFixup: every cast to bit<N>/int<N> is truncated.
-        return Val(target, wrap(val.operand, target))
-    if isinstance(target, EnumT) and target.underlying is not None:
-        return cast(val, target.underlying, loc)
-    if isinstance(target, EnumT | ErrorT | StructT | HeaderT | StackT):
-        if same_type(source, target):
-            return val
-    raise not_supported(f"cast from {source} to {target}", loc)
 
 
 _PY_COMPARE = {

@@ -29,9 +29,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from p4lite.compiler import ast
-from p4lite.compiler.context import SourceText
 from p4lite.compiler.errors import CompileError, SourceLoc
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.frontend.source_text import SourceText
 
 MAX_SHIFT_WIDTH = 8  # LowerExpressions::maxShiftWidth
 MAX_CONST_SHIFT = 1 << MAX_SHIFT_WIDTH

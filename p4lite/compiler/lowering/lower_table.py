@@ -10,19 +10,20 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import DeclB, ExternB, FieldB, Scope
-from p4lite.compiler.cpmodel import (
+from p4lite.compiler.checks.bindings import DeclB, ExternB, FieldB, Scope
+from p4lite.compiler.checks.target_checks import name_loc
+from p4lite.compiler.checks.types import BitT, width_of
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.cpmodel import (
     SCOPE_DEFAULT_ONLY,
     SCOPE_TABLE_AND_DEFAULT,
     SCOPE_TABLE_ONLY,
     CpKey,
     CpTable,
 )
-from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, hex_text
-from p4lite.compiler.target_checks import name_loc
-from p4lite.compiler.types import BitT, width_of
+from p4lite.compiler.lowering.expr_values import hex_text
+from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
 
 Json = dict[str, Any]
 _MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")

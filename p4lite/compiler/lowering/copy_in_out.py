@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB, UnionB
-from p4lite.compiler.types import HeaderT, P4Type, StackT, StructT, UnionT, is_scalar
+from p4lite.compiler.checks.bindings import Binding, FieldB, HeaderB, StackB, StructB, UnionB
+from p4lite.compiler.checks.types import HeaderT, P4Type, StackT, StructT, UnionT, is_scalar
 
 Json = dict[str, Any]
 Ref = tuple[str, str | None]

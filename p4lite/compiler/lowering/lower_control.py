@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import (
+from p4lite.compiler.checks.bindings import (
     Binding,
     ConstB,
     DeclB,
@@ -29,17 +28,19 @@ from p4lite.compiler.bindings import (
     StructB,
     UnionB,
 )
-from p4lite.compiler.cpmodel import CpAction
+from p4lite.compiler.checks.types import BitT, BoolT, width_of
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.externs import Externs, every_arg, match_args
-from p4lite.compiler.hoist_calls import Hoister, has_call
-from p4lite.compiler.lower_expr import ExprCompiler, annotated_id, hexstr
-from p4lite.compiler.lower_stmt import StmtLowerer
-from p4lite.compiler.lower_table import TableLowerer
-from p4lite.compiler.types import BitT, BoolT, width_of
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.cpmodel import CpAction
+from p4lite.compiler.lowering.expr_values import hexstr
+from p4lite.compiler.lowering.externs import Externs, every_arg, match_args
+from p4lite.compiler.lowering.hoist_calls import Hoister, has_call
+from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
+from p4lite.compiler.lowering.lower_stmt import StmtLowerer
+from p4lite.compiler.lowering.lower_table import TableLowerer
 
 if TYPE_CHECKING:
-    from p4lite.compiler.context import Lowering
+    from p4lite.compiler.lowering.context import Lowering
 
 Json = dict[str, Any]
 Setter = Callable[[Any], None]
@@ -766,7 +767,7 @@ def check_unused(lw: Lowering, decl: ast.ControlDecl, bindings: dict[str, Bindin
     p4c reports errors in unused declarations before removing them; here they are
     lowered into a scratch copy of the state, whose output is thrown away.
     """
-    from p4lite.compiler.context import Lowering as ScratchLowering
+    from p4lite.compiler.lowering.context import Lowering as ScratchLowering
 
     scratch = ScratchLowering(lw.env, lw.source)
     externs = Externs(scratch)

@@ -1,10 +1,11 @@
 """The P4_16 parser: preprocessed tokens to an ``ast.Program``.
 
 Hand-written recursive descent, one ``_parse_<rule>`` per grammar rule under a
-``# BNF:`` comment. This module has the declaration, parser, control, table and
-statement rules and the entry points ``parse_file`` / ``parse_text``; the token
-stream, types, expressions and keysets are in ``parser_expr.ExpressionParser``,
-which ``P4Parser`` extends.
+``# BNF:`` comment. This module has the top-level declaration, parser, control and
+table rules and the entry points ``parse_file`` / ``parse_text``; statements, local
+declarations and annotations are in ``parser_stmt.StatementParser``, which
+``P4Parser`` extends, and the token stream, types, expressions and keysets in
+``parser_expr.ExpressionParser``, which that extends.
 
 P4's grammar needs to know which names are types (``T x;`` versus ``f(x);``,
 ``(T) e`` versus ``(e)``), so the parser records every type it declares, as
@@ -18,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from p4lite.compiler import ast
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.lexer import SOFT_KEYWORDS, Token, source_text
-from p4lite.compiler.parser_expr import TYPE_KEYWORDS, ExpressionParser
-from p4lite.compiler.preprocess import Preprocessor
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.frontend.lexer import Token, source_text
+from p4lite.compiler.frontend.parser_stmt import StatementParser
+from p4lite.compiler.frontend.preprocess import Preprocessor
 
 
 def parse_text(
@@ -52,10 +53,10 @@ def parse_file(
     return program
 
 
-class P4Parser(ExpressionParser):
+class P4Parser(StatementParser):
     """Recursive-descent parser over a token list ending with EOF: declarations,
-    parsers, controls, tables and statements (types and expressions come from
-    ``ExpressionParser``)."""
+    parsers, controls and tables (statements come from ``StatementParser``, types and
+    expressions from ``ExpressionParser``)."""
 
     # ------------------------------------------------------------ declarations
 
@@ -96,15 +97,6 @@ class P4Parser(ExpressionParser):
         decl.annotations = annotations + decl.annotations
         return decl
 
-    def _parse_declared_type(self, start: Token) -> ast.Type:
-        """The type that starts a declaration; ``void`` only where a function follows."""
-        if start.kind != "void":
-            return self._parse_type()
-        type_ = self._parse_type(allow_void=True)
-        if not (self._is_name() and self._kind(1) in ("(", "<")):
-            raise CompileError("'void' is only a return type", start.loc)
-        return type_
-
     # BNF: instantiation : type '(' args ')' name ';'
     def _parse_top_level_instantiation(self) -> ast.Declaration:
         start = self._peek()
@@ -127,24 +119,6 @@ class P4Parser(ExpressionParser):
         params = self._parse_params()
         body = self._parse_block()
         return ast.FunctionDecl(name.value, return_type, params, body, loc=start.loc)
-
-    def _finish_instantiation(self, type_: ast.Type, start: Token) -> ast.Instantiation:
-        args = self._parse_arguments()
-        name = self._parse_name("an instance name")
-        if self._kind() in ("{", "="):
-            raise not_supported("instantiations with an initializer block", self._peek().loc)
-        self._expect(";")
-        return ast.Instantiation(name.value, type_, args, loc=start.loc)
-
-    # BNF: const_decl : 'const' type name '=' expression ';'
-    def _parse_const_decl(self) -> ast.ConstDecl:
-        start = self._expect("const")
-        type_ = self._parse_type()
-        name = self._parse_name("a constant name")
-        self._expect("=")
-        value = self._parse_expression()
-        self._expect(";")
-        return ast.ConstDecl(name.value, type_, value, loc=start.loc)
 
     # BNF: struct_like : ('header' | 'header_union' | 'struct') name '{' struct_field* '}'
     # BNF: struct_field : annotations type name ';'
@@ -426,18 +400,6 @@ class P4Parser(ExpressionParser):
             self._unexpected(what)
         return self._parse_variable_or_instance()
 
-    # BNF: variable_decl : type name ['=' expression] ';'
-    # BNF: instantiation : type '(' args ')' name ';'
-    def _parse_variable_or_instance(self) -> ast.Declaration:
-        start = self._peek()
-        type_ = self._parse_declared_type(start)
-        if self._kind() == "(":
-            return self._finish_instantiation(type_, start)
-        name = self._parse_name("a variable name")
-        init = self._parse_expression() if self._accept("=") else None
-        self._expect(";")
-        return ast.VarDecl(name.value, type_, init, loc=start.loc)
-
     # BNF: action_decl : 'action' name params block
     def _parse_action_decl(self) -> ast.ActionDecl:
         start = self._expect("action")
@@ -562,191 +524,14 @@ class P4Parser(ExpressionParser):
         self._expect(";")
         return ast.PackageTypeDecl(name.value, params, type_params, loc=start.loc)
 
-    # ------------------------------------------------------------- annotations
 
-    # BNF: annotations : ( '@' name [ '(' token* ')' | '[' token* ']' ] )*
-    def _parse_annotations(self) -> list[ast.Annotation]:
-        annotations: list[ast.Annotation] = []
-        while self._kind() == "@":
-            annotations.append(self._parse_annotation())
-        return annotations
 
-    # BNF: annotation : '@' name [ '(' balanced_tokens ')' ] | '@pragma' tokens-to-end-of-line
-    def _parse_annotation(self) -> ast.Annotation:
-        at = self._advance()
-        name = self._parse_name("an annotation name")
-        if name.value == "pragma":  # @pragma runs to the end of the line
-            body = []
-            while not self._peek().bol:
-                body.append(self._advance())
-            return ast.Annotation("pragma", [], source_text(body), loc=at.loc)
-        if self._kind() == "[":
-            raise not_supported("structured annotations @name[...]", self._peek().loc)
-        if self._kind() != "(":
-            return ast.Annotation(name.value, loc=at.loc)
-        body = self._balanced_body()
-        return ast.Annotation(
-            name.value, self._annotation_args(body), source_text(body), loc=at.loc
-        )
 
-    def _balanced_body(self) -> list[Token]:
-        opening = self._expect("(")
-        depth = 0
-        body: list[Token] = []
-        while True:
-            tok = self._advance()
-            if tok.kind == "EOF":
-                raise CompileError("unterminated annotation: missing ')'", opening.loc)
-            if tok.kind == "(":
-                depth += 1
-            elif tok.kind == ")":
-                if depth == 0:
-                    return body
-                depth -= 1
-            body.append(tok)
 
-    def _annotation_args(self, body: list[Token]) -> list[ast.Expression]:
-        """The annotation body as expressions, or [] when it is not an expression list."""
-        if not body:
-            return []
-        end = Token("EOF", "", body[-1].loc, True)
-        sub = P4Parser([*body, end], self._types)
-        try:
-            return sub._parse_expression_list("EOF")
-        except CompileError:
-            return []
 
-    # -------------------------------------------------------------- statements
 
-    # BNF: block : '{' statement_or_decl* '}'
-    def _parse_block(self) -> ast.Block:
-        return self._parse_block_body(self._expect("{"))
 
-    # BNF: block_body : statement_or_decl* '}'         (after the opening '{')
-    def _parse_block_body(self, opening: Token) -> ast.Block:
-        statements: list[ast.Node] = []
-        while not self._accept("}"):
-            if self._kind() == "EOF":
-                raise CompileError("missing '}' for this '{'", opening.loc)
-            statements.append(self._parse_statement_or_decl())
-        return ast.Block(statements, loc=opening.loc)
 
-    # BNF: statement_or_decl : annotations ( const_decl | variable_decl | instantiation | statement )
-    def _parse_statement_or_decl(self) -> ast.Node:
-        annotations = self._parse_annotations()
-        kind = self._kind()
-        if kind == "const":
-            decl: ast.Declaration = self._parse_const_decl()
-        elif self._is_declaration_start():
-            decl = self._parse_variable_or_instance()
-        else:
-            if annotations and self._kind() != "{":
-                raise not_supported(
-                    "annotations on a statement other than a block", annotations[0].loc
-                )
-            stmt = self._parse_statement()
-            if isinstance(stmt, ast.Block):  # e.g. @atomic { ... }
-                stmt.annotations = annotations
-            return stmt
-        decl.annotations = annotations + decl.annotations
-        return decl
-
-    def _is_declaration_start(self) -> bool:
-        tok = self._peek()
-        if tok.kind in TYPE_KEYWORDS:
-            return tok.kind != "error" or self._kind(1) != "."
-        if tok.kind != "ID" and tok.kind not in SOFT_KEYWORDS:
-            return False
-        if self._is_type_name(tok.value):
-            return self._kind(1) not in (".", "=")
-        return self._is_name(1)  # an unknown type: `foo_t x;`
-
-    # BNF: statement : block | if_statement | switch_statement | 'exit' ';'
-    # BNF:           | 'return' [expression] ';' | ';' | assignment_or_call
-    def _parse_statement(self) -> ast.Statement:
-        tok = self._peek()
-        kind = tok.kind
-        if kind == "{":
-            return self._parse_block()
-        if kind == "if":
-            return self._parse_if()
-        if kind == "switch":
-            return self._parse_switch()
-        if kind == "exit":
-            self._advance()
-            self._expect(";")
-            return ast.Exit(loc=tok.loc)
-        if kind == "return":
-            self._advance()
-            value = None if self._kind() == ";" else self._parse_expression()
-            self._expect(";")
-            return ast.Return(value, loc=tok.loc)
-        if kind == ";":
-            self._advance()
-            return ast.Block([], loc=tok.loc)
-        if kind == "ID" and tok.value in _UNSUPPORTED_STATEMENTS and self._kind(1) in ("(", ";"):
-            raise not_supported(f"'{tok.value}' statements", tok.loc)
-        return self._parse_assignment_or_call()
-
-    # BNF: assignment_or_call : postfix '=' expression ';' | postfix_call ';'
-    def _parse_assignment_or_call(self) -> ast.Statement:
-        start = self._peek()
-        if start.kind == "transition":
-            raise CompileError("'transition' must be the last statement of a state", start.loc)
-        target = self._parse_postfix()
-        if self._accept("="):
-            value = self._parse_expression()
-            self._expect(";")
-            return ast.Assign(target, value, loc=start.loc)
-        compound = _COMPOUND_ASSIGN.get(self._kind())
-        if compound is not None:  # a op= b is a = a op b (P4_16 v1.2.4)
-            op = self._advance()
-            value = self._parse_expression()
-            self._expect(";")
-            return ast.Assign(target, ast.Binary(compound, target, value, loc=op.loc),
-                              loc=start.loc)
-        if not isinstance(target, ast.Call):
-            self._unexpected("'=' or '(' (a statement is an assignment or a call)")
-        self._expect(";")
-        return ast.CallStmt(target, loc=start.loc)
-
-    # BNF: if_statement : 'if' '(' expression ')' statement ['else' statement]
-    def _parse_if(self) -> ast.If:
-        start = self._expect("if")
-        self._expect("(")
-        cond = self._parse_expression()
-        self._expect(")")
-        then = self._parse_statement_or_block_decl()
-        orelse = self._parse_statement_or_block_decl() if self._accept("else") else None
-        return ast.If(cond, then, orelse, loc=start.loc)
-
-    # BNF: branch : statement_or_decl                 (a declaration is rejected)
-    def _parse_statement_or_block_decl(self) -> ast.Statement:
-        node = self._parse_statement_or_decl()
-        if not isinstance(node, ast.Statement):
-            raise CompileError("a declaration cannot be the body of if/else", node.loc)
-        return node
-
-    # BNF: switch_statement : 'switch' '(' expression ')' '{' switch_case* '}'
-    # BNF: switch_case : ('default' | expression) ':' [block]
-    def _parse_switch(self) -> ast.Switch:
-        start = self._expect("switch")
-        self._expect("(")
-        expr = self._parse_expression()
-        self._expect(")")
-        self._expect("{")
-        cases: list[ast.SwitchCase] = []
-        while not self._accept("}"):
-            tok = self._peek()
-            if tok.kind == "default":
-                self._advance()
-                label: ast.Expression = ast.Default(loc=tok.loc)
-            else:
-                label = self._parse_expression()
-            self._expect(":")
-            body = self._parse_block() if self._kind() == "{" else None
-            cases.append(ast.SwitchCase(label, body, loc=tok.loc))
-        return ast.Switch(expr, cases, loc=start.loc)
 
 
 class _TypeParamScope:
@@ -770,11 +555,6 @@ _STRUCT_LIKE: dict[str, type] = {
     "header_union": ast.HeaderUnionDecl,
     "struct": ast.StructDecl,
 }
-
-_UNSUPPORTED_STATEMENTS = frozenset(["for", "while", "break", "continue"])
-
-_COMPOUND_ASSIGN = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "&=": "&", "|=": "|",
-                    "^=": "^", "<<=": "<<", ">>=": ">>", "|+|=": "|+|", "|-|=": "|-|"}
 
 _TOP_LEVEL: dict[str, Callable[[P4Parser], ast.Declaration]] = {
     "const": P4Parser._parse_const_decl,

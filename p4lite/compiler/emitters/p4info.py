@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from p4.config.v1 import p4info_pb2, p4types_pb2
 
-from p4lite.compiler import ids
-from p4lite.compiler.cpmodel import ControlPlaneModel, CpCounter, CpMeter, CpTable
+from p4lite.compiler.emitters import ids
+from p4lite.compiler.lowering.cpmodel import ControlPlaneModel, CpCounter, CpMeter, CpTable
 
 _MATCH_TYPES = {
     "exact": p4info_pb2.MatchField.EXACT,

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import (
+from p4lite.compiler.checks.bindings import (
     Binding,
     ConstB,
     DeclB,
@@ -26,29 +25,7 @@ from p4lite.compiler.bindings import (
     StructB,
     UnionB,
 )
-from p4lite.compiler.copy_in_out import (
-    Renames,
-    binding_refs,
-    json_refs,
-    overlap,
-    placeholder,
-    relocate,
-)
-from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.externs import Externs, every_arg
-from p4lite.compiler.hoist_calls import Hoister, has_call
-from p4lite.compiler.lower_expr import (
-    DynElemB,
-    DynFieldB,
-    ExprCompiler,
-    Val,
-    as_data,
-    describe,
-    expr_json,
-    hexstr,
-    to_param,
-)
-from p4lite.compiler.types import (
+from p4lite.compiler.checks.types import (
     BitT,
     BoolT,
     HeaderT,
@@ -60,9 +37,32 @@ from p4lite.compiler.types import (
     same_type,
     width_of,
 )
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.copy_in_out import (
+    Renames,
+    binding_refs,
+    json_refs,
+    overlap,
+    placeholder,
+    relocate,
+)
+from p4lite.compiler.lowering.expr_values import (
+    DynElemB,
+    DynFieldB,
+    Val,
+    as_data,
+    describe,
+    expr_json,
+    hexstr,
+    to_param,
+)
+from p4lite.compiler.lowering.externs import Externs, every_arg
+from p4lite.compiler.lowering.hoist_calls import Hoister, has_call
+from p4lite.compiler.lowering.lower_expr import ExprCompiler
 
 if TYPE_CHECKING:
-    from p4lite.compiler.context import Lowering
+    from p4lite.compiler.lowering.context import Lowering
 
 Json = dict[str, Any]
 

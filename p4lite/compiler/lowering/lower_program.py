@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import Binding, ConstB, ExternB, FieldB, StructB
-from p4lite.compiler.bmv2_json import assemble
-from p4lite.compiler.context import Lowering, SourceText
-from p4lite.compiler.cpmodel import ControlPlaneModel, CpControllerHeader
+from p4lite.compiler.checks.bindings import Binding, ConstB, ExternB, FieldB, StructB
+from p4lite.compiler.checks.program_env import ProgramEnv
+from p4lite.compiler.checks.types import EnumT, ExternT, HeaderT, IntT, P4Type, StructT, width_of
 from p4lite.compiler.errors import CompileError, SourceLoc, not_supported
-from p4lite.compiler.externs import Externs
-from p4lite.compiler.lower_checksum import lower_checksums
-from p4lite.compiler.lower_control import check_unused, pipeline_from_control
-from p4lite.compiler.lower_expr import ExprCompiler, annotated_id
-from p4lite.compiler.lower_parser import ParserLowerer, deparser_order
-from p4lite.compiler.program_env import ProgramEnv
-from p4lite.compiler.types import EnumT, ExternT, HeaderT, IntT, P4Type, StructT, width_of
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.frontend.source_text import SourceText
+from p4lite.compiler.lowering.assemble import assemble
+from p4lite.compiler.lowering.context import Lowering
+from p4lite.compiler.lowering.cpmodel import ControlPlaneModel, CpControllerHeader
+from p4lite.compiler.lowering.externs import Externs
+from p4lite.compiler.lowering.lower_checksum import lower_checksums
+from p4lite.compiler.lowering.lower_control import check_unused, pipeline_from_control
+from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
+from p4lite.compiler.lowering.lower_parser import ParserLowerer, deparser_order
 
 Json = dict[str, Any]
 _BLOCKS = ("parser", "verifyChecksum", "ingress", "egress", "computeChecksum", "deparser")
@@ -38,24 +39,7 @@ def lower_program(program: ast.Program, main_file: str, source: SourceText,
     if not isinstance(parser, ast.ParserDecl) or len(parser.params) != 4:
         raise CompileError("V1Switch's first argument must be a parser with 4 parameters",
                            parser.loc)
-    # Resolve all three first: an unknown type is reported before a non-struct one.
-    resolved = [env.resolve(p.type) for p in parser.params[1:]]
-    headers_t = _struct_param(resolved[0], parser.params[1], "headers")
-    meta_t = _struct_param(resolved[1], parser.params[2], "metadata")
-    std_t = _struct_param(resolved[2], parser.params[3], "standard_metadata")
-    if std_t.name != "standard_metadata_t":
-        raise CompileError(f"the parser's last parameter must be standard_metadata_t, not "
-                           f"{std_t.name}", parser.params[3].loc)
-    if headers_t is meta_t:
-        raise not_supported("one struct type for both headers and metadata",
-                            parser.params[2].loc)
-    shared = {
-        id(std_t): lw.storage.add_standard_metadata(std_t),
-        id(headers_t): lw.storage.bind_headers_struct(headers_t),
-    }
-    meta = lw.storage.bind_user_metadata(meta_t)
-    shared[id(meta_t)] = meta
-    _collect_field_lists(lw, meta_t, meta)
+    shared, std_t = _bind_parser_params(env, lw, parser)
 
     def bindings(decl: ast.ParserDecl | ast.ControlDecl) -> dict[str, Binding]:
         return _param_bindings(env, decl, shared)
@@ -110,6 +94,31 @@ def _global_name(inst: ast.Instantiation) -> str:
     if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
         return ann.args[0].value.lstrip(".")
     return inst.name
+
+
+def _bind_parser_params(env: ProgramEnv, lw: Lowering, parser: ast.ParserDecl
+                        ) -> tuple[dict[int, Binding], StructT]:
+    """Storage for the parser's headers, metadata and standard_metadata structs, which
+    every block shares (keyed by the struct type's id), and the standard_metadata type."""
+    # Resolve all three first: an unknown type is reported before a non-struct one.
+    resolved = [env.resolve(p.type) for p in parser.params[1:]]
+    headers_t = _struct_param(resolved[0], parser.params[1], "headers")
+    meta_t = _struct_param(resolved[1], parser.params[2], "metadata")
+    std_t = _struct_param(resolved[2], parser.params[3], "standard_metadata")
+    if std_t.name != "standard_metadata_t":
+        raise CompileError(f"the parser's last parameter must be standard_metadata_t, not "
+                           f"{std_t.name}", parser.params[3].loc)
+    if headers_t is meta_t:
+        raise not_supported("one struct type for both headers and metadata",
+                            parser.params[2].loc)
+    shared = {
+        id(std_t): lw.storage.add_standard_metadata(std_t),
+        id(headers_t): lw.storage.bind_headers_struct(headers_t),
+    }
+    meta = lw.storage.bind_user_metadata(meta_t)
+    shared[id(meta_t)] = meta
+    _collect_field_lists(lw, meta_t, meta)
+    return shared, std_t
 
 
 def _struct_param(t: P4Type, param: ast.Param, what: str) -> StructT:

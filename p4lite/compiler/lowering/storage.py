@@ -14,10 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4lite.compiler.bindings import Binding, FieldB, HeaderB, StackB, StructB, UnionB
-from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.names import NameGen
-from p4lite.compiler.types import (
+from p4lite.compiler.checks.bindings import Binding, FieldB, HeaderB, StackB, StructB, UnionB
+from p4lite.compiler.checks.types import (
     BitT,
     BoolT,
     EnumT,
@@ -31,6 +29,8 @@ from p4lite.compiler.types import (
     is_scalar,
     width_of,
 )
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.lowering.names import NameGen
 
 Json = dict[str, Any]
 SCALARS = "scalars"

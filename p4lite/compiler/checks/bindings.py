@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from p4lite.compiler import ast
-from p4lite.compiler.types import HeaderT, P4Type, StackT, StructT, UnionT
+from p4lite.compiler.checks.types import HeaderT, P4Type, StackT, StructT, UnionT
+from p4lite.compiler.frontend import ast
 
 
 class Binding:

@@ -9,10 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeAlias
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import ConstB, Scope, TypeB
-from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.types import (
+from p4lite.compiler.checks.bindings import ConstB, Scope, TypeB
+from p4lite.compiler.checks.types import (
     BitT,
     BoolT,
     EnumT,
@@ -30,6 +28,8 @@ from p4lite.compiler.types import (
     VarbitT,
     VoidT,
 )
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.frontend import ast
 
 # Declarations that name a type (the values of ``ProgramEnv.type_decls``).
 TypeDecl: TypeAlias = (

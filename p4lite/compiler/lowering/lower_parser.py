@@ -11,8 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import (
+from p4lite.compiler.checks.bindings import (
     ConstB,
     DeclB,
     ExternB,
@@ -22,18 +21,7 @@ from p4lite.compiler.bindings import (
     StackB,
     UnionB,
 )
-from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.externs import Externs, match_args
-from p4lite.compiler.lower_expr import (
-    ExprCompiler,
-    StackElemB,
-    as_bool,
-    as_data,
-    hexstr,
-    to_param,
-)
-from p4lite.compiler.lower_stmt import StmtLowerer
-from p4lite.compiler.types import (
+from p4lite.compiler.checks.types import (
     BitT,
     BoolT,
     ErrorT,
@@ -44,9 +32,15 @@ from p4lite.compiler.types import (
     VarbitT,
     width_of,
 )
+from p4lite.compiler.errors import CompileError, not_supported
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.expr_values import StackElemB, as_bool, as_data, hexstr, to_param
+from p4lite.compiler.lowering.externs import Externs, match_args
+from p4lite.compiler.lowering.lower_expr import ExprCompiler
+from p4lite.compiler.lowering.lower_stmt import StmtLowerer
 
 if TYPE_CHECKING:
-    from p4lite.compiler.context import Lowering
+    from p4lite.compiler.lowering.context import Lowering
 
 Json = dict[str, Any]
 
@@ -444,7 +438,7 @@ def deparser_order(lw: Lowering, decl: ast.ControlDecl, bindings: dict[str, Any]
 
 
 def _emit_binding(binding: Any, order: list[str], loc) -> None:
-    from p4lite.compiler.bindings import StructB
+    from p4lite.compiler.checks.bindings import StructB
 
     if isinstance(binding, HeaderB):
         order.append(binding.instance)

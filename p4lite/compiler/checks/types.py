@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from p4lite.compiler import ast
+from p4lite.compiler.frontend import ast
 
 
 class P4Type:

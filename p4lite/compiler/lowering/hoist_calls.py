@@ -13,8 +13,8 @@ import dataclasses
 import itertools
 from collections.abc import Callable
 
-from p4lite.compiler import ast
 from p4lite.compiler.errors import not_supported
+from p4lite.compiler.frontend import ast
 
 _names = itertools.count()
 

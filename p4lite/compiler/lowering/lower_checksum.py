@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from p4lite.compiler import ast
-from p4lite.compiler.bindings import FieldB, Scope
+from p4lite.compiler.checks.bindings import FieldB, Scope
 from p4lite.compiler.errors import CompileError, not_supported
-from p4lite.compiler.externs import Externs, _algo
-from p4lite.compiler.lower_expr import ExprCompiler
+from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.externs import Externs, _algo
+from p4lite.compiler.lowering.lower_expr import ExprCompiler
 
 if TYPE_CHECKING:
-    from p4lite.compiler.context import Lowering
+    from p4lite.compiler.lowering.context import Lowering
 
 Json = dict[str, Any]
 _CALLS = {
