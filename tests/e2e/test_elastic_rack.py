@@ -8,8 +8,6 @@ rank (topologies/worker.py --check). The rack is torn down even on failure.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from p4hub.topologies import linkem, straggler
@@ -17,8 +15,7 @@ from p4hub.topologies.jobrun import JobRun
 from p4hub.topologies.rack import Rack, RackConfig
 from tests.support.racks import job_api
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
+pytestmark = pytest.mark.root
 
 SLOTS, JOB_SLOTS = 48, 32
 WORK = ("--scale", "0.002", "--fuse", "--check", "--timeout", "30", "--rto-max", "0.2",

@@ -13,7 +13,6 @@ the float32 sum bit for bit. The fabric is torn down even on failure.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 
@@ -26,8 +25,7 @@ from p4hub.controller import topology
 from p4hub.topologies import workload
 from p4hub.topologies.rack import PYTHON, Rack, RackConfig
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
+pytestmark = pytest.mark.root
 
 BCAST_PORT = 47999
 

@@ -13,7 +13,6 @@ The fabric is torn down even on failure; each test kills the jobs it left.
 from __future__ import annotations
 
 import copy
-import os
 import time
 
 import pytest
@@ -22,8 +21,7 @@ from p4hub.topologies.jobrun import JobRun
 from p4hub.topologies.rack import Rack, RackConfig
 from tests.support.racks import job_api
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
+pytestmark = pytest.mark.root
 
 SLOTS, JOB_SLOTS = 64, 32
 

@@ -12,7 +12,6 @@ PBox. Every test kills whatever jobs it left, and the rack is torn down even on 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import time
@@ -24,8 +23,7 @@ from p4hub.topologies.jobrun import JobRun
 from p4hub.topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, host_mac, worker_ip
 from tests.support.racks import job_api
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
+pytestmark = pytest.mark.root
 
 SLOTS, JOB_SLOTS = 64, 32
 
