@@ -131,7 +131,7 @@ def test_a_restarted_controller_rebuilds_a_split_job_from_the_switch_and_pboxes(
     job_id = b.joined[0]["job_id"]
     before = client.call("ShowJob", job_id=job_id)
     rack.kill_controller()
-    time.sleep(1.0)
+    time.sleep(1.0)  # the outage itself: the jobs ride out a controller down a while
     rack.start_controller()
     after = client.call("ShowJob", job_id=job_id)
     assert after["shares"] == before["shares"] and after["window"] == JOB_SLOTS
@@ -157,7 +157,7 @@ def test_a_controller_restarted_while_a_pbox_is_dead_moves_its_share(rack, api):
     job_id = b.joined[0]["job_id"]
     rack.kill_controller()
     rack.kill_pbox("pbox3")
-    time.sleep(1.0)
+    time.sleep(1.0)  # the outage itself: the jobs ride out a controller down a while
     rack.start_controller()
     done = max(len(b.events(r, "iteration")) for r in b.lines)
     b.wait_for("iteration", count=done + 2, timeout=90)

@@ -105,7 +105,7 @@ def test_a_restarted_controller_rebuilds_the_tree_and_the_job_finishes(fabric, a
     run.wait_for("iteration", count=1)
     job_id = run.joined[0]["job_id"]
     fabric.kill_controller()
-    time.sleep(1.0)
+    time.sleep(1.0)  # the outage itself: the jobs ride out a controller down a while
     fabric.start_controller()
     tree = _tree(client, job_id)
     assert set(tree) == {"t1", "s1", "s2"}
