@@ -52,6 +52,16 @@ lint: deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# `make test` runs the root tests too (network namespaces, Mininet): without root it stops
+# here, before installing or running anything, rather than fail those tests one by one.
+# RUN_UID is the user id checked (a seam for tests/unit/test_root_guard.py).
+RUN_UID ?= $(shell id -u)
+ifneq ($(filter test,$(MAKECMDGOALS)),)
+ifneq ($(RUN_UID),0)
+$(error make test needs root (Mininet, network namespaces): run it as root, or `make unit` for the tests that need none)
+endif
+endif
+
 unit: deps
 	$(PY) -m pytest -q -m "not root" $(PYTEST_ARGS)
 

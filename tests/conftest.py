@@ -1,23 +1,12 @@
 """Shared pytest setup.
 
-Tests marked ``root`` build real networks (network namespaces, Mininet). They
-need root. Outside CI a non-root run skips them; in CI (CI=true, always root)
-a missing privilege is a failure, never a silent skip.
+Tests marked ``root`` build real networks (network namespaces, Mininet) and need
+root. A run that selects them without root fails them with a message saying so
+(tests/support/root_guard.py); ``-m "not root"`` (``make unit``) leaves them out.
 """
 
 from __future__ import annotations
 
-import os
+from tests.support.root_guard import pytest_runtest_setup
 
-import pytest
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.geteuid() == 0:
-        return
-    if os.environ.get("CI") and any("root" in item.keywords for item in items):
-        pytest.exit("CI must run as root: the root-marked tests cannot be skipped", returncode=1)
-    skip = pytest.mark.skip(reason="needs root (network namespaces / Mininet)")
-    for item in items:
-        if "root" in item.keywords:
-            item.add_marker(skip)
+__all__ = ["pytest_runtest_setup"]

@@ -8,8 +8,6 @@ rank (topologies/worker.py --check). The rack is torn down even on failure.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from p4hub.topologies import linkem, straggler
@@ -17,8 +15,7 @@ from p4hub.topologies.jobrun import JobRun
 from p4hub.topologies.rack import Rack, RackConfig
 from tests.support.racks import job_api
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
+pytestmark = pytest.mark.root
 
 SLOTS, JOB_SLOTS = 48, 32
 WORK = ("--scale", "0.002", "--fuse", "--check", "--timeout", "30", "--rto-max", "0.2",
@@ -134,7 +131,7 @@ def test_a_restarted_controller_rebuilds_a_split_job_from_the_switch_and_pboxes(
     job_id = b.joined[0]["job_id"]
     before = client.call("ShowJob", job_id=job_id)
     rack.kill_controller()
-    time.sleep(1.0)
+    time.sleep(1.0)  # the outage itself: the jobs ride out a controller down a while
     rack.start_controller()
     after = client.call("ShowJob", job_id=job_id)
     assert after["shares"] == before["shares"] and after["window"] == JOB_SLOTS
@@ -160,7 +157,7 @@ def test_a_controller_restarted_while_a_pbox_is_dead_moves_its_share(rack, api):
     job_id = b.joined[0]["job_id"]
     rack.kill_controller()
     rack.kill_pbox("pbox3")
-    time.sleep(1.0)
+    time.sleep(1.0)  # the outage itself: the jobs ride out a controller down a while
     rack.start_controller()
     done = max(len(b.events(r, "iteration")) for r in b.lines)
     b.wait_for("iteration", count=done + 2, timeout=90)

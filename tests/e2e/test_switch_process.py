@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import queue
-import time
 from pathlib import Path
 
 import grpc
@@ -20,7 +19,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4lite.switch.p4runtime.device_config import encode_p4_device_config
-from p4lite.switch.process.pcap import read_pcap
+from p4lite.switch.process.pcap import PcapError, read_pcap
 from tests.e2e.p4 import frames as F
 from tests.e2e.p4.netns import (
     CPU_PORT,
@@ -31,6 +30,7 @@ from tests.e2e.p4.netns import (
     run_shell,
     send_frames,
 )
+from tests.support.wait import wait_settled, wait_until
 
 pytestmark = pytest.mark.root
 
@@ -245,12 +245,23 @@ def test_status_codes_from_the_real_process(rack, tmp_path, program):
         assert switch.stop() == 0
 
 
+def _pcap_frames(switch, name: str) -> list[bytes]:  # noqa: ANN001 - a SwitchProcess
+    """The frames in the switch's pcap ``name`` so far (flushed when its loop goes idle)."""
+    try:
+        return [f for _, f in read_pcap(switch.pcap_dir / f"{name}.pcap")]
+    except (OSError, PcapError):  # not created or its header not flushed yet
+        return []
+
+
 def test_garbage_and_truncated_frames_never_stop_the_switch(rack, switch, program):
     h1, h2, h3 = rack.hosts
     shell(switch, rack, program, "program")
     for host in rack.hosts:
         send_frames(host, *F.garbage_frames(host))
-    time.sleep(0.3)
+    # every port took its junk in (up to the last frame the kernel passes on: it drops
+    # the cut-short VLAN tag and the runt after it) before the switch's health is read
+    wait_until(lambda: all(F.garbage_frames(h)[-3] in _pcap_frames(switch, f"{h.switch_iface}_in")
+                           for h in rack.hosts))
     assert switch.alive()
     [routed] = deliver(h1, h2, [F.udp(h1, h2.ip, tag=b"after-garbage")], b"after-garbage")
     assert F.routed_ok(routed, h2, ttl=64)
@@ -259,8 +270,9 @@ def test_garbage_and_truncated_frames_never_stop_the_switch(rack, switch, progra
     names = sorted(p.name for p in switch.pcap_dir.iterdir())
     assert "p4ls1-eth1_in.pcap" in names and "p4ls1-eth2_out.pcap" in names
     # buffered, but flushed once the loop goes idle: readable while the switch runs
-    time.sleep(0.3)
-    routed_out = [f for _, f in read_pcap(switch.pcap_dir / "p4ls1-eth2_out.pcap")]
+    routed_out = wait_settled(lambda: _pcap_frames(switch, "p4ls1-eth2_out"),
+                              lambda frames: any(b"after-garbage" in f for f in frames),
+                              timeout=5, quiet=5)
     assert any(b"after-garbage" in f for f in routed_out)
     assert switch.stop() == 0
     log = switch.log()

@@ -11,7 +11,6 @@ group is destroyed. The rack is torn down even when a check fails.
 
 from __future__ import annotations
 
-import os
 import socket
 
 import pytest
@@ -20,8 +19,7 @@ from p4hub.controller.client import JobClient
 from p4hub.topologies import run, train_run
 from p4hub.topologies.rack import Rack
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root (Mininet)")]
+pytestmark = pytest.mark.root
 
 
 def free_port() -> int:

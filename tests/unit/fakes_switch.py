@@ -25,6 +25,7 @@ from p4lite.switch.core.runtime_api import (
     CODE_ALREADY_EXISTS,
     CODE_INVALID_ARGUMENT,
     CODE_NOT_FOUND,
+    CODE_OUT_OF_RANGE,
     ActionCall,
     Digest,
     MatchField,
@@ -179,18 +180,32 @@ class FakeSwitch(UnimplementedRuntime):
     """RuntimeOps over dicts. ``handler(packet, port)`` decides the outputs of ``process``.
 
     Typed against the contract through ``UnimplementedRuntime`` (a ``RuntimeOps``
-    subclass): mypy checks every method here against the Protocol.
+    subclass): mypy checks every method here against the Protocol. Its tables, extern
+    sizes, register widths and default actions come from the BMv2 JSON, and its state
+    errors carry the real core's codes (tests/unit/test_fake_contracts.py holds both to
+    the same assertions); it does not check entries against the actions they name.
     """
 
     def __init__(self, json_dict: dict, drop_port: int = 511, cpu_port: int | None = None) -> None:
-        self._setup(json_dict, drop_port, cpu_port)
-
-    def _setup(self, json_dict: dict, drop_port: int, cpu_port: int | None) -> None:
         if "pipelines" not in json_dict:
             raise SwitchLoadError("not a BMv2 JSON: no pipelines")
-        self.tables = {t["name"] for p in json_dict["pipelines"] for t in p.get("tables", [])}
+        tables = [t for p in json_dict["pipelines"] for t in p.get("tables", [])]
+        self.tables = {t["name"] for t in tables}
+        actions = {a["id"]: a["name"] for a in json_dict.get("actions", [])}
+        self.program_defaults = {  # what the program sets, absent a runtime default
+            t["name"]: ActionCall(actions[t["default_entry"]["action_id"]],
+                                  tuple(int(v, 16) for v in t["default_entry"].get("action_data", [])))
+            for t in tables if "default_entry" in t and t["default_entry"]["action_id"] in actions}
+        self.counter_sizes = {c["name"]: c["size"] for c in json_dict.get("counter_arrays", [])}
+        self.register_widths = {r["name"]: (r["size"], r["bitwidth"])
+                                for r in json_dict.get("register_arrays", [])}
         self.drop_port = drop_port
         self.cpu_port = cpu_port
+        self.handler: Handler = lambda packet, port: []
+        self._clear()
+
+    def _clear(self) -> None:
+        """Every table, extern and replication entry back to the program's start."""
         self.entries: dict[str, dict[tuple, TableEntry]] = {t: {} for t in self.tables}
         self.defaults: dict[str, ActionCall] = {}
         self.direct: dict[tuple, tuple[int, int]] = {}
@@ -201,7 +216,6 @@ class FakeSwitch(UnimplementedRuntime):
         self.sessions: dict[int, tuple[list[Replica], int]] = {}
         self.digests: list[Digest] = []
         self.received: list[tuple[bytes, int]] = []
-        self.handler: Handler = lambda packet, port: []
 
     # packet path
     def process(self, packet: bytes, port: int, now_us: int = 0) -> list[tuple[int, bytes]]:
@@ -227,7 +241,7 @@ class FakeSwitch(UnimplementedRuntime):
     # tables
     def _table(self, name: str) -> dict[tuple, TableEntry]:
         if name not in self.entries:
-            raise SwitchRuntimeError(CODE_INVALID_ARGUMENT, f"no table {name}")
+            raise SwitchRuntimeError(CODE_NOT_FOUND, f"no table {name}")
         return self.entries[name]
 
     def table_add(self, entry: TableEntry) -> None:
@@ -267,9 +281,10 @@ class FakeSwitch(UnimplementedRuntime):
 
     def table_get_default(self, table: str) -> ActionCall:
         self._table(table)
-        return self.defaults.get(table, ActionCall("NoAction"))
+        return self.defaults.get(table, self.program_defaults.get(table, ActionCall("NoAction")))
 
     def table_reset_default(self, table: str) -> None:
+        self._table(table)
         self.defaults.pop(table, None)
 
     def direct_counter_write(self, table: str, match: tuple[MatchField, ...], priority: int,
@@ -284,14 +299,24 @@ class FakeSwitch(UnimplementedRuntime):
             raise SwitchRuntimeError(CODE_NOT_FOUND, "no such entry")
 
     # indexed externs
+    @staticmethod
+    def _check_index(kind: str, sizes: dict[str, int], name: str, index: int) -> None:
+        if name not in sizes:
+            raise SwitchRuntimeError(CODE_NOT_FOUND, f"no {kind} named {name!r}")
+        if not 0 <= index < sizes[name]:
+            raise SwitchRuntimeError(CODE_OUT_OF_RANGE, f"{kind} {name!r}: index {index} out of range")
+
     def counter_read(self, name: str, index: int) -> tuple[int, int]:
+        self._check_index("counter", self.counter_sizes, name, index)
         return self.counters.get((name, index), (0, 0))
 
     def counter_write(self, name: str, index: int, byte_count: int, packet_count: int) -> None:
+        self._check_index("counter", self.counter_sizes, name, index)
         self.counters[(name, index)] = (byte_count, packet_count)
 
     def counter_size(self, name: str) -> int:
-        return 8
+        self._check_index("counter", self.counter_sizes, name, 0)
+        return self.counter_sizes[name]
 
     def meter_set(self, name: str, index: int, rates: tuple[tuple[int, int], ...] | None) -> None:
         self.meters[(name, index)] = rates
@@ -299,18 +324,28 @@ class FakeSwitch(UnimplementedRuntime):
     def meter_get(self, name: str, index: int) -> tuple[tuple[int, int], ...] | None:
         return self.meters.get((name, index))
 
+    def _check_register(self, name: str, index: int) -> None:
+        sizes = {n: size for n, (size, _) in self.register_widths.items()}
+        self._check_index("register", sizes, name, index)
+
     def register_read(self, name: str, index: int) -> int:
+        self._check_register(name, index)
         return self.registers.get((name, index), 0)
 
     def register_write(self, name: str, index: int, value: int) -> None:
+        self._check_register(name, index)
+        if not 0 <= value < 1 << self.register_widths[name][1]:
+            raise SwitchRuntimeError(CODE_INVALID_ARGUMENT, f"{value:#x} does not fit {name!r}")
         self.registers[(name, index)] = value
 
     def register_reset(self, name: str) -> None:
+        self._check_register(name, 0)
         for key in [k for k in self.registers if k[0] == name]:
             del self.registers[key]
 
     def register_size(self, name: str) -> int:
-        return 4
+        self._check_register(name, 0)
+        return self.register_widths[name][0]
 
     # packet replication engine
     def mc_group_set(self, group: int, replicas: list[Replica]) -> None:
@@ -337,7 +372,7 @@ class FakeSwitch(UnimplementedRuntime):
     # the STF runner uses them, never the P4Runtime server
 
     def reset_state(self) -> None:
-        self._setup({"pipelines": []}, self.drop_port, self.cpu_port)
+        self._clear()  # the program stays loaded, as in the real core
 
 
 # -- harness: an in-process P4Runtime server on port 0 over the fake core, and a client --

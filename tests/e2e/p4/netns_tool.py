@@ -56,7 +56,7 @@ def send(iface: str, frames: list[bytes], repeat: int = 1) -> None:
                     sent += 1
                     break
                 except BlockingIOError:
-                    time.sleep(0.0005)
+                    time.sleep(0.0005)  # pacing: the send ring is full, let it drain
                 except OSError as exc:  # e.g. a frame shorter than the link allows
                     print(f"send failed: {exc}", file=sys.stderr)
                     break

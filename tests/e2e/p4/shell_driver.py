@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import p4runtime_sh.shell as sh
@@ -206,8 +205,10 @@ def scenario_digest(p: dict) -> dict:
     de.max_list_size = 1
     de.ack_timeout_ns = 10**9
     de.insert()
+    # No wait: the Write inserting the DigestEntry returned once the switch applied it,
+    # and a digest that arrives before DigestList's reader runs waits in the client's
+    # stream queue.
     digests = sh.DigestList()
-    time.sleep(0.2)
     subprocess.run(["ip", "netns", "exec", p["hosts"][0]["ns"], PYTHON, TOOL, "send", "eth0",
                     p["frame"]], check=True, capture_output=True)
     got = []
