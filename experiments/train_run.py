@@ -1,6 +1,6 @@
 """``make run``'s default: train DigitsNet on the rack three ways and compare them.
 
-Every path runs ``python -m topologies.train.loop`` on the same worker hosts with the
+Every path runs ``python -m p4hub.workers.train.loop`` on the same worker hosts with the
 same seed, so the weights, the global batches and their order are the same; only the
 way gradients are summed differs:
 
@@ -35,8 +35,8 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from p4hub.topologies.cpuload import CpuSampler, column
-from p4hub.topologies.launch import WorkerRun, run_ranks
+from p4hub.experiments.cpuload import CpuSampler, column
+from p4hub.experiments.launch import WorkerRun, run_ranks
 from p4hub.topologies.rack import AGENT_PORT, Rack, mgmt_ip, worker_ip
 
 LOSS_TOLERANCE = 1e-3  # absolute, on the global batch's mean cross-entropy
@@ -136,7 +136,7 @@ def _epoch_row(epoch: int, by_rank: dict[int, dict]) -> dict:
 
 
 def loop_args(path: TrainPath, args: argparse.Namespace, rank: int, index: int) -> list[str]:
-    return ["-m", "p4hub.topologies.train.loop", "--comm", path.comm, "--rank", str(rank),
+    return ["-m", "p4hub.workers.train.loop", "--comm", path.comm, "--rank", str(rank),
             "--world", str(args.workers), "--master", f"{store_host()}:{STORE_PORT + index}",
             "--epochs", str(args.epochs), "--batch", str(args.batch), "--seed", str(args.seed),
             "--timeout", str(args.agent_timeout),
