@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from p4hub.topologies import linkem, mgmt
+from p4hub.topologies.errors import EmulationError
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
@@ -65,7 +66,7 @@ P4_SOURCE = REPO / "p4src" / "aggregate.p4"
 LOCK_PATH = Path("/tmp/p4hub-rack.lock")
 
 
-class RackError(RuntimeError):
+class RackError(EmulationError, RuntimeError):
     """The rack could not be built or a process in it failed to start."""
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from p4hub.topologies.errors import EmulationError
 from p4hub.topologies.rack import AGENT_PORT
 from p4hub.workers import workload
 
@@ -37,7 +38,7 @@ TensorList = list[np.ndarray]
 HEARTBEAT_INTERVAL = 0.5
 
 
-class JoinError(RuntimeError):
+class JoinError(EmulationError, RuntimeError):
     """The controller did not answer the join, or refused it."""
 
 
