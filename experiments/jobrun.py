@@ -13,9 +13,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from p4hub.topologies.rack import PYTHON, Rack
+from p4hub.topologies.rack import AGENT_PORT, PYTHON, Rack
 
-AGENT_PORT = 47000
 WORK = ("--scale", "0.002", "--fuse", "--check", "--timeout", "30", "--rto-max", "0.2")
 
 
