@@ -240,9 +240,12 @@ def _imports_of_tests(source: str, where: str) -> list[str]:
     under it."""
     found = []
     for node in ast.walk(ast.parse(source, filename=where)):
-        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
-                 else [])
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
         found += [f"{where}:{node.lineno}: {name}" for name in names
                   if name == "tests" or name.startswith("tests.")]
     return found

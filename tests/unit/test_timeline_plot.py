@@ -27,7 +27,8 @@ class Clock:
 
 class Done:
     def __init__(self, array: np.ndarray, at: float) -> None:
-        self.array, self.completed_at = array, at
+        self.array = array
+        self.completed_at: float | None = at
 
     def wait(self, timeout: float | None = None) -> np.ndarray:
         return self.array
