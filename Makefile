@@ -39,14 +39,14 @@ $(STAMPS)/venv: requirements.txt pyproject.toml | $(STAMPS)/apt
 # PyTorch (CPU) is pinned in requirements.txt; `make torch` is kept as an alias.
 torch: venv
 
-# TOPO=leafspine: a 2x4 leaf-spine fabric with one spine (p4hub.topologies.run --topo)
+# TOPO=leafspine: a 2x4 leaf-spine fabric with one spine (p4hub.experiments.run --topo)
 TOPO ?= rack
 
 run: deps stop
-	$(PY) -m p4hub.topologies.run --topo $(TOPO) $(RUN_ARGS)
+	$(PY) -m p4hub.experiments.run --topo $(TOPO) $(RUN_ARGS)
 
 cli: deps stop
-	$(PY) -m p4hub.topologies.run --cli --topo $(TOPO) $(RUN_ARGS)
+	$(PY) -m p4hub.experiments.run --cli --topo $(TOPO) $(RUN_ARGS)
 
 lint: deps
 	$(VENV)/bin/ruff check .

@@ -18,7 +18,7 @@ each byte once), single PBox ``N x size / bw`` (its one link carries every worke
 contribution in and every result out), ring ``2(N-1)/N x size / bw``. Goodput is tensor
 bytes / time. The switch process's and the PBox's CPU seconds per backend are recorded
 too (where the time goes when a path falls short of its floor), and every row has a
-``cpu`` column over its timed all-reduces (topologies/cpuload.py): ``CPU-bound (...)``
+``cpu`` column over its timed all-reduces (experiments/cpuload.py): ``CPU-bound (...)``
 when the machine's cores, not the links, were the limit, else ``link-bound (...)``.
 
     .venv/bin/python -m bench.allreduce [--quick] [--workers 2,4,8] [--sizes-mb 0.5,2]
@@ -53,8 +53,8 @@ from pathlib import Path
 import psutil
 
 from bench._common import comma_list, mininet_ready
-from p4hub.topologies.cpuload import CpuSampler, column
-from p4hub.topologies.launch import WorkerRun, run_workers
+from p4hub.experiments.cpuload import CpuSampler, column
+from p4hub.experiments.launch import WorkerRun, run_workers
 from p4hub.topologies.linkem import LinkEmulationError, check_loss
 from p4hub.topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, worker_ip
 

@@ -6,7 +6,7 @@ continuously: A on the switch (four workers), B on the PBox (two). ``--rounds`` 
 each of switch restart, PBox crash (B moves to the switch; the PBox comes back and the
 next PBox fault first starts a new B on it) and controller crash is injected, in a
 seeded random order, each after both jobs completed two more iterations; last, a
-worker of A is killed (topologies/chaos.py).
+worker of A is killed (experiments/chaos.py).
 
 Per fault: when, whether every rank of both jobs completed an iteration after it and
 how long that took (``recover s``: the fault's cost plus up to one iteration,
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not mininet_ready("chaos"):
         return 2
-    from p4hub.topologies.chaos import Chaos, fault_sequence
+    from p4hub.experiments.chaos import Chaos, fault_sequence
     from p4hub.topologies.rack import Rack, RackConfig
 
     rounds = 1 if args.quick else args.rounds

@@ -1,6 +1,6 @@
 """The congestion window on simulated racks: a PBox's N:1 link and the switch's 1:1 links.
 
-Pure simulation (tests/support/bottleneck.py: an explicit clock, the PBox core in
+Pure simulation (bench/_bottleneck.py: an explicit clock, the PBox core in
 process, drop-tail queues of ``--queue`` datagrams, every link ``--bw`` Mbit/s with
 1044-byte datagrams of 256 lanes), no Mininet, no root. For each worker count, each
 shape (``1:1``: the switch sums, every worker's link carries one datagram per
@@ -30,12 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bench._bottleneck import Bottleneck, BottleneckNet
 from bench._common import comma_list
 from p4hub.hosts import quantize, wire
 from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.events import TensorCompleted
 from p4hub.hosts.session import Session
-from tests.support.bottleneck import Bottleneck, BottleneckNet
 
 RESULTS = Path(__file__).resolve().parent / "results" / "congestion.json"
 LANES = 256

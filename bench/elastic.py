@@ -11,7 +11,7 @@ of slots; the switch's share is not re-split), all-reduces the ResNet-50 gradien
 * ``none``;
 * ``link``: another host floods the second PBox with ``--flood`` of its link rate (0.75:
   the PBox keeps a quarter of its link, a 4x straggler), sharing its link as another
-  tenant would (topologies/straggler.py);
+  tenant would (experiments/straggler.py);
 * ``cpu``: busy processes in the second PBox's host. On a 2-core machine they slow the
   whole emulation, not one PBox: its rows say CPU-bound and are not a figure about the
   design.
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not mininet_ready("elastic"):
         return 2
-    from p4hub.topologies.cpuload import CpuSampler
+    from p4hub.experiments.cpuload import CpuSampler
     from p4hub.topologies.rack import Rack, RackConfig
 
     config = RackConfig(workers=args.workers, pboxes=args.pboxes, extra_hosts=1, bw=args.bw,
@@ -114,9 +114,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_one(rack, args: argparse.Namespace, mode: str, straggler: str, cpu) -> dict:
-    from p4hub.topologies import straggler as stragglers
-    from p4hub.topologies.jobrun import JobRun
-    from p4hub.topologies.jobwatch import JobWatch
+    from p4hub.experiments import straggler as stragglers
+    from p4hub.experiments.jobrun import JobRun
+    from p4hub.experiments.jobwatch import JobWatch
 
     if rack.controller_proc is not None:
         rack.kill_controller()

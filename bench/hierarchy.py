@@ -4,7 +4,7 @@ For each layout (``--layouts``, racks x workers per rack; default 2x4 and 4x2) a
 fabric: one leaf per rack, one spine, every link ``--bw`` Mbit/s (host and switch links
 alike; 2.5 by default: at 5 the 2x4 switch path was CPU-bound), one PBox per rack,
 p4hub-controller. On it, the ``make run --mode allreduce``
-paths (topologies/allreduce_run.py), each all-reducing the ResNet-50 gradient sizes times
+paths (experiments/allreduce_run.py), each all-reducing the ResNet-50 gradient sizes times
 ``--scale`` for ``--iterations`` iterations, exact (``--check``):
 
 * ``switch``: one job over all racks, a tree: each leaf sums its rack's workers and
@@ -69,7 +69,7 @@ def layout(text: str) -> tuple[int, int]:
 
 
 def run_args(args: argparse.Namespace, racks: int, per_rack: int) -> argparse.Namespace:
-    from p4hub.topologies import run
+    from p4hub.experiments import run
 
     return run.parse_args([
         "--topo", "leafspine", "--racks", str(racks), "--workers", str(racks * per_rack),
@@ -93,7 +93,7 @@ def spine_bytes(rack) -> int:
 def run_pbox_root_path(rack, ns: argparse.Namespace, cpu):
     """The switch path under a controller whose spines have one slot: no job fits there,
     so the job's root is a rack's PBox. The controller is put back afterwards."""
-    from p4hub.topologies import allreduce_run
+    from p4hub.experiments import allreduce_run
 
     original = copy.deepcopy(rack.topology)
     narrow = copy.deepcopy(original)
@@ -110,9 +110,10 @@ def run_pbox_root_path(rack, ns: argparse.Namespace, cpu):
 
 
 def run_layout(args: argparse.Namespace, racks: int, per_rack: int) -> dict:
-    from p4hub.topologies import allreduce_run, run, workload
-    from p4hub.topologies.cpuload import CpuSampler, column
+    from p4hub.experiments import allreduce_run, run
+    from p4hub.experiments.cpuload import CpuSampler, column
     from p4hub.topologies.rack import Rack
+    from p4hub.workers import workload
 
     ns = run_args(args, racks, per_rack)
     n = racks * per_rack

@@ -2,7 +2,7 @@
 
 One rack (N workers, the P4 switch running p4src/aggregate.p4 with priority queues, the
 controller; links shaped to each bandwidth of the sweep) replays training iterations of
-a model profile (topologies/replay.py): compute emulated by sleeping, gradients really
+a model profile (workers/replay.py): compute emulated by sleeping, gradients really
 all-reduced through the switch, the next forward pass overlapped layer by layer.
 
 * ``fifo``: one whole-tensor all-reduce per layer in backward order, one stream (what a
@@ -38,10 +38,10 @@ import time
 from pathlib import Path
 
 from bench._common import comma_list, mininet_ready
-from p4hub.topologies import workload
-from p4hub.topologies.cpuload import CpuSampler, column
-from p4hub.topologies.launch import WorkerRun, run_workers
+from p4hub.experiments.cpuload import CpuSampler, column
+from p4hub.experiments.launch import WorkerRun, run_workers
 from p4hub.topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, worker_ip
+from p4hub.workers import workload
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # parameter scale per model: about 1 MB of float32 gradients, so an iteration takes
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     if table:
         plot_gains(table, args.out.with_suffix(".png"), balance_bw)
-    from p4hub.topologies.timeline_plot import plot_timelines
+    from p4hub.experiments.timeline_plot import plot_timelines
 
     for model in args.models:
         runs = {mode: RESULTS / f"priority_timeline_{model}_{mode}_{balance_bw:g}.json"

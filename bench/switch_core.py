@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import FRAME_PAYLOAD_OFFSET, POSITION_OFFSET, advance_position, result_key
+from bench._frames import internet_checksum, udp_frame
 from p4hub.controller import program, rack, topology
 from p4hub.controller.jobs import ON_SWITCH, JobRegistry
 from p4hub.controller.updates import DELETE, INSERT, GroupWrite
@@ -64,7 +65,6 @@ from p4hub.hosts.wire import AGG_UDP_PORT, Header, K, PacketType
 from p4lite.compiler.driver import compile_file
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch
-from tests.support.frames import internet_checksum, udp_frame
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

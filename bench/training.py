@@ -2,7 +2,7 @@
 same Mininet rack and links.
 
 For each link bandwidth, one rack (4 workers, the PBox host, the P4 switch running
-p4src/aggregate.p4, p4hub-controller) trains DigitsNet (topologies/train) over:
+p4src/aggregate.p4, p4hub-controller) trains DigitsNet (workers/train) over:
 
 * ``gloo``: DDP over Gloo's ring (the reference);
 * ``hook``: DDP over Gloo, buckets averaged by ``p4hub_hook`` (job on the switch);
@@ -11,7 +11,7 @@ p4src/aggregate.p4, p4hub-controller) trains DigitsNet (topologies/train) over:
 
 Per path: seconds per step (median over the steps after ``--warmup``, each step the
 slowest rank's), samples/s (workers x batch / that), x Gloo, and the CPU use over the
-measured steps (topologies/cpuload.py, the rule ``make run`` uses too): a row is flagged
+measured steps (experiments/cpuload.py, the rule ``make run`` uses too): a row is flagged
 CPU-bound when the machine was busy for at least 0.9 of its cores or one process of
 the emulation used 0.95 of a core: then the emulator (4 Python workers, a Python
 switch and the PBox on 2 cores), not the link, set the pace, and the figure says
@@ -34,11 +34,11 @@ import time
 from pathlib import Path
 
 from bench._common import mininet_ready
-from p4hub.topologies import run as rack_run
-from p4hub.topologies import train_run
-from p4hub.topologies.cpuload import MACHINE_BOUND, PROCESS_BOUND, CpuLoad, CpuSampler
+from p4hub.experiments import run as rack_run
+from p4hub.experiments import train_run
+from p4hub.experiments.cpuload import MACHINE_BOUND, PROCESS_BOUND, CpuLoad, CpuSampler
 from p4hub.topologies.rack import Rack, RackError
-from p4hub.topologies.train.data import TRAIN_SIZE
+from p4hub.workers.train.data import TRAIN_SIZE
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

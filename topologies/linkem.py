@@ -30,6 +30,8 @@ import subprocess
 import sys
 from typing import Protocol
 
+from p4hub.topologies.errors import EmulationError
+
 
 class Node(Protocol):
     """The part of a Mininet node this module needs."""
@@ -39,7 +41,7 @@ class Node(Protocol):
     def cmd(self, *args: str) -> str: ...
 
 
-class LinkEmulationError(RuntimeError):
+class LinkEmulationError(EmulationError, RuntimeError):
     """A link setting could not be applied."""
 
 

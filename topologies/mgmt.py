@@ -16,13 +16,15 @@ import socket
 import subprocess
 from typing import Any
 
+from p4hub.topologies.errors import EmulationError
+
 BRIDGE = "incmgmt"
 ROOT_IP = "10.99.0.254"
 PREFIX = 24
 HOST_INTF = "mgmt0"
 
 
-class MgmtError(RuntimeError):
+class MgmtError(EmulationError, RuntimeError):
     """The management network could not be built."""
 
 

@@ -43,6 +43,8 @@ from pathlib import Path
 import psutil
 from mininet.node import Switch
 
+from p4hub.topologies.errors import EmulationError
+
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
 START_TIMEOUT = 10.0
@@ -52,7 +54,7 @@ LOG_KEEP = 2
 PRIORITY_QUEUES = 8  # one egress queue per value of the p4hub header's 3-bit priority
 
 
-class P4SwitchError(RuntimeError):
+class P4SwitchError(EmulationError, RuntimeError):
     """The P4 program did not compile or the switch process did not come up."""
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from p4hub.topologies import linkem, mgmt
+from p4hub.topologies.errors import EmulationError
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
@@ -65,7 +66,7 @@ P4_SOURCE = REPO / "p4src" / "aggregate.p4"
 LOCK_PATH = Path("/tmp/p4hub-rack.lock")
 
 
-class RackError(RuntimeError):
+class RackError(EmulationError, RuntimeError):
     """The rack could not be built or a process in it failed to start."""
 
 
@@ -178,7 +179,7 @@ class RackConfig:
     pboxes: int = 1  # PBox hosts pbox, pbox2.. (10.0.0.100..), ports N+1..N+P
     pbox_bw: float | None = None  # Mbit/s of the PBoxes' and extra hosts' links (None:
     # ``bw``): PHub's PBoxes are servers with more NIC bandwidth than one worker, and an
-    # extra host flooding a PBox (topologies/straggler.py) is another such server
+    # extra host flooding a PBox (experiments/straggler.py) is another such server
     extra_hosts: int = 0  # x1..: hosts outside every job (ports after the PBoxes)
     p4: bool = False  # P4 switch running p4src/aggregate.p4 + management network
     grpc_port: int = 50051  # the P4 switch's P4Runtime port (root namespace)
@@ -461,7 +462,7 @@ class Rack:
     # -- processes ------------------------------------------------------------------
 
     def process_roots(self) -> dict[str, int]:
-        """The emulation's long-lived processes by group, for topologies.cpuload: the P4
+        """The emulation's long-lived processes by group, for experiments.cpuload: the P4
         switch (a process in the root namespace; in a fabric s1 is ``switch`` and the
         others ``switch-s2``, ``switch-t1``..), each PBox under its name (its forked
         workers are its children: ``pbox``, ``pbox2``..) and the controller; those not

@@ -3,15 +3,16 @@
 One rack for the module: four workers on 2.5 Mbit/s links, three PBoxes on 5 Mbit/s
 links, an extra host x1 (the straggler's flood), the P4 switch with 48 slots (jobs ask
 for 32) and p4hub-controller. Every all-reduce is checked exact and identical on every
-rank (topologies/worker.py --check). The rack is torn down even on failure.
+rank (workers/worker.py --check). The rack is torn down even on failure.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from p4hub.topologies import linkem, straggler
-from p4hub.topologies.jobrun import JobRun
+from p4hub.experiments import straggler
+from p4hub.experiments.jobrun import JobRun
+from p4hub.topologies import linkem
 from p4hub.topologies.rack import Rack, RackConfig
 from tests.support.racks import job_api
 

@@ -21,8 +21,8 @@ import pytest
 from p4hub.controller import program as p4
 from p4hub.controller import rack as static
 from p4hub.controller import topology
-from p4hub.topologies import workload
 from p4hub.topologies.rack import PYTHON, Rack, RackConfig
+from p4hub.workers import workload
 
 pytestmark = pytest.mark.root
 
@@ -101,7 +101,7 @@ def test_a_gloo_all_reduce_across_the_racks_is_the_float32_sum(fabric):
     one correctly rounded addition, so the result is bit for bit a + b."""
     scale, iterations = 0.002, 2
     hosts = [fabric.workers[0], fabric.workers[2]]
-    procs = [fabric.popen(host, [PYTHON, "-m", "p4hub.topologies.worker", "--backend", "gloo",
+    procs = [fabric.popen(host, [PYTHON, "-m", "p4hub.workers.worker", "--backend", "gloo",
                                  "--master", f"{hosts[0].IP()}:29500", "--rank", str(rank),
                                  "--world", "2", "--iterations", str(iterations),
                                  "--scale", str(scale), "--check", "--timeout", "60"],

@@ -2,7 +2,7 @@
 spine, 1% loss on every link, host links and switch links alike.
 
 Workers join through the controller's job API and all-reduce with the host agent
-(topologies/worker.py --backend job --check); each must get exactly the sum of the
+(workers/worker.py --backend job --check); each must get exactly the sum of the
 quantized inputs. A job with workers in both racks is a two-level tree (each leaf sums
 its rack, the spine the leaves: docs/DESIGN.md §3.1); one in a single rack stays on its
 leaf; the PBox path's job runs on one rack's PBox, reached from the other over the
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from p4hub.topologies.jobrun import JobRun
+from p4hub.experiments.jobrun import JobRun
 from p4hub.topologies.rack import Rack, RackConfig
 from tests.support.racks import job_api
 

@@ -3,7 +3,7 @@
 One rack for the module: the P4 switch (p4lite-switch, or simple_switch_grpc when
 installed) running p4src/aggregate.p4, the PBox, p4hub-controller in the root
 namespace, workers w1..w6 and an outsider x1. Workers join through the controller's
-job API and all-reduce with the host agent (topologies/worker.py --backend job
+job API and all-reduce with the host agent (workers/worker.py --backend job
 --check): every worker must get exactly the sum of the quantized inputs.
 The switch has 64 slots and gives each job 32, so two jobs fit and a third goes to the
 PBox. Every test kills whatever jobs it left, and the rack is torn down even on failure.
@@ -19,8 +19,8 @@ import time
 
 import pytest
 
+from p4hub.experiments.jobrun import JobRun
 from p4hub.topologies import linkem
-from p4hub.topologies.jobrun import JobRun
 from p4hub.topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig, host_mac, worker_ip
 from tests.support.racks import job_api
 from tests.support.wait import wait_settled
@@ -427,7 +427,7 @@ def test_chaos_every_fault_once_under_loss(rack, api):
     The order of the faults comes from a seed, printed at the start; set
     P4HUB_CHAOS_SEED to that seed to rerun the same order. A failure names the fault
     (kind, target, time since the run started), the order and the seed."""
-    from p4hub.topologies.chaos import Chaos, fault_sequence
+    from p4hub.experiments.chaos import Chaos, fault_sequence
 
     seed = chaos_seed()
     print(f"chaos seed {seed} (rerun: {CHAOS_SEED}={seed})", flush=True)

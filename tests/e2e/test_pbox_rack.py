@@ -1,8 +1,8 @@
 """4 workers + the PBox on the Mininet rack, with loss on every link (root).
 
-Each worker runs topologies.worker with the host agent; it recomputes every rank's
+Each worker runs workers.worker with the host agent; it recomputes every rank's
 inputs from the seed and checks its result bit for bit against the sum of the quantized
-inputs (topologies.workload.quantized_sum, built on hosts.quantize). The test also
+inputs (workers.workload.quantized_sum, built on hosts.quantize). The test also
 checks that all workers got the same bytes and that the loss really happened.
 """
 
@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from p4hub.topologies.launch import run_workers
+from p4hub.experiments.launch import run_workers
 from p4hub.topologies.rack import PBOX_IP, PYTHON, Rack, RackConfig
 
 pytestmark = [pytest.mark.root, pytest.mark.timeout(170)]

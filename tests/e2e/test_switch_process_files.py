@@ -13,9 +13,9 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from bench._frames import ipv4_frame
 from p4lite.switch.process.pcap import PcapWriter, read_pcap
 from tests.e2e.p4.netns import VENV_BIN, compile_program, free_port
-from tests.support.frames import ipv4_frame
 from tests.support.wait import wait_until
 
 P4 = Path(__file__).parent / "p4" / "p4l_switch.p4"

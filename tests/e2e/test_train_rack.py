@@ -1,6 +1,6 @@
 """Training through the switch on a Mininet rack (root): ``make run``'s default mode.
 
-The real driver pieces (topologies/run.py, topologies/train_run.py) on a 4-worker rack
+The real driver pieces (experiments/run.py, experiments/train_run.py) on a 4-worker rack
 with the P4 switch, the PBox and p4hub-controller: one epoch of DigitsNet over the p4hub
 backend with the job on the switch, the same with the precision option (float32 blocks
 through the switch to the job's float route on the PBox), and the same epoch over Gloo. The
@@ -16,7 +16,7 @@ import socket
 import pytest
 
 from p4hub.controller.client import JobClient
-from p4hub.topologies import run, train_run
+from p4hub.experiments import run, train_run
 from p4hub.topologies.rack import Rack
 
 pytestmark = pytest.mark.root

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from p4hub.experiments.jobrun import JobRun
 from p4hub.topologies import linkem
-from p4hub.topologies.jobrun import JobRun
 
 
 @contextmanager

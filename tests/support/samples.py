@@ -1,9 +1,9 @@
-"""Hand-built BMv2 JSON programs, shaped like p4c-bm2-ss output, for tests and benchmarks.
+"""Hand-built BMv2 JSON programs, shaped like p4c-bm2-ss output, for the tests.
 
 ``ProgramBuilder`` writes the boilerplate (standard_metadata, scalars, errors,
 field aliases, a parser/deparser, ingress/egress pipelines); ``l3_router`` and
 ``register_lanes`` are the two benchmark programs of the p4lite issue.
-Frames for them are built by tests/support/frames.py.
+Frames for them are built by bench/_frames.py.
 """
 
 from __future__ import annotations

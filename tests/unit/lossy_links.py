@@ -22,11 +22,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench._session_sim import SessionSim
 from p4hub.hosts import wire
 from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.events import TensorCompleted, TensorFailed
 from p4hub.hosts.session import Session
-from tests.support.session_sim import SessionSim
 
 
 @dataclass

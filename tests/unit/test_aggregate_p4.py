@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench import _frames as frames
+from bench._frames import internet_checksum
 from p4hub.controller import program as p
 from p4hub.controller import rack, topology
 from p4hub.controller.entries import EntryCodec
@@ -28,8 +30,6 @@ from p4lite.compiler import driver
 from p4lite.switch.core.queues import EgressQueues
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch
-from tests.support import frames
-from tests.support.frames import internet_checksum
 
 PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "aggregate.p4"
 PBOX_PORT = 9

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from bench import allreduce as bench
-from p4hub.topologies import launch
-from p4hub.topologies.launch import WorkerRun
+from p4hub.experiments import launch
+from p4hub.experiments.launch import WorkerRun
 
 
 @pytest.fixture(autouse=True)
@@ -122,7 +122,8 @@ def test_the_driver_runs_every_rate_on_its_own_rack_and_writes_the_sweep(
 
 
 def test_make_run_allreduce_reports_the_agents_resends(capsys: pytest.CaptureFixture[str]):
-    from p4hub.topologies import allreduce_run, workload
+    from p4hub.experiments import allreduce_run
+    from p4hub.workers import workload
 
     run = WorkerRun(agent_stats={0: {"sent": 300, "retransmitted": 30, "early_resends": 20},
                                  1: {"sent": 100, "retransmitted": 10, "early_resends": 0}})

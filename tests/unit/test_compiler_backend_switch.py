@@ -5,10 +5,10 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from bench._frames import internet_checksum
 from p4lite.compiler.driver import compile_file, compile_text
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, TableEntry
 from p4lite.switch.core.switch import Switch
-from tests.support.frames import internet_checksum
 
 L3 = """
 #include <core.p4>

@@ -1,6 +1,6 @@
 """The congestion window (hosts/congestion.py) alone, in a session, and on simulated racks.
 
-The rack simulations (tests/support/bottleneck.py) run 256-lane packets on 2.5 Mbit/s
+The rack simulations (bench/_bottleneck.py) run 256-lane packets on 2.5 Mbit/s
 links (3.475 ms per datagram, as the Mininet rack shapes them) with 1000-datagram
 drop-tail queues and the PBox core as the aggregator, on an explicit clock: "x floor"
 is a tensor's simulated time over its positions' transmission time on the busiest link
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from bench import congestion as bench
+from bench._bottleneck import Bottleneck, BottleneckNet, FrozenWindow, exact, run_job
 from p4hub.hosts import congestion, wire
 from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.congestion import CongestionWindow
 from p4hub.hosts.session import Session
-from tests.support.bottleneck import Bottleneck, BottleneckNet, FrozenWindow, exact, run_job
 
 TX = (wire.packet_len(256) + 42) * 8 / 2.5e6  # a 1086-byte frame at 2.5 Mbit/s
 ELEMENTS = 256 * 256  # int32: 256 positions of 256 lanes per tensor

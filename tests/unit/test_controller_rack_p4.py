@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench import _frames as frames
 from p4hub.controller import program as p
 from p4hub.controller import rack, topology
 from p4hub.controller.updates import INSERT, GroupWrite, TableWrite
@@ -17,7 +18,6 @@ from p4hub.hosts.wire import Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch
-from tests.support import frames
 
 PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "aggregate.p4"
 TOPO = topology.from_dict(topology.rack_dict(4, "127.0.0.1:50051", pboxes=2))

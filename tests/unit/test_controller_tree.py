@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from bench import _frames as frames
 from p4hub.controller import program as p
 from p4hub.controller import topology
 from p4hub.controller.driver import Controller, PipelineConfig
@@ -22,7 +23,6 @@ from p4hub.controller.rebuild import rebuild_from_entries
 from p4hub.controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite, TableWrite
 from p4hub.hosts import wire
 from p4hub.hosts.wire import Header, K, PacketType
-from tests.support import frames
 from tests.support.fabric import Fabric, compile_pipeline
 
 AGENT_PORT = 47000

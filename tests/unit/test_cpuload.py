@@ -1,4 +1,4 @@
-"""topologies/cpuload.py on fake /proc text and fake snapshots (no root, no real processes)."""
+"""experiments/cpuload.py on fake /proc text and fake snapshots (no root, no real processes)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from p4hub.topologies.cpuload import (
+from p4hub.experiments.cpuload import (
     MACHINE_BOUND,
     PROCESS_BOUND,
     CpuLoad,

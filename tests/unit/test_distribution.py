@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-BARE_NAMES = ("hosts", "controller", "topologies")
+BARE_NAMES = ("hosts", "controller", "topologies", "experiments", "workers")
 
 
 def _tracked_copy(dest: Path) -> Path:
@@ -79,7 +79,7 @@ def test_the_wheel_installs_two_top_level_names(wheel: Path):
         names = set(archive.namelist())
     assert tops == {"p4hub", "p4lite"}
     for needed in ("p4hub/__init__.py", "p4hub/torch.py", "p4hub/controller/main.py",
-                   "p4hub/hosts/agent.py", "p4hub/topologies/workloads/resnet50.json",
+                   "p4hub/hosts/agent.py", "p4hub/workers/workloads/resnet50.json",
                    "p4lite/p4include/v1model.p4"):
         assert needed in names, needed
 

@@ -92,7 +92,7 @@ def test_a_rack_lists_both_ends_of_every_switch_link():
 
 
 def test_make_run_leafspine_defaults_to_2x4_and_every_path():
-    from p4hub.topologies import run
+    from p4hub.experiments import run
 
     args = run.parse_args(["--topo", "leafspine"])
     assert (args.workers, args.paths) == (8, "switch,pbox,gloo")
@@ -104,7 +104,7 @@ def test_make_run_leafspine_defaults_to_2x4_and_every_path():
 
 
 def test_make_run_leafspine_refuses_a_straggler(capsys):
-    from p4hub.topologies import run
+    from p4hub.experiments import run
 
     with pytest.raises(SystemExit):
         run.parse_args(["--topo", "leafspine", "--straggler", "link"])
@@ -114,7 +114,7 @@ def test_make_run_leafspine_refuses_a_straggler(capsys):
 
 
 def test_make_run_switch_slots_limit_the_controllers_switch_pool():
-    from p4hub.topologies import run
+    from p4hub.experiments import run
 
     class FakeRack:
         def start_pboxes(self, workers: int) -> None:

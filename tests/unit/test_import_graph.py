@@ -20,10 +20,11 @@ from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# folder -> the import name it is installed under (p4hub/ holds links to the three
+# folder -> the import name it is installed under (p4hub/ holds links to the five
 # p4hub folders; its own modules are p4hub/*.py)
 PACKAGES = {"p4lite": "p4lite", "hosts": "p4hub.hosts", "controller": "p4hub.controller",
-            "topologies": "p4hub.topologies", "bench": "bench"}
+            "topologies": "p4hub.topologies", "experiments": "p4hub.experiments",
+            "workers": "p4hub.workers", "bench": "bench"}
 
 
 @dataclass(frozen=True)
@@ -211,13 +212,56 @@ def test_controller_and_hosts_never_import_p4lite():
     assert not bad, "\n".join(bad)
 
 
+EMULATION = ("p4hub.topologies", "p4hub.experiments", "p4hub.workers")
+
+
 def test_hosts_never_import_topologies_or_bench():
-    bad = _into(_imports_from("p4hub.hosts"), "p4hub.topologies", "bench")
+    bad = _into(_imports_from("p4hub.hosts"), *EMULATION, "bench")
     assert not bad, "\n".join(bad)
 
 
 def test_controller_never_imports_hosts_topologies_or_bench():
     """The controller speaks P4Runtime and the PBox's JSON control protocol; it shares no
     code with the hosts (hosts.pytorch.rendezvous uses controller.client, not the reverse)."""
-    bad = _into(_imports_from("p4hub.controller"), "p4hub.hosts", "p4hub.topologies", "bench")
+    bad = _into(_imports_from("p4hub.controller"), "p4hub.hosts", *EMULATION, "bench")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_emulation_layers_point_down():
+    """topologies (the emulated network) knows nothing of what runs on it; the workers (on
+    its hosts) may use it but never the experiments that start them."""
+    bad = _into(_imports_from("p4hub.topologies"), "p4hub.experiments", "p4hub.workers")
+    bad += _into(_imports_from("p4hub.workers"), "p4hub.experiments")
+    assert not bad, "\n".join(bad)
+
+
+def _imports_of_tests(source: str, where: str) -> list[str]:
+    """Every import in ``source`` (the file ``where``) of the ``tests`` package or a module
+    under it."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=where)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        found += [f"{where}:{node.lineno}: {name}" for name in names
+                  if name == "tests" or name.startswith("tests.")]
+    return found
+
+
+def test_the_tests_import_scan_sees_every_spelling():
+    source = ("import tests.support.frames\nfrom tests.support import samples\n"
+              "def f():\n    from tests import golden\n"
+              "import testsuite\nfrom bench import _frames\n")
+    assert [line.split(": ")[1] for line in _imports_of_tests(source, "x.py")] == [
+        "tests.support.frames", "tests.support", "tests"]
+
+
+def test_benches_never_import_tests():
+    """Benchmarks are product tools: what they share with the tests lives in the product
+    or in bench/ (tests may import those), never in tests/."""
+    bad = [line for path in sorted((REPO / "bench").rglob("*.py"))
+           for line in _imports_of_tests(path.read_text(), str(path.relative_to(REPO)))]
     assert not bad, "\n".join(bad)

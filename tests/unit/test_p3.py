@@ -10,7 +10,7 @@ import pytest
 from p4hub.hosts import p3
 from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.errors import SessionError
-from p4hub.topologies import replay, workload
+from p4hub.workers import replay, workload
 from tests.unit.test_agent_loopback import UdpAggregator, run_ranks
 
 JOB, N = 3, 4

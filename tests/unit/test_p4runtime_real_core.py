@@ -11,10 +11,10 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from bench._frames import ipv4_frame
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device
 from p4lite.switch.p4runtime.server import serve
-from tests.support.frames import ipv4_frame
 from tests.support.samples import L3_ROUTER_P4INFO, l3_router
 from tests.unit.fakes_switch import update, write_errors
 

@@ -1,4 +1,4 @@
-"""The ``cpu`` column of ``make run``'s tables (topologies/allreduce_run.py, train_run.py):
+"""The ``cpu`` column of ``make run``'s tables (experiments/allreduce_run.py, train_run.py):
 the drivers run with their worker launcher replaced by a fake that reports lines, and a
 CpuSampler over a fake /proc whose counters the fake moves between reports (no Mininet)."""
 
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from p4hub.topologies import allreduce_run, train_run, workload
-from p4hub.topologies.cpuload import CpuSampler
-from p4hub.topologies.launch import WorkerRun
+from p4hub.experiments import allreduce_run, train_run
+from p4hub.experiments.cpuload import CpuSampler
+from p4hub.experiments.launch import WorkerRun
+from p4hub.workers import workload
 from tests.unit.test_cpuload import fake_proc
 
 # the fake run: the runner is pid 10, the switch 20, an agent 51 under the runner

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from p4hub.topologies import workload
+from p4hub.workers import workload
 
 REPO = Path(__file__).resolve().parents[2]
 
-# ResNet-50 v1.5 as the bundled profile describes it (topologies/workloads/README.md).
+# ResNet-50 v1.5 as the bundled profile describes it (workers/workloads/README.md).
 RESNET50_LAYERS = 54
 RESNET50_PARAMS = 25_557_032
 
@@ -59,7 +59,8 @@ HARNESS = textwrap.dedent("""
 
 # What `make run` does before it touches the network: its defaults, then the workload.
 RUN_DRIVER_LOAD = textwrap.dedent("""
-    from p4hub.topologies import run, workload
+    from p4hub.experiments import run
+    from p4hub.workers import workload
     args = run.parse_args([])
     sizes = workload.layer_sizes(args.model, args.scale)
     grads = workload.gradients(sizes, args.seed, 0, 0)
@@ -163,7 +164,7 @@ def test_a_relative_path_cannot_reach_a_bundled_name_elsewhere() -> None:
 
 
 def _profile_params(name: str) -> list[int]:
-    layers = json.loads((REPO / "topologies" / "workloads" / f"{name}.json").read_text())
+    layers = json.loads((REPO / "workers" / "workloads" / f"{name}.json").read_text())
     return [layer["params"] for layer in layers["layers"]]
 
 

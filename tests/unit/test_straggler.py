@@ -1,4 +1,5 @@
-"""p4hub.topologies.straggler: the flood's pacing, and a real flood on loopback."""
+"""p4hub.experiments.straggler (which PBox, which host, what it starts) and p4hub.workers.flood
+(its pacing, and a real flood on loopback)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ import threading
 
 import pytest
 
-from p4hub.topologies import rack, straggler
+from p4hub.experiments import straggler
+from p4hub.topologies import rack
 from p4hub.topologies.rack import RackConfig
+from p4hub.workers import flood
 
 
 def test_pace_keeps_the_rate_and_never_waits_when_behind():
     # 1000-byte datagrams at 8 Mbit/s: one per millisecond
-    assert straggler.pace(8e6, 1000, started=10.0, sent=5, now=10.002) == pytest.approx(0.003)
-    assert straggler.pace(8e6, 1000, started=10.0, sent=5, now=10.009) == 0.0
+    assert flood.pace(8e6, 1000, started=10.0, sent=5, now=10.002) == pytest.approx(0.003)
+    assert flood.pace(8e6, 1000, started=10.0, sent=5, now=10.009) == 0.0
 
 
 def test_a_flood_on_loopback_sends_at_about_its_rate():
@@ -33,7 +36,7 @@ def test_a_flood_on_loopback_sends_at_about_its_rate():
 
         reader = threading.Thread(target=drain)
         reader.start()
-        sent = straggler.flood(sink.getsockname(), mbit=4.0, seconds=0.5)
+        sent = flood.flood(sink.getsockname(), mbit=4.0, seconds=0.5)
         reader.join()
     # 4 Mbit/s of 1028-byte IP datagrams for 0.5 s: about 243
     assert 200 <= sent <= 260 and len(got) > 0.9 * sent

@@ -12,11 +12,11 @@ import copy
 
 import pytest
 
+from bench._frames import internet_checksum
 from p4lite.compiler.driver import compile_text
 from p4lite.switch.core.codegen import unwrap
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, TableEntry
 from p4lite.switch.core.switch import Switch, SwitchLoadError
-from tests.support.frames import internet_checksum
 from tests.support.samples import (
     ETHERNET,
     IPV4,

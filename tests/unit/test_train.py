@@ -1,4 +1,4 @@
-"""topologies.train: the sharding invariants, identical models, and short Gloo runs of the
+"""workers.train: the sharding invariants, identical models, and short Gloo runs of the
 training program on loopback (two processes, no root)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from p4hub.topologies.train import data, loop
-from p4hub.topologies.train.model import build_model, parameter_count
+from p4hub.workers.train import data, loop
+from p4hub.workers.train.model import build_model, parameter_count
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT = 120.0  # seconds for a whole 2-process run; it takes ~10 s on 2 cores
@@ -116,7 +116,7 @@ def run_ranks(world: int, *extra: str) -> list[list[dict]]:
     try:
         for rank in range(world):
             procs.append(subprocess.Popen(
-                [sys.executable, "-m", "p4hub.topologies.train.loop", "--comm", "gloo",
+                [sys.executable, "-m", "p4hub.workers.train.loop", "--comm", "gloo",
                  "--rank", str(rank), "--world", str(world), "--master", master,
                  "--timeout", "60", *extra],
                 cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))

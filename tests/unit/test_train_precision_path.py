@@ -1,4 +1,4 @@
-"""``make run``'s precision path (topologies/train_run.py ``PATHS["precision"]``): the
+"""``make run``'s precision path (experiments/train_run.py ``PATHS["precision"]``): the
 p4hub backend with the precision option. Driven with the worker launcher replaced by a
 fake that reports lines (no Mininet); the Mininet run is tests/e2e/test_train_rack.py."""
 
@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import pytest
 
+from p4hub.experiments import run, train_run
+from p4hub.experiments.launch import WorkerRun
 from p4hub.hosts.pytorch.config import BackendConfig
-from p4hub.topologies import run, train_run
-from p4hub.topologies.launch import WorkerRun
 
 
 def args_for(paths: str, *extra: str) -> argparse.Namespace:

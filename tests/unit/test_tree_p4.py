@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench import _frames as frames
+from bench._frames import internet_checksum
 from p4hub.controller import program as p
 from p4hub.controller.slots import SlotRange
 from p4hub.controller.tree import Leaf, Tree, TreeJob, leaf_entry, root_entries, root_replicas
@@ -25,8 +27,6 @@ from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch
-from tests.support import frames
-from tests.support.frames import internet_checksum
 
 PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "aggregate.p4"
 UP = 9  # each leaf's port to the spine

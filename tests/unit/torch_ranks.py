@@ -26,7 +26,7 @@ import p4hub.hosts.pytorch  # noqa: F401 - registers the backend
 from p4hub.hosts.errors import HostError, NotSupportedError
 from p4hub.hosts.pytorch import HookState, p4hub_hook
 from p4hub.hosts.pytorch.backend import P4hubProcessGroup
-from p4hub.topologies.workload import quantized_sum
+from p4hub.workers.workload import quantized_sum
 
 TIMEOUT = datetime.timedelta(seconds=float(os.environ.get("TEST_PG_TIMEOUT", "30")))
 

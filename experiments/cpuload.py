@@ -30,12 +30,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from p4hub.topologies.errors import EmulationError
+
 MACHINE_BOUND = 0.9  # fraction of all cores busy over the timed intervals
 PROCESS_BOUND = 0.95  # cores used by one process over the timed intervals
 SAMPLE_SECONDS = 0.2  # how often CpuSampler reads /proc between marks
 
 
-class CpuLoadError(ValueError):
+class CpuLoadError(EmulationError, ValueError):
     """/proc text that cannot be parsed."""
 
 

@@ -1,5 +1,5 @@
-"""What the simulated networks of the unit tests share (tests/unit/lossy_links.py,
-tests/support/bottleneck.py): an event heap on an explicit clock over a list of
+"""What the simulated networks of the tests and benchmarks share (tests/unit/lossy_links.py,
+bench/_bottleneck.py): an event heap on an explicit clock over a list of
 sans-I/O sessions, each session's timer as an event, and its events collected."""
 
 from __future__ import annotations

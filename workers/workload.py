@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from p4hub.hosts import quantize
+from p4hub.topologies.errors import EmulationError
 
 # The profiles ship inside the package (package data), so a fresh clone or an installed
 # wheel finds them without anything outside the repository.
@@ -21,7 +22,7 @@ WORKLOADS = Path(__file__).resolve().parent / "workloads"
 DEFAULT_MODEL = WORKLOADS / "resnet50.json"
 
 
-class UnknownModelError(ValueError):
+class UnknownModelError(EmulationError, ValueError):
     """``--model`` named neither a bundled profile nor an existing file."""
 
 

@@ -1,12 +1,12 @@
 """The program each rack worker runs: all-reduce iterations, JSON lines out.
 
-    python -m topologies.worker --backend pbox --job 1 --rank 0 --world 4 \
+    python -m p4hub.workers.worker --backend pbox --job 1 --rank 0 --world 4 \
         --pbox 10.0.0.100:48879 --scale 0.02 --iterations 10 --check
-    python -m topologies.worker --backend gloo --rank 0 --world 4 \
+    python -m p4hub.workers.worker --backend gloo --rank 0 --world 4 \
         --master 10.0.0.1:29500 --sizes-mb 1,4,16 --repeat 3
 
 Training mode (default) all-reduces a synthetic gradient set shaped like a model
-(topologies/workload.py) once per iteration; ``--sizes-mb`` instead all-reduces one
+(workers/workload.py) once per iteration; ``--sizes-mb`` instead all-reduces one
 flat float32 tensor of each size (the benchmark). Each timed all-reduce starts after
 a barrier, so the time is the collective's, not a peer's late start.
 
@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from p4hub.topologies import workload
+from p4hub.topologies.errors import EmulationError
 from p4hub.topologies.rack import AGENT_PORT
+from p4hub.workers import workload
 
 TensorList = list[np.ndarray]
 # how often a controller job's worker heartbeats, s: also how soon it learns that the
@@ -37,7 +38,7 @@ TensorList = list[np.ndarray]
 HEARTBEAT_INTERVAL = 0.5
 
 
-class JoinError(RuntimeError):
+class JoinError(EmulationError, RuntimeError):
     """The controller did not answer the join, or refused it."""
 
 
@@ -235,9 +236,9 @@ def run_training(backend, args: argparse.Namespace) -> None:
 
 def run_replay(backend, args: argparse.Namespace) -> None:
     """``--replay fifo|p3``: emulated compute from the model's profile, real all-reduces
-    (topologies/replay.py); one line per iteration, the timelines to ``--timeline``."""
+    (workers/replay.py); one line per iteration, the timelines to ``--timeline``."""
     from p4hub.hosts import p3
-    from p4hub.topologies import replay
+    from p4hub.workers import replay
 
     if not hasattr(backend, "agent"):
         raise SystemExit("--replay needs a p4hub backend (pbox or job)")
@@ -326,7 +327,7 @@ def _check(sizes: list[int], args: argparse.Namespace, it: int, result: TensorLi
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="p4hub.topologies.worker")
+    parser = argparse.ArgumentParser(prog="p4hub.workers.worker")
     parser.add_argument("--backend", choices=("pbox", "job", "gloo"), default="pbox",
                         help="pbox: a static PBox job; job: JoinJob through the controller")
     parser.add_argument("--controller", default="10.99.0.254:50060", help="job API HOST:PORT")

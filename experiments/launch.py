@@ -45,10 +45,10 @@ def run_workers(
     on_iteration: Callable[[tuple, dict[int, dict]], None] | None = None,
     tag: str = "",
 ) -> WorkerRun:
-    """Run ``python -m p4hub.topologies.worker <worker_args(rank)>`` on every worker host."""
+    """Run ``python -m p4hub.workers.worker <worker_args(rank)>`` on every worker host."""
     run = WorkerRun()
     world = len(rack.workers)
-    run_ranks(rack, lambda rank: ["-m", "p4hub.topologies.worker", *worker_args(rank)], timeout,
+    run_ranks(rack, lambda rank: ["-m", "p4hub.workers.worker", *worker_args(rank)], timeout,
               lambda rank, line: _record(run, rank, line, world, on_iteration), run, tag)
     return run
 

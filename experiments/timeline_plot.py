@@ -1,11 +1,11 @@
-"""Gantt-style charts of replayed iterations (topologies/replay.py timelines).
+"""Gantt-style charts of replayed iterations (workers/replay.py timelines).
 
 One panel per run (e.g. FIFO and P3): a row per layer (layer 0, the input side, at the
 top); a thin bar from when a layer's first slice was ready to when its last slice came
 back, and a marker where its forward step began in the next pass. P3 shows as layer 0's
 bar ending right after its gradient is ready, and the forward markers starting early.
 
-    python -m topologies.timeline_plot OUT.png NAME=TIMELINE.json [NAME=TIMELINE.json ...]
+    python -m p4hub.experiments.timeline_plot OUT.png NAME=TIMELINE.json [NAME=TIMELINE.json ...]
 """
 
 from __future__ import annotations

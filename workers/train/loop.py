@@ -1,7 +1,7 @@
 """Data-parallel training of DigitsNet, one process per rank.
 
-    python -m topologies.train.loop --comm gloo --rank 0 --world 4 --master 10.0.0.1:29500
-    torchrun --nproc-per-node 4 -m topologies.train.loop --comm gloo
+    python -m p4hub.workers.train.loop --comm gloo --rank 0 --world 4 --master 10.0.0.1:29500
+    torchrun --nproc-per-node 4 -m p4hub.workers.train.loop --comm gloo
 
 ``--comm`` picks the path the gradients take (see the package docstring): ``gloo``,
 ``p4hub`` (DDP over a p4hub process group) or ``hook`` (DDP over Gloo, buckets
@@ -38,8 +38,8 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from p4hub.topologies.mgmt import use_data_interface_for_gloo
-from p4hub.topologies.train import data
-from p4hub.topologies.train.model import build_model, parameter_count
+from p4hub.workers.train import data
+from p4hub.workers.train.model import build_model, parameter_count
 
 Emit = Callable[[dict], None]
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -270,7 +270,7 @@ def train(args: argparse.Namespace, emit: Emit) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="p4hub.topologies.train.loop")
+    parser = argparse.ArgumentParser(prog="p4hub.workers.train.loop")
     parser.add_argument("--comm", choices=("gloo", "p4hub", "hook"), default="gloo",
                         help="gloo: DDP over Gloo; p4hub: DDP over a p4hub group; "
                              "hook: DDP over Gloo with the p4hub comm hook")

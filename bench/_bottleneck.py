@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from bench._session_sim import SessionSim
 from p4hub.hosts import wire
 from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.congestion import CongestionWindow
 from p4hub.hosts.events import TensorCompleted
 from p4hub.hosts.session import Session
-from tests.support.session_sim import SessionSim
 
 
 class FrozenWindow(CongestionWindow):

@@ -1,20 +1,20 @@
 """``make run``: bring up the Mininet rack and train a model on it three ways.
 
-    python -m topologies.run [--workers 4] [--bw 5] [--loss 0] [--epochs 3]
+    python -m p4hub.experiments.run [--workers 4] [--bw 5] [--loss 0] [--epochs 3]
                              [--paths switch,pbox,gloo] [--cli]
-    python -m topologies.run --mode allreduce [--iterations 4] [--scale 0.005] ...
-    python -m topologies.run --topo leafspine [--racks 2] [--spines 1] --paths gloo
+    python -m p4hub.experiments.run --mode allreduce [--iterations 4] [--scale 0.005] ...
+    python -m p4hub.experiments.run --topo leafspine [--racks 2] [--spines 1] --paths gloo
 
 Brings up the rack with the P4 switch running p4src/aggregate.p4 (topologies/rack.py,
 topologies/p4switch.py), starts the PBox and p4hub-controller, then:
 
-* ``--mode train`` (default, topologies/train_run.py): DDP training of a small CNN on
+* ``--mode train`` (default, experiments/train_run.py): DDP training of a small CNN on
   scikit-learn's digits, on every worker, once per path (the switch and the PBox through
   the p4hub torch.distributed backend, and Gloo); per-epoch loss, accuracy and time per
   step, a summary with samples/s and x Gloo, ``logs/<run>/training.png`` and
   ``training.json``; fails if the p4hub curves leave Gloo's tolerance or the switch and
   PBox paths are not bit-identical;
-* ``--mode allreduce`` (topologies/allreduce_run.py): the synthetic-gradient table and
+* ``--mode allreduce`` (experiments/allreduce_run.py): the synthetic-gradient table and
   ``logs/<run>/allreduce.json``.
 
 ``--topo leafspine`` brings up a leaf-spine fabric instead of one rack (topologies/rack.py,
@@ -24,7 +24,7 @@ each, ``--spines`` spines, a P4 switch process per switch (P4Runtime ports --grp
 and the spine sums the leaves (docs/DESIGN.md §3.1); the PBox path is one job on rack 1's
 PBox, which rack 2's workers reach over the spine; Gloo's ring crosses the spine too.
 
-Every row and every path's summary has a ``cpu`` column (topologies/cpuload.py):
+Every row and every path's summary has a ``cpu`` column (experiments/cpuload.py):
 ``CPU-bound (1.96/2 cores; switch 0.98)`` when the machine's cores, not the links, were
 the limit while it was timed, else ``link-bound (cpu 1.10/2)``.
 
@@ -39,10 +39,11 @@ import json
 import sys
 from collections.abc import Iterator
 
-from p4hub.topologies import allreduce_run, straggler, train_plot, train_run, workload
-from p4hub.topologies.cpuload import CpuSampler
-from p4hub.topologies.jobwatch import JobWatch
+from p4hub.experiments import allreduce_run, straggler, train_plot, train_run
+from p4hub.experiments.cpuload import CpuSampler
+from p4hub.experiments.jobwatch import JobWatch
 from p4hub.topologies.rack import PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
+from p4hub.workers import workload
 
 DEFAULT_BW = 5.0  # Mbit/s: see docs/notes/inc-rack.md for why
 TOPOS = ("rack", "leafspine")
@@ -50,7 +51,7 @@ DEFAULT_WORKERS = {"rack": 4, "leafspine": 8}  # leafspine: 2 racks x 4
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="p4hub.topologies.run", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="p4hub.experiments.run", description=__doc__.split("\n")[0])
     parser.add_argument("--topo", choices=TOPOS, default="rack",
                         help="one rack (default) or a leaf-spine fabric of --racks racks")
     parser.add_argument("--racks", type=int, default=2, help="leafspine: racks (leaves)")
@@ -261,7 +262,7 @@ def _straggler(rack: Rack, args: argparse.Namespace, path: str) -> Iterator[None
 @contextlib.contextmanager
 def _moves_printed(rack: Rack) -> Iterator[None]:
     """Print each job's aggregator changes (the controller's map moves) seen while the
-    block runs (topologies/jobwatch.py)."""
+    block runs (experiments/jobwatch.py)."""
     watch = JobWatch(rack.controller_address)
     try:
         with watch:
@@ -288,7 +289,7 @@ def _cli(rack: Rack, args: argparse.Namespace) -> int:
     from mininet.cli import CLI
 
     print(f"Switch, PBox and controller running (logs in {rack.log_dir}).\n"
-          f"Try, on every worker wR (rank R-1):  wR {PYTHON} -m p4hub.topologies.worker --backend job "
+          f"Try, on every worker wR (rank R-1):  wR {PYTHON} -m p4hub.workers.worker --backend job "
           f"--controller {rack.controller_address} --data-ip 10.0.0.R --rank R-1 "
           f"--world {args.workers} --iterations 2 --check &\n"
           f"and from the root shell: {PYTHON} -m p4hub.controller.cli --controller "

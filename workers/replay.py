@@ -54,7 +54,7 @@ class Layer:
 
 
 def load_layers(path: Path, time_scale: float, param_scale: float) -> list[Layer]:
-    """A model profile (topologies/workloads/*.json), scaled."""
+    """A model profile (workers/workloads/*.json), scaled."""
     doc = json.loads(path.read_text())
     return [Layer(layer["name"], max(1, round(layer["params"] * param_scale)),
                   layer["fwd_ms"] * time_scale / 1e3, layer["bwd_ms"] * time_scale / 1e3)

@@ -1,6 +1,6 @@
 """Deterministic data-parallel training of a small CNN on scikit-learn's 8x8 digits.
 
-``make run`` launches ``python -m topologies.train.loop`` on the rack's hosts once per
+``make run`` launches ``python -m p4hub.workers.train.loop`` on the rack's hosts once per
 communication path, so the loss curves of the paths can be compared step by step: with
 the same seed every path sees the same weights, the same global batches in the same
 order (``data.shard``) and differs only in how gradients are summed.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from p4hub.topologies.train_run import TrainResult
+from p4hub.experiments.train_run import TrainResult
 
 COLOURS = {"switch": "tab:blue", "pbox": "tab:orange", "gloo": "tab:green", "hook": "tab:purple",
            "precision": "tab:red"}

@@ -29,8 +29,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
+from p4hub.experiments.jobrun import JobRun
 from p4hub.topologies import linkem
-from p4hub.topologies.jobrun import JobRun
 from p4hub.topologies.rack import Rack
 
 FAULTS = ("switch", "pbox", "controller")

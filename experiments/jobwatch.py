@@ -4,7 +4,7 @@
 seconds on a daemon thread, for as long as its ``with`` block runs, and keeps one
 snapshot per job and poll: seconds since the watch began, the epoch, the window slots
 per aggregator, each aggregator's rate and the moves so far. ``make run`` prints the
-moves from it (topologies/run.py) and bench/elastic.py plots the shares.
+moves from it (experiments/run.py) and bench/elastic.py plots the shares.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``make run``'s default: train DigitsNet on the rack three ways and compare them.
 
-Every path runs ``python -m topologies.train.loop`` on the same worker hosts with the
+Every path runs ``python -m p4hub.workers.train.loop`` on the same worker hosts with the
 same seed, so the weights, the global batches and their order are the same; only the
 way gradients are summed differs:
 
@@ -35,13 +35,20 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from p4hub.topologies.cpuload import CpuSampler, column
-from p4hub.topologies.launch import WorkerRun, run_ranks
+from p4hub.experiments.cpuload import CpuSampler, column
+from p4hub.experiments.launch import WorkerRun, run_ranks
 from p4hub.topologies.rack import AGENT_PORT, Rack, mgmt_ip, worker_ip
 
 LOSS_TOLERANCE = 1e-3  # absolute, on the global batch's mean cross-entropy
 ACCURACY_TOLERANCE = 2 / 360  # two test images
 STORE_PORT = 29500  # + the path's index: every path gets a fresh c10d store
+# The two step times printed are different statistics, so they have different labels.
+# An epoch row: every rank's median step time over the epoch (the loop's
+# seconds_per_step), the slowest rank's.
+EPOCH_STEP_LABEL = "slowest rank's median s/step"
+# The summary: each global step timed by its slowest rank (a step is done when every
+# rank is), the median over the run's steps; samples/s is derived from it.
+SUMMARY_STEP_LABEL = "median s/global step"
 
 
 @dataclass(frozen=True)
@@ -136,7 +143,7 @@ def _epoch_row(epoch: int, by_rank: dict[int, dict]) -> dict:
 
 
 def loop_args(path: TrainPath, args: argparse.Namespace, rank: int, index: int) -> list[str]:
-    return ["-m", "p4hub.topologies.train.loop", "--comm", path.comm, "--rank", str(rank),
+    return ["-m", "p4hub.workers.train.loop", "--comm", path.comm, "--rank", str(rank),
             "--world", str(args.workers), "--master", f"{store_host()}:{STORE_PORT + index}",
             "--epochs", str(args.epochs), "--batch", str(args.batch), "--seed", str(args.seed),
             "--timeout", str(args.agent_timeout),
@@ -170,7 +177,7 @@ def run_path(rack: Rack, path: TrainPath, index: int, args: argparse.Namespace,
     print(f"\n{path.title}: {args.workers} workers x batch {args.batch}, {args.epochs} epochs, "
           f"links {args.bw} Mbit/s, loss {args.loss}%", flush=True)
     print(f"{'epoch':>5} {'train loss':>11} {'test acc':>9} {'test loss':>10} "
-          f"{'s/step':>8} {'same weights':>13}  cpu", flush=True)
+          f"{EPOCH_STEP_LABEL} {'same weights':>13}  cpu", flush=True)
 
     def on_line(rank: int, line: dict) -> None:
         _record(result, rank, line, cpu)
@@ -222,8 +229,9 @@ def _epoch_cpu(result: TrainResult, epoch: int, cpu: CpuSampler) -> None:
 
 def _print_epoch(row: dict, cpu: dict | None = None) -> None:
     same = "yes" if row["same_weights"] else "NO"
+    width = len(EPOCH_STEP_LABEL)
     print(f"{row['epoch'] + 1:>5} {row['train_loss']:>11.4f} {row['test_accuracy']:>9.3f} "
-          f"{row['test_loss']:>10.4f} {row['seconds_per_step']:>8.3f} {same:>13}  "
+          f"{row['test_loss']:>10.4f} {row['seconds_per_step']:>{width}.3f} {same:>13}  "
           f"{column(cpu)}", flush=True)
 
 
@@ -294,10 +302,11 @@ def max_loss_gap(result: TrainResult, gloo: TrainResult) -> float:
 def summarize(results: dict[str, TrainResult], args: argparse.Namespace) -> None:
     gloo = results.get("gloo")
     gloo_rate = _samples_per_s(gloo, args) if gloo and gloo.ok else float("nan")
+    width = len(SUMMARY_STEP_LABEL)
     print(f"\nsummary ({args.workers} workers, batch {args.batch} per worker, {args.epochs} "
           f"epochs, {args.bw} Mbit/s links, loss {args.loss}%; loss tolerance vs Gloo "
           f"{LOSS_TOLERANCE:.0e}, accuracy tolerance {ACCURACY_TOLERANCE:.4f})")
-    print(f"  {'path':<42} {'where':>6} {'test acc':>8} {'s/step':>7} {'samples/s':>9} "
+    print(f"  {'path':<42} {'where':>6} {'test acc':>8} {SUMMARY_STEP_LABEL} {'samples/s':>9} "
           f"{'x Gloo':>7} {'max |loss - Gloo|':>18}  {'status':<6}  cpu (over the epochs)")
     for result in results.values():
         rows = result.epoch_rows()
@@ -306,7 +315,7 @@ def summarize(results: dict[str, TrainResult], args: argparse.Namespace) -> None
         gap = max_loss_gap(result, gloo) if gloo and result is not gloo else 0.0
         status = "ok" if result.ok else "FAILED"
         print(f"  {result.path.title:<42} {result.where():>6} {accuracy:>8.3f} "
-              f"{result.median_step_seconds():>7.3f} {rate:>9.0f} {rate / gloo_rate:>7.2f} "
+              f"{result.median_step_seconds():>{width}.3f} {rate:>9.0f} {rate / gloo_rate:>7.2f} "
               f"{gap:>18.2e}  {status:<6}  {column(result.cpu)}")
         floats = result.float_share() if result.path.precision else None
         if floats is not None:

@@ -1,6 +1,6 @@
 """Worker processes of one controller job on a Mininet rack, their JSON lines collected.
 
-The e2e tests and ``bench/chaos.py`` start jobs this way: ``topologies.worker
+The e2e tests and ``bench/chaos.py`` start jobs this way: ``workers.worker
 --backend job`` on each host, joined through the controller, optionally held running
 (``hold``) until released so that faults can be injected while it surely runs.
 """
@@ -13,9 +13,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from p4hub.topologies.rack import PYTHON, Rack
+from p4hub.topologies.rack import AGENT_PORT, PYTHON, Rack
 
-AGENT_PORT = 47000
 WORK = ("--scale", "0.002", "--fuse", "--check", "--timeout", "30", "--rto-max", "0.2")
 
 
@@ -36,7 +35,7 @@ class JobRun:
         self.procs: list[subprocess.Popen] = []
         self._threads = []
         for rank, host in enumerate(hosts):
-            args = [PYTHON, "-m", "p4hub.topologies.worker", "--backend", "job",
+            args = [PYTHON, "-m", "p4hub.workers.worker", "--backend", "job",
                     "--controller", rack.controller_address, "--job-name", name,
                     "--data-ip", host.IP(), "--agent-port", str(AGENT_PORT),
                     "--rank", str(rank), "--world", str(len(hosts)),

@@ -2,12 +2,12 @@
 gradients on the rack, one table row per iteration (the mode ``make run`` had before it
 trained a model).
 
-Each path runs topologies/worker.py on every worker: ``switch`` (the controller gives
+Each path runs workers/worker.py on every worker: ``switch`` (the controller gives
 the job switch slots), ``pbox`` (the same agents, the job placed on the PBox through
 JoinJob's placement), ``gloo`` (torch.distributed's ring on the same links). A row has
 the iteration's time, goodput, where the blocks were aggregated, the max abs error
 against the float64 sum of the unquantized inputs, and whether every worker got exactly
-the sum of the quantized inputs, and its CPU use (topologies/cpuload.py): whether the
+the sum of the quantized inputs, and its CPU use (experiments/cpuload.py): whether the
 machine's cores, not the links, were the limit while it ran.
 """
 
@@ -18,10 +18,10 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from p4hub.topologies import workload
-from p4hub.topologies.cpuload import CpuSampler, column
-from p4hub.topologies.launch import WorkerRun, run_workers
+from p4hub.experiments.cpuload import CpuSampler, column
+from p4hub.experiments.launch import WorkerRun, run_workers
 from p4hub.topologies.rack import AGENT_PORT, Rack, worker_ip
+from p4hub.workers import workload
 
 
 @dataclass
