@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from p4hub.controller import program as p
-from p4hub.controller import rack, topology
+from p4hub.controller.core import program as p
+from p4hub.controller.core import rack, topology
+from p4hub.controller.core.topology import Topology
+from p4hub.controller.core.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite
 from p4hub.controller.driver import Controller, PipelineConfig
-from p4hub.controller.topology import Topology
-from p4hub.controller.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite
 from tests.support import frames
 from tests.support.fabric import Fabric, compile_pipeline
 

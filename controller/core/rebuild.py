@@ -1,15 +1,15 @@
 """Rebuilding the job registry after a controller restart, from what the switches and
-PBoxes hold: every switch's jobs, members and result_dst entries (controller/jobs.py
+PBoxes hold: every switch's jobs, members and result_dst entries (controller/core/jobs.py
 lists what they carry), and each PBox's list_jobs. Jobs over racks are put back together
-from their root spine's jobs entry and their leaves' (controller/tree.py); under a root
+from their root spine's jobs entry and their leaves' (controller/core/tree.py); under a root
 PBox, from its leaf's job_on_pbox entry and the leaves' partials addressed to it."""
 
 from __future__ import annotations
 
-from p4hub.controller import program as p
-from p4hub.controller import rack
-from p4hub.controller.errors import SwitchStateError
-from p4hub.controller.jobs import (
+from p4hub.controller.core import program as p
+from p4hub.controller.core import rack
+from p4hub.controller.core.errors import SwitchStateError
+from p4hub.controller.core.jobs import (
     ON_PBOX,
     ON_SWITCH,
     Job,
@@ -20,10 +20,10 @@ from p4hub.controller.jobs import (
     part_write,
     valid_epoch,
 )
-from p4hub.controller.slots import SlotError, SlotRange
-from p4hub.controller.topology import Topology, aggregator_address, parse_ipv4
-from p4hub.controller.tree import TreeError, plan, plan_under_pbox
-from p4hub.controller.updates import DELETE, MODIFY, Entry, TableWrite, Update
+from p4hub.controller.core.slots import SlotError, SlotRange
+from p4hub.controller.core.topology import Topology, aggregator_address, parse_ipv4
+from p4hub.controller.core.tree import TreeError, plan, plan_under_pbox
+from p4hub.controller.core.updates import DELETE, MODIFY, Entry, TableWrite, Update
 
 
 def rebuild_from_entries(
@@ -274,7 +274,7 @@ def _rebuild_workers(
 
 def recover_unheard(registry: JobRegistry, job: Job,
                     routes: list[tuple[str, int, int, bool]] | None) -> bool:
-    """The PBox routes of a heartbeat's agent map (controller/traffic.py
+    """The PBox routes of a heartbeat's agent map (controller/core/traffic.py
     ``pbox_routes``: aggregator "ip:port", slot base, count, whether it is the float
     route) for a job rebuilt while some of its rack's PBoxes did not answer: its ranges
     on those PBoxes are the map's routes to them (a PBox's share and the float route

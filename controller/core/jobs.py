@@ -1,18 +1,18 @@
 """The job registry: joins, leaves, barriers and liveness, sans-I/O.
 
 Like faucet's valves, every method takes an event (and ``now`` where time
-matters) and returns the list of updates (controller/updates.py) that bring the
+matters) and returns the list of updates (controller/core/updates.py) that bring the
 switches and PBoxes in line; nothing here touches a socket, a clock or gRPC.
 
 On a leaf-spine fabric a job may span racks: it is then a two-level tree
-(controller/tree.py, docs/DESIGN.md §3.1), placed once all its workers have joined
+(controller/core/tree.py, docs/DESIGN.md §3.1), placed once all its workers have joined
 (``_create_on_fabric``, ``_place_on_fabric``). Otherwise a job lives on one rack (the
 switch its first worker hangs off). Its window of
 ``job_slots`` slots is split over aggregators (its map, hosts/routes.py): the switch
 takes as many as it has free (all of them, usually), the rack's PBoxes the rest, in
 even shares at first (``Part``: one range per PBox; PBox slot numbers come from one
 pool per rack, so they never collide across its PBoxes). ``rebalance`` then moves the
-PBox share between PBoxes by their measured rates (controller/elastic.py), and
+PBox share between PBoxes by their measured rates (controller/core/elastic.py), and
 ``promote`` moves a job onto the switch once the switch has room for all of it. Every
 change of the map is a new epoch the agents learn from their heartbeats. Per job the
 switch holds::
@@ -48,12 +48,12 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from p4hub.controller import elastic, job_entries, rack
-from p4hub.controller import program as p
-from p4hub.controller.errors import NotFoundError, RefusedError
-from p4hub.controller.slots import SlotPool, SlotRange, common_base, free_bases, is_free
-from p4hub.controller.topology import Topology, aggregator_address, format_ipv4, parse_ipv4
-from p4hub.controller.traffic import (
+from p4hub.controller.core import elastic, job_entries, rack
+from p4hub.controller.core import program as p
+from p4hub.controller.core.errors import NotFoundError, RefusedError
+from p4hub.controller.core.slots import SlotPool, SlotRange, common_base, free_bases, is_free
+from p4hub.controller.core.topology import Topology, aggregator_address, format_ipv4, parse_ipv4
+from p4hub.controller.core.traffic import (
     Counters,
     RouteMeter,
     RouteService,
@@ -61,7 +61,7 @@ from p4hub.controller.traffic import (
     job_rates,
     route_rates,
 )
-from p4hub.controller.tree import (
+from p4hub.controller.core.tree import (
     Leaf,
     Tree,
     TreeError,
@@ -76,7 +76,7 @@ from p4hub.controller.tree import (
     root_pbox_write,
     root_replicas,
 )
-from p4hub.controller.updates import (
+from p4hub.controller.core.updates import (
     DELETE,
     INSERT,
     MODIFY,
@@ -181,12 +181,12 @@ class Job:
     parts: tuple[Part, ...] = ()
     split_at: float | None = None  # when its map last changed (rebalance's hold-down)
     # the PBoxes its last re-split took slots from, and how many re-splits in a row gave
-    # slots back to such a PBox (controller/elastic.py ``hold_down``)
+    # slots back to such a PBox (controller/core/elastic.py ``hold_down``)
     took_from: frozenset[str] = frozenset()
     reversals: int = 0
     slow_checks: dict[str, int] = field(default_factory=dict)  # PBox -> slow checks in a row
     left: dict[str, float] = field(default_factory=dict)  # PBox -> when it was drained or lost
-    # a job on a fabric (controller/tree.py): the switches holding its slot range, root
+    # a job on a fabric (controller/core/tree.py): the switches holding its slot range, root
     # spine first, until its workers are all in; then its tree (two levels), or none if
     # they all sit in one rack (an ordinary switch job there)
     fabric: tuple[str, ...] = ()
@@ -198,7 +198,7 @@ class Job:
     # rack's workers are its members); "" under a spine
     root_pbox: str = ""
     # after a rebuild: its rack's PBoxes that did not answer list_jobs, whose ranges of
-    # it are learnt from the first agent map a heartbeat brings (controller/rebuild.py)
+    # it are learnt from the first agent map a heartbeat brings (controller/core/rebuild.py)
     unheard: tuple[str, ...] = ()
 
     @property
@@ -234,7 +234,7 @@ class Job:
                            len(self.shares()), min_samples)
 
     def service(self) -> dict[str, float | None]:
-        """Its service as its ranks' heartbeats report it (controller/traffic.py)."""
+        """Its service as its ranks' heartbeats report it (controller/core/traffic.py)."""
         return job_rates([w.traffic for w in self.workers.values()],
                          p.P4HUB_HEADER_BYTES + 4 * self.lanes)
 
@@ -490,7 +490,7 @@ class JobRegistry:
                                f"on {host.switch} (one rack per job, but for a PBox job on a "
                                "fabric)")
             # a PBox job of another rack: its packets reach the PBox's leaf over the
-            # flood root, the way its L2 goes (controller/rack.py)
+            # flood root, the way its L2 goes (controller/core/rack.py)
             switch = job.switch
             switch_port = self.topo.port_to(job.switch, self.topo.flood_root() or "") or 0
         known = job.workers.get(rank)
@@ -754,7 +754,7 @@ class JobRegistry:
         return updates
 
     def rebalance(self, now: float) -> list[Update]:
-        """For every job with PBox ranges (controller/elastic.py): drain a PBox that stayed
+        """For every job with PBox ranges (controller/core/elastic.py): drain a PBox that stayed
         slow (scale in), probe a PBox of the rack it does not use (scale out), or re-split
         the PBox share by the measured rates; at most one change per
         ``elastic.HOLD_DOWN`` seconds a job."""
@@ -1134,7 +1134,7 @@ class JobRegistry:
         )
         return GroupWrite(switch, op, job.job_id, replicas)
 
-    # -- jobs over a fabric (controller/tree.py) -----------------------------------
+    # -- jobs over a fabric (controller/core/tree.py) -----------------------------------
 
     def _create_on_fabric(self, name: str, world_size: int, leaf: str,
                           lanes: int) -> tuple[Job, list[Update]]:
