@@ -63,7 +63,7 @@ from p4hub.controller.core.errors import (
     RefusedError,
     UnavailableError,
 )
-from p4hub.controller.core.jobs import Job, JobEnd, UnknownJobError
+from p4hub.controller.core.job import Job, JobEnd, UnknownJobError
 from p4hub.controller.core.topology import format_ipv4, format_mac
 from p4hub.controller.driver import Controller
 

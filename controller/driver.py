@@ -26,8 +26,10 @@ from p4hub.controller.core import program as p
 from p4hub.controller.core import rack, resync
 from p4hub.controller.core.entries import EntryCodec
 from p4hub.controller.core.errors import SetupError, UnavailableError
+from p4hub.controller.core.job import Job, JoinReply
 from p4hub.controller.core.job_entries import clear_new_jobs_counters
-from p4hub.controller.core.jobs import Job, JobRegistry, JoinReply, part_write
+from p4hub.controller.core.job_writes import part_write
+from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.p4info_index import EntryError, P4InfoIndex
 from p4hub.controller.core.rebuild import rebuild_from_entries, recover_unheard
 from p4hub.controller.core.topology import SwitchConf, Topology

@@ -36,7 +36,8 @@ from p4hub.controller.core.doctor import (
 )
 from p4hub.controller.core.entries import decode_value
 from p4hub.controller.core.errors import UnavailableError
-from p4hub.controller.core.jobs import ON_SWITCH, Job, UnknownJobError, job_entry
+from p4hub.controller.core.job import ON_SWITCH, Job, UnknownJobError
+from p4hub.controller.core.job_writes import job_entry
 from p4hub.controller.core.p4info_index import EntryError
 from p4hub.controller.core.topology import format_ipv4
 from p4hub.controller.driver import Controller, ControllerError

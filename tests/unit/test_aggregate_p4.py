@@ -18,7 +18,8 @@ import pytest
 from p4hub.controller.core import program as p
 from p4hub.controller.core import rack, topology
 from p4hub.controller.core.entries import EntryCodec
-from p4hub.controller.core.jobs import ON_PBOX, ON_SWITCH, JobRegistry
+from p4hub.controller.core.job import ON_PBOX, ON_SWITCH
+from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.p4info_index import P4InfoIndex
 from p4hub.controller.core.updates import DELETE, INSERT, GroupWrite, PBoxJobWrite, TableWrite
 from p4hub.hosts import wire

@@ -16,7 +16,7 @@ import pytest
 
 from p4hub.controller.core import program as p
 from p4hub.controller.core import topology
-from p4hub.controller.core.jobs import ON_PBOX, ON_SWITCH
+from p4hub.controller.core.job import ON_PBOX, ON_SWITCH
 from p4hub.controller.core.updates import MODIFY, PBoxJobWrite
 from p4hub.controller.driver import Controller, ControllerError, PipelineConfig
 from p4hub.controller.p4rt_client import P4RuntimeClient, P4RuntimeError

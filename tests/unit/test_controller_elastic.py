@@ -6,14 +6,9 @@ from __future__ import annotations
 import pytest
 
 from p4hub.controller.core import elastic, topology, traffic
-from p4hub.controller.core.jobs import (
-    ON_PBOX,
-    ON_SWITCH,
-    PLACE_PBOX,
-    JobError,
-    JobRegistry,
-    part_write,
-)
+from p4hub.controller.core.job import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError
+from p4hub.controller.core.job_writes import part_write
+from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.rebuild import rebuild_from_entries, recover_unheard
 from p4hub.controller.core.traffic import RouteService
 from p4hub.controller.core.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite

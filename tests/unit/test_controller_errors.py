@@ -22,7 +22,7 @@ from p4hub.controller.core.errors import (
     SwitchStateError,
     UnavailableError,
 )
-from p4hub.controller.core.jobs import JobError, UnknownJobError
+from p4hub.controller.core.job import JobError, UnknownJobError
 from p4hub.controller.core.p4info_index import EntryError
 from p4hub.controller.core.slots import SlotError
 from p4hub.controller.core.topology import ConfigError

@@ -13,7 +13,8 @@ import pytest
 
 from p4hub.controller import api
 from p4hub.controller.core import topology
-from p4hub.controller.core.jobs import JobError, JobRegistry
+from p4hub.controller.core.job import JobError
+from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.driver import Controller, ControllerError
 from tests.unit.test_controller_driver import (  # noqa: F401 (fixtures)
     FlakyClient,

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from p4hub.controller.core import jobs as jobs_mod
+from p4hub.controller.core import ledger as jobs_mod
 from p4hub.controller.core import program as p
 from p4hub.controller.core import rack, topology
-from p4hub.controller.core.jobs import (
-    END_KILLED,
-    END_LEFT,
-    END_SILENT,
-    ON_PBOX,
-    ON_SWITCH,
-    JobError,
-    JobRegistry,
-)
+from p4hub.controller.core.job import END_KILLED, END_LEFT, END_SILENT, ON_PBOX, ON_SWITCH, JobError
+from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.rebuild import rebuild_from_entries
 from p4hub.controller.core.updates import (
     DELETE,

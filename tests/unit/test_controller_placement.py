@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from p4hub.controller.core import topology
-from p4hub.controller.core.jobs import ON_PBOX, ON_SWITCH, JobError, JobRegistry
+from p4hub.controller.core.job import ON_PBOX, ON_SWITCH, JobError
+from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.updates import PBoxJobWrite
 
 RACK = topology.rack_dict(4, "127.0.0.1:50051", slots=256, job_slots=128)

@@ -15,7 +15,8 @@ import pytest
 
 from p4hub.controller.core import program as p
 from p4hub.controller.core import topology
-from p4hub.controller.core.jobs import ON_SWITCH, JobError, JobRegistry
+from p4hub.controller.core.job import ON_SWITCH, JobError
+from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.rebuild import rebuild_from_entries
 from p4hub.controller.core.updates import (
     DELETE,
