@@ -27,40 +27,6 @@ from p4hub.controller.core.tree import Leaf, TreeError, pbox_leaf_write, plan, p
 from p4hub.controller.core.updates import DELETE, INSERT, MODIFY, TableWrite, Update
 
 
-def renew_tree(reg: Ledger, job: Job, now: float | None, reason: str,
-              skip: str = "") -> list[Update]:
-    """A new epoch for a job over racks: its jobs entries on every switch of its tree
-    but ``skip`` get it (every cell counts as fresh, the agents resynchronise)."""
-    reg.renew_epoch(job, now, reason)
-    return [TableWrite(name, MODIFY, entry)
-            for name, entry in tree_jobs_entries(job) if name != skip]
-
-
-def rack_onto_leaf(reg: Ledger, job: Job, leaf: Leaf, now: float | None, reason: str,
-                  dead: str = "") -> list[Update] | None:
-    """The rack of ``leaf`` (on its PBox) aggregates on its leaf from now on, if the
-    leaf has room at the job's base (None if not): a new epoch for the whole tree,
-    since the PBox's rounds in flight are gone (``dead``: that PBox cannot be
-    reached, it is not written to)."""
-    assert job.tree is not None
-    if not is_free(reg.switch_pools[leaf.switch], job.slots.base, job.slots.count):
-        return None
-    updates: list[Update] = []
-    if leaf.pbox != dead:
-        updates.append(pbox_leaf_write(tree_job(job), job.tree, leaf, DELETE))
-    part = next(part for part in job.rack_pboxes if part.pbox == leaf.pbox)
-    reg.free(reg.pbox_pools[part.pbox], part.owner)
-    reg.reserve(reg.switch_pools[leaf.switch], job.job_id, job.slots.base,
-                job.slots.count)
-    reg.assign(job, "rack_pboxes", tuple(p for p in job.rack_pboxes if p is not part))
-    reg.assign(job, "fabric", (*job.fabric, leaf.switch))
-    reg.assign(job, "tree", replace(job.tree, leaves=tuple(
-         replace(node, pbox="") if node is leaf else node for node in job.tree.leaves)))
-    # the group first: the leaf multicasts as soon as its entry says it aggregates
-    return [group_write(job, INSERT, leaf.switch),
-            *renew_tree(reg, job, now, reason), *updates]
-
-
 def create_on_fabric(reg: Ledger, name: str, world_size: int, leaf: str,
                     lanes: int) -> tuple[Job, list[Update]]:
     """A job on a leaf-spine fabric: one range at the same base on every leaf and on
@@ -199,3 +165,35 @@ def _release_fabric(reg: Ledger, job: Job, switches: tuple[str, ...],
     reg.assign(job, "rack_pboxes", tuple(kept))
 
 
+def rack_onto_leaf(reg: Ledger, job: Job, leaf: Leaf, now: float | None, reason: str,
+                  dead: str = "") -> list[Update] | None:
+    """The rack of ``leaf`` (on its PBox) aggregates on its leaf from now on, if the
+    leaf has room at the job's base (None if not): a new epoch for the whole tree,
+    since the PBox's rounds in flight are gone (``dead``: that PBox cannot be
+    reached, it is not written to)."""
+    assert job.tree is not None
+    if not is_free(reg.switch_pools[leaf.switch], job.slots.base, job.slots.count):
+        return None
+    updates: list[Update] = []
+    if leaf.pbox != dead:
+        updates.append(pbox_leaf_write(tree_job(job), job.tree, leaf, DELETE))
+    part = next(part for part in job.rack_pboxes if part.pbox == leaf.pbox)
+    reg.free(reg.pbox_pools[part.pbox], part.owner)
+    reg.reserve(reg.switch_pools[leaf.switch], job.job_id, job.slots.base,
+                job.slots.count)
+    reg.assign(job, "rack_pboxes", tuple(p for p in job.rack_pboxes if p is not part))
+    reg.assign(job, "fabric", (*job.fabric, leaf.switch))
+    reg.assign(job, "tree", replace(job.tree, leaves=tuple(
+        replace(node, pbox="") if node is leaf else node for node in job.tree.leaves)))
+    # the group first: the leaf multicasts as soon as its entry says it aggregates
+    return [group_write(job, INSERT, leaf.switch),
+            *renew_tree(reg, job, now, reason), *updates]
+
+
+def renew_tree(reg: Ledger, job: Job, now: float | None, reason: str,
+              skip: str = "") -> list[Update]:
+    """A new epoch for a job over racks: its jobs entries on every switch of its tree
+    but ``skip`` get it (every cell counts as fresh, the agents resynchronise)."""
+    reg.renew_epoch(job, now, reason)
+    return [TableWrite(name, MODIFY, entry)
+            for name, entry in tree_jobs_entries(job) if name != skip]

@@ -20,7 +20,8 @@ def switch_restarted(reg: Ledger, switch: str, now: float | None) -> list[Update
     updates: list[Update] = []
     for job in sorted(reg.jobs.values(), key=lambda j: j.job_id):
         if job.tree is not None and switch in job.tree.switches:
-            updates += fabric_placement.renew_tree(reg, job, now, f"switch {switch} restarted", switch)
+            updates += fabric_placement.renew_tree(reg, job, now, f"switch {switch} restarted",
+                                                   switch)
         elif job.switch == switch and job.where == ON_SWITCH and not job.over_racks:
             reg.renew_epoch(job, now, f"switch {switch} restarted")
     return updates
@@ -48,11 +49,11 @@ def pbox_lost(reg: Ledger, job_id: int, pbox: str, now: float | None, reason: st
     if all(part.pbox != pbox for part in job.share_parts):  # only its float route
         moved = elastic_moves.resplit(reg, job, {pt.pbox: pt.share for pt in job.share_parts}, now,
                                       f"{reason}; its float route moved", dead=pbox)
-        return moved if moved is not None else membership.end(reg,
-            job, now, END_LOST, f"{reason}; no other PBox of the rack has room for its "
+        return moved if moved is not None else membership.end(
+            reg, job, now, END_LOST, f"{reason}; no other PBox of the rack has room for its "
             "float route (the precision option)", dead=pbox)
-    moved = elastic_moves.whole_onto_switch(reg, job, now, f"{reason}; moved to switch {job.switch}",
-                                            dead=pbox)
+    moved = elastic_moves.whole_onto_switch(reg, job, now,
+                                            f"{reason}; moved to switch {job.switch}", dead=pbox)
     if moved is not None:
         return moved
     if not others:
@@ -77,8 +78,8 @@ def _tree_pbox_lost(reg: Ledger, job: Job, pbox: str, now: float | None,
     assert job.tree is not None
     leaf = next((leaf for leaf in job.tree.leaves if leaf.pbox == pbox), None)
     if leaf is not None:
-        moved = fabric_placement.rack_onto_leaf(reg, job, leaf, now, f"{reason}; rack {leaf.switch} moved "
-                                                "onto its leaf", dead=pbox)
+        moved = fabric_placement.rack_onto_leaf(reg, job, leaf, now, f"{reason}; rack "
+                                                f"{leaf.switch} moved onto its leaf", dead=pbox)
         if moved is not None:
             return moved
         return membership.end(reg, job, now, END_LOST, f"{reason}; leaf {leaf.switch} has no "
