@@ -56,9 +56,10 @@ import numpy as np
 
 from bench._common import FRAME_PAYLOAD_OFFSET, POSITION_OFFSET, advance_position, result_key
 from bench._frames import internet_checksum, udp_frame
-from p4hub.controller import program, rack, topology
-from p4hub.controller.jobs import ON_SWITCH, JobRegistry
-from p4hub.controller.updates import DELETE, INSERT, GroupWrite
+from p4hub.controller.core import program, rack, topology
+from p4hub.controller.core.job import ON_SWITCH
+from p4hub.controller.core.jobs import JobRegistry
+from p4hub.controller.core.updates import DELETE, INSERT, GroupWrite
 from p4hub.hosts import wire
 from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.wire import AGG_UDP_PORT, Header, K, PacketType

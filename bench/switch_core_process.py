@@ -39,9 +39,9 @@ from bench._common import (
     sh,
     start_p4lite_switch,
 )
-from p4hub.controller import program
-from p4hub.controller.entries import EntryCodec
-from p4hub.controller.p4info_index import P4InfoIndex
+from p4hub.controller.core import program
+from p4hub.controller.core.entries import EntryCodec
+from p4hub.controller.core.p4info_index import P4InfoIndex
 from p4hub.controller.p4rt_client import P4RuntimeClient
 
 NETNS = "bscw"

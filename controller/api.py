@@ -16,7 +16,7 @@ generated stubs needed on either side; any gRPC client can call
   LeaveJob   {job_id, rank} -> {}
   Heartbeat  {job_id, rank, sent?, retransmitted?, results?, epoch?, routes?, map?}
              -> {epoch, where, slot_base, slot_count, routes}: the counters and per-route
-             service the agent measured (controller/traffic.py), and its map (``map``:
+             service the agent measured (controller/core/traffic.py), and its map (``map``:
              hosts/routes.py ``to_wire``), from which a controller rebuilt while one of
              the job's PBoxes was unreachable learns that PBox's range
   Barrier    {job_id, rank, timeout?} -> {generation}   (blocks until every rank arrived)
@@ -30,7 +30,7 @@ generated stubs needed on either side; any gRPC client can call
   Doctor     {job_id?, settle?: s (default 1)} -> {reports: [{job_id, healthy, findings: [{severity, code, message,
              ranks}], open_cells}]}: what is wrong with one job (or every running job),
              from the switch's registers and counters, the PBox and the members'
-             heartbeats (controller/doctor.py); the slot state is read twice, settle s
+             heartbeats (controller/core/doctor.py); the slot state is read twice, settle s
              apart, to tell stuck rounds from rounds in flight
 
 Errors: the gRPC code follows from the error's type (``GRPC_CODES``, never its
@@ -54,17 +54,18 @@ from typing import Any, Protocol
 
 import grpc
 
-from p4hub.controller import doctor, snapshot, traffic
+from p4hub.controller import snapshot
 from p4hub.controller.client import METHODS, SERVICE, encode
-from p4hub.controller.driver import Controller
-from p4hub.controller.errors import (
+from p4hub.controller.core import doctor, traffic
+from p4hub.controller.core.errors import (
     NotFoundError,
     P4hubControllerError,
     RefusedError,
     UnavailableError,
 )
-from p4hub.controller.jobs import Job, JobEnd, UnknownJobError
-from p4hub.controller.topology import format_ipv4, format_mac
+from p4hub.controller.core.job import Job, JobEnd, UnknownJobError
+from p4hub.controller.core.topology import format_ipv4, format_mac
+from p4hub.controller.driver import Controller
 
 log = logging.getLogger("p4hub.controller")
 

@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 import grpc
 
-from p4hub.controller import doctor, topology
 from p4hub.controller.client import JobClient
-from p4hub.controller.display import format_value
+from p4hub.controller.core import doctor, topology
+from p4hub.controller.core.display import format_value
 
 DEFAULT_CONTROLLER = "127.0.0.1:50060"
 

@@ -22,18 +22,18 @@ from pathlib import Path
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from p4hub.controller import program as p
-from p4hub.controller import rack, resync
-from p4hub.controller.entries import EntryCodec
-from p4hub.controller.errors import SetupError, UnavailableError
-from p4hub.controller.job_entries import clear_new_jobs_counters
-from p4hub.controller.jobs import Job, JobRegistry, JoinReply, part_write
-from p4hub.controller.p4info_index import EntryError, P4InfoIndex
-from p4hub.controller.p4rt_client import P4RuntimeClient, P4RuntimeError
-from p4hub.controller.pbox_control import PBoxControlError
-from p4hub.controller.rebuild import rebuild_from_entries, recover_unheard
-from p4hub.controller.topology import SwitchConf, Topology
-from p4hub.controller.updates import (
+from p4hub.controller.core import program as p
+from p4hub.controller.core import rack, resync
+from p4hub.controller.core.entries import EntryCodec
+from p4hub.controller.core.errors import SetupError, UnavailableError
+from p4hub.controller.core.job import Job, JoinReply
+from p4hub.controller.core.job_entries import clear_new_jobs_counters
+from p4hub.controller.core.job_writes import part_write
+from p4hub.controller.core.jobs import JobRegistry
+from p4hub.controller.core.p4info_index import EntryError, P4InfoIndex
+from p4hub.controller.core.rebuild import rebuild_from_entries, recover_unheard
+from p4hub.controller.core.topology import SwitchConf, Topology
+from p4hub.controller.core.updates import (
     DELETE,
     MODIFY,
     Entry,
@@ -41,6 +41,8 @@ from p4hub.controller.updates import (
     PBoxJobWrite,
     Update,
 )
+from p4hub.controller.p4rt_client import P4RuntimeClient, P4RuntimeError
+from p4hub.controller.pbox_control import PBoxControlError
 
 log = logging.getLogger("p4hub.controller")
 
@@ -281,7 +283,7 @@ class Controller:
     def recover_unheard(self, job_id: int,
                         routes: list[tuple[str, int, int, bool]] | None) -> None:
         """A heartbeat's PBox routes for a job rebuilt while some of its PBoxes did not
-        answer (controller/rebuild.py ``recover_unheard``); the recovered ranges are
+        answer (controller/core/rebuild.py ``recover_unheard``); the recovered ranges are
         made sure of on PBoxes that answer now (one still unreachable is lost by
         ``check_pboxes``, with its range known)."""
         with self.lock:

@@ -24,9 +24,10 @@ import threading
 import time
 from pathlib import Path
 
-from p4hub.controller import api, topology
+from p4hub.controller import api
+from p4hub.controller.core import topology
+from p4hub.controller.core.errors import P4hubControllerError, StartupError
 from p4hub.controller.driver import Controller, ControllerError, PipelineConfig
-from p4hub.controller.errors import P4hubControllerError, StartupError
 from p4hub.controller.pbox_control import PBoxControl
 
 __all__ = ["StartupError", "main"]

@@ -18,9 +18,9 @@ import socket
 import threading
 from typing import BinaryIO
 
-from p4hub.controller.errors import UnavailableError
-from p4hub.controller.topology import Topology
-from p4hub.controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
+from p4hub.controller.core.errors import UnavailableError
+from p4hub.controller.core.topology import Topology
+from p4hub.controller.core.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
 
 
 class PBoxControlError(UnavailableError):

@@ -1,4 +1,4 @@
-"""The I/O half of ``p4hub doctor`` (controller/doctor.py is the other): one snapshot of a job, then ``doctor.diagnose``.
+"""The I/O half of ``p4hub doctor`` (controller/core/doctor.py is the other): one snapshot of a job, then ``doctor.diagnose``.
 
 Reads, for one job: the controller's registry (members, when each was last heard
 from), the switch over P4Runtime (every table entry, the job's multicast group, its
@@ -22,8 +22,8 @@ from typing import Protocol
 
 from p4.v1 import p4runtime_pb2
 
-from p4hub.controller import program as p
-from p4hub.controller.doctor import (
+from p4hub.controller.core import program as p
+from p4hub.controller.core.doctor import (
     INFO,
     Cell,
     Finding,
@@ -34,13 +34,14 @@ from p4hub.controller.doctor import (
     SwitchView,
     diagnose,
 )
+from p4hub.controller.core.entries import decode_value
+from p4hub.controller.core.errors import UnavailableError
+from p4hub.controller.core.job import ON_SWITCH, Job, UnknownJobError
+from p4hub.controller.core.job_writes import job_entry
+from p4hub.controller.core.p4info_index import EntryError
+from p4hub.controller.core.topology import format_ipv4
 from p4hub.controller.driver import Controller, ControllerError
-from p4hub.controller.entries import decode_value
-from p4hub.controller.errors import UnavailableError
-from p4hub.controller.jobs import ON_SWITCH, Job, UnknownJobError, job_entry
-from p4hub.controller.p4info_index import EntryError
 from p4hub.controller.p4rt_client import P4RuntimeError
-from p4hub.controller.topology import format_ipv4
 
 
 class PBoxReader(Protocol):

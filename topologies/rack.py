@@ -138,7 +138,7 @@ def host_ports(config: RackConfig) -> dict[str, tuple[str, int]]:
 def fabric_links(config: RackConfig) -> list[tuple[str, int, str, int]]:
     """(leaf, port, spine, port) of every switch-switch link: leaf s{r}'s uplink to t{k}
     is ``fabric_uplink_port``, t{k}'s port r goes to s{r}. None for one rack."""
-    from p4hub.controller.topology import fabric_uplink_port
+    from p4hub.controller.core.topology import fabric_uplink_port
 
     if not config.is_fabric:
         return []
@@ -148,7 +148,7 @@ def fabric_links(config: RackConfig) -> list[tuple[str, int, str, int]]:
 
 
 def host_mac(ip: str) -> str:
-    """08:00:00:00:01:<last octet>, the MACs p4hub.controller.topology.rack_dict gives."""
+    """08:00:00:00:01:<last octet>, the MACs p4hub.controller.core.topology.rack_dict gives."""
     return f"08:00:00:00:01:{int(ip.rsplit('.', 1)[1]):02x}"
 
 
@@ -388,7 +388,7 @@ class Rack:
                     host.setARP(other.IP(), other.MAC())
             # the spines' aggregation addresses: a PBox that is its rack's first level of a
             # job over racks sends its partial sums there (nothing answers ARP for them)
-            from p4hub.controller.topology import fabric_spine
+            from p4hub.controller.core.topology import fabric_spine
 
             for index in range(1, self.config.spines + 1):
                 _, ip, mac = fabric_spine(index)
@@ -637,7 +637,7 @@ def rack_topology(config: RackConfig, *, slots: int = 1024, job_slots: int = 128
     rack_dict, or fabric_dict for a fabric (workers, and every PBox with its control
     address on the management network; a fabric's switches each with their P4Runtime
     address) plus the x hosts, each on the port ``Rack.start`` links it to."""
-    from p4hub.controller.topology import fabric_dict, rack_dict
+    from p4hub.controller.core.topology import fabric_dict, rack_dict
 
     controls = [pbox_control(i) for i in range(config.pboxes)]
     if config.is_fabric:

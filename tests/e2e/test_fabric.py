@@ -3,7 +3,7 @@ one spine and with two (topologies/rack.py RackConfig(racks=2, spines=S)).
 
 Each P4 switch (leaves s1, s2; spines t1[, t2]) is its own p4lite-switch (or
 simple_switch_grpc) process; p4hub-controller configures all of them with
-controller/rack.py's static entries. Checked: the controller installed every static
+controller/core/rack.py's static entries. Checked: the controller installed every static
 entry on every switch, every worker reaches a worker of the other rack, a broadcast
 reaches every other host exactly once and never enters a spine other than the flood
 root (no loop with two spines), and a 2-process Gloo all-reduce across the racks gives
@@ -18,9 +18,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from p4hub.controller import program as p4
-from p4hub.controller import rack as static
-from p4hub.controller import topology
+from p4hub.controller.core import program as p4
+from p4hub.controller.core import rack as static
+from p4hub.controller.core import topology
 from p4hub.topologies.rack import PYTHON, Rack, RackConfig
 from p4hub.workers import workload
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from p4hub.controller import topology
+from p4hub.controller.core import topology
 from p4hub.controller.driver import PipelineConfig
 from p4lite.compiler import driver as compiler
 from p4lite.switch.core.switch import Switch

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from p4hub.controller import topology
+from p4hub.controller.core import topology
 from p4hub.controller.pbox_control import PBoxControl
 from p4hub.hosts.pbox.server import Controlled, ControlServer
 

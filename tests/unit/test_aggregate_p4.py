@@ -17,12 +17,13 @@ import pytest
 
 from bench import _frames as frames
 from bench._frames import internet_checksum
-from p4hub.controller import program as p
-from p4hub.controller import rack, topology
-from p4hub.controller.entries import EntryCodec
-from p4hub.controller.jobs import ON_PBOX, ON_SWITCH, JobRegistry
-from p4hub.controller.p4info_index import P4InfoIndex
-from p4hub.controller.updates import DELETE, INSERT, GroupWrite, PBoxJobWrite, TableWrite
+from p4hub.controller.core import program as p
+from p4hub.controller.core import rack, topology
+from p4hub.controller.core.entries import EntryCodec
+from p4hub.controller.core.job import ON_PBOX, ON_SWITCH
+from p4hub.controller.core.jobs import JobRegistry
+from p4hub.controller.core.p4info_index import P4InfoIndex
+from p4hub.controller.core.updates import DELETE, INSERT, GroupWrite, PBoxJobWrite, TableWrite
 from p4hub.hosts import wire
 from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.wire import NO_RANK, Header, K, PacketType

@@ -121,7 +121,7 @@ def test_the_pbox_control_channel_configures_a_parent_on_every_shard():
 
 
 def test_the_controller_configures_a_first_level_pbox_and_modify_keeps_it():
-    from p4hub.controller.updates import INSERT, MODIFY, PBoxJobWrite
+    from p4hub.controller.core.updates import INSERT, MODIFY, PBoxJobWrite
     from p4hub.hosts.pbox.core import ControlCore, LocalShards, ShardCore
     from tests.support.pbox_control import pbox_control
 

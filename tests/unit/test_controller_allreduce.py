@@ -20,11 +20,12 @@ import threading
 import numpy as np
 import pytest
 
-from p4hub.controller import api, topology
+from p4hub.controller import api
 from p4hub.controller import client as client_mod
-from p4hub.controller import program as p
+from p4hub.controller.core import program as p
+from p4hub.controller.core import topology
+from p4hub.controller.core.updates import DELETE, INSERT, PBoxJobWrite
 from p4hub.controller.driver import Controller, PipelineConfig
-from p4hub.controller.updates import DELETE, INSERT, PBoxJobWrite
 from p4hub.hosts.agent import Agent
 from p4hub.hosts.aggregator import Aggregator
 from p4lite.compiler import driver as compiler

@@ -10,9 +10,10 @@ import grpc
 import numpy as np
 import pytest
 
-from p4hub.controller import api, cli, topology
+from p4hub.controller import api, cli
 from p4hub.controller import client as client_mod
-from p4hub.controller import program as p
+from p4hub.controller.core import program as p
+from p4hub.controller.core import topology
 from p4hub.controller.driver import Controller
 from p4hub.hosts.wire import K
 from p4lite.switch.core.switch import Switch

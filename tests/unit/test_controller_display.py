@@ -1,11 +1,11 @@
-"""p4hub.controller.display: addresses printed the way people read them, from P4Info widths."""
+"""p4hub.controller.core.display: addresses printed the way people read them, from P4Info widths."""
 
 from __future__ import annotations
 
 import pytest
 
 from p4hub.controller import cli
-from p4hub.controller.display import format_value
+from p4hub.controller.core.display import format_value
 
 
 @pytest.mark.parametrize(("name", "bits", "value", "hex_numbers", "text"), [

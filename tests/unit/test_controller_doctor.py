@@ -1,4 +1,4 @@
-"""p4hub.controller.doctor: each finding from hand-made snapshots (no switch, no clock)."""
+"""p4hub.controller.core.doctor: each finding from hand-made snapshots (no switch, no clock)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from p4hub.controller import program as p
-from p4hub.controller.doctor import (
+from p4hub.controller.core import program as p
+from p4hub.controller.core.doctor import (
     ERROR,
     INFO,
     WARNING,

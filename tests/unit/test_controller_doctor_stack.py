@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from p4hub.controller import api, cli
-from p4hub.controller import program as p
-from p4hub.controller.updates import DELETE, Entry, FieldMatch, TableWrite
+from p4hub.controller.core import program as p
+from p4hub.controller.core.updates import DELETE, Entry, FieldMatch, TableWrite
 from p4hub.hosts.pbox.core import ControlCore, LocalShards, ShardCore
 from p4hub.hosts.wire import K
 from tests.support.pbox_control import pbox_control

@@ -14,13 +14,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from p4hub.controller import program as p
-from p4hub.controller import topology
+from p4hub.controller.core import program as p
+from p4hub.controller.core import topology
+from p4hub.controller.core.job import ON_PBOX, ON_SWITCH
+from p4hub.controller.core.updates import MODIFY, PBoxJobWrite
 from p4hub.controller.driver import Controller, ControllerError, PipelineConfig
-from p4hub.controller.jobs import ON_PBOX, ON_SWITCH
 from p4hub.controller.p4rt_client import P4RuntimeClient, P4RuntimeError
 from p4hub.controller.pbox_control import PBoxControlError
-from p4hub.controller.updates import MODIFY, PBoxJobWrite
 from p4hub.hosts import wire
 from p4hub.hosts.wire import K
 from p4lite.compiler import driver as compiler

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from p4hub.controller import elastic, topology, traffic
-from p4hub.controller.jobs import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError, JobRegistry, part_write
-from p4hub.controller.rebuild import rebuild_from_entries, recover_unheard
-from p4hub.controller.traffic import RouteService
-from p4hub.controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite
+from p4hub.controller.core import elastic, topology, traffic
+from p4hub.controller.core.job import ON_PBOX, ON_SWITCH, PLACE_PBOX, JobError
+from p4hub.controller.core.job_writes import part_write
+from p4hub.controller.core.jobs import JobRegistry
+from p4hub.controller.core.rebuild import rebuild_from_entries, recover_unheard
+from p4hub.controller.core.traffic import RouteService
+from p4hub.controller.core.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite
 
 PBOXES = ("pbox", "pbox2", "pbox3")
 

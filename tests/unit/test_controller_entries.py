@@ -17,11 +17,10 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4hub.controller import program as p
-from p4hub.controller.entries import EntryCodec, decode_value, encode_value
-from p4hub.controller.p4info_index import EntryError, P4InfoIndex
-from p4hub.controller.p4rt_client import P4RuntimeClient, P4RuntimeError
-from p4hub.controller.updates import (
+from p4hub.controller.core import program as p
+from p4hub.controller.core.entries import EntryCodec, decode_value, encode_value
+from p4hub.controller.core.p4info_index import EntryError, P4InfoIndex
+from p4hub.controller.core.updates import (
     DELETE,
     INSERT,
     MODIFY,
@@ -31,6 +30,7 @@ from p4hub.controller.updates import (
     PBoxJobWrite,
     TableWrite,
 )
+from p4hub.controller.p4rt_client import P4RuntimeClient, P4RuntimeError
 
 P4INFO_TXT = """
 pkg_info { arch: "v1model" }

@@ -13,8 +13,7 @@ import grpc
 import pytest
 
 from p4hub.controller import api
-from p4hub.controller.driver import ControllerError
-from p4hub.controller.errors import (
+from p4hub.controller.core.errors import (
     NotFoundError,
     P4hubControllerError,
     RefusedError,
@@ -23,12 +22,13 @@ from p4hub.controller.errors import (
     SwitchStateError,
     UnavailableError,
 )
-from p4hub.controller.jobs import JobError, UnknownJobError
-from p4hub.controller.p4info_index import EntryError
+from p4hub.controller.core.job import JobError, UnknownJobError
+from p4hub.controller.core.p4info_index import EntryError
+from p4hub.controller.core.slots import SlotError
+from p4hub.controller.core.topology import ConfigError
+from p4hub.controller.driver import ControllerError
 from p4hub.controller.p4rt_client import P4RuntimeError
 from p4hub.controller.pbox_control import PBoxControlError
-from p4hub.controller.slots import SlotError
-from p4hub.controller.topology import ConfigError
 
 
 class StubController:

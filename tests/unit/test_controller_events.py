@@ -11,9 +11,11 @@ import time
 import grpc
 import pytest
 
-from p4hub.controller import api, topology
+from p4hub.controller import api
+from p4hub.controller.core import topology
+from p4hub.controller.core.job import JobError
+from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.driver import Controller, ControllerError
-from p4hub.controller.jobs import JobError, JobRegistry
 from tests.unit.test_controller_driver import (  # noqa: F401 (fixtures)
     FlakyClient,
     in_line,

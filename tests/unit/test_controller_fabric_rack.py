@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from bench import _frames as frames
-from p4hub.controller import program as p
-from p4hub.controller import rack, topology
+from p4hub.controller.core import program as p
+from p4hub.controller.core import rack, topology
+from p4hub.controller.core.topology import Topology
+from p4hub.controller.core.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite
 from p4hub.controller.driver import Controller, PipelineConfig
-from p4hub.controller.topology import Topology
-from p4hub.controller.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite
 from tests.support.fabric import Fabric, compile_pipeline
 
 ADDRS = [f"127.0.0.1:{50051 + i}" for i in range(4)]

@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from p4hub.controller import topology
-from p4hub.controller.topology import ConfigError
+from p4hub.controller.core import topology
+from p4hub.controller.core.topology import ConfigError
 
 ADDRS = [f"127.0.0.1:{50051 + i}" for i in range(6)]
 

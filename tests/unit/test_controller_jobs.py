@@ -1,23 +1,23 @@
-"""p4hub.controller.jobs: the registry's events -> name-level updates, applied to a fake switch."""
+"""p4hub.controller.core.jobs: the registry's events -> name-level updates, applied to a fake switch."""
 
 from __future__ import annotations
 
 import pytest
 
-from p4hub.controller import jobs as jobs_mod
-from p4hub.controller import program as p
-from p4hub.controller import rack, topology
-from p4hub.controller.jobs import (
-    END_KILLED,
-    END_LEFT,
-    END_SILENT,
-    ON_PBOX,
-    ON_SWITCH,
-    JobError,
-    JobRegistry,
+from p4hub.controller.core import ledger as jobs_mod
+from p4hub.controller.core import program as p
+from p4hub.controller.core import rack, topology
+from p4hub.controller.core.job import END_KILLED, END_LEFT, END_SILENT, ON_PBOX, ON_SWITCH, JobError
+from p4hub.controller.core.jobs import JobRegistry
+from p4hub.controller.core.rebuild import rebuild_from_entries
+from p4hub.controller.core.updates import (
+    DELETE,
+    INSERT,
+    MODIFY,
+    GroupWrite,
+    PBoxJobWrite,
+    TableWrite,
 )
-from p4hub.controller.rebuild import rebuild_from_entries
-from p4hub.controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite, TableWrite
 
 RACK = {
     "switches": {"s1": {"grpc_addr": "127.0.0.1:50051", "slots": 64, "job_slots": 32}},

@@ -121,8 +121,8 @@ def test_bad_arguments_fail_cleanly(tmp_path, capsys):
 
 def _bad_slots(ctl):
     """A second switch job over the first one's slots: rebuilding it raises SlotError."""
-    from p4hub.controller import program as p
-    from p4hub.controller.updates import INSERT, Entry, FieldMatch, TableWrite
+    from p4hub.controller.core import program as p
+    from p4hub.controller.core.updates import INSERT, Entry, FieldMatch, TableWrite
 
     ctl.join("a", 1, 0, ("10.0.0.1", 4001), now=0.0)
     entry = next(e for e in ctl.registry.expected_entries("s1") if e.table == p.JOBS)
@@ -144,7 +144,7 @@ def test_a_bad_switch_state_at_start_up_fails_cleanly(tmp_path, capsys, monkeypa
     from google.protobuf import text_format
 
     from p4hub.controller import api
-    from p4hub.controller import topology as topology_mod
+    from p4hub.controller.core import topology as topology_mod
     from p4hub.controller.driver import Controller, PipelineConfig
     from p4lite.compiler import driver as compiler
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from p4hub.controller import topology
-from p4hub.controller.jobs import ON_PBOX, ON_SWITCH, JobError, JobRegistry
-from p4hub.controller.updates import PBoxJobWrite
+from p4hub.controller.core import topology
+from p4hub.controller.core.job import ON_PBOX, ON_SWITCH, JobError
+from p4hub.controller.core.jobs import JobRegistry
+from p4hub.controller.core.updates import PBoxJobWrite
 
 RACK = topology.rack_dict(4, "127.0.0.1:50051", slots=256, job_slots=128)
 

@@ -1,12 +1,12 @@
-"""p4hub.controller.rack: the static entries of a rack with several PBoxes, and reconcile."""
+"""p4hub.controller.core.rack: the static entries of a rack with several PBoxes, and reconcile."""
 
 from __future__ import annotations
 
 import pytest
 
-from p4hub.controller import program as p
-from p4hub.controller import rack, topology
-from p4hub.controller.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite
+from p4hub.controller.core import program as p
+from p4hub.controller.core import rack, topology
+from p4hub.controller.core.updates import INSERT, MODIFY, Entry, FieldMatch, GroupWrite, TableWrite
 
 # pbox2 is listed first: the entries follow the switch ports, not the JSON order
 RACK = {

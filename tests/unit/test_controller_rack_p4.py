@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from bench import _frames as frames
-from p4hub.controller import program as p
-from p4hub.controller import rack, topology
-from p4hub.controller.updates import INSERT, GroupWrite, TableWrite
+from p4hub.controller.core import program as p
+from p4hub.controller.core import rack, topology
+from p4hub.controller.core.updates import INSERT, GroupWrite, TableWrite
 from p4hub.hosts import wire
 from p4hub.hosts.wire import Header, K, PacketType
 from p4lite.compiler import driver

@@ -1,10 +1,10 @@
-"""p4hub.controller.resync: the switch-vs-registry diff on plain data (no switch, no registry)."""
+"""p4hub.controller.core.resync: the switch-vs-registry diff on plain data (no switch, no registry)."""
 
 from __future__ import annotations
 
-from p4hub.controller import program as p
-from p4hub.controller.resync import JOB_TABLES, group_writes, table_writes
-from p4hub.controller.updates import (
+from p4hub.controller.core import program as p
+from p4hub.controller.core.resync import JOB_TABLES, group_writes, table_writes
+from p4hub.controller.core.updates import (
     DELETE,
     INSERT,
     MODIFY,

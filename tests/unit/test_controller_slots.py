@@ -1,4 +1,4 @@
-"""p4hub.controller.slots: first fit, coalescing, reserve."""
+"""p4hub.controller.core.slots: first fit, coalescing, reserve."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from p4hub.controller.slots import SlotError, SlotPool, SlotRange
+from p4hub.controller.core.slots import SlotError, SlotPool, SlotRange
 
 
 def test_first_fit_hands_out_adjacent_ranges():

@@ -1,4 +1,4 @@
-"""p4hub.controller.topology: schema validation, cross checks, lookups."""
+"""p4hub.controller.core.topology: schema validation, cross checks, lookups."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from p4hub.controller import topology
-from p4hub.controller.topology import ConfigError
+from p4hub.controller.core import topology
+from p4hub.controller.core.topology import ConfigError
 
 RACK = {
     "switches": {"s1": {"grpc_addr": "127.0.0.1:50051", "device_id": 0, "slots": 64, "job_slots": 16}},

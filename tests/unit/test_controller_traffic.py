@@ -1,10 +1,10 @@
-"""p4hub.controller.traffic: service rates from the counters agents report in heartbeats."""
+"""p4hub.controller.core.traffic: service rates from the counters agents report in heartbeats."""
 
 from __future__ import annotations
 
 import pytest
 
-from p4hub.controller.traffic import (
+from p4hub.controller.core.traffic import (
     EWMA_WEIGHT,
     Counters,
     RouteMeter,

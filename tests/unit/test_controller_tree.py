@@ -1,5 +1,5 @@
 """Jobs over racks: the registry places a job whose workers sit in several racks of a
-leaf-spine fabric as a two-level tree (controller/tree.py), and the controller, over
+leaf-spine fabric as a two-level tree (controller/core/tree.py), and the controller, over
 P4Runtime to three p4lite switches wired by the topology's links, makes them sum
 exactly across racks, under loss too, and rebuilds such a job after a restart."""
 
@@ -14,13 +14,21 @@ import numpy as np
 import pytest
 
 from bench import _frames as frames
-from p4hub.controller import program as p
-from p4hub.controller import topology
+from p4hub.controller.core import program as p
+from p4hub.controller.core import topology
+from p4hub.controller.core.job import ON_SWITCH, JobError
+from p4hub.controller.core.jobs import JobRegistry
+from p4hub.controller.core.rebuild import rebuild_from_entries
+from p4hub.controller.core.updates import (
+    DELETE,
+    INSERT,
+    MODIFY,
+    GroupWrite,
+    PBoxJobWrite,
+    TableWrite,
+)
 from p4hub.controller.driver import Controller, PipelineConfig
-from p4hub.controller.jobs import ON_SWITCH, JobError, JobRegistry
 from p4hub.controller.pbox_control import PBoxControlError
-from p4hub.controller.rebuild import rebuild_from_entries
-from p4hub.controller.updates import DELETE, INSERT, MODIFY, GroupWrite, PBoxJobWrite, TableWrite
 from p4hub.hosts import wire
 from p4hub.hosts.wire import Header, K, PacketType
 from tests.support.fabric import Fabric, compile_pipeline

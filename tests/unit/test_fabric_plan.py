@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4hub.controller import topology
+from p4hub.controller.core import topology
 from p4hub.topologies import linkem, rack
 from p4hub.topologies.rack import Rack, RackConfig, RackError
 

@@ -327,8 +327,8 @@ def test_reply_lines_are_byte_for_byte_the_protocol(core):
 
 
 def test_the_controller_client_drives_the_real_core():
+    from p4hub.controller.core.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
     from p4hub.controller.pbox_control import PBoxControlError
-    from p4hub.controller.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
     from tests.support.pbox_control import pbox_control
 
     core, shards = make()

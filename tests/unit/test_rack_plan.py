@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from p4hub.controller import topology
+from p4hub.controller.core import topology
 from p4hub.topologies import rack
 from p4hub.topologies.rack import Rack, RackConfig, RackError
 

@@ -1,5 +1,5 @@
 """Two-level aggregation in p4src/aggregate.p4: two leaves and a spine, three p4lite
-switch cores in process, wired port to port, configured with controller/tree.py's
+switch cores in process, wired port to port, configured with controller/core/tree.py's
 entries. Every RESULT a worker gets is compared byte for byte with the PBox core
 (hosts.aggregator) fed the same contributions as one flat job, under loss on every hop.
 """
@@ -17,10 +17,10 @@ import pytest
 
 from bench import _frames as frames
 from bench._frames import internet_checksum
-from p4hub.controller import program as p
-from p4hub.controller.slots import SlotRange
-from p4hub.controller.tree import Leaf, Tree, TreeJob, leaf_entry, root_entries, root_replicas
-from p4hub.controller.updates import INSERT, Entry, FieldMatch
+from p4hub.controller.core import program as p
+from p4hub.controller.core.slots import SlotRange
+from p4hub.controller.core.tree import Leaf, Tree, TreeJob, leaf_entry, root_entries, root_replicas
+from p4hub.controller.core.updates import INSERT, Entry, FieldMatch
 from p4hub.hosts import wire
 from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.wire import NO_RANK, Header, K, PacketType

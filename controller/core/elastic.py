@@ -33,7 +33,7 @@ not use (drained, or lost and back) is probed again after ``PROBE_AFTER`` second
 the exploration share, and rebalancing then grows it if it is fast. ``slow`` and
 ``probe`` decide; the registry keeps the streaks and the times.
 
-Sans-I/O and pure: the registry (controller/jobs.py) applies what these return.
+Sans-I/O and pure: the registry applies what these return (controller/core/elastic_moves.py).
 """
 
 from __future__ import annotations

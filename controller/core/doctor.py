@@ -65,7 +65,7 @@ class JobView:
     expected_group: tuple[tuple[int, int], ...] | None  # (port, rid); None: PBox job
     # the job's aggregator changes, oldest first: (seconds ago or None, epoch, why)
     moves: tuple[tuple[float | None, int, str], ...] = ()
-    # from its agents' heartbeats (controller/traffic.py): result bytes/s per worker and
+    # from its agents' heartbeats (controller/core/traffic.py): result bytes/s per worker and
     # retransmissions per first transmission; None when not reported
     service: tuple[float | None, float | None] = (None, None)
 

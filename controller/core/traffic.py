@@ -17,14 +17,14 @@ Per route of the job's aggregator map (hosts/routes.py), the heartbeat may also 
 the session's results and the seconds the route was busy (had a position of the rank
 in flight) since the map's epoch began (``RouteService``); ``RouteMeter`` folds their
 differences the same way, so the registry can tell each aggregator's rate while busy
-(controller/elastic.py). Busy seconds, not each result's time in flight: with a
+(controller/core/elastic.py). Busy seconds, not each result's time in flight: with a
 congestion window per aggregator (hosts/route_windows.py) a route may have fewer
 positions in flight than slots, and its slots over their mean time in flight would
 then count rounds it never had in flight.
 
 And it carries the agent's map itself (``map``, hosts/routes.py ``to_wire``): its PBox
 routes (``pbox_routes``) give back ranges a rebuilt controller could not list
-(controller/rebuild.py ``recover_unheard``).
+(controller/core/rebuild.py ``recover_unheard``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ before), parameters in decimal.
 
 from __future__ import annotations
 
-from p4hub.controller.topology import format_ipv4, format_mac
+from p4hub.controller.core.topology import format_ipv4, format_mac
 
 MAC_BITS = 48
 IPV4_BITS = 32

@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from p4hub.controller import program as p
-from p4hub.controller.updates import DELETE, INSERT, MODIFY, Entry, GroupWrite, TableWrite, Update
+from p4hub.controller.core import program as p
+from p4hub.controller.core.updates import (
+    DELETE,
+    INSERT,
+    MODIFY,
+    Entry,
+    GroupWrite,
+    TableWrite,
+    Update,
+)
 
 JOB_TABLES = (p.JOBS, p.MEMBERS, p.RESULT_DST)  # wholly owned by the job registry
 

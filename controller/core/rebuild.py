@@ -1,29 +1,21 @@
 """Rebuilding the job registry after a controller restart, from what the switches and
-PBoxes hold: every switch's jobs, members and result_dst entries (controller/jobs.py
+PBoxes hold: every switch's jobs, members and result_dst entries (controller/core/jobs.py
 lists what they carry), and each PBox's list_jobs. Jobs over racks are put back together
-from their root spine's jobs entry and their leaves' (controller/tree.py); under a root
+from their root spine's jobs entry and their leaves' (controller/core/tree.py); under a root
 PBox, from its leaf's job_on_pbox entry and the leaves' partials addressed to it."""
 
 from __future__ import annotations
 
-from p4hub.controller import program as p
-from p4hub.controller import rack
-from p4hub.controller.errors import SwitchStateError
-from p4hub.controller.jobs import (
-    ON_PBOX,
-    ON_SWITCH,
-    Job,
-    JobError,
-    JobRegistry,
-    Part,
-    Worker,
-    part_write,
-    valid_epoch,
-)
-from p4hub.controller.slots import SlotError, SlotRange
-from p4hub.controller.topology import Topology, aggregator_address, parse_ipv4
-from p4hub.controller.tree import TreeError, plan, plan_under_pbox
-from p4hub.controller.updates import DELETE, MODIFY, Entry, TableWrite, Update
+from p4hub.controller.core import program as p
+from p4hub.controller.core import rack
+from p4hub.controller.core.errors import SwitchStateError
+from p4hub.controller.core.job import ON_PBOX, ON_SWITCH, Job, JobError, Part, Worker, valid_epoch
+from p4hub.controller.core.job_writes import part_write
+from p4hub.controller.core.jobs import JobRegistry
+from p4hub.controller.core.slots import SlotError, SlotRange
+from p4hub.controller.core.topology import Topology, aggregator_address, parse_ipv4
+from p4hub.controller.core.tree import TreeError, plan, plan_under_pbox
+from p4hub.controller.core.updates import DELETE, MODIFY, Entry, TableWrite, Update
 
 
 def rebuild_from_entries(
@@ -46,18 +38,9 @@ def rebuild_from_entries(
     repairs: list[Update] = []
     max_epoch = 0
     spines = set(topo.spines())
-    tables: dict[str, dict[str, list[Entry]]] = {}
+    tables, found = _by_table(topo, entries)
     roots: dict[int, tuple[str, Entry]] = {}  # jobs over racks: job id -> its root entry
     leaves: dict[int, list[tuple[str, Entry]]] = {}  # ... and its leaves' entries
-    found: list[tuple[str, Entry]] = []
-    for switch, switch_entries in sorted(entries.items()):
-        if switch not in topo.switches:
-            raise SwitchStateError(f"entries for switch {switch!r}, which the topology does not "
-                                   "have")
-        by_table = tables[switch] = {}
-        for entry in switch_entries:
-            by_table.setdefault(entry.table, []).append(entry)
-        found += [(switch, entry) for entry in by_table.get(p.JOBS, [])]
     rooted = {e.match_value(p.JOBS_JOB) for switch, e in found if switch in spines}
     under_pbox = _pbox_roots(topo, found, pbox_jobs or {})
     root_leaf = {job_id: topo.pboxes[name].switch for job_id, name in under_pbox.items()}
@@ -89,14 +72,39 @@ def rebuild_from_entries(
         repairs += rack.reconcile(topo, switch, switch_entries)
     registry._next_epoch = valid_epoch(max(registry._next_epoch, max_epoch + 1))
     registry._last_job_id = max(registry.jobs, default=0)
+    repairs += _rebuild_pbox_ranges(registry, pbox_jobs)
+    return registry, repairs
+
+
+def _by_table(topo: Topology, entries: dict[str, list[Entry]],
+              ) -> tuple[dict[str, dict[str, list[Entry]]], list[tuple[str, Entry]]]:
+    """Each switch's entries by table, and every jobs entry with its switch."""
+    tables: dict[str, dict[str, list[Entry]]] = {}
+    found: list[tuple[str, Entry]] = []
+    for switch, switch_entries in sorted(entries.items()):
+        if switch not in topo.switches:
+            raise SwitchStateError(f"entries for switch {switch!r}, which the topology does not "
+                                   "have")
+        by_table = tables[switch] = {}
+        for entry in switch_entries:
+            by_table.setdefault(entry.table, []).append(entry)
+        found += [(switch, entry) for entry in by_table.get(p.JOBS, [])]
+    return tables, found
+
+
+def _rebuild_pbox_ranges(registry: JobRegistry,
+                         pbox_jobs: dict[str, list[dict]] | None) -> list[Update]:
+    """Every job's PBox ranges (a one-rack job's from ``pbox_jobs``), under a new epoch
+    if it has any, and the writes that make sure the PBoxes hold them."""
+    repairs: list[Update] = []
     for job in sorted(registry.jobs.values(), key=lambda j: j.job_id):
         if job.tree is None:
             _rebuild_parts(registry, job, pbox_jobs)
         if job.parts:  # their epoch is in no entry; the agents resync once, needlessly
-            job.epoch = registry._take_epoch()
+            job.epoch = registry.take_epoch()
         repairs += [part_write(job, part, MODIFY) for part in job.parts]
         repairs += registry.rack_pbox_writes(job, MODIFY)
-    return registry, repairs
+    return repairs
 
 
 def _pbox_roots(topo: Topology, found: list[tuple[str, Entry]],
@@ -229,7 +237,7 @@ def _rebuild_tree(registry: JobRegistry, job_id: int, root: tuple[str, Entry] | 
     # a root PBox's job_on_pbox entry has no epoch: the leaves' have it, or a new one
     epoch = (entry.param("epoch") if not root_pbox else
              next((e.param("epoch") for _, e in leaves if e.action == p.ACT_JOB_ON_LEAF),
-                  registry._take_epoch()))
+                  registry.take_epoch()))
     job = Job(job_id, None, entry.param("name_tag"), entry.param("world_size"), spine, ON_SWITCH,
               SlotRange(base, count), epoch, first.name if first else None,
               p.LANE_COUNTS[code], fabric=switches, tree=planned, rack_pboxes=tuple(parts),
@@ -274,7 +282,7 @@ def _rebuild_workers(
 
 def recover_unheard(registry: JobRegistry, job: Job,
                     routes: list[tuple[str, int, int, bool]] | None) -> bool:
-    """The PBox routes of a heartbeat's agent map (controller/traffic.py
+    """The PBox routes of a heartbeat's agent map (controller/core/traffic.py
     ``pbox_routes``: aggregator "ip:port", slot base, count, whether it is the float
     route) for a job rebuilt while some of its rack's PBoxes did not answer: its ranges
     on those PBoxes are the map's routes to them (a PBox's share and the float route

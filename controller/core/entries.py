@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4hub.controller.p4info_index import ActionInfo, EntryError, P4InfoIndex, TableInfo
-from p4hub.controller.updates import (
+from p4hub.controller.core.p4info_index import ActionInfo, EntryError, P4InfoIndex, TableInfo
+from p4hub.controller.core.updates import (
     DELETE,
     INSERT,
     MODIFY,

@@ -26,7 +26,7 @@ A leaf-spine fabric adds ``links`` (one entry per cable, named in either directi
 switches with neither hosts nor PBoxes: spines, which need their own ``ip`` and ``mac``
 (a switch's optional aggregation address; 0 in ``SwitchConf`` means none). ``leaves``,
 ``spines``, ``flood_root``, ``neighbours`` and ``port_to`` answer the questions the
-static entries (controller/rack.py) and job placement ask; ``fabric_dict`` builds the
+static entries (controller/core/rack.py) and job placement ask; ``fabric_dict`` builds the
 standard fabric (docs/notes/fabric.md). Validation is
 declarative (a schema per section, as faucet's ``Conf.defaults_types``) plus cross
 checks; every problem found is reported at once in one ``ConfigError``.
@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from p4hub.controller import program
-from p4hub.controller.errors import SetupError
+from p4hub.controller.core import program
+from p4hub.controller.core.errors import SetupError
 
 
 class ConfigError(SetupError):

@@ -19,18 +19,18 @@ flood root, the way a PBox job on a fabric takes remote workers.
 The job holds the same slot range on every switch of its tree, so its agents run
 one map whatever their rack; only the aggregator address (the rack's first PBox,
 which the leaf answers for) differs by rack. This module only computes entries; the
-registry (controller/jobs.py) decides when they are written.
+registry (controller/core/jobs.py) decides when they are written.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p4hub.controller import job_entries as entries
-from p4hub.controller import program as p
-from p4hub.controller.slots import SlotRange
-from p4hub.controller.topology import Topology, aggregator_address
-from p4hub.controller.updates import DELETE, Entry, PBoxJobWrite
+from p4hub.controller.core import job_entries as entries
+from p4hub.controller.core import program as p
+from p4hub.controller.core.slots import SlotRange
+from p4hub.controller.core.topology import Topology, aggregator_address
+from p4hub.controller.core.updates import DELETE, Entry, PBoxJobWrite
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ JOBS_JOB = "hdr.p4hub.job"
 # (world_size, slot_base, slot_count, lane_code, mcast_grp, name_tag, epoch)
 ACT_JOB_ON_SWITCH = "MyIngress.job_on_switch"
 ACT_JOB_ON_PBOX = "MyIngress.job_on_pbox"  # (world_size, slot_base, slot_count, lane_code, name_tag)
-# a leaf of a job over racks (controller/tree.py): job_on_switch's parameters, then
+# a leaf of a job over racks (controller/core/tree.py): job_on_switch's parameters, then
 # (total_size, child, up_slot_base, up_ip, up_mac, up_port)
 ACT_JOB_ON_LEAF = "MyIngress.job_on_leaf"
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from p4.config.v1 import p4info_pb2
 
-from p4hub.controller.errors import P4hubControllerError
+from p4hub.controller.core.errors import P4hubControllerError
 
 
 class EntryError(P4hubControllerError):

@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from p4hub.controller.errors import P4hubControllerError
+from p4hub.controller.core.errors import P4hubControllerError
 
 
 class SlotError(P4hubControllerError):

@@ -26,9 +26,9 @@ A topology without links gives each switch exactly the entries of an independent
 
 from __future__ import annotations
 
-from p4hub.controller import program as p
-from p4hub.controller.topology import Topology
-from p4hub.controller.updates import (
+from p4hub.controller.core import program as p
+from p4hub.controller.core.topology import Topology
+from p4hub.controller.core.updates import (
     INSERT,
     MODIFY,
     Entry,

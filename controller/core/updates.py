@@ -1,6 +1,6 @@
 """Name-level descriptions of what the controller changes on switches and PBoxes.
 
-The job logic (controller/jobs.py) returns lists of these; controller/entries.py
+The job logic (controller/core/jobs.py) returns lists of these; controller/core/entries.py
 turns the switch ones into P4Runtime messages with the P4Info, and reads table
 entries back into ``Entry`` for a restart. Values are plain non-negative ints.
 """

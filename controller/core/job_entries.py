@@ -1,14 +1,14 @@
 """The table entries that configure one job on a switch, by what they say rather than by
 whom: the jobs entry (on the switch, on a PBox), a member and the copy of the RESULT
-that goes back to it. The registry (controller/jobs.py) makes them for workers, the
-tree (controller/tree.py) for a root's leaves and a leaf's parent; p4src/aggregate.p4
+that goes back to it. The registry (controller/core/jobs.py) makes them for workers, the
+tree (controller/core/tree.py) for a root's leaves and a leaf's parent; p4src/aggregate.p4
 defines the tables and actions."""
 
 from __future__ import annotations
 
-from p4hub.controller import program as p
-from p4hub.controller.slots import SlotRange
-from p4hub.controller.updates import (
+from p4hub.controller.core import program as p
+from p4hub.controller.core.slots import SlotRange
+from p4hub.controller.core.updates import (
     DELETE,
     INSERT,
     CounterClear,
