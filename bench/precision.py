@@ -37,8 +37,8 @@ import numpy as np
 
 from bench._common import comma_list
 from p4hub.hosts import chunking, quantize, wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 from p4hub.hosts.wire import EXP_FLOAT, Header, PacketType
 

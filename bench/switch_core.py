@@ -59,7 +59,7 @@ from p4hub.controller import program, rack, topology
 from p4hub.controller.jobs import ON_SWITCH, JobRegistry
 from p4hub.controller.updates import DELETE, INSERT, GroupWrite
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.wire import AGG_UDP_PORT, Header, K, PacketType
 from p4lite.compiler.driver import compile_file
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry

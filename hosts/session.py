@@ -67,7 +67,7 @@ while h is in flight). A courtesy packet is resent with backoff until the new
 aggregator's result for it, or for the next position of its slot, arrives (either
 shows every rank has it), or until ``deadline``. A courtesy position nobody needs
 meets its slot's next round in the same cell: the aggregator lets the newer round
-replace an open one (hosts/aggregator.py), so it never blocks it.
+replace an open one (hosts/pbox/aggregator.py), so it never blocks it.
 
 Precision (``precision``: a relative error bound, the job's, off by default): blocks
 that int32 quantization cannot carry within the bound go as float32 bits to a PBox

@@ -34,7 +34,7 @@ its float32 bits in the int32 lanes (big-endian, so the same bytes as ``>f4``), 
 the FALLBACK flag (the switch forwards it to the PBox unchanged) and exponent
 ``EXP_FLOAT`` (-127, which hosts/quantize.py never produces: an agreed exponent is
 -128 for a zero block, else -126..127). A PBox sums a float cell's contributions in
-rank order (hosts/aggregator.py) and answers with the same marker.
+rank order (hosts/pbox/aggregator.py) and answers with the same marker.
 
 Parsing uses numpy structured dtypes over ``frombuffer`` (no per-field Python).
 """

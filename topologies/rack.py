@@ -557,7 +557,7 @@ class Rack:
                    extra: Sequence[str] = (), name: str = PBOX_NAME) -> dict:
         """Start p4hub-pbox in PBox host ``name``; returns its ready line (raises if it fails)."""
         index = pbox_index(name, self.config.pboxes)
-        args = [PYTHON, "-m", "p4hub.hosts.pbox_cli", "--listen", f"{pbox_ip(index)}:{PBOX_PORT}",
+        args = [PYTHON, "-m", "p4hub.hosts.pbox.cli", "--listen", f"{pbox_ip(index)}:{PBOX_PORT}",
                 "--workers", str(workers), "--control", f"0.0.0.0:{CONTROL_PORT}", *extra]
         for job in jobs:
             args += ["--job", job]

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.congestion import CongestionWindow
 from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 from tests.support.session_sim import SessionSim
 

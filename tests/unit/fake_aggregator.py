@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Address, Aggregator
+from p4hub.hosts.pbox.aggregator import Address, Aggregator
 from p4hub.hosts.wire import NO_RANK, K, PacketType
 
 

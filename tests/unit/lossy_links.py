@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.events import TensorCompleted, TensorFailed
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 from tests.support.session_sim import SessionSim
 

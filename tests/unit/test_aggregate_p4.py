@@ -22,7 +22,7 @@ from p4hub.controller.jobs import ON_PBOX, ON_SWITCH, JobRegistry
 from p4hub.controller.p4info_index import P4InfoIndex
 from p4hub.controller.updates import DELETE, INSERT, GroupWrite, PBoxJobWrite, TableWrite
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.queues import EgressQueues

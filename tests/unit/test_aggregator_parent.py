@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator, AggregatorError, Parent
+from p4hub.hosts.pbox.aggregator import Aggregator, AggregatorError, Parent
 from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
 
 JOB, BASE, N = 7, 16, 5

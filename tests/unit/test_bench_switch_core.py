@@ -9,7 +9,7 @@ import pytest
 from bench import switch_core
 from bench._common import advance_position, result_key
 from p4hub.controller import topology
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ import pytest
 
 from bench import congestion as bench
 from p4hub.hosts import congestion, wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.congestion import CongestionWindow
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 from tests.support.bottleneck import Bottleneck, BottleneckNet, FrozenWindow, exact, run_job
 

@@ -26,7 +26,7 @@ from p4hub.controller import program as p
 from p4hub.controller.driver import Controller, PipelineConfig
 from p4hub.controller.updates import DELETE, INSERT, PBoxJobWrite
 from p4hub.hosts.agent import Agent
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4lite.compiler import driver as compiler
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import chunking, quantize, wire
-from p4hub.hosts.aggregator import Aggregator, Parent
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.events import TensorCompleted, TensorFailed
+from p4hub.hosts.pbox.aggregator import Aggregator, Parent
 from p4hub.hosts.routes import Route
 from p4hub.hosts.session import Session
 from p4hub.hosts.wire import EXP_FLOAT, Header, K, PacketType

@@ -20,7 +20,7 @@ from p4hub.controller.slots import SlotRange
 from p4hub.controller.tree import Leaf, Tree, TreeJob, leaf_entry, root_entries, root_replicas
 from p4hub.controller.updates import INSERT, Entry, FieldMatch
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
