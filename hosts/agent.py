@@ -34,7 +34,7 @@ from typing import Unpack
 
 import numpy as np
 
-from p4hub.hosts import chunking
+from p4hub.hosts import blocks
 from p4hub.hosts.errors import AllreduceError
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
 from p4hub.hosts.routes import Route, to_wire
@@ -175,7 +175,7 @@ class Agent:
         The array is copied before this returns, so the caller may reuse it.
         """
         # QuantizeError/SessionError here, in the caller's thread
-        prepared = chunking.prepare(array, op, priority, self.lanes, self.precision is not None)
+        prepared = blocks.prepare(array, op, priority, self.lanes, self.precision is not None)
         with self._lock:
             if self._closed:
                 raise AllreduceError(f"the agent is closed: {self._close_reason}")
@@ -244,7 +244,7 @@ class Agent:
 
     # -- on the transport thread -------------------------------------------------------
 
-    def _start(self, tensor_id: int, prepared: chunking.PreparedTensor,
+    def _start(self, tensor_id: int, prepared: blocks.PreparedTensor,
                stream: int | None) -> None:
         try:
             self._session.start(tensor_id, prepared, time.monotonic(), stream=stream)

@@ -14,7 +14,7 @@ A ``Session`` never touches a socket or a clock; its settings are a ``SessionCon
     routed_packets(now)               the same, each batch with its aggregator (routes)
     resync(now, epoch=, route_map=)   the aggregator lost the job's state or the job moved
 
-Protocol (see docs/notes/host-agent.md and hosts/chunking.py): the session keeps, for
+Protocol (see docs/notes/host-agent.md and hosts/blocks.py): the session keeps, for
 each of its C *priority classes*, a window of W slots and a stream of positions; class
 c's position g uses window slot ``c*W + g % W`` and shadow set ``(g // W) % 2``; the
 job's aggregator map (hosts/routes.py) says which aggregator serves each window slot
@@ -63,7 +63,7 @@ position before it whose result it holds but a peer may still need (hosts/resync
 
 Precision (``precision``: a relative error bound, the job's, off by default): blocks
 that int32 quantization cannot carry within the bound go as float32 bits to a PBox
-(hosts/chunking.py decides, from reduced PRIME lanes, so every rank alike). A float
+(hosts/blocks.py decides, from reduced PRIME lanes, so every rank alike). A float
 block goes with the FALLBACK flag and exponent ``wire.EXP_FLOAT``: on window slot i's
 own route and wire slot where that is a PBox's, else (slot i on the switch) to the map's
 float route, on its slot ``slot_base + i`` (hosts/routes.py). So every window route
@@ -85,7 +85,7 @@ from typing import Unpack
 
 import numpy as np
 
-from p4hub.hosts import chunking, quantize, routes, wire
+from p4hub.hosts import blocks, quantize, routes, wire
 from p4hub.hosts.congestion import RTO_SRTT_FLOOR
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
@@ -160,7 +160,7 @@ class Session:
         self._retransmit = np.zeros(0, dtype=np.int64)  # slots due for a resend
         self._first_route = 0  # the route whose datagrams go first (routed_packets)
         self._total = [0] * self.classes  # positions handed out so far, per class
-        self._tensors: list[list[chunking.TensorStream]] = [[] for _ in range(self.classes)]
+        self._tensors: list[list[blocks.TensorStream]] = [[] for _ in range(self.classes)]
         self._ids: set[Hashable] = set()
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
@@ -200,7 +200,7 @@ class Session:
     def start(
         self,
         tensor_id: Hashable,
-        array: np.ndarray | chunking.PreparedTensor,
+        array: np.ndarray | blocks.PreparedTensor,
         now: float,
         *,
         op: str = "sum",
@@ -210,7 +210,7 @@ class Session:
         """Queue a tensor. Every worker must start the same sizes in the same order
         (per class).
 
-        ``array`` may be a ``chunking.prepare``-d tensor (so the caller's thread pays
+        ``array`` may be a ``blocks.prepare``-d tensor (so the caller's thread pays
         for copying and exponents; its priority then is the prepared one). ``stream``:
         the class (0..classes-1, higher is more urgent), default ``class_of(priority)``;
         the header priority only steers switch queues. Raises QuantizeError/SessionError
@@ -218,7 +218,7 @@ class Session:
         """
         if tensor_id in self._ids:
             raise SessionError(f"tensor id {tensor_id!r} is already in flight")
-        prepared = array if isinstance(array, chunking.PreparedTensor) else chunking.prepare(
+        prepared = array if isinstance(array, blocks.PreparedTensor) else blocks.prepare(
             array, op, priority, self.lanes
         )
         if prepared.lanes != self.lanes:
@@ -232,7 +232,7 @@ class Session:
         c = self.class_of(prepared.priority) if stream is None else stream
         if not 0 <= c < self.classes:
             raise SessionError(f"class {c} outside 0..{self.classes - 1}")
-        run = chunking.TensorStream(tensor_id, prepared, self._total[c], self._float_span)
+        run = blocks.TensorStream(tensor_id, prepared, self._total[c], self._float_span)
         if run.block_count == 0:
             self._events.append(TensorCompleted(tensor_id, run.result(self.world_size)))
             return
