@@ -165,8 +165,13 @@ class Session:
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
         self._credit_free_at = np.inf  # when a class short of credit may get some
-        self._window_cap = window if self.classes == 1 else self.credit
-        self._cwnd = RouteWindows(self._map, self._window_cap) if config.congestion else None
+        self._start_congestion(config.congestion)
+
+    def _start_congestion(self, on: bool) -> None:
+        """A congestion window per aggregator of the map (``on``), capped at the window
+        (one class) or the credit (several)."""
+        self._window_cap = self.window if self.classes == 1 else self.credit
+        self._cwnd = RouteWindows(self._map, self._window_cap) if on else None
         if self._cwnd is not None:  # the window's own steps move the round trip (congestion.py)
             self._timers.srtt_floor = RTO_SRTT_FLOOR
         self.stats.cwnd = self._cwnd.limit if self._cwnd else 0
