@@ -144,7 +144,7 @@ class Session:
         self.lanes = config.lanes  # the job's lane count: every packet of this session has it
         self.packet_len = wire.packet_len(self.lanes)
         self._lane_flags = wire.lane_code(self.lanes) << wire.LANE_CODE_SHIFT
-        self._float_span = _float_span(world_size, config.precision)
+        self._float_span = config.float_span(world_size)
         self.stats = SessionStats()
         self.failed: str | None = None
         slots = window * self.classes
@@ -772,12 +772,3 @@ def _check_job(job_id: int, rank: int, world_size: int, slot_base: int, slot_cou
             f" the job has {slot_count}"
         )
 
-
-def _float_span(world_size: int, precision: float | None) -> float | None:
-    """The precision option's float span for ``world_size`` ranks (None: off)."""
-    if precision is None:
-        return None
-    try:
-        return quantize.float_span(world_size, precision)
-    except quantize.QuantizeError as exc:
-        raise SessionError(f"precision: {exc}") from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TypedDict
 
+from p4hub.hosts import quantize
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.wire import LANE_COUNTS, K
 
@@ -47,6 +48,16 @@ class SessionConfig:
     def window_for(self, slot_count: int) -> int:
         """The window this config gives a job of ``slot_count`` slots."""
         return slot_count // self.classes if self.window is None else self.window
+
+    def float_span(self, world_size: int) -> float | None:
+        """The precision option's float span for ``world_size`` ranks (None: off;
+        hosts/quantize.py ``float_span``); SessionError for a bound it cannot keep."""
+        if self.precision is None:
+            return None
+        try:
+            return quantize.float_span(world_size, self.precision)
+        except quantize.QuantizeError as exc:
+            raise SessionError(f"precision: {exc}") from None
 
 
 class WindowlessSettings(TypedDict, total=False):

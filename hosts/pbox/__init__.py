@@ -15,6 +15,8 @@ pipes. SIGTERM/SIGINT stop everything and print the final counters.
 
 Modules, each importing only those above it:
 
+* ``aggregator``: sans-I/O. ``Aggregator``, the slot aggregator (the PBox's core and
+  the switch program's reference model), and a job's ``JobConfig``.
 * ``core``: sans-I/O. ``ControlCore`` (control request -> reply, the job mirror,
   summed stats) over a ``Shards`` link; ``ShardCore`` (one shard's aggregator,
   counters and commands); the JSON-lines framing. Tested in-process.
@@ -22,7 +24,8 @@ Modules, each importing only those above it:
 * ``worker``: ``ShardWorker``, the poll loop of one worker process around a ShardCore.
 * ``supervisor``: ``PBox``, forks the workers and runs the ControlCore over their pipes.
 * ``server``: ``ControlServer`` (TCP control channel) and ``serve``, the main loop
-  of ``p4hub-pbox`` (hosts/pbox/cli.py, also ``python -m p4hub.hosts.pbox``).
+  of ``p4hub-pbox``.
+* ``cli``: ``p4hub-pbox``'s arguments and ``main`` (also ``python -m p4hub.hosts.pbox``).
 """
 
 from __future__ import annotations
