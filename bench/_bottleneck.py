@@ -12,7 +12,7 @@ Every queue (a worker's uplink and downlink, the PBox's two directions) is a FIF
 serializes one datagram per ``tx`` and drops a datagram that finds ``queue`` datagrams
 waiting (drop-tail, like the rack's htb/pfifo qdiscs). ``loss`` drops each datagram with
 that probability on each worker link, each direction (random, non-congestion loss).
-``delay`` is the propagation per link. The aggregator is ``hosts.aggregator.Aggregator``
+``delay`` is the propagation per link. The aggregator is ``hosts.pbox.aggregator.Aggregator``
 (the PBox core, sans-I/O) and answers at once. Sessions see only ``now`` arguments.
 """
 
@@ -26,9 +26,9 @@ import numpy as np
 
 from bench._session_sim import SessionSim
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.congestion import CongestionWindow
 from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 
 

@@ -33,8 +33,8 @@ import numpy as np
 from bench._bottleneck import Bottleneck, BottleneckNet
 from bench._common import comma_list
 from p4hub.hosts import quantize, wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 
 RESULTS = Path(__file__).resolve().parent / "results" / "congestion.json"

@@ -18,7 +18,7 @@ of slots; the switch's share is not re-split), all-reduces the ResNet-50 gradien
 
 and each mode: ``static`` (the controller's topology says ``rebalance: false``: the even
 split over the PBoxes, as PHub/MXNet shard keys) and ``elastic`` (the controller re-splits
-the PBox share by the rates the agents measure: controller/elastic.py). The straggler is
+the PBox share by the rates the agents measure: controller/core/elastic.py). The straggler is
 on from the job's start; elastic has to find it.
 
 Per row: iterations, the median iteration time over the second half (steady state) and

@@ -47,7 +47,7 @@ def _free_port() -> int:
 
 
 def start_pbox(port: int, workers: int, world: int, lanes: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "p4hub.hosts.pbox_cli", "--listen", f"127.0.0.1:{port}",
+    cmd = [sys.executable, "-m", "p4hub.hosts.pbox.cli", "--listen", f"127.0.0.1:{port}",
            "--workers", str(workers), "--job", f"{JOB}:{world}:0:{SLOTS}:{lanes}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None

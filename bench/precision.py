@@ -1,7 +1,7 @@
 """What the precision option costs and buys (issue 11): blocks that int32 block
 quantization cannot carry within a relative error bound go as float32 to a PBox.
 
-No Mininet, no sockets: N sessions and the PBox core (hosts/aggregator.py) in one
+No Mininet, no sockets: N sessions and the PBox core (hosts/pbox/aggregator.py) in one
 process, datagrams handed over directly (no loss), so the figures are the protocol's
 and the code's own. For each workload and bound it reports:
 
@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import comma_list
-from p4hub.hosts import chunking, quantize, wire
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts import blocks, quantize, wire
 from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 from p4hub.hosts.wire import EXP_FLOAT, Header, PacketType
 
@@ -107,7 +107,7 @@ def _allreduce(inputs: list[np.ndarray], precision: float | None,
                 for r in range(n)]  # fmt: skip
     t0 = time.perf_counter()
     for r, s in enumerate(sessions):
-        s.start(0, chunking.prepare(inputs[r], lanes=lanes, precision=precision is not None), 0.0)
+        s.start(0, blocks.prepare(inputs[r], lanes=lanes, precision=precision is not None), 0.0)
     results: list[np.ndarray | None] = [None] * n
     while any(x is None for x in results):
         moved = False
@@ -192,13 +192,13 @@ def cell_cpu(n: int, lanes: int, floats: bool, rounds: int = 2000) -> float:
 
 
 def prepare_cpu(mb: float, lanes: int, precision: bool, repeat: int = 5) -> float:
-    """CPU ms per MB of ``chunking.prepare`` (blocks, exponents and, with the option,
+    """CPU ms per MB of ``blocks.prepare`` (blocks, exponents and, with the option,
     the smallest exponents), best of ``repeat``."""
     x = np.random.default_rng(2).standard_normal(int(mb * (1 << 20)) // 4).astype(np.float32)
     best = np.inf
     for _ in range(repeat):
         t0 = time.process_time()
-        chunking.prepare(x, lanes=lanes, precision=precision)
+        blocks.prepare(x, lanes=lanes, precision=precision)
         best = min(best, time.process_time() - t0)
     return 1e3 * best / mb
 

@@ -16,7 +16,7 @@ In-process cases (one core, ``Switch.process`` in a loop):
   positions (2 x the window further on: same slots and shadow sets), because a cell
   keeps its round's position and would answer a replayed one as a duplicate; the
   frames of a cycle are built outside the timed loop. Two whole cycles are checked
-  first: every RESULT byte-identical to what hosts.aggregator (the PBox core) sends
+  first: every RESULT byte-identical to what hosts.pbox.aggregator (the PBox core) sends
   for the same datagrams, one per worker port; after timing, the job's job_stats
   must show only new contributions and completions (no duplicates, stale, abandoned).
 
@@ -61,7 +61,7 @@ from p4hub.controller.core.job import ON_SWITCH
 from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.updates import DELETE, INSERT, GroupWrite
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.wire import AGG_UDP_PORT, Header, K, PacketType
 from p4lite.compiler.driver import compile_file
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
@@ -181,7 +181,7 @@ class AggJob:
     slot_base: int
     slot_count: int
     frames: list[tuple[int, bytes]]  # cycle 0: (ingress port, frame), 2 rounds x slots x N
-    expected: dict[bytes, bytes]  # result_key -> RESULT datagram of hosts.aggregator, cycle 0
+    expected: dict[bytes, bytes]  # result_key -> RESULT datagram of hosts.pbox.aggregator, cycle 0
 
     @property
     def period(self) -> int:

@@ -4,7 +4,7 @@ bench/switch_core.py (which runs it after the in-process cases and writes one JS
 Through the process (root only; skipped with a note otherwise): ``p4lite-switch``
 with ports 1..9 on veth pairs whose other ends sit in the namespace ``bscw``
 (8 workers and the PBox port), configured over P4Runtime with controller/
-p4rt_client.py + controller/entries.py from the same registry updates. Raw
+p4rt_client.py + controller/core/entries.py from the same registry updates. Raw
 sockets in ``bscw`` send each job's contributions at a controlled rate and count
 (and check) the results coming back on the worker ports. A saturation probe
 gives the delivered rate; then rates step down from it until a trial loses

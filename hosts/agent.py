@@ -10,6 +10,9 @@ Usage::
         handles = [agent.allreduce_async(g) for g in grads]   # several in flight
         results = [h.wait() for h in handles]
 
+    # the session's settings (hosts/session_config.py) as one value, keywords on top
+    Agent(job_id=1, rank=r, world_size=4, config=SessionConfig(lanes=256), timeout=30.0)
+
 Every rank must reduce tensors of the same sizes in the same order (as with any
 collective). The job (id, world size, slot range) must be configured on the
 aggregator (switch controller or PBox) with the same ``slot_base``/``slot_count``.
@@ -27,16 +30,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Hashable
+from typing import Unpack
 
 import numpy as np
 
-from p4hub.hosts import chunking
+from p4hub.hosts import blocks
 from p4hub.hosts.errors import AllreduceError
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
 from p4hub.hosts.routes import Route, to_wire
 from p4hub.hosts.session import Session
+from p4hub.hosts.session_config import SessionConfig, SessionSettings, with_settings
 from p4hub.hosts.transport import UdpTransport
-from p4hub.hosts.wire import AGG_UDP_PORT, K
+from p4hub.hosts.wire import AGG_UDP_PORT
 
 DEFAULT_SLOT_COUNT = 64
 
@@ -87,20 +92,17 @@ class Agent:
         *,
         slot_base: int = 0,
         slot_count: int = DEFAULT_SLOT_COUNT,
-        window: int | None = None,
-        timeout: float = 10.0,
-        rto: float = 0.02,
-        rto_max: float = 1.0,
         bind: tuple[str, int] = ("0.0.0.0", 0),
-        lanes: int = K,
-        classes: int = 1,
-        credit: int | None = None,
         epoch: int = 0,
         route_map: list[Route] | None = None,
-        precision: float | None = None,
-        congestion: bool = True,
+        config: SessionConfig | None = None,
+        timeout: float | None = None,
+        **settings: Unpack[SessionSettings],
     ) -> None:
-        """``timeout``: seconds without any result before pending all-reduces fail.
+        """``config``: the session's settings (hosts/session_config.py), with any of its
+        fields given as keywords laid over it, among them:
+        ``timeout``: seconds without any result before pending all-reduces fail (the
+        session's ``deadline``).
         ``rto``/``rto_max``: first and largest retransmission timeout (seconds).
         ``window``: slots kept in flight per priority class (default: ``slot_count //
         classes``).
@@ -109,23 +111,23 @@ class Agent:
         ``classes``: priority classes (1-64; hosts/session.py): all-reduces of a more
         urgent class overtake queued packets of less urgent ones, sharing ``credit``
         positions in flight (default ``window``). 1 (the default) is one FIFO stream.
-        ``route_map``: the aggregators serving the job's window (hosts/routes.py), for a
-        job split over several; None: all of it on ``aggregator`` from ``slot_base``.
         ``precision``: the job's precision option (a relative error bound; None: off):
         blocks int32 quantization cannot carry within it go as float32 to a PBox: on
         their slot's PBox route, or the map's float route for the switch's slots
         (hosts/session.py); without a map, ``aggregator`` must be a PBox.
         ``congestion``: a delay-based congestion window limits positions in flight
-        further (hosts/congestion.py); False: only the slots and the credit do."""
-        self._session = Session(
-            job_id, rank, world_size, slot_base, slot_count, window,
-            rto=rto, rto_max=rto_max, deadline=timeout, lanes=lanes, classes=classes,
-            credit=credit, epoch=epoch, route_map=route_map, precision=precision,
-            congestion=congestion,
-        )  # fmt: skip
-        self.precision = precision
+        further (hosts/congestion.py); False: only the slots and the credit do.
+        ``route_map``: the aggregators serving the job's window (hosts/routes.py), for a
+        job split over several; None: all of it on ``aggregator`` from ``slot_base``.
+        ``epoch``: the job's aggregator-map epoch."""
+        if timeout is not None:
+            settings["deadline"] = timeout
+        self.config = with_settings(config, settings)
+        self._session = Session(job_id, rank, world_size, slot_base, slot_count,
+                                config=self.config, epoch=epoch, route_map=route_map)
+        self.precision = self.config.precision
         self.epoch = epoch
-        self.lanes = lanes
+        self.lanes = self.config.lanes
         self._aggregator = aggregator
         self._lock = threading.Lock()
         self._handles: dict[Hashable, Handle] = {}
@@ -173,7 +175,7 @@ class Agent:
         The array is copied before this returns, so the caller may reuse it.
         """
         # QuantizeError/SessionError here, in the caller's thread
-        prepared = chunking.prepare(array, op, priority, self.lanes, self.precision is not None)
+        prepared = blocks.prepare(array, op, priority, self.lanes, self.precision is not None)
         with self._lock:
             if self._closed:
                 raise AllreduceError(f"the agent is closed: {self._close_reason}")
@@ -187,7 +189,7 @@ class Agent:
 
     @property
     def progress(self) -> dict:
-        """The session counters a controller heartbeat carries (controller/traffic.py):
+        """The session counters a controller heartbeat carries (controller/core/traffic.py):
         first transmissions, retransmissions, results, and per route of the map under
         its ``epoch`` (``RouteService``) the results and the seconds it was busy; and
         the map itself (``map``, hosts/routes.py ``to_wire``)."""
@@ -242,7 +244,7 @@ class Agent:
 
     # -- on the transport thread -------------------------------------------------------
 
-    def _start(self, tensor_id: int, prepared: chunking.PreparedTensor,
+    def _start(self, tensor_id: int, prepared: blocks.PreparedTensor,
                stream: int | None) -> None:
         try:
             self._session.start(tensor_id, prepared, time.monotonic(), stream=stream)

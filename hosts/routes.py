@@ -228,6 +228,19 @@ def to_wire(routes: Sequence[Route], default: tuple[str, int]) -> list[dict]:
     return out
 
 
+def check_float_blocks(routes: Sequence[Route], vouched: bool, what: str) -> None:
+    """SessionError if float blocks (the precision option) have no PBox on ``routes``:
+    a route without the FALLBACK flag (the switch's) and no float route, but where the
+    map is one route the caller vouches for as a PBox (``vouched``: a session never
+    given a flagged map)."""
+    if any(r.floats for r in routes) or (len(routes) == 1 and vouched):
+        return
+    if not all(r.fallback for r in routes):
+        raise SessionError("the precision option needs a PBox for float blocks: every "
+                           "route flagged (a PBox's) or a float route, but "
+                           f"{what} has neither: {_describe(routes)}")
+
+
 def _describe(routes: Sequence[Route]) -> str:
     return ", ".join(f"{r.count} at {r.aggregator or 'default'} slots {r.slot_base}.."
                      f"{r.slot_base + r.count - 1}{' (fallback)' if r.fallback else ''}"

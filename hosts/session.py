@@ -1,6 +1,7 @@
 """The sans-I/O all-reduce session of one worker (aioquic style).
 
-A ``Session`` never touches a socket or a clock. Its whole interface is::
+A ``Session`` never touches a socket or a clock; its settings are a ``SessionConfig``
+(hosts/session_config.py). Its whole interface is::
 
     start(tensor_id, array, now)      queue a tensor (several may be in flight)
     packets_to_send(now)              what to put on the wire now, as packet arrays
@@ -13,7 +14,7 @@ A ``Session`` never touches a socket or a clock. Its whole interface is::
     routed_packets(now)               the same, each batch with its aggregator (routes)
     resync(now, epoch=, route_map=)   the aggregator lost the job's state or the job moved
 
-Protocol (see docs/notes/host-agent.md and hosts/chunking.py): the session keeps, for
+Protocol (see docs/notes/host-agent.md and hosts/blocks.py): the session keeps, for
 each of its C *priority classes*, a window of W slots and a stream of positions; class
 c's position g uses window slot ``c*W + g % W`` and shadow set ``(g // W) % 2``; the
 job's aggregator map (hosts/routes.py) says which aggregator serves each window slot
@@ -56,22 +57,13 @@ If nothing comes back for ``deadline`` seconds while work is outstanding, every
 tensor fails with a reason naming the stuck slot, and the session stays failed.
 
 Resynchronisation (``resync``): when the job's aggregator state is lost (a restarted
-switch) or the job moves (another aggregator, other slots: a new epoch), the rounds in
-flight are gone, and ranks stand at different places: per slot, a rank's last position
-h is either its peers' or one step (W) ahead, and some ranks may hold a result that
-others lost. So every rank resends, per slot, what it has no result for and, as a
-*courtesy* to its peers, the position before it whose result it holds but a peer may
-still need: h - W if h is in flight, h itself if its result is in. A rank keeps the
-packets of both (the packet store has one row per cell, so h - W's bytes are intact
-while h is in flight). A courtesy packet is resent with backoff until the new
-aggregator's result for it, or for the next position of its slot, arrives (either
-shows every rank has it), or until ``deadline``. A courtesy position nobody needs
-meets its slot's next round in the same cell: the aggregator lets the newer round
-replace an open one (hosts/aggregator.py), so it never blocks it.
+switch) or the job moves (another aggregator, other slots: a new epoch), every rank
+resends, per slot, what it has no result for and, as a *courtesy* to its peers, the
+position before it whose result it holds but a peer may still need (hosts/resync.py).
 
 Precision (``precision``: a relative error bound, the job's, off by default): blocks
 that int32 quantization cannot carry within the bound go as float32 bits to a PBox
-(hosts/chunking.py decides, from reduced PRIME lanes, so every rank alike). A float
+(hosts/blocks.py decides, from reduced PRIME lanes, so every rank alike). A float
 block goes with the FALLBACK flag and exponent ``wire.EXP_FLOAT``: on window slot i's
 own route and wire slot where that is a PBox's, else (slot i on the switch) to the map's
 float route, on its slot ``slot_base + i`` (hosts/routes.py). So every window route
@@ -89,45 +81,33 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Hashable, Sequence
-from dataclasses import asdict, dataclass
+from typing import Unpack
 
 import numpy as np
 
-from p4hub.hosts import chunking, quantize, routes, wire
+from p4hub.hosts import blocks, quantize, routes, wire
 from p4hub.hosts.congestion import RTO_SRTT_FLOOR
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
 from p4hub.hosts.recovery import SlotTimers
+from p4hub.hosts.resync import POSITION_MASK, CourtesyResends, courtesy_positions
+from p4hub.hosts.route_meter import RouteMeter
 from p4hub.hosts.route_windows import RouteWindows
 from p4hub.hosts.routes import Route, RouteMap
-from p4hub.hosts.wire import K, PacketType
+from p4hub.hosts.session_config import (
+    MAX_CLASSES,
+    SessionConfig,
+    SessionSettings,
+    WindowlessSettings,
+    with_settings,
+)
+from p4hub.hosts.session_stats import SessionStats
+from p4hub.hosts.wire import PacketType
 
 _RESULT_VT = wire.ver_type(PacketType.RESULT)
 _PRIME_VT = wire.ver_type(PacketType.PRIME)
 _CLASS_STRIDE = 1 << 56  # sorts results class by class (positions stay far below it)
-MAX_CLASSES = 64  # priority classes of a session (each needs its own window of slots)
-_POSITION_MASK = 0xFFFFFFFF  # the wire's position field is g mod 2**32
-
-
-@dataclass(slots=True)
-class SessionStats:
-    """Counters of one session (datagrams, not bytes)."""
-
-    sent: int = 0  # first transmissions
-    retransmitted: int = 0
-    early_resends: int = 0  # of which sent before their timeout: later results showed a loss
-    results: int = 0  # results accepted
-    courtesy: int = 0  # resends after a resync of positions this rank had the result of
-    resyncs: int = 0
-    duplicates: int = 0  # results for a position not in flight (duplicate or stale)
-    foreign: int = 0  # not a result of this job, or malformed
-    float_blocks: int = 0  # first transmissions of float32 blocks (the precision option)
-    cwnd: int = 0  # the congestion windows now, summed over aggregators (0: congestion control off)
-    cwnd_cuts: int = 0  # halvings of the congestion window on a timeout
-    cwnd_backoffs: int = 0  # rounds whose queueing delay shrank the congestion window
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+__all__ = ["MAX_CLASSES", "Session", "SessionConfig", "SessionStats"]
 
 
 class Session:
@@ -142,97 +122,90 @@ class Session:
         slot_count: int,
         window: int | None = None,
         *,
-        rto: float = 0.02,
-        rto_max: float = 1.0,
-        deadline: float = 10.0,
-        lanes: int = K,
-        classes: int = 1,
-        credit: int | None = None,
+        config: SessionConfig | None = None,
         epoch: int = 0,
         route_map: Sequence[Route] | None = None,
-        precision: float | None = None,
-        congestion: bool = True,
+        **settings: Unpack[WindowlessSettings],
     ) -> None:
-        """``window``: slots per priority class (default: ``slot_count // classes``);
-        ``classes``: priority classes (1-64), each its own stream of positions on its own
-        ``window`` slots; ``credit``: positions in flight over all classes (default
-        ``window``); ``epoch``: the job's aggregator-map epoch, in every header (mod
-        256); ``route_map``: the aggregators serving the window (hosts/routes.py; they
-        cover window * classes slots), instead of ``slot_base`` on one; ``precision``:
-        the job's relative error bound for the precision option (module docstring),
-        None (off) by default; ``congestion``: limit positions in flight further by a
-        delay-based congestion window (hosts/congestion.py)."""
-        if not 1 <= classes <= MAX_CLASSES:
-            raise SessionError(f"priority classes {classes} outside 1..{MAX_CLASSES}")
-        window = slot_count // classes if window is None else window
-        _check_params(job_id, rank, world_size, slot_base, slot_count, window * classes,
-                      deadline, lanes, window)  # fmt: skip
-        credit = window if credit is None else credit
-        if credit < 1:
-            raise SessionError(f"credit {credit} must be positive")
+        """``config``: the session's settings (hosts/session_config.py), with any of
+        its fields given as keywords laid over it (``window`` also positionally);
+        ``epoch``: the job's aggregator-map epoch, in every header (mod 256);
+        ``route_map``: the aggregators serving the window (hosts/routes.py; they cover
+        window * classes slots), instead of ``slot_base`` on one."""
+        given = SessionSettings(**settings) if window is None else \
+            SessionSettings(**settings, window=window)
+        self.config = config = with_settings(config, given)
+        self.window = window = config.window_for(slot_count)
+        self.classes, self.credit = config.classes, config.credit or window
+        _check_job(job_id, rank, world_size, slot_base, slot_count, window * self.classes,
+                   window)  # fmt: skip
         self.job_id, self.rank, self.world_size = job_id, rank, world_size
-        self.slot_base, self.window, self.deadline = slot_base, window, deadline
-        self.classes, self.credit = classes, credit
-        self.lanes = lanes  # the job's lane count: every packet of this session has it
-        self.packet_len = wire.packet_len(lanes)
-        self._lane_flags = wire.lane_code(lanes) << wire.LANE_CODE_SHIFT
+        self.deadline, self.precision = config.deadline, config.precision
+        self.lanes = config.lanes  # the job's lane count: every packet of this session has it
+        self.packet_len = wire.packet_len(self.lanes)
+        self._lane_flags = wire.lane_code(self.lanes) << wire.LANE_CODE_SHIFT
+        self._float_span = config.float_span(world_size)
         self.stats = SessionStats()
         self.failed: str | None = None
-        slots = window * classes
-        self._timers = SlotTimers(slots, rto, rto_max, groups=classes)  # one path per aggregator
+        slots = window * self.classes
+        self._timers = SlotTimers(slots, config.rto, config.rto_max, groups=self.classes)
         self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
-        self._slot_next = np.tile(np.arange(window, dtype=np.int64), classes)  # next position
-        self.precision = precision
-        try:
-            self._float_span = (None if precision is None
-                                else quantize.float_span(world_size, precision))
-        except quantize.QuantizeError as exc:
-            raise SessionError(f"precision: {exc}") from None
-        self._map = RouteMap(route_map or routes.single(slot_base, slots), slots, window)
+        self._slot_next = np.tile(np.arange(window, dtype=np.int64), self.classes)  # next one
+        self._start_map(route_map or routes.single(slot_base, slots), epoch)
+        # the last two packets sent per slot, one per cell (shadow set): row
+        # shadow * slots + slot; resends and, after a resync, courtesy resends read them
+        self._slot_pkts = wire.packet_array(2 * slots, self.lanes)
+        self._courtesy = CourtesyResends(slots, self.lanes, window)
+        self._template = self._header_template()
+        self._retransmit = np.zeros(0, dtype=np.int64)  # slots due for a resend
+        self._first_route = 0  # the route whose datagrams go first (routed_packets)
+        self._total = [0] * self.classes  # positions handed out so far, per class
+        self._tensors: list[list[blocks.TensorStream]] = [[] for _ in range(self.classes)]
+        self._ids: set[Hashable] = set()
+        self._events: deque[Event] = deque()
+        self._last_progress = 0.0
+        self._credit_free_at = np.inf  # when a class short of credit may get some
+        self._start_congestion(config.congestion)
+
+    def _start_congestion(self, on: bool) -> None:
+        """A congestion window per aggregator of the map (``on``), capped at the window
+        (one class) or the credit (several)."""
+        self._window_cap = self.window if self.classes == 1 else self.credit
+        self._cwnd = RouteWindows(self._map, self._window_cap) if on else None
+        if self._cwnd is not None:  # the window's own steps move the round trip (congestion.py)
+            self._timers.srtt_floor = RTO_SRTT_FLOOR
+        self.stats.cwnd = self._cwnd.limit if self._cwnd else 0
+
+    def _start_map(self, route_map: Sequence[Route], epoch: int) -> None:
+        """The first map: its timer paths and meter; a precision session checks that its
+        float blocks have a PBox on it."""
+        self._map = RouteMap(route_map, self._slot_pos.size, self.window)
         self._timers.set_paths(self._map.aggregator_of, [0] * self._path_count())
         # a map from the controller flags its PBox routes: a new one must, too (a single
         # unflagged route then is the switch, which cannot sum float blocks)
         self._flagged = all(r.fallback for r in self._map.all_routes) or \
             self._map.float_route is not None
-        self._check_precision_map()
+        self._check_routes(self._map.all_routes, "its map")
         self.slot_base = self._map.routes[0].slot_base
         self.map_epoch = epoch  # the controller's (32-bit) epoch of the map; the header has 8 bits
-        self._route_meters(0.0)
-        # the last two packets sent per slot, one per cell (shadow set): row
-        # shadow * slots + slot; resends and, after a resync, courtesy resends read them
-        self._slot_pkts = wire.packet_array(2 * slots, lanes)
-        self._courtesy_pos = np.full(slots, -1, dtype=np.int64)  # see "Resynchronisation"
-        self._courtesy_pkts = wire.packet_array(slots, lanes)
-        self._courtesy_due = np.full(slots, np.inf)
-        self._courtesy_wait = np.zeros(slots)
-        self._courtesy_until = -np.inf  # courtesy resends give up after this
         self.epoch = epoch & 0xFF
-        # the header fields that never change, written once; batches start as copies
-        self._template = wire.packet_array(slots, lanes)
+        self._meter = RouteMeter(self._map, epoch, self._slot_pos, 0.0)
+
+    def _header_template(self) -> np.ndarray:
+        """The header fields that never change, written once; batches start as copies."""
+        template = wire.packet_array(self._slot_pos.size, self.lanes)
         wire.fill_headers(
-            self._template, ptype=PacketType.CONTRIB, job=job_id, rank=rank, count=1,
+            template, ptype=PacketType.CONTRIB, job=self.job_id, rank=self.rank, count=1,
             slot=0, position=0, exp=0, nelem=0, flags=self._lane_flags, epoch=self.epoch,
         )  # fmt: skip
-        self._retransmit = np.zeros(0, dtype=np.int64)  # slots due for a resend
-        self._first_route = 0  # the route whose datagrams go first (routed_packets)
-        self._total = [0] * classes  # positions handed out so far, per class
-        self._tensors: list[list[chunking.TensorStream]] = [[] for _ in range(classes)]
-        self._ids: set[Hashable] = set()
-        self._events: deque[Event] = deque()
-        self._last_progress = 0.0
-        self._credit_free_at = np.inf  # when a class short of credit may get some
-        self._window_cap = window if classes == 1 else credit
-        self._cwnd = RouteWindows(self._map, self._window_cap) if congestion else None
-        if congestion:  # the window's own steps move the round trip (hosts/congestion.py)
-            self._timers.srtt_floor = RTO_SRTT_FLOOR
-        self.stats.cwnd = self._cwnd.limit if self._cwnd else 0
+        return template
 
     # -- public API ---------------------------------------------------------------
 
     def start(
         self,
         tensor_id: Hashable,
-        array: np.ndarray | chunking.PreparedTensor,
+        array: np.ndarray | blocks.PreparedTensor,
         now: float,
         *,
         op: str = "sum",
@@ -242,7 +215,7 @@ class Session:
         """Queue a tensor. Every worker must start the same sizes in the same order
         (per class).
 
-        ``array`` may be a ``chunking.prepare``-d tensor (so the caller's thread pays
+        ``array`` may be a ``blocks.prepare``-d tensor (so the caller's thread pays
         for copying and exponents; its priority then is the prepared one). ``stream``:
         the class (0..classes-1, higher is more urgent), default ``class_of(priority)``;
         the header priority only steers switch queues. Raises QuantizeError/SessionError
@@ -250,7 +223,7 @@ class Session:
         """
         if tensor_id in self._ids:
             raise SessionError(f"tensor id {tensor_id!r} is already in flight")
-        prepared = array if isinstance(array, chunking.PreparedTensor) else chunking.prepare(
+        prepared = array if isinstance(array, blocks.PreparedTensor) else blocks.prepare(
             array, op, priority, self.lanes
         )
         if prepared.lanes != self.lanes:
@@ -264,7 +237,7 @@ class Session:
         c = self.class_of(prepared.priority) if stream is None else stream
         if not 0 <= c < self.classes:
             raise SessionError(f"class {c} outside 0..{self.classes - 1}")
-        run = chunking.TensorStream(tensor_id, prepared, self._total[c], self._float_span)
+        run = blocks.TensorStream(tensor_id, prepared, self._total[c], self._float_span)
         if run.block_count == 0:
             self._events.append(TensorCompleted(tensor_id, run.result(self.world_size)))
             return
@@ -291,9 +264,10 @@ class Session:
             resend = self._resend()
             if resend.size:
                 out.append(resend)
-        if self._courtesy_until > -np.inf:
-            courtesy = self._courtesy_due_now(now)
+        if self._courtesy.active:
+            courtesy = self._courtesy.due(now, self._timers.rto_max)
             if courtesy.size:
+                self.stats.courtesy += courtesy.size
                 out.append(courtesy)
         for c, positions in self._sendable(now):
             out.append(self._send_new(c, positions, now))
@@ -326,32 +300,10 @@ class Session:
 
     def route_service(self) -> tuple[int, list[tuple[int, float]]]:
         """The map's epoch and, per route: (results, seconds the route was busy: had a
-        position of this rank in flight, up to the latest send or result). Results over
-        busy seconds is what the route serves while busy, whether its slots or its
-        congestion window limit it: the controller's measure of each aggregator
-        (controller/traffic.py). Restarts with every new map."""
-        return self._metered_epoch, [(int(n), float(t)) for n, t in
-                                 zip(self._route_results, self._route_busy, strict=True)]
-
-    def _route_meters(self, now: float) -> None:
-        self._metered_epoch = self.map_epoch
-        self._route_results = np.zeros(len(self._map.routes), dtype=np.int64)
-        self._route_busy = np.zeros(len(self._map.routes))
-        self._route_flight = np.bincount(self._map.route_of[self._slot_pos >= 0],
-                                         minlength=len(self._map.routes))
-        self._busy_mark = now  # the latest send or result the busy seconds run to
-
-    def _per_route(self, slots: np.ndarray) -> np.ndarray:
-        """How many of ``slots`` (window slot indices) each route serves."""
-        if self._map.single:
-            return np.array([slots.size])
-        return np.bincount(self._map.route_of[slots], minlength=len(self._map.routes))
-
-    def _meter_busy(self, now: float) -> None:
-        """Before a send or a result changes what is in flight: the time since the
-        previous one counts for every route that had a position in flight."""
-        self._route_busy[self._route_flight > 0] += now - self._busy_mark
-        self._busy_mark = now
+        position of this rank in flight, up to the latest send or result): the
+        controller's measure of each aggregator (hosts/route_meter.py). Restarts with
+        every new map."""
+        return self._meter.service()
 
     def datagrams_to_send(self, now: float) -> list[bytes]:
         """``packets_to_send``, one ``bytes`` object per datagram."""
@@ -372,8 +324,8 @@ class Session:
             return
         pkts = wire.decode_batch(buf, n, self.lanes)
         ours, slots = self._ours(pkts)
-        if self._courtesy_until > -np.inf:
-            self._end_courtesy(pkts, ours, slots)
+        if self._courtesy.active:
+            self._courtesy.on_results(slots[ours], pkts["hdr"]["position"][ours])
         idx, slots = self._accept(pkts, ours, slots)
         if idx.size:
             self._apply(pkts, idx, slots, now)
@@ -382,7 +334,7 @@ class Session:
         """When ``handle_timer`` must run next, or None when there is nothing to wait for."""
         if self.failed is not None:
             return None
-        courtesy = self._next_courtesy()
+        courtesy = self._courtesy.next_due()
         if self.idle:
             return None if courtesy == np.inf else courtesy
         deadline = min(self._timers.next_deadline(), self._last_progress + self.deadline)
@@ -433,25 +385,15 @@ class Session:
             self.epoch = epoch & 0xFF
             for store in (self._template, self._slot_pkts):
                 store["hdr"]["epoch"] = self.epoch
-        self._route_meters(now)  # a new map, or the same map on fresh aggregator state
+        self._meter = RouteMeter(self._map, self.map_epoch, self._slot_pos, now)  # fresh state
         if self._cwnd is not None:
             self._cwnd.restart()
             self._cwnd.touch(now)
         self.stats.resyncs += 1
-        flight = self._slot_pos >= 0
-        # per slot, the courtesy position: h - W while h is in flight, else h itself
-        courtesy = np.where(flight, self._slot_pos, self._slot_next) - self.window
-        first = np.arange(self._slot_pos.size) % self.window  # each slot's first position
-        slots = np.flatnonzero(courtesy >= first)
-        self._courtesy_pos[:] = -1
-        self._courtesy_pos[slots] = courtesy[slots]
-        self._courtesy_pkts[slots] = self._slot_pkts[self._row(slots, courtesy[slots])]
-        self._courtesy_pkts["hdr"]["flags"] |= wire.FLAG_RETRANSMIT
-        self._courtesy_due[:] = np.inf
-        self._courtesy_due[slots] = now
-        self._courtesy_wait[slots] = self._timers.rto
-        self._courtesy_until = now + self.deadline if slots.size else -np.inf
-        resend = np.flatnonzero(flight)
+        positions = courtesy_positions(self._slot_pos, self._slot_next, self.window)
+        self._courtesy.start(positions, lambda slots, pos: self._slot_pkts[self._row(slots, pos)],
+                             now, self._timers.rto, self.deadline)
+        resend = np.flatnonzero(self._slot_pos >= 0)
         if resend.size:
             self._timers.on_sent(resend, now)  # a fresh aggregator: no backoff to keep
             self._retransmit = np.union1d(self._retransmit, resend)
@@ -602,14 +544,13 @@ class Session:
             floats = exp == wire.EXP_FLOAT
             hdr["slot"][floats] = self._map.float_slot[slots[floats]]
             self._time_floats(slots, floats)
-        hdr["position"] = positions & _POSITION_MASK
+        hdr["position"] = positions & POSITION_MASK
         hdr["exp"] = exp
         hdr["nelem"] = nelem
         hdr["flags"] = flags | self._map.flag[slots]
         self._slot_pkts[self._row(slots, positions)] = batch
-        self._meter_busy(now)
+        self._meter.on_sent(slots, now)
         self._slot_pos[slots] = positions
-        self._route_flight += self._per_route(slots)
         self._slot_next[slots] = positions + self.window
         self._timers.on_sent(slots, now)
         self.stats.sent += positions.size
@@ -680,62 +621,11 @@ class Session:
         route's (whose round trips and timeouts are not their window's)."""
         return self._timers.path[slots] < len(self._map.aggregators)
 
-    def _check_precision_map(self) -> None:
-        """With the precision option, a float block rides on its window slot's route if
-        that is a PBox's, else on the float route (see the module docstring)."""
-        self._check_routes(self._map.all_routes, "its map")
-
     def _check_routes(self, route_map: Sequence[Route], what: str = "its new map") -> None:
-        """SessionError if the precision option cannot run on ``route_map``: a route
-        without the FALLBACK flag (the switch's) and no float route, but where the map is
-        one route the caller vouches for as a PBox (a session never given a flagged map)."""
-        if self._float_span is None or any(r.floats for r in route_map):
-            return
-        if len(route_map) == 1 and not self._flagged:
-            return
-        if not all(r.fallback for r in route_map):
-            raise SessionError("the precision option needs a PBox for float blocks: every "
-                               "route flagged (a PBox's) or a float route, but "
-                               f"{what} has neither: {routes._describe(route_map)}")
-
-    def _courtesy_due_now(self, now: float) -> np.ndarray:
-        """Courtesy packets due now (each then backs off, up to ``rto_max``)."""
-        if now > self._courtesy_until:
-            self._stop_courtesy()
-            return self._courtesy_pkts[:0]
-        due = np.flatnonzero(self._courtesy_due <= now)
-        if not due.size:
-            return self._courtesy_pkts[:0]
-        self._courtesy_due[due] = now + self._courtesy_wait[due]
-        self._courtesy_wait[due] = np.minimum(self._courtesy_wait[due] * 2, self._timers.rto_max)
-        self.stats.courtesy += due.size
-        return self._courtesy_pkts[due]
-
-    def _next_courtesy(self) -> float:
-        if self._courtesy_until == -np.inf:
-            return np.inf
-        return min(float(self._courtesy_due.min()), self._courtesy_until)
-
-    def _end_courtesy(self, pkts: np.ndarray, ours: np.ndarray, slots: np.ndarray) -> None:
-        """A result for a courtesy position, or for its slot's next one, shows that
-        every rank has (or no longer needs) it: stop resending it. ``ours``/``slots``:
-        ``_ours``."""
-        slots = slots[ours]
-        held = self._courtesy_pos[slots]
-        got = pkts["hdr"]["position"][ours].astype(np.int64)
-        done = (held >= 0) & (
-            ((held & _POSITION_MASK) == got) | (((held + self.window) & _POSITION_MASK) == got)
-        )
-        if done.any():
-            self._courtesy_pos[slots[done]] = -1
-            self._courtesy_due[slots[done]] = np.inf
-            if not (self._courtesy_pos >= 0).any():
-                self._stop_courtesy()
-
-    def _stop_courtesy(self) -> None:
-        self._courtesy_pos[:] = -1
-        self._courtesy_due[:] = np.inf
-        self._courtesy_until = -np.inf
+        """SessionError if the precision option is on and ``route_map`` has no PBox for
+        its float blocks (hosts/routes.py ``check_float_blocks``)."""
+        if self._float_span is not None:
+            routes.check_float_blocks(route_map, not self._flagged, what)
 
     # -- receiving --------------------------------------------------------------------
 
@@ -749,7 +639,7 @@ class Session:
             # a float result has the flag whatever its route (one unflagged route the caller
             # vouches for as a PBox: its integer results have none)
             floats = hdr["exp"] == wire.EXP_FLOAT
-            route_flag = self._map.flag[0]  # all routes' flag (_check_precision_map)
+            route_flag = self._map.flag[0]  # all routes' flag (_check_routes)
             flags = np.where(floats, (flags & ~np.uint8(wire.FLAG_FALLBACK)) | route_flag, flags)
         slots = self._map.index_of(flags, hdr["slot"])
         ours &= (slots >= 0) & (hdr["nelem"] <= self.lanes)
@@ -765,7 +655,7 @@ class Session:
         slots = np.where(ours, slots, 0)
         pos = self._slot_pos[slots]
         live = ours & (pos >= 0)
-        live &= (pos & _POSITION_MASK) == hdr["position"]
+        live &= (pos & POSITION_MASK) == hdr["position"]
         live &= ((pos // self.window) & 1) == (hdr["flags"] & 1)
         if self._float_span is not None:  # a float result for a float block, and only
             sent = self._slot_pkts["hdr"]["exp"][self._row(slots, np.maximum(pos, 0))]
@@ -789,10 +679,7 @@ class Session:
         idx, slots = idx[order], slots[order]
         positions = self._slot_pos[slots]
         self._slot_pos[slots] = -1
-        self._meter_busy(now)
-        done = self._per_route(slots)
-        self._route_results += done
-        self._route_flight -= done
+        self._meter.on_results(slots, now)
         # a round completed by someone's retransmission says nothing about the RTT
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
         if self._cwnd is not None:  # the samples the RTT estimate takes (before on_result)
@@ -865,12 +752,10 @@ class Session:
         )
 
 
-def _check_params(
-    job_id: int, rank: int, world_size: int, slot_base: int, slot_count: int, used: int,
-    deadline: float, lanes: int, window: int,
-) -> None:  # fmt: skip
-    if lanes not in wire.LANE_COUNTS:
-        raise SessionError(f"lane count {lanes} is not one of {wire.LANE_COUNTS}")
+def _check_job(job_id: int, rank: int, world_size: int, slot_base: int, slot_count: int,
+               used: int, window: int) -> None:
+    """SessionError unless the job's identity and slots fit the wire and ``used`` slots
+    (``window`` per class) fit its range."""
     if not 0 <= job_id <= 0xFFFF:
         raise SessionError(f"job id {job_id} does not fit in 16 bits")
     if not 1 <= world_size <= wire.MAX_WORKERS:
@@ -886,5 +771,4 @@ def _check_params(
             else f"{used // window} priority classes of {window} slots need {used} slots,"
             f" the job has {slot_count}"
         )
-    if deadline <= 0:
-        raise SessionError(f"deadline {deadline} must be positive")
+

@@ -17,7 +17,7 @@ Offsets (network byte order)::
     4  u16  worker rank (for PARTIAL: the child aggregator's index)
     6  u16  contribution count (1 from a worker; n in a result or a partial sum)
     8  u32  slot index inside the aggregator's pool
-    12 u32  position mod 2**32 (the sender's packet number g, see hosts/chunking.py),
+    12 u32  position mod 2**32 (the sender's packet number g, see hosts/blocks.py),
             echoed in the result so the host can place it
     16 i8   block exponent (contribution: the block's agreed exponent, repeated;
             result: the maximum over the contributions; PRIME: unused, -128;
@@ -34,7 +34,7 @@ its float32 bits in the int32 lanes (big-endian, so the same bytes as ``>f4``), 
 the FALLBACK flag (the switch forwards it to the PBox unchanged) and exponent
 ``EXP_FLOAT`` (-127, which hosts/quantize.py never produces: an agreed exponent is
 -128 for a zero block, else -126..127). A PBox sums a float cell's contributions in
-rank order (hosts/aggregator.py) and answers with the same marker.
+rank order (hosts/pbox/aggregator.py) and answers with the same marker.
 
 Parsing uses numpy structured dtypes over ``frombuffer`` (no per-field Python).
 """
@@ -95,7 +95,7 @@ PRIME_EXP_BIAS = -128  # a prime lane is exponent - bias: int8 -128..127 -> 0..2
 # in lane j, and PRIME_MIN_TOP - (its smallest nonzero value's exponent) in lane L/2 + j
 # (0 for an all-zero block; at most PRIME_MIN_SATURATED, which stands for any exponent
 # <= -127), so the lane-wise maximum brings back the smallest exponent over all ranks
-# (hosts/chunking.py).
+# (hosts/blocks.py).
 PRIME_MIN_TOP = 128
 PRIME_MIN_SATURATED = 255
 EXP_FLOAT = -127  # the exponent byte of a float block and its result (module docstring)

@@ -3,7 +3,7 @@
  *
  * Plain P4_16 for p4c-bm2-ss and p4lite-c (v1model's default version; `python -m
  * p4lite.xcheck` compiles it with real p4c too). The semantics are those of the
- * shared aggregation protocol (hosts/aggregator.py is the software reference; for
+ * shared aggregation protocol (hosts/pbox/aggregator.py is the software reference; for
  * identical inputs both produce the same bytes).
  *
  * Packet flow (ingress)
@@ -73,7 +73,7 @@
  *      port 48879 (the contribution's destination), so agents cannot tell the
  *      switch from the PBox.
  *   6a. Job of several racks (job_on_leaf: this switch is the job's leaf in its rack,
- *      controller/tree.py): the cell logic of 6 over the rack's workers, except that
+ *      controller/core/tree.py): the cell logic of 6 over the rack's workers, except that
  *        a completed cell goes up instead of out: the packet becomes one PARTIAL
  *          (a PRIME round's stays a PRIME) with rank = the leaf's child index, count =
  *          its workers, exp = the max, slot translated to the parent's range, from the
@@ -124,7 +124,7 @@
  *     (bitmap 0, counter 0) and claimed; its first packet starts a round
  *     whatever its position (never counted STAT_ABANDONED).
  *
- * Control-plane conventions (controller/program.py holds the same names)
+ * Control-plane conventions (controller/core/program.py holds the same names)
  *   job ids 1..MAX_JOBS-1; a job's multicast group is its job id; the flood
  *   group is MAX_JOBS (1024) with every attached port at rid 0; a RESULT
  *   copy's egress_rid is job*32 + rank, so

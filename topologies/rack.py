@@ -14,7 +14,7 @@ The switch is pluggable (``RackConfig.switch_cls``/``switch_opts``): a Linux bri
 default; ``RackConfig(p4=True)`` compiles p4src/aggregate.p4 and runs it on a P4 switch
 (topologies/p4switch.py), adds the management network (topologies/mgmt.py) and lets
 ``start_controller`` run p4hub-controller in the root namespace. Hosts get the MACs and
-switch ports that ``controller.topology.rack_dict`` describes (``switch_ports``). The context
+switch ports that ``controller.core.topology.rack_dict`` describes (``switch_ports``). The context
 manager always stops Mininet and every process it started, even when the body raises;
 it never runs ``mn -c`` (other engineers' networks may be up): it removes only its own
 leftovers (s1..s8, t1..t4 and their -eth* ports, w*-eth0, pbox*-eth0, x*-eth0, the root
@@ -24,7 +24,7 @@ A leaf-spine fabric: ``RackConfig(workers=8, racks=2, spines=1, p4=True)``: leav
 s1..sR with ``workers / racks`` workers each (in rank order: rack r holds ranks
 (r-1)*N..r*N-1) and one PBox (rack r's is ``pbox_name(r-1)``), spines t1..tS; each P4
 switch is its own process with P4Runtime port ``grpc_port + index`` (leaves, then
-spines). Addresses and ports are ``controller.topology.fabric_dict``'s (docs/notes/
+spines). Addresses and ports are ``controller.core.topology.fabric_dict``'s (docs/notes/
 fabric.md): one flat 10.0.0.0/24 segment, so every address helper here holds.
 """
 
@@ -53,12 +53,12 @@ AGENT_PORT = 47000  # every worker's host-agent UDP port (the switch checks ip a
 MAX_WORKERS = 8  # names w1..w8 are ours
 SWITCH_NAME = "s1"
 PBOX_NAME = "pbox"  # the first PBox; the others are pbox2, pbox3..
-MAX_PBOXES = 8  # controller.topology.MAX_RACK_PBOXES
+MAX_PBOXES = 8  # controller.core.topology.MAX_RACK_PBOXES
 PBOX_PORT = 48879  # every PBox's aggregation UDP port, on its own data address
 CONTROL_PORT = 48880  # each PBox's JSON control channel, inside its host
-MAX_EXTRA = 4  # hosts outside every job: x1..x4 (controller.topology.FABRIC_MAX_EXTRA)
-MAX_RACKS = 8  # leaves s1..s8 (controller.topology.MAX_RACKS)
-MAX_SPINES = 4  # spines t1..t4 (controller.topology.MAX_SPINES)
+MAX_EXTRA = 4  # hosts outside every job: x1..x4 (controller.core.topology.FABRIC_MAX_EXTRA)
+MAX_RACKS = 8  # leaves s1..s8 (controller.core.topology.MAX_RACKS)
+MAX_SPINES = 4  # spines t1..t4 (controller.core.topology.MAX_SPINES)
 THRIFT_PORT = 9090  # the first switch's; switch i of a fabric gets THRIFT_PORT + i
 P4_SOURCE = REPO / "p4src" / "aggregate.p4"
 # One rack at a time on a machine: the names are fixed, and the leftover cleanup of a
@@ -558,7 +558,7 @@ class Rack:
                    extra: Sequence[str] = (), name: str = PBOX_NAME) -> dict:
         """Start p4hub-pbox in PBox host ``name``; returns its ready line (raises if it fails)."""
         index = pbox_index(name, self.config.pboxes)
-        args = [PYTHON, "-m", "p4hub.hosts.pbox_cli", "--listen", f"{pbox_ip(index)}:{PBOX_PORT}",
+        args = [PYTHON, "-m", "p4hub.hosts.pbox.cli", "--listen", f"{pbox_ip(index)}:{PBOX_PORT}",
                 "--workers", str(workers), "--control", f"0.0.0.0:{CONTROL_PORT}", *extra]
         for job in jobs:
             args += ["--job", job]
@@ -633,7 +633,7 @@ class Rack:
 
 def rack_topology(config: RackConfig, *, slots: int = 1024, job_slots: int = 128,
                   worker_timeout: float = 30.0, rebalance: bool = True) -> dict:
-    """The rack ``config`` describes as p4hub-controller sees it: controller.topology's
+    """The rack ``config`` describes as p4hub-controller sees it: controller.core.topology's
     rack_dict, or fabric_dict for a fabric (workers, and every PBox with its control
     address on the management network; a fabric's switches each with their P4Runtime
     address) plus the x hosts, each on the port ``Rack.start`` links it to."""

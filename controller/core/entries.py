@@ -49,7 +49,7 @@ def decode_value(raw: bytes) -> int:
 
 
 class EntryCodec:
-    """Translate ``controller.updates`` objects for one P4Info."""
+    """Translate ``controller.core.updates`` objects for one P4Info."""
 
     def __init__(self, index: P4InfoIndex) -> None:
         self.index = index

@@ -2,7 +2,7 @@
 
 Everything the controller writes to or reads from a switch is named here, once,
 so the job logic never spells a P4 name inline. Names are P4Info full names
-(what p4c and p4lite-c both emit); ``controller.p4info_index`` also resolves
+(what p4c and p4lite-c both emit); ``controller.core.p4info_index`` also resolves
 aliases.
 """
 

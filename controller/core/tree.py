@@ -138,7 +138,7 @@ def pbox_leaf_entry(job: TreeJob, leaf: Leaf) -> Entry:
 
 def pbox_leaf_write(job: TreeJob, tree: Tree, leaf: Leaf, op: str) -> PBoxJobWrite:
     """The job on a rack's PBox as that rack's first level: same range, the root as its
-    parent (hosts/aggregator.py Parent)."""
+    parent (hosts/pbox/aggregator.py Parent)."""
     return PBoxJobWrite(leaf.pbox, op, job.job_id, job.world_size, job.slots.base,
                         job.slots.count, job.lanes,
                         parent=aggregator_address(tree.root_ip), child=leaf.child,

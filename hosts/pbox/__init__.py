@@ -5,7 +5,7 @@ slot's state never moves between caches and no lock is needed. Here N worker pro
 each bind their own UDP socket to the same port with SO_REUSEPORT, and a classic BPF program attached to the group
 (SO_ATTACH_REUSEPORT_CBPF) picks the socket from the packet's slot field:
 ``socket index = slot mod N``. One slot therefore always lands in the same process,
-which owns that slot's state in its own sharded :class:`~hosts.aggregator.Aggregator`
+which owns that slot's state in its own sharded :class:`~hosts.pbox.aggregator.Aggregator`
 and sends the results from the same port. If the program cannot be attached the
 PBox falls back to a single process (and says so).
 
@@ -15,6 +15,8 @@ pipes. SIGTERM/SIGINT stop everything and print the final counters.
 
 Modules, each importing only those above it:
 
+* ``aggregator``: sans-I/O. ``Aggregator``, the slot aggregator (the PBox's core and
+  the switch program's reference model), and a job's ``JobConfig``.
 * ``core``: sans-I/O. ``ControlCore`` (control request -> reply, the job mirror,
   summed stats) over a ``Shards`` link; ``ShardCore`` (one shard's aggregator,
   counters and commands); the JSON-lines framing. Tested in-process.
@@ -22,7 +24,8 @@ Modules, each importing only those above it:
 * ``worker``: ``ShardWorker``, the poll loop of one worker process around a ShardCore.
 * ``supervisor``: ``PBox``, forks the workers and runs the ControlCore over their pipes.
 * ``server``: ``ControlServer`` (TCP control channel) and ``serve``, the main loop
-  of ``p4hub-pbox`` (hosts/pbox_cli.py).
+  of ``p4hub-pbox``.
+* ``cli``: ``p4hub-pbox``'s arguments and ``main`` (also ``python -m p4hub.hosts.pbox``).
 """
 
 from __future__ import annotations

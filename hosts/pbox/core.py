@@ -5,7 +5,7 @@ channel's requests (already decoded from JSON) and keeps the mirror of which job
 with their configuration; it reaches the shards through a :class:`Shards` link, which
 the supervisor implements over the worker processes' pipes and :class:`LocalShards`
 in-process. :class:`ShardCore` is what one shard does with a command or a datagram
-(its sharded :class:`~hosts.aggregator.Aggregator` plus the worker's own counters).
+(its sharded :class:`~hosts.pbox.aggregator.Aggregator` plus the worker's own counters).
 :class:`LineBuffer`, :func:`answer_line` and :func:`encode_reply` are the framing of
 the control channel: newline-delimited JSON, one reply line per request.
 
@@ -14,7 +14,7 @@ Requests and replies (see docs/notes/pbox-and-rack.md §2):
 * ``{"cmd": "add_job", "job": ID, "world_size": N, "slot_base": B, "slot_count": C,
   "lanes": L, "parent": {"address": "IP:PORT", "child": C, "rack_size": R}}`` (``lanes``
   optional: 64 or 256, default 64; ``parent`` optional: the PBox is the rack's first level
-  of a job over racks, hosts/aggregator.py ``Parent``; ``"precision": P`` optional: the
+  of a job over racks, hosts/pbox/aggregator.py ``Parent``; ``"precision": P`` optional: the
   job's precision option, kept for the controller, which reads it back after a restart;
   ``"floats": F`` optional: the last F slots of the range are the job's float route,
   hosts/routes.py, kept for the controller the same way) -> ``{"ok": true}``
@@ -35,8 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Protocol
 
-from p4hub.hosts.aggregator import Aggregator, AggregatorError, JobConfig, Parent
 from p4hub.hosts.errors import HostError
+from p4hub.hosts.pbox.aggregator import Aggregator, AggregatorError, JobConfig, Parent
 from p4hub.hosts.wire import K
 
 log = logging.getLogger("p4hub-pbox")

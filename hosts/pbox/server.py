@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from typing import Protocol
 
-from p4hub.hosts.aggregator import JobConfig
+from p4hub.hosts.pbox.aggregator import JobConfig
 from p4hub.hosts.pbox.core import TOO_LONG, LineBuffer, answer_line, encode_reply
 from p4hub.hosts.pbox.supervisor import PBox, PBoxConfig
 

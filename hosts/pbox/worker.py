@@ -15,8 +15,8 @@ import signal
 import socket
 import time
 
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.batchio import BatchReceiver, BatchSender
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.pbox.core import ShardCore
 from p4hub.hosts.wire import MAX_PACKET_LEN
 

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 import torch
@@ -89,12 +89,10 @@ class P4hubProcessGroup(dist.ProcessGroup):
         self.timeout = config.timeout or timeout.total_seconds()
         self.agent = Agent(plan.job_id, rank, world_size, plan.aggregator_address,
                            slot_base=plan.slot_base, slot_count=plan.slot_count,
-                           window=max(1, min(plan.window, plan.slot_count // config.classes)),
-                           timeout=self.timeout, bind=self.membership.bind,
-                           lanes=plan.lanes, classes=config.classes,
+                           bind=self.membership.bind,
                            epoch=self._lease.epoch if self._lease is not None else 0,
-                           route_map=from_wire(plan.routes), precision=plan.precision,
-                           **_rto_options(config))
+                           route_map=from_wire(plan.routes),
+                           config=plan.session_config(config, self.timeout))
         if self._lease is not None:
             self.liveness.extra_beat = self._follow_job
         self.liveness.start()
@@ -325,20 +323,6 @@ for _name in ("reduce", "reduce_scatter", "reduce_scatter_single", "_reduce_scat
               "recv_anysource", "allgather_coalesced", "all_gather_single_coalesced",
               "allgather_into_tensor_coalesced"):
     setattr(P4hubProcessGroup, _name, _refusal(_name))
-
-
-class _RtoOptions(TypedDict, total=False):
-    rto: float
-    rto_max: float
-
-
-def _rto_options(config: BackendConfig) -> _RtoOptions:
-    options: _RtoOptions = {}
-    if config.rto is not None:
-        options["rto"] = config.rto
-    if config.rto_max is not None:
-        options["rto_max"] = config.rto_max
-    return options
 
 
 def _shapes(tensors: Sequence[torch.Tensor]) -> str:

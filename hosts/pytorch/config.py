@@ -59,6 +59,8 @@ class BackendConfig:
     job_id: int = 1
     slot_base: int = 0
     slot_count: int = DEFAULT_SLOT_COUNT
+    # None: what the job was given (window), the group's timeout (timeout), the session's
+    # defaults (rto, rto_max: hosts/session_config.py)
     window: int | None = None
     timeout: float | None = None
     rto: float | None = None

@@ -29,6 +29,7 @@ from datetime import timedelta
 from p4hub.hosts.errors import BackendError
 from p4hub.hosts.pytorch.config import BackendConfig
 from p4hub.hosts.pytorch.liveness import Store
+from p4hub.hosts.session_config import SessionConfig, SessionSettings, with_settings
 
 _port_lock = threading.Lock()
 _groups_in_process = 0  # how many groups took a port from P4HUB_PORT so far
@@ -52,6 +53,20 @@ class JobPlan:
     def aggregator_address(self) -> tuple[str, int]:
         host, _, port = self.aggregator.rpartition(":")
         return host, int(port)
+
+    def session_config(self, config: BackendConfig, deadline: float) -> SessionConfig:
+        """A rank's session settings for this plan: its window split between the
+        ``config``'s priority classes, its lanes and precision, ``deadline``, and the
+        retransmission timeouts where the environment sets them (else the defaults)."""
+        settings = SessionSettings(
+            window=max(1, min(self.window, self.slot_count // config.classes)),
+            deadline=deadline, lanes=self.lanes, classes=config.classes, precision=self.precision,
+        )  # fmt: skip
+        if config.rto is not None:
+            settings["rto"] = config.rto
+        if config.rto_max is not None:
+            settings["rto_max"] = config.rto_max
+        return with_settings(None, settings)
 
     def agreed(self) -> tuple:
         """What must be equal on every rank: the job and its map's slot ranges, not the

@@ -2,7 +2,7 @@
 
 Plain per-packet Python on purpose: it is the executable reading of the rules
 (docs/DESIGN.md, "slot semantics") that host tests run against, independent of
-hosts/aggregator.py. Same sans-I/O interface as hosts.aggregator.Aggregator:
+hosts/pbox/aggregator.py. Same sans-I/O interface as hosts.pbox.aggregator.Aggregator:
 ``AggregatorCore`` below is that interface, and both classes are checked against it.
 """
 
@@ -14,12 +14,12 @@ from typing import Protocol
 import numpy as np
 
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Address, Aggregator
+from p4hub.hosts.pbox.aggregator import Address, Aggregator
 from p4hub.hosts.wire import NO_RANK, K, PacketType
 
 
 class AggregatorCore(Protocol):
-    """What the host tests drive of a sans-I/O aggregator: hosts.aggregator.Aggregator's
+    """What the host tests drive of a sans-I/O aggregator: hosts.pbox.aggregator.Aggregator's
     methods, as it declares them. (hosts/ has no such Protocol; this one lives with the
     fake until it does.)"""
 

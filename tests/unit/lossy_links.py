@@ -24,8 +24,8 @@ from typing import Any
 
 from bench._session_sim import SessionSim
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.events import TensorCompleted, TensorFailed
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 
 

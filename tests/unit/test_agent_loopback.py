@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from p4hub.hosts.agent import Agent
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.errors import AllreduceError, HostError, QuantizeError, TransportError
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.routes import Route
 from tests.unit.fake_aggregator import AggregatorCore, FakeAggregator
 from tests.unit.test_session import gradients, reference_sum

@@ -2,7 +2,7 @@
 
 The switch is configured exactly as the controller would configure it (the
 registry's name-level updates applied through runtime_api), and every
-aggregation output is compared byte for byte with hosts.aggregator (the PBox
+aggregation output is compared byte for byte with hosts.pbox.aggregator (the PBox
 core) fed the same datagrams.
 """
 
@@ -25,7 +25,7 @@ from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.p4info_index import P4InfoIndex
 from p4hub.controller.core.updates import DELETE, INSERT, GroupWrite, PBoxJobWrite, TableWrite
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.queues import EgressQueues

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator, AggregatorError
+from p4hub.hosts.pbox.aggregator import Aggregator, AggregatorError
 from p4hub.hosts.wire import Header, K, PacketType
 
 JOB = 7

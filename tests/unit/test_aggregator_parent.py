@@ -1,4 +1,4 @@
-"""The PBox core as a rack's first level of a job over racks (hosts/aggregator.py with a
+"""The PBox core as a rack's first level of a job over racks (hosts/pbox/aggregator.py with a
 Parent): it sums its rack, sends one PARTIAL up, stores the parent's RESULT and sends it
 to the rack, as a leaf switch does (p4src/aggregate.p4 job_on_leaf)."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator, AggregatorError, Parent
+from p4hub.hosts.pbox.aggregator import Aggregator, AggregatorError, Parent
 from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
 
 JOB, BASE, N = 7, 16, 5

@@ -9,7 +9,7 @@ import pytest
 from bench import switch_core
 from bench._common import advance_position, result_key
 from p4hub.controller.core import topology
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_sent_and_expected_follow_the_cycles_across_their_boundaries(agg: switch
 
 def test_the_moved_expectations_are_what_the_pbox_core_sends(agg: switch_core.AggRack):
     """The results of later cycles are cycle 0's with the position moved on: checked
-    against hosts.aggregator fed the same three cycles."""
+    against hosts.pbox.aggregator fed the same three cycles."""
     job = agg.jobs[4]
     ref = Aggregator()
     ref.add_job(job.job_id, job.world_size, job.slot_base, job.slot_count, agg.lanes)

@@ -18,8 +18,8 @@ import pytest
 from bench import congestion as bench
 from bench._bottleneck import Bottleneck, BottleneckNet, FrozenWindow, exact, run_job
 from p4hub.hosts import congestion, wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.congestion import CongestionWindow
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 
 TX = (wire.packet_len(256) + 42) * 8 / 2.5e6  # a 1086-byte frame at 2.5 Mbit/s

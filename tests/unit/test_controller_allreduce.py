@@ -5,7 +5,7 @@ P4Runtime after joining through the job API.
 A shim stands in for the wire: each agent's datagrams (loopback UDP) become
 Ethernet frames from that worker's rack address into the switch, and frames the
 switch sends to a worker go back to that agent's socket; frames for the PBox go
-to a PBox core (hosts.aggregator). The shim can lose datagrams at random in both
+to a PBox core (hosts.pbox.aggregator). The shim can lose datagrams at random in both
 directions.
 """
 
@@ -27,7 +27,7 @@ from p4hub.controller.core import topology
 from p4hub.controller.core.updates import DELETE, INSERT, PBoxJobWrite
 from p4hub.controller.driver import Controller, PipelineConfig
 from p4hub.hosts.agent import Agent
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4lite.compiler import driver as compiler
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device

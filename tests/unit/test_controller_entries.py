@@ -1,4 +1,4 @@
-"""controller.p4info_index, controller.entries and controller.p4rt_client.
+"""controller.core.p4info_index, controller.core.entries and controller.p4rt_client.
 
 The P4Info below mirrors the control-plane interface of p4src/aggregate.p4 (plus
 an LPM and a ternary table for the codec); the client talks to a fake P4Runtime

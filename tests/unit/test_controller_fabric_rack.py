@@ -1,4 +1,4 @@
-"""controller.rack's static entries for a leaf-spine fabric (topology.fabric_dict): the
+"""controller.core.rack's static entries for a leaf-spine fabric (topology.fabric_dict): the
 tables of a 2x4 fabric with one and two spines, reconcile, and the real controller
 configuring three p4lite switches over P4Runtime, wired together by their links."""
 

@@ -1,4 +1,4 @@
-"""controller.topology's leaf-spine fabric: links, switch addresses, the queries the
+"""controller.core.topology's leaf-spine fabric: links, switch addresses, the queries the
 static entries and job placement use, and fabric_dict's layout."""
 
 from __future__ import annotations

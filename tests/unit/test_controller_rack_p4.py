@@ -1,4 +1,4 @@
-"""controller.rack's entries for a rack with two PBoxes, on p4src/aggregate.p4 compiled by
+"""controller.core.rack's entries for a rack with two PBoxes, on p4src/aggregate.p4 compiled by
 p4lite and run in p4lite's switch core: each PBox address is an aggregator, and each may
 only enter on its own port."""
 

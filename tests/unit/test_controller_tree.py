@@ -576,7 +576,7 @@ class PBoxCores:
     its leaf."""
 
     def __init__(self, wired: Wired, *names: str) -> None:
-        from p4hub.hosts.aggregator import Aggregator
+        from p4hub.hosts.pbox.aggregator import Aggregator
 
         self.wired = wired
         self.aggs = {name: Aggregator() for name in names}
@@ -694,7 +694,7 @@ def test_a_pbox_root_over_a_rack_on_its_pbox_over_p4runtime(pipeline):
 def test_the_controller_watches_the_pboxes_of_a_tree(pipeline):
     """check_pboxes: a rack PBox that lost the job gets it back under a new epoch on
     every switch of the tree; one that cannot be reached, with its leaf full, ends it."""
-    from p4hub.hosts.aggregator import Aggregator
+    from p4hub.hosts.pbox.aggregator import Aggregator
 
     wired, pboxes = wired_with_pboxes(pipeline, "pbox2")
     try:

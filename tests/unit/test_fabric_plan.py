@@ -1,5 +1,5 @@
 """topologies.rack's leaf-spine fabric without Mininet: which switch and port each host
-and link gets, the controller's view of it (controller.topology.fabric_dict), the
+and link gets, the controller's view of it (controller.core.topology.fabric_dict), the
 configurations it refuses, and the root namespace's switch-switch loss rules."""
 
 from __future__ import annotations

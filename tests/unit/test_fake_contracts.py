@@ -7,7 +7,7 @@ on the fake and on the real core, so a fake that drifts from the real one fails 
   fake's packet path is a test's own function, and it leaves checking an entry's action
   to the P4Info layer: neither is part of this contract);
 * the slot aggregator: tests/unit/fake_aggregator.FakeAggregator and the PBox's
-  p4hub.hosts.aggregator.Aggregator, driven through the sans-I/O ``receive`` they share
+  p4hub.hosts.pbox.aggregator.Aggregator, driven through the sans-I/O ``receive`` they share
   and judged on what they send back.
 
 tests/unit/fake_runtime.UnimplementedRuntime is FakeSwitch's base: its refusals are
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.wire import Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import (

@@ -178,9 +178,9 @@ def test_the_scanner_sees_the_packages_and_lazy_imports():
     for name in ("p4hub.hosts.wire", "p4hub.controller.core.topology", "p4lite.switch", "bench._common"):
         assert name in modules, name
     assert len(_edges()) > 100
-    # hosts.pbox_cli imports the PBox at the top; bench.switch_core imports its process
+    # hosts.pbox.cli imports the PBox at the top; bench.switch_core imports its process
     # part inside main(): both are edges.
-    assert any(e.source == "p4hub.hosts.pbox_cli" and e.target.startswith("p4hub.hosts.pbox")
+    assert any(e.source == "p4hub.hosts.pbox.cli" and e.target.startswith("p4hub.hosts.pbox")
                for e in _edges())
     assert any(e.source == "bench.switch_core" and e.target == "bench.switch_core_process"
                for e in _edges())

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import p3
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.errors import SessionError
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.workers import replay, workload
 from tests.unit.test_agent_loopback import UdpAggregator, run_ranks
 

@@ -40,7 +40,7 @@ class PBoxProcess:
 
 
 def start_pbox(*args: str) -> PBoxProcess:
-    cmd = [sys.executable, "-m", "p4hub.hosts.pbox_cli", "--listen", "127.0.0.1:0",
+    cmd = [sys.executable, "-m", "p4hub.hosts.pbox.cli", "--listen", "127.0.0.1:0",
            "--control", "127.0.0.1:0", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None  # stdout=PIPE
@@ -267,10 +267,10 @@ def test_single_process_and_stats_interval():
 
 def test_bad_command_line_exits_with_a_clear_error():
     for args in (["--job", "1"], ["--job", "1:x"], ["--listen", "nope"]):
-        proc = subprocess.run([sys.executable, "-m", "p4hub.hosts.pbox_cli", *args],
+        proc = subprocess.run([sys.executable, "-m", "p4hub.hosts.pbox.cli", *args],
                               capture_output=True, text=True, timeout=30)
         assert proc.returncode == 2 and "error" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "p4hub.hosts.pbox_cli", "--listen", "127.0.0.1:0",
+    proc = subprocess.run([sys.executable, "-m", "p4hub.hosts.pbox.cli", "--listen", "127.0.0.1:0",
                            "--workers", "1", "--job", "1:64"], capture_output=True, text=True,
                           timeout=30)
     assert proc.returncode == 2 and "world size 64" in proc.stderr

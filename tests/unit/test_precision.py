@@ -2,7 +2,7 @@
 within the job's relative error go as float32 bits to a PBox, which sums them in rank
 order, so every rank gets the same bits whatever the arrival order, loss or resends.
 
-Sessions run against the PBox core (hosts/aggregator.py) on an explicit clock.
+Sessions run against the PBox core (hosts/pbox/aggregator.py) on an explicit clock.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Callable, Hashable
 import numpy as np
 import pytest
 
-from p4hub.hosts import chunking, quantize, wire
-from p4hub.hosts.aggregator import Aggregator, Parent
+from p4hub.hosts import blocks, quantize, wire
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.events import TensorCompleted, TensorFailed
+from p4hub.hosts.pbox.aggregator import Aggregator, Parent
 from p4hub.hosts.routes import Route
 from p4hub.hosts.session import Session
 from p4hub.hosts.wire import EXP_FLOAT, Header, K, PacketType
@@ -515,9 +515,9 @@ def test_the_float_route_is_in_the_map_a_heartbeat_reports():
 
 def test_prepare_reads_the_smallest_exponents_only_with_the_option():
     x = np.array([1000.0, 1e-8], dtype=np.float32)
-    assert chunking.prepare(x).min_exps is None
-    assert chunking.prepare(x, precision=True).min_exps.tolist() == [-26]
-    assert chunking.prepare(np.arange(3, dtype=np.int32), precision=True).min_exps is None
+    assert blocks.prepare(x).min_exps is None
+    assert blocks.prepare(x, precision=True).min_exps.tolist() == [-26]
+    assert blocks.prepare(np.arange(3, dtype=np.int32), precision=True).min_exps is None
 
 
 # -- the agent over UDP loopback ----------------------------------------------------------------

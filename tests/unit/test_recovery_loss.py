@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import recovery
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.recovery import SlotTimers
 from p4hub.hosts.session import Session
 from tests.unit.lossy_links import LinkModel, SerialLossyNet

@@ -16,8 +16,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.events import TensorFailed
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 from tests.unit.fake_aggregator import FakeAggregator
 from tests.unit.lossy_links import LinkModel, SerialLossyNet

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bench._bottleneck import FrozenWindow, PBoxesNet, exact
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.congestion import INITIAL
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.route_windows import UNLIMITED, RouteWindows
 from p4hub.hosts.routes import Route, RouteMap
 from p4hub.hosts.session import Session

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.events import TensorFailed
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.routes import Route, RouteMap, from_wire, to_wire
 from p4hub.hosts.session import Session
 from tests.unit.lossy_links import LinkModel, SerialLossyNet

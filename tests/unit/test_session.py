@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import quantize, wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.errors import QuantizeError, SessionError
 from p4hub.hosts.events import TensorCompleted, TensorFailed
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 from p4hub.hosts.wire import K, PacketType
 from tests.unit.fake_aggregator import AggregatorCore, FakeAggregator

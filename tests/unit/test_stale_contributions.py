@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
 from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 from p4hub.hosts.wire import Header, PacketType
 from tests.unit.fake_aggregator import FakeAggregator

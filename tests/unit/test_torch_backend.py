@@ -46,7 +46,7 @@ def pbox():
 @contextlib.contextmanager
 def pbox_serving(jobs: list[str]) -> Iterator[str]:
     """A p4hub-pbox on 127.0.0.1 with ``jobs`` configured; yields its "ip:port"."""
-    proc = subprocess.Popen([sys.executable, "-m", "p4hub.hosts.pbox_cli", "--listen", "127.0.0.1:0",
+    proc = subprocess.Popen([sys.executable, "-m", "p4hub.hosts.pbox.cli", "--listen", "127.0.0.1:0",
                              "--workers", "1", *jobs], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None  # started with stdout=PIPE

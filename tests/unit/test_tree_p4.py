@@ -1,7 +1,7 @@
 """Two-level aggregation in p4src/aggregate.p4: two leaves and a spine, three p4lite
 switch cores in process, wired port to port, configured with controller/core/tree.py's
 entries. Every RESULT a worker gets is compared byte for byte with the PBox core
-(hosts.aggregator) fed the same contributions as one flat job, under loss on every hop.
+(hosts.pbox.aggregator) fed the same contributions as one flat job, under loss on every hop.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from p4hub.controller.core.slots import SlotRange
 from p4hub.controller.core.tree import Leaf, Tree, TreeJob, leaf_entry, root_entries, root_replicas
 from p4hub.controller.core.updates import INSERT, Entry, FieldMatch
 from p4hub.hosts import wire
-from p4hub.hosts.aggregator import Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry

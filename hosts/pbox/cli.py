@@ -16,8 +16,10 @@ import logging
 import os
 import sys
 
-from p4hub.hosts.aggregator import JobConfig
-from p4hub.hosts.pbox import PBoxConfig, PBoxError, serve
+from p4hub.hosts.pbox.aggregator import JobConfig
+from p4hub.hosts.pbox.core import PBoxError
+from p4hub.hosts.pbox.server import serve
+from p4hub.hosts.pbox.supervisor import PBoxConfig
 from p4hub.hosts.wire import AGG_UDP_PORT, K
 
 DEFAULT_SLOT_COUNT = 4096

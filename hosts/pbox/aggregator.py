@@ -494,21 +494,7 @@ def _apply(
         before = 0
         bitmap[cell] = 0
     elif int(bitmap[cell]) & bit or not before:
-        # A duplicate only reads: a complete cell answers with its stored result.
-        stats.duplicates += 1
-        if before:
-            return []
-        if state.config.parent is not None and not state.has_result[cell]:
-            # no RESULT from the parent yet: the rack's lowest rank's duplicate alone
-            # sends the partial up again (every rank resends alike), as a leaf switch
-            cell_bits = int(bitmap[cell])
-            if cell_bits & -cell_bits != bit:
-                return []
-            stats.partials_resent += 1
-            return _partial(state, cell, echo, prime)
-        stats.resent_results += 1
-        stats.bytes_sent += state.packet_len
-        return [(_result_bytes(state, cell, echo), src)]
+        return _duplicate(state, cell, bit, before, src, echo, prime)
     state.position[cell] = position
     state.fresh[cell] = False
     state.has_result[cell] = False
@@ -516,19 +502,7 @@ def _apply(
     bitmap[cell] = int(bitmap[cell]) | bit
     after = (before + count) % n
     state.counter[cell] = after
-    values = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)
-    lanes = state.lanes[cell]
-    if before == 0:
-        lanes[:] = values
-        state.max_exp[cell] = exp
-    else:
-        if prime:
-            stored = lanes.view(np.uint32)  # the switch compares bit<32>: unsigned
-            np.maximum(stored, values.view(_LANES_BE_UNSIGNED), out=stored)
-        else:
-            np.add(lanes, values, out=lanes)  # int32 wrap-around, as on the switch
-        if exp > state.max_exp[cell]:
-            state.max_exp[cell] = exp
+    _combine(state, cell, before == 0, exp, datagram, prime)
     if after != 0:
         return []
     if state.config.parent is not None:
@@ -538,6 +512,48 @@ def _apply(
     stats.completions += 1
     return _send(state, _result_bytes(state, cell, echo),
                  [addr for addr in state.addresses if addr is not None])
+
+
+def _duplicate(state: _JobState, cell: int, bit: int, before: int, src: Address,
+               echo: tuple[int, int, int, int, int, int], prime: bool,
+               ) -> list[tuple[bytes, Address]]:
+    """A duplicate contribution (``bit``: its rank's) to ``cell`` of the current round
+    (``before``: its counter) only reads: a complete cell answers with its stored
+    result."""
+    stats = state.stats
+    stats.duplicates += 1
+    if before:
+        return []
+    if state.config.parent is not None and not state.has_result[cell]:
+        # no RESULT from the parent yet: the rack's lowest rank's duplicate alone
+        # sends the partial up again (every rank resends alike), as a leaf switch
+        cell_bits = int(state.bitmap[cell])
+        if cell_bits & -cell_bits != bit:
+            return []
+        stats.partials_resent += 1
+        return _partial(state, cell, echo, prime)
+    stats.resent_results += 1
+    stats.bytes_sent += state.packet_len
+    return [(_result_bytes(state, cell, echo), src)]
+
+
+def _combine(state: _JobState, cell: int, first: bool, exp: int,
+             datagram: bytes | bytearray | memoryview, prime: bool) -> None:
+    """The contribution's lanes into ``cell``: the ``first`` of its round overwrites
+    them, later ones add (a PRIME's: unsigned maximum); the cell keeps the max exponent."""
+    values = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)
+    lanes = state.lanes[cell]
+    if first:
+        lanes[:] = values
+        state.max_exp[cell] = exp
+        return
+    if prime:
+        stored = lanes.view(np.uint32)  # the switch compares bit<32>: unsigned
+        np.maximum(stored, values.view(_LANES_BE_UNSIGNED), out=stored)
+    else:
+        np.add(lanes, values, out=lanes)  # int32 wrap-around, as on the switch
+    if exp > state.max_exp[cell]:
+        state.max_exp[cell] = exp
 
 
 def _float_result(state: _JobState, echo: tuple[int, int, int, int, int, int],

@@ -1,4 +1,4 @@
-"""How one tensor becomes a run of packets in a session's position stream.
+"""A tensor's blocks: how one tensor becomes a run of packets in a session's position stream.
 
 Vocabulary (docs/DESIGN.md, Glossary): a tensor is cut into *blocks* of L lanes (the
 job's lane count, 64 or 256), one block per packet. A session numbers every packet of a
