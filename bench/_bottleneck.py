@@ -134,7 +134,7 @@ class BottleneckNet(SessionSim):
 
 
 def run_job(n: int, net: Bottleneck, *, window: int, tensors: int, elements: int,
-            lanes: int = wire.K, congestion: bool = True, seed: int = 0,
+            lanes: int = wire.DEFAULT_LANES, congestion: bool = True, seed: int = 0,
             until: float = 3600.0) -> tuple[BottleneckNet, list[list[np.ndarray]], list[float]]:
     """n workers all-reduce ``tensors`` random int32 tensors of ``elements`` one after
     the other (each starts when every rank has the previous one). Returns the net, the

@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 
 from bench._common import comma_list, mininet_ready
+from p4hub.hosts.wire import LANE_COUNTS, MAX_LANES
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MODES = ("static", "elastic")
@@ -59,7 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pboxes", type=int, default=3)
     parser.add_argument("--bw", type=float, default=2.5, help="worker links, Mbit/s")
     parser.add_argument("--pbox-bw", type=float, default=5.0, help="PBox links, Mbit/s")
-    parser.add_argument("--lanes", type=int, default=256, choices=(64, 256))
+    parser.add_argument("--lanes", type=int, default=MAX_LANES, choices=LANE_COUNTS)
     parser.add_argument("--flood", type=float, default=0.75,
                         help="link straggler: the flood's share of the PBox link")
     parser.add_argument("--cpu-procs", type=int, default=2, help="cpu straggler: busy processes")

@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 
 from bench._common import comma_list, mininet_ready
+from p4hub.hosts.wire import LANE_COUNTS, MAX_LANES
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FRAME_BYTES = {64: 14 + 20 + 8 + 20 + 4 * 64, 256: 14 + 20 + 8 + 20 + 4 * 256}
@@ -56,7 +57,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--scale", type=float, default=0.005,
                         help="fraction of ResNet-50's gradients per iteration")
-    parser.add_argument("--lanes", type=int, default=256, choices=(64, 256))
+    parser.add_argument("--lanes", type=int, default=MAX_LANES, choices=LANE_COUNTS)
     parser.add_argument("--no-congestion", action="store_true",
                         help="the agents without their congestion window, to compare")
     parser.add_argument("--out", type=Path, default=RESULTS)

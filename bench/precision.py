@@ -54,12 +54,12 @@ def workload(name: str, n: int, size: int, seed: int = 0) -> list[np.ndarray]:
         return [(rng.standard_t(1.5, size) * 1e-3).astype(np.float32) for _ in range(n)]
     if name == "wide":
         out = workload("normal", n, size, seed)
-        blocks = -(-size // wire.K)
+        blocks = -(-size // wire.DEFAULT_LANES)
         wide = rng.choice(blocks, max(1, blocks // 10), replace=False)
         mags = 10.0 ** rng.uniform(-8, 3, size)
         for x in out:
             for b in wide:
-                lo, hi = b * wire.K, min(size, (b + 1) * wire.K)
+                lo, hi = b * wire.DEFAULT_LANES, min(size, (b + 1) * wire.DEFAULT_LANES)
                 x[lo:hi] = mags[lo:hi] * rng.uniform(0.97, 1.03, hi - lo)
         return out
     if name == "mlp":
@@ -209,7 +209,7 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=1.0, help="tensor size per rank, MB")
     ap.add_argument("--bounds", type=comma_list(float), default=[1e-2, 1e-3, 1e-4])
     ap.add_argument("--workloads", type=comma_list(str), default=["normal", "mlp", "heavy", "wide"])
-    ap.add_argument("--lanes", type=int, default=64)
+    ap.add_argument("--lanes", type=int, default=wire.DEFAULT_LANES)
     args = ap.parse_args()
     n, lanes = args.workers, args.lanes
     size = int(args.mb * (1 << 20)) // 4

@@ -40,6 +40,7 @@ from pathlib import Path
 from bench._common import comma_list, mininet_ready
 from p4hub.experiments.cpuload import CpuSampler, column
 from p4hub.experiments.launch import WorkerRun, run_workers
+from p4hub.hosts.wire import LANE_COUNTS, MAX_LANES
 from p4hub.topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, worker_ip
 from p4hub.workers import workload
 
@@ -206,7 +207,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="Mbit/s; the middle one is the balance point")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=6, help="timed, after one warm-up")
-    parser.add_argument("--lanes", type=int, choices=(64, 256), default=256)
+    parser.add_argument("--lanes", type=int, choices=LANE_COUNTS, default=MAX_LANES)
     parser.add_argument("--classes", type=int, default=32,
                         help="P3's agent classes (runs of layers, hosts/p3.py layer_class)")
     parser.add_argument("--class-window", type=int, default=16, help="P3: slots per class")

@@ -62,7 +62,7 @@ from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.updates import DELETE, INSERT, GroupWrite
 from p4hub.hosts import wire
 from p4hub.hosts.pbox.aggregator import Aggregator
-from p4hub.hosts.wire import AGG_UDP_PORT, Header, K, PacketType
+from p4hub.hosts.wire import AGG_UDP_PORT, DEFAULT_LANES, Header, PacketType
 from p4lite.compiler.driver import compile_file
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch
@@ -224,7 +224,7 @@ class AggRack:
     """
 
     def __init__(self, world_sizes: tuple[int, ...] = AGG_WORLD_SIZES, slots: int = AGG_SLOTS,
-                 seed: int = 7, lanes: int = K) -> None:
+                 seed: int = 7, lanes: int = DEFAULT_LANES) -> None:
         self.lanes = lanes  # int32 lanes per packet of every job (wire version 2)
         self.compiled = compile_file(str(AGGREGATE_P4))
         raw = topology.rack_dict(max(world_sizes), "127.0.0.1:9559", job_slots=slots)
@@ -388,7 +388,7 @@ def time_aggregate(agg: AggRack, n: int, reps: int, seconds: float) -> AggResult
         cpu_rates.append(cycles * size / max(cpu, 1e-9))
     check_stats(sw, job, done * size)
     median = statistics.median(rates)
-    suffix = "" if agg.lanes == K else f"_l{agg.lanes}"
+    suffix = "" if agg.lanes == DEFAULT_LANES else f"_l{agg.lanes}"
     return AggResult(f"aggregate_n{n}{suffix}", n, job.slot_count, cycles * size,
                      [round(r, 1) for r in rates], round(median, 1),
                      round(median * results_per_cycle / size, 1), round(1e6 / median, 2),
@@ -541,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     extra: dict = {}
     for lanes in args.lanes if "aggregate" in args.cases else []:
         agg = AggRack(lanes=lanes)
-        suffix = "" if lanes == K else f"_l{lanes}"
+        suffix = "" if lanes == DEFAULT_LANES else f"_l{lanes}"
         agg_results = [time_aggregate(agg, n, args.reps, args.seconds) for n in AGG_WORLD_SIZES]
         results += agg_results
         if args.profile:

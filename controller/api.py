@@ -11,7 +11,7 @@ generated stubs needed on either side; any gRPC client can call
               switch slots the job holds a float route, listed last in ``routes``; set by
               the first join, later ones must agree)}
              -> {job_id, world_size, rank,
-             aggregator: "ip:port", slot_base, slot_count, k (the job's lanes), window,
+             aggregator: "ip:port", slot_base, slot_count, lanes, window,
              where, epoch, routes, precision (null: off)}
   LeaveJob   {job_id, rank} -> {}
   Heartbeat  {job_id, rank, sent?, retransmitted?, results?, epoch?, routes?, map?}
@@ -64,6 +64,7 @@ from p4hub.controller.core.errors import (
     UnavailableError,
 )
 from p4hub.controller.core.job import Job, JobEnd, UnknownJobError
+from p4hub.controller.core.program import DEFAULT_LANES
 from p4hub.controller.core.topology import format_ipv4, format_mac
 from p4hub.controller.driver import Controller
 
@@ -216,7 +217,7 @@ class JobService:
         placement = r.get("placement", "auto")
         if not isinstance(placement, str):
             raise RefusedError("'placement' must be a string")
-        lanes = _int(r, "lanes") if "lanes" in r else 64
+        lanes = _int(r, "lanes") if "lanes" in r else DEFAULT_LANES
         precision = r.get("precision")
         if precision is not None and (isinstance(precision, bool)
                                       or not isinstance(precision, int | float)):
@@ -227,7 +228,7 @@ class JobService:
         return {
             "job_id": reply.job_id, "world_size": reply.world_size, "rank": reply.rank,
             "aggregator": f"{reply.aggregator_ip}:{reply.aggregator_port}",
-            "slot_base": reply.slot_base, "slot_count": reply.slot_count, "k": reply.k,
+            "slot_base": reply.slot_base, "slot_count": reply.slot_count, "lanes": reply.lanes,
             "window": reply.window, "where": reply.where, "epoch": reply.epoch,
             "routes": list(reply.routes), "precision": reply.precision,
         }

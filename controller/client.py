@@ -10,6 +10,8 @@ from typing import Any
 
 import grpc
 
+from p4hub.controller.core.program import DEFAULT_LANES
+
 SERVICE = "p4hub.JobService"
 METHODS = ("JoinJob", "LeaveJob", "Heartbeat", "Barrier", "ListJobs", "ShowJob", "KillJob",
            "Status", "ShowSwitch", "Doctor")
@@ -50,7 +52,7 @@ class JobClient:
                                    wait_for_ready=self.wait_for_ready)
 
     def join(self, name: str, world_size: int, rank: int, address: str,
-             placement: str = "auto", lanes: int = 64, precision: float | None = None) -> dict:
+             placement: str = "auto", lanes: int = DEFAULT_LANES, precision: float | None = None) -> dict:
         """``precision``: the precision option's relative error bound (None: off, and the
         request is today's)."""
         extra = {} if precision is None else {"precision": precision}

@@ -324,7 +324,7 @@ class Controller:
     # -- job events (the job API server calls these) --------------------------------
 
     def join(self, name: str, world_size: int, rank: int, address: tuple[str, int],
-             now: float, placement: str = "auto", lanes: int = 64,
+             now: float, placement: str = "auto", lanes: int = p.DEFAULT_LANES,
              precision: float | None = None) -> JoinReply:
         return self._event(
             lambda reg: reg.join(name, world_size, rank, address, now, placement, lanes, precision)

@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from p4hub.experiments import allreduce_run, straggler, train_plot, train_run
 from p4hub.experiments.cpuload import CpuSampler
 from p4hub.experiments.jobwatch import JobWatch
+from p4hub.hosts.wire import LANE_COUNTS, MAX_LANES
 from p4hub.topologies.rack import PYTHON, Rack, RackConfig, RackError, exit_on_sigterm
 from p4hub.workers import workload
 
@@ -115,7 +116,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-congestion", action="store_true",
                         help="allreduce mode: the agents run without their congestion window "
                              "(hosts/congestion.py), to compare")
-    parser.add_argument("--lanes", type=int, choices=(64, 256), default=256,
+    parser.add_argument("--lanes", type=int, choices=LANE_COUNTS, default=MAX_LANES,
                         help="int32 lanes per packet of the p4hub paths (default 256: the "
                         "emulated switch and agents pay per packet, not per lane; 64 is what "
                         "fits a hardware switch's single pass)")

@@ -42,13 +42,13 @@ import numpy as np
 from p4hub.hosts import quantize
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.wire import (
+    DEFAULT_LANES,
     EXP_FLOAT,
     LANE_COUNTS,
     MAX_PRIORITY,
     PRIME_EXP_BIAS,
     PRIME_MIN_SATURATED,
     PRIME_MIN_TOP,
-    K,
 )  # fmt: skip
 
 OPS = ("sum", "mean")
@@ -75,7 +75,7 @@ class PreparedTensor:
 
 
 def prepare(
-    array: np.ndarray, op: str = "sum", priority: int = 0, lanes: int = K,
+    array: np.ndarray, op: str = "sum", priority: int = 0, lanes: int = DEFAULT_LANES,
     precision: bool = False,
 ) -> PreparedTensor:
     """Validate and block a tensor into blocks of ``lanes`` lanes; raises QuantizeError or

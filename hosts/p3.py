@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from p4hub.hosts.errors import SessionError
-from p4hub.hosts.wire import LANE_COUNTS, MAX_PRIORITY
+from p4hub.hosts.wire import LANE_COUNTS, MAX_LANES, MAX_PRIORITY
 
 DEFAULT_SLICE_PARAMS = 40_000  # P3's default slice size
 
@@ -70,7 +70,7 @@ def slice_length(slice_params: int, lanes: int) -> int:
 
 
 def p3_plan(layer_sizes: Sequence[int], slice_params: int = DEFAULT_SLICE_PARAMS,
-            lanes: int = 256) -> list[list[Slice]]:
+            lanes: int = MAX_LANES) -> list[list[Slice]]:
     """Per layer (input first), its slices with their P3 priorities."""
     step = slice_length(slice_params, lanes)
     return [[Slice(layer, i, lo, min(lo + step, size), layer_priority(layer))

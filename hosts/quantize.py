@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from p4hub.hosts.errors import QuantizeError
-from p4hub.hosts.wire import K
+from p4hub.hosts.wire import DEFAULT_LANES
 
 EXP_ZERO = -128  # local exponent of an all-zero block (smaller than any real one)
 EXP_SUBNORMAL = -126  # local exponent of a block whose largest value is subnormal
@@ -100,7 +100,7 @@ def tensor_kind(array: np.ndarray) -> str:
     )
 
 
-def to_blocks(array: np.ndarray, kind: str | None = None, lanes: int = K) -> np.ndarray:
+def to_blocks(array: np.ndarray, kind: str | None = None, lanes: int = DEFAULT_LANES) -> np.ndarray:
     """Copy a tensor into a zero-padded ``(ceil(size/L), L)`` float32 or int32 array."""
     arr = np.asarray(array)
     kind = kind or tensor_kind(arr)
@@ -115,7 +115,7 @@ def to_blocks(array: np.ndarray, kind: str | None = None, lanes: int = K) -> np.
 
 
 def blocks_and_exponents(
-    array: np.ndarray, kind: str | None = None, lanes: int = K
+    array: np.ndarray, kind: str | None = None, lanes: int = DEFAULT_LANES
 ) -> tuple[np.ndarray, np.ndarray]:
     """``to_blocks`` and, for floats, ``local_exponents`` in one pass over memory: each
     stripe of blocks is copied and its exponents read while it is still in cache.

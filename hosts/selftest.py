@@ -78,7 +78,7 @@ def _reduce(reply: dict, bind: tuple[str, int], timeout: float) -> dict:
     try:
         with Agent(reply["job_id"], 0, 1, (agg_host, int(agg_port)), slot_base=reply["slot_base"],
                    slot_count=reply["slot_count"], timeout=timeout, bind=bind,
-                   lanes=reply["k"], epoch=reply.get("epoch", 0),
+                   lanes=reply["lanes"], epoch=reply.get("epoch", 0),
                    route_map=from_wire(reply.get("routes"))) as agent:
             start = time.perf_counter()
             got_ints = agent.allreduce(ints)
@@ -92,9 +92,9 @@ def _reduce(reply: dict, bind: tuple[str, int], timeout: float) -> dict:
     if not np.array_equal(got_ints, ints):
         return {"step": "check", "detail": "the int32 sum came back wrong"}
     # one worker: the float sum is the input quantized once, within one step per block
-    blocks = to_blocks(floats, lanes=reply["k"])
+    blocks = to_blocks(floats, lanes=reply["lanes"])
     step = np.abs(blocks).max(axis=1, keepdims=True) * 2.0**-29
-    err = np.abs(to_blocks(got_floats.astype(np.float32), lanes=reply["k"]) - blocks)
+    err = np.abs(to_blocks(got_floats.astype(np.float32), lanes=reply["lanes"]) - blocks)
     if not np.all(err <= step + 1e-30):
         return {"step": "check", "detail": "the float32 sum came back outside its bound"}
     return {"ok": True, "step": "done", "detail": f"exact through {reply['where']}",

@@ -15,7 +15,7 @@ from typing import TypedDict
 
 from p4hub.hosts import quantize
 from p4hub.hosts.errors import SessionError
-from p4hub.hosts.wire import LANE_COUNTS, K
+from p4hub.hosts.wire import DEFAULT_LANES, LANE_COUNTS
 
 MAX_CLASSES = 64  # priority classes of a session (each needs its own window of slots)
 
@@ -28,7 +28,7 @@ class SessionConfig:
     rto: float = 0.02  # the first retransmission timeout, seconds
     rto_max: float = 1.0  # the largest one (backoff stops there)
     deadline: float = 10.0  # seconds without a result before every tensor fails
-    lanes: int = K  # int32 lanes per packet: the job's, as the aggregator has it
+    lanes: int = DEFAULT_LANES  # int32 lanes per packet: the job's, as the aggregator has it
     classes: int = 1  # priority classes, each its own stream on its own window of slots
     credit: int | None = None  # positions in flight over all classes (None: the window)
     precision: float | None = None  # the job's relative error bound (None: option off)

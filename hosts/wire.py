@@ -50,10 +50,11 @@ import numpy as np
 from p4hub.hosts.errors import HostError
 
 VERSION = 2
-K = 64  # the default lane count (int32 lanes per packet); see docs/DESIGN.md for why 64
+DEFAULT_LANES = 64  # a job's lane count unless its join says otherwise; docs/DESIGN.md says why 64
 LANE_COUNTS = (64, 256)  # index = the flags' lane code
+MAX_LANES = LANE_COUNTS[-1]  # a whole number of blocks at either lane count
 HEADER_LEN = 20
-PACKET_LEN = HEADER_LEN + 4 * K  # of a default (64-lane) packet
+PACKET_LEN = HEADER_LEN + 4 * DEFAULT_LANES  # of a default (64-lane) packet
 MAX_PACKET_LEN = HEADER_LEN + 4 * LANE_COUNTS[-1]
 AGG_UDP_PORT = 48879  # 0xBEEF: destination port of contributions, source port of results
 MAX_WORKERS = 32  # worker bitmaps are 32 bits wide in the switch
@@ -75,7 +76,7 @@ HEADER_DTYPE = np.dtype(
 )
 PACKET_DTYPES = {lanes: np.dtype([("hdr", HEADER_DTYPE), ("values", ">i4", (lanes,))])
                  for lanes in LANE_COUNTS}  # fmt: skip
-PACKET_DTYPE = PACKET_DTYPES[K]
+PACKET_DTYPE = PACKET_DTYPES[DEFAULT_LANES]
 assert HEADER_DTYPE.itemsize == HEADER_LEN and PACKET_DTYPE.itemsize == PACKET_LEN
 
 
@@ -151,7 +152,7 @@ def ver_type(ptype: PacketType) -> int:
 
 
 def make_flags(shadow: int = 0, retransmit: bool = False, fallback: bool = False,
-               priority: int = 0, lanes: int = K) -> int:
+               priority: int = 0, lanes: int = DEFAULT_LANES) -> int:
     """The flags byte (see the offsets table in the module docstring)."""
     return (
         (priority & PRIORITY_MASK) << PRIORITY_SHIFT
@@ -178,7 +179,7 @@ class Header:
     retransmit: bool = False
     fallback: bool = False
     priority: int = 0
-    lanes: int = K
+    lanes: int = DEFAULT_LANES
     epoch: int = 0
     version: int = VERSION
 
@@ -284,13 +285,13 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
     return header, pkt["values"]
 
 
-def packet_array(n: int, lanes: int = K) -> np.ndarray:
+def packet_array(n: int, lanes: int = DEFAULT_LANES) -> np.ndarray:
     """A preallocated, zeroed array of n packets of ``lanes`` lanes for batch encoding."""
     return np.zeros(n, dtype=PACKET_DTYPES[check_lanes(lanes)])
 
 
 def decode_batch(
-    buf: bytes | bytearray | memoryview | np.ndarray, n: int, lanes: int = K
+    buf: bytes | bytearray | memoryview | np.ndarray, n: int, lanes: int = DEFAULT_LANES
 ) -> np.ndarray:
     """View n back-to-back packets as a structured array (no validation, no copy)."""
     size = packet_len(lanes)

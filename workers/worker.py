@@ -121,7 +121,7 @@ class JobBackend(PBoxBackend):
         self.agent = Agent(reply["job_id"], args.rank, args.world, aggregator=(host, int(port)),
                            slot_base=reply["slot_base"], slot_count=reply["slot_count"],
                            window=window, timeout=args.timeout, bind=address,
-                           lanes=reply["k"], epoch=reply.get("epoch", 0),
+                           lanes=reply["lanes"], epoch=reply.get("epoch", 0),
                            route_map=from_wire(reply.get("routes")),
                            **options, **_class_options(args))
         self.fuse = args.fuse

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from p4hub.hosts import quantize
+from p4hub.hosts.wire import DEFAULT_LANES
 from p4hub.topologies.errors import EmulationError
 
 # The profiles ship inside the package (package data), so a fresh clone or an installed
@@ -92,7 +93,7 @@ def float64_sum(inputs: list[np.ndarray]) -> np.ndarray:
     return total
 
 
-def quantized_sum(inputs: list[np.ndarray], lanes: int = 64) -> np.ndarray:
+def quantized_sum(inputs: list[np.ndarray], lanes: int = DEFAULT_LANES) -> np.ndarray:
     """What a correct aggregator must return for one tensor: the sum of the quantized inputs.
 
     Agreed exponent per block (of ``lanes`` lanes) = max of the ranks' local exponents,

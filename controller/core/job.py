@@ -91,7 +91,7 @@ class Job:
     slots: SlotRange
     epoch: int
     pbox: str | None
-    lanes: int = p.K  # int32 lanes per packet, chosen by the join that created the job
+    lanes: int = p.DEFAULT_LANES  # int32 lanes per packet, chosen by the join that created the job
     # the precision option's relative error bound (None: off), chosen by the join that
     # created the job: its float blocks ride on its PBox routes, and with switch slots it
     # holds a float route on a PBox for those of the switch's window slots
@@ -175,7 +175,7 @@ class JoinReply:
     aggregator_port: int
     slot_base: int
     slot_count: int
-    k: int
+    lanes: int
     window: int
     where: str
     epoch: int  # changes whenever the job's aggregator state is lost or it moves

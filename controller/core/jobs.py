@@ -59,7 +59,7 @@ class JobRegistry(Ledger):
 
     def join(
         self, name: str, world_size: int, rank: int, address: tuple[str, int], now: float,
-        placement: str = PLACE_AUTO, lanes: int = p.K, precision: float | None = None,
+        placement: str = PLACE_AUTO, lanes: int = p.DEFAULT_LANES, precision: float | None = None,
     ) -> tuple[JoinReply, list[Update]]:
         """A worker joins job ``name``; creates the job on first join (``membership.join``)."""
         return membership.join(self, name, world_size, rank, address, now, placement, lanes,

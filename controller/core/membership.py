@@ -57,7 +57,7 @@ def reply(reg: Ledger, job: Job, rank: int) -> JoinReply:
     return JoinReply(
         job_id=job.job_id, world_size=job.world_size, rank=rank,
         aggregator_ip=format_ipv4(pbox.ip), aggregator_port=p.AGG_UDP_PORT,
-        slot_base=job.slots.base, slot_count=job.window, k=job.lanes,
+        slot_base=job.slots.base, slot_count=job.window, lanes=job.lanes,
         window=job.window, where=job.where, epoch=job.epoch, routes=routes(reg, job, rank),
         precision=job.precision,
     )
@@ -96,7 +96,7 @@ def rack_of(reg: Ledger, job: Job, rank: int | None) -> str:
 
 def join(
     reg: Ledger, name: str, world_size: int, rank: int, address: tuple[str, int], now: float,
-    placement: str = PLACE_AUTO, lanes: int = p.K, precision: float | None = None,
+    placement: str = PLACE_AUTO, lanes: int = p.DEFAULT_LANES, precision: float | None = None,
 ) -> tuple[JoinReply, list[Update]]:
     """A worker joins job ``name``; creates the job on first join. Idempotent per
     (rank, address): a retried join gets the same reply and no updates.

@@ -76,7 +76,7 @@ NUM_PORTS = 512
 FLOOD_GROUP = MAX_JOBS  # job groups are the job ids, so the flood group sits above them
 BROADCAST_MAC = 0xFFFF_FFFF_FFFF
 
-K = 64  # the default lane count (int32 lanes per packet)
+DEFAULT_LANES = 64  # a job's lane count (int32 lanes per packet) unless its join says otherwise
 LANE_COUNTS = (64, 256)  # a job's lane count; index = the wire's lane code and the
 # jobs entry's lane_code parameter
 

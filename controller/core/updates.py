@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from p4hub.controller.core.program import DEFAULT_LANES
+
 INSERT = "INSERT"
 MODIFY = "MODIFY"
 DELETE = "DELETE"
@@ -75,7 +77,7 @@ class PBoxJobWrite:
     world_size: int = 0
     slot_base: int = 0
     slot_count: int = 0
-    lanes: int = 64
+    lanes: int = DEFAULT_LANES
     # the PBox as its rack's first level of a job over racks: its root's "ip:port", its
     # child index there and the rack's workers ("" = an ordinary PBox job)
     parent: str = ""

@@ -63,6 +63,7 @@ import numpy as np
 
 from p4hub.hosts.errors import HostError
 from p4hub.hosts.wire import (
+    DEFAULT_LANES,
     EXP_FLOAT,
     FLAG_FALLBACK,
     HEADER_LEN,
@@ -72,7 +73,6 @@ from p4hub.hosts.wire import (
     MAX_WORKERS,
     NO_RANK,
     VERSION,
-    K,
     PacketType,
     lanes_of_flags,
 )  # fmt: skip
@@ -146,7 +146,7 @@ class JobConfig:
     world_size: int  # the whole job's: ranks are 0..world_size-1, a RESULT's count
     slot_base: int
     slot_count: int
-    lanes: int = K
+    lanes: int = DEFAULT_LANES
     parent: Parent | None = None  # None: this aggregator completes the job's cells
 
 
@@ -225,7 +225,7 @@ class Aggregator:
     # -- configuration -------------------------------------------------------------
 
     def add_job(
-        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K,
+        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = DEFAULT_LANES,
         parent: Parent | dict | None = None,
     ) -> None:
         """Configure a job; raises AggregatorError if it is invalid or does not fit.

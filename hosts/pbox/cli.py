@@ -20,7 +20,7 @@ from p4hub.hosts.pbox.aggregator import JobConfig
 from p4hub.hosts.pbox.core import PBoxError
 from p4hub.hosts.pbox.server import serve
 from p4hub.hosts.pbox.supervisor import PBoxConfig
-from p4hub.hosts.wire import AGG_UDP_PORT, K
+from p4hub.hosts.wire import AGG_UDP_PORT, DEFAULT_LANES
 
 DEFAULT_SLOT_COUNT = 4096
 
@@ -43,7 +43,7 @@ def parse_job(text: str) -> JobConfig:
     if len(numbers) == 2:
         numbers += [0, DEFAULT_SLOT_COUNT]
     job_id, world, base, count, *lanes = numbers
-    return JobConfig(job_id, world, base, count, lanes[0] if lanes else K)
+    return JobConfig(job_id, world, base, count, lanes[0] if lanes else DEFAULT_LANES)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,7 +37,7 @@ from typing import Protocol
 
 from p4hub.hosts.errors import HostError
 from p4hub.hosts.pbox.aggregator import Aggregator, AggregatorError, JobConfig, Parent
-from p4hub.hosts.wire import K
+from p4hub.hosts.wire import DEFAULT_LANES
 
 log = logging.getLogger("p4hub-pbox")
 
@@ -176,7 +176,7 @@ class ControlCore:
         self.floats: dict[int, int] = {}
 
     def add_job(
-        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K,
+        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = DEFAULT_LANES,
         parent: Parent | None = None, precision: float | None = None, floats: int = 0,
     ) -> None:
         """Configure a job on every shard, or on none (PBoxError with the shard's reason)."""
@@ -255,7 +255,7 @@ class ControlCore:
             if cmd == "add_job":
                 job, world, base, count = (_int_field(request, k) for k in
                                            ("job", "world_size", "slot_base", "slot_count"))
-                lanes = _int_field(request, "lanes") if "lanes" in request else K
+                lanes = _int_field(request, "lanes") if "lanes" in request else DEFAULT_LANES
                 parent = _parent_field(request["parent"]) if "parent" in request else None
                 precision = _precision_field(request.get("precision"))
                 floats = _int_field(request, "floats") if "floats" in request else 0

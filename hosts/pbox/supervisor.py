@@ -11,7 +11,7 @@ from p4hub.hosts.pbox.aggregator import JobConfig
 from p4hub.hosts.pbox.core import ControlCore, PBoxError
 from p4hub.hosts.pbox.steering import open_sockets
 from p4hub.hosts.pbox.worker import worker_main
-from p4hub.hosts.wire import K
+from p4hub.hosts.wire import DEFAULT_LANES
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +88,7 @@ class PBox:
         return all(proc.is_alive() for proc in self._procs)
 
     def add_job(
-        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = K
+        self, job_id: int, world_size: int, slot_base: int, slot_count: int, lanes: int = DEFAULT_LANES
     ) -> None:
         self.core.add_job(job_id, world_size, slot_base, slot_count, lanes)
 

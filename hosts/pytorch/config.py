@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from p4hub.hosts.errors import BackendError
+from p4hub.hosts.wire import DEFAULT_LANES, LANE_COUNTS
 
 PLACEMENTS = ("auto", "pbox")
 DEFAULT_SLOT_COUNT = 64
@@ -66,7 +67,7 @@ class BackendConfig:
     rto: float | None = None
     rto_max: float | None = None
     dead_after: float = 8.0
-    lanes: int = 64
+    lanes: int = DEFAULT_LANES
     classes: int = 1
     precision: float | None = None
 
@@ -89,15 +90,15 @@ class BackendConfig:
             rto=_optional(env, "P4HUB_RTO", float, 1e-4, 60.0),
             rto_max=_optional(env, "P4HUB_RTO_MAX", float, 1e-4, 600.0),
             dead_after=_number(env, "P4HUB_DEAD_AFTER", float, 8.0, 2.0, 1e6),
-            lanes=_number(env, "P4HUB_LANES", int, 64, 64, 256),
+            lanes=_number(env, "P4HUB_LANES", int, DEFAULT_LANES, LANE_COUNTS[0], LANE_COUNTS[-1]),
             classes=_number(env, "P4HUB_CLASSES", int, 1, 1, 8),
             precision=_optional(env, "P4HUB_PRECISION", float, 1e-30, 1.0),
         )
         if config.precision is not None and config.precision >= 1.0:
             raise BackendError(f"P4HUB_PRECISION={config.precision}: expected a relative "
                                "error bound below 1")
-        if config.lanes not in (64, 256):
-            raise BackendError(f"P4HUB_LANES={config.lanes}: expected 64 or 256")
+        if config.lanes not in LANE_COUNTS:
+            raise BackendError(f"P4HUB_LANES={config.lanes}: expected {' or '.join(map(str, LANE_COUNTS))}")
         if config.placement not in PLACEMENTS:
             raise BackendError(f"P4HUB_PLACEMENT={config.placement!r}: expected one of "
                                f"{', '.join(PLACEMENTS)}")

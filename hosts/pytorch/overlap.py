@@ -47,6 +47,7 @@ import torch.distributed as dist
 from p4hub.hosts import p3
 from p4hub.hosts.errors import BackendError
 from p4hub.hosts.pytorch import encoding
+from p4hub.hosts.wire import MAX_LANES
 
 SCHEDULES = ("p3", "fifo")
 
@@ -80,7 +81,7 @@ class OverlappedStep:
         # a p4hub group (hosts/pytorch/backend.py) is the Python object itself
         p4hub: Any = self.group if hasattr(self.group, "start_average") else None
         self._p4hub = p4hub
-        lanes = p4hub.agent.lanes if p4hub is not None else 256
+        lanes = p4hub.agent.lanes if p4hub is not None else MAX_LANES
         self._params: dict[torch.nn.Parameter, _Param] = {}
         self._hooks = []
         modules = _modules_with_params(model)

@@ -30,6 +30,7 @@ from p4hub.hosts.errors import BackendError
 from p4hub.hosts.pytorch.config import BackendConfig
 from p4hub.hosts.pytorch.liveness import Store
 from p4hub.hosts.session_config import SessionConfig, SessionSettings, with_settings
+from p4hub.hosts.wire import DEFAULT_LANES
 
 _port_lock = threading.Lock()
 _groups_in_process = 0  # how many groups took a port from P4HUB_PORT so far
@@ -45,7 +46,7 @@ class JobPlan:
     slot_count: int
     window: int
     where: str  # "switch", "pbox", or "static" (configured by hand, no controller)
-    lanes: int = 64  # int32 lanes per packet
+    lanes: int = DEFAULT_LANES  # int32 lanes per packet
     routes: tuple[dict, ...] = ()  # the map (controller jobs): hosts/routes.py from_wire
     precision: float | None = None  # the precision option's bound (None: off)
 
@@ -211,7 +212,7 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
         client.close()
     plan = JobPlan(reply["job_id"], reply["aggregator"], reply["slot_base"],
                    reply["slot_count"], config.window or reply["window"], reply["where"],
-                   reply["k"], tuple(reply.get("routes", ())), reply.get("precision"))
+                   reply["lanes"], tuple(reply.get("routes", ())), reply.get("precision"))
     return plan, Lease(where, plan.job_id, rank, timeout=10.0, epoch=reply.get("epoch", 0))
 
 

@@ -110,18 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     except report.KnownFileError as exc:
         print(f"xcheck: {exc}", file=sys.stderr)
         return 2
-
-    # the project's own programs that have an STF beside them (p4src/aggregate.stf) too
-    pairs = runs.find_pairs(PAIRS_DIR) + runs.find_pairs(PROGRAM_DIRS[0])
-    programs = [p for d in PROGRAM_DIRS for p in sorted(d.glob("*.p4"))]
-    if args.only:
-        unknown = sorted(set(args.only) - {p.name for p in pairs})
-        if unknown:
-            print(f"xcheck: no such pair in tests/p4 or p4src: {', '.join(unknown)}",
-                  file=sys.stderr)
-            return 2
-        pairs = [p for p in pairs if p.name in args.only]
-        programs = []
+    selected = _select(args.only)
+    if selected is None:
+        return 2
+    pairs, programs = selected
 
     out: Path = args.out
     work = out / "work"
@@ -134,10 +126,46 @@ def main(argv: list[str] | None = None) -> int:
     print(f"xcheck: {len(pairs)} pairs x 3 ways + {len(programs)} programs, "
           f"{len(jobs)} runs, {args.jobs} at a time, {args.timeout:g}s each at most", flush=True)  # fmt: skip
 
+    start = time.monotonic()
+    results, compiles = _run(jobs, pairs, args.jobs)
+    if not args.keep:  # keep the folders of failed runs for a look
+        for name, ways in results.items():
+            for way, outcome in ways.items():
+                if outcome.ok:
+                    shutil.rmtree(work / name / _folder(way), ignore_errors=True)
+    _print_tables(results, known, compiles)
+    data = report.json_report(results, known, compiles, tools.describe())
+    data["seconds"] = round(time.monotonic() - start, 1)
+    out.mkdir(parents=True, exist_ok=True)
+    report_path = out / "report.json"
+    report_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print()
+    print(f"xcheck: report {report_path}; failed runs' folders under {work}")
+    print(report.summary_line(results, known, compiles))
+    return 0 if report.all_passed(results, known, compiles) else 1
+
+
+def _select(only: list[str] | None) -> tuple[list, list[Path]] | None:
+    """The pairs and programs to run (``--only`` keeps those pairs and no programs);
+    None, after saying why, when ``--only`` names a pair that does not exist."""
+    # the project's own programs that have an STF beside them (p4src/aggregate.stf) too
+    pairs = runs.find_pairs(PAIRS_DIR) + runs.find_pairs(PROGRAM_DIRS[0])
+    programs = [p for d in PROGRAM_DIRS for p in sorted(d.glob("*.p4"))]
+    if not only:
+        return pairs, programs
+    unknown = sorted(set(only) - {p.name for p in pairs})
+    if unknown:
+        print(f"xcheck: no such pair in tests/p4 or p4src: {', '.join(unknown)}", file=sys.stderr)
+        return None
+    return [p for p in pairs if p.name in only], []
+
+
+def _run(jobs: list, pairs: list[runs.Pair], parallel: int
+         ) -> tuple[dict[str, dict[str, runs.Outcome]], dict[str, runs.Outcome]]:
+    """Every job on a thread pool: (each pair's outcome per way, each program's compile)."""
     results: dict[str, dict[str, runs.Outcome]] = {p.name: {} for p in pairs}
     compiles: dict[str, runs.Outcome] = {}
-    start = time.monotonic()
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
         futures = [(job, pool.submit(_guarded, job)) for job in jobs]
         for done, (job, future) in enumerate(futures, 1):
             name, way, _ = job
@@ -148,13 +176,11 @@ def main(argv: list[str] | None = None) -> int:
                 results[name][way] = outcome
             if not outcome.ok:
                 print(f"  [{done}/{len(jobs)}] {name} / {way}: {report.cell(outcome)}", flush=True)
+    return results, compiles
 
-    if not args.keep:  # keep the folders of failed runs for a look
-        for name, ways in results.items():
-            for way, outcome in ways.items():
-                if outcome.ok:
-                    shutil.rmtree(work / name / _folder(way), ignore_errors=True)
 
+def _print_tables(results: dict[str, dict[str, runs.Outcome]], known: list[report.KnownFailure],
+                  compiles: dict[str, runs.Outcome]) -> None:
     print()
     headers = ["program", *runs.WAYS]
     for line in report.format_table(headers, report.pair_rows(results, known)):
@@ -164,17 +190,6 @@ def main(argv: list[str] | None = None) -> int:
         rows = [[n, report.cell(o)] for n, o in sorted(compiles.items())]
         for line in report.format_table(["program", runs.WAY_COMPILE], rows):
             print(line)
-    summary = report.summary_line(results, known, compiles)
-    ok = report.all_passed(results, known, compiles)
-    data = report.json_report(results, known, compiles, tools.describe())
-    data["seconds"] = round(time.monotonic() - start, 1)
-    out.mkdir(parents=True, exist_ok=True)
-    report_path = out / "report.json"
-    report_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print()
-    print(f"xcheck: report {report_path}; failed runs' folders under {work}")
-    print(summary)
-    return 0 if ok else 1
 
 
 def _folder(way: str) -> str:

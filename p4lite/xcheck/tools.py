@@ -141,19 +141,7 @@ def find_tools(env: Mapping[str, str] | None = None, check_python: bool = True) 
     if ref_py is None or not ref_py.exists():
         missing.append("a Python for p4c's STF runner (set REF_PY)")
     elif check_python:
-        py_env = dict(run_env)
-        if bm_pythonpath:
-            py_env["PYTHONPATH"] = bm_pythonpath
-        lacking = _python_imports(ref_py, RUNNER_MODULES, py_env)
-        if lacking:
-            missing.append(
-                f"Python modules {', '.join(lacking)} for p4c's STF runner in REF_PY={ref_py}"
-            )
-        if not _python_imports_ok_cli(ref_py, py_env):
-            missing.append(
-                "BMv2's runtime_CLI Python module (set BM_PYTHONPATH to the folder holding "
-                "runtime_CLI.py)"
-            )
+        missing += _runner_python_lacks(ref_py, run_env, bm_pythonpath)
     if missing:
         raise ToolsMissing(missing)
     assert runner is not None and p4c_src is not None and ref_py is not None
@@ -166,6 +154,22 @@ def find_tools(env: Mapping[str, str] | None = None, check_python: bool = True) 
         bm_pythonpath=bm_pythonpath,
         env=run_env,
     )
+
+
+def _runner_python_lacks(ref_py: Path, run_env: Mapping[str, str], bm_pythonpath: str
+                         ) -> list[str]:
+    """What the STF runner's Python cannot import: the runner's modules, BMv2's CLI."""
+    py_env = dict(run_env)
+    if bm_pythonpath:
+        py_env["PYTHONPATH"] = bm_pythonpath
+    missing = []
+    lacking = _python_imports(ref_py, RUNNER_MODULES, py_env)
+    if lacking:
+        missing.append(f"Python modules {', '.join(lacking)} for p4c's STF runner in REF_PY={ref_py}")
+    if not _python_imports_ok_cli(ref_py, py_env):
+        missing.append("BMv2's runtime_CLI Python module (set BM_PYTHONPATH to the folder holding "
+                       "runtime_CLI.py)")
+    return missing
 
 
 def _python_imports_ok_cli(python: Path, env: Mapping[str, str]) -> bool:

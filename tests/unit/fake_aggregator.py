@@ -15,7 +15,7 @@ import numpy as np
 
 from p4hub.hosts import wire
 from p4hub.hosts.pbox.aggregator import Address, Aggregator
-from p4hub.hosts.wire import NO_RANK, K, PacketType
+from p4hub.hosts.wire import DEFAULT_LANES, NO_RANK, PacketType
 
 
 class AggregatorCore(Protocol):
@@ -38,7 +38,7 @@ class _Cell:
     counter: int = 0
     max_exp: int = -128
     position: int | None = None  # the position of the cell's round (None: never used)
-    lanes: np.ndarray = field(default_factory=lambda: np.zeros(K, dtype=np.int32))
+    lanes: np.ndarray = field(default_factory=lambda: np.zeros(DEFAULT_LANES, dtype=np.int32))
     last: wire.Header | None = None  # header of the completing packet (for resends)
 
 

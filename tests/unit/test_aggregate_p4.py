@@ -26,7 +26,7 @@ from p4hub.controller.core.p4info_index import P4InfoIndex
 from p4hub.controller.core.updates import DELETE, INSERT, GroupWrite, PBoxJobWrite, TableWrite
 from p4hub.hosts import wire
 from p4hub.hosts.pbox.aggregator import Aggregator
-from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
+from p4hub.hosts.wire import DEFAULT_LANES, NO_RANK, Header, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.queues import EgressQueues
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
@@ -82,8 +82,8 @@ AGG = (PBOX.mac, PBOX.ip, p.AGG_UDP_PORT)
 
 
 def contrib(job: int, rank: int, slot: int, shadow: int = 0, values=None, exp: int = 0,
-            position: int = 0, nelem: int = K, count: int = 1, ptype=PacketType.CONTRIB,
-            retransmit: bool = False, lanes: int = K, epoch: int = 0, priority: int = 0,
+            position: int = 0, nelem: int = DEFAULT_LANES, count: int = 1, ptype=PacketType.CONTRIB,
+            retransmit: bool = False, lanes: int = DEFAULT_LANES, epoch: int = 0, priority: int = 0,
             fallback: bool = False) -> bytes:
     header = Header(type=ptype, job=job, rank=rank, slot=slot, position=position, nelem=nelem,
                     exp=exp, count=count, shadow=shadow, retransmit=retransmit, lanes=lanes,
@@ -91,7 +91,7 @@ def contrib(job: int, rank: int, slot: int, shadow: int = 0, values=None, exp: i
     return wire.encode(header, None if values is None else np.asarray(values, np.int32))
 
 
-def prime(job: int, rank: int, slot: int, values, lanes: int = K, **kw) -> bytes:
+def prime(job: int, rank: int, slot: int, values, lanes: int = DEFAULT_LANES, **kw) -> bytes:
     """A PRIME: lanes of 0..2**32-1 (compared unsigned), header exp unused (-128)."""
     as_int32 = np.asarray(values, np.int64).astype(np.uint32).view(np.int32)
     return contrib(job, rank, slot, values=as_int32, exp=wire.PRIME_EXP_BIAS, nelem=lanes,
@@ -141,7 +141,7 @@ class Rack:
             else:
                 self.pbox.remove_job(u.job_id)
 
-    def job(self, name: str, hosts: list[int], lanes: int = K):
+    def job(self, name: str, hosts: list[int], lanes: int = DEFAULT_LANES):
         replies = []
         for rank, i in enumerate(hosts):
             mac, ip, port = host(i)
@@ -165,7 +165,7 @@ def rk(compiled) -> Rack:
     return Rack(compiled)
 
 
-def reference(job_id: int, n: int, base: int, count: int, lanes: int = K) -> Aggregator:
+def reference(job_id: int, n: int, base: int, count: int, lanes: int = DEFAULT_LANES) -> Aggregator:
     agg = Aggregator()
     agg.add_job(job_id, n, base, count, lanes)
     return agg
@@ -218,14 +218,14 @@ def test_four_workers_get_the_exact_sum_by_multicast_bit_identical_to_the_pbox(r
     assert reply.where == ON_SWITCH
     ref = reference(reply.job_id, 4, reply.slot_base, reply.slot_count)
     rng = np.random.default_rng(5)
-    inputs = rng.integers(-(2**28), 2**28, (4, K), dtype=np.int32)
+    inputs = rng.integers(-(2**28), 2**28, (4, DEFAULT_LANES), dtype=np.int32)
     exps = [3, -7, 12, 5]
     for rank in range(3):
         pkt = contrib(reply.job_id, rank, 3, values=inputs[rank], exp=exps[rank], position=11,
-                      nelem=K)
+                      nelem=DEFAULT_LANES)
         assert rk.send(rank + 1, pkt) == []
         assert pbox_says(ref, rank + 1, pkt) == []
-    last = contrib(reply.job_id, 3, 3, values=inputs[3], exp=exps[3], position=11, nelem=K)
+    last = contrib(reply.job_id, 3, 3, values=inputs[3], exp=exps[3], position=11, nelem=DEFAULT_LANES)
     out = rk.send(4, last)
     assert sorted(port for port, _ in out) == [1, 2, 3, 4]
     results = as_results(out)
@@ -240,7 +240,7 @@ def test_four_workers_get_the_exact_sum_by_multicast_bit_identical_to_the_pbox(r
 
 def test_a_256_lane_job_sums_all_four_groups_bit_identical_to_the_pbox(rk):
     reply = rk.job("bert", [1, 2, 3], lanes=256)
-    assert (reply.where, reply.k) == (ON_SWITCH, 256)
+    assert (reply.where, reply.lanes) == (ON_SWITCH, 256)
     ref = reference(reply.job_id, 3, reply.slot_base, reply.slot_count, lanes=256)
     inputs = np.random.default_rng(9).integers(-(2**28), 2**28, (3, 256), dtype=np.int32)
     pkts = [contrib(reply.job_id, r, 5, shadow=1, values=inputs[r], exp=r - 1, position=77,
@@ -265,7 +265,7 @@ def test_a_256_lane_job_sums_all_four_groups_bit_identical_to_the_pbox(rk):
 def test_duplicates_are_silent_until_complete_then_get_the_stored_result_by_unicast(rk):
     reply = rk.job("dup", [1, 2, 3])
     ref = reference(reply.job_id, 3, reply.slot_base, reply.slot_count)
-    vals = [np.full(K, v, np.int32) for v in (5, -9, 100)]
+    vals = [np.full(DEFAULT_LANES, v, np.int32) for v in (5, -9, 100)]
     pkts = [contrib(reply.job_id, r, 0, shadow=1, values=vals[r], exp=r, position=4)
             for r in range(3)]
     for r in range(2):
@@ -290,11 +290,11 @@ def test_prime_takes_the_unsigned_maximum_bit_identical_to_the_pbox(rk):
     reply = rk.job("prime", [1, 2, 3])
     ref = reference(reply.job_id, 3, reply.slot_base, reply.slot_count)
     # an earlier round leaves big sums in the cell; the first PRIME must overwrite them
-    sums = [contrib(reply.job_id, r, 2, values=np.full(K, 2**30)) for r in range(3)]
-    others = [contrib(reply.job_id, r, 2, shadow=1, values=np.ones(K)) for r in range(3)]
+    sums = [contrib(reply.job_id, r, 2, values=np.full(DEFAULT_LANES, 2**30)) for r in range(3)]
+    others = [contrib(reply.job_id, r, 2, shadow=1, values=np.ones(DEFAULT_LANES)) for r in range(3)]
     for r, pkt in [*enumerate(sums), *enumerate(others)]:
         assert as_results(rk.send(r + 1, pkt)) == pbox_says(ref, r + 1, pkt)
-    inputs = np.random.default_rng(12).integers(0, 256, (3, K))
+    inputs = np.random.default_rng(12).integers(0, 256, (3, DEFAULT_LANES))
     inputs[1, :4] = [2**31, 2**32 - 1, 0, 2**31 - 1]  # negative as int32: compared unsigned
     pkts = [prime(reply.job_id, r, 2, inputs[r], position=40, priority=3) for r in range(3)]
     for r in range(2):
@@ -308,7 +308,7 @@ def test_prime_takes_the_unsigned_maximum_bit_identical_to_the_pbox(rk):
         PacketType.RESULT, 3, wire.PRIME_EXP_BIAS, 3)
     np.testing.assert_array_equal(unsigned(lanes), inputs.max(axis=0))
     # a retransmitted PRIME gets the stored maximum back by unicast
-    again = prime(reply.job_id, 0, 2, np.full(K, 999), position=40, retransmit=True)
+    again = prime(reply.job_id, 0, 2, np.full(DEFAULT_LANES, 999), position=40, retransmit=True)
     resent = rk.send(1, again)
     assert [port for port, _ in resent] == [1]
     assert as_results(resent) == pbox_says(ref, 1, again)
@@ -321,9 +321,9 @@ def test_prime_takes_the_unsigned_maximum_bit_identical_to_the_pbox(rk):
 def test_prime_duplicates_before_completion_only_read(rk):
     reply = rk.job("prime-dup", [1, 2])
     ref = reference(reply.job_id, 2, reply.slot_base, reply.slot_count)
-    pkts = [prime(reply.job_id, 0, 4, np.full(K, 7)),
-            prime(reply.job_id, 0, 4, np.full(K, 200), retransmit=True),  # different: ignored
-            prime(reply.job_id, 1, 4, np.full(K, 3))]
+    pkts = [prime(reply.job_id, 0, 4, np.full(DEFAULT_LANES, 7)),
+            prime(reply.job_id, 0, 4, np.full(DEFAULT_LANES, 200), retransmit=True),  # different: ignored
+            prime(reply.job_id, 1, 4, np.full(DEFAULT_LANES, 3))]
     for rank, pkt in zip((0, 0, 1), pkts, strict=True):
         got = as_results(rk.send(rank + 1, pkt))
         assert got == pbox_says(ref, rank + 1, pkt)
@@ -334,19 +334,19 @@ def test_prime_duplicates_before_completion_only_read(rk):
 def test_a_prime_and_a_contrib_in_the_two_shadow_sets_of_one_slot(rk):
     reply = rk.job("mixed", [1, 2])
     ref = reference(reply.job_id, 2, reply.slot_base, reply.slot_count)
-    pattern = np.tile([5, 300], K // 2)
+    pattern = np.tile([5, 300], DEFAULT_LANES // 2)
     pkts = [(1, prime(reply.job_id, 0, 6, pattern, shadow=0)),
-            (1, contrib(reply.job_id, 0, 6, shadow=1, values=np.full(K, -5), exp=2)),
-            (2, contrib(reply.job_id, 1, 6, shadow=1, values=np.full(K, 6), exp=-1)),
-            (2, prime(reply.job_id, 1, 6, np.tile([9, 2], K // 2), shadow=0))]
+            (1, contrib(reply.job_id, 0, 6, shadow=1, values=np.full(DEFAULT_LANES, -5), exp=2)),
+            (2, contrib(reply.job_id, 1, 6, shadow=1, values=np.full(DEFAULT_LANES, 6), exp=-1)),
+            (2, prime(reply.job_id, 1, 6, np.tile([9, 2], DEFAULT_LANES // 2), shadow=0))]
     outs = []
     for i, pkt in pkts:
         outs.append(as_results(rk.send(i, pkt)))
         assert outs[-1] == pbox_says(ref, i, pkt)
     sums, maxima = wire.decode(outs[2][0][0]), wire.decode(outs[3][0][0])
     assert (sums[0].shadow, sums[0].exp, maxima[0].shadow) == (1, 2, 0)
-    np.testing.assert_array_equal(sums[1], np.ones(K))
-    np.testing.assert_array_equal(unsigned(maxima[1]), np.tile([9, 300], K // 2))
+    np.testing.assert_array_equal(sums[1], np.ones(DEFAULT_LANES))
+    np.testing.assert_array_equal(unsigned(maxima[1]), np.tile([9, 300], DEFAULT_LANES // 2))
 
 
 def test_a_256_lane_prime_bit_identical_to_the_pbox(rk):
@@ -366,8 +366,8 @@ def test_a_256_lane_prime_bit_identical_to_the_pbox(rk):
 def test_a_partial_counts_for_several_workers(rk):
     reply = rk.job("tree", [1, 2, 3, 4])
     ref = reference(reply.job_id, 4, reply.slot_base, reply.slot_count)
-    partial = contrib(reply.job_id, 0, 1, values=np.arange(K), count=3, ptype=PacketType.PARTIAL)
-    single = contrib(reply.job_id, 3, 1, values=np.ones(K))
+    partial = contrib(reply.job_id, 0, 1, values=np.arange(DEFAULT_LANES), count=3, ptype=PacketType.PARTIAL)
+    single = contrib(reply.job_id, 3, 1, values=np.ones(DEFAULT_LANES))
     assert rk.send(1, partial) == [] and pbox_says(ref, 1, partial) == []
     out = rk.send(4, single)
     assert len(out) == 4
@@ -391,8 +391,8 @@ def test_random_schedules_of_contribs_and_primes_match_the_pbox_packet_for_packe
         for rank in range(n):
             for k in range(window):
                 position = rnd * window + k
-                values = data.integers(-(2**20), 2**20, K, dtype=np.int32)
-                nelem = rng.randint(0, K)
+                values = data.integers(-(2**20), 2**20, DEFAULT_LANES, dtype=np.int32)
+                nelem = rng.randint(0, DEFAULT_LANES)
                 values[nelem:] = 0
                 packets[(rank, position)] = contrib(
                     reply.job_id, rank, reply.slot_base + k, shadow=rnd % 2, values=values,
@@ -451,13 +451,13 @@ def test_foreign_jobs_ranks_and_slots_are_dropped_counted_and_touch_nothing(rk):
     for reg in ("MyIngress.slot_bitmap", "MyIngress.slot_counter", "MyIngress.slot_owner"):
         assert all(rk.switch.register_read(reg, i) == 0 for i in range(2 * 64)), reg
     # the job still works afterwards
-    rk.send(1, contrib(a.job_id, 0, 0, values=np.ones(K)))
-    assert len(rk.send(2, contrib(a.job_id, 1, 0, values=np.ones(K)))) == 2
+    rk.send(1, contrib(a.job_id, 0, 0, values=np.ones(DEFAULT_LANES)))
+    assert len(rk.send(2, contrib(a.job_id, 1, 0, values=np.ones(DEFAULT_LANES)))) == 2
 
 
 def test_a_member_forged_from_another_switch_port_is_rejected(rk):
     a = rk.job("a", [1, 2])
-    forged = udp_frame(host(1), AGG, contrib(a.job_id, 0, 0, values=np.ones(K)))  # h1's IP+port
+    forged = udp_frame(host(1), AGG, contrib(a.job_id, 0, 0, values=np.ones(DEFAULT_LANES)))  # h1's IP+port
     assert rk.switch.process(forged, 3) == []  # ...arriving on h3's port
     assert rk.job_stat(a.job_id, "rejected") == 1
     assert all(rk.switch.register_read("MyIngress.slot_bitmap", i) == 0 for i in range(2 * 64))
@@ -467,7 +467,7 @@ def test_a_member_forged_from_another_switch_port_is_rejected(rk):
 
 def test_results_forged_from_another_port_never_reach_a_worker(rk):
     a = rk.job("a", [1, 2])
-    result = contrib(a.job_id, 0xFFFF, 0, ptype=PacketType.RESULT, count=2, values=np.ones(K))
+    result = contrib(a.job_id, 0xFFFF, 0, ptype=PacketType.RESULT, count=2, values=np.ones(DEFAULT_LANES))
     forged = udp_frame(AGG, host(1), result)  # "from the PBox" to h1...
     assert rk.switch.process(forged, OUTSIDER) == []  # ...entering on the outsider's port
     assert rk.switch.counter_read(p.AGG_ERRORS, p.ERR_SPOOFED_SOURCE)[1] == 1
@@ -481,7 +481,7 @@ def test_a_job_without_switch_slots_is_just_forwarded_to_the_pbox(rk):
     rk.job("b", [2])
     c = rk.job("c", [3, 4])
     assert c.where == ON_PBOX
-    pkt = contrib(c.job_id, 0, c.slot_base, values=np.arange(K))
+    pkt = contrib(c.job_id, 0, c.slot_base, values=np.arange(DEFAULT_LANES))
     frame = udp_frame(host(3), AGG, pkt)
     assert rk.switch.process(frame, 3) == [(PBOX_PORT, frame)]
     assert rk.job_stat(c.job_id, "forwarded") == 1
@@ -509,13 +509,13 @@ def test_a_switch_jobs_fallback_packets_go_to_the_pbox_whatever_their_slot(rk):
 
 def test_slots_reused_by_a_new_job_start_fresh(rk):
     a = rk.job("a", [1, 2])
-    rk.send(1, contrib(a.job_id, 0, 0, values=np.full(K, 7)))  # half a round, left behind
+    rk.send(1, contrib(a.job_id, 0, 0, values=np.full(DEFAULT_LANES, 7)))  # half a round, left behind
     rk.apply(rk.registry.kill(a.job_id))
     d = rk.job("d", [3, 4])
     assert d.slot_base == 0
     ref = reference(d.job_id, 2, d.slot_base, d.slot_count)
-    p1 = contrib(d.job_id, 0, 0, values=np.full(K, 1))
-    p2 = contrib(d.job_id, 1, 0, values=np.full(K, 2))
+    p1 = contrib(d.job_id, 0, 0, values=np.full(DEFAULT_LANES, 1))
+    p2 = contrib(d.job_id, 1, 0, values=np.full(DEFAULT_LANES, 2))
     assert rk.send(3, p1) == [] and pbox_says(ref, 3, p1) == []
     out = as_results(rk.send(4, p2))
     assert out == pbox_says(ref, 4, p2)
@@ -611,7 +611,7 @@ def test_late_resends_are_stale_and_newer_rounds_abandon_open_ones_as_on_the_pbo
 
     def pkt(rank: int, position: int, value: int) -> bytes:
         return contrib(reply.job_id, rank, slot + position % window,
-                       shadow=(position // window) % 2, values=[value] * K, position=position)
+                       shadow=(position // window) % 2, values=[value] * DEFAULT_LANES, position=position)
 
     steps = [(0, 0, 1), (1, 0, 2),  # round 0 of slot 0 (cell shadow 0) completes: 3
              (0, 2, 10), (1, 2, 20),  # its other cell completes round 2

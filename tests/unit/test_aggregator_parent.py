@@ -11,7 +11,7 @@ import pytest
 
 from p4hub.hosts import wire
 from p4hub.hosts.pbox.aggregator import Aggregator, AggregatorError, Parent
-from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
+from p4hub.hosts.wire import DEFAULT_LANES, NO_RANK, Header, PacketType
 
 JOB, BASE, N = 7, 16, 5
 ROOT = ("10.0.0.241", 48879)
@@ -20,27 +20,27 @@ RACK = {2: ("10.0.0.3", 47002), 4: ("10.0.0.5", 47004)}  # ranks 2 and 4 of 5 si
 
 def agg() -> Aggregator:
     a = Aggregator()
-    a.add_job(JOB, N, BASE, 8, K, parent={"address": list(ROOT), "child": 1, "rack_size": 2})
+    a.add_job(JOB, N, BASE, 8, DEFAULT_LANES, parent={"address": list(ROOT), "child": 1, "rack_size": 2})
     return a
 
 
 def contrib(rank: int, values, position: int = 3, slot: int = BASE + 1, exp: int = 0,
             ptype=PacketType.CONTRIB, retransmit: bool = False) -> bytes:
-    header = Header(type=ptype, job=JOB, rank=rank, slot=slot, position=position, nelem=K,
+    header = Header(type=ptype, job=JOB, rank=rank, slot=slot, position=position, nelem=DEFAULT_LANES,
                     exp=exp, count=1, retransmit=retransmit)
     return wire.encode(header, np.asarray(values, np.int64).astype(np.uint32).view(np.int32))
 
 
 def result(values, position: int = 3, slot: int = BASE + 1, exp: int = 9) -> bytes:
     header = Header(type=PacketType.RESULT, job=JOB, rank=NO_RANK, slot=slot, position=position,
-                    nelem=K, exp=exp, count=N)
+                    nelem=DEFAULT_LANES, exp=exp, count=N)
     return wire.encode(header, np.asarray(values, np.int32))
 
 
 def test_a_completed_rack_goes_up_as_one_partial_and_the_result_comes_down_to_it():
     a = agg()
     rng = np.random.default_rng(1)
-    x2, x4 = rng.integers(-1000, 1000, (2, K))
+    x2, x4 = rng.integers(-1000, 1000, (2, DEFAULT_LANES))
     assert a.receive(contrib(2, x2, exp=4), RACK[2], 0.0) == []
     ((partial, to),) = a.receive(contrib(4, x4, exp=-1), RACK[4], 0.0)
     header, lanes = wire.decode(partial)
@@ -48,7 +48,7 @@ def test_a_completed_rack_goes_up_as_one_partial_and_the_result_comes_down_to_it
     assert (header.type, header.rank, header.count, header.exp, header.slot, header.position) == \
         (PacketType.PARTIAL, 1, 2, 4, BASE + 1, 3)
     np.testing.assert_array_equal(lanes, x2 + x4)
-    total = rng.integers(-5000, 5000, K)
+    total = rng.integers(-5000, 5000, DEFAULT_LANES)
     out = a.receive(result(total), ROOT, 0.0)
     assert sorted(dst for _, dst in out) == sorted(RACK.values())
     for datagram, _ in out:
@@ -66,42 +66,42 @@ def test_a_completed_rack_goes_up_as_one_partial_and_the_result_comes_down_to_it
 
 def test_before_the_result_only_the_lowest_ranks_resend_goes_up_again():
     a = agg()
-    a.receive(contrib(2, np.ones(K)), RACK[2], 0.0)
-    a.receive(contrib(4, np.ones(K)), RACK[4], 0.0)
-    assert a.receive(contrib(4, np.ones(K), retransmit=True), RACK[4], 0.0) == []
-    ((partial, to),) = a.receive(contrib(2, np.ones(K), retransmit=True), RACK[2], 0.0)
+    a.receive(contrib(2, np.ones(DEFAULT_LANES)), RACK[2], 0.0)
+    a.receive(contrib(4, np.ones(DEFAULT_LANES)), RACK[4], 0.0)
+    assert a.receive(contrib(4, np.ones(DEFAULT_LANES), retransmit=True), RACK[4], 0.0) == []
+    ((partial, to),) = a.receive(contrib(2, np.ones(DEFAULT_LANES), retransmit=True), RACK[2], 0.0)
     header, lanes = wire.decode(partial)
     assert to == ROOT and header.retransmit and header.count == 2
-    np.testing.assert_array_equal(lanes, np.full(K, 2))
+    np.testing.assert_array_equal(lanes, np.full(DEFAULT_LANES, 2))
     assert a.job_stats(JOB).partials_resent == 1
 
 
 def test_a_prime_round_goes_up_a_prime():
     a = agg()
-    a.receive(contrib(2, np.arange(K), ptype=PacketType.PRIME, exp=-128), RACK[2], 0.0)
-    ((partial, _),) = a.receive(contrib(4, np.arange(K)[::-1], ptype=PacketType.PRIME, exp=-128),
+    a.receive(contrib(2, np.arange(DEFAULT_LANES), ptype=PacketType.PRIME, exp=-128), RACK[2], 0.0)
+    ((partial, _),) = a.receive(contrib(4, np.arange(DEFAULT_LANES)[::-1], ptype=PacketType.PRIME, exp=-128),
                                 RACK[4], 0.0)
     header, lanes = wire.decode(partial)
     assert header.type == PacketType.PRIME and header.count == 2
-    np.testing.assert_array_equal(lanes, np.maximum(np.arange(K), np.arange(K)[::-1]))
+    np.testing.assert_array_equal(lanes, np.maximum(np.arange(DEFAULT_LANES), np.arange(DEFAULT_LANES)[::-1]))
 
 
 def test_results_from_anyone_but_the_parent_or_for_another_round_reach_nobody():
     a = agg()
-    a.receive(contrib(2, np.ones(K)), RACK[2], 0.0)
-    assert a.receive(result(np.ones(K)), ("10.0.0.9", 48879), 0.0) == []
+    a.receive(contrib(2, np.ones(DEFAULT_LANES)), RACK[2], 0.0)
+    assert a.receive(result(np.ones(DEFAULT_LANES)), ("10.0.0.9", 48879), 0.0) == []
     assert a.job_stats(JOB).rejected["type"] == 1
-    assert a.receive(result(np.ones(K)), ROOT, 0.0) == []  # the round is still open here
-    a.receive(contrib(4, np.ones(K)), RACK[4], 0.0)
-    assert a.receive(result(np.ones(K), position=11), ROOT, 0.0) == []  # another round
+    assert a.receive(result(np.ones(DEFAULT_LANES)), ROOT, 0.0) == []  # the round is still open here
+    a.receive(contrib(4, np.ones(DEFAULT_LANES)), RACK[4], 0.0)
+    assert a.receive(result(np.ones(DEFAULT_LANES), position=11), ROOT, 0.0) == []  # another round
     assert a.job_stats(JOB).parent_dropped == 2
 
 
 def test_a_parent_must_fit_the_job():
     with pytest.raises(AggregatorError, match="rack size"):
-        Aggregator().add_job(1, 2, 0, 4, K, Parent(ROOT, 0, 3))
+        Aggregator().add_job(1, 2, 0, 4, DEFAULT_LANES, Parent(ROOT, 0, 3))
     with pytest.raises(AggregatorError, match="a parent is"):
-        Aggregator().add_job(1, 2, 0, 4, K, {"address": "nowhere"})
+        Aggregator().add_job(1, 2, 0, 4, DEFAULT_LANES, {"address": "nowhere"})
 
 
 def test_the_pbox_control_channel_configures_a_parent_on_every_shard():

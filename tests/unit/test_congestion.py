@@ -165,7 +165,7 @@ def test_ranks_held_to_different_windows_still_finish(windows: tuple[int, ...], 
     assert all(s.stats.cwnd == w for s, w in zip(sessions, windows, strict=True))
 
 
-def wire_aggregator(n: int, slots: int, lanes: int = wire.K) -> Aggregator:
+def wire_aggregator(n: int, slots: int, lanes: int = wire.DEFAULT_LANES) -> Aggregator:
     agg = Aggregator()
     agg.add_job(JOB, n, 0, slots, lanes=lanes)
     return agg

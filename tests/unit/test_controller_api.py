@@ -15,7 +15,7 @@ from p4hub.controller import client as client_mod
 from p4hub.controller.core import program as p
 from p4hub.controller.core import topology
 from p4hub.controller.driver import Controller
-from p4hub.hosts.wire import K
+from p4hub.hosts.wire import DEFAULT_LANES
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device
 from p4lite.switch.p4runtime.server import serve as serve_p4runtime
@@ -57,7 +57,7 @@ def test_join_barrier_show_and_kill(stack):
     second = client.join("resnet", 2, 1, "10.0.0.2:4002")
     assert first["job_id"] == second["job_id"] == 1
     assert first["aggregator"] == "10.0.0.100:48879" and first["where"] == "switch"
-    assert (first["k"], first["window"], first["slot_count"]) == (64, 32, 32)
+    assert (first["lanes"], first["window"], first["slot_count"]) == (64, 32, 32)
 
     results: list = []
     waiter = threading.Thread(target=lambda: results.append(client.barrier(1, 0, timeout=5)))
@@ -72,7 +72,7 @@ def test_join_barrier_show_and_kill(stack):
     for rank in (0, 1):
         h = topo.hosts[f"h{rank + 1}"]
         frame = udp_frame((h.mac, h.ip, 4001 + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
-                          contrib(1, rank, 0, values=np.ones(K)))
+                          contrib(1, rank, 0, values=np.ones(DEFAULT_LANES)))
         device.receive(frame, rank + 1)
     shown = client.call("ShowJob", job_id=1)
     assert shown["counters"]["contributions"]["packets"] == 2

@@ -14,7 +14,7 @@ from p4hub.controller import api, cli
 from p4hub.controller.core import program as p
 from p4hub.controller.core.updates import DELETE, Entry, FieldMatch, TableWrite
 from p4hub.hosts.pbox.core import ControlCore, LocalShards, ShardCore
-from p4hub.hosts.wire import K
+from p4hub.hosts.wire import DEFAULT_LANES
 from tests.support.pbox_control import pbox_control
 from tests.unit.test_aggregate_p4 import contrib, udp_frame
 from tests.unit.test_controller_api import stack  # noqa: F401 (fixture)
@@ -25,7 +25,7 @@ def send(device, topo, job_id: int, rank: int, slot: int, port: int = 4000) -> N
     """Rank ``rank`` (host h<rank+1>, UDP port ``port + rank``) contributes to ``slot``."""
     h, pbox = topo.hosts[f"h{rank + 1}"], topo.pboxes["pb1"]
     frame = udp_frame((h.mac, h.ip, port + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
-                      contrib(job_id, rank, slot, values=np.ones(K), position=slot))
+                      contrib(job_id, rank, slot, values=np.ones(DEFAULT_LANES), position=slot))
     device.receive(frame, rank + 1)
 
 

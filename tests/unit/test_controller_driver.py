@@ -22,7 +22,7 @@ from p4hub.controller.driver import Controller, ControllerError, PipelineConfig
 from p4hub.controller.p4rt_client import P4RuntimeClient, P4RuntimeError
 from p4hub.controller.pbox_control import PBoxControlError
 from p4hub.hosts import wire
-from p4hub.hosts.wire import K
+from p4hub.hosts.wire import DEFAULT_LANES
 from p4lite.compiler import driver as compiler
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device
@@ -79,7 +79,7 @@ def test_controller_configures_runs_jobs_and_rebuilds_after_a_restart(switch, pi
     def round_trip(value: int, position: int) -> list[tuple[int, bytes]]:
         sent.clear()
         for rank in (0, 1):
-            pkt = contrib(a.job_id, rank, 0, shadow=position % 2, values=np.full(K, value),
+            pkt = contrib(a.job_id, rank, 0, shadow=position % 2, values=np.full(DEFAULT_LANES, value),
                           position=position)
             device.receive(udp_frame(endpoint(topo, rank + 1, 4001 + rank), agg, pkt), rank + 1)
         return list(sent)
@@ -196,7 +196,7 @@ def test_a_failed_write_rolls_the_registry_back_and_resyncs_the_switch(switch, p
     for rank in (0, 1):
         h = topo.hosts[f"h{rank + 1}"]
         device.receive(udp_frame((h.mac, h.ip, 4001 + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
-                                 contrib(a.job_id, rank, 0, values=np.ones(K))), rank + 1)
+                                 contrib(a.job_id, rank, 0, values=np.ones(DEFAULT_LANES))), rank + 1)
     assert sorted(port for port, _ in sent) == [1, 2]
     # a PBox that refuses a job: nothing of it stays on the switch
     failures.append("PBox says no")
@@ -235,7 +235,7 @@ def test_a_restarted_switch_is_reconfigured_from_the_registry(pipeline):
         for rank in (0, 1):
             h = topo.hosts[f"h{rank + 1}"]
             device.receive(udp_frame((h.mac, h.ip, 4001 + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
-                                     contrib(a.job_id, rank, 0, values=np.ones(K))), rank + 1)
+                                     contrib(a.job_id, rank, 0, values=np.ones(DEFAULT_LANES))), rank + 1)
         assert sorted(port for port, _ in sent) == [1, 2]
         assert in_line(ctl)
     finally:
@@ -339,7 +339,7 @@ def test_a_job_whose_pbox_died_moves_to_the_switch(switch, pipeline):
         for rank in (0, 1):
             h = topo.hosts[f"h{rank + 3}"]
             device.receive(udp_frame((h.mac, h.ip, 4003 + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
-                                     contrib(c.job_id, rank, job.slots.base, values=np.ones(K))),
+                                     contrib(c.job_id, rank, job.slots.base, values=np.ones(DEFAULT_LANES))),
                            rank + 3)
         assert sorted(port for port, _ in sent) == [3, 4]
         assert set(wire.decode(parse_frame(sent[0][1])["payload"])[1].tolist()) == {2}

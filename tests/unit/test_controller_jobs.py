@@ -88,7 +88,7 @@ def join_all(reg, sw, name, n, hosts=range(1, 7), now=0.0, port=40000, lanes=64)
 def test_first_join_creates_a_switch_job(reg):
     reply, updates = reg.join("resnet", 4, 0, ("10.0.0.1", 40000), now=0.0)
     assert reply.job_id == 1 and reply.where == ON_SWITCH
-    assert (reply.slot_base, reply.slot_count, reply.window, reply.k) == (0, 32, 32, 64)
+    assert (reply.slot_base, reply.slot_count, reply.window, reply.lanes) == (0, 32, 32, 64)
     assert (reply.aggregator_ip, reply.aggregator_port) == ("10.0.0.100", 48879)
     job_write, member, result, group = updates
     assert job_write == TableWrite("s1", INSERT, job_write.entry)
@@ -115,7 +115,7 @@ def test_later_joins_extend_the_group_and_retries_are_idempotent(reg):
 def test_the_first_join_sets_the_lane_count_and_later_joins_must_agree(reg):
     sw = FakeSwitch()
     reply = join_all(reg, sw, "bert", 1, lanes=256)[0]
-    assert reply.k == 256 and dict(sw.entries(p.JOBS)[0].params)["lane_code"] == 1
+    assert reply.lanes == 256 and dict(sw.entries(p.JOBS)[0].params)["lane_code"] == 1
     reg.join("two", 2, 0, ("10.0.0.2", 40000), now=0.0, lanes=256)
     with pytest.raises(JobError, match="has 256 lanes per packet, not 64"):
         reg.join("two", 2, 1, ("10.0.0.3", 40000), now=0.0)

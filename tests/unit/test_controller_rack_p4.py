@@ -14,7 +14,7 @@ from p4hub.controller.core import program as p
 from p4hub.controller.core import rack, topology
 from p4hub.controller.core.updates import INSERT, GroupWrite, TableWrite
 from p4hub.hosts import wire
-from p4hub.hosts.wire import Header, K, PacketType
+from p4hub.hosts.wire import DEFAULT_LANES, Header, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch
@@ -49,17 +49,17 @@ def address(node, port: int) -> tuple[int, int, int]:
 
 
 def result_to_w1(pbox) -> bytes:
-    header = Header(type=PacketType.RESULT, job=1, rank=0xFFFF, slot=0, position=0, nelem=K,
+    header = Header(type=PacketType.RESULT, job=1, rank=0xFFFF, slot=0, position=0, nelem=DEFAULT_LANES,
                     exp=0, count=2, shadow=0)
-    payload = wire.encode(header, np.ones(K, np.int32))
+    payload = wire.encode(header, np.ones(DEFAULT_LANES, np.int32))
     return frames.udp_frame(address(pbox, p.AGG_UDP_PORT), address(TOPO.hosts["w1"], 40001),
                             payload)
 
 
 def contribution(to) -> bytes:
-    header = Header(type=PacketType.CONTRIB, job=999, rank=0, slot=0, position=0, nelem=K,
+    header = Header(type=PacketType.CONTRIB, job=999, rank=0, slot=0, position=0, nelem=DEFAULT_LANES,
                     exp=0, count=1, shadow=0)
-    payload = wire.encode(header, np.ones(K, np.int32))
+    payload = wire.encode(header, np.ones(DEFAULT_LANES, np.int32))
     return frames.udp_frame(address(TOPO.hosts["w1"], 40001), address(to, p.AGG_UDP_PORT),
                             payload)
 

@@ -30,7 +30,7 @@ from p4hub.controller.core.updates import (
 from p4hub.controller.driver import Controller, PipelineConfig
 from p4hub.controller.pbox_control import PBoxControlError
 from p4hub.hosts import wire
-from p4hub.hosts.wire import Header, K, PacketType
+from p4hub.hosts.wire import DEFAULT_LANES, Header, PacketType
 from tests.support.fabric import Fabric, compile_pipeline
 
 AGENT_PORT = 47000
@@ -359,7 +359,7 @@ def test_one_rack_whose_leaf_is_full_is_an_ordinary_pbox_job():
 def contribution(job_id: int, rank: int, slot: int, values, position: int,
                  retransmit: bool = False) -> bytes:
     header = Header(type=PacketType.CONTRIB, job=job_id, rank=rank, slot=slot, position=position,
-                    nelem=K, exp=0, count=1, retransmit=retransmit)
+                    nelem=DEFAULT_LANES, exp=0, count=1, retransmit=retransmit)
     return wire.encode(header, np.asarray(values, np.int32))
 
 
@@ -421,7 +421,7 @@ def test_the_controller_makes_three_switches_sum_across_racks(wired):
     replies = wired.join("wide", ranks)
     job_id, base = replies[0].job_id, replies[0].slot_base
     assert [r.aggregator_ip for r in replies] == ["10.0.0.100"] * 2 + ["10.0.0.101"] * 2
-    values = np.random.default_rng(2).integers(-(2**20), 2**20, (4, K))
+    values = np.random.default_rng(2).integers(-(2**20), 2**20, (4, DEFAULT_LANES))
     out = []
     for rank, k in enumerate(ranks):
         out = wired.send(k, replies[rank], contribution(job_id, rank, base + 1, values[rank], 1))
@@ -458,7 +458,7 @@ def exact_rounds(wired: Wired, ranks: list[int], replies: list, rounds: int,
         return frames_out
 
     for position in range(rounds):
-        values = np.random.default_rng(position).integers(-(2**20), 2**20, (len(ranks), K))
+        values = np.random.default_rng(position).integers(-(2**20), 2**20, (len(ranks), DEFAULT_LANES))
         done: set[int] = set()
         for attempt in range(60):
             for rank, k in enumerate(ranks):
@@ -518,7 +518,7 @@ def test_the_pbox_path_across_racks_reaches_the_pbox(wired):
     job_id, base = replies[0].job_id, replies[0].slot_base
     pbox = wired.topo.pboxes["pbox"]
     for rank, k in enumerate([0, 5]):
-        assert wired.send(k, replies[rank], contribution(job_id, rank, base, np.ones(K), 0)) == \
+        assert wired.send(k, replies[rank], contribution(job_id, rank, base, np.ones(DEFAULT_LANES), 0)) == \
             [(pbox.switch, pbox.port)]
 
 
@@ -538,7 +538,7 @@ def test_a_restarted_leaf_gives_the_whole_tree_a_new_epoch(wired):
         (entry,) = [e for e in wired.ctl.read_entries(name)
                     if e.table == p.JOBS and e.match_value(p.JOBS_JOB) == job_id]
         assert entry.param("epoch") == job.epoch, name
-    values = np.random.default_rng(4).integers(-(2**20), 2**20, (4, K))
+    values = np.random.default_rng(4).integers(-(2**20), 2**20, (4, DEFAULT_LANES))
     out = []
     for rank, k in enumerate(ranks):
         out = wired.send(k, replies[rank], contribution(job_id, rank, base + 2, values[rank], 2))
@@ -551,7 +551,7 @@ def test_job_show_prints_the_tree_with_each_switchs_counters(wired, capsys):
     ranks = [0, 1, 4, 5]
     replies = wired.join("wide", ranks)
     job_id, base = replies[0].job_id, replies[0].slot_base
-    values = np.ones((4, K), np.int32)
+    values = np.ones((4, DEFAULT_LANES), np.int32)
     for rank, k in enumerate(ranks):
         wired.send(k, replies[rank], contribution(job_id, rank, base, values[rank], 0))
     service = api.JobService(wired.ctl, time.monotonic)

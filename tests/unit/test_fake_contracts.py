@@ -24,7 +24,7 @@ import pytest
 
 from p4hub.hosts import wire
 from p4hub.hosts.pbox.aggregator import Aggregator
-from p4hub.hosts.wire import Header, K, PacketType
+from p4hub.hosts.wire import DEFAULT_LANES, Header, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import (
     CODE_ALREADY_EXISTS,
@@ -189,9 +189,9 @@ def agg(request: pytest.FixtureRequest) -> AggregatorCore:
 
 def contrib(rank: int, slot: int = BASE, value: int = 0, *, position: int = 0, exp: int = 0,
             shadow: int = 0, job: int = JOB, ptype: PacketType = PacketType.CONTRIB) -> bytes:
-    header = Header(type=ptype, job=job, rank=rank, slot=slot, position=position, nelem=K,
+    header = Header(type=ptype, job=job, rank=rank, slot=slot, position=position, nelem=DEFAULT_LANES,
                     exp=exp, count=1, shadow=shadow)
-    return wire.encode(header, np.full(K, value, np.int32))
+    return wire.encode(header, np.full(DEFAULT_LANES, value, np.int32))
 
 
 def results(out: list[tuple[bytes, tuple[str, int]]]) -> list[tuple[tuple[str, int], Header, list]]:

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from p4hub.hosts import pbox, wire
-from p4hub.hosts.wire import Header, K, PacketType
+from p4hub.hosts.wire import DEFAULT_LANES, Header, PacketType
 
 
 @dataclass
@@ -66,7 +66,7 @@ def box() -> Iterator[PBoxProcess]:
 def packet(job: int, rank: int, slot: int, values, shadow: int = 0, position: int = 0,
            ptype: PacketType = PacketType.CONTRIB) -> bytes:
     header = Header(type=ptype, job=job, rank=rank, slot=slot, position=position,
-                    nelem=K, shadow=shadow)
+                    nelem=DEFAULT_LANES, shadow=shadow)
     return wire.encode(header, np.asarray(values, np.int32))
 
 
@@ -94,7 +94,7 @@ def test_each_slot_is_steered_to_its_own_process(box):
     sock = client()
     odd = [s for s in range(1, 64, 2)]
     for slot in odd:
-        sock.sendto(packet(1, 0, slot, np.full(K, slot)), box.udp)
+        sock.sendto(packet(1, 0, slot, np.full(DEFAULT_LANES, slot)), box.udp)
     results = receive(sock, len(odd))
     assert sorted(h.slot for h, _, _ in results) == odd
     assert all(lanes[0] == h.slot for h, lanes, _ in results)
@@ -104,7 +104,7 @@ def test_each_slot_is_steered_to_its_own_process(box):
     assert workers[0]["jobs"]["1"]["contributions"] == 0
     assert workers[0]["pid"] != workers[1]["pid"]
     for slot in range(0, 64, 2):
-        sock.sendto(packet(1, 0, slot, np.full(K, slot)), box.udp)
+        sock.sendto(packet(1, 0, slot, np.full(DEFAULT_LANES, slot)), box.udp)
     receive(sock, 32)
     stats = box.request({"cmd": "stats"})
     workers = {w["shard"]: w for w in stats["workers"]}
@@ -118,7 +118,7 @@ def test_three_workers_all_reduce_exactly_with_duplicates(box):
     socks = [client() for _ in range(3)]
     rng = np.random.default_rng(5)
     for round_ in range(2):
-        inputs = rng.integers(-(2**24), 2**24, (3, 64, K), dtype=np.int32)
+        inputs = rng.integers(-(2**24), 2**24, (3, 64, DEFAULT_LANES), dtype=np.int32)
         for rank, sock in enumerate(socks):
             for slot in range(64):
                 data = packet(2, rank, slot, inputs[rank, slot], shadow=round_, position=slot)
@@ -137,7 +137,7 @@ def test_three_workers_all_reduce_exactly_with_duplicates(box):
     assert stats["results_sent"] == 3 * 128
     assert stats["duplicates"] == 2 * 3 * 8 and stats["resent_results"] == 2 * 8
     # a third round of PRIMEs (exponents + 128 in the lanes): the lane-wise maximum
-    exps = rng.integers(0, 256, (3, 64, K))
+    exps = rng.integers(0, 256, (3, 64, DEFAULT_LANES))
     for rank, sock in enumerate(socks):
         for slot in range(64):
             sock.sendto(packet(2, rank, slot, exps[rank, slot], position=64 + slot,
@@ -152,10 +152,10 @@ def test_garbage_and_unknown_jobs_are_counted_and_the_box_keeps_serving(box):
     sock = client()
     rng = np.random.default_rng(6)
     garbage = [b"", b"\x01", rng.bytes(7), rng.bytes(wire.PACKET_LEN), rng.bytes(1400)]
-    garbage += [packet(99, 0, s, np.zeros(K)) for s in range(4)]
+    garbage += [packet(99, 0, s, np.zeros(DEFAULT_LANES)) for s in range(4)]
     for data in garbage:
         sock.sendto(data, box.udp)
-    sock.sendto(packet(1, 0, 5, np.full(K, 5)), box.udp)
+    sock.sendto(packet(1, 0, 5, np.full(DEFAULT_LANES, 5)), box.udp)
     (header, lanes, _), = receive(sock, 1)
     assert header.slot == 5 and lanes[0] == 5
     glob = box.request({"cmd": "stats"})["global"]
@@ -163,12 +163,12 @@ def test_garbage_and_unknown_jobs_are_counted_and_the_box_keeps_serving(box):
     assert glob["malformed"] + glob["unknown_job"] == len(garbage)
     assert glob["internal_errors"] == 0
     # Wrong rank / slot / address are counted for the job.
-    sock.sendto(packet(2, 3, 0, np.zeros(K)), box.udp)
-    sock.sendto(packet(2, 0, 64, np.zeros(K)), box.udp)
-    sock.sendto(packet(1, 0, 6, np.zeros(K)), box.udp)
+    sock.sendto(packet(2, 3, 0, np.zeros(DEFAULT_LANES)), box.udp)
+    sock.sendto(packet(2, 0, 64, np.zeros(DEFAULT_LANES)), box.udp)
+    sock.sendto(packet(1, 0, 6, np.zeros(DEFAULT_LANES)), box.udp)
     receive(sock, 1)  # the valid one; it also orders the check after the rejects
     other = client()
-    other.sendto(packet(1, 0, 7, np.zeros(K)), box.udp)  # rank 0 from a new address
+    other.sendto(packet(1, 0, 7, np.zeros(DEFAULT_LANES)), box.udp)  # rank 0 from a new address
     rejected = _wait_for(box, lambda s: s["jobs"]["1"]["rejected"]["address"] == 1)
     assert rejected["jobs"]["2"]["rejected"]["rank"] == 1
     assert rejected["jobs"]["2"]["rejected"]["slot"] == 1
@@ -190,13 +190,13 @@ def test_control_channel_jobs_and_bad_requests(box):
     jobs = box.request({"cmd": "list_jobs"})["jobs"]
     assert {"job_id": 3, "world_size": 2, "slot_base": 100, "slot_count": 10, "lanes": 64} in jobs
     sock = client()
-    sock.sendto(packet(3, 0, 105, np.full(K, 1)), box.udp)
-    sock.sendto(packet(3, 1, 105, np.full(K, 2)), box.udp)
+    sock.sendto(packet(3, 0, 105, np.full(DEFAULT_LANES, 1)), box.udp)
+    sock.sendto(packet(3, 1, 105, np.full(DEFAULT_LANES, 2)), box.udp)
     (_, lanes, _), (_, lanes2, _) = receive(sock, 2)
     assert lanes[0] == 3 and lanes2[0] == 3
     removed = box.request({"cmd": "remove_job", "job": 3})
     assert removed["ok"] and removed["stats"]["contributions"] == 2
-    sock.sendto(packet(3, 0, 105, np.full(K, 1)), box.udp)
+    sock.sendto(packet(3, 0, 105, np.full(DEFAULT_LANES, 1)), box.udp)
     _wait_for(box, lambda s: s["global"]["unknown_job"] == 1)
     bad = [
         b"not json",
@@ -229,7 +229,7 @@ def test_one_connection_serves_many_requests(box):
 def test_signal_stops_every_process_and_reports_final_counters(box, sig):
     pids = [w["pid"] for w in box.request({"cmd": "stats"})["workers"]]
     sock = client()
-    sock.sendto(packet(1, 0, 3, np.full(K, 3)), box.udp)
+    sock.sendto(packet(1, 0, 3, np.full(DEFAULT_LANES, 3)), box.udp)
     receive(sock, 1)
     code, lines = box.stop(sig)
     assert code == 0
@@ -257,7 +257,7 @@ def test_single_process_and_stats_interval():
     try:
         assert handle.ready["workers"] == 1 and handle.ready["steering"] == "none"
         sock = client()
-        sock.sendto(packet(1, 0, 8, np.full(K, 8)), handle.udp)
+        sock.sendto(packet(1, 0, 8, np.full(DEFAULT_LANES, 8)), handle.udp)
         receive(sock, 1)
         line = json.loads(handle.proc.stdout.readline())
         assert line["event"] == "stats" and "1" in line["jobs"]
@@ -297,7 +297,7 @@ def test_steering_program_in_process():
         target = socks[0].getsockname()
         sender = client()
         for slot in range(40):
-            sender.sendto(packet(1, 0, slot, np.zeros(K)), target)
+            sender.sendto(packet(1, 0, slot, np.zeros(DEFAULT_LANES)), target)
         for index, sock in enumerate(socks):
             sock.settimeout(1)
             slots = [wire.decode(sock.recvfrom(2048)[0])[0].slot for _ in range(10)]

@@ -24,15 +24,15 @@ from p4hub.hosts.pbox.core import (
     encode_reply,
     merge_counters,
 )
-from p4hub.hosts.wire import Header, K, PacketType, decode, encode
+from p4hub.hosts.wire import DEFAULT_LANES, Header, PacketType, decode, encode
 
 SHARDS = 2
 
 
 def contribution(job: int, rank: int, slot: int, value: int, shadow: int = 0) -> bytes:
     header = Header(type=PacketType.CONTRIB, job=job, rank=rank, slot=slot, position=slot,
-                    nelem=K, shadow=shadow)
-    return encode(header, np.full(K, value, np.int32))
+                    nelem=DEFAULT_LANES, shadow=shadow)
+    return encode(header, np.full(DEFAULT_LANES, value, np.int32))
 
 
 def make(max_slots: int = 65536) -> tuple[ControlCore, list[ShardCore]]:

@@ -20,7 +20,7 @@ from p4hub.hosts.events import TensorCompleted, TensorFailed
 from p4hub.hosts.pbox.aggregator import Aggregator, Parent
 from p4hub.hosts.routes import Route
 from p4hub.hosts.session import Session
-from p4hub.hosts.wire import EXP_FLOAT, Header, K, PacketType
+from p4hub.hosts.wire import DEFAULT_LANES, EXP_FLOAT, Header, PacketType
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
 from tests.unit.test_session import gradients
 from tests.unit.test_wire import GOLDEN_PRECISION_PRIME
@@ -36,11 +36,11 @@ def wide(n: int, size: int, seed: int, wide_blocks: tuple[int, ...] = (0, 5)) ->
     rng = np.random.default_rng(seed)
     base = gradients(n, size, seed=seed)
     mags = 10.0 ** rng.uniform(-8, 3, size)
-    mags[::K] = 1e3  # every block's largest value: a block exponent of 10
+    mags[::DEFAULT_LANES] = 1e3  # every block's largest value: a block exponent of 10
     out = []
     for x in base:
         for b in wide_blocks:
-            lo, hi = b * K, min(size, (b + 1) * K)
+            lo, hi = b * DEFAULT_LANES, min(size, (b + 1) * DEFAULT_LANES)
             x[lo:hi] = (mags[lo:hi] * rng.uniform(0.97, 1.03, hi - lo)).astype(np.float32)
         out.append(x)
     return out
@@ -101,7 +101,7 @@ def assert_same_bits(results: list[np.ndarray]) -> None:
 
 
 def test_min_exponents_and_the_threshold():
-    blocks = np.zeros((3, K), dtype=np.float32)
+    blocks = np.zeros((3, DEFAULT_LANES), dtype=np.float32)
     blocks[0, :3] = [1000.0, -1e-8, 0.0]
     blocks[1, 7] = np.float32(1e-45)  # the smallest subnormal, 2**-149
     blocks[1, 8] = np.float32(2.0**-140)  # subnormal too, larger
@@ -120,7 +120,7 @@ def test_the_bound_holds_for_int_blocks_just_under_the_threshold():
     """A block whose span is exactly the threshold's floor stays int32, and its smallest
     value still comes back within the bound: the threshold is not too loose."""
     span = int(np.floor(quantize.float_span(N, REL)))
-    x = np.zeros(K, dtype=np.float32)
+    x = np.zeros(DEFAULT_LANES, dtype=np.float32)
     x[0] = np.float32(2.0**10 - 1)  # E = 10
     x[1] = np.float32(2.0 ** (10 - span - 1))  # m = 10 - span: 2**(m - 1), the worst case
     net, results = run([x] * N, REL)
@@ -137,7 +137,7 @@ def test_subnormal_small_values_are_not_mistaken_for_larger_ones():
     wire, read as the smallest subnormal's) decides, so it goes float and comes back
     within the bound; exponent -126 (what a largest value's subnormal gets) would keep
     it int32 and crush 2**-140 to 0."""
-    x = np.zeros(K, dtype=np.float32)
+    x = np.zeros(DEFAULT_LANES, dtype=np.float32)
     x[0] = np.float32(2.0**-110)  # E = -109
     x[1] = np.float32(2.0**-140)  # m = -139: span 30
     assert -109 - (-126) < quantize.float_span(N, REL)  # the wrong reading: int32
@@ -149,9 +149,9 @@ def test_subnormal_small_values_are_not_mistaken_for_larger_ones():
 
 
 def test_precision_primes_carry_the_smallest_exponents_golden():
-    x = np.zeros(K + 1, dtype=np.float32)
+    x = np.zeros(DEFAULT_LANES + 1, dtype=np.float32)
     x[:2] = [1000.0, 1e-8]  # block 0: E = 10, m = -26
-    x[K] = 0.5  # block 1: E = m = 0
+    x[DEFAULT_LANES] = 0.5  # block 1: E = m = 0
     s = Session(JOB, 0, N, 0, W, W, precision=REL)
     s.start(0, x, 0.0)
     assert s.datagrams_to_send(0.0)[0].hex() == GOLDEN_PRECISION_PRIME
@@ -164,10 +164,10 @@ def test_precision_primes_carry_the_smallest_exponents_golden():
 
 
 def test_a_wide_block_comes_back_within_the_bound_only_with_the_option():
-    inputs = wide(N, K * 12 + 9, seed=1)
+    inputs = wide(N, DEFAULT_LANES * 12 + 9, seed=1)
     want = exact(inputs)
     small = np.abs(want) < 1e-4
-    small[K:5 * K] = small[6 * K:] = False  # only the wide blocks' small values
+    small[DEFAULT_LANES:5 * DEFAULT_LANES] = small[6 * DEFAULT_LANES:] = False  # only the wide blocks' small values
     assert small.sum() > 10
     _, off = run(inputs, None)
     net, on = run(inputs, REL)
@@ -181,19 +181,19 @@ def test_a_wide_block_comes_back_within_the_bound_only_with_the_option():
     stats = net.aggs[None].job_stats(JOB)
     assert stats.float_completions == 2
     normal = np.ones(want.size, dtype=bool)
-    normal[:K] = normal[5 * K : 6 * K] = False
+    normal[:DEFAULT_LANES] = normal[5 * DEFAULT_LANES : 6 * DEFAULT_LANES] = False
     assert on[0][normal].tobytes() == off[0][normal].tobytes()
     # a float block is the rank-order float32 sum, bit for bit
-    rows = np.array(inputs, dtype=np.float32)[:, :K]
-    assert on[0][:K].tobytes() == rows.astype(np.float64).sum(axis=0).astype(np.float32).tobytes()
+    rows = np.array(inputs, dtype=np.float32)[:, :DEFAULT_LANES]
+    assert on[0][:DEFAULT_LANES].tobytes() == rows.astype(np.float64).sum(axis=0).astype(np.float32).tobytes()
 
 
 def test_mean_of_float_blocks():
-    inputs = wide(N, K * 3, seed=2, wide_blocks=(1,))
+    inputs = wide(N, DEFAULT_LANES * 3, seed=2, wide_blocks=(1,))
     _, on = run(inputs, REL, op="mean")
     assert_same_bits(on)
     want = exact(inputs) / N
-    assert np.all(np.abs(on[0][K : 2 * K] - want[K : 2 * K]) <= 1e-6 * np.abs(want[K : 2 * K]))
+    assert np.all(np.abs(on[0][DEFAULT_LANES : 2 * DEFAULT_LANES] - want[DEFAULT_LANES : 2 * DEFAULT_LANES]) <= 1e-6 * np.abs(want[DEFAULT_LANES : 2 * DEFAULT_LANES]))
 
 
 # -- exactness under loss, reordering, resends and resyncs -------------------------------------
@@ -201,7 +201,7 @@ def test_mean_of_float_blocks():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_loss_reordering_and_a_lost_pbox_state_give_the_same_bits(seed):
-    inputs = wide(N, K * 40 + 3, seed=seed, wide_blocks=(0, 3, 17, 33, 39))
+    inputs = wide(N, DEFAULT_LANES * 40 + 3, seed=seed, wide_blocks=(0, 3, 17, 33, 39))
     _, clean = run(inputs, REL)
     net, lossy = run(inputs, REL, loss=0.05, seed=seed, jitter=0.003,
                      lost_state_at=0.01 + 0.004 * seed)
@@ -218,7 +218,7 @@ def test_priority_classes_carry_float_blocks_on_their_own_slots():
         agg = Aggregator()
         agg.add_job(JOB, N, 0, 2 * W)
         net = SerialLossyNet(sessions, agg, LinkModel(tx=0.0005, loss=loss, seed=4))
-        tensors = [wide(N, K * 9 + 1, seed=t, wide_blocks=(t, 8)) for t in range(4)]
+        tensors = [wide(N, DEFAULT_LANES * 9 + 1, seed=t, wide_blocks=(t, 8)) for t in range(4)]
         for t, inputs in enumerate(tensors):
             for r, s in enumerate(sessions):
                 s.start(t, inputs[r], 0.0, priority=7 * (t % 2))
@@ -239,7 +239,7 @@ def test_priority_classes_carry_float_blocks_on_their_own_slots():
 
 def test_a_float_cell_sums_in_rank_order_whatever_the_arrival_order():
     rng = np.random.default_rng(5)
-    rows = (rng.standard_normal((N, K)) * 10.0 ** rng.uniform(-8, 8, (N, K))).astype(np.float32)
+    rows = (rng.standard_normal((N, DEFAULT_LANES)) * 10.0 ** rng.uniform(-8, 8, (N, DEFAULT_LANES))).astype(np.float32)
     seen = set()
     for order in itertools.permutations(range(N)):
         agg = Aggregator()
@@ -261,18 +261,18 @@ def test_a_float_cell_sums_in_rank_order_whatever_the_arrival_order():
 def test_float_rounds_follow_the_cell_rules_and_share_slots_with_int_rounds():
     agg = Aggregator()
     agg.add_job(JOB, 2, 0, W)
-    ones = np.ones(K, dtype=np.float32)
+    ones = np.ones(DEFAULT_LANES, dtype=np.float32)
     # an int round and a float round at other positions of the same cell
     for r in range(2):
-        agg.receive(wire.encode(Header(PacketType.CONTRIB, JOB, r, 1, 1, K, exp=3),
-                                np.full(K, 5, np.int32)), ("w", r), 0.0)
+        agg.receive(wire.encode(Header(PacketType.CONTRIB, JOB, r, 1, 1, DEFAULT_LANES, exp=3),
+                                np.full(DEFAULT_LANES, 5, np.int32)), ("w", r), 0.0)
     out = []
     for r in range(2):
         out += agg.receive(_float_contrib(r, ones, position=1 + 2 * W), ("w", r), 0.0)
     assert wire.decode(out[0][0])[1].view(">f4")[0] == 2.0
     # the int cell still answers its duplicate
-    dup = agg.receive(wire.encode(Header(PacketType.CONTRIB, JOB, 0, 1, 1, K, exp=3),
-                                  np.full(K, 5, np.int32)), ("w", 0), 0.0)
+    dup = agg.receive(wire.encode(Header(PacketType.CONTRIB, JOB, 0, 1, 1, DEFAULT_LANES, exp=3),
+                                  np.full(DEFAULT_LANES, 5, np.int32)), ("w", 0), 0.0)
     assert wire.decode(dup[0][0])[1][0] == 10
     # older float position: stale; a newer one replaces an open round
     assert agg.receive(_float_contrib(0, ones, position=1), ("w", 0), 0.0) == []
@@ -280,7 +280,7 @@ def test_float_rounds_follow_the_cell_rules_and_share_slots_with_int_rounds():
     agg.receive(_float_contrib(1, ones, position=1 + 6 * W), ("w", 1), 0.0)
     stats = agg.job_stats(JOB)
     assert (stats.stale, stats.abandoned, stats.float_completions) == (1, 1, 1)
-    assert agg.float_bytes == 2 * K * 4  # one open float cell
+    assert agg.float_bytes == 2 * DEFAULT_LANES * 4  # one open float cell
     agg.remove_job(JOB)
     assert agg.float_bytes == 0
 
@@ -295,8 +295,8 @@ def test_float_rounds_follow_the_cell_rules_and_share_slots_with_int_rounds():
 def test_a_malformed_float_packet_is_dropped_and_counted(change):
     agg = Aggregator()
     agg.add_job(JOB, N, 0, W)
-    values = np.ones(K, dtype=np.float32)
-    nelem = K
+    values = np.ones(DEFAULT_LANES, dtype=np.float32)
+    nelem = DEFAULT_LANES
     if change.pop("nan", False):
         values[3] = np.nan
     if change.pop("inf", False):
@@ -314,22 +314,22 @@ def test_a_malformed_float_packet_is_dropped_and_counted(change):
 def test_float_cells_under_a_parent_are_refused():
     agg = Aggregator()
     agg.add_job(JOB, N, 0, W, parent=Parent(("root", 1), 0, 2))
-    assert agg.receive(_float_contrib(0, np.ones(K, np.float32)), ("w", 0), 0.0) == []
+    assert agg.receive(_float_contrib(0, np.ones(DEFAULT_LANES, np.float32)), ("w", 0), 0.0) == []
     assert agg.job_stats(JOB).rejected["float"] == 1
 
 
 def test_float_memory_is_bounded():
-    agg = Aggregator(max_float_bytes=2 * N * K * 4)  # two open cells
+    agg = Aggregator(max_float_bytes=2 * N * DEFAULT_LANES * 4)  # two open cells
     agg.add_job(JOB, N, 0, W)
-    ones = np.ones(K, np.float32)
+    ones = np.ones(DEFAULT_LANES, np.float32)
     for slot in range(3):
         agg.receive(_float_contrib(0, ones, slot=slot, position=slot), ("w", 0), 0.0)
     assert agg.job_stats(JOB).rejected["float_full"] == 1
-    assert agg.float_bytes == 2 * N * K * 4
+    assert agg.float_bytes == 2 * N * DEFAULT_LANES * 4
     for r in range(1, N):  # completing one frees its rows: the third may open now
         agg.receive(_float_contrib(r, ones, slot=0, position=0), ("w", r), 0.0)
     agg.receive(_float_contrib(0, ones, slot=2, position=2), ("w", 0), 0.0)
-    assert agg.float_bytes == 2 * N * K * 4
+    assert agg.float_bytes == 2 * N * DEFAULT_LANES * 4
     assert agg.job_stats(JOB).rejected["float_full"] == 1
 
 
@@ -337,18 +337,18 @@ def test_garbage_with_the_float_marker_never_kills_the_pbox():
     rng = random.Random(7)
     agg = Aggregator()
     agg.add_job(JOB, N, 0, W)
-    good = bytearray(_float_contrib(0, np.ones(K, np.float32)))
+    good = bytearray(_float_contrib(0, np.ones(DEFAULT_LANES, np.float32)))
     for _ in range(2000):
         data = bytearray(good)
         for _ in range(rng.randint(1, 6)):
             data[rng.randrange(len(data))] = rng.randrange(256)
         data[16] = 0x81  # keep the float marker
         agg.receive(bytes(data), ("w", rng.randrange(N)), 0.0)
-    assert agg.float_bytes <= 2 * W * N * K * 4
+    assert agg.float_bytes <= 2 * W * N * DEFAULT_LANES * 4
 
 
 def _float_contrib(rank: int, values: np.ndarray, *, slot: int = 0, position: int = 0) -> bytes:
-    return wire.encode(Header(PacketType.CONTRIB, JOB, rank, slot, position, K, exp=EXP_FLOAT,
+    return wire.encode(Header(PacketType.CONTRIB, JOB, rank, slot, position, DEFAULT_LANES, exp=EXP_FLOAT,
                               fallback=True, shadow=(position // W) & 1),
                        values.view(np.int32))  # fmt: skip
 
@@ -358,7 +358,7 @@ def _float_contrib(rank: int, values: np.ndarray, *, slot: int = 0, position: in
 
 def test_float_blocks_ride_on_their_slots_pbox_routes():
     routes = [Route(("pbox1", 1), 100, 5, fallback=True), Route(("pbox2", 1), 200, 3, True)]
-    inputs = wide(N, K * 20, seed=3, wide_blocks=tuple(range(0, 20, 3)))
+    inputs = wide(N, DEFAULT_LANES * 20, seed=3, wide_blocks=tuple(range(0, 20, 3)))
     net, on = run(inputs, REL, routes=routes, loss=0.02, seed=3)
     assert_same_bits(on)
     assert net.misrouted == 0
@@ -374,7 +374,7 @@ def test_a_resplit_mid_job_onto_other_pboxes_gives_the_same_bits(seed):
     ranks learn it at their own moments; float packets kept for resends move along."""
     old = [Route(("pbox1", 1), 100, 5, fallback=True), Route(("pbox2", 1), 200, 3, True)]
     new = [Route(("pbox3", 1), 300, 2, fallback=True), Route(("pbox4", 1), 400, 6, True)]
-    inputs = wide(N, K * 40, seed=seed, wide_blocks=tuple(range(1, 40, 4)))
+    inputs = wide(N, DEFAULT_LANES * 40, seed=seed, wide_blocks=tuple(range(1, 40, 4)))
     _, clean = run(inputs, REL, routes=old)
     net, moved = run(inputs, REL, routes=old, resplit=new, loss=0.03, seed=seed,
                      lost_state_at=0.008 + 0.004 * seed)
@@ -422,7 +422,7 @@ def test_float_blocks_of_switch_slots_go_to_the_float_route(seed):
     block) serves the window; the float blocks go to the float route's PBox, flagged, on
     slot base + window index, and come back the same bits on every rank."""
     routes = [Route(("switch", 1), 0, W), FLOATS]
-    inputs = wide(N, K * 30, seed=seed, wide_blocks=tuple(range(0, 30, 4)))
+    inputs = wide(N, DEFAULT_LANES * 30, seed=seed, wide_blocks=tuple(range(0, 30, 4)))
     net, on = run(inputs, REL, routes=routes, loss=0.03, seed=seed)
     assert_same_bits(on)
     assert net.misrouted == 0
@@ -438,7 +438,7 @@ def test_float_blocks_of_switch_slots_go_to_the_float_route(seed):
 
 def test_a_partly_placed_job_sends_float_blocks_to_their_pbox_or_the_float_route():
     routes = [Route(("switch", 1), 0, 5), Route(("pbox2", 1), 200, 3, True), FLOATS]
-    inputs = wide(N, K * 40, seed=5, wide_blocks=tuple(range(0, 40, 3)))
+    inputs = wide(N, DEFAULT_LANES * 40, seed=5, wide_blocks=tuple(range(0, 40, 3)))
     net, on = run(inputs, REL, routes=routes, loss=0.02, seed=5)
     assert_same_bits(on)
     assert net.misrouted == 0
@@ -456,7 +456,7 @@ def test_a_move_onto_the_switch_with_a_float_route_mid_job_gives_the_same_bits(s
     the ranks learn it at their own moments, under loss; and back."""
     old = [Route(("pbox1", 1), 100, 5, fallback=True), Route(("pbox2", 1), 200, 3, True)]
     new = [Route(("switch", 1), 0, W), FLOATS]
-    inputs = wide(N, K * 40, seed=seed, wide_blocks=tuple(range(1, 40, 4)))
+    inputs = wide(N, DEFAULT_LANES * 40, seed=seed, wide_blocks=tuple(range(1, 40, 4)))
     _, clean = run(inputs, REL, routes=old)
     for before, after in ((old, new), (new, old)):
         net, moved = run(inputs, REL, routes=before, resplit=after, loss=0.03, seed=seed,
@@ -480,7 +480,7 @@ def test_float_blocks_on_the_float_route_are_timed_on_its_own_path():
     for route in routes:
         aggs[route.aggregator].add_job(JOB, N, route.slot_base, route.count)
     net = SerialLossyNet(sessions, None, LinkModel(tx=0.0005, loss=0.0, seed=1), aggs)
-    inputs = wide(N, K * 40, seed=2, wide_blocks=tuple(range(0, 40, 3)))
+    inputs = wide(N, DEFAULT_LANES * 40, seed=2, wide_blocks=tuple(range(0, 40, 3)))
     for r, s in enumerate(sessions):
         s.start(0, inputs[r], 0.0)
     seen = set()
@@ -528,7 +528,7 @@ def test_agents_over_udp_to_a_pbox_core_with_loss():
     from tests.unit.test_agent_loopback import run_ranks, serve
 
     agg = serve(Aggregator, loss=0.05)
-    inputs = wide(LN, K * 30 + 7, seed=9, wide_blocks=(2, 11, 29))
+    inputs = wide(LN, DEFAULT_LANES * 30 + 7, seed=9, wide_blocks=(2, 11, 29))
     try:
         results = run_ranks(agg.address, lambda agent, rank: agent.allreduce(inputs[rank]),
                             rto=0.005, precision=REL)  # fmt: skip
@@ -549,7 +549,7 @@ def test_agents_through_a_real_pbox_process_with_two_shards():
     from tests.unit.test_pbox import start_pbox
 
     box = start_pbox("--workers", "2", "--job", f"{3}:{N}:0:32")
-    inputs = wide(N, K * 50 + 11, seed=12, wide_blocks=(0, 7, 21, 22, 49))
+    inputs = wide(N, DEFAULT_LANES * 50 + 11, seed=12, wide_blocks=(0, 7, 21, 22, 49))
     try:
         results = run_ranks(box.udp, lambda agent, rank: agent.allreduce(inputs[rank]),
                             rto=0.01, precision=REL)  # fmt: skip
@@ -561,6 +561,6 @@ def test_agents_through_a_real_pbox_process_with_two_shards():
     assert_same_bits(results)
     assert stats["jobs"]["3"]["float_completions"] == 5
     assert stats["global"]["internal_errors"] == 0 and stats["global"]["float_bytes"] == 0
-    rows = np.array(inputs, dtype=np.float32)[:, 7 * K : 8 * K]
-    assert results[0][7 * K : 8 * K].tobytes() == \
+    rows = np.array(inputs, dtype=np.float32)[:, 7 * DEFAULT_LANES : 8 * DEFAULT_LANES]
+    assert results[0][7 * DEFAULT_LANES : 8 * DEFAULT_LANES].tobytes() == \
         rows.astype(np.float64).sum(axis=0).astype(np.float32).tobytes()

@@ -13,14 +13,14 @@ import pytest
 
 from p4hub.hosts import quantize as qz
 from p4hub.hosts.errors import QuantizeError
-from p4hub.hosts.wire import K
+from p4hub.hosts.wire import DEFAULT_LANES
 
 WORLD_SIZES = [1, 2, 3, 4, 5, 8, 17, 32]
 
 
 def random_blocks(rng: np.random.Generator, nblocks: int) -> np.ndarray:
     """float32 blocks mixing every regime the scheme must handle."""
-    x = rng.standard_normal((nblocks, K))
+    x = rng.standard_normal((nblocks, DEFAULT_LANES))
     kind = rng.integers(0, 6, size=nblocks)
     scale = 10.0 ** rng.uniform(-37, 37, size=nblocks)
     scale[kind == 1] = 1e30  # huge
@@ -28,7 +28,7 @@ def random_blocks(rng: np.random.Generator, nblocks: int) -> np.ndarray:
     scale[kind == 3] = 0.0  # zero block
     x *= scale[:, None]
     x[kind == 4, 0] = 1e30  # mixed: one lane dominates the rest by many orders
-    x[kind == 5] = rng.uniform(-1, 1, size=(np.count_nonzero(kind == 5), K)) * 1.5e38
+    x[kind == 5] = rng.uniform(-1, 1, size=(np.count_nonzero(kind == 5), DEFAULT_LANES)) * 1.5e38
     return x.astype(np.float32)  # all |x| < 1.5e38 < 2**127
 
 
@@ -100,7 +100,7 @@ def test_mean_is_within_the_bound_divided_by_n(n):
 def test_worst_case_all_lanes_at_the_top_of_the_range(n):
     top = np.nextafter(np.float32(2.0**20), np.float32(0))  # largest value with exponent 20
     for sign in (1, -1):
-        inputs = [np.full((2, K), sign * top, dtype=np.float32) for _ in range(n)]
+        inputs = [np.full((2, DEFAULT_LANES), sign * top, dtype=np.float32) for _ in range(n)]
         agreed, qs, total64, total, y = run_scheme(inputs)
         assert list(agreed) == [20, 20]
         assert np.array_equal(total64, total)  # no wrap-around
@@ -122,8 +122,8 @@ def test_local_exponent_is_the_frexp_exponent():
 
 
 def test_zero_and_subnormal_blocks_round_trip():
-    x = np.zeros((3, K), dtype=np.float32)
-    x[1] = np.float32(1e-45) * np.arange(K)  # multiples of the smallest subnormal
+    x = np.zeros((3, DEFAULT_LANES), dtype=np.float32)
+    x[1] = np.float32(1e-45) * np.arange(DEFAULT_LANES)  # multiples of the smallest subnormal
     agreed, _, _, _, y = run_scheme([x, x])
     assert list(agreed) == [qz.EXP_ZERO, qz.EXP_SUBNORMAL, qz.EXP_ZERO]
     assert np.array_equal(y, 2 * x)  # the quantum 2**-155 is finer than any subnormal
@@ -156,21 +156,21 @@ def test_float64_and_float16_inputs_are_carried_as_float32_and_int32_exactly():
     assert qz.tensor_kind(np.zeros(1, np.float64)) == qz.tensor_kind(np.zeros(1, np.float16)) == "float"
     ints = np.arange(-70, 70, dtype=np.int32)
     blocks = qz.to_blocks(ints)
-    assert blocks.dtype == np.int32 and blocks.shape == (3, K)
+    assert blocks.dtype == np.int32 and blocks.shape == (3, DEFAULT_LANES)
     assert np.array_equal(blocks.reshape(-1)[:140], ints) and not blocks.reshape(-1)[140:].any()
 
 
 def test_an_agreed_exponent_below_the_local_one_is_refused():
-    x = np.full((2, K), 3.0, dtype=np.float32)  # local exponent 2
+    x = np.full((2, DEFAULT_LANES), 3.0, dtype=np.float32)  # local exponent 2
     local = qz.local_exponents(x)
     with pytest.raises(QuantizeError, match="block 1"):
         qz.quantize(x, np.array([2, 1], dtype=np.int8), 4, local=local)
 
 
 def test_quantize_writes_big_endian_lanes_in_place():
-    x = np.random.default_rng(0).standard_normal((5, K)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((5, DEFAULT_LANES)).astype(np.float32)
     exps = qz.local_exponents(x)
-    out = np.zeros((5, K), dtype=">i4")
+    out = np.zeros((5, DEFAULT_LANES), dtype=">i4")
     qz.quantize(x, exps, 4, out=out)
     assert np.array_equal(out, qz.quantize(x, exps, 4))
 

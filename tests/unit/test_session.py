@@ -20,7 +20,7 @@ from p4hub.hosts.errors import QuantizeError, SessionError
 from p4hub.hosts.events import TensorCompleted, TensorFailed
 from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
-from p4hub.hosts.wire import K, PacketType
+from p4hub.hosts.wire import DEFAULT_LANES, PacketType
 from tests.unit.fake_aggregator import AggregatorCore, FakeAggregator
 
 JOB = 7
@@ -345,7 +345,7 @@ def test_foreign_stale_and_duplicate_results_are_dropped_and_counted():
     def variant(**changes):
         fields = {f: getattr(h, f) for f in ("type", "job", "rank", "slot", "position", "nelem", "exp", "count", "shadow")}
         fields.update(changes)
-        return wire.encode(wire.Header(**fields), np.full(K, 999, dtype=np.int32))
+        return wire.encode(wire.Header(**fields), np.full(DEFAULT_LANES, 999, dtype=np.int32))
 
     for bad in (
         variant(job=JOB + 1),

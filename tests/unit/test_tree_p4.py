@@ -23,7 +23,7 @@ from p4hub.controller.core.tree import Leaf, Tree, TreeJob, leaf_entry, root_ent
 from p4hub.controller.core.updates import INSERT, Entry, FieldMatch
 from p4hub.hosts import wire
 from p4hub.hosts.pbox.aggregator import Aggregator
-from p4hub.hosts.wire import NO_RANK, Header, K, PacketType
+from p4hub.hosts.wire import DEFAULT_LANES, NO_RANK, Header, PacketType
 from p4lite.compiler import driver
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch
@@ -54,7 +54,7 @@ class Fabric:
     ("up", leaf), ("down", leaf) or ("worker", rank)."""
 
     compiled: driver.CompileResult
-    lanes: int = K
+    lanes: int = DEFAULT_LANES
     epoch: int = 3
     lose: Callable[[tuple, bytes], bool] = lambda where, frame: False
     switches: dict[str, Switch] = field(default_factory=dict)
@@ -180,14 +180,14 @@ def compiled():
 
 
 def contrib(rank: int, slot: int, values, *, position: int = 0, exp: int = 0, shadow: int = 0,
-            retransmit: bool = False, lanes: int = K, ptype=PacketType.CONTRIB, epoch: int = 3) -> bytes:
+            retransmit: bool = False, lanes: int = DEFAULT_LANES, ptype=PacketType.CONTRIB, epoch: int = 3) -> bytes:
     nelem = lanes
     header = Header(type=ptype, job=JOB, rank=rank, slot=slot, position=position, nelem=nelem,
                     exp=exp, count=1, shadow=shadow, retransmit=retransmit, lanes=lanes, epoch=epoch)
     return wire.encode(header, np.asarray(values).astype(np.int64).astype(np.uint32).view(np.int32))
 
 
-def flat_reference(lanes: int = K) -> Aggregator:
+def flat_reference(lanes: int = DEFAULT_LANES) -> Aggregator:
     agg = Aggregator()
     agg.add_job(JOB, 4, BASE, WINDOW, lanes)
     return agg
@@ -206,7 +206,7 @@ def reference_result(ref: Aggregator, packets: list[tuple[int, bytes]]) -> bytes
 def test_four_workers_over_two_racks_get_the_flat_sum_bit_for_bit(compiled):
     fab = Fabric(compiled)
     rng = np.random.default_rng(7)
-    values = rng.integers(-(2**28), 2**28, (4, K))
+    values = rng.integers(-(2**28), 2**28, (4, DEFAULT_LANES))
     packets = [(r, contrib(r, BASE + 2, values[r], position=2, exp=[4, -3, 9, 1][r]))
                for r in (0, 2, 3, 1)]
     assert fab.send(*packets[0]) == [] and fab.send(*packets[1]) == []
@@ -227,7 +227,7 @@ def test_four_workers_over_two_racks_get_the_flat_sum_bit_for_bit(compiled):
 def test_a_prime_round_goes_up_max_reduced(compiled):
     fab = Fabric(compiled)
     rng = np.random.default_rng(3)
-    values = rng.integers(0, 2**32, (4, K), dtype=np.int64)
+    values = rng.integers(0, 2**32, (4, DEFAULT_LANES), dtype=np.int64)
     packets = [(r, contrib(r, BASE, values[r], exp=wire.PRIME_EXP_BIAS, ptype=PacketType.PRIME))
                for r in range(4)]
     out = []
@@ -267,7 +267,7 @@ class Drops:
 
 
 def _round(fab: Fabric, slot: int, position: int, seed: int) -> tuple[list, bytes]:
-    values = np.random.default_rng(seed).integers(-(2**20), 2**20, (4, K))
+    values = np.random.default_rng(seed).integers(-(2**20), 2**20, (4, DEFAULT_LANES))
     packets = [(r, contrib(r, slot, values[r], position=position)) for r in range(4)]
     out = []
     for packet in packets:
@@ -357,8 +357,8 @@ def test_results_to_the_aggregator_address_from_anywhere_but_the_parent_are_reje
     fab = Fabric(compiled)
     leaf = fab.tree.leaves[0]
     result = wire.encode(Header(type=PacketType.RESULT, job=JOB, rank=NO_RANK, slot=BASE,
-                                position=0, nelem=K, exp=0, count=4, epoch=3),
-                         np.ones(K, np.int32))
+                                position=0, nelem=DEFAULT_LANES, exp=0, count=4, epoch=3),
+                         np.ones(DEFAULT_LANES, np.int32))
     forged_src = (mac_of(ip_of(0)), ip_of(0), p.AGG_UDP_PORT)
     dst = (leaf.agg_mac, leaf.agg_ip, p.AGG_UDP_PORT)
     # from a worker's port and address
@@ -380,7 +380,7 @@ def test_many_rounds_under_loss_on_every_hop_stay_exact(compiled):
     fab = Fabric(compiled, lose=lambda hop, frame: rnd.random() < 0.1)
     for position in range(3 * WINDOW):
         slot, shadow = BASE + position % WINDOW, (position // WINDOW) % 2
-        values = np.random.default_rng(position).integers(-(2**20), 2**20, (4, K))
+        values = np.random.default_rng(position).integers(-(2**20), 2**20, (4, DEFAULT_LANES))
         packets = {r: contrib(r, slot, values[r], position=position, shadow=shadow)
                    for r in range(4)}
         want = values.sum(axis=0)

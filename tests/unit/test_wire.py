@@ -9,7 +9,7 @@ import pytest
 
 from p4hub.hosts import wire
 from p4hub.hosts.errors import HostError
-from p4hub.hosts.wire import PACKET_LEN, Header, K, PacketType, WireError
+from p4hub.hosts.wire import DEFAULT_LANES, PACKET_LEN, Header, PacketType, WireError
 
 ZERO_LANE = "00000000"
 
@@ -18,17 +18,17 @@ ZERO_LANE = "00000000"
 # lanes 1 -1 max
 GOLDEN_CONTRIB = (
     "21" "a3" "1234" "0005" "0001" "00000102" "deadbeef" "fd" "00" "0003"
-    + "00000001" "ffffffff" "7fffffff" + ZERO_LANE * (K - 3)
+    + "00000001" "ffffffff" "7fffffff" + ZERO_LANE * (DEFAULT_LANES - 3)
 )  # fmt: skip
 # RESULT v2, flags = fallback (0x04), job 7, rank 0xffff, count 4, slot 0, position 0,
 # exp 127, epoch 0xa5, nelem 64, every lane 0x01020304
 GOLDEN_RESULT = (
-    "22" "04" "0007" "ffff" "0004" "00000000" "00000000" "7f" "a5" "0040" + "01020304" * K
+    "22" "04" "0007" "ffff" "0004" "00000000" "00000000" "7f" "a5" "0040" + "01020304" * DEFAULT_LANES
 )  # fmt: skip
 # PARTIAL v2, flags = priority 7 (0xe0), job 1, child 2, count 3, slot 0xffffffff,
 # position 1, exp -128, epoch 255, nelem 0, no lanes
 GOLDEN_PARTIAL = (
-    "23" "e0" "0001" "0002" "0003" "ffffffff" "00000001" "80" "ff" "0000" + ZERO_LANE * K
+    "23" "e0" "0001" "0002" "0003" "ffffffff" "00000001" "80" "ff" "0000" + ZERO_LANE * DEFAULT_LANES
 )  # fmt: skip
 # CONTRIB v2 of a 256-lane job: flags = lane code 1 (0x08) | shadow, job 2, rank 1, count 1,
 # slot 9, position 300, exp 5, epoch 3, nelem 256, lane i = i (1044 bytes)
@@ -41,13 +41,13 @@ GOLDEN_CONTRIB_256 = (
 # epoch 2, nelem 2, lanes the float32 bits of 1.0 and -2.5
 GOLDEN_FLOAT_CONTRIB = (
     "21" "04" "0003" "0001" "0001" "00000005" "00000046" "81" "02" "0002"
-    + "3f800000" "c0200000" + ZERO_LANE * (K - 2)
+    + "3f800000" "c0200000" + ZERO_LANE * (DEFAULT_LANES - 2)
 )  # fmt: skip
 # ... and its RESULT from the PBox: flags = fallback | shadow, count 4, the float32 sums
 # 4.0 and 1e-8 (rounded once from the rank-order float64 sum)
 GOLDEN_FLOAT_RESULT = (
     "22" "05" "0003" "ffff" "0004" "00000005" "00000046" "81" "02" "0002"
-    + "40800000" "322bcc77" + ZERO_LANE * (K - 2)
+    + "40800000" "322bcc77" + ZERO_LANE * (DEFAULT_LANES - 2)
 )  # fmt: skip
 # A PRIME of a precision job (64 lanes: 32 blocks per PRIME), job 3, rank 0, slot 0,
 # position 0, nelem 32 + 2 (two blocks): lanes 0-1 the blocks' exponents + 128 (e = 10, 0),
@@ -68,7 +68,7 @@ CASES = [
     (
         Header(PacketType.RESULT, job=7, rank=0xFFFF, slot=0, position=0, nelem=64, exp=127,
                count=4, fallback=True, epoch=0xA5),
-        np.full(K, 0x01020304, dtype=np.int32),
+        np.full(DEFAULT_LANES, 0x01020304, dtype=np.int32),
         GOLDEN_RESULT,
     ),
     (
@@ -104,7 +104,7 @@ CASES = [
 
 
 def test_sizes():
-    assert (wire.HEADER_LEN, K, PACKET_LEN, wire.VERSION) == (20, 64, 276, 2)
+    assert (wire.HEADER_LEN, DEFAULT_LANES, PACKET_LEN, wire.VERSION) == (20, 64, 276, 2)
     assert len(bytes.fromhex(GOLDEN_CONTRIB)) == PACKET_LEN
     assert [wire.packet_len(lanes) for lanes in wire.LANE_COUNTS] == [276, 1044]
     assert len(bytes.fromhex(GOLDEN_CONTRIB_256)) == wire.MAX_PACKET_LEN == 1044
@@ -128,7 +128,7 @@ def test_decode_of_the_golden_bytes(header, values, golden):
     assert wire.HEADER_STRUCT.unpack_from(bytes.fromhex(golden))[1] == header.flags
 
 
-def _random_header(rng: random.Random, lanes: int = K) -> Header:
+def _random_header(rng: random.Random, lanes: int = DEFAULT_LANES) -> Header:
     return Header(
         type=rng.choice(list(PacketType)),
         job=rng.randrange(1 << 16),
@@ -186,7 +186,7 @@ def test_batch_helpers_agree_with_the_single_packet_codec(lanes):
     [
         (dict(priority=8), "priority"),
         (dict(priority=-1), "priority"),
-        (dict(nelem=K + 1), "element count"),
+        (dict(nelem=DEFAULT_LANES + 1), "element count"),
         (dict(nelem=-1), "element count"),
         (dict(exp=128), "exponent"),
         (dict(exp=-129), "exponent"),
@@ -209,7 +209,7 @@ def test_encode_rejects_fields_out_of_range(change, message):
 @pytest.mark.parametrize(
     "values,message",
     [
-        (np.zeros(K + 1, dtype=np.int32), "at most"),
+        (np.zeros(DEFAULT_LANES + 1, dtype=np.int32), "at most"),
         (np.zeros((2, 2), dtype=np.int32), "at most"),
         (np.ones(3, dtype=np.float32), "integers"),
         (np.array([2**31], dtype=np.int64), "int32"),
@@ -239,7 +239,7 @@ def _patched(offset: int, byte: int) -> bytes:
         (_patched(0, 0x20), "unknown packet type 0"),
         (_patched(0, 0x25), "unknown packet type 5"),
         (_patched(0, 0x2F), "unknown packet type 15"),
-        (_patched(19, K + 1), "element count 65"),
+        (_patched(19, DEFAULT_LANES + 1), "element count 65"),
         (_patched(1, 0x08), "276 bytes, expected 1044 for 256 lanes"),  # 64 lanes' worth, code 1
         (_patched(1, 0x10), "invalid lane code 2"),
         (_patched(1, 0x18), "invalid lane code 3"),
