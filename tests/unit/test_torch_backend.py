@@ -186,7 +186,7 @@ class FakeJobService(api.RequestHandler):
                                    "world size 2 needs 2 free ports on s1")
             world, base = JOBS[self.job]
             reply = {"job_id": self.job, "world_size": world, "rank": request["rank"],
-                     "aggregator": self.pbox, "slot_base": base, "slot_count": SLOTS, "k": 64,
+                     "aggregator": self.pbox, "slot_base": base, "slot_count": SLOTS, "lanes": 64,
                      "window": SLOTS, "where": "pbox", "epoch": 3}
             return reply if self.routes is None else {**reply, "routes": self.routes}
         if method == "Heartbeat":
