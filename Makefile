@@ -79,7 +79,7 @@ xcheck: deps
 
 stop:
 	-@command -v mn >/dev/null && mn -c >/dev/null 2>&1 || true
-	-@pkill -f '[p]4lite-switch|[p]4lite\.switch\.process\.main|[p]4hub-pbox|[h]osts\.pbox(\.cli)?( |$)|[p]4hub-controller' 2>/dev/null || true
+	-@pkill -f '[p]4lite-switch|[p]4lite\.switch\.process\.main|[p]4hub-pbox|[h]osts\.pbox(\.cli)?( |$$)|[p]4hub-controller' 2>/dev/null || true
 
 clean: stop
 	rm -rf build logs pcaps *.pcap bench/results .pytest_cache .ruff_cache
