@@ -11,6 +11,7 @@ from p4hub.hosts import p3
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.workers import replay, workload
+from tests.support.replay_fakes import FakeClock, InstantAgent
 from tests.unit.test_agent_loopback import UdpAggregator, run_ranks
 
 JOB, N = 3, 4
@@ -51,34 +52,6 @@ def test_backward_order_starts_from_the_last_layer():
     plan = p3.p3_plan([512, 1024, 256], 256, 256)
     assert [(s.layer, s.index) for s in p3.backward_order(plan)] == [
         (2, 0), (1, 0), (1, 1), (1, 2), (1, 3), (0, 0), (0, 1)]
-
-
-class FakeHandle:
-    def __init__(self, array: np.ndarray, done_at: float) -> None:
-        self.array, self.completed_at = array, done_at
-
-    def wait(self, timeout=None) -> np.ndarray:
-        return self.array
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
-class InstantAgent:
-    """Every all-reduce is back 1 ms after it started; records the start order."""
-
-    def __init__(self, clock: FakeClock) -> None:
-        self.clock = clock
-        self.started: list[tuple[int, int]] = []
-
-    def allreduce_async(self, array, op="sum", *, priority=0, stream=None):
-        self.started.append((array.size, priority))
-        return FakeHandle(array * 2, self.clock.now + 1e-3)
 
 
 def test_replay_tiles_backward_then_forward_and_waits_per_layer():

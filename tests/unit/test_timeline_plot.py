@@ -13,44 +13,17 @@ import pytest
 from p4hub.experiments import timeline_plot
 from p4hub.hosts import p3
 from p4hub.workers import replay
+from tests.support.replay_fakes import FakeClock, InstantAgent
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
-class Done:
-    def __init__(self, array: np.ndarray, at: float) -> None:
-        self.array = array
-        self.completed_at: float | None = at
-
-    def wait(self, timeout: float | None = None) -> np.ndarray:
-        return self.array
-
-
-class AfterOneMs:
-    """Every all-reduce is back 1 ms after it started."""
-
-    def __init__(self, clock: Clock) -> None:
-        self.clock = clock
-
-    def allreduce_async(self, array: np.ndarray, op: str = "sum", *, priority: int = 0,
-                        stream: int | None = None) -> Done:
-        return Done(array, self.clock.now + 1e-3)
 
 
 def timeline(tmp_path: Path, name: str, iterations: int = 2) -> Path:
     """A timeline file as worker.py writes it: two layers, b's backward first."""
     layers = [replay.Layer("a", 300, 0.01, 0.02), replay.Layer("b", 600, 0.03, 0.06)]
     plan = p3.p3_plan([300, 600], 256, 256)
-    clock = Clock()
-    agent = AfterOneMs(clock)
+    clock = FakeClock()
+    agent = InstantAgent(clock)
     grads = [np.ones(300, np.float32), np.ones(600, np.float32)]
     records = [replay.replay_iteration(agent, layers, plan, grads, i, sleep=clock.sleep,
                                        clock=lambda: clock.now) for i in range(iterations)]
