@@ -197,8 +197,9 @@ class FakeSwitch(UnimplementedRuntime):
                                   tuple(int(v, 16) for v in t["default_entry"].get("action_data", [])))
             for t in tables if "default_entry" in t and t["default_entry"]["action_id"] in actions}
         self.counter_sizes = {c["name"]: c["size"] for c in json_dict.get("counter_arrays", [])}
-        self.register_widths = {r["name"]: (r["size"], r["bitwidth"])
-                                for r in json_dict.get("register_arrays", [])}
+        registers = json_dict.get("register_arrays", [])
+        self.register_sizes = {r["name"]: r["size"] for r in registers}
+        self.register_bits = {r["name"]: r["bitwidth"] for r in registers}
         self.drop_port = drop_port
         self.cpu_port = cpu_port
         self.handler: Handler = lambda packet, port: []
@@ -325,8 +326,7 @@ class FakeSwitch(UnimplementedRuntime):
         return self.meters.get((name, index))
 
     def _check_register(self, name: str, index: int) -> None:
-        sizes = {n: size for n, (size, _) in self.register_widths.items()}
-        self._check_index("register", sizes, name, index)
+        self._check_index("register", self.register_sizes, name, index)
 
     def register_read(self, name: str, index: int) -> int:
         self._check_register(name, index)
@@ -334,7 +334,7 @@ class FakeSwitch(UnimplementedRuntime):
 
     def register_write(self, name: str, index: int, value: int) -> None:
         self._check_register(name, index)
-        if not 0 <= value < 1 << self.register_widths[name][1]:
+        if not 0 <= value < 1 << self.register_bits[name]:
             raise SwitchRuntimeError(CODE_INVALID_ARGUMENT, f"{value:#x} does not fit {name!r}")
         self.registers[(name, index)] = value
 
@@ -345,7 +345,7 @@ class FakeSwitch(UnimplementedRuntime):
 
     def register_size(self, name: str) -> int:
         self._check_register(name, 0)
-        return self.register_widths[name][0]
+        return self.register_sizes[name]
 
     # packet replication engine
     def mc_group_set(self, group: int, replicas: list[Replica]) -> None:
