@@ -1,0 +1,1 @@
+"""p4hub-sim: the project's own cores under simulated time."""

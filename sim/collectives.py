@@ -1,0 +1,95 @@
+"""In-network aggregation as a simulated collective: the job placed on the switches or
+on a PBox, one ``Worker`` (a real ``Session``) per rank.
+
+Placement follows the controller's rules for one job (docs/DESIGN.md §3.1): on a rack,
+the leaf sums the job in its slots; over racks, a two-level tree, every leaf summing its
+rack and sending one PARTIAL per cell up to the root spine, which sums the racks and
+sends the RESULT back through the leaves. ``where="pbox"`` puts the whole job on rack 1's
+first PBox (a job the switches had no room for). The aggregators are the PBox core
+everywhere (``sim/nodes/switch.py`` says why that is the switch program's arithmetic).
+
+A collective is all-reduce (SUM) of a float32 array; completion calls
+``on_complete(rank, tensor_id, result)``, or ``on_failed(rank, tensor_id, reason)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+
+import numpy as np
+
+from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
+from p4hub.hosts.pbox.aggregator import Parent
+from p4hub.hosts.session import Session, SessionConfig
+from p4hub.sim.errors import SimError
+from p4hub.sim.fabric import Fabric
+from p4hub.sim.nodes.worker import Worker
+
+JOB_ID = 1
+
+
+class InaCollective:
+    """All-reduce through the job's aggregators; ``where`` is "switch" or "pbox"."""
+
+    def __init__(self, fabric: Fabric, where: str, *, slots: int, config: SessionConfig,
+                 macro: int, datagram_cost: float,
+                 on_complete: Callable[[int, Hashable, np.ndarray], None],
+                 on_failed: Callable[[int, Hashable, str], None]) -> None:
+        n = fabric.workers
+        self.fabric = fabric
+        self.where = where
+        self.on_complete, self.on_failed = on_complete, on_failed
+        lanes = config.lanes
+        try:
+            targets = self._place(fabric, where, n, slots, lanes)
+        except ValueError as exc:  # the aggregator core's refusal (AggregatorError)
+            raise SimError(f"cannot place the job on the {where}: {exc}") from None
+        self.workers: list[Worker] = []
+        for rank in range(n):
+            session = Session(JOB_ID, rank, n, 0, slots, config=config)
+            worker = Worker(fabric.engine, f"w{rank + 1}", session,
+                            aggregators={None: targets[rank]}, macro=macro,
+                            datagram_cost=datagram_cost, on_event=self._event)
+            fabric.attach_worker(rank, worker)
+            self.workers.append(worker)
+        self._rank = {w.name: r for r, w in enumerate(self.workers)}
+
+    @staticmethod
+    def _place(fabric: Fabric, where: str, n: int, slots: int, lanes: int) -> list[str]:
+        """Configure the aggregators; returns each rank's first hop aggregator."""
+        if where == "pbox":
+            boxes = fabric.all_pboxes()
+            if not boxes:
+                raise SimError("the pbox path needs a PBox (topology.pboxes >= 1)")
+            boxes[0].aggregator.add_job(JOB_ID, n, 0, slots, lanes)
+            return [boxes[0].name] * n
+        if where != "switch":
+            raise SimError(f"unknown in-network path {where!r}")
+        if fabric.racks == 1:
+            fabric.leaves[0].aggregator.add_job(JOB_ID, n, 0, slots, lanes)
+            return [fabric.leaves[0].name] * n
+        root = fabric.spines[JOB_ID % len(fabric.spines)]
+        root.aggregator.add_job(JOB_ID, n, 0, slots, lanes)
+        for r, leaf in enumerate(fabric.leaves):
+            leaf.aggregator.add_job(JOB_ID, n, 0, slots, lanes,
+                                    parent=Parent((root.name, 0), r, fabric.workers_per_rack))
+        return [fabric.leaf_of(rank).name for rank in range(n)]
+
+    def start(self, rank: int, tensor_id: Hashable, array: np.ndarray, *, priority: int = 0,
+              stream: int | None = None) -> None:
+        self.workers[rank].start(tensor_id, array, priority=priority, stream=stream)
+
+    def _event(self, worker: Worker, event: Event) -> None:
+        rank = self._rank[worker.name]
+        if isinstance(event, TensorCompleted):
+            self.on_complete(rank, event.tensor_id, event.result)
+        elif isinstance(event, TensorFailed):
+            self.on_failed(rank, event.tensor_id, event.reason)
+
+    def counters(self) -> dict[str, int]:
+        """Summed over the ranks' sessions: what was sent, resent and dropped."""
+        out: dict[str, int] = {}
+        for w in self.workers:
+            for name, value in w.session.stats.as_dict().items():
+                out[name] = out.get(name, 0) + int(value)
+        return out

@@ -1,0 +1,185 @@
+"""One simulation: a scenario point, one path, one tier, one seed.
+
+``run_scenario`` builds the fabric, the path's hosts and aggregators, the trainers, runs
+the clock until every rank has finished its iterations (or the run fails, or stalls: a
+simulated-time limit), and returns a ``RunResult``: the simulated iteration times and
+what the network and the sessions counted, with the run's own cost (events, wall time,
+peak memory). Tiers: ``P`` one datagram per frame, ``M`` macro-packets of ``MACRO``
+datagrams. (Tier F, fluid, is not built yet: it is refused with a message.)
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from p4hub.hosts import wire
+from p4hub.hosts.session import SessionConfig
+from p4hub.sim.baselines import RingCollective, ShardedPS
+from p4hub.sim.collectives import InaCollective
+from p4hub.sim.engine import Engine
+from p4hub.sim.errors import BudgetExceeded, SimError
+from p4hub.sim.fabric import Fabric, build
+from p4hub.sim.network import WIRE_OVERHEAD, Impairments
+from p4hub.sim.training import Trainer, load_workload
+
+PATHS = ("switch", "pbox", "ring", "ps")
+TIERS = ("P", "M", "F")
+MACRO = 64  # most datagrams per frame in tier M (~17 KB at 64 lanes, ~66 KB at 256)
+# ... and a run's serialization on a host link at most this long: a run reaches its
+# receiver as a whole, so a long one would shift the sessions' round-trip samples and
+# their timeouts (the first retransmission timeout is 20 ms) by its own length
+MACRO_SECONDS = 0.002
+STALL_SECONDS = 600.0  # simulated seconds a run may take before it is declared stuck
+
+
+@dataclass
+class RunResult:
+    scenario: str
+    path: str
+    tier: str
+    seed: int
+    workers: int
+    iteration_times: list[float]
+    events: int
+    wall_s: float
+    peak_rss_bytes: int
+    simulated_s: float
+    bytes_by_link_class: dict[str, int] = field(default_factory=dict)
+    drops: dict[str, int] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+    slot_use: float | None = None
+    digest: str = ""
+    exact: bool | None = None  # every result checked equal to the exact sum (None: not checked)
+    checked: int = 0
+    failures: list[str] = field(default_factory=list)
+    point: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and self.exact is not False
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ok"] = self.ok
+        times = sorted(self.iteration_times)
+        out["median_iteration_s"] = times[len(times) // 2] if times else None
+        return out
+
+
+def _macro(rate_bps: float, lanes: int, in_flight: int) -> int:
+    """Tier M's datagrams per frame at a host link rate, for sessions that keep
+    ``in_flight`` positions in flight: a run is at most a quarter of them, because a
+    whole run's results reach the session at once and the pipeline moves by runs (runs
+    of in_flight/4 kept the 4-worker case within 5% of tier P at 1 Gbit/s; whole
+    windows were 60% slow)."""
+    one = (wire.packet_len(lanes) + WIRE_OVERHEAD) * 8 / rate_bps
+    return max(1, min(MACRO, in_flight // 4, int(MACRO_SECONDS / one)))
+
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _fabric(engine: Engine, scenario: Any, seed: int) -> Fabric:
+    topo, links = scenario.topology, scenario.links
+    racks = topo.racks if topo.kind == "leafspine" else 1
+    fabric_rate = links.fabric_bandwidth
+    if fabric_rate is None:
+        spines = max(1, topo.spines)
+        fabric_rate = links.bandwidth * topo.workers / (spines * links.oversubscription)
+    return build(
+        engine, racks=racks, workers_per_rack=topo.workers, spines=topo.spines,
+        pboxes=topo.pboxes, host_rate=links.bandwidth, fabric_rate=fabric_rate,
+        delay=links.delay, buffer=links.queue,
+        impairments=Impairments(links.loss, links.duplicate, links.reorder),
+        pipeline_latency=scenario.switch.pipeline_latency, switch_slots=scenario.switch.slots,
+        pbox_cores=scenario.pbox.cores, pbox_packets_per_core=scenario.pbox.packets_per_core,
+        seed=seed,
+    )  # fmt: skip
+
+
+def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = None,
+                 path: str | None = None, check: bool | None = None,
+                 progress: Callable[[float, int], None] | None = None) -> RunResult:
+    """Simulate ``scenario`` (a ``p4hub.sim.scenario.Scenario``) on one path: ``path``, or
+    the scenario's only one. ``check``: compare every in-network result with the exact
+    sum of the quantized inputs (default: when the run is small enough to afford it)."""
+    tier = tier or scenario.run.tier
+    seed = scenario.run.seed if seed is None else seed
+    paths = [path] if path else list(scenario.job.paths)
+    if len(paths) != 1:
+        raise SimError(f"run_scenario runs one path at a time, got {paths}")
+    path = paths[0]
+    if tier not in TIERS:
+        raise SimError(f"unknown tier {tier!r} (one of {', '.join(TIERS)})")
+    if tier == "F":
+        raise SimError("tier F (fluid) is not available yet: use tier P or M")
+    if path not in PATHS:
+        raise SimError(f"unknown path {path!r} (one of {', '.join(PATHS)})")
+    job, hosts = scenario.job, scenario.hosts
+    wall0 = time.perf_counter()
+    engine = Engine()
+    fabric = _fabric(engine, scenario, seed)
+    work = load_workload(job.model, scale=job.scale, elements=job.elements,
+                         gpu_speed=hosts.gpu_speed)
+    n = fabric.workers
+    p3 = job.schedule == "p3"
+    in_flight = job.window  # FIFO's window and P3's credit over its classes
+    macro = 1 if tier == "P" else _macro(scenario.links.bandwidth, job.lanes, in_flight)
+    classes = job.classes if p3 else 1
+    ina = path in ("switch", "pbox")
+    if check is None:
+        check = ina and work.parameters * n * job.iterations <= 50_000_000
+    trainer = Trainer(engine, work, ranks=n, iterations=job.iterations, schedule=job.schedule,
+                      classes=classes, lanes=job.lanes, seed=seed, check=check and ina,
+                      slice_params=job.slice_params)
+    ina_path: InaCollective | None = None
+    if ina:
+        slots = job.class_window * classes if p3 else job.window
+        config = SessionConfig(window=job.class_window if p3 else job.window, lanes=job.lanes,
+                               classes=classes, credit=job.window if p3 else None)
+        ina_path = InaCollective(fabric, path, slots=slots, config=config, macro=macro,
+                                 datagram_cost=hosts.datagram_cost,
+                                 on_complete=trainer.complete, on_failed=trainer.failed)
+        trainer.collective = ina_path
+    elif path == "ring":
+        trainer.collective = RingCollective(fabric, macro=macro, on_complete=trainer.complete)
+    else:
+        trainer.collective = ShardedPS(fabric, macro=macro, on_complete=trainer.complete)
+    trainer.start()
+    budget = scenario.run.memory
+    last = [time.perf_counter()]
+
+    def stop() -> bool:
+        if _peak_rss() > budget:
+            raise BudgetExceeded(
+                f"{scenario.name} ({path}, tier {tier}): peak memory {_peak_rss() / 2**30:.1f}"
+                f" GiB passed the budget of {budget / 2**30:.1f} GiB at simulated"
+                f" {engine.now:.3f} s; lower the scale or the workers, or raise run.memory")
+        if progress is not None and time.perf_counter() - last[0] > 0.5:
+            last[0] = time.perf_counter()
+            progress(engine.now, engine.events)
+        return trainer.finished == n or bool(trainer.failures)
+
+    engine.run(until=STALL_SECONDS, stop=stop)
+    failures = list(trainer.failures)
+    if trainer.finished < n and not failures:
+        failures.append(f"{n - trainer.finished} ranks had not finished after"
+                        f" {engine.now:.1f} simulated s")
+    counters = ina_path.counters() if ina_path else {}
+    aggregated = {node.name: node.aggregated for node in
+                  [*fabric.leaves, *fabric.spines, *fabric.all_pboxes()] if node.aggregated}
+    return RunResult(
+        scenario=scenario.name, path=path, tier=tier, seed=seed, workers=n,
+        iteration_times=trainer.iteration_seconds(), events=engine.events,
+        wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(), simulated_s=engine.now,
+        bytes_by_link_class=fabric.bytes_by_class(), drops=fabric.drops(),
+        counters={**counters, **{f"aggregated_{k}": v for k, v in aggregated.items()}},
+        digest=trainer.trace_digest,
+        exact=(trainer.mismatches == 0) if trainer.check else None, checked=trainer.checked,
+        failures=failures, point=dict(getattr(scenario, "point", {}) or {}),
+    )  # fmt: skip
