@@ -151,6 +151,7 @@ def execute(jobs: Sequence[Job], run: RunFn, *, tier: str | None, seed: int | No
         for outcome in _outcomes(jobs, run, tier, seed, workers, bar, task, show):
             outcomes.append(outcome)
             bar.update(task, advance=1)
+        bar.update(task, description="runs", sim="")  # the last job's name would outlive it
     return sorted(outcomes, key=lambda o: o.index)
 
 

@@ -97,12 +97,16 @@ def print_table(records: Sequence[Record], *, file: TextIO | None = None,
     from rich.console import Console
     from rich.table import Table
 
+    cells = rows(records)
     table = Table(show_edge=False, header_style="bold")
     for i, name in enumerate(COLUMNS):
-        table.add_column(name, justify="left" if i < 2 else "right", no_wrap=i >= 2)
-    for row in rows(records):
+        table.add_column(name, justify="left" if i < 2 else "right", no_wrap=True)
+    for row in cells:
         table.add_row(*row, style="red" if row[-1] == "NO" else None)
-    Console(file=file, width=max(shutil.get_terminal_size().columns, 120)).print(table)
+    # never squeeze a column to nothing: a narrow terminal wraps the lines instead
+    needed = sum(max(len(row[i]) for row in [list(COLUMNS), *cells]) + 3
+                 for i in range(len(COLUMNS)))
+    Console(file=file, width=max(shutil.get_terminal_size().columns, needed)).print(table)
 
 
 # -- the figure --------------------------------------------------------------------------
