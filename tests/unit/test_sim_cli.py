@@ -295,7 +295,7 @@ def test_fit_exponent():
 
 @pytest.mark.parametrize("sweep", [[], ["job.schedule"], ["links.loss"], ["topology.workers"]])
 def test_every_figure_shape_draws(tmp_path: Path, sweep: list[str]):
-    values = {"job.schedule": ["fifo", "p3"], "links.loss": [0.0, 0.01],
+    values: dict[str, list[Any]] = {"job.schedule": ["fifo", "p3"], "links.loss": [0.0, 0.01],
               "topology.workers": [8, 16]}
     records = []
     for i in range(2 if sweep else 1):
