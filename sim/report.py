@@ -29,6 +29,10 @@ from p4hub.sim.units import format_duration
 
 Record = Mapping[str, Any]
 WORKERS_KEY = "topology.workers"
+# the unit each converted quantity is in (sim/scenario.py converts them), for axis labels
+AXIS_UNITS = {"links.bandwidth": "bit/s", "links.fabric_bandwidth": "bit/s", "links.delay": "s",
+              "links.queue": "bytes", "hosts.datagram_cost": "s", "switch.pipeline_latency": "s",
+              "run.memory": "bytes", "pbox.packets_per_core": "datagrams/s"}
 COLUMNS = ("point", "path", "tier", "workers", "iteration (median)", "min", "max", "events",
            "wall", "events/s", "peak RSS", "drops", "resends", "exact")
 
@@ -193,7 +197,8 @@ def plot(records: Sequence[Record], sweep: Sequence[str], png: Path, *, title: s
         if workers:
             ax.set_yscale("log")
             _worker_ticks(ax, xs_all)
-        ax.set_xlabel("workers (total)" if workers else key)
+        ax.set_xlabel("workers (total)" if workers else
+                      f"{key} ({AXIS_UNITS[key]})" if key in AXIS_UNITS else key)
         ax.set_ylabel("iteration time, median (simulated s)")
         ax.legend(fontsize="small")
         ax.grid(True, which="both", alpha=0.3)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -314,3 +315,23 @@ def test_json_is_strict(tmp_path: Path):
     data = json.loads(report.write_json(payload, tmp_path / "sim.json").read_text())
     assert data == {"a": None, "b": 1.5, "c": [1, 2], "d": "x", "e": [0, 1],
                     "f": {"g": 3, "h": None}}
+
+
+# -- make sim -----------------------------------------------------------------------------
+
+
+def _make_n(*goals: str) -> str:
+    if shutil.which("make") is None:
+        pytest.fail("make is not installed (the Makefile is how p4hub is run)")
+    # -B: every prerequisite as if out of date, so the listing shows all make would do
+    return subprocess.run(["make", "-s", "-n", "-B", *goals], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_make_sim_runs_the_default_scenario_and_needs_no_apt():
+    recipe = _make_n("sim", "SIM_ARGS=--tier F -j 2")
+    assert "-m p4hub.sim sim/scenarios/default.toml --tier F -j 2" in recipe
+    assert "pip install" in recipe  # it builds the venv
+    assert "apt-get" not in recipe and "dpkg" not in recipe  # installing packages needs root
+    # the apt step is still there for everything else
+    assert "apt-get" in _make_n("venv") and "apt-get" in _make_n("sim", "unit")
