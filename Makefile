@@ -1,6 +1,7 @@
 # p4hub: two commands set everything up on a fresh Debian/Ubuntu machine (as root):
 #   make run    bring up the default rack and train on it (TOPO=leafspine: a fabric)
 #   make test   the whole test suite
+#   make sim    simulate a 64-worker leaf-spine (sim/scenarios/default.toml; no root needed)
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -12,7 +13,7 @@ APT_PACKAGES := mininet iproute2 iptables nftables bridge-utils ethtool iputils-
 # its own site-packages so pinned PyPI packages always win.
 MININET_DIR := /usr/lib/python3/dist-packages
 
-.PHONY: all run cli test unit lint bench xcheck stop clean distclean deps apt venv torch
+.PHONY: all run cli test unit lint bench sim xcheck stop clean distclean deps apt venv torch
 
 all: run
 
@@ -27,8 +28,17 @@ $(STAMPS)/apt:
 	fi
 	@mkdir -p $(STAMPS) && touch $@
 
+# make sim runs no Mininet and needs no root: on its own on the command line, its venv
+# does not wait on the apt packages (installing them is what needs root)
+VENV_NEEDS := $(STAMPS)/apt
+ifneq ($(MAKECMDGOALS),)
+ifeq ($(filter-out sim,$(MAKECMDGOALS)),)
+VENV_NEEDS :=
+endif
+endif
+
 venv: $(STAMPS)/venv
-$(STAMPS)/venv: requirements.txt pyproject.toml | $(STAMPS)/apt
+$(STAMPS)/venv: requirements.txt pyproject.toml | $(VENV_NEEDS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements.txt
@@ -70,6 +80,11 @@ test: deps lint
 
 bench: deps stop
 	$(PY) -m bench.run_all
+
+# The simulator (p4hub-sim): a table, then logs/sim-<name>-<time>/sim.json and sim.png.
+# Options: SIM_ARGS='--tier F -j 2 --seed 1'; any scenario: .venv/bin/p4hub-sim FILE.toml
+sim: venv
+	$(PY) -m p4hub.sim sim/scenarios/default.toml $(SIM_ARGS)
 
 # Cross-check against real p4c-bm2-ss, simple_switch and p4c's STF runner (not part of
 # `make test`): source your p4c/BMv2 install's env.sh first. Exit 2 if they are missing.

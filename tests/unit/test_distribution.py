@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-BARE_NAMES = ("hosts", "controller", "topologies", "experiments", "workers")
+BARE_NAMES = ("hosts", "controller", "topologies", "experiments", "workers", "sim")
 
 
 def _tracked_copy(dest: Path) -> Path:
@@ -80,7 +80,8 @@ def test_the_wheel_installs_two_top_level_names(wheel: Path):
     assert tops == {"p4hub", "p4lite"}
     for needed in ("p4hub/__init__.py", "p4hub/torch.py", "p4hub/controller/main.py",
                    "p4hub/hosts/agent.py", "p4hub/workers/workloads/resnet50.json",
-                   "p4lite/p4include/v1model.p4"):
+                   "p4lite/p4include/v1model.p4", "p4hub/sim/cli.py",
+                   "p4hub/sim/scenarios/default.toml"):
         assert needed in names, needed
 
 
@@ -103,7 +104,7 @@ def test_the_public_api_imports_from_the_wheel(fresh_venv: Path, tmp_path: Path)
 
 
 @pytest.mark.parametrize("command", ["p4hub", "p4hub-controller", "p4hub-pbox", "p4hub-selftest",
-                                     "p4lite-c", "p4lite-switch"])
+                                     "p4lite-c", "p4lite-switch", "p4hub-sim"])
 def test_the_commands_start_from_the_wheel(fresh_venv: Path, tmp_path: Path, command: str):
     proc = subprocess.run([str(fresh_venv / "bin" / command), "--help"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)

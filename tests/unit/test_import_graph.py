@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 # p4hub folders; its own modules are p4hub/*.py)
 PACKAGES = {"p4lite": "p4lite", "hosts": "p4hub.hosts", "controller": "p4hub.controller",
             "topologies": "p4hub.topologies", "experiments": "p4hub.experiments",
-            "workers": "p4hub.workers", "bench": "bench"}
+            "workers": "p4hub.workers", "sim": "p4hub.sim", "bench": "bench"}
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,14 @@ def test_controller_and_hosts_never_import_p4lite():
 
 
 EMULATION = ("p4hub.topologies", "p4hub.experiments", "p4hub.workers")
+
+
+def test_only_the_simulator_and_benches_import_the_simulator():
+    """sim/ runs the product's cores under a simulated clock: the product never depends
+    on it (nor on anything it pulls in, such as simpy)."""
+    product = [e for e in _edges() if not e.source.startswith(("p4hub.sim", "bench"))]
+    bad = _into(product, "p4hub.sim")
+    assert not bad, "\n".join(bad)
 
 
 def test_hosts_never_import_topologies_or_bench():

@@ -1,0 +1,441 @@
+"""Scenario files (sim/scenario.py, sim/units.py): every field refused when missing,
+unknown, of the wrong type or out of range, with the file and ``[section.field]`` named;
+the checks across fields; sweeps; units; the shipped scenarios."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from p4hub.sim import scenario, units
+from p4hub.sim.errors import ScenarioError, SimError
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE = Path("case.toml")
+
+
+def base() -> dict[str, Any]:
+    """A valid leaf-spine scenario that sets no optional field (so each may be added)."""
+    return {"topology": {"kind": "leafspine", "workers": 4, "racks": 2},
+            "links": {"bandwidth": "10Gbit"},
+            "job": {"model": "resnet50", "paths": ["switch", "ps"]}}
+
+
+def refused(raw: dict[str, Any]) -> ScenarioError:
+    with pytest.raises(ScenarioError) as caught:
+        scenario.parse(raw, SOURCE)
+    return caught.value
+
+
+def with_value(section: str, key: str, value: Any) -> dict[str, Any]:
+    raw = base()
+    raw.setdefault(section, {})[key] = value
+    return raw
+
+
+FIELDS = [f"{section}.{key}" for section, fields in scenario.SCHEMA.items() for key in fields]
+REQUIRED = [f"{section}.{key}" for section, fields in scenario.SCHEMA.items()
+            for key, spec in fields.items() if spec.default is scenario.REQUIRED]
+
+# one value of the wrong type per field
+WRONG_TYPE: dict[str, Any] = {
+    "topology.kind": 1, "topology.workers": "4", "topology.racks": 2.0, "topology.spines": True,
+    "topology.pboxes": "1",
+    "links.bandwidth": 10e9, "links.fabric_bandwidth": 10, "links.oversubscription": "2",
+    "links.delay": 1e-6, "links.queue": 512000, "links.loss": "0.1", "links.duplicate": False,
+    "links.reorder": [0.1],
+    "hosts.datagram_cost": 0, "hosts.gpu_speed": "fast",
+    "pbox.cores": 8.0, "pbox.packets_per_core": "1e6",
+    "switch.pipeline_latency": 1, "switch.slots": "128",
+    "job.model": 50, "job.scale": "0.5", "job.elements": 1.5, "job.iterations": "2",
+    "job.lanes": "64", "job.schedule": 1, "job.paths": "switch",
+    "run.tier": 1, "run.seed": "0", "run.memory": 8,
+}
+# values of the right type but out of range, unknown or malformed, per field
+OUT_OF_RANGE: dict[str, list[Any]] = {
+    "topology.kind": ["torus", "Rack"],
+    "topology.workers": [0, 4097],
+    "topology.racks": [0, 1025],
+    "topology.spines": [0, 65],
+    "topology.pboxes": [-1, 17],
+    "links.bandwidth": ["0Gbit", "10", "10GB", "fast", "1e999Gbit"],
+    "links.fabric_bandwidth": ["0bit", "-1Gbit", "10Gbyte"],
+    "links.oversubscription": [0.5, 0.0, float("inf"), float("nan")],
+    "links.delay": ["-1us", "1", "1min"],
+    "links.queue": ["0B", "512", "1.5B", "512kb"],
+    "links.loss": [-0.1, 1.0],
+    "links.duplicate": [-0.01, 1.0],
+    "links.reorder": [1.5, float("nan")],
+    "hosts.datagram_cost": ["-1ns", "1 hour"],
+    "hosts.gpu_speed": [0, -1.0, float("inf")],
+    "pbox.cores": [0, 257],
+    "pbox.packets_per_core": [0, -5],
+    "switch.pipeline_latency": ["-1ns", "1Gbit"],
+    "switch.slots": [0, 65537],
+    "job.model": ["resnet51", ""],
+    "job.scale": [0, 1.5, -0.1],
+    "job.elements": [-1, 2**31],
+    "job.iterations": [0, 1001],
+    "job.lanes": [0, 128, 512],
+    "job.schedule": ["lifo", "P3"],
+    "job.paths": [[], ["tree"], ["ring", "ring"], [1]],
+    "run.tier": ["Q", "m"],
+    "run.seed": [-1, 2**63],
+    "run.memory": ["0B", "8 gallons", "0.5B"],
+}
+
+
+def test_every_field_has_its_refusal_cases():
+    """A field added to the schema without cases here fails this test."""
+    assert sorted(WRONG_TYPE) == sorted(FIELDS)
+    assert sorted(OUT_OF_RANGE) == sorted(FIELDS)
+
+
+def test_the_base_scenario_is_valid():
+    (s,) = scenario.parse(base(), SOURCE)
+    assert s.topology.total_workers == 8 and s.job.paths == ("switch", "ps")
+    assert s.name == "case" and s.source == SOURCE and s.point == {}
+
+
+@pytest.mark.parametrize("key", REQUIRED)
+def test_a_missing_required_field_is_refused(key: str):
+    section, name = key.split(".")
+    raw = base()
+    del raw[section][name]
+    error = refused(raw)
+    assert error.field == key and "missing" in error.reason
+    assert str(error).startswith(f"{SOURCE}: [{key}] ")
+
+
+@pytest.mark.parametrize("section", list(scenario.SCHEMA))
+def test_an_unknown_field_is_refused_in_every_section(section: str):
+    error = refused(with_value(section, "colour", 1))
+    assert error.field == f"{section}.colour" and "unknown field" in error.reason
+
+
+@pytest.mark.parametrize("key", FIELDS)
+def test_a_wrong_type_is_refused(key: str):
+    section, name = key.split(".")
+    error = refused(with_value(section, name, WRONG_TYPE[key]))
+    assert error.field == key, str(error)
+    assert error.path == SOURCE
+
+
+@pytest.mark.parametrize(("key", "value"), [(k, v) for k, vs in OUT_OF_RANGE.items() for v in vs])
+def test_an_out_of_range_value_is_refused(key: str, value: Any):
+    section, name = key.split(".")
+    error = refused(with_value(section, name, value))
+    assert error.field == key, str(error)
+    assert str(error).startswith(f"{SOURCE}: [{key}] ")
+
+
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    ("topology.workers", 4096, 4096), ("topology.racks", 1024, 1024),
+    ("topology.spines", 64, 64), ("topology.pboxes", 16, 16),
+    ("links.delay", "0s", 0.0), ("links.loss", 0.999, 0.999), ("hosts.gpu_speed", 2, 2.0),
+    ("pbox.cores", 256, 256), ("switch.slots", 65536, 65536), ("job.scale", 1, 1.0),
+    ("job.lanes", 256, 256), ("job.iterations", 1000, 1000), ("run.tier", "F", "F"),
+    ("run.memory", "512MiB", 512 * 2**20), ("job.schedule", "p3", "p3"),
+])
+def test_values_at_the_edges_are_accepted(key: str, value: Any, expected: Any):
+    section, name = key.split(".")
+    (s,) = scenario.parse(with_value(section, name, value), SOURCE)
+    assert s.value(key) == expected
+
+
+def test_defaults():
+    (s,) = scenario.parse(base(), SOURCE)
+    assert (s.topology.spines, s.topology.pboxes) == (1, 1)
+    assert s.links.delay == pytest.approx(1e-6) and s.links.queue == 512_000
+    assert (s.links.loss, s.links.duplicate, s.links.reorder) == (0.0, 0.0, 0.0)
+    assert (s.hosts.datagram_cost, s.hosts.gpu_speed) == (0.0, 1.0)
+    assert (s.pbox.cores, s.pbox.packets_per_core) == (8, 1e6)
+    assert s.switch.pipeline_latency == pytest.approx(1e-6) and s.switch.slots == 4096
+    assert (s.job.scale, s.job.elements, s.job.iterations, s.job.lanes, s.job.schedule) == (
+        1.0, 0, 2, 64, "fifo")
+    assert (s.run.tier, s.run.seed, s.run.memory) == ("M", 0, 8 * 2**30)
+
+
+# -- the file as a whole ------------------------------------------------------------------
+
+
+def test_unknown_section_and_non_table_section_are_refused():
+    assert refused({**base(), "network": {}}).field == "network"
+    assert refused({**base(), "links": "10Gbit"}).field == "links"
+
+
+@pytest.mark.parametrize("name", ["a b", "../x", "", 3, "-lead"])
+def test_a_bad_name_is_refused(name: Any):
+    assert refused({**base(), "name": name}).field == "name"
+
+
+def test_the_name_defaults_to_the_file_stem_and_may_be_given():
+    assert scenario.parse(base(), Path("dir/rack-8.toml"))[0].name == "rack-8"
+    assert scenario.parse({**base(), "name": "mine_1.0"}, SOURCE)[0].name == "mine_1.0"
+
+
+def test_load_reads_a_file_and_refuses_bad_toml_and_missing_files(tmp_path: Path):
+    good = tmp_path / "good.toml"
+    good.write_text('[topology]\nkind = "rack"\nworkers = 8\n[links]\nbandwidth = "10Gbit"\n'
+                    '[job]\nmodel = "synthetic"\nelements = 1024\npaths = ["switch"]\n')
+    (s,) = scenario.load(good)
+    assert (s.name, s.topology.kind, s.job.elements, s.source) == ("good", "rack", 1024, good)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[topology\nkind = 1\n")
+    with pytest.raises(ScenarioError, match=r"bad\.toml: not valid TOML"):
+        scenario.load(bad)
+    with pytest.raises(ScenarioError, match=r"missing\.toml: cannot read the scenario"):
+        scenario.load(tmp_path / "missing.toml")
+
+
+def test_scenario_error_is_a_sim_error_and_a_value_error_and_pickles():
+    error = refused(with_value("topology", "workers", 0))
+    assert isinstance(error, SimError) and isinstance(error, ValueError)
+    copy_ = pickle.loads(pickle.dumps(error))
+    assert (copy_.path, copy_.field, copy_.reason, str(copy_)) == (
+        error.path, error.field, error.reason, str(error))
+
+
+# -- checks across fields -----------------------------------------------------------------
+
+
+def rack() -> dict[str, Any]:
+    raw = base()
+    raw["topology"] = {"kind": "rack", "workers": 8}
+    return raw
+
+
+@pytest.mark.parametrize(("key", "value", "reason"), [
+    ("topology.racks", 2, "leafspine"), ("topology.spines", 2, "leafspine"),
+    ("links.fabric_bandwidth", "10Gbit", "no fabric"), ("links.oversubscription", 2.0, "no fabric"),
+])
+def test_a_rack_refuses_fabric_fields(key: str, value: Any, reason: str):
+    section, name = key.split(".")
+    raw = rack()
+    raw[section][name] = value
+    error = refused(raw)
+    assert error.field == key and reason in error.reason
+
+
+def test_a_rack_of_one_rack_and_one_spine_is_fine():
+    raw = rack()
+    raw["topology"].update(racks=1, spines=1)
+    (s,) = scenario.parse(raw, SOURCE)
+    assert s.links.oversubscription == 1.0 and s.links.fabric_bandwidth == s.links.bandwidth
+
+
+def test_fabric_bandwidth_and_oversubscription_exclude_each_other_and_derive_each_other():
+    raw = base()
+    raw["topology"].update(workers=16, spines=2)
+    raw["links"].update(fabric_bandwidth="40Gbit", oversubscription=2.0)
+    assert refused(raw).field == "links.oversubscription"
+    del raw["links"]["fabric_bandwidth"]
+    (s,) = scenario.parse(raw, SOURCE)
+    assert s.links.fabric_bandwidth == pytest.approx(16 * 10e9 / (2 * 2.0))
+    raw["links"] = {"bandwidth": "10Gbit", "fabric_bandwidth": "40Gbit"}
+    (s,) = scenario.parse(raw, SOURCE)
+    assert s.links.oversubscription == pytest.approx(16 * 10e9 / (2 * 40e9))
+    raw["links"] = {"bandwidth": "10Gbit"}  # default: uplinks as fast as host links
+    (s,) = scenario.parse(raw, SOURCE)
+    assert s.links.fabric_bandwidth == 10e9 and s.links.oversubscription == pytest.approx(8.0)
+
+
+@pytest.mark.parametrize("path", scenario.PBOX_PATHS)
+def test_a_pbox_path_needs_pboxes(path: str):
+    raw = with_value("topology", "pboxes", 0)
+    raw["job"]["paths"] = ["switch", path]
+    error = refused(raw)
+    assert error.field == "job.paths" and path in error.reason
+    raw["job"]["paths"] = ["switch", "ring"]
+    assert scenario.parse(raw, SOURCE)[0].topology.pboxes == 0
+
+
+def test_synthetic_needs_elements_and_takes_no_scale_and_profiles_take_no_elements():
+    raw = with_value("job", "model", "synthetic")
+    assert refused(raw).field == "job.elements"
+    raw["job"]["elements"] = 524288
+    assert scenario.parse(raw, SOURCE)[0].job.elements == 524288
+    raw["job"]["scale"] = 0.5
+    assert refused(raw).field == "job.scale"
+    error = refused(with_value("job", "elements", 100))  # model resnet50
+    assert error.field == "job.elements" and "synthetic" in error.reason
+
+
+@pytest.mark.parametrize("model", ["resnet50", "vgg19", "bert_base"])
+def test_every_bundled_profile_is_a_model(model: str):
+    assert scenario.parse(with_value("job", "model", model), SOURCE)[0].job.model == model
+
+
+@pytest.mark.parametrize(("lanes", "smallest"), [(64, 42 + 20 + 256), (256, 42 + 20 + 1024)])
+def test_the_queue_holds_at_least_one_frame(lanes: int, smallest: int):
+    raw = with_value("job", "lanes", lanes)
+    raw["links"]["queue"] = f"{smallest - 1}B"
+    assert refused(raw).field == "links.queue"
+    raw["links"]["queue"] = f"{smallest}B"
+    assert scenario.parse(raw, SOURCE)[0].links.queue == smallest
+
+
+def test_tier_p_holds_the_switch_program_to_its_slots_and_bitmaps():
+    raw = with_value("run", "tier", "P")
+    assert refused(raw).field == "switch.slots"  # the default 4096 > aggregate.p4's 1024
+    raw["switch"] = {"slots": 1024}
+    assert scenario.parse(raw, SOURCE)[0].switch.slots == 1024
+    raw["topology"]["workers"] = 33
+    assert refused(raw).field == "topology.workers"
+    raw["topology"].update(workers=4, racks=33)
+    assert refused(raw).field == "topology.racks"
+    raw["job"]["paths"] = ["ring", "ps"]  # no switch aggregation: its limits do not apply
+    raw["topology"].update(workers=64, racks=2)
+    raw["switch"] = {"slots": 4096}
+    assert scenario.parse(raw, SOURCE)[0].topology.workers == 64
+    raw["run"]["tier"] = "M"
+    raw["job"]["paths"] = ["switch"]
+    assert scenario.parse(raw, SOURCE)[0].run.tier == "M"
+
+
+# -- sweeps -------------------------------------------------------------------------------
+
+
+def test_a_sweep_is_the_cartesian_product_in_order():
+    raw = {**base(), "sweep": {"topology.workers": [2, 4, 8],
+                               "links.bandwidth": ["10Gbit", "100Gbit"]}}
+    points = scenario.parse(raw, SOURCE)
+    assert [(p.topology.workers, p.links.bandwidth) for p in points] == [
+        (w, b) for w in (2, 4, 8) for b in (10e9, 100e9)]
+    assert points[1].point == {"topology.workers": 2, "links.bandwidth": "100Gbit"}
+    assert points[1].label == "case workers=2 bandwidth=100Gbit"
+    assert points[1].value("links.bandwidth") == 100e9
+    assert all(p.name == "case" for p in points)
+
+
+@pytest.mark.parametrize(("sweep", "field", "reason"), [
+    ({"topology.colour": [1]}, 'sweep."topology.colour"', "not a scenario field"),
+    ({"workers": [1]}, 'sweep."workers"', "not a scenario field"),
+    ({"topology.workers": 8}, 'sweep."topology.workers"', "non-empty array"),
+    ({"topology.workers": []}, 'sweep."topology.workers"', "non-empty array"),
+    ({"topology.workers": [4, 4]}, 'sweep."topology.workers"', "listed twice"),
+    ({"topology.workers": [4, 0]}, 'sweep."topology.workers"[1]', "out of range"),
+    ({"links.bandwidth": ["1Gbit", "1GB"]}, 'sweep."links.bandwidth"[1]', "unit"),
+    ({"job.paths": [["ring"]]}, 'sweep."job.paths"', "cannot be swept"),
+])
+def test_bad_sweeps_are_refused(sweep: dict[str, Any], field: str, reason: str):
+    error = refused({**base(), "sweep": sweep})
+    assert error.field == field and reason in error.reason, str(error)
+
+
+def test_a_sweep_that_is_not_a_table_is_refused():
+    assert refused({**base(), "sweep": [1]}).field == "sweep"
+
+
+def test_a_point_that_breaks_a_cross_check_names_the_point():
+    raw = {**base(), "sweep": {"topology.pboxes": [1, 0]}}
+    error = refused(raw)
+    assert error.field == "job.paths" and "topology.pboxes = 0" in error.reason
+
+
+def test_a_sweep_too_large_is_refused():
+    raw = {**base(), "sweep": {"topology.workers": list(range(1, 102)),
+                               "job.iterations": list(range(1, 101))}}
+    assert refused(raw).field == "sweep"
+
+
+def test_with_fields_revalidates_and_keeps_the_point():
+    raw = {**base(), "sweep": {"topology.workers": [2, 4]}}
+    point = scenario.parse(copy.deepcopy(raw), SOURCE)[1]
+    single = scenario.with_fields(point, {"job.paths": ["ring"], "run.tier": "F"})
+    assert single.job.paths == ("ring",) and single.run.tier == "F"
+    assert single.topology.workers == 4 and single.point == {"topology.workers": 4}
+    assert point.job.paths == ("switch", "ps")  # the original is untouched
+    moved = scenario.with_fields(point, {"topology.workers": 16})
+    assert moved.point == {"topology.workers": 16} and moved.topology.total_workers == 32
+    with pytest.raises(ScenarioError) as caught:
+        scenario.with_fields(point, {"topology.pboxes": 0})
+    assert caught.value.field == "job.paths"
+    with pytest.raises(ScenarioError) as caught:
+        scenario.with_fields(point, {"topology.size": 3})
+    assert caught.value.field == "topology.size"
+
+
+def test_scenarios_pickle_for_worker_processes():
+    (s,) = scenario.parse(base(), SOURCE)
+    assert pickle.loads(pickle.dumps(s)) == s
+
+
+# -- units --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "bits"), [
+    ("10Gbit", 10e9), ("5Mbit", 5e6), ("100kbit", 1e5), ("1Tbit", 1e12), ("12bit", 12.0),
+    ("2.5Gbit", 2.5e9), ("10gbit", 10e9), ("10Gbps", 10e9), ("1e2Mbit", 1e8), (" 1 Gbit ", 1e9),
+])
+def test_bandwidths(text: str, bits: float):
+    assert units.bandwidth(text) == pytest.approx(bits)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("1us", 1e-6), ("1µs", 1e-6), ("250ns", 250e-9), ("2ms", 2e-3), ("1.5s", 1.5), ("0us", 0.0),
+])
+def test_durations(text: str, seconds: float):
+    assert units.duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("512KB", 512_000), ("8GiB", 8 * 2**30), ("1500B", 1500), ("1.5KB", 1500), ("0.3KB", 300),
+    ("2MiB", 2 * 2**20), ("1MB", 10**6), ("1e3B", 1000),
+])
+def test_sizes(text: str, size: int):
+    assert units.size(text) == size and isinstance(units.size(text), int)
+
+
+@pytest.mark.parametrize(("parse", "text"), [
+    (units.bandwidth, "10"), (units.bandwidth, "10GB"), (units.bandwidth, 10),
+    (units.bandwidth, "Gbit"), (units.duration, "1 us us"), (units.duration, "1US"),
+    (units.duration, True), (units.size, "1.5B"), (units.size, "512kb"), (units.size, "512 Kb"),
+    (units.size, "-1B"),
+])
+def test_malformed_quantities_are_refused(parse: Any, text: Any):
+    with pytest.raises(ValueError):
+        parse(text)
+
+
+def test_formats():
+    assert units.format_bandwidth(100e9) == "100Gbit" and units.format_bandwidth(5e6) == "5Mbit"
+    assert units.format_duration(0.0123) == "12.3 ms" and units.format_duration(2e-7) == "200 ns"
+
+
+# -- the shipped scenarios ----------------------------------------------------------------
+
+SHIPPED = sorted((REPO / "sim" / "scenarios").glob("*.toml"))
+
+
+def test_the_scenarios_are_shipped():
+    assert {p.stem for p in SHIPPED} >= {"default", "rack-4-emulator", "sweep-workers"}
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_every_shipped_scenario_parses(path: Path):
+    points = scenario.load(path)
+    assert points and all(p.name == path.stem for p in points)
+
+
+def test_the_default_scenario_is_the_documented_one():
+    (s,) = scenario.load(REPO / "sim" / "scenarios" / "default.toml")
+    assert (s.topology.kind, s.topology.racks, s.topology.workers, s.topology.spines) == (
+        "leafspine", 4, 16, 2)
+    assert s.topology.total_workers == 64 and s.links.bandwidth == 100e9
+    assert s.job.model == "resnet50" and s.job.paths == ("switch", "ring", "ps")
+
+
+def test_the_emulator_scenario_matches_the_emulator():
+    (s,) = scenario.load(REPO / "sim" / "scenarios" / "rack-4-emulator.toml")
+    assert s.topology.total_workers == 4 and s.links.bandwidth == 5e6 and s.run.tier == "P"
+    assert s.job.model == "synthetic" and s.job.elements * 4 == 2 * 2**20
+
+
+def test_the_worker_sweep_runs_8_to_64_workers():
+    points = scenario.load(REPO / "sim" / "scenarios" / "sweep-workers.toml")
+    assert [p.topology.total_workers for p in points] == [8, 16, 32, 64]
