@@ -166,7 +166,8 @@ class ShardedPS:
 
     def _pushed_cb(self, shard: int) -> Callable[[Frame], list[Frame]]:
         def pushed(frame: Frame) -> list[Frame]:
-            tensor_id, nbytes, priority = frame.tag  # type: ignore[misc]
+            tag: tuple[Hashable, int, int] = frame.tag  # type: ignore[assignment]
+            tensor_id, nbytes, priority = tag
             key = (tensor_id, shard)
             self.pushed[key] = self.pushed.get(key, 0) + frame.count
             if self.pushed[key] < self.n * _datagrams(nbytes):
@@ -180,7 +181,8 @@ class ShardedPS:
 
     def _pulled_cb(self, rank: int) -> Callable[[Frame], None]:
         def pulled(frame: Frame) -> None:
-            tensor_id, nbytes, _ = frame.tag  # type: ignore[misc]
+            tag: tuple[Hashable, int, int] = frame.tag  # type: ignore[assignment]
+            tensor_id, nbytes, _ = tag
             got = self.pulled[rank].get(tensor_id, 0) + frame.count
             if got < len(self.servers) * _datagrams(nbytes):
                 self.pulled[rank][tensor_id] = got

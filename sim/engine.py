@@ -39,7 +39,7 @@ class Engine:
         event = simpy.Event(self.env)
         event._ok = True  # a triggered event without a value: SimPy runs its callbacks
         event._value = None
-        event.callbacks.append(_Call(self, fn, args))  # type: ignore[union-attr]
+        event.callbacks.append(_Call(self, fn, args))
         self.env.schedule(event, NORMAL, delay)
 
     def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> None:

@@ -98,8 +98,14 @@ class Node:
 
 @dataclass
 class PortCounters:
+    """Every datagram offered to a port ends up in exactly one of: dropped_queue,
+    dropped_loss, delivered (its copies counted in duplicated), or still queued or on
+    the wire: tests/unit/test_sim_network.py holds the port to that."""
+
+    offered: int = 0  # datagrams given to ``send``
     frames: int = 0
-    datagrams: int = 0
+    datagrams: int = 0  # datagrams that left the port
+    delivered: int = 0  # datagrams handed to the peer (duplicates included)
     bytes: int = 0  # wire bytes that left the port
     dropped_queue: int = 0  # datagrams refused by a full buffer (drop-tail)
     dropped_loss: int = 0  # datagrams lost on the link
@@ -139,10 +145,13 @@ class Port:
     def send(self, frame: Frame) -> int:
         """Queue ``frame`` (or as many of its datagrams as the buffer holds); returns the
         datagrams dropped by the buffer."""
+        self.counters.offered += frame.count
         size = frame.wire_bytes
         room = self.buffer_bytes - self.queued_bytes
         dropped = 0
-        if size > room and (self.busy or self.queued_bytes):
+        # the baselines' frames (tagged) stand for a TCP stream, whose flow control keeps
+        # a queue from overflowing: they wait rather than drop (sim/baselines.py)
+        if size > room and (self.busy or self.queued_bytes) and frame.tag is None:
             per = frame.datagram_bytes + WIRE_OVERHEAD
             fits = max(0, room // per)
             dropped = frame.count - fits
@@ -194,7 +203,7 @@ class Port:
         assert peer is not None, "a port sent before it was connected"
         if not self.impair.any or frame.tag is not None:  # tagged: the baselines' reliable transport
             frame.tail = end + self.delay
-            self.engine.call_at(head + self.delay, peer.receive, frame, self.peer_port)
+            self.engine.call_at(head + self.delay, self._arrive, frame)
             return
         rng = self.rng
         imp = self.impair
@@ -213,14 +222,23 @@ class Port:
                 frame = kept
         delay = self.delay
         if imp.reorder and rng.random() < imp.reorder:
-            # late by one slot of the same size: whatever follows at once overtakes it
-            delay += frame.wire_bytes / self.rate
+            # late by one and a half slots of its size: what follows at once overtakes it
+            delay += 1.5 * frame.wire_bytes / self.rate
             self.counters.reordered += frame.count
         frame.tail = end + delay
-        self.engine.call_at(head + delay, peer.receive, frame, self.peer_port)
+        self.engine.call_at(head + delay, self._arrive, frame)
         if imp.duplicate and rng.random() < imp.duplicate:
             self.counters.duplicated += frame.count
-            self.engine.call_at(head + delay, peer.receive, frame, self.peer_port)
+            self.engine.call_at(head + delay, self._arrive, frame)
+
+    def _arrive(self, frame: Frame) -> None:
+        self.counters.delivered += frame.count
+        assert self.peer is not None
+        self.peer.receive(frame, self.peer_port)
+
+    @property
+    def queued_datagrams(self) -> int:
+        return sum(f.count for q in self.queues for f in q)
 
 
 def connect(engine: Engine, a: Node, b: Node, *, rate_bps: float, delay: float,

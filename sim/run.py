@@ -49,7 +49,9 @@ class RunResult:
     peak_rss_bytes: int
     simulated_s: float
     bytes_by_link_class: dict[str, int] = field(default_factory=dict)
-    drops: dict[str, int] = field(default_factory=dict)
+    drops: int = 0  # datagrams lost on links or refused by full buffers
+    resends: int = 0  # datagrams the sessions sent again (timeouts, early resends, courtesy)
+    drops_by_cause: dict[str, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     slot_use: float | None = None
     digest: str = ""
@@ -87,13 +89,9 @@ def _peak_rss() -> int:
 def _fabric(engine: Engine, scenario: Any, seed: int) -> Fabric:
     topo, links = scenario.topology, scenario.links
     racks = topo.racks if topo.kind == "leafspine" else 1
-    fabric_rate = links.fabric_bandwidth
-    if fabric_rate is None:
-        spines = max(1, topo.spines)
-        fabric_rate = links.bandwidth * topo.workers / (spines * links.oversubscription)
     return build(
         engine, racks=racks, workers_per_rack=topo.workers, spines=topo.spines,
-        pboxes=topo.pboxes, host_rate=links.bandwidth, fabric_rate=fabric_rate,
+        pboxes=topo.pboxes, host_rate=links.bandwidth, fabric_rate=links.fabric_bandwidth,
         delay=links.delay, buffer=links.queue,
         impairments=Impairments(links.loss, links.duplicate, links.reorder),
         pipeline_latency=scenario.switch.pipeline_latency, switch_slots=scenario.switch.slots,
@@ -171,13 +169,17 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
         failures.append(f"{n - trainer.finished} ranks had not finished after"
                         f" {engine.now:.1f} simulated s")
     counters = ina_path.counters() if ina_path else {}
-    aggregated = {node.name: node.aggregated for node in
-                  [*fabric.leaves, *fabric.spines, *fabric.all_pboxes()] if node.aggregated}
+    drops = fabric.drops()
+    aggregated = {node.name: node.aggregated for node in [*fabric.leaves, *fabric.spines]
+                  if node.aggregated}
+    aggregated.update({box.name: box.aggregated for box in fabric.all_pboxes() if box.aggregated})
     return RunResult(
         scenario=scenario.name, path=path, tier=tier, seed=seed, workers=n,
         iteration_times=trainer.iteration_seconds(), events=engine.events,
         wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(), simulated_s=engine.now,
-        bytes_by_link_class=fabric.bytes_by_class(), drops=fabric.drops(),
+        bytes_by_link_class=fabric.bytes_by_class(), drops=sum(drops.values()),
+        drops_by_cause=drops,
+        resends=counters.get("retransmitted", 0) + counters.get("courtesy", 0),
         counters={**counters, **{f"aggregated_{k}": v for k, v in aggregated.items()}},
         digest=trainer.trace_digest,
         exact=(trainer.mismatches == 0) if trainer.check else None, checked=trainer.checked,

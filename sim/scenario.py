@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from p4hub.controller.core import program
 from p4hub.hosts import wire
 from p4hub.sim import units
 from p4hub.sim.errors import ScenarioError
@@ -32,6 +31,7 @@ from p4hub.workers.workload import model_names
 KINDS = ("rack", "leafspine")
 PATHS = ("switch", "pbox", "ring", "ps")
 PBOX_PATHS = ("pbox", "ps")  # paths that aggregate on (or fall back to) PBoxes
+INA_PATHS = ("switch", "pbox")  # paths through the slot aggregators
 TIERS = ("P", "M", "F")
 SCHEDULES = ("fifo", "p3")
 SYNTHETIC = "synthetic"
@@ -94,6 +94,10 @@ class JobSpec:
     lanes: int
     schedule: str  # "fifo" | "p3"
     paths: tuple[str, ...]
+    window: int  # positions in flight per worker: FIFO's window, P3's credit over its classes
+    classes: int  # P3's agent classes (hosts/p3.py layer_class); FIFO has one
+    class_window: int  # P3: slots of each class
+    slice_params: int  # P3's slice size, parameters
 
 
 @dataclass(frozen=True)
@@ -272,6 +276,10 @@ SCHEMA: dict[str, dict[str, _Field]] = {
         "lanes": _Field(_lanes, wire.DEFAULT_LANES),
         "schedule": _Field(_choice(*SCHEDULES), "fifo"),
         "paths": _Field(_paths),
+        "window": _Field(_int(1, 65536), 128),
+        "classes": _Field(_int(1, 64), 32),
+        "class_window": _Field(_int(1, 65536), 16),
+        "slice_params": _Field(_int(1, 2**31 - 1), 40_000),
     },
     "run": {
         "tier": _Field(_choice(*TIERS), "M"),
@@ -441,7 +449,7 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
     def refuse(key: str, reason: str) -> None:
         raise ScenarioError(source, key, reason)
 
-    topo, links, job, run = v["topology"], v["links"], v["job"], v["run"]
+    topo, links, job = v["topology"], v["links"], v["job"]
     if topo["kind"] == "rack":
         if topo["racks"] != 1:
             refuse("topology.racks", f"{topo['racks']} racks need kind = \"leafspine\"")
@@ -469,14 +477,15 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
     if links["queue"] < frame:
         refuse("links.queue", f"{links['queue']} B cannot hold one {job['lanes']}-lane "
                f"datagram ({frame} B on the wire)")
-    if run["tier"] == "P" and "switch" in job["paths"]:
-        # tier P runs the real aggregate.p4: its slot pool and 32-bit worker bitmaps
-        if v["switch"]["slots"] > program.NUM_SLOTS:
-            refuse("switch.slots", f"{v['switch']['slots']} is more than the switch program's "
-                   f"{program.NUM_SLOTS} slots (tier P runs p4src/aggregate.p4)")
-        if topo["workers"] > wire.MAX_WORKERS:
-            refuse("topology.workers", f"{topo['workers']} workers on one switch: "
-                   f"aggregate.p4's bitmaps hold {wire.MAX_WORKERS} (tier P runs it)")
-        if topo["racks"] > wire.MAX_WORKERS:
-            refuse("topology.racks", f"{topo['racks']} racks under one spine: "
-                   f"aggregate.p4's bitmaps hold {wire.MAX_WORKERS} (tier P runs it)")
+    ina = [p for p in job["paths"] if p in INA_PATHS]
+    workers = topo["workers"] * topo["racks"]
+    if ina and workers > wire.MAX_WORKERS:
+        # the aggregators' worker bitmaps (aggregate.p4's registers, the PBox core's) and
+        # the wire's count field hold one job of at most MAX_WORKERS ranks
+        refuse("topology.workers", f"{workers} workers in one job: path {ina[0]!r} "
+               f"aggregates at most {wire.MAX_WORKERS} (the protocol's worker bitmaps)")
+    slots = job["class_window"] * job["classes"] if job["schedule"] == "p3" else job["window"]
+    if ina and slots > v["switch"]["slots"]:
+        refuse("job.window" if job["schedule"] == "fifo" else "job.class_window",
+               f"the job needs {slots} slots but the switch has {v['switch']['slots']}"
+               " (switch.slots)")

@@ -82,6 +82,8 @@ class Trainer:
         self._waiting: dict[tuple[int, Hashable], Any] = {}
         self._results: dict[Hashable, list[bytes | None]] = {}
         self._trace = hashlib.sha256()
+        self._inputs: dict[int, list[list[np.ndarray]]] = {}  # check: by iteration, per rank
+        self._unchecked: dict[int, int] = {}  # check: tensors of an iteration not yet checked
         self.mismatches = 0  # results that differ between ranks or from the exact sum
         self.checked = 0  # tensors compared with the exact sum of the quantized inputs
         self.finished = 0  # ranks done with every iteration
@@ -106,13 +108,18 @@ class Trainer:
         if any(r != results[0] for r in results):
             self.mismatches += 1
             return
-        iteration, layer, index = tensor_id  # type: ignore[misc]
+        key: tuple[int, int, int] = tensor_id  # type: ignore[assignment]
+        iteration, layer, index = key
         s = self.plan[layer][index]
-        inputs = [self._gradients(iteration, r)[layer][s.start:s.stop] for r in range(self.ranks)]
+        grads = self._inputs[iteration]
+        inputs = [grads[r][layer][s.start:s.stop] for r in range(self.ranks)]
         expected = workload.quantized_sum(inputs, self.lanes).astype(np.float32)
         self.checked += 1
         if expected.tobytes() != results[0]:
             self.mismatches += 1
+        self._unchecked[iteration] -= 1
+        if self._unchecked[iteration] == 0:  # every tensor of the iteration is checked
+            del self._inputs[iteration], self._unchecked[iteration]
 
     # -- the ranks ------------------------------------------------------------------
 
@@ -123,7 +130,15 @@ class Trainer:
             self.engine.process(self._rank(rank))
 
     def _gradients(self, iteration: int, rank: int) -> list[np.ndarray]:
-        return workload.gradients(self.work.sizes, self.seed, iteration, rank)
+        """Rank ``rank``'s gradients of ``iteration``; with ``check``, every rank's are
+        kept until the iteration's results are checked (made once, not per tensor)."""
+        if not self.check:
+            return workload.gradients(self.work.sizes, self.seed, iteration, rank)
+        if iteration not in self._inputs:
+            self._inputs[iteration] = [workload.gradients(self.work.sizes, self.seed, iteration, r)
+                                       for r in range(self.ranks)]
+            self._unchecked[iteration] = sum(len(layer) for layer in self.plan)
+        return self._inputs[iteration][rank]
 
     def _rank(self, rank: int) -> Generator[Any, Any, None]:
         engine, work, plan = self.engine, self.work, self.plan

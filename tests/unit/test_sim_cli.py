@@ -74,7 +74,7 @@ def test_default_scenario_runs_each_path_and_writes_json_and_png(tmp_path: Path,
     assert code == 0
     data = sim_json(tmp_path)
     assert [r["path"] for r in data["results"]] == ["switch", "ring", "ps"]
-    assert all(r["workers"] == 64 and r["label"] == "default" for r in data["results"])
+    assert all(r["workers"] == 32 and r["label"] == "default" for r in data["results"])
     assert data["failures"] == [] and data["scenario"] == "default" and data["sweep"] == []
     assert (tmp_path / "sim.png").read_bytes().startswith(PNG_MAGIC)
     out = capsys.readouterr().out
@@ -102,12 +102,12 @@ def test_without_tier_the_run_gets_none_and_the_scenario_keeps_its_own(tmp_path:
     assert seen == [(None, None, "P")] * 3
 
 
-def test_a_tier_override_is_validated_like_the_file(tmp_path: Path, capsys):
-    # tier P runs the real switch program: the default scenario's 4096 slots do not fit it
-    code = cli.main([str(SCENARIOS / "default.toml"), "--out", str(tmp_path), "--tier", "P"],
-                    run=fake_run)
-    assert code == 2
-    assert "[switch.slots]" in capsys.readouterr().err
+def test_an_unknown_tier_is_refused_with_exit_status_2(tmp_path: Path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([str(SCENARIOS / "rack-4-emulator.toml"), "--out", str(tmp_path),
+                  "--tier", "Q"], run=fake_run)
+    assert stopped.value.code == 2
+    assert "--tier" in capsys.readouterr().err
     assert not (tmp_path / "sim.json").exists()
 
 
@@ -188,10 +188,10 @@ def test_a_sweep_over_two_processes_with_joblib(tmp_path: Path, capsys):
     results = data["results"]
     # in job order (point, then path), whatever order the processes finished in
     assert [(r["workers"], r["path"]) for r in results] == [
-        (w, p) for w in (8, 16, 32, 64) for p in ("switch", "ring", "ps")]
+        (w, p) for w in (4, 8, 16, 32) for p in ("switch", "ring", "ps")]
     assert all(r["extra"]["pid"] != os.getpid() for r in results), "not run in worker processes"
-    assert results[3]["point"] == {"topology.workers": 8} and results[3]["values"] == {
-        "topology.workers": 8}
+    assert results[3]["point"] == {"topology.workers": 4} and results[3]["values"] == {
+        "topology.workers": 4}
     # the fake's wall time is 0.01 * workers**1.5: the fit must find the 1.5
     assert data["wall_exponents"] == pytest.approx({"switch": 1.5, "ring": 1.5, "ps": 1.5})
     assert (tmp_path / "sim.png").read_bytes().startswith(PNG_MAGIC)
@@ -203,7 +203,7 @@ def test_jobs_are_points_times_paths_each_with_one_path():
     jobs = cli.jobs_of(points)
     assert len(jobs) == 12 and [j.index for j in jobs] == list(range(12))
     assert [(j.scenario.topology.workers, j.path) for j in jobs[:4]] == [
-        (4, "switch"), (4, "ring"), (4, "ps"), (8, "switch")]
+        (2, "switch"), (2, "ring"), (2, "ps"), (4, "switch")]
     assert all(j.scenario.job.paths == (j.path,) for j in jobs)
 
 

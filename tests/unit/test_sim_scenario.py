@@ -52,7 +52,8 @@ WRONG_TYPE: dict[str, Any] = {
     "pbox.cores": 8.0, "pbox.packets_per_core": "1e6",
     "switch.pipeline_latency": 1, "switch.slots": "128",
     "job.model": 50, "job.scale": "0.5", "job.elements": 1.5, "job.iterations": "2",
-    "job.lanes": "64", "job.schedule": 1, "job.paths": "switch",
+    "job.lanes": "64", "job.schedule": 1, "job.paths": "switch", "job.window": "32",
+    "job.classes": 8.0, "job.class_window": [16], "job.slice_params": "40k",
     "run.tier": 1, "run.seed": "0", "run.memory": 8,
 }
 # values of the right type but out of range, unknown or malformed, per field
@@ -83,6 +84,10 @@ OUT_OF_RANGE: dict[str, list[Any]] = {
     "job.lanes": [0, 128, 512],
     "job.schedule": ["lifo", "P3"],
     "job.paths": [[], ["tree"], ["ring", "ring"], [1]],
+    "job.window": [0, 65537],
+    "job.classes": [0, 65],
+    "job.class_window": [0, 65537],
+    "job.slice_params": [0, -40000],
     "run.tier": ["Q", "m"],
     "run.seed": [-1, 2**63],
     "run.memory": ["0B", "8 gallons", "0.5B"],
@@ -143,7 +148,9 @@ def test_an_out_of_range_value_is_refused(key: str, value: Any):
 ])
 def test_values_at_the_edges_are_accepted(key: str, value: Any, expected: Any):
     section, name = key.split(".")
-    (s,) = scenario.parse(with_value(section, name, value), SOURCE)
+    raw = with_value(section, name, value)
+    raw["job"]["paths"] = ["ring", "ps"]  # the slot aggregators' own limits are tested below
+    (s,) = scenario.parse(raw, SOURCE)
     assert s.value(key) == expected
 
 
@@ -279,22 +286,31 @@ def test_the_queue_holds_at_least_one_frame(lanes: int, smallest: int):
     assert scenario.parse(raw, SOURCE)[0].links.queue == smallest
 
 
-def test_tier_p_holds_the_switch_program_to_its_slots_and_bitmaps():
-    raw = with_value("run", "tier", "P")
-    assert refused(raw).field == "switch.slots"  # the default 4096 > aggregate.p4's 1024
-    raw["switch"] = {"slots": 1024}
-    assert scenario.parse(raw, SOURCE)[0].switch.slots == 1024
-    raw["topology"]["workers"] = 33
-    assert refused(raw).field == "topology.workers"
-    raw["topology"].update(workers=4, racks=33)
-    assert refused(raw).field == "topology.racks"
-    raw["job"]["paths"] = ["ring", "ps"]  # no switch aggregation: its limits do not apply
-    raw["topology"].update(workers=64, racks=2)
-    raw["switch"] = {"slots": 4096}
-    assert scenario.parse(raw, SOURCE)[0].topology.workers == 64
-    raw["run"]["tier"] = "M"
-    raw["job"]["paths"] = ["switch"]
-    assert scenario.parse(raw, SOURCE)[0].run.tier == "M"
+def test_a_job_through_the_slot_aggregators_holds_at_most_32_workers():
+    """The worker bitmaps of aggregate.p4 and of the PBox core: in every tier."""
+    for tier in ("P", "M", "F"):
+        for path in ("switch", "pbox"):
+            raw = with_value("run", "tier", tier)
+            raw["job"]["paths"] = [path]
+            raw["topology"].update(workers=16, racks=2)
+            assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 32
+            raw["topology"].update(workers=11, racks=3)
+            error = refused(raw)
+            assert error.field == "topology.workers" and "at most 32" in error.reason
+    raw = base()
+    raw["job"]["paths"] = ["ring", "ps"]  # no slot aggregation: no such limit
+    raw["topology"].update(workers=64, racks=16)
+    assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 1024
+
+
+def test_the_job_needs_no_more_slots_than_the_switch_has():
+    raw = with_value("switch", "slots", 128)
+    raw["job"]["window"] = 129
+    assert refused(raw).field == "job.window"
+    raw["job"].update(window=128, schedule="p3", classes=8, class_window=17)
+    assert refused(raw).field == "job.class_window"
+    raw["job"]["class_window"] = 16
+    assert scenario.parse(raw, SOURCE)[0].job.class_window == 16
 
 
 # -- sweeps -------------------------------------------------------------------------------
@@ -425,8 +441,8 @@ def test_every_shipped_scenario_parses(path: Path):
 def test_the_default_scenario_is_the_documented_one():
     (s,) = scenario.load(REPO / "sim" / "scenarios" / "default.toml")
     assert (s.topology.kind, s.topology.racks, s.topology.workers, s.topology.spines) == (
-        "leafspine", 4, 16, 2)
-    assert s.topology.total_workers == 64 and s.links.bandwidth == 100e9
+        "leafspine", 2, 16, 2)
+    assert s.topology.total_workers == 32 and s.links.bandwidth == 1e9
     assert s.job.model == "resnet50" and s.job.paths == ("switch", "ring", "ps")
 
 
@@ -436,6 +452,6 @@ def test_the_emulator_scenario_matches_the_emulator():
     assert s.job.model == "synthetic" and s.job.elements * 4 == 2 * 2**20
 
 
-def test_the_worker_sweep_runs_8_to_64_workers():
+def test_the_worker_sweep_runs_4_to_32_workers():
     points = scenario.load(REPO / "sim" / "scenarios" / "sweep-workers.toml")
-    assert [p.topology.total_workers for p in points] == [8, 16, 32, 64]
+    assert [p.topology.total_workers for p in points] == [4, 8, 16, 32]

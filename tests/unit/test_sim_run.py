@@ -1,0 +1,177 @@
+"""Whole simulations (sim/run.py) on small cases: the product's sessions and aggregators
+under simulated time give exact sums under loss, duplication and reordering; runs are
+reproducible from their seed; the tiers agree; the baselines take the time their
+algorithms take; every datagram is accounted for. No wall-clock assertions."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from p4hub.sim import scenario
+from p4hub.sim.baselines import MSS
+from p4hub.sim.errors import BudgetExceeded, ScenarioError, SimError
+from p4hub.sim.network import WIRE_OVERHEAD
+from p4hub.sim.run import RunResult, run_scenario
+
+BASE: dict[str, Any] = {
+    "name": "t",
+    "topology": {"kind": "rack", "workers": 4, "pboxes": 1},
+    "links": {"bandwidth": "1Gbit", "delay": "5us", "queue": "512KB"},
+    "switch": {"slots": 128},
+    "job": {"model": "synthetic", "elements": 16384, "iterations": 2, "paths": ["switch"],
+            "window": 32},
+    "run": {"tier": "P", "seed": 1},
+}
+
+
+def make(**sections: dict[str, Any]) -> scenario.Scenario:
+    raw = copy.deepcopy(BASE)
+    for name, fields in sections.items():
+        raw.setdefault(name, {}).update(fields)
+    (point,) = scenario.parse(raw, None)
+    return point
+
+
+def run(path: str = "switch", **sections: dict[str, Any]) -> RunResult:
+    return run_scenario(make(**sections), path=path)
+
+
+def check_accounting(result: RunResult) -> None:
+    assert result.ok, result.failures
+    assert result.iteration_times and all(t > 0 for t in result.iteration_times)
+
+
+@pytest.mark.parametrize("path", ["switch", "pbox"])
+@pytest.mark.parametrize("tier", ["P", "M"])
+def test_sums_are_exact_under_loss_duplication_and_reordering(path: str, tier: str) -> None:
+    r = run(path, links={"loss": 0.02, "duplicate": 0.01, "reorder": 0.02}, run={"tier": tier})
+    check_accounting(r)
+    assert r.exact is True and r.checked == 2  # one tensor an iteration, checked each time
+    assert r.drops > 0 and r.resends > 0  # the loss happened and was recovered from
+
+
+def test_a_two_level_tree_over_a_leaf_spine_is_exact() -> None:
+    r = run("switch", topology={"kind": "leafspine", "workers": 3, "racks": 3, "spines": 2},
+            links={"loss": 0.01, "oversubscription": 1.0})
+    check_accounting(r)
+    assert r.exact is True
+    assert r.bytes_by_link_class.get("spine_up", 0) > 0
+    # the leaves summed their racks and the root spine the racks
+    assert sum(v for k, v in r.counters.items() if k.startswith("aggregated_s")) > 0
+    assert sum(v for k, v in r.counters.items() if k.startswith("aggregated_t")) > 0
+
+
+def test_the_tree_sends_one_partial_per_rack_up() -> None:
+    """Two-level aggregation: spine uplinks carry what one worker sends per rack, not
+    what all of its workers send."""
+    r = run("switch", topology={"kind": "leafspine", "workers": 4, "racks": 2, "spines": 1},
+            links={"oversubscription": 1.0})
+    per_worker = r.bytes_by_link_class["host_up"] / 8
+    assert r.bytes_by_link_class["spine_up"] == pytest.approx(2 * per_worker, rel=0.01)
+
+
+def test_p3_with_a_profile_is_exact() -> None:
+    r = run("switch", job={"model": "resnet50", "elements": 0, "scale": 0.001,
+                           "schedule": "p3", "classes": 8, "class_window": 8},
+            switch={"slots": 128})
+    check_accounting(r)
+    assert r.exact is True and r.checked > 8
+
+
+def test_same_seed_same_run_other_seed_other_run() -> None:
+    lossy = {"loss": 0.02, "reorder": 0.01}
+    a = run(links=lossy, run={"seed": 3})
+    b = run(links=lossy, run={"seed": 3})
+    c = run(links=lossy, run={"seed": 4})
+    assert (a.digest, a.iteration_times, a.drops) == (b.digest, b.iteration_times, b.drops)
+    assert a.digest != c.digest
+
+
+@pytest.mark.parametrize("bandwidth", ["5Mbit", "1Gbit"])
+@pytest.mark.parametrize("path", ["switch", "pbox", "ring"])
+def test_tier_m_is_within_five_percent_of_tier_p(bandwidth: str, path: str) -> None:
+    common = {"links": {"bandwidth": bandwidth},
+              "job": {"elements": 65536 if bandwidth == "1Gbit" else 32768, "iterations": 1}}
+    p = run(path, **common, run={"tier": "P"})  # type: ignore[arg-type]
+    m = run(path, **common, run={"tier": "M"})  # type: ignore[arg-type]
+    assert m.events < p.events
+    assert m.iteration_times[0] == pytest.approx(p.iteration_times[0], rel=0.05)
+
+
+def test_the_ring_takes_its_two_n_minus_one_steps() -> None:
+    n, elements, rate = 4, 65536, 1e9
+    r = run("ring", job={"elements": elements, "iterations": 1})
+    chunk = elements * 4 / n
+    datagrams = -(-chunk // MSS)
+    segment = MSS + WIRE_OVERHEAD
+    # a step: the chunk's serialization, then its last segment's way through the switch
+    # (two links' delay, the pipeline, one segment's serialization on the way out)
+    step = datagrams * segment * 8 / rate + 2 * 5e-6 + 1e-6 + segment * 8 / rate
+    assert r.iteration_times[0] == pytest.approx(2 * (n - 1) * step, rel=1e-3)
+    assert r.bytes_by_link_class["host_up"] == n * 2 * (n - 1) * datagrams * segment
+
+
+def test_the_sharded_ps_pushes_and_pulls_every_shard() -> None:
+    r = run("ps", topology={"pboxes": 2}, job={"elements": 65536, "iterations": 1})
+    assert r.ok and r.iteration_times
+    assert r.bytes_by_link_class["pbox_down"] == r.bytes_by_link_class["pbox_up"]
+    assert r.bytes_by_link_class["host_up"] == r.bytes_by_link_class["host_down"]
+
+
+def test_the_switch_path_beats_the_ring_and_the_single_pbox_at_the_bandwidth_floor() -> None:
+    times = {p: run(p, job={"elements": 65536, "iterations": 1}).iteration_times[0]
+             for p in ("switch", "ring", "pbox")}
+    assert times["switch"] < times["ring"] < times["pbox"]
+
+
+def test_every_datagram_is_delivered_or_dropped_by_a_stated_rule() -> None:
+    s = make(links={"loss": 0.03, "duplicate": 0.01, "queue": "8KB"},
+             job={"elements": 32768, "window": 64}, switch={"slots": 128})
+    from p4hub.sim import run as run_module
+
+    ports: list = []
+    real_build = run_module.build
+
+    def build(*args: Any, **kwargs: Any):  # keep the fabric to read its ports afterwards
+        fabric = real_build(*args, **kwargs)
+        ports.append(fabric)
+        return fabric
+
+    run_module.build = build
+    try:
+        r = run_scenario(s)
+    finally:
+        run_module.build = real_build
+    assert r.ok
+    (fabric,) = ports
+    for port in fabric.ports:
+        c = port.counters
+        assert c.offered == (c.dropped_queue + c.dropped_loss + c.delivered - c.duplicated
+                             + port.queued_datagrams + (c.datagrams - c.dropped_loss
+                                                        - c.delivered + c.duplicated))
+        assert c.datagrams - c.dropped_loss - c.delivered + c.duplicated >= 0  # on the wire
+    assert sum(p.counters.dropped_queue for p in fabric.ports) == r.drops_by_cause["queue"]
+
+
+def test_a_job_larger_than_the_worker_bitmaps_is_refused_before_the_run() -> None:
+    with pytest.raises(ScenarioError, match=r"topology.workers.*at most 32"):
+        make(topology={"kind": "leafspine", "workers": 17, "racks": 2},
+             links={"oversubscription": 1.0})
+
+
+def test_more_slots_than_the_switch_has_is_refused() -> None:
+    with pytest.raises(ScenarioError, match=r"job.window.*switch has 128"):
+        make(job={"window": 256})
+
+
+def test_tier_f_is_refused_with_a_message() -> None:
+    with pytest.raises(SimError, match="tier F"):
+        run_scenario(make(), tier="F")
+
+
+def test_a_run_past_its_memory_budget_stops_with_a_message() -> None:
+    with pytest.raises(BudgetExceeded, match="budget"):
+        run(run={"memory": "1MiB"}, job={"elements": 2**20})
