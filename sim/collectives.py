@@ -21,6 +21,8 @@ import numpy as np
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
 from p4hub.hosts.pbox.aggregator import Parent
 from p4hub.hosts.session import Session, SessionConfig
+from p4hub.sim.controlled import map_ports
+from p4hub.sim.controlled import place as controlled_place
 from p4hub.sim.errors import SimError
 from p4hub.sim.fabric import Fabric
 from p4hub.sim.nodes.worker import Worker
@@ -34,24 +36,41 @@ class InaCollective:
     def __init__(self, fabric: Fabric, where: str, *, slots: int, config: SessionConfig,
                  macro: int, datagram_cost: float,
                  on_complete: Callable[[int, Hashable, np.ndarray], None],
-                 on_failed: Callable[[int, Hashable, str], None]) -> None:
+                 on_failed: Callable[[int, Hashable, str], None],
+                 controlled: bool = False, seed: int = 0) -> None:
+        """``controlled``: the controller's job logic places the job and programs the
+        switches (tier P, sim/controlled.py); otherwise ``_place`` does, by its rules."""
         n = fabric.workers
         self.fabric = fabric
         self.where = where
         self.on_complete, self.on_failed = on_complete, on_failed
         lanes = config.lanes
-        try:
-            targets = self._place(fabric, where, n, slots, lanes)
-        except ValueError as exc:  # the aggregator core's refusal (AggregatorError)
-            raise SimError(f"cannot place the job on the {where}: {exc}") from None
+        sessions: list[Session] = []
+        targets: list[dict[Hashable, str]] = []
+        if controlled:
+            job = controlled_place(fabric, where, lanes=lanes, job_slots=slots, seed=seed)
+            for rank, reply in enumerate(job.replies):
+                sessions.append(Session(reply.job_id, rank, n, reply.slot_base, reply.slot_count,
+                                        config=config, epoch=reply.epoch,
+                                        route_map=job.route_map(rank)))
+                targets.append(job.aggregator_nodes(rank))
+        else:
+            try:
+                first_hops = self._place(fabric, where, n, slots, lanes)
+            except ValueError as exc:  # the aggregator core's refusal (AggregatorError)
+                raise SimError(f"cannot place the job on the {where}: {exc}") from None
+            sessions = [Session(JOB_ID, rank, n, 0, slots, config=config) for rank in range(n)]
+            targets = [{None: hop} for hop in first_hops]
         self.workers: list[Worker] = []
         for rank in range(n):
-            session = Session(JOB_ID, rank, n, 0, slots, config=config)
-            worker = Worker(fabric.engine, f"w{rank + 1}", session,
-                            aggregators={None: targets[rank]}, macro=macro,
+            worker = Worker(fabric.engine, f"w{rank + 1}", sessions[rank],
+                            aggregators=targets[rank], macro=macro,
                             datagram_cost=datagram_cost, on_event=self._event)
             fabric.attach_worker(rank, worker)
             self.workers.append(worker)
+        if controlled:
+            map_ports([*fabric.leaves, *fabric.spines], fabric.controller_topo,
+                      fabric.workers_per_rack, fabric.pbox_names)
         self._rank = {w.name: r for r, w in enumerate(self.workers)}
 
     @staticmethod
@@ -68,7 +87,7 @@ class InaCollective:
         if fabric.racks == 1:
             fabric.leaves[0].aggregator.add_job(JOB_ID, n, 0, slots, lanes)
             return [fabric.leaves[0].name] * n
-        root = fabric.spines[JOB_ID % len(fabric.spines)]
+        root = fabric.spines[0]  # the controller's choice too: the first spine with room
         root.aggregator.add_job(JOB_ID, n, 0, slots, lanes)
         for r, leaf in enumerate(fabric.leaves):
             leaf.aggregator.add_job(JOB_ID, n, 0, slots, lanes,

@@ -17,6 +17,7 @@ flow); a spine reaches each rack's nodes, and the leaf itself, on that leaf's po
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,12 +35,16 @@ class Fabric:
     engine: Engine
     racks: int
     workers_per_rack: int
-    leaves: list[Switch]
-    spines: list[Switch]
+    leaves: list[Any]  # Switch (the model) or P4Switch (tier P): forwarding nodes
+    spines: list[Any]
     pboxes: list[list[PBox]]  # per rack
     ports: list[Port] = field(default_factory=list)
     rng: random.Random = field(default_factory=random.Random)
     link_args: dict[str, Any] = field(default_factory=dict)
+    # tier P: the controller's topology, every endpoint's addresses, PBox names
+    controller_topo: Any = None
+    book: Any = None
+    pbox_names: dict[str, str] = field(default_factory=dict)
 
     @property
     def workers(self) -> int:
@@ -48,7 +53,7 @@ class Fabric:
     def rack_of(self, rank: int) -> int:
         return rank // self.workers_per_rack
 
-    def leaf_of(self, rank: int) -> Switch:
+    def leaf_of(self, rank: int) -> Any:
         return self.leaves[self.rack_of(rank)]
 
     def all_pboxes(self) -> list[PBox]:
@@ -66,7 +71,7 @@ class Fabric:
                               buffer_bytes=args["buffer"], impairments=args["impair"],
                               rng=self.rng, classes=classes)
 
-    def _reach(self, name: str, leaf: Switch, port: int) -> None:
+    def _reach(self, name: str, leaf: Any, port: int) -> None:
         """``name`` hangs off ``leaf``'s ``port``: every switch learns its way there."""
         leaf.routes[name] = [port]
         rack = self.leaves.index(leaf)
@@ -76,7 +81,7 @@ class Fabric:
         for spine in self.spines:
             spine.routes[name] = [rack]  # spine port r leads to leaf r (links made in order)
 
-    def _uplinks(self, leaf: Switch) -> list[int]:
+    def _uplinks(self, leaf: Any) -> list[int]:
         return [i for i, p in enumerate(leaf.ports) if p.link_class == "spine_up"]
 
     def bytes_by_class(self) -> dict[str, int]:
@@ -94,13 +99,18 @@ class Fabric:
 def build(engine: Engine, *, racks: int, workers_per_rack: int, spines: int, pboxes: int,
           host_rate: float, fabric_rate: float, delay: float, buffer: int,
           impairments: Impairments, pipeline_latency: float, switch_slots: int,
-          pbox_cores: int, pbox_packets_per_core: float, seed: int) -> Fabric:
+          pbox_cores: int, pbox_packets_per_core: float, seed: int,
+          make_switch: Callable[[str], Any] | None = None) -> Fabric:
     """The switches, PBoxes and fabric links of a rack (``racks == 1``, no spines) or a
-    leaf-spine fabric; workers come with ``Fabric.attach_worker``."""
-    leaves = [Switch(engine, f"s{r + 1}", pipeline_latency=pipeline_latency, slots=switch_slots)
-              for r in range(racks)]
-    tops = [Switch(engine, f"t{k + 1}", pipeline_latency=pipeline_latency, slots=switch_slots)
-            for k in range(spines if racks > 1 else 0)]
+    leaf-spine fabric; workers come with ``Fabric.attach_worker``. ``make_switch``
+    (name -> node) builds the switches instead of the model ``Switch`` (tier P's
+    ``P4Switch``)."""
+    def model(name: str) -> Switch:
+        return Switch(engine, name, pipeline_latency=pipeline_latency, slots=switch_slots)
+
+    make = make_switch or model
+    leaves = [make(f"s{r + 1}") for r in range(racks)]
+    tops = [make(f"t{k + 1}") for k in range(spines if racks > 1 else 0)]
     boxes = [[PBox(engine, f"p{r + 1}.{i + 1}", cores=pbox_cores,
                    packets_per_core=pbox_packets_per_core) for i in range(pboxes)]
              for r in range(racks)]

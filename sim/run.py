@@ -18,12 +18,14 @@ from typing import Any
 
 from p4hub.hosts import wire
 from p4hub.hosts.session import SessionConfig
+from p4hub.sim import controlled
 from p4hub.sim.baselines import RingCollective, ShardedPS
 from p4hub.sim.collectives import InaCollective
 from p4hub.sim.engine import Engine
 from p4hub.sim.errors import BudgetExceeded, SimError
 from p4hub.sim.fabric import Fabric, build
 from p4hub.sim.network import WIRE_OVERHEAD, Impairments
+from p4hub.sim.nodes.p4switch import P4Switch
 from p4hub.sim.training import Trainer, load_workload
 
 PATHS = ("switch", "pbox", "ring", "ps")
@@ -86,18 +88,37 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _fabric(engine: Engine, scenario: Any, seed: int) -> Fabric:
+def _fabric(engine: Engine, scenario: Any, seed: int, p4: bool) -> Fabric:
+    """The scenario's network; ``p4``: tier P's switches (sim/controlled.py)."""
     topo, links = scenario.topology, scenario.links
     racks = topo.racks if topo.kind == "leafspine" else 1
-    return build(
+    make_switch = None
+    extra: dict[str, Any] = {}
+    if p4:
+        job = scenario.job
+        slots = job.class_window * job.classes if job.schedule == "p3" else job.window
+        ctopo = controlled.controller_topology(racks, topo.workers, topo.spines, topo.pboxes,
+                                               slots)
+        book, names = controlled.make_book(ctopo, racks, topo.workers, topo.pboxes, topo.spines)
+        program = controlled.aggregate_program()
+        latency = scenario.switch.pipeline_latency
+
+        def make_switch(name: str) -> P4Switch:
+            return P4Switch(engine, name, program, book, pipeline_latency=latency)
+
+        extra = {"controller_topo": ctopo, "book": book, "pbox_names": names}
+    fabric = build(
         engine, racks=racks, workers_per_rack=topo.workers, spines=topo.spines,
         pboxes=topo.pboxes, host_rate=links.bandwidth, fabric_rate=links.fabric_bandwidth,
         delay=links.delay, buffer=links.queue,
         impairments=Impairments(links.loss, links.duplicate, links.reorder),
         pipeline_latency=scenario.switch.pipeline_latency, switch_slots=scenario.switch.slots,
         pbox_cores=scenario.pbox.cores, pbox_packets_per_core=scenario.pbox.packets_per_core,
-        seed=seed,
+        seed=seed, make_switch=make_switch,
     )  # fmt: skip
+    for key, value in extra.items():
+        setattr(fabric, key, value)
+    return fabric
 
 
 def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = None,
@@ -121,7 +142,8 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     job, hosts = scenario.job, scenario.hosts
     wall0 = time.perf_counter()
     engine = Engine()
-    fabric = _fabric(engine, scenario, seed)
+    ina = path in ("switch", "pbox")
+    fabric = _fabric(engine, scenario, seed, p4=tier == "P" and ina)
     work = load_workload(job.model, scale=job.scale, elements=job.elements,
                          gpu_speed=hosts.gpu_speed)
     n = fabric.workers
@@ -129,7 +151,6 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     in_flight = job.window  # FIFO's window and P3's credit over its classes
     macro = 1 if tier == "P" else _macro(scenario.links.bandwidth, job.lanes, in_flight)
     classes = job.classes if p3 else 1
-    ina = path in ("switch", "pbox")
     if check is None:
         check = ina and work.parameters * n * job.iterations <= 50_000_000
     trainer = Trainer(engine, work, ranks=n, iterations=job.iterations, schedule=job.schedule,
@@ -142,7 +163,8 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
                                classes=classes, credit=job.window if p3 else None)
         ina_path = InaCollective(fabric, path, slots=slots, config=config, macro=macro,
                                  datagram_cost=hosts.datagram_cost,
-                                 on_complete=trainer.complete, on_failed=trainer.failed)
+                                 on_complete=trainer.complete, on_failed=trainer.failed,
+                                 controlled=tier == "P", seed=seed)
         trainer.collective = ina_path
     elif path == "ring":
         trainer.collective = RingCollective(fabric, macro=macro, on_complete=trainer.complete)

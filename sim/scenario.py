@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from p4hub.controller.core import program, topology
 from p4hub.hosts import wire
 from p4hub.sim import units
 from p4hub.sim.errors import ScenarioError
@@ -484,8 +485,34 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
         # the wire's count field hold one job of at most MAX_WORKERS ranks
         refuse("topology.workers", f"{workers} workers in one job: path {ina[0]!r} "
                f"aggregates at most {wire.MAX_WORKERS} (the protocol's worker bitmaps)")
+    if ina and v["run"]["tier"] == "P":
+        _tier_p_checks(v, refuse)
     slots = job["class_window"] * job["classes"] if job["schedule"] == "p3" else job["window"]
     if ina and slots > v["switch"]["slots"]:
         refuse("job.window" if job["schedule"] == "fifo" else "job.class_window",
                f"the job needs {slots} slots but the switch has {v['switch']['slots']}"
                " (switch.slots)")
+
+
+def _tier_p_checks(v: dict[str, dict[str, Any]], refuse: Callable[[str, str], None]) -> None:
+    """Tier P runs p4src/aggregate.p4 under the controller's own topology and job logic
+    (sim/controlled.py): a rack or fabric its standard descriptions cover, and the
+    program's slot registers."""
+    topo, switch = v["topology"], v["switch"]
+    if switch["slots"] > program.NUM_SLOTS:
+        refuse("switch.slots", f"{switch['slots']} is more than aggregate.p4's "
+               f"{program.NUM_SLOTS} slots (tier P runs it)")
+    if topo["kind"] == "rack":
+        if topo["pboxes"] > topology.MAX_RACK_PBOXES:
+            refuse("topology.pboxes", f"tier P's rack has at most {topology.MAX_RACK_PBOXES}"
+                   " PBoxes (the controller's rack description)")
+        return
+    if topo["racks"] > topology.MAX_RACKS:
+        refuse("topology.racks", f"tier P's fabric has at most {topology.MAX_RACKS} racks"
+               " (the controller's fabric description)")
+    if topo["spines"] > topology.MAX_SPINES:
+        refuse("topology.spines", f"tier P's fabric has at most {topology.MAX_SPINES} spines"
+               " (the controller's fabric description)")
+    if topo["pboxes"] != 1:
+        refuse("topology.pboxes", "tier P's fabric has one PBox a rack"
+               " (the controller's fabric description)")

@@ -291,6 +291,7 @@ def test_a_job_through_the_slot_aggregators_holds_at_most_32_workers():
     for tier in ("P", "M", "F"):
         for path in ("switch", "pbox"):
             raw = with_value("run", "tier", tier)
+            raw["switch"] = {"slots": 1024}
             raw["job"]["paths"] = [path]
             raw["topology"].update(workers=16, racks=2)
             assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 32
@@ -301,6 +302,28 @@ def test_a_job_through_the_slot_aggregators_holds_at_most_32_workers():
     raw["job"]["paths"] = ["ring", "ps"]  # no slot aggregation: no such limit
     raw["topology"].update(workers=64, racks=16)
     assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 1024
+
+
+def test_tier_p_keeps_to_the_switch_program_and_the_controllers_topologies():
+    raw = with_value("run", "tier", "P")
+    assert refused(raw).field == "switch.slots"  # the default 4096 > aggregate.p4's 1024
+    raw["switch"] = {"slots": 1024}
+    assert scenario.parse(raw, SOURCE)[0].switch.slots == 1024
+    for key, value in (("racks", 9), ("spines", 5), ("pboxes", 2)):
+        bad = copy.deepcopy(raw)
+        bad["topology"].update({key: value, "workers": 2})  # at most 32 workers in all
+        assert refused(bad).field == f"topology.{key}"
+    rack = copy.deepcopy(raw)
+    rack["topology"] = {"kind": "rack", "workers": 4, "pboxes": 9}
+    assert refused(rack).field == "topology.pboxes"
+    raw["job"]["paths"] = ["ring", "ps"]  # no slot aggregation: none of this applies
+    raw["topology"].update(racks=9, spines=5, pboxes=2)
+    raw["switch"] = {"slots": 4096}
+    assert scenario.parse(raw, SOURCE)[0].topology.racks == 9
+    raw["run"]["tier"] = "M"  # the model switch and the simulator's own placement
+    raw["job"]["paths"] = ["switch"]
+    raw["topology"]["workers"] = 2
+    assert scenario.parse(raw, SOURCE)[0].run.tier == "M"
 
 
 def test_the_job_needs_no_more_slots_than_the_switch_has():
