@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from p4hub.sim.engine import Engine
-from p4hub.sim.network import Impairments, Node, Port, connect
+from p4hub.sim.network import WIRE_OVERHEAD, Impairments, Node, Port, connect
 from p4hub.sim.nodes.pbox import PBox
 from p4hub.sim.nodes.switch import Switch
 
@@ -69,7 +69,7 @@ class Fabric:
         args = self.link_args
         self.ports += connect(self.engine, a, b, rate_bps=rate, delay=args["delay"],
                               buffer_bytes=args["buffer"], impairments=args["impair"],
-                              rng=self.rng, classes=classes)
+                              rng=self.rng, classes=classes, overhead=args["overhead"])
 
     def _reach(self, name: str, leaf: Any, port: int) -> None:
         """``name`` hangs off ``leaf``'s ``port``: every switch learns its way there."""
@@ -100,7 +100,8 @@ def build(engine: Engine, *, racks: int, workers_per_rack: int, spines: int, pbo
           host_rate: float, fabric_rate: float, delay: float, buffer: int,
           impairments: Impairments, pipeline_latency: float, switch_slots: int,
           pbox_cores: int, pbox_packets_per_core: float, seed: int,
-          make_switch: Callable[[str], Any] | None = None) -> Fabric:
+          make_switch: Callable[[str], Any] | None = None,
+          overhead: int = WIRE_OVERHEAD) -> Fabric:
     """The switches, PBoxes and fabric links of a rack (``racks == 1``, no spines) or a
     leaf-spine fabric; workers come with ``Fabric.attach_worker``. ``make_switch``
     (name -> node) builds the switches instead of the model ``Switch`` (tier P's
@@ -117,7 +118,7 @@ def build(engine: Engine, *, racks: int, workers_per_rack: int, spines: int, pbo
     fabric = Fabric(engine, racks, workers_per_rack, leaves, tops, boxes,
                     rng=random.Random(seed),
                     link_args={"delay": delay, "buffer": buffer, "impair": impairments,
-                               "host_rate": host_rate})
+                               "host_rate": host_rate, "overhead": overhead})
     # spines first, so spine port r is leaf r (``_reach`` relies on it)
     for spine in tops:
         for r, leaf in enumerate(leaves):

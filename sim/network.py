@@ -28,7 +28,9 @@ import numpy as np
 from p4hub.sim.engine import Engine
 
 # On the wire around a datagram: Ethernet (14 + 4 FCS), IPv4 (20) and UDP (8) headers,
-# and the preamble and inter-frame gap (8 + 12) a link spends per frame.
+# and the preamble and inter-frame gap (8 + 12) a link spends per frame. A link may
+# count otherwise (``links.overhead``): Linux's shapers, which set the emulator's
+# rates, count the frame from its Ethernet header, 42 bytes around the datagram.
 WIRE_OVERHEAD = 14 + 4 + 20 + 8 + 8 + 12
 PRIORITIES = 8  # egress queues per port, strict priority, 7 most urgent
 
@@ -66,10 +68,9 @@ class Frame:
         # would), and nothing may leave before it arrived (``Port``)
         self.tail = 0.0
 
-    @property
-    def wire_bytes(self) -> int:
-        """Bytes the frame occupies on a link, framing included."""
-        return (self.datagram_bytes + WIRE_OVERHEAD) * self.count
+    def wire_bytes(self, overhead: int = WIRE_OVERHEAD) -> int:
+        """Bytes the frame occupies on a link that adds ``overhead`` per datagram."""
+        return (self.datagram_bytes + overhead) * self.count
 
     def keep(self, mask: np.ndarray) -> Frame | None:
         """The frame with only the datagrams where ``mask`` is true (None if none)."""
@@ -119,8 +120,9 @@ class Port:
 
     def __init__(self, engine: Engine, owner: Node, rate_bps: float, delay: float,
                  buffer_bytes: int, impairments: Impairments, rng: random.Random,
-                 link_class: str) -> None:
+                 link_class: str, overhead: int = WIRE_OVERHEAD) -> None:
         self.engine = engine
+        self.overhead = overhead  # bytes the link carries per datagram besides its payload
         self.owner = owner
         self.rate = rate_bps / 8.0  # bytes per second
         self.delay = delay
@@ -140,19 +142,19 @@ class Port:
         self.peer, self.peer_port = peer, peer_port
 
     def serialization(self, frame: Frame) -> float:
-        return frame.wire_bytes / self.rate
+        return frame.wire_bytes(self.overhead) / self.rate
 
     def send(self, frame: Frame) -> int:
         """Queue ``frame`` (or as many of its datagrams as the buffer holds); returns the
         datagrams dropped by the buffer."""
         self.counters.offered += frame.count
-        size = frame.wire_bytes
+        size = frame.wire_bytes(self.overhead)
         room = self.buffer_bytes - self.queued_bytes
         dropped = 0
         # the baselines' frames (tagged) stand for a TCP stream, whose flow control keeps
         # a queue from overflowing: they wait rather than drop (sim/baselines.py)
         if size > room and (self.busy or self.queued_bytes) and frame.tag is None:
-            per = frame.datagram_bytes + WIRE_OVERHEAD
+            per = frame.datagram_bytes + self.overhead
             fits = max(0, room // per)
             dropped = frame.count - fits
             self.counters.dropped_queue += dropped
@@ -162,7 +164,7 @@ class Port:
             mask[:fits] = True  # drop-tail: the datagrams at the run's end find no room
             kept = frame.keep(mask)
             assert kept is not None
-            frame, size = kept, kept.wire_bytes
+            frame, size = kept, kept.wire_bytes(self.overhead)
         self.queues[frame.priority].append(frame)
         self.queued_bytes += size
         if self.queued_bytes > self.counters.max_queue_bytes:
@@ -175,13 +177,14 @@ class Port:
         for q in reversed(self.queues):
             if q:
                 frame = q.popleft()
-                self.queued_bytes -= frame.wire_bytes
+                size = frame.wire_bytes(self.overhead)
+                self.queued_bytes -= size
                 self.busy = True
                 # a run leaves at the link's rate but not before its datagrams got here:
                 # its last one goes one datagram's time after it arrived
-                one = (frame.datagram_bytes + WIRE_OVERHEAD) / self.rate
+                one = (frame.datagram_bytes + self.overhead) / self.rate
                 now = self.engine.now
-                duration = max(frame.wire_bytes / self.rate, frame.tail + one - now)
+                duration = max(size / self.rate, frame.tail + one - now)
                 self._count(frame)
                 self._deliver(frame, now + one, now + duration)
                 self.engine.call_later(duration, self._next)
@@ -194,7 +197,7 @@ class Port:
         c = self.counters
         c.frames += 1
         c.datagrams += frame.count
-        c.bytes += frame.wire_bytes
+        c.bytes += frame.wire_bytes(self.overhead)
 
     def _deliver(self, frame: Frame, head: float, end: float) -> None:
         """``frame`` leaves from ``head`` (its first datagram) to ``end`` (its last): the
@@ -223,7 +226,7 @@ class Port:
         delay = self.delay
         if imp.reorder and rng.random() < imp.reorder:
             # late by one and a half slots of its size: what follows at once overtakes it
-            delay += 1.5 * frame.wire_bytes / self.rate
+            delay += 1.5 * frame.wire_bytes(self.overhead) / self.rate
             self.counters.reordered += frame.count
         frame.tail = end + delay
         self.engine.call_at(head + delay, self._arrive, frame)
@@ -243,11 +246,12 @@ class Port:
 
 def connect(engine: Engine, a: Node, b: Node, *, rate_bps: float, delay: float,
             buffer_bytes: int, impairments: Impairments, rng: random.Random,
-            classes: tuple[str, str]) -> tuple[Port, Port]:
+            classes: tuple[str, str], overhead: int = WIRE_OVERHEAD) -> tuple[Port, Port]:
     """A full-duplex link between ``a`` and ``b``: a port on each (a's towards b first).
-    ``classes``: what each direction is, for the byte counters by link class."""
-    ab = Port(engine, a, rate_bps, delay, buffer_bytes, impairments, rng, classes[0])
-    ba = Port(engine, b, rate_bps, delay, buffer_bytes, impairments, rng, classes[1])
+    ``classes``: what each direction is, for the byte counters by link class;
+    ``overhead``: bytes the link carries per datagram besides its UDP payload."""
+    ab = Port(engine, a, rate_bps, delay, buffer_bytes, impairments, rng, classes[0], overhead)
+    ba = Port(engine, b, rate_bps, delay, buffer_bytes, impairments, rng, classes[1], overhead)
     a.ports.append(ab)
     b.ports.append(ba)
     ab.connect(b, len(b.ports) - 1)

@@ -24,7 +24,7 @@ from p4hub.sim.collectives import InaCollective
 from p4hub.sim.engine import Engine
 from p4hub.sim.errors import BudgetExceeded, SimError
 from p4hub.sim.fabric import Fabric, build
-from p4hub.sim.network import WIRE_OVERHEAD, Impairments
+from p4hub.sim.network import Impairments
 from p4hub.sim.nodes.p4switch import P4Switch
 from p4hub.sim.training import Trainer, load_workload
 
@@ -74,13 +74,13 @@ class RunResult:
         return out
 
 
-def _macro(rate_bps: float, lanes: int, in_flight: int) -> int:
+def _macro(rate_bps: float, lanes: int, in_flight: int, overhead: int) -> int:
     """Tier M's datagrams per frame at a host link rate, for sessions that keep
     ``in_flight`` positions in flight: a run is at most a quarter of them, because a
     whole run's results reach the session at once and the pipeline moves by runs (runs
     of in_flight/4 kept the 4-worker case within 5% of tier P at 1 Gbit/s; whole
     windows were 60% slow)."""
-    one = (wire.packet_len(lanes) + WIRE_OVERHEAD) * 8 / rate_bps
+    one = (wire.packet_len(lanes) + overhead) * 8 / rate_bps
     return max(1, min(MACRO, in_flight // 4, int(MACRO_SECONDS / one)))
 
 
@@ -114,7 +114,7 @@ def _fabric(engine: Engine, scenario: Any, seed: int, p4: bool) -> Fabric:
         impairments=Impairments(links.loss, links.duplicate, links.reorder),
         pipeline_latency=scenario.switch.pipeline_latency, switch_slots=scenario.switch.slots,
         pbox_cores=scenario.pbox.cores, pbox_packets_per_core=scenario.pbox.packets_per_core,
-        seed=seed, make_switch=make_switch,
+        seed=seed, make_switch=make_switch, overhead=links.overhead,
     )  # fmt: skip
     for key, value in extra.items():
         setattr(fabric, key, value)
@@ -149,7 +149,8 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     n = fabric.workers
     p3 = job.schedule == "p3"
     in_flight = job.window  # FIFO's window and P3's credit over its classes
-    macro = 1 if tier == "P" else _macro(scenario.links.bandwidth, job.lanes, in_flight)
+    macro = 1 if tier == "P" else _macro(scenario.links.bandwidth, job.lanes, in_flight,
+                                         scenario.links.overhead)
     classes = job.classes if p3 else 1
     if check is None:
         check = ina and work.parameters * n * job.iterations <= 50_000_000

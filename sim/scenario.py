@@ -39,7 +39,6 @@ SYNTHETIC = "synthetic"
 MAX_POINTS = 10_000  # a sweep beyond this is almost surely a typo (and would never finish)
 # Ethernet (14) + IPv4 (20) + UDP (8) around each p4hub datagram: a port's queue must
 # hold at least one whole frame or nothing could ever be sent through it
-FRAME_OVERHEAD = 14 + 20 + 8
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # names a log folder: no slashes, no spaces
 
 
@@ -66,6 +65,7 @@ class LinkSpec:
     loss: float
     duplicate: float
     reorder: float
+    overhead: int  # bytes a link carries per datagram besides its UDP payload
 
 
 @dataclass(frozen=True)
@@ -256,6 +256,7 @@ SCHEMA: dict[str, dict[str, _Field]] = {
         "loss": _Field(_number(0.0, 1.0, hi_open=True), 0.0),
         "duplicate": _Field(_number(0.0, 1.0, hi_open=True), 0.0),
         "reorder": _Field(_number(0.0, 1.0, hi_open=True), 0.0),
+        "overhead": _Field(_quantity(units.size, positive=False), "66B"),
     },
     "hosts": {
         "datagram_cost": _Field(_quantity(units.duration, positive=False), "0us"),
@@ -474,7 +475,7 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
     elif job["elements"] != 0:
         refuse("job.elements", f"elements is only for model = {SYNTHETIC!r} "
                f"(a profile model such as {job['model']!r} takes scale)")
-    frame = FRAME_OVERHEAD + wire.HEADER_LEN + 4 * job["lanes"]
+    frame = links["overhead"] + wire.HEADER_LEN + 4 * job["lanes"]
     if links["queue"] < frame:
         refuse("links.queue", f"{links['queue']} B cannot hold one {job['lanes']}-lane "
                f"datagram ({frame} B on the wire)")

@@ -83,6 +83,16 @@ def test_back_to_back_datagrams_are_serialized() -> None:
     assert ab.counters.bytes == 3000
 
 
+def test_a_link_counts_its_own_overhead_per_datagram() -> None:
+    engine = Engine()
+    a, b = Sink(engine, "a"), Sink(engine, "b")
+    ab, _ = connect(engine, a, b, rate_bps=8e6, delay=0.0, buffer_bytes=10**6,
+                    impairments=NONE, rng=random.Random(0), classes=("x", "y"), overhead=0)
+    ab.send(Frame("a", "b", 1000, count=2))
+    engine.run()
+    assert b.got[0][3] == pytest.approx(0.002) and ab.counters.bytes == 2000
+
+
 def test_a_run_arrives_from_its_first_datagram_and_ends_with_its_last() -> None:
     engine, _, b, ab = pair()
     ab.send(Frame("a", "b", DATAGRAM, count=10))

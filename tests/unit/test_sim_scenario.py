@@ -47,7 +47,7 @@ WRONG_TYPE: dict[str, Any] = {
     "topology.pboxes": "1",
     "links.bandwidth": 10e9, "links.fabric_bandwidth": 10, "links.oversubscription": "2",
     "links.delay": 1e-6, "links.queue": 512000, "links.loss": "0.1", "links.duplicate": False,
-    "links.reorder": [0.1],
+    "links.reorder": [0.1], "links.overhead": 66,
     "hosts.datagram_cost": 0, "hosts.gpu_speed": "fast",
     "pbox.cores": 8.0, "pbox.packets_per_core": "1e6",
     "switch.pipeline_latency": 1, "switch.slots": "128",
@@ -71,6 +71,7 @@ OUT_OF_RANGE: dict[str, list[Any]] = {
     "links.loss": [-0.1, 1.0],
     "links.duplicate": [-0.01, 1.0],
     "links.reorder": [1.5, float("nan")],
+    "links.overhead": ["-1B", "66", "1.5B"],
     "hosts.datagram_cost": ["-1ns", "1 hour"],
     "hosts.gpu_speed": [0, -1.0, float("inf")],
     "pbox.cores": [0, 257],
@@ -277,7 +278,7 @@ def test_every_bundled_profile_is_a_model(model: str):
     assert scenario.parse(with_value("job", "model", model), SOURCE)[0].job.model == model
 
 
-@pytest.mark.parametrize(("lanes", "smallest"), [(64, 42 + 20 + 256), (256, 42 + 20 + 1024)])
+@pytest.mark.parametrize(("lanes", "smallest"), [(64, 66 + 20 + 256), (256, 66 + 20 + 1024)])
 def test_the_queue_holds_at_least_one_frame(lanes: int, smallest: int):
     raw = with_value("job", "lanes", lanes)
     raw["links"]["queue"] = f"{smallest - 1}B"
