@@ -5,7 +5,7 @@ Three parts, each CPU-bound by nature (the simulator is one Python process; thes
 its own speed on this machine, not the network's):
 
 * ``tiers``: one case (4 workers, one rack, the switch path, a 2 MB synthetic tensor at
-  10 Gbit/s) in tiers P and M: events, wall time, events/s.
+  10 Gbit/s) in tiers P, M and F: events, wall time, events/s, the simulated time.
 * ``split``: a cProfile of tier P on the same case; the time inside the cores (the
   sessions' calls, the PBox core's ``receive``, p4lite's ``process`` with the frames'
   wrapping) against everything else (the engine, links, queues, nodes, training loop).
@@ -73,7 +73,7 @@ def _case(tier: str, **changes: Any) -> scenario.Scenario:
 
 def tiers() -> list[dict[str, Any]]:
     out = []
-    for tier in ("P", "M"):
+    for tier in ("P", "M", "F"):
         r = run_scenario(_case(tier))
         out.append({"tier": tier, "events": r.events, "wall_s": r.wall_s,
                     "events_per_s": r.events / r.wall_s, "iteration_s": r.iteration_times[0],

@@ -18,7 +18,7 @@ from typing import Any
 
 from p4hub.hosts import wire
 from p4hub.hosts.session import SessionConfig
-from p4hub.sim import controlled
+from p4hub.sim import controlled, fluid
 from p4hub.sim.baselines import RingCollective, ShardedPS
 from p4hub.sim.collectives import InaCollective
 from p4hub.sim.engine import Engine
@@ -135,14 +135,14 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     path = paths[0]
     if tier not in TIERS:
         raise SimError(f"unknown tier {tier!r} (one of {', '.join(TIERS)})")
-    if tier == "F":
-        raise SimError("tier F (fluid) is not available yet: use tier P or M")
     if path not in PATHS:
         raise SimError(f"unknown path {path!r} (one of {', '.join(PATHS)})")
     job, hosts = scenario.job, scenario.hosts
     wall0 = time.perf_counter()
     engine = Engine()
     ina = path in ("switch", "pbox")
+    if tier == "F":
+        return _run_fluid(scenario, path, seed, engine, wall0, progress)
     fabric = _fabric(engine, scenario, seed, p4=tier == "P" and ina)
     work = load_workload(job.model, scale=job.scale, elements=job.elements,
                          gpu_speed=hosts.gpu_speed)
@@ -207,4 +207,50 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
         digest=trainer.trace_digest,
         exact=(trainer.mismatches == 0) if trainer.check else None, checked=trainer.checked,
         failures=failures, point=dict(getattr(scenario, "point", {}) or {}),
+    )  # fmt: skip
+
+
+def _run_fluid(scenario: Any, path: str, seed: int, engine: Engine, wall0: float,
+               progress: Callable[[float, int], None] | None) -> RunResult:
+    """Tier F (sim/fluid.py): the same trainer over chunk-level links."""
+    topo, links, job = scenario.topology, scenario.links, scenario.job
+    racks = topo.racks if topo.kind == "leafspine" else 1
+    net = fluid.build(engine, racks=racks, per_rack=topo.workers, spines=topo.spines,
+                      pboxes=topo.pboxes, host_rate=links.bandwidth,
+                      fabric_rate=links.fabric_bandwidth, delay=links.delay,
+                      pipeline=scenario.switch.pipeline_latency,
+                      pbox_rate=scenario.pbox.cores * scenario.pbox.packets_per_core)
+    work = load_workload(job.model, scale=job.scale, elements=job.elements,
+                         gpu_speed=scenario.hosts.gpu_speed)
+    p3 = job.schedule == "p3"
+    classes = job.classes if p3 else 1
+    trainer = Trainer(engine, work, ranks=net.ranks, iterations=job.iterations,
+                      schedule=job.schedule, classes=classes, lanes=job.lanes, seed=seed,
+                      check=False, slice_params=job.slice_params, data=False)
+    datagram = wire.packet_len(job.lanes) + links.overhead
+    hops = 2 if racks == 1 else 4
+    rtt = 2 * hops * (links.delay + scenario.switch.pipeline_latency) \
+        + 2 * datagram * 8 / links.bandwidth
+    window_rate = job.window * datagram / rtt if path in ("switch", "pbox") else None
+    trainer.collective = fluid.FluidCollective(net, path, lanes=job.lanes,
+                                               overhead=links.overhead,
+                                               window_rate=window_rate,
+                                               window_elements=job.window * job.lanes,
+                                               on_complete=trainer.complete)
+    trainer.start()
+
+    def stop() -> bool:
+        if progress is not None:
+            progress(engine.now, engine.events)
+        return trainer.finished == net.ranks
+
+    engine.run(until=STALL_SECONDS, stop=stop)
+    failures = [] if trainer.finished == net.ranks else [
+        f"{net.ranks - trainer.finished} ranks had not finished after {engine.now:.1f} simulated s"]
+    return RunResult(
+        scenario=scenario.name, path=path, tier="F", seed=seed, workers=net.ranks,
+        iteration_times=trainer.iteration_seconds(), events=engine.events,
+        wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(), simulated_s=engine.now,
+        bytes_by_link_class=net.bytes_by_class(), failures=failures,
+        point=dict(getattr(scenario, "point", {}) or {}),
     )  # fmt: skip

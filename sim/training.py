@@ -65,7 +65,10 @@ class Trainer:
 
     def __init__(self, engine: Engine, work: Workload, *, ranks: int, iterations: int,
                  schedule: str, classes: int, lanes: int, seed: int, check: bool,
-                 slice_params: int = DEFAULT_SLICE_PARAMS) -> None:
+                 slice_params: int = DEFAULT_SLICE_PARAMS, data: bool = True) -> None:
+        """``data``: real gradients (each rank's own, seeded); False gives every rank the
+        same zero arrays of the right sizes, for a collective that moves sizes only
+        (tier F), so a thousand ranks cost no thousand gradient sets."""
         self.engine = engine
         self.work = work
         self.ranks = ranks
@@ -82,6 +85,7 @@ class Trainer:
         self._waiting: dict[tuple[int, Hashable], Any] = {}
         self._results: dict[Hashable, list[bytes | None]] = {}
         self._trace = hashlib.sha256()
+        self._zeros = None if data else [np.zeros(n, np.float32) for n in work.sizes]
         self._inputs: dict[int, list[list[np.ndarray]]] = {}  # check: by iteration, per rank
         self._unchecked: dict[int, int] = {}  # check: tensors of an iteration not yet checked
         self.mismatches = 0  # results that differ between ranks or from the exact sum
@@ -132,6 +136,8 @@ class Trainer:
     def _gradients(self, iteration: int, rank: int) -> list[np.ndarray]:
         """Rank ``rank``'s gradients of ``iteration``; with ``check``, every rank's are
         kept until the iteration's results are checked (made once, not per tensor)."""
+        if self._zeros is not None:
+            return self._zeros
         if not self.check:
             return workload.gradients(self.work.sizes, self.seed, iteration, rank)
         if iteration not in self._inputs:

@@ -167,9 +167,31 @@ def test_more_slots_than_the_switch_has_is_refused() -> None:
         make(job={"window": 256})
 
 
-def test_tier_f_is_refused_with_a_message() -> None:
-    with pytest.raises(SimError, match="tier F"):
-        run_scenario(make(), tier="F")
+@pytest.mark.parametrize("path", ["switch", "pbox", "ring"])
+@pytest.mark.parametrize("kind", ["rack", "leafspine"])
+def test_tier_f_is_within_ten_percent_of_tier_m(path: str, kind: str) -> None:
+    topo = {"kind": kind, "workers": 4} if kind == "rack" else \
+        {"kind": "leafspine", "workers": 2, "racks": 2, "spines": 2}
+    links = {} if kind == "rack" else {"oversubscription": 1.0}
+    common = {"topology": topo, "links": links, "job": {"elements": 131072}}
+    m = run(path, **common, run={"tier": "M"})  # type: ignore[arg-type]
+    f = run(path, **common, run={"tier": "F"})  # type: ignore[arg-type]
+    assert f.events < m.events and f.exact is None
+    assert f.iteration_times == pytest.approx(m.iteration_times, rel=0.10)
+
+
+def test_tier_f_runs_a_thousand_workers_on_the_baselines() -> None:
+    r = run("ring", topology={"kind": "leafspine", "workers": 32, "racks": 32, "spines": 4,
+                              "pboxes": 1},
+            links={"oversubscription": 1.0},
+            job={"elements": 1 << 20, "iterations": 1, "paths": ["ring"]},
+            run={"tier": "F"})
+    assert r.ok and r.workers == 1024 and r.iteration_times[0] > 0
+
+
+def test_an_unknown_tier_is_refused() -> None:
+    with pytest.raises(SimError, match="tier"):
+        run_scenario(make(), tier="Q")
 
 
 def test_a_run_past_its_memory_budget_stops_with_a_message() -> None:
