@@ -21,7 +21,7 @@ import numpy as np
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
 from p4hub.hosts.pbox.aggregator import Parent
 from p4hub.hosts.session import Session, SessionConfig
-from p4hub.sim.controlled import map_ports
+from p4hub.sim.controlled import ControlledJob, map_ports
 from p4hub.sim.controlled import place as controlled_place
 from p4hub.sim.errors import SimError
 from p4hub.sim.fabric import Fabric
@@ -47,8 +47,10 @@ class InaCollective:
         lanes = config.lanes
         sessions: list[Session] = []
         targets: list[dict[Hashable, str]] = []
+        self.controlled: ControlledJob | None = None
         if controlled:
-            job = controlled_place(fabric, where, lanes=lanes, job_slots=slots, seed=seed)
+            self.controlled = job = controlled_place(fabric, where, lanes=lanes,
+                                                     job_slots=slots, seed=seed)
             for rank, reply in enumerate(job.replies):
                 sessions.append(Session(reply.job_id, rank, n, reply.slot_base, reply.slot_count,
                                         config=config, epoch=reply.epoch,

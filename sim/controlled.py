@@ -70,7 +70,7 @@ def controller_pbox(rack_index: int, box: int, fabric: bool, workers_per_rack: i
 
 
 def controller_topology(racks: int, workers_per_rack: int, spines: int, pboxes: int,
-                        job_slots: int) -> Topology:
+                        job_slots: int, rebalance: bool = True) -> Topology:
     """The controller's description of the scenario's rack or fabric; SimError where
     its standard descriptions do not reach."""
     try:
@@ -84,6 +84,7 @@ def controller_topology(racks: int, workers_per_rack: int, spines: int, pboxes: 
             raw = topology.fabric_dict(racks, workers_per_rack, spines,
                                        [f"{CONTROLLER_GRPC}{i}" for i in range(racks + spines)],
                                        job_slots=job_slots)
+        raw["controller"] = {"rebalance": rebalance}
         return topology.from_dict(raw)
     except topology.ConfigError as exc:
         raise SimError(f"tier P needs a rack or fabric the controller describes: {exc}") from None
@@ -103,14 +104,14 @@ class ControlledJob:
         return routes.from_wire(self.replies[rank].routes)
 
     def aggregator_nodes(self, rank: int) -> dict[Hashable, str]:
-        """A route's aggregator (ip, port), and None for the reply's own, -> node name."""
-        reply = self.replies[rank]
+        """Any aggregator a route may name, (ip, port), and None for the reply's own ->
+        node name: every PBox and spine, so a later map (a re-split) finds its nodes."""
         by_ip = {topology.format_ipv4(int.from_bytes(ip, "big")): name
                  for ip, name in self.book.by_ip.items()}
-        out: dict[Hashable, str] = {None: by_ip[reply.aggregator_ip]}
-        for route in self.route_map(rank) or []:
-            where: tuple[str, int] = route.aggregator  # type: ignore[assignment]
-            out[where] = by_ip[where[0]]
+        out: dict[Hashable, str] = {None: by_ip[self.replies[rank].aggregator_ip]}
+        for name, end in self.book.by_name.items():
+            if end.port == p.AGG_UDP_PORT:
+                out[(topology.format_ipv4(int.from_bytes(end.ip, "big")), end.port)] = name
         return out
 
 
@@ -184,7 +185,14 @@ def apply(updates: list[Update], switches: dict[str, P4Switch], pboxes: dict[str
                 host, _, _ = u.parent.rpartition(":")
                 root = book.by_ip[bytes(int(x) for x in host.split("."))]
                 parent = Parent((root, 0), u.child, u.rack_size)
-            box.add_job(u.job_id, u.world_size, u.slot_base, u.slot_count, u.lanes, parent)
+            want = (u.job_id, u.world_size, u.slot_base, u.slot_count, u.lanes, parent)
+            have = [job for job in box.jobs() if job.job_id == u.job_id]
+            if have:  # MODIFY (a re-split): the job as described, as PBoxControl does
+                if (have[0].job_id, have[0].world_size, have[0].slot_base,
+                        have[0].slot_count, have[0].lanes, have[0].parent) == want:
+                    continue
+                box.remove_job(u.job_id)
+            box.add_job(*want)
 
 
 def _match(f: Any) -> MatchField:

@@ -67,6 +67,8 @@ class Fabric:
 
     def _link(self, a: Node, b: Node, classes: tuple[str, str], rate: float) -> None:
         args = self.link_args
+        slow = args.get("slow", {})
+        rate /= slow.get(a.name, 1.0) * slow.get(b.name, 1.0)  # a straggler's link
         self.ports += connect(self.engine, a, b, rate_bps=rate, delay=args["delay"],
                               buffer_bytes=args["buffer"], impairments=args["impair"],
                               rng=self.rng, classes=classes, overhead=args["overhead"])
@@ -101,11 +103,13 @@ def build(engine: Engine, *, racks: int, workers_per_rack: int, spines: int, pbo
           impairments: Impairments, pipeline_latency: float, switch_slots: int,
           pbox_cores: int, pbox_packets_per_core: float, seed: int,
           make_switch: Callable[[str], Any] | None = None,
-          overhead: int = WIRE_OVERHEAD) -> Fabric:
+          overhead: int = WIRE_OVERHEAD, pbox_rate: float | None = None,
+          slow: dict[str, float] | None = None) -> Fabric:
     """The switches, PBoxes and fabric links of a rack (``racks == 1``, no spines) or a
     leaf-spine fabric; workers come with ``Fabric.attach_worker``. ``make_switch``
     (name -> node) builds the switches instead of the model ``Switch`` (tier P's
-    ``P4Switch``)."""
+    ``P4Switch``); ``pbox_rate``: the PBoxes' links (default: the hosts'); ``slow``:
+    node -> factor, that node's link this many times slower (a link straggler)."""
     def model(name: str) -> Switch:
         return Switch(engine, name, pipeline_latency=pipeline_latency, slots=switch_slots)
 
@@ -118,7 +122,8 @@ def build(engine: Engine, *, racks: int, workers_per_rack: int, spines: int, pbo
     fabric = Fabric(engine, racks, workers_per_rack, leaves, tops, boxes,
                     rng=random.Random(seed),
                     link_args={"delay": delay, "buffer": buffer, "impair": impairments,
-                               "host_rate": host_rate, "overhead": overhead})
+                               "host_rate": host_rate, "overhead": overhead,
+                               "slow": dict(slow or {})})
     # spines first, so spine port r is leaf r (``_reach`` relies on it)
     for spine in tops:
         for r, leaf in enumerate(leaves):
@@ -133,6 +138,6 @@ def build(engine: Engine, *, racks: int, workers_per_rack: int, spines: int, pbo
                                        if p.link_class == "spine_up" and p.peer is spine]
     for r, rack in enumerate(boxes):
         for box in rack:
-            fabric._link(box, leaves[r], ("pbox_up", "pbox_down"), host_rate)
+            fabric._link(box, leaves[r], ("pbox_up", "pbox_down"), pbox_rate or host_rate)
             fabric._reach(box.name, leaves[r], len(leaves[r].ports) - 1)
     return fabric

@@ -21,6 +21,7 @@ from p4hub.hosts.session import SessionConfig
 from p4hub.sim import controlled, fluid
 from p4hub.sim.baselines import RingCollective, ShardedPS
 from p4hub.sim.collectives import InaCollective
+from p4hub.sim.control_loop import ControlLoop
 from p4hub.sim.engine import Engine
 from p4hub.sim.errors import BudgetExceeded, SimError
 from p4hub.sim.fabric import Fabric, build
@@ -98,7 +99,7 @@ def _fabric(engine: Engine, scenario: Any, seed: int, p4: bool) -> Fabric:
         job = scenario.job
         slots = job.class_window * job.classes if job.schedule == "p3" else job.window
         ctopo = controlled.controller_topology(racks, topo.workers, topo.spines, topo.pboxes,
-                                               slots)
+                                               slots, rebalance=job.rebalance)
         book, names = controlled.make_book(ctopo, racks, topo.workers, topo.pboxes, topo.spines)
         program = controlled.aggregate_program()
         latency = scenario.switch.pipeline_latency
@@ -115,6 +116,9 @@ def _fabric(engine: Engine, scenario: Any, seed: int, p4: bool) -> Fabric:
         pipeline_latency=scenario.switch.pipeline_latency, switch_slots=scenario.switch.slots,
         pbox_cores=scenario.pbox.cores, pbox_packets_per_core=scenario.pbox.packets_per_core,
         seed=seed, make_switch=make_switch, overhead=links.overhead,
+        pbox_rate=links.pbox_bandwidth,
+        slow={scenario.straggler.node: scenario.straggler.factor} if scenario.straggler.node
+        else None,
     )  # fmt: skip
     for key, value in extra.items():
         setattr(fabric, key, value)
@@ -158,6 +162,7 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
                       classes=classes, lanes=job.lanes, seed=seed, check=check and ina,
                       slice_params=job.slice_params)
     ina_path: InaCollective | None = None
+    loop: ControlLoop | None = None
     if ina:
         slots = job.class_window * classes if p3 else job.window
         config = SessionConfig(window=job.class_window if p3 else job.window, lanes=job.lanes,
@@ -167,6 +172,12 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
                                  on_complete=trainer.complete, on_failed=trainer.failed,
                                  controlled=tier == "P", seed=seed)
         trainer.collective = ina_path
+        if ina_path.controlled is not None:
+            loop = ControlLoop(engine, ina_path.controlled, ina_path.workers,
+                               {sw.name: sw for sw in [*fabric.leaves, *fabric.spines]},
+                               {box.name: box for box in fabric.all_pboxes()},
+                               rebalance=job.rebalance)
+            loop.start()
     elif path == "ring":
         trainer.collective = RingCollective(fabric, macro=macro, on_complete=trainer.complete)
     else:
@@ -192,6 +203,8 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
         failures.append(f"{n - trainer.finished} ranks had not finished after"
                         f" {engine.now:.1f} simulated s")
     counters = ina_path.counters() if ina_path else {}
+    if loop is not None:
+        counters.update(moves=len(loop.moves), map_resyncs=loop.resyncs)
     drops = fabric.drops()
     aggregated = {node.name: node.aggregated for node in [*fabric.leaves, *fabric.spines]
                   if node.aggregated}

@@ -66,6 +66,7 @@ class LinkSpec:
     duplicate: float
     reorder: float
     overhead: int  # bytes a link carries per datagram besides its UDP payload
+    pbox_bandwidth: float  # each PBox's link, bit/s (default: bandwidth)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,13 @@ class JobSpec:
     classes: int  # P3's agent classes (hosts/p3.py layer_class); FIFO has one
     class_window: int  # P3: slots of each class
     slice_params: int  # P3's slice size, parameters
+    rebalance: bool  # tier P: the controller re-splits PBox shares by measured rates
+
+
+@dataclass(frozen=True)
+class StragglerSpec:
+    node: str  # a worker (w3) or PBox (p1.2) whose link is slow; "" for none
+    factor: float  # its link's rate is divided by this (4.0: a 4x straggler)
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,7 @@ class Scenario:
     switch: SwitchSpec
     job: JobSpec
     run: RunSpec
+    straggler: StragglerSpec = StragglerSpec("", 1.0)
     source: Path | None = None
     # the swept values of this point, as written in the file ({"topology.workers": 16})
     point: Mapping[str, Any] = field(default_factory=dict, compare=False)
@@ -230,6 +239,21 @@ def _paths(value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {_kind(value)} {value!r}")
+    return value
+
+
+_NODE = re.compile(r"^(w[1-9][0-9]*|p[1-9][0-9]*\.[1-9][0-9]*)?$")
+
+
+def _node_name(value: object) -> str:
+    if not isinstance(value, str) or not _NODE.match(value):
+        raise ValueError(f"{value!r} is not a worker (w3) or a PBox (p1.2), nor \"\" for none")
+    return value
+
+
 REQUIRED = object()  # a field's default when the file must give it
 
 
@@ -257,6 +281,7 @@ SCHEMA: dict[str, dict[str, _Field]] = {
         "duplicate": _Field(_number(0.0, 1.0, hi_open=True), 0.0),
         "reorder": _Field(_number(0.0, 1.0, hi_open=True), 0.0),
         "overhead": _Field(_quantity(units.size, positive=False), "66B"),
+        "pbox_bandwidth": _Field(_quantity(units.bandwidth, positive=True), None),
     },
     "hosts": {
         "datagram_cost": _Field(_quantity(units.duration, positive=False), "0us"),
@@ -282,6 +307,11 @@ SCHEMA: dict[str, dict[str, _Field]] = {
         "classes": _Field(_int(1, 64), 32),
         "class_window": _Field(_int(1, 65536), 16),
         "slice_params": _Field(_int(1, 2**31 - 1), 40_000),
+        "rebalance": _Field(_bool, True),
+    },
+    "straggler": {
+        "node": _Field(_node_name, ""),
+        "factor": _Field(_number(1.0), 1.0),
     },
     "run": {
         "tier": _Field(_choice(*TIERS), "M"),
@@ -417,11 +447,14 @@ def _scenario(raw: Mapping[str, Any], source: Path | None, point: Mapping[str, A
                                  / (topo["spines"] * links["fabric_bandwidth"]))
     if topo["kind"] == "rack":
         links["oversubscription"] = 1.0  # no uplinks at all
+    if links["pbox_bandwidth"] is None:
+        links["pbox_bandwidth"] = links["bandwidth"]
     return Scenario(
         name=name, topology=TopologySpec(**topo), links=LinkSpec(**links),
         hosts=HostSpec(**values["hosts"]), pbox=PBoxSpec(**values["pbox"]),
         switch=SwitchSpec(**values["switch"]), job=JobSpec(**values["job"]),
-        run=RunSpec(**values["run"]), source=source, point=dict(point), raw=raw)
+        run=RunSpec(**values["run"]), straggler=StragglerSpec(**values["straggler"]),
+        source=source, point=dict(point), raw=raw)
 
 
 def _section(table: Mapping[str, Any], section: str, source: Path | None) -> dict[str, Any]:
@@ -486,6 +519,19 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
         # the wire's count field hold one job of at most MAX_WORKERS ranks
         refuse("topology.workers", f"{workers} workers in one job: path {ina[0]!r} "
                f"aggregates at most {wire.MAX_WORKERS} (the protocol's worker bitmaps)")
+    node = v["straggler"]["node"]
+    if node:
+        racks = topo["racks"] if topo["kind"] == "leafspine" else 1
+        if node[0] == "w" and int(node[1:]) > topo["workers"] * racks:
+            refuse("straggler.node", f"no worker {node}: the topology has "
+                   f"{topo['workers'] * racks} (w1..w{topo['workers'] * racks})")
+        if node[0] == "p":
+            r, i = (int(x) for x in node[1:].split("."))
+            if r > racks or i > topo["pboxes"]:
+                refuse("straggler.node", f"no PBox {node}: the topology has p1.1..p{racks}."
+                       f"{topo['pboxes']}")
+    elif v["straggler"]["factor"] != 1.0:
+        refuse("straggler.factor", "a factor needs a straggler.node")
     if ina and v["run"]["tier"] == "P":
         _tier_p_checks(v, refuse)
     slots = job["class_window"] * job["classes"] if job["schedule"] == "p3" else job["window"]

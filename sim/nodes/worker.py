@@ -50,6 +50,10 @@ class Worker(Node):
         self.session.start(tensor_id, array, self.engine.now, priority=priority, stream=stream)
         self._pump()
 
+    def kick(self) -> None:
+        """Send what the session has now (after a ``resync``: its resends)."""
+        self._pump()
+
     # -- the network side ------------------------------------------------------------
 
     def receive(self, frame: Frame, port: int) -> None:
