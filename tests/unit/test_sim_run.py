@@ -197,3 +197,20 @@ def test_an_unknown_tier_is_refused() -> None:
 def test_a_run_past_its_memory_budget_stops_with_a_message() -> None:
     with pytest.raises(BudgetExceeded, match="budget"):
         run(run={"memory": "1MiB"}, job={"elements": 2**20})
+
+
+@pytest.mark.parametrize("rebalance", [False, True])
+def test_the_controller_moves_the_share_off_a_straggling_pbox(rebalance: bool) -> None:
+    """Tier P: the controller's own heartbeats and re-splits, in simulated time."""
+    r = run("pbox", topology={"pboxes": 3},
+            links={"bandwidth": "2.5Mbit", "pbox_bandwidth": "5Mbit", "overhead": "42B"},
+            straggler={"node": "p1.2", "factor": 4.0},
+            job={"elements": 32768, "iterations": 6, "lanes": 256, "rebalance": rebalance})
+    assert r.ok and r.exact is True
+    if rebalance:
+        assert r.counters["moves"] >= 1 and r.counters["map_resyncs"] >= 4
+        # the straggler ends with less of the job than either other PBox
+        assert r.counters["aggregated_p1.2"] < min(r.counters["aggregated_p1.1"],
+                                                   r.counters["aggregated_p1.3"])
+    else:
+        assert r.counters["moves"] == 0 and r.counters["map_resyncs"] == 0

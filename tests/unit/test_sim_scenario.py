@@ -47,7 +47,8 @@ WRONG_TYPE: dict[str, Any] = {
     "topology.pboxes": "1",
     "links.bandwidth": 10e9, "links.fabric_bandwidth": 10, "links.oversubscription": "2",
     "links.delay": 1e-6, "links.queue": 512000, "links.loss": "0.1", "links.duplicate": False,
-    "links.reorder": [0.1], "links.overhead": 66,
+    "links.reorder": [0.1], "links.overhead": 66, "links.pbox_bandwidth": 5e6,
+    "job.rebalance": "yes", "straggler.node": 2, "straggler.factor": "4x",
     "hosts.datagram_cost": 0, "hosts.gpu_speed": "fast",
     "pbox.cores": 8.0, "pbox.packets_per_core": "1e6",
     "switch.pipeline_latency": 1, "switch.slots": "128",
@@ -72,6 +73,10 @@ OUT_OF_RANGE: dict[str, list[Any]] = {
     "links.duplicate": [-0.01, 1.0],
     "links.reorder": [1.5, float("nan")],
     "links.overhead": ["-1B", "66", "1.5B"],
+    "links.pbox_bandwidth": ["0bit", "5"],
+    "job.rebalance": [1, "true"],
+    "straggler.node": ["x1", "w0", "p1", "p0.1", "s1"],
+    "straggler.factor": [0.5, float("inf")],
     "hosts.datagram_cost": ["-1ns", "1 hour"],
     "hosts.gpu_speed": [0, -1.0, float("inf")],
     "pbox.cores": [0, 257],
@@ -325,6 +330,20 @@ def test_tier_p_keeps_to_the_switch_program_and_the_controllers_topologies():
     raw["job"]["paths"] = ["switch"]
     raw["topology"]["workers"] = 2
     assert scenario.parse(raw, SOURCE)[0].run.tier == "M"
+
+
+def test_a_straggler_names_a_node_of_the_topology():
+    raw = base()  # 2 racks of 4 workers, one PBox a rack
+    raw["straggler"] = {"node": "w8", "factor": 4.0}
+    assert scenario.parse(raw, SOURCE)[0].straggler.node == "w8"
+    for node in ("w9", "p3.1", "p1.2"):
+        raw["straggler"]["node"] = node
+        error = refused(raw)
+        assert error.field == "straggler.node" and node in error.reason
+    raw["straggler"] = {"factor": 2.0}
+    assert refused(raw).field == "straggler.factor"
+    raw["straggler"] = {"node": "p2.1"}  # factor 1: the link at its rate
+    assert scenario.parse(raw, SOURCE)[0].straggler.factor == 1.0
 
 
 def test_the_job_needs_no_more_slots_than_the_switch_has():
