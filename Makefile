@@ -1,7 +1,7 @@
 # p4hub: two commands set everything up on a fresh Debian/Ubuntu machine (as root):
 #   make run    bring up the default rack and train on it (TOPO=leafspine: a fabric)
 #   make test   the whole test suite
-#   make sim    simulate a 64-worker leaf-spine (sim/scenarios/default.toml; no root needed)
+#   make sim    simulate a 32-worker leaf-spine (sim/scenarios/default.toml; no root needed)
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv

@@ -335,3 +335,16 @@ def test_make_sim_runs_the_default_scenario_and_needs_no_apt():
     assert "apt-get" not in recipe and "dpkg" not in recipe  # installing packages needs root
     # the apt step is still there for everything else
     assert "apt-get" in _make_n("venv") and "apt-get" in _make_n("sim", "unit")
+
+
+def test_the_default_scenario_runs_for_real_in_tier_f(tmp_path: Path) -> None:
+    """The real simulator behind the CLI (tier F: seconds, not minutes)."""
+    code = cli.main([str(SCENARIOS / "default.toml"), "--out", str(tmp_path), "--tier", "F",
+                     "--quiet"])
+    assert code == 0
+    results = sim_json(tmp_path)["results"]
+    assert [r["path"] for r in results] == ["switch", "ring", "ps"]
+    assert all(r["ok"] and r["workers"] == 32 and len(r["iteration_times"]) == 2
+               for r in results)
+    # ResNet-50's compute (89.5 ms at gpu_speed 1) bounds every path's iteration from below
+    assert all(min(r["iteration_times"]) >= 0.0894 for r in results)
