@@ -19,7 +19,7 @@ own rules, in simulated seconds.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from p4hub.controller.core.traffic import Counters, RouteService
@@ -33,15 +33,18 @@ TICK = 1.0  # seconds, as p4hub-controller's --expire-interval default
 
 class ControlLoop:
     def __init__(self, engine: Engine, job: ControlledJob, workers: list[Any],
-                 switches: dict[str, Any], pboxes: dict[str, Any], *, rebalance: bool) -> None:
+                 switches: dict[str, Any], pboxes: dict[str, Any], *, rebalance: bool,
+                 finished: Callable[[], bool]) -> None:
+        """``finished``: true once the run's training is over (the loops end with it, so
+        the clock stops where the work does)."""
         self.engine = engine
+        self.finished = finished
         self.job = job
         self.workers = workers
         self.switches, self.pboxes = switches, pboxes
         self.rebalance = rebalance
         self.resyncs = 0  # sessions told to follow a new map
         self.moves: list[str] = []  # the job's aggregator changes, as the registry records them
-        self.running = True
 
     def start(self) -> None:
         self.engine.process(self._heartbeats())
@@ -50,7 +53,7 @@ class ControlLoop:
     def _heartbeats(self) -> Generator[Any, Any, None]:
         registry = self.job.registry
         job_id = self.job.replies[0].job_id
-        while self.running:
+        while not self.finished():
             yield self.engine.timeout(HEARTBEAT)
             now = self.engine.now
             job = registry.jobs.get(job_id)
@@ -72,7 +75,7 @@ class ControlLoop:
     def _ticks(self) -> Generator[Any, Any, None]:
         registry = self.job.registry
         job_id = self.job.replies[0].job_id
-        while self.running:
+        while not self.finished():
             yield self.engine.timeout(TICK)
             now = self.engine.now
             updates = registry.promote(now)

@@ -50,7 +50,7 @@ class RunResult:
     events: int
     wall_s: float
     peak_rss_bytes: int
-    simulated_s: float
+    simulated_s: float  # when the last rank finished (or the run stopped)
     bytes_by_link_class: dict[str, int] = field(default_factory=dict)
     drops: int = 0  # datagrams lost on links or refused by full buffers
     resends: int = 0  # datagrams the sessions sent again (timeouts, early resends, courtesy)
@@ -176,7 +176,8 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
             loop = ControlLoop(engine, ina_path.controlled, ina_path.workers,
                                {sw.name: sw for sw in [*fabric.leaves, *fabric.spines]},
                                {box.name: box for box in fabric.all_pboxes()},
-                               rebalance=job.rebalance)
+                               rebalance=job.rebalance,
+                               finished=lambda: trainer.finished == n or bool(trainer.failures))
             loop.start()
     elif path == "ring":
         trainer.collective = RingCollective(fabric, macro=macro, on_complete=trainer.complete)
@@ -212,7 +213,8 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     return RunResult(
         scenario=scenario.name, path=path, tier=tier, seed=seed, workers=n,
         iteration_times=trainer.iteration_seconds(), events=engine.events,
-        wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(), simulated_s=engine.now,
+        wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(),
+        simulated_s=trainer.ended_at if trainer.finished == n else engine.now,
         bytes_by_link_class=fabric.bytes_by_class(), drops=sum(drops.values()),
         drops_by_cause=drops,
         resends=counters.get("retransmitted", 0) + counters.get("courtesy", 0),
@@ -263,7 +265,8 @@ def _run_fluid(scenario: Any, path: str, seed: int, engine: Engine, wall0: float
     return RunResult(
         scenario=scenario.name, path=path, tier="F", seed=seed, workers=net.ranks,
         iteration_times=trainer.iteration_seconds(), events=engine.events,
-        wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(), simulated_s=engine.now,
+        wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(),
+        simulated_s=trainer.ended_at if trainer.finished == net.ranks else engine.now,
         bytes_by_link_class=net.bytes_by_class(), failures=failures,
         point=dict(getattr(scenario, "point", {}) or {}),
     )  # fmt: skip

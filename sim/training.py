@@ -91,6 +91,7 @@ class Trainer:
         self.mismatches = 0  # results that differ between ranks or from the exact sum
         self.checked = 0  # tensors compared with the exact sum of the quantized inputs
         self.finished = 0  # ranks done with every iteration
+        self.ended_at = 0.0  # simulated time the last rank finished
 
     # -- callbacks of the collective ---------------------------------------------------
 
@@ -172,6 +173,7 @@ class Trainer:
                     yield engine.timeout(work.fwd_s[layer])
             self.iteration_times[rank].append(engine.now - t0)
         self.finished += 1
+        self.ended_at = max(self.ended_at, engine.now)
 
     @property
     def trace_digest(self) -> str:
