@@ -77,9 +77,11 @@ bench: deps stop
 xcheck: deps
 	$(PY) -m p4lite.xcheck $(XCHECK_ARGS)
 
+# Only what p4hub made (topologies/cleanup.py): never Mininet's `mn -c`, which also deletes
+# every /tmp/*.log and /tmp/*.out and everyone's Mininet nodes. Needs no venv (clean runs it).
+STOP_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
 stop:
-	-@command -v mn >/dev/null && mn -c >/dev/null 2>&1 || true
-	-@pkill -f '[p]4lite-switch|[p]4lite\.switch\.process\.main|[p]4hub-pbox|[h]osts\.pbox(\.cli)?( |$$)|[p]4hub-controller' 2>/dev/null || true
+	-@$(STOP_PY) -m p4hub.topologies.cleanup
 
 clean: stop
 	rm -rf build logs pcaps *.pcap bench/results .pytest_cache .ruff_cache

@@ -686,20 +686,41 @@ def _terminate(name: str, proc: subprocess.Popen, grace: float = 5.0) -> None:
             stream.close()
 
 
-def remove_leftovers() -> None:
-    """Delete our own interfaces and bridge left by a crashed run (never anyone else's)."""
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    ours = []
-    names = [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()]
+def host_node_names() -> list[str]:
+    """Every Mininet host name a rack or fabric may use (each has its own namespace)."""
+    return [*(f"w{i}" for i in range(1, MAX_WORKERS + 1)),
+            *(pbox_name(i) for i in range(MAX_PBOXES)),
+            *(f"x{i}" for i in range(1, MAX_EXTRA + 1))]
+
+
+def switch_node_names() -> list[str]:
+    """Every switch name a rack or fabric may use (switches share the root namespace)."""
+    return [*(leaf_name(r) for r in range(1, MAX_RACKS + 1)),
+            *(spine_name(k) for k in range(1, MAX_SPINES + 1))]
+
+
+def our_links(names: Sequence[str]) -> list[str]:
+    """Those of ``names`` (root-namespace link names) a rack or fabric made: its switches
+    (a Linux bridge s1 or a P4 switch's s1-eth*), host ends of data links, the management
+    network (never anyone else's)."""
     hosts = {f"w{i}-eth0" for i in range(1, MAX_WORKERS + 1)} | {
         f"x{i}-eth0" for i in range(1, MAX_EXTRA + 1)} | {
         f"{pbox_name(i)}-eth0" for i in range(MAX_PBOXES)}
     switches = [*(leaf_name(r) for r in range(1, MAX_RACKS + 1)),
                 *(spine_name(k) for k in range(1, MAX_SPINES + 1))]
-    for name in names:
-        if name in hosts or any(name == sw or name.startswith(f"{sw}-eth") for sw in switches):
-            ours.append(name)
-    for name in ours:
+    return [name for name in names
+            if name in hosts or any(name == sw or name.startswith(f"{sw}-eth") for sw in switches)
+            or mgmt.is_ours(name)]
+
+
+def link_names() -> list[str]:
+    """The root namespace's link names (``ip -o link show``)."""
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()]
+
+
+def remove_leftovers() -> None:
+    """Delete our own interfaces and bridge left by a crashed run (never anyone else's)."""
+    for name in our_links(link_names()):
         subprocess.run(["ip", "link", "del", name], capture_output=True)
     linkem.clear_switch_loss()
-    mgmt.remove_leftovers(names)
