@@ -12,7 +12,7 @@ APT_PACKAGES := mininet iproute2 iptables nftables bridge-utils ethtool iputils-
 # its own site-packages so pinned PyPI packages always win.
 MININET_DIR := /usr/lib/python3/dist-packages
 
-.PHONY: all run cli test unit lint bench xcheck stop clean distclean deps apt venv torch
+.PHONY: all run cli test unit lint docs bench xcheck stop clean distclean deps apt venv torch
 
 all: run
 
@@ -52,6 +52,12 @@ lint: deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# The documentation site (mkdocs.yml, Material theme) into build/site. Strict: a broken
+# link or anchor, a missing page or a page left out of the nav fails the build.
+# NO_MKDOCS_2_WARNING: Material's end-of-life notice, printed on every build.
+docs: deps
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --clean
+
 # `make test` runs the root tests too (network namespaces, Mininet): without root it stops
 # here, before installing or running anything, rather than fail those tests one by one.
 # RUN_UID is the user id checked (a seam for tests/unit/test_root_guard.py).
@@ -65,7 +71,7 @@ endif
 unit: deps
 	$(PY) -m pytest -q -m "not root" $(PYTEST_ARGS)
 
-test: deps lint
+test: deps lint docs
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: deps stop
