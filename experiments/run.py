@@ -84,6 +84,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(docs/notes/elastic.md section 4)")
     parser.add_argument("--grpc-port", type=int, default=50051, help="the switch's P4Runtime port")
     parser.add_argument("--controller-port", type=int, default=50060, help="job API port")
+    parser.add_argument("--metrics-port", type=int, default=0,
+                        help="serve the controller's Prometheus metrics on 127.0.0.1:PORT "
+                        "(docs/notes/observability.md; 0, the default: off)")
     parser.add_argument("--no-pcap", action="store_true",
                         help="the switch writes no pcaps (they cost switch CPU per packet)")
     parser.add_argument("--switch-log", default="off",
@@ -209,7 +212,9 @@ def start_services(rack: Rack, args: argparse.Namespace) -> None:
     """The PBox and p4hub-controller (the switch is up with the rack)."""
     rack.start_pboxes(workers=args.pbox_workers)
     slots = {"slots": args.switch_slots} if getattr(args, "switch_slots", 0) else {}
-    rack.start_controller(rack.controller_topology(job_slots=args.job_slots, **slots))
+    metrics = ["--metrics", f"127.0.0.1:{args.metrics_port}"] if args.metrics_port else []
+    rack.start_controller(rack.controller_topology(job_slots=args.job_slots, **slots),
+                          extra=metrics)
 
 
 def _allreduce(rack: Rack, args: argparse.Namespace, phases: progress.Phases | None = None) -> int:
@@ -303,7 +308,7 @@ def _cli(rack: Rack, args: argparse.Namespace) -> int:
           f"--controller {rack.controller_address} --data-ip 10.0.0.R --rank R-1 "
           f"--world {args.workers} --iterations 2 --check &\n"
           f"and from the root shell: {PYTHON} -m p4hub.controller.cli --controller "
-          f"{rack.controller_address} jobs")
+          f"{rack.controller_address} jobs  (or top, a live view)")
     CLI(rack.net)
     return 0
 

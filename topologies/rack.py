@@ -491,8 +491,10 @@ class Rack:
                              worker_timeout=worker_timeout, rebalance=rebalance)
 
     def start_controller(self, topology: dict | None = None, timeout: float = 30.0,
-                         log_name: str = "controller") -> subprocess.Popen:
-        """Run p4hub-controller in the root namespace; returns once its job API answers."""
+                         log_name: str = "controller",
+                         extra: Sequence[str] = ()) -> subprocess.Popen:
+        """Run p4hub-controller in the root namespace; returns once its job API answers.
+        ``extra``: more of its options (``--metrics 127.0.0.1:9100``)."""
         if not self.config.p4:
             raise RackError("the controller needs the P4 switch (RackConfig(p4=True))")
         self.topology = topology or self.topology or self.controller_topology()
@@ -503,7 +505,7 @@ class Rack:
         # the console script when installed, so `make stop` (pkill p4hub-controller) finds it
         args = [*tool_command("p4hub-controller", "p4hub.controller.main"), "--topology", str(path),
                 "--bmv2-json", str(self.bmv2_json), "--p4info", str(self.p4info),
-                "--connect-timeout", str(timeout)]
+                "--connect-timeout", str(timeout), *extra]
         err = open(self.log_dir / f"{log_name}.log", "a")  # noqa: SIM115 - closed below
         proc = subprocess.Popen(args, stdout=err, stderr=subprocess.STDOUT, cwd=str(REPO),
                                 env={**os.environ, "PYTHONPATH": str(REPO)},
