@@ -502,7 +502,7 @@ class Rack:
         path.write_text(json.dumps(self.topology, indent=1) + "\n")
         from p4hub.topologies.p4switch import tool_command
 
-        # the console script when installed, so `make stop` (pkill p4hub-controller) finds it
+        # the console script when installed, so `make stop` (topologies/cleanup.py) finds it
         args = [*tool_command("p4hub-controller", "p4hub.controller.main"), "--topology", str(path),
                 "--bmv2-json", str(self.bmv2_json), "--p4info", str(self.p4info),
                 "--connect-timeout", str(timeout), *extra]
@@ -705,11 +705,8 @@ def our_links(names: Sequence[str]) -> list[str]:
     """Those of ``names`` (root-namespace link names) a rack or fabric made: its switches
     (a Linux bridge s1 or a P4 switch's s1-eth*), host ends of data links, the management
     network (never anyone else's)."""
-    hosts = {f"w{i}-eth0" for i in range(1, MAX_WORKERS + 1)} | {
-        f"x{i}-eth0" for i in range(1, MAX_EXTRA + 1)} | {
-        f"{pbox_name(i)}-eth0" for i in range(MAX_PBOXES)}
-    switches = [*(leaf_name(r) for r in range(1, MAX_RACKS + 1)),
-                *(spine_name(k) for k in range(1, MAX_SPINES + 1))]
+    hosts = {f"{host}-eth0" for host in host_node_names()}
+    switches = switch_node_names()
     return [name for name in names
             if name in hosts or any(name == sw or name.startswith(f"{sw}-eth") for sw in switches)
             or mgmt.is_ours(name)]
