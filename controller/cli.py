@@ -3,7 +3,8 @@
     p4hub [--controller HOST:PORT] status | jobs | job show ID | job kill ID
                                    | switch list | switch show NAME
                                    | doctor [ID] [--settle S]             [--json]
-                                   | top [--once] [--interval S] [--doctor-every S] [--json]
+                                   | top [--once] [--interval S] [--doctor-every S]
+                                         [--doctor-settle S] [--json]
     p4hub check-topology FILE                  (offline: validate a rack description)
 
 The controller address defaults to $P4HUB_CONTROLLER, else 127.0.0.1:50060.
@@ -181,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="seconds between views (default 1)")
     top_cmd.add_argument("--doctor-every", type=float, default=5.0,
                          help="seconds between the doctor's checks (default 5; 0: never)")
+    top_cmd.add_argument("--doctor-settle", type=float, default=1.0,
+                         help="seconds between the doctor's two reads of the slot state "
+                         "(default 1, as p4hub doctor; 0: one read, which takes cells in "
+                         "flight for stuck ones)")
     check = sub.add_parser("check-topology", parents=[common],
                            help="validate a topology file (no controller needed)")
     check.add_argument("path")
@@ -249,13 +254,15 @@ def main(argv: list[str] | None = None) -> int:
 def _top(args: argparse.Namespace) -> int:
     from p4hub.controller import top  # rich is imported only for this command
 
-    if args.interval <= 0 or args.doctor_every < 0:
-        print("p4hub: --interval must be > 0 and --doctor-every >= 0", file=sys.stderr)
+    if args.interval <= 0 or args.doctor_every < 0 or args.doctor_settle < 0:
+        print("p4hub: --interval must be > 0, --doctor-every and --doctor-settle >= 0",
+              file=sys.stderr)
         return 1
     client = JobClient(args.controller, timeout=10.0)
     try:
         return top.run(client.call, once=args.once, as_json=args.json or args.json_first,
-                       interval=args.interval, doctor_every=args.doctor_every)
+                       interval=args.interval, doctor_every=args.doctor_every,
+                       doctor_settle=args.doctor_settle)
     except grpc.RpcError as exc:
         print(f"p4hub: {exc.code().name}: {exc.details()}", file=sys.stderr)
         return 1

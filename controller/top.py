@@ -6,9 +6,11 @@
 Built on the job API alone (``Status``, ``ListJobs``, ``ShowJob``, ``Doctor``, what
 ``p4hub status``/``jobs``/``job show``/``doctor`` print): per job its placement and
 aggregator map, results/s and bytes/s per aggregator, resends, slot use, epoch and
-moves, and the doctor's findings (asked every ``--doctor-every`` seconds with a single
-read of the slot state, ``settle`` 0: stuck rounds show as open cells there); per switch
-and PBox their load (slots used, jobs, results/s summed over the jobs' maps).
+moves, and the doctor's findings (asked every ``--doctor-every`` seconds; it reads the
+slot state twice ``--doctor-settle`` seconds apart, 1 by default, as ``p4hub doctor``
+does: with one read, the open cells of a job running at full speed look stuck, so the
+view then pauses that long); per switch and PBox their load (slots used, jobs,
+results/s summed over the jobs' maps).
 
 ``view`` is pure (API answers in, a JSON-ready dict out), ``render`` turns it into
 rich tables, ``run`` polls and redraws. The rich library draws the live view.
@@ -80,8 +82,9 @@ def view(status: dict, listed: dict, shown: list[dict],
             "load": _load(status, shown), "running": status.get("jobs", len(jobs))}
 
 
-def read(ask: Ask, doctor: bool = False) -> dict:
-    """One view, read from the controller (a job that ends meanwhile is left out)."""
+def read(ask: Ask, doctor: bool = False, settle: float = 1.0) -> dict:
+    """One view, read from the controller (a job that ends meanwhile is left out);
+    ``doctor``: with the doctor's findings, its reads ``settle`` seconds apart."""
     status = ask("Status")
     listed = ask("ListJobs")
     shown = []
@@ -92,7 +95,7 @@ def read(ask: Ask, doctor: bool = False) -> dict:
             continue
     findings = None
     if doctor:
-        reports = ask("Doctor", settle=0)["reports"]
+        reports = ask("Doctor", settle=settle)["reports"]
         findings = {r["job_id"]: [f for f in r["findings"] if f["severity"] != "info"]
                     for r in reports}
     return view(status, listed, shown, findings)
@@ -163,14 +166,14 @@ def render(v: dict, title: str = "p4hub top") -> Group:
 
 
 def run(ask: Ask, *, once: bool, as_json: bool, interval: float = 1.0,
-        doctor_every: float = 5.0, console: Console | None = None,
+        doctor_every: float = 5.0, doctor_settle: float = 1.0, console: Console | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep, frames: int | None = None) -> int:
     """Print one view (``once``) or redraw every ``interval`` s until Ctrl-C (or
     ``frames`` views: tests); the doctor is asked every ``doctor_every`` s (0: never)."""
     console = console or Console()
     if once:
-        v = read(ask, doctor=doctor_every > 0)
+        v = read(ask, doctor=doctor_every > 0, settle=doctor_settle)
         if as_json:
             console.print_json(json.dumps(v))
         else:
@@ -185,7 +188,7 @@ def run(ask: Ask, *, once: bool, as_json: bool, interval: float = 1.0,
                 now = clock()
                 doctor = doctor_every > 0 and (findings_at is None
                                                or now - findings_at >= doctor_every)
-                v = read(ask, doctor=doctor)
+                v = read(ask, doctor=doctor, settle=doctor_settle)
                 if doctor:
                     findings_at = now
                     last = {job["job_id"]: job["findings"] for job in v["jobs"]}

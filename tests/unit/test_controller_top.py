@@ -101,8 +101,12 @@ def test_the_live_view_redraws_and_asks_the_doctor_every_few_seconds(running):
     client, _, _ = running
     asked: list[str] = []
 
+    settles: list[object] = []
+
     def ask(method: str, **request: object) -> dict:
         asked.append(method)
+        if method == "Doctor":
+            settles.append(request["settle"])
         return client.call(method, **request)
 
     now = [0.0]
@@ -112,13 +116,15 @@ def test_the_live_view_redraws_and_asks_the_doctor_every_few_seconds(running):
 
     out = io.StringIO()
     assert top.run(ask, once=False, as_json=False, interval=2.0, doctor_every=5.0,
-                   console=Console(file=out, width=200, color_system=None),
+                   doctor_settle=0.0, console=Console(file=out, width=200, color_system=None),
                    clock=lambda: now[0], sleep=sleep, frames=4) == 0
     assert asked.count("Status") == 4 and asked.count("ShowJob") == 4
     assert asked.count("Doctor") == 2  # at 0 s and 6 s (views at 0, 2, 4, 6 s)
+    assert settles == [0.0, 0.0]
     assert now[0] == 6.0 and "resnet" in out.getvalue()
 
 
 def test_bad_top_options_are_refused(capsys):
-    assert cli.main(["--controller", "127.0.0.1:1", "top", "--interval", "0"]) == 1
-    assert "--interval must be > 0" in capsys.readouterr().err
+    for bad in (["--interval", "0"], ["--doctor-settle", "-1"]):
+        assert cli.main(["--controller", "127.0.0.1:1", "top", *bad]) == 1
+        assert "--interval must be > 0" in capsys.readouterr().err
