@@ -13,7 +13,7 @@ APT_PACKAGES := mininet iproute2 iptables nftables bridge-utils ethtool iputils-
 # its own site-packages so pinned PyPI packages always win.
 MININET_DIR := /usr/lib/python3/dist-packages
 
-.PHONY: all run cli test unit lint bench sim xcheck stop clean distclean deps apt venv torch
+.PHONY: all run cli test unit lint docs bench sim xcheck stop clean distclean deps apt venv torch
 
 all: run
 
@@ -62,6 +62,12 @@ lint: deps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# The documentation site (mkdocs.yml, Material theme) into build/site. Strict: a broken
+# link or anchor, a missing page or a page left out of the nav fails the build.
+# NO_MKDOCS_2_WARNING: Material's end-of-life notice, printed on every build.
+docs: deps
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --clean
+
 # `make test` runs the root tests too (network namespaces, Mininet): without root it stops
 # here, before installing or running anything, rather than fail those tests one by one.
 # RUN_UID is the user id checked (a seam for tests/unit/test_root_guard.py).
@@ -75,7 +81,7 @@ endif
 unit: deps
 	$(PY) -m pytest -q -m "not root" $(PYTEST_ARGS)
 
-test: deps lint
+test: deps lint docs
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: deps stop
@@ -92,9 +98,11 @@ sim: venv
 xcheck: deps
 	$(PY) -m p4lite.xcheck $(XCHECK_ARGS)
 
+# Only what p4hub made (topologies/cleanup.py): never Mininet's `mn -c`, which also deletes
+# every /tmp/*.log and /tmp/*.out and everyone's Mininet nodes. Needs no venv (clean runs it).
+STOP_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
 stop:
-	-@command -v mn >/dev/null && mn -c >/dev/null 2>&1 || true
-	-@pkill -f '[p]4lite-switch|[p]4lite\.switch\.process\.main|[p]4hub-pbox|[h]osts\.pbox(\.cli)?( |$$)|[p]4hub-controller' 2>/dev/null || true
+	-@$(STOP_PY) -m p4hub.topologies.cleanup
 
 clean: stop
 	rm -rf build logs pcaps *.pcap bench/results .pytest_cache .ruff_cache

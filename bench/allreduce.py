@@ -42,6 +42,7 @@ and .png (time and x lossless against the loss rate).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -55,6 +56,7 @@ import psutil
 from bench._common import comma_list, mininet_ready
 from p4hub.experiments.cpuload import CpuSampler, column
 from p4hub.experiments.launch import WorkerRun, run_workers
+from p4hub.experiments.progress import track
 from p4hub.topologies.linkem import LinkEmulationError, check_loss
 from p4hub.topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, worker_ip
 
@@ -373,9 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     rows: list[dict] = []
     try:
-        for workers in args.workers:
-            for loss in args.loss:
-                rows += bench_workers(workers, args, loss)
+        for workers, loss in track(list(itertools.product(args.workers, args.loss)),
+                                   "all-reduce racks"):
+            rows += bench_workers(workers, args, loss)
     except RackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

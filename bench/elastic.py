@@ -38,6 +38,7 @@ elastic_switch.json and elastic_switch.png with ``--switch-slots``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import platform
 import statistics
@@ -46,6 +47,7 @@ import time
 from pathlib import Path
 
 from bench._common import comma_list, mininet_ready
+from p4hub.experiments.progress import track
 from p4hub.hosts.wire import LANE_COUNTS, MAX_LANES
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -97,11 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     with Rack(config) as rack:
         rack.start_pboxes(workers=1)
         with CpuSampler(rack.process_roots()) as cpu:
-            for straggler in args.stragglers:
-                for mode in args.modes:
-                    row = run_one(rack, args, mode, straggler, cpu)
-                    rows.append(row)
-                    print_row(row)
+            for straggler, mode in track(list(itertools.product(args.stragglers, args.modes)),
+                                         "elastic runs"):
+                row = run_one(rack, args, mode, straggler, cpu)
+                rows.append(row)
+                print_row(row)
     summary = summarize(rows)
     report = {"config": dict(vars(args)), "machine": platform.node(), "rows": rows,
               "summary": summary}

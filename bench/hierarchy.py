@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 
 from bench._common import comma_list, mininet_ready
+from p4hub.experiments.progress import track
 from p4hub.hosts.wire import LANE_COUNTS, MAX_LANES
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -224,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     if not mininet_ready("hierarchy"):
         return 2
     layouts = []
-    for text in args.layouts:
+    for text in track(args.layouts, "hierarchy layouts"):
         racks, per_rack = layout(text)
         print(f"layout {racks} racks x {per_rack} workers, {args.bw} Mbit/s links:", flush=True)
         layouts.append(run_layout(args, racks, per_rack))

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import comma_list
+from p4hub.experiments.progress import track
 from p4hub.hosts import blocks, quantize, wire
 from p4hub.hosts.events import TensorCompleted
 from p4hub.hosts.pbox.aggregator import Aggregator
@@ -214,7 +215,7 @@ def main() -> None:
     n, lanes = args.workers, args.lanes
     size = int(args.mb * (1 << 20)) // 4
     rows = []
-    for name in args.workloads:
+    for name in track(args.workloads, "precision workloads"):
         inputs = workload(name, n, size)
         off, wall_off, _, s_off = allreduce(inputs, None, lanes)
         for bound in args.bounds:

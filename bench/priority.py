@@ -40,6 +40,7 @@ from pathlib import Path
 from bench._common import comma_list, mininet_ready
 from p4hub.experiments.cpuload import CpuSampler, column
 from p4hub.experiments.launch import WorkerRun, run_workers
+from p4hub.experiments.progress import track
 from p4hub.hosts.wire import LANE_COUNTS, MAX_LANES
 from p4hub.topologies.rack import AGENT_PORT, Rack, RackConfig, RackError, worker_ip
 from p4hub.workers import workload
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     rows: list[dict] = []
     try:
-        for bw in args.bw:
+        for bw in track(args.bw, "priority bandwidths"):
             rows += bench_bandwidth(bw, args, scales)
     except RackError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -42,10 +42,12 @@ def discover() -> list[str]:
     return [name for name in ORDER if name in found] + sorted(found - set(ORDER))
 
 
-def run_one(name: str, full: bool, timeout: float) -> tuple[bool, float, str]:
+def run_one(name: str, full: bool, timeout: float, place: str = "") -> tuple[bool, float, str]:
+    """``place``: where in the run this one is ("3/11, 12.5 min so far"), for the header
+    (each benchmark draws its own progress bars, so none is drawn over them here)."""
     args = [] if full else QUICK_ARGS.get(name, [])
     cmd = [sys.executable, "-m", f"bench.{name}", *args]
-    print(f"\n=== bench.{name} {' '.join(args)}", flush=True)
+    print(f"\n=== bench.{name} {' '.join(args)}" + (f"  [{place}]" if place else ""), flush=True)
     started = time.monotonic()
     try:
         code = subprocess.run(cmd, cwd=HERE.parent, timeout=timeout).returncode
@@ -67,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"no such benchmark(s): {sorted(unknown)}; have {names}")
         names = [n for n in names if n in args.only]
-    outcomes = {name: run_one(name, args.full, args.timeout) for name in names}
+    outcomes = {}
+    started = time.monotonic()
+    for index, name in enumerate(names):
+        place = f"{index + 1}/{len(names)}, {(time.monotonic() - started) / 60:.1f} min so far"
+        outcomes[name] = run_one(name, args.full, args.timeout, place)
     print("\n=== summary")
     for name, (ok, seconds, why) in outcomes.items():
         print(f"  {name:<14} {'ok' if ok else 'FAILED':<7} {seconds:7.1f} s  {why}")

@@ -37,6 +37,7 @@ from bench._common import mininet_ready
 from p4hub.experiments import run as rack_run
 from p4hub.experiments import train_run
 from p4hub.experiments.cpuload import MACHINE_BOUND, PROCESS_BOUND, CpuLoad, CpuSampler
+from p4hub.experiments.progress import track
 from p4hub.topologies.rack import Rack, RackError
 from p4hub.workers.train.data import TRAIN_SIZE
 
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     rows: list[dict] = []
     try:
-        for bw in args.bw:
+        for bw in track(args.bw, "training bandwidths"):
             rows += bench_bandwidth(bw, args)
     except RackError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -64,7 +64,7 @@ from p4hub.controller.core.errors import (
     UnavailableError,
 )
 from p4hub.controller.core.job import Job, JobEnd, UnknownJobError
-from p4hub.controller.core.program import DEFAULT_LANES
+from p4hub.controller.core.program import DEFAULT_LANES, P4HUB_HEADER_BYTES
 from p4hub.controller.core.topology import format_ipv4, format_mac
 from p4hub.controller.driver import Controller
 
@@ -309,10 +309,12 @@ class JobService:
                       "where": m.where, "slot_base": m.slot_base, "reason": m.reason}
                      for m in job.moves]
             routes = registry.routes(job)
+            packet = P4HUB_HEADER_BYTES + 4 * job.lanes  # one result packet
             aggregators = [
                 {"aggregator": name, "address": route["aggregator"],
                  "slot_base": route["slot_base"], "count": route["count"],
-                 "rounds_per_s": _rounded(rate)}
+                 "rounds_per_s": _rounded(rate),
+                 "bytes_per_s": None if rate is None else _rounded(rate * packet)}
                 for name, route, rate in zip(job.shares(), routes[: len(job.shares())],
                                              job.rates(), strict=True)
             ]
@@ -321,7 +323,8 @@ class JobService:
                 aggregators.append({"aggregator": f"{floats.pbox} (float blocks)",
                                     "address": routes[-1]["aggregator"],
                                     "slot_base": floats.float_slots.base,
-                                    "count": floats.floats, "rounds_per_s": None, "float": True})
+                                    "count": floats.floats, "rounds_per_s": None,
+                                    "bytes_per_s": None, "float": True})
             return {**job_summary(job), "state": "running", "epoch": job.epoch,
                     "worker_list": workers, "counters": counters, "moves": moves,
                     "service": service, "map": aggregators,

@@ -3,12 +3,16 @@
     p4hub [--controller HOST:PORT] status | jobs | job show ID | job kill ID
                                    | switch list | switch show NAME
                                    | doctor [ID] [--settle S]             [--json]
+                                   | top [--once] [--interval S] [--doctor-every S]
+                                         [--doctor-settle S] [--json]
     p4hub check-topology FILE                  (offline: validate a rack description)
 
 The controller address defaults to $P4HUB_CONTROLLER, else 127.0.0.1:50060.
 ``doctor`` says what is wrong with a job (every running job without ID) and exits 2
 when something is (an error or a warning), 0 when every job it looked at is healthy.
-For low-level work on one switch use p4runtime-shell directly (README).
+``top`` is a live view of every job, switch and PBox (controller/top.py); ``--once
+--json`` prints one view for scripts. For low-level work on one switch use
+p4runtime-shell directly (README).
 """
 
 from __future__ import annotations
@@ -171,6 +175,17 @@ def build_parser() -> argparse.ArgumentParser:
     doctor_cmd.add_argument("job_id", type=int, nargs="?")
     doctor_cmd.add_argument("--settle", type=float, default=1.0,
                             help="seconds between the two reads of the slot state (default 1)")
+    top_cmd = sub.add_parser("top", parents=[common],
+                             help="a live view of the jobs, switches and PBoxes (Ctrl-C quits)")
+    top_cmd.add_argument("--once", action="store_true", help="print one view and exit")
+    top_cmd.add_argument("--interval", type=float, default=1.0,
+                         help="seconds between views (default 1)")
+    top_cmd.add_argument("--doctor-every", type=float, default=5.0,
+                         help="seconds between the doctor's checks (default 5; 0: never)")
+    top_cmd.add_argument("--doctor-settle", type=float, default=1.0,
+                         help="seconds between the doctor's two reads of the slot state "
+                         "(default 1, as p4hub doctor; 0: one read, which takes cells in "
+                         "flight for stuck ones)")
     check = sub.add_parser("check-topology", parents=[common],
                            help="validate a topology file (no controller needed)")
     check.add_argument("path")
@@ -218,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "check-topology":
         return check_topology(args.path, args.json or args.json_first)
+    if args.command == "top":
+        return _top(args)
     method, request, render = _request(args)
     client = JobClient(args.controller, timeout=10.0)
     try:
@@ -232,6 +249,25 @@ def main(argv: list[str] | None = None) -> int:
     if method == "Doctor" and not all(r["healthy"] for r in reply["reports"]):
         return 2
     return 0
+
+
+def _top(args: argparse.Namespace) -> int:
+    from p4hub.controller import top  # rich is imported only for this command
+
+    if args.interval <= 0 or args.doctor_every < 0 or args.doctor_settle < 0:
+        print("p4hub: --interval must be > 0, --doctor-every and --doctor-settle >= 0",
+              file=sys.stderr)
+        return 1
+    client = JobClient(args.controller, timeout=10.0)
+    try:
+        return top.run(client.call, once=args.once, as_json=args.json or args.json_first,
+                       interval=args.interval, doctor_every=args.doctor_every,
+                       doctor_settle=args.doctor_settle)
+    except grpc.RpcError as exc:
+        print(f"p4hub: {exc.code().name}: {exc.details()}", file=sys.stderr)
+        return 1
+    finally:
+        client.close()
 
 
 if __name__ == "__main__":

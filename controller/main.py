@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from p4hub.controller import api
+from p4hub.controller import api, metrics
 from p4hub.controller.core import topology
 from p4hub.controller.core.errors import P4hubControllerError, StartupError
 from p4hub.controller.driver import Controller, ControllerError, PipelineConfig
@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--listen", help="job API address (default: the topology's)")
     parser.add_argument("--connect-timeout", type=float, default=30.0)
     parser.add_argument("--expire-interval", type=float, default=1.0)
+    parser.add_argument("--metrics", metavar="HOST:PORT",
+                        help="serve Prometheus metrics at http://HOST:PORT/metrics "
+                        "(docs/notes/metrics.md; port 0: any free port, logged); default: off")
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser
 
@@ -95,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if args.metrics:
+        try:
+            metrics.parse_address(args.metrics)  # before anything starts
+        except ValueError as exc:
+            print(f"p4hub-controller: {exc}", file=sys.stderr)
+            return 1
     ctl: Controller | None = None
     try:
         topo = topology.load(args.topology)
@@ -118,6 +127,17 @@ def main(argv: list[str] | None = None) -> int:
         ctl.close()
         pboxes.close()
         return 1
+    metrics_server = None
+    if args.metrics:
+        try:
+            metrics_server, metrics_port = metrics.serve(service, args.metrics)
+        except (OSError, ValueError) as exc:
+            print(f"p4hub-controller: metrics: {exc}", file=sys.stderr)
+            server.stop(grace=0).wait()
+            ctl.close()
+            pboxes.close()
+            return 1
+        log.info("Prometheus metrics on port %d (/metrics)", metrics_port)
     expirer = api.Expirer(service, args.expire_interval)
     expirer.start()
     log.info("job API on port %d; %d job(s) running", port, len(ctl.registry.jobs))
@@ -127,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     stop.wait()
     log.info("stopping")
     server.stop(grace=1.0).wait()
+    if metrics_server is not None:
+        metrics_server.shutdown()
     expirer.stop()
     ctl.close()
     pboxes.close()

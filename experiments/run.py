@@ -39,7 +39,7 @@ import json
 import sys
 from collections.abc import Iterator
 
-from p4hub.experiments import allreduce_run, straggler, train_plot, train_run
+from p4hub.experiments import allreduce_run, progress, straggler, train_plot, train_run
 from p4hub.experiments.cpuload import CpuSampler
 from p4hub.experiments.jobwatch import JobWatch
 from p4hub.hosts.wire import LANE_COUNTS, MAX_LANES
@@ -84,6 +84,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(docs/notes/elastic.md section 4)")
     parser.add_argument("--grpc-port", type=int, default=50051, help="the switch's P4Runtime port")
     parser.add_argument("--controller-port", type=int, default=50060, help="job API port")
+    parser.add_argument("--metrics-port", type=int, default=0,
+                        help="serve the controller's Prometheus metrics on 127.0.0.1:PORT "
+                        "(docs/notes/observability.md; 0, the default: off)")
     parser.add_argument("--no-pcap", action="store_true",
                         help="the switch writes no pcaps (they cost switch CPU per packet)")
     parser.add_argument("--switch-log", default="off",
@@ -155,15 +158,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     exit_on_sigterm()
+    paths = [] if args.cli else args.paths.split(",")
     try:
-        with Rack(rack_config(args)) as rack:
+        with progress.Phases(["rack (Mininet, P4 switches)", "PBox and controller",
+                              *(f"{args.mode} over {name}" for name in paths)],
+                             "make run") as phases, Rack(rack_config(args)) as rack:
+            phases.next()
             start_services(rack, args)
+            phases.next()
             print(_banner(rack, args))
             if args.cli:
                 return _cli(rack, args)
             if args.mode == "allreduce":
-                return _allreduce(rack, args)
-            return _train(rack, args)
+                return _allreduce(rack, args, phases)
+            return _train(rack, args, phases)
     except RackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -204,15 +212,19 @@ def start_services(rack: Rack, args: argparse.Namespace) -> None:
     """The PBox and p4hub-controller (the switch is up with the rack)."""
     rack.start_pboxes(workers=args.pbox_workers)
     slots = {"slots": args.switch_slots} if getattr(args, "switch_slots", 0) else {}
-    rack.start_controller(rack.controller_topology(job_slots=args.job_slots, **slots))
+    metrics = ["--metrics", f"127.0.0.1:{args.metrics_port}"] if args.metrics_port else []
+    rack.start_controller(rack.controller_topology(job_slots=args.job_slots, **slots),
+                          extra=metrics)
 
 
-def _allreduce(rack: Rack, args: argparse.Namespace) -> int:
+def _allreduce(rack: Rack, args: argparse.Namespace, phases: progress.Phases | None = None) -> int:
     results = []
     with CpuSampler(rack.process_roots()) as cpu:
         for name in args.paths.split(","):
             with _straggler(rack, args, name):
                 results.append(allreduce_run.PATHS[name](rack, args, cpu))
+            if phases is not None:
+                phases.next()
     allreduce_run.summarize(results, args)
     report = {"config": vars(args), "paths": [allreduce_run.path_report(r) for r in results]}
     (rack.log_dir / "allreduce.json").write_text(json.dumps(report, indent=1))
@@ -220,13 +232,15 @@ def _allreduce(rack: Rack, args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
-def _train(rack: Rack, args: argparse.Namespace) -> int:
+def _train(rack: Rack, args: argparse.Namespace, phases: progress.Phases | None = None) -> int:
     names = args.paths.split(",")
     results = {}
     with CpuSampler(rack.process_roots()) as cpu:
         for i, name in enumerate(names):
             with _straggler(rack, args, name):
                 results[name] = train_run.run_path(rack, train_run.PATHS[name], i, args, cpu=cpu)
+            if phases is not None:
+                phases.next()
     train_run.compare(results)
     train_run.summarize(results, args)
     title = (f"DigitsNet, {args.workers} workers x batch {args.batch}, {args.bw} Mbit/s, "
@@ -294,7 +308,7 @@ def _cli(rack: Rack, args: argparse.Namespace) -> int:
           f"--controller {rack.controller_address} --data-ip 10.0.0.R --rank R-1 "
           f"--world {args.workers} --iterations 2 --check &\n"
           f"and from the root shell: {PYTHON} -m p4hub.controller.cli --controller "
-          f"{rack.controller_address} jobs")
+          f"{rack.controller_address} jobs  (or top, a live view)")
     CLI(rack.net)
     return 0
 

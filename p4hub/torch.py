@@ -1,9 +1,12 @@
 """The "p4hub" torch.distributed backend and DDP communication hook, by their public name.
 
     import torch.distributed as dist
-    import p4hub.torch                        # registers the "p4hub" backend
 
     dist.init_process_group("p4hub")          # under torchrun; P4HUB_CONTROLLER=host:port
+
+Installed, p4hub names the backend to torch through a ``torch.backends`` entry point
+(p4hub/torch_autoload.py), so no import is needed; importing this module registers it
+too (with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``, or from a clone that is not installed).
 
 The implementation lives in :mod:`p4hub.hosts.pytorch`; this module is its public face.
 """

@@ -63,8 +63,6 @@ def use_data_interface_for_gloo() -> None:
         os.environ.setdefault("GLOO_SOCKET_IFNAME", data[0])
 
 
-def remove_leftovers(link_names: list[str]) -> None:
-    """Delete the bridge and our veths (deleting one end removes the pair)."""
-    for name in link_names:
-        if name == BRIDGE or name.startswith("incm-"):
-            subprocess.run(["ip", "link", "del", name], capture_output=True)
+def is_ours(link_name: str) -> bool:
+    """The bridge or one of our veths' root-side ends (deleting one end removes the pair)."""
+    return link_name == BRIDGE or link_name.startswith("incm-")

@@ -491,8 +491,10 @@ class Rack:
                              worker_timeout=worker_timeout, rebalance=rebalance)
 
     def start_controller(self, topology: dict | None = None, timeout: float = 30.0,
-                         log_name: str = "controller") -> subprocess.Popen:
-        """Run p4hub-controller in the root namespace; returns once its job API answers."""
+                         log_name: str = "controller",
+                         extra: Sequence[str] = ()) -> subprocess.Popen:
+        """Run p4hub-controller in the root namespace; returns once its job API answers.
+        ``extra``: more of its options (``--metrics 127.0.0.1:9100``)."""
         if not self.config.p4:
             raise RackError("the controller needs the P4 switch (RackConfig(p4=True))")
         self.topology = topology or self.topology or self.controller_topology()
@@ -500,10 +502,10 @@ class Rack:
         path.write_text(json.dumps(self.topology, indent=1) + "\n")
         from p4hub.topologies.p4switch import tool_command
 
-        # the console script when installed, so `make stop` (pkill p4hub-controller) finds it
+        # the console script when installed, so `make stop` (topologies/cleanup.py) finds it
         args = [*tool_command("p4hub-controller", "p4hub.controller.main"), "--topology", str(path),
                 "--bmv2-json", str(self.bmv2_json), "--p4info", str(self.p4info),
-                "--connect-timeout", str(timeout)]
+                "--connect-timeout", str(timeout), *extra]
         err = open(self.log_dir / f"{log_name}.log", "a")  # noqa: SIM115 - closed below
         proc = subprocess.Popen(args, stdout=err, stderr=subprocess.STDOUT, cwd=str(REPO),
                                 env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -686,20 +688,38 @@ def _terminate(name: str, proc: subprocess.Popen, grace: float = 5.0) -> None:
             stream.close()
 
 
+def host_node_names() -> list[str]:
+    """Every Mininet host name a rack or fabric may use (each has its own namespace)."""
+    return [*(f"w{i}" for i in range(1, MAX_WORKERS + 1)),
+            *(pbox_name(i) for i in range(MAX_PBOXES)),
+            *(f"x{i}" for i in range(1, MAX_EXTRA + 1))]
+
+
+def switch_node_names() -> list[str]:
+    """Every switch name a rack or fabric may use (switches share the root namespace)."""
+    return [*(leaf_name(r) for r in range(1, MAX_RACKS + 1)),
+            *(spine_name(k) for k in range(1, MAX_SPINES + 1))]
+
+
+def our_links(names: Sequence[str]) -> list[str]:
+    """Those of ``names`` (root-namespace link names) a rack or fabric made: its switches
+    (a Linux bridge s1 or a P4 switch's s1-eth*), host ends of data links, the management
+    network (never anyone else's)."""
+    hosts = {f"{host}-eth0" for host in host_node_names()}
+    switches = switch_node_names()
+    return [name for name in names
+            if name in hosts or any(name == sw or name.startswith(f"{sw}-eth") for sw in switches)
+            or mgmt.is_ours(name)]
+
+
+def link_names() -> list[str]:
+    """The root namespace's link names (``ip -o link show``)."""
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()]
+
+
 def remove_leftovers() -> None:
     """Delete our own interfaces and bridge left by a crashed run (never anyone else's)."""
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    ours = []
-    names = [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()]
-    hosts = {f"w{i}-eth0" for i in range(1, MAX_WORKERS + 1)} | {
-        f"x{i}-eth0" for i in range(1, MAX_EXTRA + 1)} | {
-        f"{pbox_name(i)}-eth0" for i in range(MAX_PBOXES)}
-    switches = [*(leaf_name(r) for r in range(1, MAX_RACKS + 1)),
-                *(spine_name(k) for k in range(1, MAX_SPINES + 1))]
-    for name in names:
-        if name in hosts or any(name == sw or name.startswith(f"{sw}-eth") for sw in switches):
-            ours.append(name)
-    for name in ours:
+    for name in our_links(link_names()):
         subprocess.run(["ip", "link", "del", name], capture_output=True)
     linkem.clear_switch_loss()
-    mgmt.remove_leftovers(names)

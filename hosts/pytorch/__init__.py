@@ -1,7 +1,6 @@
 """p4hub for PyTorch: the "p4hub" torch.distributed backend and a DDP communication hook.
 
-    import torch.distributed as dist
-    import p4hub.torch                              # registers the "p4hub" backend
+    import torch.distributed as dist         # p4hub installed: "p4hub" is registered
 
     dist.init_process_group("p4hub")          # under torchrun; P4HUB_CONTROLLER=host:port
     dist.all_reduce(tensor)                   # summed by the switch (or a PBox)

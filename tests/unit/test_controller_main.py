@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import grpc
@@ -45,13 +46,14 @@ def rack_file(tmp_path):
     server.stop(grace=None)
 
 
-def start_controller(path: Path, build: Path, compiled: bool = False) -> subprocess.Popen:
+def start_controller(path: Path, build: Path, compiled: bool = False,
+                     extra: tuple[str, ...] = ()) -> subprocess.Popen:
     """Compile first (``--p4``), or take the compiler's outputs from ``build``."""
     program = (["--bmv2-json", str(build / "aggregate.json"),
                 "--p4info", str(build / "aggregate.p4info.txtpb")] if compiled else
                ["--p4", str(PROGRAM), "--build-dir", str(build)])
     cmd = [sys.executable, "-m", "p4hub.controller.main", "--topology", str(path), *program,
-           "--connect-timeout", "10"]
+           "--connect-timeout", "10", *extra]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -91,17 +93,24 @@ def test_controller_process_restarts_without_losing_jobs(rack_file):
         out = stop(proc)
     assert "switch s1: configured" in out
     assert (tmp / "build" / "aggregate.json").exists()
-    proc = start_controller(path, tmp / "build", compiled=True)
+    metrics_port = free_port()
+    proc = start_controller(path, tmp / "build", compiled=True,
+                            extra=("--metrics", f"127.0.0.1:{metrics_port}"))
     try:
         wait_for_api(client, address, proc)
         jobs = client.call("ListJobs")["jobs"]
         assert [(j["job_id"], j["workers"], j["slot_base"]) for j in jobs] == [
             (joined["job_id"], 2, joined["slot_base"])]
         assert client.join("resnet", 2, 1, "10.0.0.2:4002")["job_id"] == joined["job_id"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
+                                    timeout=10) as reply:
+            scraped = reply.read().decode()
+        assert "p4hub_jobs 1.0" in scraped
+        assert f'p4hub_job_workers{{job="{joined["job_id"]}"}} 2.0' in scraped
     finally:
         out = stop(proc)
         client.close()
-    assert "switch s1: rebuilt" in out
+    assert "switch s1: rebuilt" in out and "Prometheus metrics on port" in out
 
 
 def test_bad_arguments_fail_cleanly(tmp_path, capsys):
@@ -113,6 +122,8 @@ def test_bad_arguments_fail_cleanly(tmp_path, capsys):
     good.write_text(json.dumps(RACK))
     assert main(["--topology", str(good)]) == 1
     assert "give --p4" in capsys.readouterr().err
+    assert main(["--topology", str(good), "--metrics", "9100"]) == 1
+    assert "metrics address '9100': expected HOST:PORT" in capsys.readouterr().err
     broken = tmp_path / "broken.p4"
     broken.write_text("control {")
     assert main(["--topology", str(good), "--p4", str(broken), "--build-dir", str(tmp_path)]) == 1

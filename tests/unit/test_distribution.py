@@ -11,6 +11,8 @@ import in the fresh venv comes from the wheel.
 from __future__ import annotations
 
 import ast
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -128,3 +130,68 @@ def test_no_code_imports_the_bare_folder_names():
                 bad += [f"{path.relative_to(REPO)}:{node.lineno}: {n}" for n in names
                         if n.split(".")[0] in BARE_NAMES]
     assert not bad, "\n".join(bad)
+
+
+def test_the_wheel_declares_the_torch_backends_entry_point(wheel: Path):
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        text = archive.read(name).decode()
+    section = text.split("[torch.backends]")[1].split("[")[0]
+    assert section.split() == ["p4hub", "=", "p4hub.torch_autoload:register"], text
+
+
+def test_import_torch_names_the_backend_and_loads_none_of_its_code(fresh_venv: Path,
+                                                                    tmp_path: Path):
+    """What every torch program pays once p4hub is installed: the entry point's module."""
+    out = _run(fresh_venv, "\n".join([
+        "import sys, torch.distributed as dist",
+        "print('p4hub' in dist.Backend.backend_list)",
+        "print(sorted(m for m in sys.modules if m.startswith('p4hub')))",
+        "from p4hub.hosts.pytorch.backend import BACKEND_NAME",
+        "from p4hub.torch_autoload import BACKEND_NAME as NAMED",
+        "print(BACKEND_NAME == NAMED)",
+    ]), tmp_path)
+    assert out.splitlines() == ["True", "['p4hub', 'p4hub.torch_autoload']", "True"]
+
+
+# A user's script: no p4hub import. MODE "default": p4hub is the default group; "group":
+# Gloo is, and new_group(backend="p4hub") sums. Each rank writes rank<N>.json (the
+# ranks share torchrun's stdout, where their lines can interleave).
+NO_IMPORT_SCRIPT = """
+import json, pathlib, sys, torch, torch.distributed as dist
+mode = sys.argv[1]
+loaded_before = "p4hub.hosts.pytorch" in sys.modules
+dist.init_process_group("p4hub" if mode == "default" else "gloo")
+group = dist.new_group(backend="p4hub") if mode == "group" else None
+rank = dist.get_rank()
+t = torch.arange(1000, dtype=torch.int32) * (rank + 1)
+dist.all_reduce(t, group=group)
+pathlib.Path(f"rank{rank}.json").write_text(json.dumps({
+    "rank": rank, "loaded_before": loaded_before, "backend": dist.get_backend(group),
+    "sum": t.tolist()[:3]}))
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.parametrize("mode,job", [("default", 1), ("group", 2)])
+def test_a_script_with_no_p4hub_import_uses_the_backend_under_torchrun(
+        fresh_venv: Path, tmp_path: Path, mode: str, job: int):
+    from tests.unit.test_torch_backend import free_port, pbox_serving
+
+    script = tmp_path / "train.py"
+    script.write_text(NO_IMPORT_SCRIPT)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("P4HUB_", "PYTHON", "TORCH_DEVICE_BACKEND"))}
+    with pbox_serving([f"--job={job}:2:0:64"]) as pbox:
+        env.update(P4HUB_AGGREGATOR=pbox, P4HUB_JOB_ID=str(job), P4HUB_SLOT_BASE="0",
+                   P4HUB_SLOT_COUNT="64")
+        proc = subprocess.run(
+            [str(fresh_venv / "bin" / "python"), "-m", "torch.distributed.run",
+             "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+             "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--max-restarts", "0",
+             str(script), mode], cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=150)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert lines == [{"rank": r, "loaded_before": False, "backend": "p4hub", "sum": [0, 3, 6]}
+                     for r in range(2)]

@@ -123,11 +123,12 @@ def test_make_run_switch_slots_limit_the_controllers_switch_pool():
         def controller_topology(self, **kwargs: int) -> dict:
             return kwargs
 
-        def start_controller(self, topology: dict) -> None:
-            self.topology = topology
+        def start_controller(self, topology: dict, extra: list[str]) -> None:
+            self.topology, self.extra = topology, extra
 
     rack = FakeRack()
     run.start_services(rack, run.parse_args(["--switch-slots", "12"]))
-    assert rack.topology == {"job_slots": 32, "slots": 12}
-    run.start_services(rack, run.parse_args([]))
+    assert rack.topology == {"job_slots": 32, "slots": 12} and rack.extra == []
+    run.start_services(rack, run.parse_args(["--metrics-port", "9100"]))
     assert rack.topology == {"job_slots": 32}
+    assert rack.extra == ["--metrics", "127.0.0.1:9100"]
