@@ -109,12 +109,15 @@ REORDER_DECAY = 16  # needed early resends after which the multiplier falls back
 class SlotTimers:
     """Retransmission deadlines of a window of slots, with early loss detection."""
 
-    def __init__(self, window: int, rto_min: float, rto_max: float, groups: int = 1) -> None:
+    def __init__(self, window: int, rto_min: float, rto_max: float, groups: int = 1,
+                 in_flight: int | None = None) -> None:
         """``window`` slots in ``groups`` equal runs (a session's priority classes): early
         detection compares positions of one group only, and only a result of a
         position's own group shows that its round is moving (the backoff cap), because
         a less urgent class is held back, by design, while a more urgent one runs.
-        All slots are on one path until ``set_paths``."""
+        All slots are on one path until ``set_paths``. ``in_flight``: the most
+        positions in flight at once (default: every slot; a session with classes: its
+        credit), which sets how many recent round trips the floor looks back over."""
         if not 0 < rto_min <= rto_max:
             raise ValueError(f"need 0 < rto_min ({rto_min}) <= rto_max ({rto_max})")
         if groups < 1 or window % groups:
@@ -135,7 +138,7 @@ class SlotTimers:
         self._rttvar = np.zeros(1)
         self._estimate = np.full(1, rto_min)  # srtt + 4 rttvar, clamped; the base adds the floor
         self._rto = np.full(1, rto_min)
-        self._recent = np.full((1, max(HISTORY, window)), np.inf)
+        self._recent = np.full((1, max(HISTORY, in_flight or window)), np.inf)
         self._recent_next = np.zeros(1, dtype=np.int64)  # where each path's next one goes
         # early loss detection ("Early resends" above)
         self.order = np.zeros(window, dtype=np.int64)  # send order of the first transmission
@@ -154,6 +157,10 @@ class SlotTimers:
         self._newest_rtt = np.zeros(groups)
         self._early_waiting = 0  # early-resent positions whose result has not come
         self._needed_since_raise = 0
+        # held back ("Held back" above): the timeout waits for the release; ``held``: the
+        # position was held back at some time in its flight, so its round trip is a wait
+        self.suspended = np.zeros(window, dtype=bool)
+        self.held = np.zeros(window, dtype=bool)
 
     @property
     def rto(self) -> float:
@@ -217,6 +224,22 @@ class SlotTimers:
         self._sent_count += len(slots)
         self.early_used[slots] = False
         self._fresh[slots] = True
+        self.suspended[slots] = False
+        self.held[slots] = False
+
+    def suspend(self, slots: np.ndarray) -> None:
+        """``slots``' positions are held back by a more urgent class: no timeout until
+        ``release`` (early detection still applies: it needs a newer result of their
+        own class, which shows that the peers sent them)."""
+        self.suspended[slots] = True
+        self.held[slots] = True
+        self.deadline[slots] = np.inf
+
+    def release(self, slots: np.ndarray, now: float) -> None:
+        """``slots`` (suspended) are no longer held back: each waits one plain ``rto``
+        from now, its backoff as it was before the hold (nothing was resent meanwhile)."""
+        self.suspended[slots] = False
+        self.deadline[slots] = now + self._path_values(self._rto, slots)
 
     def on_result(self, slots: np.ndarray, now: float, clean: np.ndarray | None = None) -> None:
         """Results arrived for ``slots``: stop their timers, learn the round trip, and
@@ -228,7 +251,10 @@ class SlotTimers:
         self._fresh[slots] = False
         times = now - self.sent_at[slots]
         first_try = self.retries[slots] == 0
-        usable = first_try if clean is None else first_try & clean
+        usable = first_try & ~self.held[slots]  # a held-back round waited for peers
+        if clean is not None:
+            usable &= clean
+        self.suspended[slots] = False
         if self._srtt.size == 1:
             self._learn(0, times, usable)
         else:
@@ -283,7 +309,8 @@ class SlotTimers:
         answering = now - self._last_result[self._group[slots]] < rto
         most = np.where(answering, ALIVE_BACKOFF_DOUBLINGS, MAX_BACKOFF_DOUBLINGS)
         doublings = np.minimum(self.retries[slots] - self.early_used[slots], most)
-        self.deadline[slots] = now + np.minimum(rto * np.exp2(doublings), self.rto_max)
+        backoff = now + np.minimum(rto * np.exp2(doublings), self.rto_max)
+        self.deadline[slots] = np.where(self.suspended[slots], np.inf, backoff)
         count = int(np.count_nonzero(early))
         self.early_resends += count
         self._early_waiting += count
@@ -291,6 +318,7 @@ class SlotTimers:
 
     def stop(self, slots: np.ndarray | slice) -> None:
         self.deadline[slots] = np.inf
+        self.suspended[slots] = False
         self.lost_at[slots] = np.inf
         self._fresh[slots] = False
         self._first_lost = float(self.lost_at.min())

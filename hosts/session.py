@@ -148,7 +148,9 @@ class Session:
         self.stats = SessionStats()
         self.failed: str | None = None
         slots = window * self.classes
-        self._timers = SlotTimers(slots, config.rto, config.rto_max, groups=self.classes)
+        # the floor's history: a round's worth of results, which the credit bounds
+        self._timers = SlotTimers(slots, config.rto, config.rto_max, groups=self.classes,
+                                  in_flight=min(slots, self.credit))
         self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), self.classes)  # next one
         self._start_map(route_map or routes.single(slot_base, slots), epoch)
@@ -165,6 +167,7 @@ class Session:
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
         self._credit_free_at = np.inf  # when a class short of credit may get some
+        self._top = -1  # the most urgent class with work: the ones below are held back
         self._start_congestion(config.congestion)
 
     def _start_congestion(self, on: bool) -> None:
@@ -248,6 +251,7 @@ class Session:
         self._total[c] = run.end
         self._tensors[c].append(run)
         self._ids.add(tensor_id)
+        self._hold(now)
 
     def class_of(self, priority: int) -> int:
         """The class (stream) of a priority: higher priorities, higher classes."""
@@ -397,6 +401,7 @@ class Session:
         if resend.size:
             self._timers.on_sent(resend, now)  # a fresh aggregator: no backoff to keep
             self._retransmit = np.union1d(self._retransmit, resend)
+            self._hold(now, again=True)
         self._last_progress = now
 
     @property
@@ -553,6 +558,8 @@ class Session:
         self._slot_pos[slots] = positions
         self._slot_next[slots] = positions + self.window
         self._timers.on_sent(slots, now)
+        if c < self._top:
+            self._timers.suspend(slots)
         self.stats.sent += positions.size
         return batch
 
@@ -684,6 +691,7 @@ class Session:
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
         if self._cwnd is not None:  # the samples the RTT estimate takes (before on_result)
             usable = clean & (self._timers.retries[slots] == 0) & self._on_window_path(slots)
+            usable &= ~self._timers.held[slots]
             self._cwnd.on_results(slots, now - self._timers.sent_at[slots], usable, now)
             self._cwnd_stats()
         self._timers.on_result(slots, now, clean)
@@ -694,9 +702,9 @@ class Session:
         cuts = np.flatnonzero(np.diff(classes)) + 1
         for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [idx.size])), strict=True):
             c = int(classes[lo])
-            self._store(c, positions[lo:hi], lanes[lo:hi])
+            self._store(c, positions[lo:hi], lanes[lo:hi], now)
 
-    def _store(self, c: int, positions: np.ndarray, lanes: np.ndarray) -> None:
+    def _store(self, c: int, positions: np.ndarray, lanes: np.ndarray, now: float) -> None:
         tensors = self._tensors[c]
         bounds = np.searchsorted(positions, [t.start for t in tensors] + [self._total[c]])
         done = False
@@ -706,9 +714,9 @@ class Session:
                 t.store_results(positions[lo:hi] - t.start, lanes[lo:hi])
                 done |= t.complete
         if done:
-            self._finish_complete(c)
+            self._finish_complete(c, now)
 
-    def _finish_complete(self, c: int) -> None:
+    def _finish_complete(self, c: int, now: float) -> None:
         keep = []
         for t in self._tensors[c]:
             if t.complete:
@@ -717,6 +725,23 @@ class Session:
             else:
                 keep.append(t)
         self._tensors[c] = keep
+        self._hold(now)
+
+    def _hold(self, now: float, again: bool = False) -> None:
+        """The classes below the most urgent one with work are held back (module
+        docstring): their positions' timeouts wait (SlotTimers.suspend) until it is
+        done; ``again``: after every timer restarted (a resync)."""
+        if self.classes == 1:
+            return
+        top = max((c for c in range(self.classes) if self._tensors[c]), default=-1)
+        if top == self._top and not again:
+            return
+        self._top = top
+        flight = self._slot_pos >= 0
+        below = np.arange(flight.size) // self.window < top
+        suspended = self._timers.suspended
+        self._timers.suspend(np.flatnonzero(flight & below & ~suspended))
+        self._timers.release(np.flatnonzero(flight & ~below & suspended), now)
 
     # -- failure ------------------------------------------------------------------------
 

@@ -1,0 +1,85 @@
+"""The P3 stall (issue 31): a class held back by a more urgent one loses a packet.
+
+Two ranks on simulated serialized links (tests/unit/lossy_links.py), explicit clock,
+two classes sharing a credit. Rank 0's bulk gradient is ready first: its bulk positions
+go out, then the urgent tensor takes the credit. Rank 1's urgent gradient is ready
+first: it holds its bulk class back until the urgent tensor is done. So rank 0's bulk
+positions wait at the aggregator for rank 1 for as long as the urgent tensor takes, with
+no bulk result coming back (held back, not lost). Then rank 1 sends them, and the result
+of the first one to rank 0 is lost: the bulk class stands still until rank 0 resends.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from p4hub.hosts import wire
+from p4hub.hosts.pbox.aggregator import Aggregator
+from p4hub.hosts.session import Session
+from tests.unit.lossy_links import LinkModel, SerialLossyNet
+from tests.unit.test_session import gradients, reference_sum
+
+JOB, N, WINDOW, CLASSES, CREDIT = 5, 2, 4, 2, 4
+TX = 0.001  # seconds per datagram
+BULK, URGENT = 0, 1  # classes (streams)
+BULK_SIZE = 64 * 24  # 64-lane blocks: a PRIME and 24 data blocks
+
+
+class DropOneResult(SerialLossyNet):
+    """Loses the first result of bulk position ``position`` that reaches rank 0 after
+    ``after`` seconds (the hold-back is over by then)."""
+
+    def __init__(self, *args, position: int | None, after: float) -> None:
+        super().__init__(*args)
+        self.position, self.after, self.dropped_at = position, after, None
+
+    def _deliver(self, kind, r, data):
+        if kind == "host" and r == 0 and self.dropped_at is None and self.now >= self.after \
+                and self.position is not None:
+            hdr = wire.decode(data)[0]
+            if hdr.slot - 100 < WINDOW and hdr.position == self.position:  # bulk slots first
+                self.dropped_at = self.now
+                return
+        super()._deliver(kind, r, data)
+
+
+def _run(drop: int | None, urgent_blocks: int):
+    sessions = [Session(JOB, r, N, 100, WINDOW * CLASSES, WINDOW, classes=CLASSES,
+                        credit=CREDIT, deadline=60.0) for r in range(N)]
+    agg = Aggregator()
+    agg.add_job(JOB, N, 100, WINDOW * CLASSES)
+    net = DropOneResult(sessions, agg, LinkModel(tx=TX), position=drop, after=0.0)
+    bulk, urgent = gradients(N, BULK_SIZE, seed=1), gradients(N, 64 * urgent_blocks, seed=2)
+    a, b = sessions
+    a.start("bulk", bulk[0], 0.0, stream=BULK)
+    net._pump(0)  # rank 0's bulk positions are on the wire before its urgent gradient
+    a.start("urgent", urgent[0], 0.0, stream=URGENT)
+    b.start("urgent", urgent[1], 0.0, stream=URGENT)
+    net._pump(1)
+    b.start("bulk", bulk[1], 0.0, stream=BULK)
+    net.run(until=60.0, completions=4)
+    assert not net.failures()
+    done = {(rank, tid): t for t, rank, tid in net.counts.completions}
+    for r, events in enumerate(net.events):
+        got = {e.tensor_id: e.result for e in events}
+        assert got["bulk"].tobytes() == reference_sum(bulk).tobytes(), r
+        assert got["urgent"].tobytes() == reference_sum(urgent).tobytes(), r
+    return net, done
+
+
+@pytest.mark.parametrize("urgent_blocks", [1300, 1600, 1900])  # 1.3-1.9 s of link time
+def test_a_held_back_class_recovers_a_lost_result_within_a_few_round_trips(urgent_blocks):
+    """The bulk tensor ends soon after the urgent one, loss or not. Before the fix, rank
+    0's bulk positions had backed off while they waited for rank 1 (no bulk result came,
+    so the backoff counted it as silence, up to ``rto_max``), and the lost result waited
+    out that backoff: the bulk tensor ended about 0.6 s late."""
+    clean, clean_done = _run(None, urgent_blocks)
+    lossy, lossy_done = _run(0, urgent_blocks)  # its PRIME: the one position sent early
+    assert lossy.dropped_at is not None and lossy.dropped_at > clean_done[(1, "urgent")] - 0.1
+    s = lossy.sessions[0]
+    late = max(lossy_done[(r, "bulk")] for r in range(N)) - \
+        max(clean_done[(r, "bulk")] for r in range(N))
+    bound = 4 * s.smoothed_rtt + 4 * s._timers.rto
+    print(f"bulk late by {late:.3f} s; bound {bound:.3f} (srtt {s.smoothed_rtt:.3f},"
+          f" rto {s._timers.rto:.3f}); retries of rank 0: {s.stats.retransmitted}")
+    assert late < bound, (late, bound)
