@@ -80,6 +80,11 @@ aggregator or a dead peer (no cell completes without every rank) still gets the 
 backoff. (Simulated, 4 workers, 10 % loss, per 1 MB tensor: the timeout alone 4.05 s,
 early detection alone 4.65 s, this cap alone 3.95 s, both 3.19 s; 1.86 s without loss.)
 
+Held back. A position of a priority class held back by a more urgent one
+(hosts/hold_back.py) waits for peers, not for a resend: ``suspend`` stops its timeout
+until ``release``, after which it waits one plain ``rto``; early detection stays on, and
+a held-back round is no sample.
+
 Paths. A job split over several aggregators (hosts/routes.py) reaches each over its own
 path: the switch's round trip may be a tenth of a PBox's, and a PBox behind a shared link
 queues for longer than its peers. One estimate over all of them is the fast paths'

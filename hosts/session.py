@@ -35,7 +35,10 @@ rank. A position holds its credit for two smoothed round trips at most: two rank
 gave their credit to different classes wait on each other's packets (rank A's bulk
 position for rank B, which sends its urgent class first, and the other way round), and
 a credit held longer would let them wait for ever; past the hold the position is
-waiting for a peer, not for the link, and the rank's other classes may go on.
+waiting for a peer, not for the link, and the rank's other classes may go on. The
+classes below the most urgent one with work are *held back*: their positions wait for
+peers that send the urgent class first, so their timeouts wait for the release
+(hosts/hold_back.py).
 
 A *congestion window* per aggregator of the map (hosts/congestion.py,
 hosts/route_windows.py; ``congestion=False`` turns them off) limits positions in flight
@@ -89,6 +92,7 @@ from p4hub.hosts import blocks, quantize, routes, wire
 from p4hub.hosts.congestion import RTO_SRTT_FLOOR
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
+from p4hub.hosts.hold_back import HoldBack
 from p4hub.hosts.recovery import SlotTimers
 from p4hub.hosts.resync import POSITION_MASK, CourtesyResends, courtesy_positions
 from p4hub.hosts.route_meter import RouteMeter
@@ -167,7 +171,7 @@ class Session:
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
         self._credit_free_at = np.inf  # when a class short of credit may get some
-        self._top = -1  # the most urgent class with work: the ones below are held back
+        self._hold = HoldBack(self.classes, window)  # classes held back (hosts/hold_back.py)
         self._start_congestion(config.congestion)
 
     def _start_congestion(self, on: bool) -> None:
@@ -251,7 +255,7 @@ class Session:
         self._total[c] = run.end
         self._tensors[c].append(run)
         self._ids.add(tensor_id)
-        self._hold(now)
+        self._hold.update(self._tensors, self._slot_pos, self._timers, now)
 
     def class_of(self, priority: int) -> int:
         """The class (stream) of a priority: higher priorities, higher classes."""
@@ -401,7 +405,7 @@ class Session:
         if resend.size:
             self._timers.on_sent(resend, now)  # a fresh aggregator: no backoff to keep
             self._retransmit = np.union1d(self._retransmit, resend)
-            self._hold(now, again=True)
+            self._hold.update(self._tensors, self._slot_pos, self._timers, now, again=True)
         self._last_progress = now
 
     @property
@@ -558,7 +562,7 @@ class Session:
         self._slot_pos[slots] = positions
         self._slot_next[slots] = positions + self.window
         self._timers.on_sent(slots, now)
-        if c < self._top:
+        if self._hold.holds(c):
             self._timers.suspend(slots)
         self.stats.sent += positions.size
         return batch
@@ -725,23 +729,7 @@ class Session:
             else:
                 keep.append(t)
         self._tensors[c] = keep
-        self._hold(now)
-
-    def _hold(self, now: float, again: bool = False) -> None:
-        """The classes below the most urgent one with work are held back (module
-        docstring): their positions' timeouts wait (SlotTimers.suspend) until it is
-        done; ``again``: after every timer restarted (a resync)."""
-        if self.classes == 1:
-            return
-        top = max((c for c in range(self.classes) if self._tensors[c]), default=-1)
-        if top == self._top and not again:
-            return
-        self._top = top
-        flight = self._slot_pos >= 0
-        below = np.arange(flight.size) // self.window < top
-        suspended = self._timers.suspended
-        self._timers.suspend(np.flatnonzero(flight & below & ~suspended))
-        self._timers.release(np.flatnonzero(flight & ~below & suspended), now)
+        self._hold.update(self._tensors, self._slot_pos, self._timers, now)
 
     # -- failure ------------------------------------------------------------------------
 
