@@ -11,10 +11,13 @@ of the first one to rank 0 is lost: the bulk class stands still until rank 0 res
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from p4hub.hosts import wire
+from p4hub.hosts.hold_back import HoldBack
 from p4hub.hosts.pbox.aggregator import Aggregator
+from p4hub.hosts.recovery import SlotTimers
 from p4hub.hosts.session import Session
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
 from tests.unit.test_session import gradients, reference_sum
@@ -83,3 +86,40 @@ def test_a_held_back_class_recovers_a_lost_result_within_a_few_round_trips(urgen
     print(f"bulk late by {late:.3f} s; bound {bound:.3f} (srtt {s.smoothed_rtt:.3f},"
           f" rto {s._timers.rto:.3f}); retries of rank 0: {s.stats.retransmitted}")
     assert late < bound, (late, bound)
+
+
+def test_held_back_positions_wait_for_the_release_then_one_plain_rto():
+    t = SlotTimers(4, rto_min=0.05, rto_max=1.0, groups=2)  # slots 0-1 bulk, 2-3 urgent
+    t.on_sent(np.array([0, 1]), 0.0)
+    t.suspend(np.array([0, 1]))
+    assert not t.expired(5.0).size and t.next_deadline() == np.inf  # no timeout while held
+    t.release(np.array([0, 1]), 5.0)
+    assert t.deadline[:2] == pytest.approx([5.05, 5.05]) and not t.retries.any()
+    assert list(t.expired(5.05)) == [0, 1]
+
+
+def test_a_held_back_round_is_no_sample_but_its_class_still_detects_losses():
+    t = SlotTimers(4, rto_min=0.05, rto_max=1.0, groups=2)
+    t.on_sent(np.array([0]), 0.0)
+    t.on_sent(np.array([1]), 0.01)
+    t.suspend(np.array([0, 1]))
+    t.on_result(np.array([1]), 2.0, clean=np.array([True]))  # the peers sent it: 1.99 s
+    assert t.srtt is None  # a wait for peers, not a round trip
+    assert np.isfinite(t.lost_at[0])  # sent before an answered one of its class: lost
+    assert 0 in t.expired(float(t.lost_at[0]))
+    t.on_retransmitted(np.array([0]), float(t.lost_at[0]))
+    assert t.deadline[0] == np.inf  # still held back: the resend's timeout waits too
+
+
+def test_only_the_classes_below_the_most_urgent_busy_one_are_held_back():
+    timers = SlotTimers(6, rto_min=0.05, rto_max=1.0, groups=3)  # 2 slots per class
+    hold = HoldBack(3, 2)
+    slot_pos = np.array([0, -1, 0, -1, -1, -1])  # classes 0 and 1 have a position each
+    timers.on_sent(np.array([0, 2]), 0.0)
+    hold.update([True, True, False], slot_pos, timers, 0.0)
+    assert list(timers.suspended) == [True] + [False] * 5  # class 1 is the top
+    hold.update([True, True, True], slot_pos, timers, 0.1)  # urgent work on class 2
+    assert list(np.flatnonzero(timers.suspended)) == [0, 2] and hold.holds(1)
+    hold.update([True, False, False], slot_pos, timers, 0.5)  # done: class 0 is the top
+    assert not timers.suspended.any()
+    assert timers.deadline[[0, 2]] == pytest.approx([0.55, 0.55])
