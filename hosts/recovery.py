@@ -162,10 +162,10 @@ class SlotTimers:
         self._newest_rtt = np.zeros(groups)
         self._early_waiting = 0  # early-resent positions whose result has not come
         self._needed_since_raise = 0
-        # held back ("Held back" above): the timeout waits for the release; ``held``: the
-        # position was held back at some time in its flight, so its round trip is a wait
+        # held back ("Held back" above): the timeout waits for the release; ``waited``:
+        # the round's time is a wait for peers, no sample (``wait_for_peers``)
         self.suspended = np.zeros(window, dtype=bool)
-        self.held = np.zeros(window, dtype=bool)
+        self.waited = np.zeros(window, dtype=bool)
 
     @property
     def rto(self) -> float:
@@ -230,14 +230,20 @@ class SlotTimers:
         self.early_used[slots] = False
         self._fresh[slots] = True
         self.suspended[slots] = False
-        self.held[slots] = False
+        self.waited[slots] = False
+
+    def wait_for_peers(self, slots: np.ndarray) -> None:
+        """The rounds of ``slots`` (just sent) wait for peers more than for the path: no
+        round-trip sample, and the session takes their timeouts as no sign of a queue
+        (hosts/session.py: a PRIME waits for every rank to start its tensor)."""
+        self.waited[slots] = True
 
     def suspend(self, slots: np.ndarray) -> None:
         """``slots``' positions are held back by a more urgent class: no timeout until
         ``release`` (early detection still applies: it needs a newer result of their
         own class, which shows that the peers sent them)."""
         self.suspended[slots] = True
-        self.held[slots] = True
+        self.waited[slots] = True
         self.deadline[slots] = np.inf
 
     def release(self, slots: np.ndarray, now: float) -> None:
@@ -256,7 +262,7 @@ class SlotTimers:
         self._fresh[slots] = False
         times = now - self.sent_at[slots]
         first_try = self.retries[slots] == 0
-        usable = first_try & ~self.held[slots]  # a held-back round waited for peers
+        usable = first_try & ~self.waited[slots]  # a round that waited for peers
         if clean is not None:
             usable &= clean
         self.suspended[slots] = False

@@ -359,7 +359,8 @@ class Session:
         if expired.size:
             timed_out = expired[self._timers.deadline[expired] <= now]  # not early resends
             # a float-route block's timeout says nothing of its slot's window
-            timed_out = timed_out[self._on_window_path(timed_out)]
+            # nor does one of a round that waits for peers (a PRIME, or held back)
+            timed_out = timed_out[self._on_window_path(timed_out) & ~self._timers.waited[timed_out]]
             self.stats.early_resends += self._timers.on_retransmitted(expired, now)
             if self._cwnd is not None and timed_out.size:
                 self._cwnd.on_timeouts(timed_out, now, self._timers)
@@ -481,7 +482,11 @@ class Session:
             wake = float(young.min()) + hold if young.size else np.inf
         if self._cwnd is None:
             return credit, None, wake
-        windows, at = self._cwnd.budgets(flight, inflight, hold, now)
+        # a PRIME waits for every rank to start its tensor, a late one's included: in a
+        # window it would keep out the positions that rank waits for (one per tensor)
+        rows = self._row(flight, self._slot_pos[flight])
+        paced = self._slot_pkts["hdr"]["ver_type"][rows] != _PRIME_VT
+        windows, at = self._cwnd.budgets(flight[paced], inflight[paced], hold, now)
         return credit, windows, min(wake, at)
 
     def _credit_hold(self) -> float:
@@ -562,6 +567,9 @@ class Session:
         self._slot_pos[slots] = positions
         self._slot_next[slots] = positions + self.window
         self._timers.on_sent(slots, now)
+        # a PRIME's round ends when the last rank starts its tensor: it times the ranks'
+        # skew (a backward pass late on one of them), not the path
+        self._timers.wait_for_peers(slots[hdr["ver_type"] == _PRIME_VT])
         if self._hold.holds(c):
             self._timers.suspend(slots)
         self.stats.sent += positions.size
@@ -695,7 +703,7 @@ class Session:
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
         if self._cwnd is not None:  # the samples the RTT estimate takes (before on_result)
             usable = clean & (self._timers.retries[slots] == 0) & self._on_window_path(slots)
-            usable &= ~self._timers.held[slots]
+            usable &= ~self._timers.waited[slots]
             self._cwnd.on_results(slots, now - self._timers.sent_at[slots], usable, now)
             self._cwnd_stats()
         self._timers.on_result(slots, now, clean)
