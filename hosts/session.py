@@ -567,9 +567,11 @@ class Session:
         self._slot_pos[slots] = positions
         self._slot_next[slots] = positions + self.window
         self._timers.on_sent(slots, now)
-        # a PRIME's round ends when the last rank starts its tensor: it times the ranks'
-        # skew (a backward pass late on one of them), not the path
-        self._timers.wait_for_peers(slots[hdr["ver_type"] == _PRIME_VT])
+        # with classes a PRIME's round ends when the last rank starts its tensor, at its
+        # own time: it times the ranks' skew (a backward pass late on one), not the path
+        # (one stream keeps the PRIME's samples: it goes out behind the tensors before)
+        if self.classes > 1:
+            self._timers.wait_for_peers(slots[hdr["ver_type"] == _PRIME_VT])
         if self._hold.holds(c):
             self._timers.suspend(slots)
         self.stats.sent += positions.size
