@@ -17,12 +17,13 @@ were harmful in three ways (issue 31; docs/notes/priority.md has the measurement
   position's timeout grew towards ``rto_max``, and a result lost when the peers
   finally sent the position waited out that backoff (tests/unit/test_p3_stall.py).
 
-So the timeouts of a held-back class's positions are suspended (``SlotTimers.suspend``)
-and, when the class is no longer held back (the more urgent work is done on this
-rank), released: each waits one plain ``rto`` from then (``SlotTimers.release``),
-resending at once what the peers lost in the meantime is the job of early detection,
-which stays on: a newer result of the same class shows that the peers did send the
-position. A held-back round is no round-trip sample. The most urgent class is never
+So the timeouts of a held-back class's positions are suspended (``SlotTimers.suspend``:
+``rto_max`` each, no backoff, no sign of a queue: a peer's loss among them must not
+hold them, and the congestion window they take a place in, for longer than that) and,
+when the class is no longer held back (the more urgent work is done on this rank),
+released: each waits one plain ``rto`` from then (``SlotTimers.release``). Resending
+sooner what the peers lost in the meantime is the job of early detection, which stays
+on: a newer result of the same class shows that the peers did send the position. A held-back round is no round-trip sample. The most urgent class is never
 held back, so its losses are found as without classes, and it finishes; then the next
 one is released: no position waits longer than the work more urgent than it. The
 credit still counts a held-back position for two smoothed round trips at most, so ranks
@@ -63,5 +64,5 @@ class HoldBack:
         flight = slot_pos >= 0
         below = np.arange(flight.size) // self.window < top
         suspended = timers.suspended
-        timers.suspend(np.flatnonzero(flight & below & ~suspended))
+        timers.suspend(np.flatnonzero(flight & below & ~suspended), now)
         timers.release(np.flatnonzero(flight & ~below & suspended), now)

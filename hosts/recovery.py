@@ -81,9 +81,9 @@ backoff. (Simulated, 4 workers, 10 % loss, per 1 MB tensor: the timeout alone 4.
 early detection alone 4.65 s, this cap alone 3.95 s, both 3.19 s; 1.86 s without loss.)
 
 Held back. A position of a priority class held back by a more urgent one
-(hosts/hold_back.py) waits for peers, not for a resend: ``suspend`` stops its timeout
-until ``release``, after which it waits one plain ``rto``; early detection stays on, and
-a held-back round is no sample.
+(hosts/hold_back.py) waits for peers, not for a resend: ``suspend`` slows its timeout to
+``rto_max`` with no backoff until ``release``, after which it waits one plain ``rto``;
+early detection stays on, and a held-back round is no sample.
 
 Paths. A job split over several aggregators (hosts/routes.py) reaches each over its own
 path: the switch's round trip may be a tenth of a PBox's, and a PBox behind a shared link
@@ -238,13 +238,14 @@ class SlotTimers:
         (hosts/session.py: a PRIME waits for every rank to start its tensor)."""
         self.waited[slots] = True
 
-    def suspend(self, slots: np.ndarray) -> None:
-        """``slots``' positions are held back by a more urgent class: no timeout until
-        ``release`` (early detection still applies: it needs a newer result of their
-        own class, which shows that the peers sent them)."""
+    def suspend(self, slots: np.ndarray, now: float) -> None:
+        """``slots``' positions are held back by a more urgent class: until ``release``
+        they time out after ``rto_max`` only, and with no backoff (the bound on a wait
+        for a peer that lost one of them; early detection still applies: it needs a
+        newer result of their own class, which shows that the peers sent them)."""
         self.suspended[slots] = True
         self.waited[slots] = True
-        self.deadline[slots] = np.inf
+        self.deadline[slots] = now + self.rto_max
 
     def release(self, slots: np.ndarray, now: float) -> None:
         """``slots`` (suspended) are no longer held back: each waits one plain ``rto``
@@ -321,7 +322,7 @@ class SlotTimers:
         most = np.where(answering, ALIVE_BACKOFF_DOUBLINGS, MAX_BACKOFF_DOUBLINGS)
         doublings = np.minimum(self.retries[slots] - self.early_used[slots], most)
         backoff = now + np.minimum(rto * np.exp2(doublings), self.rto_max)
-        self.deadline[slots] = np.where(self.suspended[slots], np.inf, backoff)
+        self.deadline[slots] = np.where(self.suspended[slots], now + self.rto_max, backoff)
         count = int(np.count_nonzero(early))
         self.early_resends += count
         self._early_waiting += count

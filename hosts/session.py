@@ -573,7 +573,7 @@ class Session:
         if self.classes > 1:
             self._timers.wait_for_peers(slots[hdr["ver_type"] == _PRIME_VT])
         if self._hold.holds(c):
-            self._timers.suspend(slots)
+            self._timers.suspend(slots, now)
         self.stats.sent += positions.size
         return batch
 

@@ -98,10 +98,13 @@ def test_a_held_back_class_recovers_a_lost_result_within_a_few_round_trips(urgen
 def test_held_back_positions_wait_for_the_release_then_one_plain_rto():
     t = SlotTimers(4, rto_min=0.05, rto_max=1.0, groups=2)  # slots 0-1 bulk, 2-3 urgent
     t.on_sent(np.array([0, 1]), 0.0)
-    t.suspend(np.array([0, 1]))
-    assert not t.expired(5.0).size and t.next_deadline() == np.inf  # no timeout while held
+    t.suspend(np.array([0, 1]), 0.0)
+    assert not t.expired(0.9).size and t.next_deadline() == 1.0  # rto_max while held
+    t.on_retransmitted(np.array([0, 1]), 1.0)
+    t.on_retransmitted(np.array([0, 1]), 2.0)
+    assert t.deadline[:2] == pytest.approx([3.0, 3.0])  # no backoff beyond it
     t.release(np.array([0, 1]), 5.0)
-    assert t.deadline[:2] == pytest.approx([5.05, 5.05]) and not t.retries.any()
+    assert t.deadline[:2] == pytest.approx([5.05, 5.05])
     assert list(t.expired(5.05)) == [0, 1]
 
 
@@ -109,13 +112,14 @@ def test_a_held_back_round_is_no_sample_but_its_class_still_detects_losses():
     t = SlotTimers(4, rto_min=0.05, rto_max=1.0, groups=2)
     t.on_sent(np.array([0]), 0.0)
     t.on_sent(np.array([1]), 0.01)
-    t.suspend(np.array([0, 1]))
+    t.suspend(np.array([0, 1]), 0.02)
     t.on_result(np.array([1]), 2.0, clean=np.array([True]))  # the peers sent it: 1.99 s
     assert t.srtt is None  # a wait for peers, not a round trip
     assert np.isfinite(t.lost_at[0])  # sent before an answered one of its class: lost
     assert 0 in t.expired(float(t.lost_at[0]))
-    t.on_retransmitted(np.array([0]), float(t.lost_at[0]))
-    assert t.deadline[0] == np.inf  # still held back: the resend's timeout waits too
+    at = float(t.lost_at[0])
+    t.on_retransmitted(np.array([0]), at)
+    assert t.deadline[0] == pytest.approx(at + 1.0)  # still held back: rto_max, no backoff
 
 
 def test_only_the_classes_below_the_most_urgent_busy_one_are_held_back():
