@@ -80,6 +80,11 @@ aggregator or a dead peer (no cell completes without every rank) still gets the 
 backoff. (Simulated, 4 workers, 10 % loss, per 1 MB tensor: the timeout alone 4.05 s,
 early detection alone 4.65 s, this cap alone 3.95 s, both 3.19 s; 1.86 s without loss.)
 
+Held back. A position of a priority class held back by a more urgent one
+(hosts/hold_back.py) waits for peers, not for a resend: ``suspend`` slows its timeout to
+``rto_max`` with no backoff until ``release``, after which it waits one plain ``rto``;
+early detection stays on, and a held-back round is no sample.
+
 Paths. A job split over several aggregators (hosts/routes.py) reaches each over its own
 path: the switch's round trip may be a tenth of a PBox's, and a PBox behind a shared link
 queues for longer than its peers. One estimate over all of them is the fast paths'
@@ -109,12 +114,15 @@ REORDER_DECAY = 16  # needed early resends after which the multiplier falls back
 class SlotTimers:
     """Retransmission deadlines of a window of slots, with early loss detection."""
 
-    def __init__(self, window: int, rto_min: float, rto_max: float, groups: int = 1) -> None:
+    def __init__(self, window: int, rto_min: float, rto_max: float, groups: int = 1,
+                 in_flight: int | None = None) -> None:
         """``window`` slots in ``groups`` equal runs (a session's priority classes): early
         detection compares positions of one group only, and only a result of a
         position's own group shows that its round is moving (the backoff cap), because
         a less urgent class is held back, by design, while a more urgent one runs.
-        All slots are on one path until ``set_paths``."""
+        All slots are on one path until ``set_paths``. ``in_flight``: the most
+        positions in flight at once (default: every slot; a session with classes: its
+        credit), which sets how many recent round trips the floor looks back over."""
         if not 0 < rto_min <= rto_max:
             raise ValueError(f"need 0 < rto_min ({rto_min}) <= rto_max ({rto_max})")
         if groups < 1 or window % groups:
@@ -135,7 +143,7 @@ class SlotTimers:
         self._rttvar = np.zeros(1)
         self._estimate = np.full(1, rto_min)  # srtt + 4 rttvar, clamped; the base adds the floor
         self._rto = np.full(1, rto_min)
-        self._recent = np.full((1, max(HISTORY, window)), np.inf)
+        self._recent = np.full((1, max(HISTORY, in_flight or window)), np.inf)
         self._recent_next = np.zeros(1, dtype=np.int64)  # where each path's next one goes
         # early loss detection ("Early resends" above)
         self.order = np.zeros(window, dtype=np.int64)  # send order of the first transmission
@@ -154,6 +162,10 @@ class SlotTimers:
         self._newest_rtt = np.zeros(groups)
         self._early_waiting = 0  # early-resent positions whose result has not come
         self._needed_since_raise = 0
+        # held back ("Held back" above): the timeout waits for the release; ``waited``:
+        # the round's time is a wait for peers, no sample (``wait_for_peers``)
+        self.suspended = np.zeros(window, dtype=bool)
+        self.waited = np.zeros(window, dtype=bool)
 
     @property
     def rto(self) -> float:
@@ -217,6 +229,29 @@ class SlotTimers:
         self._sent_count += len(slots)
         self.early_used[slots] = False
         self._fresh[slots] = True
+        self.suspended[slots] = False
+        self.waited[slots] = False
+
+    def wait_for_peers(self, slots: np.ndarray) -> None:
+        """The rounds of ``slots`` (just sent) wait for peers more than for the path: no
+        round-trip sample, and the session takes their timeouts as no sign of a queue
+        (hosts/session.py: a PRIME waits for every rank to start its tensor)."""
+        self.waited[slots] = True
+
+    def suspend(self, slots: np.ndarray, now: float) -> None:
+        """``slots``' positions are held back by a more urgent class: until ``release``
+        they time out after ``rto_max`` only, and with no backoff (the bound on a wait
+        for a peer that lost one of them; early detection still applies: it needs a
+        newer result of their own class, which shows that the peers sent them)."""
+        self.suspended[slots] = True
+        self.waited[slots] = True
+        self.deadline[slots] = now + self.rto_max
+
+    def release(self, slots: np.ndarray, now: float) -> None:
+        """``slots`` (suspended) are no longer held back: each waits one plain ``rto``
+        from now, its backoff as it was before the hold (nothing was resent meanwhile)."""
+        self.suspended[slots] = False
+        self.deadline[slots] = now + self._path_values(self._rto, slots)
 
     def on_result(self, slots: np.ndarray, now: float, clean: np.ndarray | None = None) -> None:
         """Results arrived for ``slots``: stop their timers, learn the round trip, and
@@ -228,7 +263,10 @@ class SlotTimers:
         self._fresh[slots] = False
         times = now - self.sent_at[slots]
         first_try = self.retries[slots] == 0
-        usable = first_try if clean is None else first_try & clean
+        usable = first_try & ~self.waited[slots]  # a round that waited for peers
+        if clean is not None:
+            usable &= clean
+        self.suspended[slots] = False
         if self._srtt.size == 1:
             self._learn(0, times, usable)
         else:
@@ -283,7 +321,8 @@ class SlotTimers:
         answering = now - self._last_result[self._group[slots]] < rto
         most = np.where(answering, ALIVE_BACKOFF_DOUBLINGS, MAX_BACKOFF_DOUBLINGS)
         doublings = np.minimum(self.retries[slots] - self.early_used[slots], most)
-        self.deadline[slots] = now + np.minimum(rto * np.exp2(doublings), self.rto_max)
+        backoff = now + np.minimum(rto * np.exp2(doublings), self.rto_max)
+        self.deadline[slots] = np.where(self.suspended[slots], now + self.rto_max, backoff)
         count = int(np.count_nonzero(early))
         self.early_resends += count
         self._early_waiting += count
@@ -291,6 +330,7 @@ class SlotTimers:
 
     def stop(self, slots: np.ndarray | slice) -> None:
         self.deadline[slots] = np.inf
+        self.suspended[slots] = False
         self.lost_at[slots] = np.inf
         self._fresh[slots] = False
         self._first_lost = float(self.lost_at.min())

@@ -35,7 +35,10 @@ rank. A position holds its credit for two smoothed round trips at most: two rank
 gave their credit to different classes wait on each other's packets (rank A's bulk
 position for rank B, which sends its urgent class first, and the other way round), and
 a credit held longer would let them wait for ever; past the hold the position is
-waiting for a peer, not for the link, and the rank's other classes may go on.
+waiting for a peer, not for the link, and the rank's other classes may go on. The
+classes below the most urgent one with work are *held back*: their positions wait for
+peers that send the urgent class first, so their timeouts wait for the release
+(hosts/hold_back.py).
 
 A *congestion window* per aggregator of the map (hosts/congestion.py,
 hosts/route_windows.py; ``congestion=False`` turns them off) limits positions in flight
@@ -89,6 +92,7 @@ from p4hub.hosts import blocks, quantize, routes, wire
 from p4hub.hosts.congestion import RTO_SRTT_FLOOR
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
+from p4hub.hosts.hold_back import HoldBack
 from p4hub.hosts.recovery import SlotTimers
 from p4hub.hosts.resync import POSITION_MASK, CourtesyResends, courtesy_positions
 from p4hub.hosts.route_meter import RouteMeter
@@ -148,7 +152,9 @@ class Session:
         self.stats = SessionStats()
         self.failed: str | None = None
         slots = window * self.classes
-        self._timers = SlotTimers(slots, config.rto, config.rto_max, groups=self.classes)
+        # the floor's history: a round's worth of results, which the credit bounds
+        self._timers = SlotTimers(slots, config.rto, config.rto_max, groups=self.classes,
+                                  in_flight=min(slots, self.credit))
         self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), self.classes)  # next one
         self._start_map(route_map or routes.single(slot_base, slots), epoch)
@@ -165,6 +171,7 @@ class Session:
         self._events: deque[Event] = deque()
         self._last_progress = 0.0
         self._credit_free_at = np.inf  # when a class short of credit may get some
+        self._hold = HoldBack(self.classes, window)  # classes held back (hosts/hold_back.py)
         self._start_congestion(config.congestion)
 
     def _start_congestion(self, on: bool) -> None:
@@ -248,6 +255,7 @@ class Session:
         self._total[c] = run.end
         self._tensors[c].append(run)
         self._ids.add(tensor_id)
+        self._hold.update(self._tensors, self._slot_pos, self._timers, now)
 
     def class_of(self, priority: int) -> int:
         """The class (stream) of a priority: higher priorities, higher classes."""
@@ -351,7 +359,8 @@ class Session:
         if expired.size:
             timed_out = expired[self._timers.deadline[expired] <= now]  # not early resends
             # a float-route block's timeout says nothing of its slot's window
-            timed_out = timed_out[self._on_window_path(timed_out)]
+            # nor does one of a round that waits for peers (a PRIME, or held back)
+            timed_out = timed_out[self._on_window_path(timed_out) & ~self._timers.waited[timed_out]]
             self.stats.early_resends += self._timers.on_retransmitted(expired, now)
             if self._cwnd is not None and timed_out.size:
                 self._cwnd.on_timeouts(timed_out, now, self._timers)
@@ -397,6 +406,7 @@ class Session:
         if resend.size:
             self._timers.on_sent(resend, now)  # a fresh aggregator: no backoff to keep
             self._retransmit = np.union1d(self._retransmit, resend)
+            self._hold.update(self._tensors, self._slot_pos, self._timers, now, again=True)
         self._last_progress = now
 
     @property
@@ -472,7 +482,11 @@ class Session:
             wake = float(young.min()) + hold if young.size else np.inf
         if self._cwnd is None:
             return credit, None, wake
-        windows, at = self._cwnd.budgets(flight, inflight, hold, now)
+        # a PRIME waits for every rank to start its tensor, a late one's included: in a
+        # window it would keep out the positions that rank waits for (one per tensor)
+        rows = self._row(flight, self._slot_pos[flight])
+        paced = self._slot_pkts["hdr"]["ver_type"][rows] != _PRIME_VT
+        windows, at = self._cwnd.budgets(flight[paced], inflight[paced], hold, now)
         return credit, windows, min(wake, at)
 
     def _credit_hold(self) -> float:
@@ -553,6 +567,13 @@ class Session:
         self._slot_pos[slots] = positions
         self._slot_next[slots] = positions + self.window
         self._timers.on_sent(slots, now)
+        # with classes a PRIME's round ends when the last rank starts its tensor, at its
+        # own time: it times the ranks' skew (a backward pass late on one), not the path
+        # (one stream keeps the PRIME's samples: it goes out behind the tensors before)
+        if self.classes > 1:
+            self._timers.wait_for_peers(slots[hdr["ver_type"] == _PRIME_VT])
+        if self._hold.holds(c):
+            self._timers.suspend(slots, now)
         self.stats.sent += positions.size
         return batch
 
@@ -684,6 +705,7 @@ class Session:
         clean = (pkts["hdr"]["flags"][idx] & wire.FLAG_RETRANSMIT) == 0
         if self._cwnd is not None:  # the samples the RTT estimate takes (before on_result)
             usable = clean & (self._timers.retries[slots] == 0) & self._on_window_path(slots)
+            usable &= ~self._timers.waited[slots]
             self._cwnd.on_results(slots, now - self._timers.sent_at[slots], usable, now)
             self._cwnd_stats()
         self._timers.on_result(slots, now, clean)
@@ -694,9 +716,9 @@ class Session:
         cuts = np.flatnonzero(np.diff(classes)) + 1
         for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [idx.size])), strict=True):
             c = int(classes[lo])
-            self._store(c, positions[lo:hi], lanes[lo:hi])
+            self._store(c, positions[lo:hi], lanes[lo:hi], now)
 
-    def _store(self, c: int, positions: np.ndarray, lanes: np.ndarray) -> None:
+    def _store(self, c: int, positions: np.ndarray, lanes: np.ndarray, now: float) -> None:
         tensors = self._tensors[c]
         bounds = np.searchsorted(positions, [t.start for t in tensors] + [self._total[c]])
         done = False
@@ -706,9 +728,9 @@ class Session:
                 t.store_results(positions[lo:hi] - t.start, lanes[lo:hi])
                 done |= t.complete
         if done:
-            self._finish_complete(c)
+            self._finish_complete(c, now)
 
-    def _finish_complete(self, c: int) -> None:
+    def _finish_complete(self, c: int, now: float) -> None:
         keep = []
         for t in self._tensors[c]:
             if t.complete:
@@ -717,6 +739,7 @@ class Session:
             else:
                 keep.append(t)
         self._tensors[c] = keep
+        self._hold.update(self._tensors, self._slot_pos, self._timers, now)
 
     # -- failure ------------------------------------------------------------------------
 

@@ -257,7 +257,8 @@ def run_replay(backend, args: argparse.Namespace) -> None:
               "seconds": record.seconds, "backward_s": record.backward_seconds,
               "digest": record.digest, "mode": args.replay, "backend": backend.name,
               "where": getattr(backend, "where", backend.name),
-              "bytes": 4 * sum(sizes), "slices": sum(len(p) for p in plan)})
+              "bytes": 4 * sum(sizes), "slices": sum(len(p) for p in plan),
+              "agent_stats": backend.agent.stats})  # cumulative: the bench takes differences
     if args.timeline and args.rank == 0:
         import dataclasses
 
