@@ -141,25 +141,27 @@ def _plot(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], path: Path) 
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    labels = [f"{r['backend']}\nN={r['workers']}" for r in rows]
-    x = range(len(rows))
-    left.bar([i - 0.2 for i in x], [r["emulator_s"] for r in rows], 0.4, label="emulator")
-    left.bar([i + 0.2 for i in x], [r["sim_s"] for r in rows], 0.4, label="simulator")
-    left.set_xticks(list(x), labels, fontsize=7, rotation=60)
-    left.set_ylabel("all-reduce time (s)")
-    left.set_title("same experiment, emulator vs simulator")
-    left.legend()
-    rlabels = [f"{r['path']}/gloo\nN={r['workers']}" for r in ratios]
-    rx = range(len(ratios))
-    right.bar([i - 0.2 for i in rx], [r["emulator"] for r in ratios], 0.4, label="emulator")
-    right.bar([i + 0.2 for i in rx], [r["sim"] for r in ratios], 0.4, label="simulator")
-    right.set_xticks(list(rx), rlabels, fontsize=7, rotation=60)
-    right.set_ylabel("time relative to the ring")
-    right.set_title("ratios (goal: within 10%)")
-    right.legend()
+    _bars(left, [f"{r['backend']}\nN={r['workers']}" for r in rows],
+          [r["emulator_s"] for r in rows], [r["sim_s"] for r in rows],
+          "all-reduce time (s)", "same experiment, emulator vs simulator")
+    _bars(right, [f"{r['path']}/gloo\nN={r['workers']}" for r in ratios],
+          [r["emulator"] for r in ratios], [r["sim"] for r in ratios],
+          "time relative to the ring", "ratios (goal: within 10%)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _bars(ax: Any, labels: list[str], emulator: list[float], sim: list[float], ylabel: str,
+          title: str) -> None:
+    """Emulator and simulator side by side, one pair of bars per label."""
+    x = range(len(labels))
+    ax.bar([i - 0.2 for i in x], emulator, 0.4, label="emulator")
+    ax.bar([i + 0.2 for i in x], sim, 0.4, label="simulator")
+    ax.set_xticks(list(x), labels, fontsize=7, rotation=60)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
 
 
 if __name__ == "__main__":

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import urllib.request
 
-import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from p4hub.controller import metrics
 from p4hub.controller.core import program as p
 from p4hub.hosts.wire import DEFAULT_LANES
-from tests.unit.test_aggregate_p4 import contrib, udp_frame
+from tests.support.running_job import run_one_round
 from tests.unit.test_controller_api import stack  # noqa: F401 (fixture)
 from tests.unit.test_controller_driver import pipeline  # noqa: F401 (fixture)
 
@@ -49,19 +48,7 @@ def test_a_scrape_of_an_idle_controller_has_its_switches_and_pboxes(scraped):
 
 def test_a_scrape_follows_a_running_job(scraped):
     device, topo, clock, client, port = scraped
-    for rank in (0, 1):
-        client.join("resnet", 2, rank, f"10.0.0.{rank + 1}:{4001 + rank}")
-    pbox = topo.pboxes["pb1"]
-    for rank in (0, 1):
-        h = topo.hosts[f"h{rank + 1}"]
-        device.receive(udp_frame((h.mac, h.ip, 4001 + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
-                                 contrib(1, rank, 0, values=np.ones(DEFAULT_LANES))), rank + 1)
-    epoch = client.call("ShowJob", job_id=1)["epoch"]
-    client.call("Heartbeat", job_id=1, rank=0, sent=0, retransmitted=0, results=0,
-                epoch=epoch, routes=[[0, 0.0]])
-    clock.now = 2.0
-    client.call("Heartbeat", job_id=1, rank=0, sent=1000, retransmitted=100, results=1000,
-                epoch=epoch, routes=[[1000, 2.0]])
+    epoch = run_one_round(device, topo, clock, client)
     text, samples = scrape(port)
     job = (("job", "1"),)
     assert samples[("p4hub_jobs", ())] == 1

@@ -7,14 +7,13 @@ from __future__ import annotations
 import io
 import json
 
-import numpy as np
 import pytest
 from rich.console import Console
 
 from p4hub.controller import cli, top
 from p4hub.controller.core import program as p
 from p4hub.hosts.wire import DEFAULT_LANES
-from tests.unit.test_aggregate_p4 import contrib, udp_frame
+from tests.support.running_job import run_one_round
 from tests.unit.test_controller_api import stack  # noqa: F401 (fixture)
 from tests.unit.test_controller_driver import pipeline  # noqa: F401 (fixture)
 
@@ -25,19 +24,7 @@ PACKET = p.P4HUB_HEADER_BYTES + 4 * DEFAULT_LANES
 def running(stack):  # noqa: F811
     """Job 1 "resnet" of two ranks on s1: one round done, rank 0's rates measured."""
     device, topo, _ctl, _service, clock, client, address = stack
-    for rank in (0, 1):
-        client.join("resnet", 2, rank, f"10.0.0.{rank + 1}:{4001 + rank}")
-    pbox = topo.pboxes["pb1"]
-    for rank in (0, 1):
-        h = topo.hosts[f"h{rank + 1}"]
-        device.receive(udp_frame((h.mac, h.ip, 4001 + rank), (pbox.mac, pbox.ip, p.AGG_UDP_PORT),
-                                 contrib(1, rank, 0, values=np.ones(DEFAULT_LANES))), rank + 1)
-    epoch = client.call("ShowJob", job_id=1)["epoch"]
-    client.call("Heartbeat", job_id=1, rank=0, sent=0, retransmitted=0, results=0,
-                epoch=epoch, routes=[[0, 0.0]])
-    clock.now = 2.0
-    client.call("Heartbeat", job_id=1, rank=0, sent=1000, retransmitted=100, results=1000,
-                epoch=epoch, routes=[[1000, 2.0]])
+    epoch = run_one_round(device, topo, clock, client)
     return client, address, epoch
 
 
