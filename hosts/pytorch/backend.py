@@ -278,11 +278,18 @@ class P4hubProcessGroup(dist.ProcessGroup):
     # -- the end -------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Called by ``destroy_process_group``: leave the job, stop the threads."""
+        """Called by ``destroy_process_group``: leave the job, stop the threads.
+
+        Order: the peers learn first whether this rank finished everything it started
+        (then they still collect their results of it: hosts/pytorch/liveness.py); the
+        liveness thread stops before the agent it may close; the agent fails whatever is
+        pending; the completion thread completes those failures and is joined, so no
+        thread of the group touches a tensor or a future after this returns."""
         with self._lock:
+            finished = self._broken is None and self.agent.pending == 0
             if self._broken is None:
                 self._broken = "the group was destroyed"
-        self.liveness.mark_left()
+        self.liveness.mark_left(finished)
         self.liveness.stop()
         self.agent.close(reason="the p4hub group was destroyed")
         self._completer.close()
