@@ -39,7 +39,8 @@ from p4hub.hosts.pytorch.backend import FutureWork
 from p4hub.hosts.pytorch.completion import Collective, Completer
 
 crashdump.enable()
-FAIL = sys.argv[1] == "fail"
+FAIL = sys.argv[1] in ("fail", "hook-fail")
+HOOK = sys.argv[1].startswith("hook")
 
 class OneRank(dist.ProcessGroup):
     def __init__(self):
@@ -64,10 +65,16 @@ class OneRank(dist.ProcessGroup):
         return self._work(lambda: None, outputs, "all_gather")
 
     def allreduce(self, tensors, opts=None):
-        def wait():
-            if FAIL:
-                raise AllreduceError("rank 1 (10.0.0.2:47000) left the group")
-        return self._work(wait, tensors, "all_reduce")
+        return self._work(self._wait, tensors, "all_reduce")
+
+    def average_future(self, tensor):  # what p4hub_hook calls on a p4hub group
+        collective = Collective(self._wait, lambda _r: tensor, "DDP bucket")
+        self.completer.submit(collective)
+        return collective.future
+
+    def _wait(self):
+        if FAIL:
+            raise AllreduceError("rank 1 (10.0.0.2:47000) left the group")
 
 dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 torch.manual_seed(0)
@@ -75,6 +82,9 @@ model = torch.nn.Linear(4, 2)
 reference = torch.nn.Linear(4, 2)
 reference.load_state_dict(model.state_dict())
 ddp = DDP(model, process_group=OneRank())
+if HOOK:
+    from p4hub.hosts.pytorch.hook import HookState, p4hub_hook
+    ddp.register_comm_hook(HookState(ddp.process_group), p4hub_hook)
 x = torch.randn(3, 4)
 try:
     ddp(x).sum().backward()
@@ -133,16 +143,20 @@ def run_child(code: str, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def test_a_failed_collective_fails_ddps_backward_instead_of_crashing_it():
-    proc = run_child(GROUP, "fail")
+@pytest.mark.parametrize(("scenario", "what"), [("fail", "all_reduce"), ("hook-fail", "DDP bucket")])
+def test_a_failed_collective_fails_ddps_backward_instead_of_crashing_it(scenario, what):
+    """``fail``: DDP over the group (the crash of issue 32); ``hook-fail``: the DDP hook's
+    future fails the same way."""
+    proc = run_child(GROUP, scenario)
     assert proc.returncode != -signal.SIGSEGV, proc.stderr[-3000:]
     assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr[-3000:])
-    assert "BackendError: all_reduce failed: rank 1 (10.0.0.2:47000) left the group" in \
+    assert f"BackendError: {what} failed: rank 1 (10.0.0.2:47000) left the group" in \
         proc.stdout, proc.stdout
 
 
-def test_a_completed_collective_hands_ddp_its_tensors():
-    proc = run_child(GROUP, "ok")
+@pytest.mark.parametrize("scenario", ["ok", "hook-ok"])
+def test_a_completed_collective_hands_ddp_its_tensors(scenario):
+    proc = run_child(GROUP, scenario)
     assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr[-3000:])
     assert "gradients match: True" in proc.stdout
 
