@@ -152,14 +152,21 @@ class PBox:
     """``p4hub-pbox`` on loopback with JOBS_PER_PBOX jobs of ``world`` ranks; restarted
     with fresh jobs when they are used up."""
 
-    def __init__(self, tree: Path, world: int) -> None:
+    def __init__(self, tree: Path, world: int, log: Path) -> None:
         self.tree, self.world = tree, world
+        self.log = open(log, "a")  # noqa: SIM115 - closed in stop()
         self.proc: subprocess.Popen | None = None
         self.address = ("127.0.0.1", 0)
         self.next_job = JOBS_PER_PBOX
+        self.deaths: list[int | None] = []  # exit codes of PBoxes that died under us
 
     def job(self) -> tuple[int, int]:
-        """A fresh (job id, slot base)."""
+        """A fresh (job id, slot base); a PBox that died (another user's ``make stop`` on a
+        shared machine kills every p4hub-pbox) is counted and restarted."""
+        if self.proc is not None and self.proc.poll() is not None:
+            self.deaths.append(self.proc.returncode)
+            self.proc = None
+            self.next_job = JOBS_PER_PBOX
         if self.next_job >= JOBS_PER_PBOX:
             self._restart()
         job = self.next_job
@@ -172,7 +179,7 @@ class PBox:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "p4hub.hosts.pbox.cli", "--listen", "127.0.0.1:0",
              "--workers", "1", *jobs], cwd=self.tree, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, env=_env(self.tree))
+            stderr=self.log, text=True, env=_env(self.tree))
         assert self.proc.stdout is not None
         ready = json.loads(self.proc.stdout.readline())
         self.address = ("127.0.0.1", int(ready["listen"][1]))
@@ -187,6 +194,10 @@ class PBox:
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+        self.log.close()
 
 
 def _env(tree: Path, **extra: str) -> dict[str, str]:
@@ -333,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     logs = args.out.with_suffix("").with_name(args.out.stem + "_logs")
     logs.mkdir(parents=True, exist_ok=True)
     busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.busy)]
-    pboxes = {tree: PBox(tree, args.world) for tree in trees}
+    pboxes = {tree: PBox(tree, args.world, logs / f"pbox-{i}.err")
+              for i, tree in enumerate(trees)}
     relay = None
     runs: list[Run] = []
     deadline = time.monotonic() + args.minutes * 60
@@ -355,16 +367,16 @@ def main(argv: list[str] | None = None) -> int:
                 extra = f" exit codes {run.returncodes}; {next(iter(run.errors.values()), '')[:200]}"
             print(f"run {run.index:4d} {tree.name}/{mode:<5} {run.steps:3d} steps "
                   f"{run.seconds:6.1f} s  {run.outcome}{extra}", flush=True)
-            _write(args, runs, relay)
+            _write(args, runs, relay, pboxes)
     finally:
         for p in busy:
             p.send_signal(signal.SIGKILL)
             p.wait()
         for box in pboxes.values():
-            box.stop()
+            box.close()
         if relay is not None:
             relay.close()
-        _write(args, runs, relay)
+        _write(args, runs, relay, pboxes)
     for key, row in summarize(runs).items():
         print(f"{key}: {row['runs']} runs, {row['steps']} global steps, {row['crash']} crashes, "
               f"{row['error']} errors, {row['timeout']} time-outs")
@@ -374,11 +386,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r.outcome != "crash" for r in runs) else 1
 
 
-def _write(args: argparse.Namespace, runs: list[Run], relay: LossyRelay | None) -> None:
+def _write(args: argparse.Namespace, runs: list[Run], relay: LossyRelay | None,
+           pboxes: dict[Path, PBox]) -> None:
     report = {"config": {k: str(v) for k, v in vars(args).items()},
               "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
                        "load_avg_at_end": os.getloadavg()},
               "relay": {"dropped": relay.dropped, "forwarded": relay.forwarded} if relay else None,
+              "pbox_deaths": {str(t): b.deaths for t, b in pboxes.items()},
               "summary": summarize(runs), "runs": [asdict(r) for r in runs]}
     args.out.write_text(json.dumps(report, indent=1))
 
