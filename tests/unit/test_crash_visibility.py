@@ -155,7 +155,7 @@ def test_make_runs_training_summary_names_the_signal(monkeypatch):
         run.returncodes.update({0: 0, 1: -11})
 
     monkeypatch.setattr(train_run, "run_ranks", fake_run_ranks)
-    result = train_run.run_path(object(), train_run.PATHS["switch"], 0, args)  # type: ignore[arg-type]
+    result = train_run.run_path(object(), train_run.PATHS["switch"], 0, args)
     assert "rank 1 (w2) killed by SIGSEGV; Python stacks in logs/run/w2-switch.err" in \
         result.problems
     assert not any("{1: -11}" in p for p in result.problems)
