@@ -102,6 +102,7 @@ def _collect(name: str, where: str, rack: Rack, args: argparse.Namespace, cpu: C
         result.problems.append(f"w{rank + 1}: {error}")
     if run.timed_out:
         result.problems.append(f"workers did not finish within {args.path_timeout} s")
+    result.problems += run.exit_problems()
     if len(result.rows) != args.iterations:
         result.problems.append(f"{len(result.rows)} of {args.iterations} iterations completed")
     for row in result.rows:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from p4hub.experiments.exits import exit_problems
 from p4hub.topologies.rack import PYTHON, Rack
 
 
@@ -27,6 +28,15 @@ class WorkerRun:
     agent_stats: dict[int, dict] = field(default_factory=dict)  # rank -> its agent's counters
     returncodes: dict[int, int | None] = field(default_factory=dict)
     timed_out: bool = False
+    hosts: dict[int, str] = field(default_factory=dict)  # rank -> its host's name (w1, ...)
+    err_logs: dict[int, Path] = field(default_factory=dict)  # rank -> its stderr's log
+    killed: set[int] = field(default_factory=set)  # ranks the driver killed (time-out)
+
+    def exit_problems(self) -> list[str]:
+        """The ranks that did not exit 0, named with how they ended and where their
+        stderr (and Python stacks, after a fatal signal) is (experiments/exits.py)."""
+        return exit_problems(self.returncodes, self.hosts, self.err_logs, self.errors,
+                             self.killed)
 
     @property
     def ok(self) -> bool:
@@ -70,6 +80,8 @@ def run_ranks(
     for rank, host in enumerate(rack.workers):
         extra = {"env": env(rank)} if env is not None else {}
         procs[rank] = rack.popen(host, [PYTHON, *command(rank)], f"{host.name}{tag}", **extra)
+        run.hosts[rank] = host.name
+        run.err_logs[rank] = rack.log_dir / f"{host.name}{tag}.err"
         log = rack.log_dir / f"{host.name}{tag}.out"
         threading.Thread(target=_pump, args=(rank, procs[rank], lines, log), daemon=True).start()
     running = set(procs)
@@ -87,10 +99,12 @@ def run_ranks(
     for rank, proc in procs.items():
         if run.timed_out and proc.poll() is None:
             proc.kill()
+            run.killed.add(rank)
         try:
             run.returncodes[rank] = proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            run.killed.add(rank)
             run.returncodes[rank] = None
 
 

@@ -240,9 +240,7 @@ def _check_path(result: TrainResult, args: argparse.Namespace) -> None:
     problems += [f"w{rank + 1}: {error}" for rank, error in sorted(result.errors.items())]
     if result.run.timed_out:
         problems.append(f"the workers did not finish within {args.path_timeout} s")
-    bad_exit = {r: c for r, c in result.run.returncodes.items() if c != 0}
-    if bad_exit and not result.errors:
-        problems.append(f"workers exited with {bad_exit}")
+    problems += result.run.exit_problems()  # e.g. "rank 1 (w2) killed by SIGSEGV; ..."
     rows = result.epoch_rows()
     if len(rows) != args.epochs:
         problems.append(f"{len(rows)} of {args.epochs} epochs completed")

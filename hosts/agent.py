@@ -149,6 +149,12 @@ class Agent:
         return self._session.stats.as_dict() | {"send_errors": self._transport.send_errors}
 
     @property
+    def pending(self) -> int:
+        """All-reduces started and not yet completed or failed."""
+        with self._lock:
+            return len(self._handles)
+
+    @property
     def classes(self) -> int:
         """The session's priority classes."""
         return self._session.classes

@@ -31,6 +31,7 @@ otherwise ``P4SwitchError("P4 switch s1 did not start correctly, see .../s1.log"
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -52,6 +53,12 @@ LOG_LEVELS = ("off", "trace", "debug", "info", "warn", "error")
 LOG_MAX_BYTES = 50 * 1024 * 1024
 LOG_KEEP = 2
 PRIORITY_QUEUES = 8  # one egress queue per value of the p4hub header's 3-bit priority
+
+
+def _crash_dump_env() -> dict[str, str]:
+    """The switch process dumps its threads' Python stacks into its log on a fatal signal
+    (as every process the rack starts: topologies/rack.py CRASH_DUMP_ENV)."""
+    return {**os.environ, "PYTHONFAULTHANDLER": "1"}
 
 
 class P4SwitchError(EmulationError, RuntimeError):
@@ -189,14 +196,14 @@ class P4Switch(Switch):
                 log.write(" ".join(self.command()) + "\n")
                 log.flush()
                 self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                             cwd=str(REPO), start_new_session=True)
+                                             cwd=str(REPO), start_new_session=True, env=_crash_dump_env())
         else:  # per-packet logging: through a reader that caps the log's size
             out = open(self.log_path, "wb")  # noqa: SIM115 - the CappedLog thread closes it
             out.write((" ".join(self.command()) + "\n").encode())
             out.flush()
             self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, cwd=str(REPO),
-                                         start_new_session=True)
+                                         start_new_session=True, env=_crash_dump_env())
             CappedLog(self.log_path, self.log_max_bytes, self.log_keep).start(self.proc.stdout,
                                                                               out)
         if not self._wait_ready(START_TIMEOUT):

@@ -48,6 +48,10 @@ from p4hub.topologies.errors import EmulationError
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+# Every Python process the rack starts dumps all its threads' stacks to its stderr (its
+# .err or .log file) on SIGSEGV/SIGABRT/...: a worker dying inside libtorch is otherwise
+# only an exit status (hosts/crashdump.py).
+CRASH_DUMP_ENV = {"PYTHONFAULTHANDLER": "1"}
 PBOX_IP = "10.0.0.100"  # the first PBox's: the rack's aggregator address
 AGENT_PORT = 47000  # every worker's host-agent UDP port (the switch checks ip and port)
 MAX_WORKERS = 8  # names w1..w8 are ours
@@ -508,7 +512,7 @@ class Rack:
                 "--connect-timeout", str(timeout), *extra]
         err = open(self.log_dir / f"{log_name}.log", "a")  # noqa: SIM115 - closed below
         proc = subprocess.Popen(args, stdout=err, stderr=subprocess.STDOUT, cwd=str(REPO),
-                                env={**os.environ, "PYTHONPATH": str(REPO)},
+                                env={**os.environ, "PYTHONPATH": str(REPO), **CRASH_DUMP_ENV},
                                 start_new_session=True)
         err.close()
         self._procs.append((log_name, proc))
@@ -543,13 +547,14 @@ class Rack:
             proc.wait(timeout=5)
 
     def popen(self, host, args: list[str], log_name: str, **kwargs: Any) -> subprocess.Popen:
-        """Start ``args`` in ``host``; stderr goes to logs/<run>/<log_name>.err.
+        """Start ``args`` in ``host``; stderr goes to logs/<run>/<log_name>.err (with every
+        thread's Python stack if it dies of a fatal signal: ``CRASH_DUMP_ENV``).
 
         stdout is a pipe (the caller reads JSON lines) unless ``stdout=`` is given.
         """
         kwargs.setdefault("stdout", subprocess.PIPE)
         err = open(self.log_dir / f"{log_name}.err", "w")  # noqa: SIM115 - closed with proc
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO), **CRASH_DUMP_ENV}
         env.update(kwargs.pop("env", {}))
         proc = host.popen(args, stderr=err, cwd=str(REPO), env=env, text=True, **kwargs)
         err.close()  # the child holds its own descriptor

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from p4hub.hosts import crashdump
 from p4hub.topologies.errors import EmulationError
 from p4hub.topologies.rack import AGENT_PORT
 from p4hub.workers import workload
@@ -380,6 +381,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    crashdump.enable()  # a fatal signal leaves every thread's Python stack in stderr
     args = parse_args(argv)
     backends: dict[str, Callable] = {"pbox": PBoxBackend, "job": JobBackend, "gloo": GlooBackend}
     backend = None

@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 
+from p4hub.hosts import crashdump
 from p4hub.hosts.pbox.aggregator import JobConfig
 from p4hub.hosts.pbox.core import PBoxError
 from p4hub.hosts.pbox.server import serve
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    crashdump.enable()  # a fatal signal leaves every thread's Python stack in stderr
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

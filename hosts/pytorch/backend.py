@@ -29,7 +29,7 @@ from torch.distributed import ReduceOp
 from p4hub.hosts.agent import Agent, Handle
 from p4hub.hosts.errors import BackendError, HostError, NotSupportedError
 from p4hub.hosts.pytorch import encoding
-from p4hub.hosts.pytorch.completion import Completer, Pending
+from p4hub.hosts.pytorch.completion import Collective, Completer
 from p4hub.hosts.pytorch.config import BackendConfig
 from p4hub.hosts.pytorch.liveness import Liveness
 from p4hub.hosts.pytorch.rendezvous import Membership, rendezvous
@@ -44,31 +44,32 @@ class FutureWork(dist._Work):
 
     ``_create_work_from_future`` would be shorter, but its ``wait()`` returns normally
     when the future failed, so a dead peer would leave the caller with its own input
-    as the "result". Here ``wait`` raises the collective's error.
+    as the "result". Here ``wait`` raises the collective's BackendError (torch's C++
+    side sees the same failure through the future: hosts/pytorch/completion.py).
     """
 
-    def __init__(self, future: torch.futures.Future) -> None:
+    def __init__(self, collective: Collective) -> None:
         super().__init__()
-        self._future = future
+        self._collective = collective
 
     def wait(self, timeout: timedelta | None = None) -> bool:
-        self._future.wait()  # raises the BackendError the completer set
+        try:
+            self._collective.future.wait()
+        except RuntimeError:  # torch's wrapping of the error: raise ours, by its type
+            if self._collective.error is None:
+                raise
+        if self._collective.error is not None:
+            raise BackendError(str(self._collective.error))
         return True
 
     def get_future(self) -> torch.futures.Future:
-        return self._future
+        return self._collective.future
 
     def is_completed(self) -> bool:
-        return self._future.done()
+        return self._collective.future.done()
 
     def is_success(self) -> bool:
-        if not self._future.done():
-            return False
-        try:
-            self._future.value()
-        except Exception:  # noqa: BLE001 - failed is the answer
-            return False
-        return True
+        return self._collective.future.done() and self._collective.error is None
 
 
 class P4hubProcessGroup(dist.ProcessGroup):
@@ -219,14 +220,14 @@ class P4hubProcessGroup(dist.ProcessGroup):
         return FutureWork(self._complete_later(handles, finish, describe))
 
     def _complete_later(self, handles: list[Handle], finish: Callable,
-                        describe: str) -> torch.futures.Future:
-        """A future the completion thread fulfils with ``finish`` of the handles' results."""
-        future: torch.futures.Future = torch.futures.Future()
+                        describe: str) -> Collective:
+        """A collective the completion thread completes with ``finish`` of the handles'
+        results (its ``future`` is what torch gets)."""
         seq = self.liveness.started
-        self._completer.submit(Pending(
-            wait=lambda: [h.wait() for h in handles], finish=finish, future=future,
-            describe=f"{describe} (collective #{seq} of rank {self._rank})"))
-        return future
+        collective = Collective(wait=lambda: [h.wait() for h in handles], finish=finish,
+                                describe=f"{describe} (collective #{seq} of rank {self._rank})")
+        self._completer.submit(collective)
+        return collective
 
     def average_future(self, tensor: torch.Tensor) -> torch.futures.Future:
         """Average ``tensor`` in place; the future's value is the tensor (the DDP hook)."""
@@ -237,7 +238,7 @@ class P4hubProcessGroup(dist.ProcessGroup):
             return tensor
 
         return self._complete_later(handles, finish,
-                                    f"DDP bucket of {tensor.numel()} {tensor.dtype}")
+                                    f"DDP bucket of {tensor.numel()} {tensor.dtype}").future
 
     def _who(self, rank: int) -> str:
         return self.membership.who(rank) if self.membership is not None else f"rank {rank}"
@@ -277,11 +278,18 @@ class P4hubProcessGroup(dist.ProcessGroup):
     # -- the end -------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Called by ``destroy_process_group``: leave the job, stop the threads."""
+        """Called by ``destroy_process_group``: leave the job, stop the threads.
+
+        Order: the peers learn first whether this rank finished everything it started
+        (then they still collect their results of it: hosts/pytorch/liveness.py); the
+        liveness thread stops before the agent it may close; the agent fails whatever is
+        pending; the completion thread completes those failures and is joined, so no
+        thread of the group touches a tensor or a future after this returns."""
         with self._lock:
+            finished = self._broken is None and self.agent.pending == 0
             if self._broken is None:
                 self._broken = "the group was destroyed"
-        self.liveness.mark_left()
+        self.liveness.mark_left(finished)
         self.liveness.stop()
         self.agent.close(reason="the p4hub group was destroyed")
         self._completer.close()

@@ -8,7 +8,14 @@ peer's counter; a counter that has not moved for ``dead_after`` seconds (of this
 rank's clock: no clocks are compared across hosts) marks its rank as dead, and
 ``on_dead`` is told once, so the group can fail its collectives at once with the
 rank named instead of waiting out the no-progress deadline. A rank that destroyed its
-group says so (its ``seq`` becomes ``left``) and is reported as gone, not dead.
+group says so (its ``seq`` becomes ``left:<n>`` when all n collectives it started had
+completed, else ``left``) and is reported as gone, not dead: at once after a plain
+``left``, but after ``left:<n>`` only once this rank waits on a collective past the n-th.
+The first n are complete at the aggregator (every rank's contribution arrived, or the
+departed rank would not have its results), so this rank will get its own results of
+them: failing them would turn a peer that simply finished first into an error (issue
+32: under CPU load the last step's result was still in a slower rank's socket when its
+peers had finished and destroyed their groups).
 
 ``tick(now)`` is the whole logic (tests drive it with a fake store and clock); the
 ``start``ed thread only calls it every ``interval``. Heartbeats to the controller
@@ -23,7 +30,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Protocol
 
-LEFT = "left"
+LEFT = "left"  # seq/<rank> of a rank that left with collectives unfinished; "left:<n>"
+# when it had finished all the n it started
 
 
 class HeartbeatStore(Protocol):
@@ -55,6 +63,7 @@ class Liveness:
         self._beats = [-1] * world_size  # last counter seen per rank
         self._seqs = [0] * world_size
         self._left = [False] * world_size
+        self._finished: list[int | None] = [None] * world_size  # the n of "left:<n>"
         self._changed = [clock()] * world_size  # when each counter last moved
         self._last_read = clock()  # the last round trip to the store that worked
         self._reported = False
@@ -114,8 +123,10 @@ class Liveness:
             beat, seq = int(values[r]), values[self.world_size + r]
             if beat != self._beats[r]:
                 self._beats[r], self._changed[r] = beat, now
-            if seq == LEFT.encode():
+            if seq.startswith(LEFT.encode()):
                 self._left[r] = True
+                finished = seq[len(LEFT) + 1:]
+                self._finished[r] = int(finished) if finished else None
             else:
                 self._seqs[r] = int(seq)
 
@@ -124,13 +135,22 @@ class Liveness:
         only those that said they left: no news from the store is not news of death)."""
         silent_is_dead = self.store_error is None
         return [r for r in range(self.world_size) if r != self.rank and
-                (self._left[r] or (silent_is_dead and now - self._changed[r] > self.dead_after))]
+                (self._abandoned(r) or (silent_is_dead and not self._left[r]
+                                        and now - self._changed[r] > self.dead_after))]
+
+    def _abandoned(self, r: int) -> bool:
+        """Rank r left and this rank waits (or will) on a collective r never finished."""
+        finished = self._finished[r]
+        return self._left[r] and (finished is None or self.started > finished)
 
     def describe(self, gone: list[int], now: float) -> str:
         parts = []
         for r in gone:
             if self._left[r]:
-                parts.append(f"{self.who(r)} left the group (destroyed its process group)")
+                finished = self._finished[r]
+                after = "" if finished is None else f" after finishing {finished} collectives"
+                parts.append(f"{self.who(r)} left the group (destroyed its process group)"
+                             f"{after}")
             else:
                 parts.append(f"{self.who(r)} has sent no heartbeat for "
                              f"{now - self._changed[r]:.1f} s: it died or is frozen "
@@ -146,15 +166,20 @@ class Liveness:
         parts = [f"{self.who(r)} is alive but has started only {self._seqs[r]} "
                  f"collectives (this rank: {self.started})"
                  for r in range(self.world_size)
-                 if self._read_once and self._seqs[r] < self.started]
+                 if self._read_once and not self._left[r] and self._seqs[r] < self.started]
+        parts += [f"{self.who(r)} left the group after finishing {self._finished[r]} "
+                  f"collectives (this rank: {self.started})"
+                  for r in range(self.world_size) if self._left[r]]
         if self.store_error is not None:  # also when it hides whether a lagging rank lives
             parts.append(f"the c10d store is unreachable ({self.store_error}): the process "
                          f"that hosts it (rank 0 or the torchrun agent) may have died")
         return "; ".join(parts)
 
-    def mark_left(self) -> None:
+    def mark_left(self, finished: bool = False) -> None:
+        """Tell the peers this rank left; ``finished``: every collective it started had
+        completed (the peers may still be collecting their results of the last ones)."""
         try:
-            self.store.set(f"seq/{self.rank}", LEFT)
+            self.store.set(f"seq/{self.rank}", f"{LEFT}:{self.started}" if finished else LEFT)
         except Exception:  # noqa: BLE001, S110 - best effort when leaving
             pass
 

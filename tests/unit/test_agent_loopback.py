@@ -325,3 +325,26 @@ def serve_range(slot_base: int, count: int) -> UdpAggregator:
     core = Aggregator()
     core.add_job(JOB, N, slot_base, count)
     return UdpAggregator(core, loss=0.05)
+
+
+def test_an_input_may_be_overwritten_as_soon_as_its_all_reduce_starts():
+    """The torch backend relies on it: DDP refills a bucket while its all-reduce is in
+    flight, and the agent's UDP thread never reads the caller's array (docs/notes/pytorch.md,
+    ownership across threads)."""
+    agg = serve(Aggregator, 0.05)  # with loss: retransmissions re-read what was sent
+    inputs = gradients(N, 5000, seed=11)
+
+    def work(agent, rank):
+        mine = inputs[rank].copy()
+        handle = agent.allreduce_async(mine)
+        mine[:] = 1e6  # clobbered before any result can have come back
+        return handle.wait()
+
+    try:
+        results = run_ranks(agg.address, work, rto=0.005)
+    finally:
+        agg.close()
+    expected = reference_sum(inputs)
+    for rank, got in enumerate(results):
+        assert not isinstance(got, Exception), f"rank {rank}: {got!r}"
+        assert got.tobytes() == expected.tobytes()

@@ -173,6 +173,39 @@ def test_a_rank_that_left_is_gone_at_once_and_a_lagging_one_is_named():
     assert told == ["rank 1 (h1) left the group (destroyed its process group)"]
 
 
+def test_a_rank_that_finished_and_left_fails_nothing_it_finished():
+    """Issue 32: the peers finished the last step and destroyed their groups while this
+    rank's result of it was still on its way; failing that collective turned a normal
+    end into an error (and, through torch's set_exception, a SIGSEGV)."""
+    store = FakeStore()
+    (me, told), (other, _), (third, _) = (make(store, r) for r in range(3))
+    for live in (me, other, third):
+        live.started = 15
+        live.publish()
+    me.tick(1.0)
+    other.mark_left(finished=True)  # all 15 it started had completed
+    third.mark_left(finished=True)
+    for now in range(2, 30):  # long past dead_after: their beats stopped with them
+        me.tick(float(now))
+    assert told == [] and me.gone(30.0) == []
+    assert "rank 1 (h1) left the group after finishing 15 collectives (this rank: 15)" in \
+        me.diagnose(30.0)
+    me.started = 16  # a collective the departed ranks never started
+    me.tick(31.0)
+    assert told == ["rank 1 (h1) left the group (destroyed its process group) after finishing "
+                    "15 collectives; rank 2 (h2) left the group (destroyed its process group) "
+                    "after finishing 15 collectives"]
+
+
+def test_a_rank_that_left_with_work_unfinished_is_gone_at_once():
+    store = FakeStore()
+    (me, told), (other, _), _third = (make(store, r) for r in range(3))
+    me.started = other.started = 7
+    other.mark_left(finished=False)
+    me.tick(1.0)
+    assert told == ["rank 1 (h1) left the group (destroyed its process group)"]
+
+
 def test_an_unreachable_store_is_diagnosed_not_taken_for_dead_peers_and_backs_off():
     store = FakeStore()
     me, told = make(store, 0, world=2)

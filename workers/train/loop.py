@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from p4hub.hosts import crashdump
 from p4hub.topologies.mgmt import use_data_interface_for_gloo
 from p4hub.workers.train import data
 from p4hub.workers.train.model import build_model, parameter_count
@@ -304,6 +305,7 @@ def reported_rank(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    crashdump.enable()  # a fatal signal leaves every thread's Python stack in stderr
     args = parse_args(argv)
     try:
         train(args, emit_json)
