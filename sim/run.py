@@ -33,9 +33,11 @@ PATHS = ("switch", "pbox", "ring", "ps")
 TIERS = ("P", "M", "F")
 MACRO = 64  # most datagrams per frame in tier M (~17 KB at 64 lanes, ~66 KB at 256)
 # ... and a run's serialization on a host link at most this long: a run reaches its
-# receiver as a whole, so a long one would shift the sessions' round-trip samples and
-# their timeouts (the first retransmission timeout is 20 ms) by its own length
-MACRO_SECONDS = 0.002
+# receiver as a whole, so a long one shifts the sessions' round-trip samples, and with
+# them their timeouts and congestion windows, by its own length (on the PBox path at
+# 5 Mbit/s, runs of three 64-lane datagrams, 1.6 ms, put tier M 6.5% off tier P; runs
+# of two, 2%)
+MACRO_SECONDS = 0.0015
 STALL_SECONDS = 600.0  # simulated seconds a run may take before it is declared stuck
 
 
