@@ -117,7 +117,7 @@ def build(engine: Engine, *, racks: int, per_rack: int, spines: int, pboxes: int
     return FluidNet(
         engine, n, per_rack, links(n, host, hop), links(n, host, delay),
         links(leaf_links, fab * max(1, spines), hop), links(leaf_links, fab * max(1, spines), hop),
-        links(racks * pboxes, host, delay), links(racks * pboxes, pbox_rate / 1.0, 0.0),
+        links(racks * pboxes, host, delay), links(racks * pboxes, pbox_rate, 0.0),
         links(racks * pboxes, host, hop), racks=racks)
 
 

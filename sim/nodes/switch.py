@@ -18,6 +18,7 @@ run of datagrams, at the priority of the frame that caused it.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 
@@ -65,7 +66,7 @@ class Switch(Node):
 
 
 def send_frames(node: Node, aggregator: Aggregator, frame: Frame, now: float,
-                emit: object) -> None:
+                emit: Callable[[Frame], object]) -> None:
     """Feed ``frame``'s datagrams to ``aggregator`` (src: the frame's sender) and emit
     what it answers, one frame per destination, datagrams in the order produced."""
     assert frame.payload is not None
@@ -85,4 +86,4 @@ def send_frames(node: Node, aggregator: Aggregator, frame: Frame, now: float,
         payload = np.frombuffer(b"".join(datagrams), dtype=dtype)
         out_frame = Frame(node.name, dst, size, len(datagrams), frame.priority, payload)
         out_frame.tail = max(now, frame.tail)  # a result cannot be out before its inputs
-        emit(out_frame)  # type: ignore[operator]
+        emit(out_frame)
