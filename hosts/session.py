@@ -781,8 +781,8 @@ def _check_job(job_id: int, rank: int, world_size: int, slot_base: int, slot_cou
     (``window`` per class) fit its range."""
     if not 0 <= job_id <= 0xFFFF:
         raise SessionError(f"job id {job_id} does not fit in 16 bits")
-    if not 1 <= world_size <= wire.MAX_WORKERS:
-        raise SessionError(f"world size {world_size} outside 1..{wire.MAX_WORKERS}")
+    if not 1 <= world_size <= wire.MAX_WORLD_SIZE:
+        raise SessionError(f"world size {world_size} outside 1..{wire.MAX_WORLD_SIZE}")
     if not 0 <= rank < world_size:
         raise SessionError(f"rank {rank} outside 0..{world_size - 1}")
     if slot_base < 0 or slot_count < 1 or slot_base + slot_count > 1 << 32:

@@ -57,7 +57,8 @@ HEADER_LEN = 20
 PACKET_LEN = HEADER_LEN + 4 * DEFAULT_LANES  # of a default (64-lane) packet
 MAX_PACKET_LEN = HEADER_LEN + 4 * LANE_COUNTS[-1]
 AGG_UDP_PORT = 48879  # 0xBEEF: destination port of contributions, source port of results
-MAX_WORKERS = 32  # worker bitmaps are 32 bits wide in the switch
+MAX_WORKERS = 32  # an aggregator's members (cell bitmaps are 32 bits wide in the switch)
+MAX_WORLD_SIZE = MAX_WORKERS * MAX_WORKERS  # a job's ranks: a two-level tree of 32 x 32
 NO_RANK = 0xFFFF  # rank field of a result packet
 
 HEADER_DTYPE = np.dtype(

@@ -24,7 +24,10 @@
  *      (with its slot range and multicast group) or job_on_pbox. A miss drops
  *      and counts agg_errors[ERR_UNKNOWN_JOB].
  *   4. `members` (exact on job, rank, IPv4 source, UDP source port: the
- *      worker's address as it joined) must hit, the header must be
+ *      worker's address as it joined) must hit, giving the member's bit index in
+ *      the cells' bitmaps (its rank on a one-switch job; a leaf numbers its rack's
+ *      workers, a root its leaves: a job's world size is not bounded by the
+ *      32-bit bitmap, only each switch's members are), the header must be
  *      version 2 CONTRIB, PARTIAL or PRIME with the job's lane code (a jobs-entry parameter),
  *      all its lanes parsed and nelem <= its lanes and 1 <= count <= world size;
  *      otherwise drop and count job_stats[job*8 + STAT_REJECTED]. A rejected
@@ -53,8 +56,8 @@
  *          must give way. Since a new round restarts the bitmap, no bit of the
  *          slot's other cell is cleared;
  *        new contribution (a new round, or the round's own position with the
- *          rank's bit clear on an open cell): record the position, set the
- *          rank's bitmap bit, counter = (counter + count) mod n; the first
+ *          member's bit clear on an open cell): record the position, set the
+ *          member's bitmap bit, counter = (counter + count) mod n; the first
  *          contribution of a round (counter was 0) overwrites lanes and max
  *          exponent, later ones add (32-bit wrap-around = int32 two's
  *          complement) and take the max;
@@ -110,8 +113,9 @@
  * UDP checksum of every generated RESULT is zero (legal for UDP over IPv4).
  *
  * Registers (index = slot*2 + shadow set, NUM_SLOTS slots, so 2*NUM_SLOTS cells)
- *   slot_bitmap    bit<32>  worker bitmap (bit r = rank r has contributed)
- *   slot_counter   bit<8>   contributions mod n (0 = idle or complete)
+ *   slot_bitmap    bit<32>  member bitmap (bit b = the member of bit index b, its
+ *                            `members` entry's, has contributed)
+ *   slot_counter   bit<16>  contributions mod n (0 = idle or complete)
  *   slot_exp       bit<8>   max block exponent (int8 stored as bits)
  *   lane_0..255    bit<32>  the running sum (PRIME: maximum), then the stored result
  *                            (a 64-lane job uses lane_0..63 only)
@@ -261,13 +265,14 @@ struct metadata_t {
     bit<1>  from_aggregator; /* the IPv4 source is an aggregator address */
     bit<9>  aggregator_port; /* ...which is attached to this port */
     bit<1>  member;         /* (job, rank, source) is a member of the job */
+    bit<8>  member_bit;     /* ...whose bitmap bit is this one (0..31) */
     bit<1>  l2;             /* forward with l2_fwd */
     bit<1>  egress_drop;
     bit<2>  job_mode;       /* MODE_* */
     bit<2>  lane_code;      /* the job's lane code (LANES_*) */
     bit<1>  lanes_ok;       /* every lanes_t group of the job's lane code was parsed */
-    bit<8>  world_size;     /* the workers this switch sums (a leaf: its rack's) */
-    bit<8>  result_count;   /* a RESULT's count: the whole job's workers */
+    bit<16> world_size;     /* the workers this switch sums (a leaf: its rack's) */
+    bit<16> result_count;   /* a RESULT's count: the whole job's workers */
     bit<32> slot_base;
     bit<32> slot_count;
     bit<16> mcast_grp;
@@ -279,7 +284,7 @@ struct metadata_t {
     bit<32> idx;            /* slot * 2 + shadow */
     bit<32> worker_bit;
     bit<32> bitmap;
-    bit<8>  contributions;
+    bit<16> contributions;
     bit<8>  max_exp;
     bit<32> keep_mask;      /* 0 on the first contribution (overwrite), else all ones */
     bit<32> lane_tmp;
@@ -398,7 +403,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
 
     register<bit<32>>(SLOT_CELLS) slot_bitmap;
-    register<bit<8>>(SLOT_CELLS) slot_counter;
+    register<bit<16>>(SLOT_CELLS) slot_counter;
     register<bit<8>>(SLOT_CELLS) slot_exp;
     register<bit<32>>(SLOT_CELLS) slot_owner;
     register<bit<32>>(SLOT_CELLS) slot_position;
@@ -539,7 +544,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         default_action = NoAction();
     }
 
-    action job_on_switch(bit<8> world_size, bit<32> slot_base, bit<32> slot_count,
+    action job_on_switch(bit<16> world_size, bit<32> slot_base, bit<32> slot_count,
                          bit<2> lane_code, bit<16> mcast_grp, bit<32> name_tag,
                          bit<32> epoch) {
         meta.job_mode = MODE_SWITCH;
@@ -553,7 +558,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         meta.stat_base = ((bit<32>)hdr.p4hub.job) << 3;
     }
 
-    action job_on_pbox(bit<8> world_size, bit<32> slot_base, bit<32> slot_count,
+    action job_on_pbox(bit<16> world_size, bit<32> slot_base, bit<32> slot_count,
                        bit<2> lane_code, bit<32> name_tag) {
         meta.job_mode = MODE_PBOX;
         meta.lane_code = lane_code;
@@ -569,9 +574,9 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
      * world_size, at slot - slot_base + up_slot_base; the parent's RESULT (count
      * total_size) comes back to the rack's aggregator address, is stored in the cell
      * and multicast to group mcast_grp like a switch job's. */
-    action job_on_leaf(bit<8> world_size, bit<32> slot_base, bit<32> slot_count,
+    action job_on_leaf(bit<16> world_size, bit<32> slot_base, bit<32> slot_count,
                        bit<2> lane_code, bit<16> mcast_grp, bit<32> name_tag,
-                       bit<32> epoch, bit<8> total_size, bit<16> child,
+                       bit<32> epoch, bit<16> total_size, bit<16> child,
                        bit<32> up_slot_base, bit<32> up_ip, bit<48> up_mac,
                        bit<9> up_port) {
         meta.job_mode = MODE_LEAF;
@@ -605,8 +610,13 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         default_action = NoAction();
     }
 
-    action is_member() {
+    /* bit_index: the member's bit in a cell's bitmap. The members of one switch's
+     * part of a job have distinct bit indices 0..31, so a job of more than 32 workers
+     * fits a two-level tree: a leaf's bit is its rack's own numbering of its workers
+     * (not the rank), the root's the leaves' child index. */
+    action is_member(bit<5> bit_index) {
         meta.member = 1;
+        meta.member_bit = (bit<8>)bit_index;
     }
 
     table members {
@@ -1013,7 +1023,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     action make_result() {
         hdr.p4hub.ptype = TYPE_RESULT;
         hdr.p4hub.rank = NO_RANK;
-        hdr.p4hub.count = (bit<16>)meta.result_count;
+        hdr.p4hub.count = meta.result_count;
         hdr.p4hub.exp = meta.max_exp;
         hdr.udp.checksum = 0;
     }
@@ -1170,7 +1180,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                 drop();
             } else {
                 meta.idx = (hdr.p4hub.slot << 1) | ((bit<32>)hdr.p4hub.shadow);
-                meta.worker_bit = ((bit<32>)1) << (bit<8>)hdr.p4hub.rank;  // BMv2 shifts by 8 bits at most
+                meta.worker_bit = ((bit<32>)1) << meta.member_bit;  // BMv2 shifts by 8 bits at most
                 slot_bitmap.read(meta.bitmap, meta.idx);
                 slot_counter.read(meta.contributions, meta.idx);
                 slot_owner.read(meta.owner, meta.idx);
@@ -1220,7 +1230,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                         }
                     }
                     /* count <= n and counter < n, so one subtraction is mod n */
-                    meta.contributions = meta.contributions + (bit<8>)hdr.p4hub.count;
+                    meta.contributions = meta.contributions + hdr.p4hub.count;
                     if (meta.contributions >= meta.world_size) {
                         meta.contributions = meta.contributions - meta.world_size;
                     }

@@ -91,9 +91,10 @@ class InaCollective:
             return [fabric.leaves[0].name] * n
         root = fabric.spines[0]  # the controller's choice too: the first spine with room
         root.aggregator.add_job(JOB_ID, n, 0, slots, lanes)
-        for r, leaf in enumerate(fabric.leaves):
-            leaf.aggregator.add_job(JOB_ID, n, 0, slots, lanes,
-                                    parent=Parent((root.name, 0), r, fabric.workers_per_rack))
+        wpr = fabric.workers_per_rack
+        for r, leaf in enumerate(fabric.leaves):  # a leaf numbers its rack's ranks
+            leaf.aggregator.add_job(JOB_ID, n, 0, slots, lanes, parent=Parent(
+                (root.name, 0), r, wpr, tuple(range(r * wpr, (r + 1) * wpr))))
         return [fabric.leaf_of(rank).name for rank in range(n)]
 
     def start(self, rank: int, tensor_id: Hashable, array: np.ndarray, *, priority: int = 0,

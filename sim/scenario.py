@@ -513,12 +513,7 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
         refuse("links.queue", f"{links['queue']} B cannot hold one {job['lanes']}-lane "
                f"datagram ({frame} B on the wire)")
     ina = [p for p in job["paths"] if p in INA_PATHS]
-    workers = topo["workers"] * topo["racks"]
-    if ina and workers > wire.MAX_WORKERS:
-        # the aggregators' worker bitmaps (aggregate.p4's registers, the PBox core's) and
-        # the wire's count field hold one job of at most MAX_WORKERS ranks
-        refuse("topology.workers", f"{workers} workers in one job: path {ina[0]!r} "
-               f"aggregates at most {wire.MAX_WORKERS} (the protocol's worker bitmaps)")
+    _member_checks(topo, ina, v["run"]["tier"], refuse)
     node = v["straggler"]["node"]
     if node:
         racks = topo["racks"] if topo["kind"] == "leafspine" else 1
@@ -539,6 +534,32 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
         refuse("job.window" if job["schedule"] == "fifo" else "job.class_window",
                f"the job needs {slots} slots but the switch has {v['switch']['slots']}"
                " (switch.slots)")
+
+
+def _member_checks(topo: dict[str, Any], ina: list[str], tier: str,
+                   refuse: Callable[[str, str], None]) -> None:
+    """An aggregator sums at most MAX_WORKERS members (its cells' bitmaps: aggregate.p4's
+    registers, the PBox core's), so one job's in-network paths hold: on one switch or one
+    PBox, MAX_WORKERS ranks; over a fabric's two-level tree, MAX_WORKERS a rack and
+    MAX_WORKERS racks (each leaf numbers its rack, the root its leaves). Tier P's jobs
+    are the controller's, whose placement still numbers members by rank."""
+    racks = topo["racks"] if topo["kind"] == "leafspine" else 1
+    workers = topo["workers"] * racks
+    cap = wire.MAX_WORKERS
+    if not ina or workers <= cap:
+        return
+    flat = [p for p in ina if p == "pbox" or racks == 1]
+    if flat or tier == "P":
+        why = ("tier P's controller places jobs of at most that many ranks" if tier == "P"
+               else f"path {flat[0]!r} sums the whole job on one aggregator")
+        refuse("topology.workers", f"{workers} workers in one job: at most {cap} ({why}; "
+               "an aggregator's members are its cells' 32 bitmap bits)")
+    elif topo["workers"] > cap:
+        refuse("topology.workers", f"{topo['workers']} workers a rack: a leaf aggregates at "
+               f"most {cap} (its cells' bitmap bits)")
+    elif racks > cap:
+        refuse("topology.racks", f"{racks} racks: the root aggregates at most {cap} leaves "
+               "(its cells' bitmap bits)")
 
 
 def _tier_p_checks(v: dict[str, dict[str, Any]], refuse: Callable[[str, str], None]) -> None:

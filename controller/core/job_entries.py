@@ -57,12 +57,19 @@ def on_leaf(job_id: int, rack_size: int, total: int, slots: SlotRange, lanes: in
     return Entry(p.JOBS, jobs_key(job_id).match, p.ACT_JOB_ON_LEAF, params)
 
 
-def member(job_id: int, rank: int, ip: int, udp_port: int, switch_port: int, op: str) -> Entry:
-    """(job, rank, IPv4 source, UDP source port, ingress port) -> is_member."""
+def member(job_id: int, rank: int, ip: int, udp_port: int, switch_port: int, op: str,
+           bit: int) -> Entry:
+    """(job, rank, IPv4 source, UDP source port, ingress port) -> is_member(bit): the
+    member's bit in the cells' bitmaps on this switch (0..MAX_WORKERS-1, distinct among
+    the job's members there)."""
+    if not 0 <= bit < p.MAX_WORKERS:
+        raise ValueError(f"bit index {bit} outside 0..{p.MAX_WORKERS - 1}")
     match = (FieldMatch(p.MEMBERS_JOB, job_id), FieldMatch(p.MEMBERS_RANK, rank),
              FieldMatch(p.MEMBERS_SRC, ip), FieldMatch(p.MEMBERS_SPORT, udp_port),
              FieldMatch(p.MEMBERS_PORT, switch_port))
-    return Entry(p.MEMBERS, match, "" if op == DELETE else p.ACT_IS_MEMBER)
+    if op == DELETE:
+        return Entry(p.MEMBERS, match)
+    return Entry(p.MEMBERS, match, p.ACT_IS_MEMBER, (("bit_index", bit),))
 
 
 def result_dst(job_id: int, rank: int, mac: int, ip: int, udp_port: int, op: str) -> Entry:

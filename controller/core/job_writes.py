@@ -50,7 +50,10 @@ def part_write(job: Job, part: Part, op: str) -> PBoxJobWrite:
 
 
 def member_entry(job_id: int, worker: Worker, op: str) -> Entry:
-    return job_entries.member(job_id, worker.rank, worker.ip, worker.port, worker.switch_port, op)
+    # a worker's bit is its rank: a job on one switch has at most MAX_WORKERS ranks, and
+    # so, today, has a job over racks (membership._check_join)
+    return job_entries.member(job_id, worker.rank, worker.ip, worker.port, worker.switch_port,
+                              op, worker.rank)
 
 
 def result_dst_entry(job_id: int, worker: Worker, op: str) -> Entry:

@@ -162,7 +162,7 @@ def root_entries(job: TreeJob, tree: Tree, op: str) -> list[Entry]:
     out = [entries.jobs_key(job.job_id) if op == DELETE else root_job_entry(job, tree)]
     for leaf in tree.leaves:
         out.append(entries.member(job.job_id, leaf.child, leaf.agg_ip, p.AGG_UDP_PORT,
-                                  leaf.down_port, op))
+                                  leaf.down_port, op, leaf.child))
         if not tree.root_pbox:
             out.append(entries.result_dst(job.job_id, leaf.child, leaf.agg_mac, leaf.agg_ip,
                                           p.AGG_UDP_PORT, op))

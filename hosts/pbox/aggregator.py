@@ -5,8 +5,14 @@ This is the PBox's core and the reference model for the switch program
 The rules are those of the shared protocol semantics (docs/DESIGN.md, whose glossary
 defines slot, shadow set, cell and position):
 
-* a job is (job id, world size n <= 32, slot range [slot_base, slot_base+slot_count),
-  lane count L = 64 or 256);
+* a job is (job id, world size n <= MAX_WORLD_SIZE, slot range
+  [slot_base, slot_base+slot_count), lane count L = 64 or 256);
+* the cells' bitmaps have one bit per *member*, as the switch's (p4src/aggregate.p4's
+  ``members`` table gives each member its bit): a worker's bit is its rank, except on a
+  rack's first level under a parent, whose ``Parent.ranks`` numbers the rack's workers
+  (so a job of more than 32 workers fits a two-level tree), and a root's members are
+  its children (their PARTIALs' rank field is the child index). An aggregator has at
+  most MAX_WORKERS (32) members; a contribution with no bit is rejected (``rank``);
 * a contribution is rejected (dropped, counted per job) for a RESULT type, a lane code
   other than the job's, a rank >= n, a slot outside the range, a count outside 1..n
   (p4src/aggregate.p4 checks the same), or a source address (host, port) other than the
@@ -71,6 +77,7 @@ from p4hub.hosts.wire import (
     LANE_CODE_SHIFT,
     LANE_COUNTS,
     MAX_WORKERS,
+    MAX_WORLD_SIZE,
     NO_RANK,
     VERSION,
     PacketType,
@@ -138,6 +145,9 @@ class Parent:
     address: Address  # (ip, port) of the root
     child: int
     rack_size: int
+    # the rack's ranks in bit order (bit i: ranks[i]); empty: a worker's bit is its rank,
+    # which only a job of at most MAX_WORKERS ranks can use
+    ranks: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +167,7 @@ class _JobState:
         "config", "stats", "lanes", "bitmap", "counter", "max_exp", "position", "fresh",
         "addresses", "modulus", "has_result",
         "first_owned", "slot_end", "stride", "n", "packet_len", "lane_flags", "floats",
-        "full_bitmap",
+        "full_bitmap", "bit_of",
     )
 
     def __init__(self, config: JobConfig, shard_index: int, shard_count: int) -> None:
@@ -181,7 +191,11 @@ class _JobState:
         self.position = np.zeros(owned * 2, dtype=np.uint32)  # the cell's round
         self.fresh = np.ones(owned * 2, dtype=bool)  # no round yet: any position is new
         self.has_result = np.zeros(owned * 2, dtype=bool)  # the parent's RESULT is stored
-        self.addresses: list[Address | None] = [None] * config.world_size
+        self.addresses: list[Address | None] = [None] * MAX_WORKERS  # by member bit
+        ranks = config.parent.ranks if config.parent else ()
+        # rank -> member bit (module docstring); None: the bit is the rank
+        self.bit_of: dict[int, int] | None = (
+            {rank: bit for bit, rank in enumerate(ranks)} if ranks else None)
         self.floats: dict[int, _FloatCell] = {}  # by cell; only cells that saw a float round
         self.full_bitmap = (1 << config.world_size) - 1
 
@@ -309,6 +323,9 @@ class Aggregator:
             return _from_parent(state, slot, flags, exp, position, datagram)
         if rank >= state.n:
             return state.reject("rank")
+        bit = rank if state.bit_of is None else state.bit_of.get(rank, MAX_WORKERS)
+        if bit >= MAX_WORKERS:
+            return state.reject("rank")
         if not state.config.slot_base <= slot < state.slot_end:
             return state.reject("slot")
         local, misplaced = divmod(slot - state.first_owned, state.stride)
@@ -316,19 +333,19 @@ class Aggregator:
             return state.reject("shard")
         if not 1 <= count <= state.n:  # as the switch: a packet cannot stand for more than n
             return state.reject("count")
-        known = state.addresses[rank]
+        known = state.addresses[bit]
         if known is None:
-            state.addresses[rank] = src
+            state.addresses[bit] = src
         elif known != src:
             return state.reject("address")
         state.stats.last_seen = now
         cell = local * 2 + (flags & 1)
         echo = (flags, job, slot, position, epoch, nelem)
         if exp == EXP_FLOAT:
-            return self._apply_float(state, cell, rank, count, ptype, datagram, src, echo)
-        return _apply(state, cell, rank, count, exp, datagram, src, echo, ptype == _PRIME)
+            return self._apply_float(state, cell, bit, count, ptype, datagram, src, echo)
+        return _apply(state, cell, bit, count, exp, datagram, src, echo, ptype == _PRIME)
 
-    def _apply_float(self, state: _JobState, cell: int, rank: int, count: int, ptype: int,
+    def _apply_float(self, state: _JobState, cell: int, member: int, count: int, ptype: int,
                      datagram: bytes | bytearray | memoryview, src: Address,
                      echo: tuple[int, int, int, int, int, int]) -> list[tuple[bytes, Address]]:
         """One contribution to ``cell``'s float round (module docstring, *Float cells*);
@@ -350,7 +367,7 @@ class Aggregator:
             return []
         if not ahead:
             assert fc is not None
-            if fc.bitmap >> rank & 1 or fc.rows is None:
+            if fc.bitmap >> member & 1 or fc.rows is None:
                 stats.duplicates += 1
                 if fc.result is None:
                     return []
@@ -363,8 +380,8 @@ class Aggregator:
                 return state.reject("float_full")
         assert fc.rows is not None
         stats.contributions += 1
-        fc.rows[rank] = values
-        fc.bitmap |= 1 << rank
+        fc.rows[member] = values  # a job without a parent: the member's bit is its rank
+        fc.bitmap |= 1 << member
         if fc.bitmap != state.full_bitmap:
             return []
         # every rank is in: the sum in rank order, whatever order they came in
@@ -424,10 +441,10 @@ def _from_parent(state: _JobState, slot: int, flags: int, exp: int, position: in
 
 
 def _to_rack(state: _JobState, cell: int, header: bytes) -> list[tuple[bytes, Address]]:
-    """The stored result, under ``header``, to every rank of the cell's round."""
+    """The stored result, under ``header``, to every member of the cell's round."""
     bits = int(state.bitmap[cell])
-    destinations = [addr for rank, addr in enumerate(state.addresses)
-                    if addr is not None and bits >> rank & 1]
+    destinations = [addr for member, addr in enumerate(state.addresses)
+                    if addr is not None and bits >> member & 1]
     return _send(state, header + state.lanes[cell].astype(_LANES_BE).tobytes(), destinations)
 
 
@@ -456,7 +473,7 @@ def _partial(state: _JobState, cell: int, echo: tuple[int, int, int, int, int, i
 def _apply(
     state: _JobState,
     cell: int,
-    rank: int,
+    member: int,
     count: int,
     exp: int,
     datagram: bytes | bytearray | memoryview,
@@ -479,7 +496,7 @@ def _apply(
     complete round is a duplicate whatever the bitmap says, and gets the stored result
     back."""
     stats = state.stats
-    bit = 1 << rank
+    bit = 1 << member
     bitmap = state.bitmap
     n = state.modulus
     position = echo[3]
@@ -582,17 +599,19 @@ def _parent(value: Parent | dict | None) -> Parent | None:
         return value
     try:
         host, port = value["address"]
-        return Parent((str(host), int(port)), int(value["child"]), int(value["rack_size"]))
-    except (KeyError, TypeError, ValueError):
-        raise AggregatorError(f"a parent is {{address: [ip, port], child, rack_size}}, "
+        ranks = tuple(int(r) for r in value.get("ranks", ()))
+        return Parent((str(host), int(port)), int(value["child"]), int(value["rack_size"]),
+                      ranks)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise AggregatorError(f"a parent is {{address: [ip, port], child, rack_size[, ranks]}}, "
                               f"got {value!r}") from None
 
 
 def _check_job(config: JobConfig) -> None:
     if not 0 <= config.job_id <= 0xFFFF:
         raise AggregatorError(f"job id {config.job_id} does not fit in 16 bits")
-    if not 1 <= config.world_size <= MAX_WORKERS:
-        raise AggregatorError(f"world size {config.world_size} outside 1..{MAX_WORKERS}")
+    if not 1 <= config.world_size <= MAX_WORLD_SIZE:
+        raise AggregatorError(f"world size {config.world_size} outside 1..{MAX_WORLD_SIZE}")
     if config.lanes not in LANE_COUNTS:
         raise AggregatorError(f"lane count {config.lanes} is not one of {LANE_COUNTS}")
     if config.slot_count < 1:
@@ -602,8 +621,25 @@ def _check_job(config: JobConfig) -> None:
                                    and 0 <= parent.child < MAX_WORKERS):
         raise AggregatorError(f"parent {parent}: rack size outside 1..{config.world_size} "
                               f"or child outside 0..{MAX_WORKERS - 1}")
+    if parent is not None:
+        _check_ranks(parent, config.world_size)
     if config.slot_base < 0 or config.slot_base + config.slot_count > 1 << 32:
         raise AggregatorError(
             f"slot range [{config.slot_base}, {config.slot_base + config.slot_count}) "
             "does not fit in 32 bits"
         )
+
+
+def _check_ranks(parent: Parent, world_size: int) -> None:
+    """A leaf's rank list numbers its rack's workers (module docstring): as many as its
+    rack size, distinct, each a rank of the job; without one, every rank must fit a bit."""
+    ranks = parent.ranks
+    if not ranks:
+        if world_size > MAX_WORKERS:
+            raise AggregatorError(f"a rack's first level of a job of {world_size} workers "
+                                  f"(over {MAX_WORKERS}) needs its rack's ranks")
+        return
+    if (len(ranks) != parent.rack_size or len(set(ranks)) != len(ranks)
+            or not all(0 <= r < world_size for r in ranks)):
+        raise AggregatorError(f"parent ranks {list(ranks)}: not {parent.rack_size} distinct "
+                              f"ranks of 0..{world_size - 1}")

@@ -14,7 +14,8 @@ Requests and replies (see docs/notes/pbox-and-rack.md §2):
 * ``{"cmd": "add_job", "job": ID, "world_size": N, "slot_base": B, "slot_count": C,
   "lanes": L, "parent": {"address": "IP:PORT", "child": C, "rack_size": R}}`` (``lanes``
   optional: 64 or 256, default 64; ``parent`` optional: the PBox is the rack's first level
-  of a job over racks, hosts/pbox/aggregator.py ``Parent``; ``"precision": P`` optional: the
+  of a job over racks, hosts/pbox/aggregator.py ``Parent``, with ``"ranks": [r, ...]``,
+  the rack's ranks in bit order, optional up to 32 ranks; ``"precision": P`` optional: the
   job's precision option, kept for the controller, which reads it back after a restart;
   ``"floats": F`` optional: the last F slots of the range are the job's float route,
   hosts/routes.py, kept for the controller the same way) -> ``{"ok": true}``
@@ -232,6 +233,9 @@ class ControlCore:
         listed = [{**asdict(config), "precision": self.precision.get(job_id),
                    "floats": self.floats.get(job_id)} for job_id, config in self.jobs.items()]
         optional = ("parent", "precision", "floats")
+        for job in listed:
+            if job["parent"] is not None and not job["parent"]["ranks"]:
+                del job["parent"]["ranks"]  # a parent's ranks only where given, likewise
         return [{k: v for k, v in job.items() if k not in optional or v is not None}
                 for job in listed]
 
@@ -284,7 +288,12 @@ def _parent_field(value: object) -> Parent:
     host, _, port = value["address"].rpartition(":")
     if not host or not port.isdigit():
         raise PBoxError(f"parent address {value['address']!r} is not ip:port")
-    return Parent((host, int(port)), _int_field(value, "child"), _int_field(value, "rack_size"))
+    ranks = value.get("ranks", [])
+    if not isinstance(ranks, list) or not all(
+            isinstance(r, int) and not isinstance(r, bool) for r in ranks):
+        raise PBoxError(f"parent 'ranks' must be a list of ranks, got {ranks!r}")
+    return Parent((host, int(port)), _int_field(value, "child"), _int_field(value, "rack_size"),
+                  tuple(ranks))
 
 
 def _precision_field(value: object) -> float | None:

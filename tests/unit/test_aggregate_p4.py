@@ -636,3 +636,76 @@ def test_late_resends_are_stale_and_newer_rounds_abandon_open_ones_as_on_the_pbo
     assert rk.job_stat(reply.job_id, "abandoned") == 1 == stats.abandoned
     assert rk.job_stat(reply.job_id, "duplicates") == 2 == stats.duplicates
     assert rk.job_stat(reply.job_id, "completions") == 4 == stats.completions
+
+
+def test_a_leaf_of_a_job_over_32_workers_numbers_its_rack_bit_identical_to_the_pbox(rk):
+    """A job of 64 ranks over racks: this switch is the leaf of a rack whose workers hold
+    ranks 32..56, past the 32-bit bitmap; its members entries number them 0..6 (their bit
+    index), and the PBox core as a leaf with the same ``Parent.ranks`` answers the same
+    bytes: the PARTIAL up (rank = child index, count = the rack's workers), the parent's
+    RESULT (count 64) down to every member, the stored result to a later duplicate."""
+    from p4hub.controller.core import job_entries
+    from p4hub.controller.core.slots import SlotRange
+    from p4hub.hosts.pbox.aggregator import Parent
+
+    job, n, base, child, epoch = 3, 64, 8, 1, 9
+    on_rack = [1, 2, 3, 4, 6, 7, 8]  # h5 stays outside
+    ranks = [32 + 4 * k for k in range(len(on_rack))]
+    up_port, up_ip, up_mac = 20, 0x0A0000F1, 0x0800000001F1
+    updates = [TableWrite("s1", INSERT, job_entries.on_leaf(
+        job, len(on_rack), n, SlotRange(base, 4), DEFAULT_LANES, 5, epoch, child,
+        (up_ip, up_mac, up_port)))]
+    for bit, (i, rank) in enumerate(zip(on_rack, ranks, strict=True)):
+        mac, ip, port = host(i)
+        switch_port = TOPO.hosts[f"h{i}"].port
+        updates.append(TableWrite("s1", INSERT, job_entries.member(
+            job, rank, ip, port, switch_port, INSERT, bit)))
+        updates.append(TableWrite("s1", INSERT, job_entries.result_dst(
+            job, bit, mac, ip, port, INSERT)))  # its copy's rid: job * 32 + its bit
+    updates.append(GroupWrite("s1", INSERT, job, tuple(
+        (TOPO.hosts[f"h{i}"].port, p.result_rid(job, bit)) for bit, i in enumerate(on_rack))))
+    rk.apply(updates)
+    root = (topology.format_ipv4(up_ip), p.AGG_UDP_PORT)
+    ref = Aggregator()
+    ref.add_job(job, n, base, 4, DEFAULT_LANES,
+                parent=Parent(root, child, len(on_rack), tuple(ranks)))
+    rng = np.random.default_rng(64)
+    values = rng.integers(-(2**20), 2**20, (len(on_rack), DEFAULT_LANES))
+    for k, (i, rank) in enumerate(zip(on_rack, ranks, strict=True)):
+        payload = contrib(job, rank, base + 2, values=values[k], exp=int(k % 5) - 2, position=11)
+        out = rk.send(i, payload)
+        want = pbox_says(ref, i, payload)
+        if k < len(on_rack) - 1:
+            assert out == [] and want == []
+        if k == 1:  # a resend while the cell is open: its member's bit is set, it is dropped
+            again = contrib(job, ranks[0], base + 2, values=values[0], exp=-2, position=11,
+                            retransmit=True)
+            assert rk.send(on_rack[0], again) == [] == pbox_says(ref, on_rack[0], again)
+    (port, frame), = out
+    ((partial, to),) = want
+    f = parse_frame(frame)
+    assert (port, f["dst_ip"], f["dport"]) == (up_port, up_ip, p.AGG_UDP_PORT) and to == root
+    assert f["payload"] == partial
+    got = wire.decode(partial)[0]
+    assert (got.type, got.rank, got.count) == (PacketType.PARTIAL, child, len(on_rack))
+    # complete, no RESULT yet: only the lowest member's resend sends the partial up again
+    for k in (1, 0):
+        again = contrib(job, ranks[k], base + 2, values=values[k], exp=k - 2, position=11,
+                        retransmit=True)
+        out, want = rk.send(on_rack[k], again), pbox_says(ref, on_rack[k], again)
+        assert [parse_frame(frame)["payload"] for _, frame in out] == [d for d, _ in want]
+        assert len(out) == (1 if k == 0 else 0)
+    total = rng.integers(-(2**25), 2**25, DEFAULT_LANES)
+    result = wire.encode(Header(type=PacketType.RESULT, job=job, rank=NO_RANK, slot=base + 2,
+                                position=11, nelem=DEFAULT_LANES, exp=4, count=n),
+                         np.asarray(total, np.int32))
+    down = rk.switch.process(udp_frame((up_mac, up_ip, p.AGG_UDP_PORT), AGG, result), up_port)
+    assert as_results(down) == sorted(ref.receive(result, root, 0.0))
+    assert len(down) == len(on_rack)
+    # the lowest member's duplicate gets the stored result back, on both
+    again = contrib(job, ranks[0], base + 2, values=values[0], position=11, retransmit=True)
+    assert as_results(rk.send(on_rack[0], again)) == pbox_says(ref, on_rack[0], again)
+    # a rank of the job that is no member here is rejected by both, and changes nothing
+    stranger = contrib(job, 33, base + 3, values=values[0], position=11)
+    assert rk.send(on_rack[1], stranger) == [] == pbox_says(ref, on_rack[1], stranger)
+    assert ref.job_stats(job).rejected["rank"] == 1 and rk.job_stat(job, "rejected") == 1

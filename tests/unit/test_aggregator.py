@@ -250,7 +250,7 @@ def test_bounded_memory_and_job_configuration_errors():
     final = agg.remove_job(1)
     assert final.contributions == 0
     agg.add_job(3, 4, 0, 600)
-    for bad in [(4, 0, 0, 1), (4, 33, 0, 1), (4, 2, 0, 0), (4, 2, -1, 1), (4, 2, 2**32 - 1, 2),
+    for bad in [(4, 0, 0, 1), (4, 1025, 0, 1), (4, 2, 0, 0), (4, 2, -1, 1), (4, 2, 2**32 - 1, 2),
                 (70000, 2, 0, 1)]:
         with pytest.raises(AggregatorError):
             Aggregator().add_job(*bad)

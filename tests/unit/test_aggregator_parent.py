@@ -134,3 +134,54 @@ def test_the_controller_configures_a_first_level_pbox_and_modify_keeps_it():
         assert control(replace(write, op=MODIFY)) is False  # there as described
         assert control(replace(write, op=MODIFY, child=0)) is True
         assert core.jobs[JOB].parent == Parent(ROOT, 0, 2)
+
+
+def test_a_job_of_1024_workers_sums_exactly_over_32_leaves_of_32_and_a_root():
+    """The largest two-level tree (wire.MAX_WORLD_SIZE): rack r holds ranks r, r + 32, ...
+    (not contiguous: a leaf numbers its rack by ``Parent.ranks``); every leaf's PARTIAL
+    counts its 32 workers at the root, whose RESULT carries count 1024 and the int32 sum
+    of all 1024 contributions, which every leaf passes to its whole rack."""
+    n, racks, lanes, slot = wire.MAX_WORLD_SIZE, 32, DEFAULT_LANES, BASE
+    root_addr = ("10.0.1.1", 48879)
+    root = Aggregator()
+    root.add_job(JOB, n, BASE, 4, lanes)
+    leaves = []
+    for r in range(racks):
+        leaf = Aggregator()
+        leaf.add_job(JOB, n, BASE, 4, lanes, parent=Parent(
+            root_addr, r, n // racks, tuple(range(r, n, racks))))
+        leaves.append(leaf)
+    rng = np.random.default_rng(1024)
+    values = rng.integers(-(2**20), 2**20, (n, lanes))
+    up = []
+    for rank in range(n):
+        leaf = leaves[rank % racks]
+        out = leaf.receive(contrib(rank, values[rank], slot=slot), (f"10.1.{rank // 256}.{rank % 256}", 40000), 0.0)
+        up += [(datagram, rank % racks) for datagram, to in out if to == root_addr]
+    assert len(up) == racks
+    results = []
+    for datagram, r in up:
+        results += root.receive(datagram, (f"10.0.2.{r}", 48879), 0.0)
+    assert len(results) == racks  # one RESULT per leaf
+    header, lanes_out = wire.decode(results[0][0])
+    assert (header.type, header.count) == (PacketType.RESULT, n)
+    np.testing.assert_array_equal(lanes_out, values.sum(axis=0).astype(np.int32))
+    down = leaves[5].receive(results[0][0], root_addr, 0.0)
+    assert len(down) == n // racks and all(d == results[0][0] for d, _ in down)
+
+
+def test_a_leaf_of_a_job_over_32_workers_needs_its_ranks_and_takes_only_them():
+    a = Aggregator()
+    with pytest.raises(AggregatorError, match="needs its rack's ranks"):
+        a.add_job(JOB, 64, BASE, 8, DEFAULT_LANES, parent=Parent(ROOT, 0, 2))
+    for bad in [(40, 40), (40,), (40, 64), (-1, 3)]:
+        with pytest.raises(AggregatorError, match="parent ranks"):
+            a.add_job(JOB, 64, BASE, 8, DEFAULT_LANES, parent=Parent(ROOT, 0, 2, bad))
+    a.add_job(JOB, 64, BASE, 8, DEFAULT_LANES, parent={"address": list(ROOT), "child": 0,
+                                                        "rack_size": 2, "ranks": [40, 63]})
+    header = Header(type=PacketType.CONTRIB, job=JOB, rank=41, slot=BASE, position=1,
+                    nelem=DEFAULT_LANES, exp=0, count=1)
+    assert a.receive(wire.encode(header, np.zeros(DEFAULT_LANES, np.int32)), ("h", 1), 0.0) == []
+    assert a.job_stats(JOB).rejected["rank"] == 1 and a.job_stats(JOB).contributions == 0
+    with pytest.raises(AggregatorError, match="world size 1025"):
+        Aggregator().add_job(JOB, wire.MAX_WORLD_SIZE + 1, BASE, 8)

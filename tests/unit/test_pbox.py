@@ -205,7 +205,7 @@ def test_control_channel_jobs_and_bad_requests(box):
         {"cmd": "remove_job", "job": 3},
         {"cmd": "add_job", "job": 4, "world_size": 2, "slot_base": 0},
         {"cmd": "add_job", "job": 4, "world_size": True, "slot_base": 0, "slot_count": 1},
-        {"cmd": "add_job", "job": 4, "world_size": 99, "slot_base": 0, "slot_count": 1},
+        {"cmd": "add_job", "job": 4, "world_size": 2000, "slot_base": 0, "slot_count": 1},
         {"cmd": "add_job", "job": 1, "world_size": 2, "slot_base": 0, "slot_count": 1},
         {"cmd": "add_job", "job": 5, "world_size": 2, "slot_base": 0, "slot_count": 10**6},
     ]
@@ -271,9 +271,9 @@ def test_bad_command_line_exits_with_a_clear_error():
                               capture_output=True, text=True, timeout=30)
         assert proc.returncode == 2 and "error" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "p4hub.hosts.pbox.cli", "--listen", "127.0.0.1:0",
-                           "--workers", "1", "--job", "1:64"], capture_output=True, text=True,
+                           "--workers", "1", "--job", "1:2000"], capture_output=True, text=True,
                           timeout=30)
-    assert proc.returncode == 2 and "world size 64" in proc.stderr
+    assert proc.returncode == 2 and "world size 2000" in proc.stderr
 
 
 def test_failed_attach_falls_back_to_one_socket(caplog):

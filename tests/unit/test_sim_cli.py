@@ -74,7 +74,7 @@ def test_default_scenario_runs_each_path_and_writes_json_and_png(tmp_path: Path,
     assert code == 0
     data = sim_json(tmp_path)
     assert [r["path"] for r in data["results"]] == ["switch", "ring", "ps"]
-    assert all(r["workers"] == 32 and r["label"] == "default" for r in data["results"])
+    assert all(r["workers"] == 64 and r["label"] == "default" for r in data["results"])
     assert data["failures"] == [] and data["scenario"] == "default" and data["sweep"] == []
     assert (tmp_path / "sim.png").read_bytes().startswith(PNG_MAGIC)
     out = capsys.readouterr().out
@@ -344,7 +344,7 @@ def test_the_default_scenario_runs_for_real_in_tier_f(tmp_path: Path) -> None:
     assert code == 0
     results = sim_json(tmp_path)["results"]
     assert [r["path"] for r in results] == ["switch", "ring", "ps"]
-    assert all(r["ok"] and r["workers"] == 32 and len(r["iteration_times"]) == 2
+    assert all(r["ok"] and r["workers"] == 64 and len(r["iteration_times"]) == 2
                for r in results)
     # ResNet-50's compute (89.5 ms at gpu_speed 1) bounds every path's iteration from below
     assert all(min(r["iteration_times"]) >= 0.0894 for r in results)

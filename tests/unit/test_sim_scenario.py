@@ -292,8 +292,10 @@ def test_the_queue_holds_at_least_one_frame(lanes: int, smallest: int):
     assert scenario.parse(raw, SOURCE)[0].links.queue == smallest
 
 
-def test_a_job_through_the_slot_aggregators_holds_at_most_32_workers():
-    """The worker bitmaps of aggregate.p4 and of the PBox core: in every tier."""
+def test_an_aggregator_sums_at_most_32_members_in_every_tier():
+    """The cells' bitmaps of aggregate.p4 and of the PBox core: a flat job (one PBox, one
+    rack) holds 32 ranks; a fabric's switch path is a tree of up to 32 racks of 32 in
+    tiers M and F; tier P's controller places at most 32 ranks."""
     for tier in ("P", "M", "F"):
         for path in ("switch", "pbox"):
             raw = with_value("run", "tier", tier)
@@ -302,8 +304,27 @@ def test_a_job_through_the_slot_aggregators_holds_at_most_32_workers():
             raw["topology"].update(workers=16, racks=2)
             assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 32
             raw["topology"].update(workers=11, racks=3)
+            if path == "switch" and tier != "P":
+                assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 33
+                continue
             error = refused(raw)
             assert error.field == "topology.workers" and "at most 32" in error.reason
+        raw = with_value("run", "tier", tier)
+        raw["job"]["paths"] = ["switch"]
+        raw["topology"] = {"kind": "rack", "workers": 33}
+        error = refused(raw)
+        assert error.field == "topology.workers" and "at most 32" in error.reason
+        assert ("controller" if tier == "P" else "one aggregator") in error.reason
+    raw = with_value("run", "tier", "M")
+    raw["job"]["paths"] = ["switch"]
+    raw["topology"].update(workers=32, racks=32)
+    assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 1024
+    raw["topology"].update(workers=33, racks=2)
+    error = refused(raw)
+    assert error.field == "topology.workers" and "a rack" in error.reason
+    raw["topology"].update(workers=2, racks=33)
+    error = refused(raw)
+    assert error.field == "topology.racks" and "33 racks" in error.reason
     raw = base()
     raw["job"]["paths"] = ["ring", "ps"]  # no slot aggregation: no such limit
     raw["topology"].update(workers=64, racks=16)
@@ -484,8 +505,8 @@ def test_every_shipped_scenario_parses(path: Path):
 def test_the_default_scenario_is_the_documented_one():
     (s,) = scenario.load(REPO / "sim" / "scenarios" / "default.toml")
     assert (s.topology.kind, s.topology.racks, s.topology.workers, s.topology.spines) == (
-        "leafspine", 2, 16, 2)
-    assert s.topology.total_workers == 32 and s.links.bandwidth == 1e9
+        "leafspine", 2, 32, 2)
+    assert s.topology.total_workers == 64 and s.links.bandwidth == 1e9
     assert s.job.model == "resnet50" and s.job.paths == ("switch", "ring", "ps")
 
 
@@ -498,3 +519,9 @@ def test_the_emulator_scenario_matches_the_emulator():
 def test_the_worker_sweep_runs_4_to_32_workers():
     points = scenario.load(REPO / "sim" / "scenarios" / "sweep-workers.toml")
     assert [p.topology.total_workers for p in points] == [4, 8, 16, 32]
+
+
+def test_the_scale_sweep_runs_64_to_1024_workers_as_two_level_trees():
+    points = scenario.load(REPO / "sim" / "scenarios" / "sweep-scale.toml")
+    assert [s.topology.total_workers for s in points] == [64, 128, 256, 512, 1024]
+    assert all(s.topology.workers == 32 and s.run.tier == "F" for s in points)
