@@ -531,7 +531,9 @@ def _view_run_lines(gen: CodeGen, run: Run, bank: BankSpec, b: str, view: LaneVi
     lines = [f"if {index} < {size}:", f"    _o = {b}[{index}]"]
     if run.kind == "rmw":  # tmp ends as the last lane's old cell
         lines.append(f"    F[{run.tmp}] = int(_o[{n - 1}])")
-    lines.append(f"    _v = {wire}")
+    # native order first: a ufunc mixing byte orders costs ~0.6 us more per call than
+    # the ~0.15 us of the conversion (measured on 64 uint32 lanes)
+    lines.append(f"    _v = {wire}.astype({gen.bind(bank.dtype, 'vdt')})")
     lay = gen.layout
     in_range = {s: lay.width[s] for s in range(len(lay.width)) if not lay.signed[s]}
     lines += ["    " + line for line in ufunc_lines(run.template, width, in_range)]
