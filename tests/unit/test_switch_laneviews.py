@@ -81,11 +81,14 @@ def test_aggregate_stf_runs_on_lane_views_and_a_broken_view_is_caught(
     assert broken != slow
 
 
-def lane_program(width: int, *, key_on_lane: bool = False, partial: bool = False) -> dict:
+def lane_program(width: int, *, key_on_lane: bool = False, partial: bool = False,
+                 revalidate: bool = False) -> dict:
     """Headers ctl (idx, op) and lanes (N lanes of ``width`` bits); table on op: 1 adds
     the lanes into registers r0..r{N-1} at idx (read-modify-write), 2 reads them into the
     lanes, 3 writes the lanes. ``key_on_lane``: a second table keys on lane v0 (the view
-    must go); ``partial``: the add covers lanes 1.. only (a run over part of the header)."""
+    must go); ``partial``: the add covers lanes 1.. only (a run over part of the header);
+    ``revalidate``: the write also removes and re-adds the header (add_header zeroes
+    every field by name: the view must go)."""
     b = ProgramBuilder()
     b.header("ctl", [["idx", 8, False], ["op", 8, False]])
     b.header("lanes", [[f"v{i}", width, False] for i in range(N + (1 if partial else 0))])
@@ -103,6 +106,9 @@ def lane_program(width: int, *, key_on_lane: bool = False, partial: bool = False
                 prim("register_write", reg, idx, v)]
         read.append(prim("register_read", v, reg, idx))
         write.append(prim("register_write", reg, idx, v))
+    if revalidate:
+        write += [prim("remove_header", {"type": "header", "value": "lanes"}),
+                  prim("add_header", {"type": "header", "value": "lanes"})]
     actions = [("MyIngress.add", b.action("MyIngress.add", [], rmw + [out])),
                ("MyIngress.read", b.action("MyIngress.read", [], read + [out])),
                ("MyIngress.write", b.action("MyIngress.write", [], write + [out]))]
@@ -162,6 +168,11 @@ def test_a_lane_named_by_a_table_key_keeps_its_fields() -> None:
 
 def test_a_run_over_part_of_the_header_keeps_its_fields() -> None:
     fast = _compare(lane_program(32, partial=True), 32, N + 1)
+    assert not fast.program.lane_views
+
+
+def test_a_header_made_valid_again_keeps_its_fields() -> None:
+    fast = _compare(lane_program(16, revalidate=True), 16, N)
     assert not fast.program.lane_views
 
 
