@@ -93,9 +93,11 @@ def free_tcp_port() -> int:
 
 
 def start_p4lite_switch(interfaces: dict[int, str], grpc_port: int, log_path: Path,
-                        wait_seconds: float, priority_queues: int = 1) -> subprocess.Popen:
-    """p4lite-switch on ``interfaces`` (port -> interface) with no program and
-    ``priority_queues`` egress queues per port, its output in ``log_path``; returns once
+                        wait_seconds: float, priority_queues: int = 1,
+                        packet_io: str = "socket") -> subprocess.Popen:
+    """p4lite-switch on ``interfaces`` (port -> interface) with no program,
+    ``priority_queues`` egress queues per port and ``--packet-io packet_io`` (socket or
+    mmap), its output in ``log_path``; returns once
     its gRPC port takes connections. Raises RuntimeError (with the log's tail) if it
     exits or does not listen within ``wait_seconds``."""
     exe = REPO / ".venv" / "bin" / "p4lite-switch"
@@ -103,7 +105,7 @@ def start_p4lite_switch(interfaces: dict[int, str], grpc_port: int, log_path: Pa
     for port, interface in interfaces.items():
         cmd += ["-i", f"{port}@{interface}"]
     cmd += ["--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}",
-            "--priority-queues", str(priority_queues)]
+            "--priority-queues", str(priority_queues), "--packet-io", packet_io]
     with log_path.open("w") as log:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + wait_seconds

@@ -520,11 +520,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="cProfile the in-process aggregation (N=4); py-spy the switch process if installed")
     ap.add_argument("--scalar", action="store_true",
                     help="in-process switches without vectorized lane runs (before/after comparisons)")
+    ap.add_argument("--packet-io", choices=("socket", "mmap"), default="socket",
+                    help="p4lite-switch's frame I/O in the process part (PACKET_MMAP rings: mmap)")
+    ap.add_argument("--no-lane-views", action="store_true",
+                    help="in-process switches with every lane a field slot (laneviews.py)")
     ap.add_argument("--lanes", type=lambda text: [int(v) for v in text.split(",")],
                     default=[64, 256], help="lane counts of the aggregate case (64,256)")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     SWITCH_OPTIONS["vectorize"] = not args.scalar
+    SWITCH_OPTIONS["lane_views"] = not args.no_lane_views
     # SIGTERM unwinds like Ctrl-C, so the namespace, veths and switch process are removed
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     started = time.monotonic()
@@ -557,7 +562,8 @@ def main(argv: list[str] | None = None) -> int:
             from bench.switch_core_process import run_process_bench  # noqa: PLC0415 (root only)
             in_process = {r.world_size: r for r in agg_results}
             print(f"p4lite-switch process, {lanes} lanes per packet:")
-            process = run_process_bench(agg, in_process, args.seconds, args.profile)
+            process = run_process_bench(agg, in_process, args.seconds, args.profile,
+                                        args.packet_io)
             extra[f"switch_process{suffix}"] = process
     print_table(results, process)
     stored.update({r.name: asdict(r) for r in results})

@@ -349,7 +349,7 @@ def paced_send(socks: dict[int, socket.socket], frames: list[tuple[int, bytes]],
 
 
 def run_process_bench(agg: AggRack, in_process: Mapping[int, AggResult], seconds: float,
-                      profile: bool) -> dict:
+                      profile: bool, packet_io: str = "socket") -> dict:
     """Part (b); the caller checked for root. Always removes the namespace and the switch."""
     ports = max(agg.jobs) + 1  # the workers of the largest job, and the PBox
     proc = bench = None
@@ -359,7 +359,8 @@ def run_process_bench(agg: AggRack, in_process: Mapping[int, AggResult], seconds
         grpc_port = free_tcp_port()
         # 8 queues, as topologies/p4switch.py starts the rack's switch for aggregate.p4
         proc = start_p4lite_switch({i: net.switch_if(i) for i in range(1, net.ports + 1)},
-                                   grpc_port, log_path, wait_seconds=15, priority_queues=8)
+                                   grpc_port, log_path, wait_seconds=15, priority_queues=8,
+                                   packet_io=packet_io)
         bench = ProcessBench(agg, net, grpc_port, proc.pid)
         out: dict[str, dict | None] = {}  # "n<N>" -> trial, "py_spy" -> profile or None
         for n in sorted(agg.jobs):

@@ -113,8 +113,8 @@ def _runtime_entry(entry) -> TableEntry:
 class Rack:
     """The switch configured through the controller's own updates."""
 
-    def __init__(self, compiled) -> None:
-        self.switch = Switch(compiled.bmv2)
+    def __init__(self, compiled, lane_views: bool = True) -> None:
+        self.switch = Switch(compiled.bmv2, lane_views=lane_views)
         self.codec = EntryCodec(P4InfoIndex(compiled.p4info))
         self.registry = JobRegistry(TOPO, epoch_seed=77)
         self.pbox = Aggregator()  # the real PBox's core, for jobs placed on it
@@ -160,9 +160,13 @@ class Rack:
         return self.switch.counter_read(p.JOB_STATS, index)[1]
 
 
-@pytest.fixture
-def rk(compiled) -> Rack:
-    return Rack(compiled)
+@pytest.fixture(params=[True, False], ids=["lane-views", "lane-fields"])
+def rk(compiled, request) -> Rack:
+    """Every test on both forms of the lanes (p4lite/switch/core/laneviews.py): the four
+    lane groups as wire-byte views, and as one field slot per lane."""
+    rack = Rack(compiled, lane_views=request.param)
+    assert bool(rack.switch.program.lane_views) == request.param  # which path runs
+    return rack
 
 
 def reference(job_id: int, n: int, base: int, count: int, lanes: int = DEFAULT_LANES) -> Aggregator:

@@ -21,6 +21,7 @@ from types import CodeType
 from typing import Any
 
 from p4lite.bmv2json.model import Primitive
+from p4lite.switch.core.laneviews import LaneView
 from p4lite.switch.core.program import MAX_FIELD_WIDTH, Layout, fail, need, parse_hexstr
 
 # BMv2 binary operator -> the Python operator of the generated ``(left OP right)``
@@ -100,6 +101,7 @@ class CodeGen:
         self.state_refs: dict[str, StateRef] = {}  # global name -> per-switch object
         self.params: list[int] | None = None  # widths of the action's runtime data
         self.in_parser = False
+        self.views: dict[str, LaneView] = {}  # header -> lane view (laneviews.py)
 
     # -- namespace -------------------------------------------------------------------
 

@@ -64,9 +64,13 @@ def extract_lines(gen: CodeGen, h: HeaderInfo, too_short: int) -> list[str]:
         raise fail(f"header '{h.name}'", "extract of a header with a varbit field without a "
                                          "length: not supported by p4lite")
     nbytes = h.nbits // 8
+    lines = [f"if pos + {nbytes} > _n:", f"    return pos, {too_short}"]
+    view = gen.views.get(h.name)
+    if view is not None:  # the lanes' wire bytes as they are (laneviews.py)
+        return lines + [f"F[{view.slot}] = bytes(B[pos:pos + {nbytes}])", f"F[{h.valid_slot}] = 1",
+                        f"pos += {nbytes}"]
     units = units_of(h)
     st = _struct(gen, units)
-    lines = [f"if pos + {nbytes} > _n:", f"    return pos, {too_short}"]
     simple = all(len(u.fields) == 1 and len(u.items) == 1 and not u.fields[0][2] for u in units)
     contiguous = h.slots == list(range(h.slots[0], h.slots[0] + len(h.slots))) if h.slots else False
     if simple and contiguous:
@@ -162,6 +166,9 @@ def emit_expr(gen: CodeGen, h: HeaderInfo) -> str:
     """An expression: h's fields as bytes (fields are in range, signed ones masked)."""
     if h.varbit is not None:
         return _vl_emit_expr(h)
+    view = gen.views.get(h.name)
+    if view is not None:
+        return f"F[{view.slot}]"
     units = units_of(h)
     st = _struct(gen, units)
     args = []

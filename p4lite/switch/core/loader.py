@@ -27,6 +27,7 @@ from p4lite.bmv2json.model import Action, Checksum, Pipeline, Program
 from p4lite.switch.core import hashes
 from p4lite.switch.core.codegen import CodeGen, PacketAssertion, PacketExit, StateRef, TooShort
 from p4lite.switch.core.fusion import Node, check_acyclic, fused_sources
+from p4lite.switch.core.laneviews import LaneView, add_views, candidates, misused
 from p4lite.switch.core.lifecycle import egress_source, ingress_normal_source, receive_source
 from p4lite.switch.core.parsegen import (
     calculation_source,
@@ -81,7 +82,8 @@ class LoadedProgram:
 
     drop_port: int
     vectorize: bool
-    layout: Layout  # field slots (read-only once loaded)
+    layout: Layout
+    lane_views: Mapping[str, LaneView]  # header -> its lane view (laneviews.py)  # field slots (read-only once loaded)
     sources: Mapping[str, str]  # generated function name -> Python source
     state_refs: Mapping[str, StateRef]  # generated global -> per-switch object it names
     registers: Mapping[str, RegisterSpec]
@@ -119,13 +121,21 @@ def load_model(program: dict | str | pathlib.Path | bmv2json.Program) -> bmv2jso
 
 
 def load_program(program: dict | str | pathlib.Path | bmv2json.Program, *,
-                 drop_port: int = 511, vectorize: bool = True) -> LoadedProgram:
+                 drop_port: int = 511, vectorize: bool = True,
+                 lane_views: bool = True) -> LoadedProgram:
     """Validate and compile ``program`` (a loaded model, a JSON dict, JSON text or a
     path); raises SwitchLoadError naming what is malformed or unsupported.
-    ``vectorize``: lane runs as numpy row operations (vectorize.py)."""
+    ``vectorize``: lane runs as numpy row operations (vectorize.py); ``lane_views``
+    (with ``vectorize`` only): lane headers kept as their wire bytes (laneviews.py)."""
     prog = load_model(program)
     try:
-        return _Loader(drop_port, vectorize).load(prog)
+        excluded: set[str] = set()
+        while True:  # a header whose view generated code does not respect loses it
+            loaded = _Loader(drop_port, vectorize, lane_views, excluded).load(prog)
+            bad = misused(loaded.sources, loaded.lane_views)
+            if not bad:
+                return loaded
+            excluded |= bad
     except SwitchLoadError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError,
@@ -136,8 +146,11 @@ def load_program(program: dict | str | pathlib.Path | bmv2json.Program, *,
 class _Loader:
     """One load: the JSON walked in order, code generated into one CodeGen."""
 
-    def __init__(self, drop_port: int, vectorize: bool) -> None:
+    def __init__(self, drop_port: int, vectorize: bool, lane_views: bool = False,
+                 excluded: set[str] | None = None) -> None:
         self.drop_port, self.vectorize = drop_port, vectorize
+        self.lane_views = vectorize and lane_views
+        self.excluded = excluded or set()
 
     def load(self, prog: Program) -> LoadedProgram:
         if prog.parse_vsets:
@@ -152,6 +165,10 @@ class _Loader:
         gen.state_refs["_randint"] = ("randint", None)
         self._load_stateful(prog, gen)
         self._load_lists(prog, gen)
+        if self.lane_views:
+            listed = [s for slots in self.field_lists.values() for s in slots]
+            listed += [s for _, slots in self.learn_lists.values() for s in slots]
+            gen.views = add_views(layout, candidates(layout, listed, self.excluded))
         for i, calc in enumerate(prog.calculations):
             gen.calcs[calc.name] = f"_calc{i}"
             gen.define(calculation_source(gen, f"_calc{i}", calc), f"_calc{i}")
@@ -174,6 +191,7 @@ class _Loader:
                 self.tables[arr.binding] = replace(self.tables[arr.binding], has_meter=True)
         return LoadedProgram(
             drop_port=self.drop_port, vectorize=self.vectorize, layout=layout,
+            lane_views=_frozen(dict(gen.views)),
             sources=_frozen(gen.sources), state_refs=_frozen(gen.state_refs),
             registers=_frozen(self.registers), counters=_frozen(self.counters),
             meters=_frozen(self.meters), banks=tuple(self.banks.values()),

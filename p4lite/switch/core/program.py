@@ -142,9 +142,9 @@ class Layout:
     owner: list[str] = field(default_factory=list)  # header name per slot
     standard: dict[str, int] = field(default_factory=dict)  # standard field -> slot
     hidden: dict[str, int] = field(default_factory=dict)  # alias -> hidden standard slot
-    template: list[int] = field(default_factory=list)  # F at receive
+    template: list[Any] = field(default_factory=list)  # F at receive (ints; bytes for lane views)
 
-    def new_slot(self, width: int, signed: bool, owner: str, initial: int = 0) -> int:
+    def new_slot(self, width: int, signed: bool, owner: str, initial: Any = 0) -> int:
         self.width.append(width)
         self.signed.append(signed)
         self.owner.append(owner)
