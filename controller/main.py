@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     ctl: Controller | None = None
     try:
         topo = topology.load(args.topology)
-        security = auth.configure(args, args.listen or topo.controller.listen)
         pipeline = load_pipeline(args)
+        security = auth.configure(args, args.listen or topo.controller.listen)
         pboxes = PBoxControl(topo)
         ctl = Controller(topo, pipeline, pbox_sink=pboxes,
                          epoch_seed=time.time_ns() // 1_000_000)
