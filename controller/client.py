@@ -39,12 +39,17 @@ ENVIRONMENT = {
     "P4HUB_TLS_SERVER_NAME": "the name to check the controller's certificate against, "
                              "when it is not the address dialled",
     "P4HUB_INSECURE": "1: plaintext, for a controller started with --insecure",
+    "P4HUB_STATE_DIR": "the controller's state directory, where the defaults above are "
+                       "looked for (default /var/lib/p4hub for root)",
 }
 
 
 def default_state_dir() -> Path:
     """The controller's state directory unless ``--state-dir`` says otherwise:
-    /var/lib/p4hub for root, else $XDG_STATE_HOME/p4hub (~/.local/state/p4hub)."""
+    $P4HUB_STATE_DIR, else /var/lib/p4hub for root, else $XDG_STATE_HOME/p4hub
+    (~/.local/state/p4hub)."""
+    if os.environ.get("P4HUB_STATE_DIR"):
+        return Path(os.environ["P4HUB_STATE_DIR"])
     if os.geteuid() == 0:
         return Path("/var/lib/p4hub")
     base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")

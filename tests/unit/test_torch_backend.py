@@ -21,6 +21,7 @@ import grpc
 import pytest
 
 from p4hub.controller import api
+from p4hub.controller.core.credentials import Caller
 
 ROOT = Path(__file__).resolve().parents[2]
 # job id -> (world size, slot base) configured on the PBox; slot ranges do not overlap, and
@@ -64,6 +65,7 @@ def env_for(job: int | None = None, **extra: str) -> dict[str, str]:
     if job is not None:
         env.update(P4HUB_JOB_ID=str(job), P4HUB_SLOT_BASE=str(JOBS[job][1]),
                    P4HUB_SLOT_COUNT=str(SLOTS))
+    env["P4HUB_INSECURE"] = "1"  # the fake controller serves plaintext
     env.update(extra)
     env["PYTHONPATH"] = str(ROOT)
     return env
@@ -169,6 +171,7 @@ class FakeJobService(api.RequestHandler):
     def __init__(self, pbox: str) -> None:
         self.pbox = pbox
         self.calls: list[tuple[str, dict]] = []
+        self.tokens: list[str | None] = []  # the job token each call presented
         self.lock = threading.Lock()
         self.beats: dict[int, int] = {}  # heartbeats per rank
         self.new_epoch_after: int | None = None  # beats; then Heartbeat answers epoch 9
@@ -176,10 +179,13 @@ class FakeJobService(api.RequestHandler):
         self.job = 6  # the PBox job JoinJob hands out (each test group needs its own)
         self.routes: list[dict] | None = None  # the job's map, when split over PBoxes
 
-    def handle(self, method: str, body: bytes) -> dict:
+    def handle(self, method: str, body: bytes, caller: Caller) -> dict:
         request = json.loads(body)
         with self.lock:
             self.calls.append((method, request))
+            self.tokens.append(caller.job_token)
+            if caller.admin_token is not None:
+                raise api.ApiError(grpc.StatusCode.INVALID_ARGUMENT, "an agent administers")
         if method == "JoinJob":
             if request["name"].startswith("refuse"):
                 raise api.ApiError(grpc.StatusCode.INVALID_ARGUMENT,
@@ -223,6 +229,8 @@ def test_joining_through_the_controller_heartbeats_and_leaves(controller):
     assert all(j["address"].startswith("127.0.0.1:") for j in joins)
     leaves = sorted(r["rank"] for m, r in service.calls if m == "LeaveJob")
     assert leaves == [0, 1]
+    # rank 0's token reached rank 1 through the store; every call presented it
+    assert len(set(service.tokens)) == 1 and len(service.tokens[0] or "") == 43
     stats = next(line["stats"] for line in outputs[0] if "stats" in line)
     assert stats["where"] == "pbox" and stats["job_id"] == 6
 
