@@ -12,6 +12,7 @@ does; agents pass only their job's token.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -178,10 +179,15 @@ class JobClient:
     def join(self, name: str, world_size: int, rank: int, address: str,
              placement: str = "auto", lanes: int = DEFAULT_LANES, precision: float | None = None) -> dict:
         """``precision``: the precision option's relative error bound (None: off, and the
-        request is today's)."""
+        request is today's). A join that created the job without bringing a token gets
+        the controller's (``job_token``): this client presents it from then on."""
         extra = {} if precision is None else {"precision": precision}
-        return self.call("JoinJob", name=name, world_size=world_size, rank=rank, address=address,
-                         placement=placement, lanes=lanes, **extra)
+        reply = self.call("JoinJob", name=name, world_size=world_size, rank=rank,
+                          address=address, placement=placement, lanes=lanes, **extra)
+        if reply.get("job_token"):
+            self.auth = dataclasses.replace(self.auth, job_token=reply["job_token"])
+            self._metadata = self.auth.metadata()
+        return reply
 
     def leave(self, job_id: int, rank: int) -> dict:
         return self.call("LeaveJob", job_id=job_id, rank=rank)
