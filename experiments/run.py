@@ -191,8 +191,10 @@ def _banner(rack: Rack, args: argparse.Namespace) -> str:
     else:
         switches = (f"rack up: {args.workers} workers, P4 switch s1 ({rack.switch.command()[0]}, "
                     f"P4Runtime 127.0.0.1:{args.grpc_port})")
+    tls = (f"; TLS credentials (CA, admin.pem/admin.key for you) in {rack.credentials.directory}"
+           if rack.credentials else "")
     return (f"{switches}, PBox{'es' * many} at {pboxes}, controller at "
-            f"{rack.controller_address}; logs in {rack.log_dir}")
+            f"{rack.controller_address}; logs in {rack.log_dir}{tls}")
 
 
 def rack_config(args: argparse.Namespace, run_name: str = "run") -> RackConfig:
