@@ -529,7 +529,14 @@ class Rack:
                          log_name: str = "controller",
                          extra: Sequence[str] = ()) -> subprocess.Popen:
         """Run p4hub-controller in the root namespace; returns once its job API answers.
-        ``extra``: more of its options (``--metrics 127.0.0.1:9100``)."""
+        ``extra``: more of its options (``--metrics 127.0.0.1:9100``).
+
+        Its job API serves TLS with the run's certificate (``credentials``; without them,
+        one it makes itself) and keeps its state (the administrator token, the job token
+        digests) in ``<log dir>/controller-state``, which a restarted controller finds
+        again. This process's environment names both (P4HUB_STATE_DIR, P4HUB_CA), so its
+        clients and the workers it starts verify the controller and the operator's
+        clients administer it (docs/running.md)."""
         if not self.config.p4:
             raise RackError("the controller needs the P4 switch (RackConfig(p4=True))")
         self.topology = topology or self.topology or self.controller_topology()
@@ -537,10 +544,18 @@ class Rack:
         path.write_text(json.dumps(self.topology, indent=1) + "\n")
         from p4hub.topologies.p4switch import tool_command
 
+        os.environ["P4HUB_STATE_DIR"] = str(self.log_dir / "controller-state")
+        api_tls: list[str] = []
+        if self.credentials is not None:
+            api_tls = ["--api-cert", str(self.credentials.controller.cert),
+                       "--api-key", str(self.credentials.controller.key)]
+            os.environ["P4HUB_CA"] = str(self.credentials.ca)
+        else:  # the CA the controller makes in its state directory (client.py finds it)
+            os.environ.pop("P4HUB_CA", None)
         # the console script when installed, so `make stop` (topologies/cleanup.py) finds it
         args = [*tool_command("p4hub-controller", "p4hub.controller.main"), "--topology", str(path),
                 "--bmv2-json", str(self.bmv2_json), "--p4info", str(self.p4info),
-                "--connect-timeout", str(timeout), *extra]
+                "--connect-timeout", str(timeout), *api_tls, *extra]
         err = open(self.log_dir / f"{log_name}.log", "a")  # noqa: SIM115 - closed below
         proc = subprocess.Popen(args, stdout=err, stderr=subprocess.STDOUT, cwd=str(REPO),
                                 env={**os.environ, "PYTHONPATH": str(REPO), **CRASH_DUMP_ENV},
@@ -554,19 +569,22 @@ class Rack:
     def _wait_controller(self, proc: subprocess.Popen, timeout: float, log: Path) -> None:
         from p4hub.controller.client import JobClient
 
-        client = JobClient(self.controller_address, timeout=1.0)
         deadline = time.monotonic() + timeout
-        try:
-            while time.monotonic() < deadline:
-                if proc.poll() is not None:
-                    break
-                try:
-                    client.call("Status")
-                    return
-                except Exception:  # noqa: BLE001 - not up yet
-                    time.sleep(0.2)
-        finally:
-            client.close()
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            try:  # a client per try: the administrator token file appears as it starts
+                client = JobClient(self.controller_address, timeout=1.0)
+            except OSError:
+                time.sleep(0.2)
+                continue
+            try:
+                client.call("Status")
+                return
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.2)
+            finally:
+                client.close()
         raise RackError(f"p4hub-controller did not come up, see {log}: "
                         f"{log.read_text().strip()[-1500:]}")
 
