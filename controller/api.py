@@ -12,7 +12,8 @@ generated stubs needed on either side; any gRPC client can call
               the first join, later ones must agree)}
              -> {job_id, world_size, rank,
              aggregator: "ip:port", slot_base, slot_count, lanes, window,
-             where, epoch, routes, precision (null: off)}
+             where, epoch, routes, precision (null: off),
+             job_token (only from the join that created the job without bringing one)}
   LeaveJob   {job_id, rank} -> {}
   Heartbeat  {job_id, rank, sent?, retransmitted?, results?, epoch?, routes?, map?}
              -> {epoch, where, slot_base, slot_count, routes}: the counters and per-route

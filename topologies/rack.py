@@ -295,6 +295,7 @@ class Rack:
         if self.config.tls:
             self.credentials = credentials.make(self.log_dir, self.config.switch_names,
                                                 self._server_addresses())
+        self._client_environment()
         remove_leftovers()
         switch_cls, switch_opts = self._switch()
         self.net = Mininet(topo=None, controller=None, link=TCLink, build=False,
@@ -329,6 +330,16 @@ class Rack:
         switch, port = host_ports(self.config)[name]
         self.net.addLink(host, self.switches[switch], port2=port, **link_opts)
         return host
+
+    def _client_environment(self) -> None:
+        """Where the job API's clients find the controller's CA and state (its
+        administrator token): in this process's environment, before the hosts' shells
+        are made, so the driver, the workers and commands typed in a host all have it."""
+        os.environ["P4HUB_STATE_DIR"] = str(self.log_dir / "controller-state")
+        if self.credentials is not None:
+            os.environ["P4HUB_CA"] = str(self.credentials.ca)
+        else:  # the CA the controller makes in its state directory (client.py finds it)
+            os.environ.pop("P4HUB_CA", None)
 
     def _switch_opts(self, opts: dict[str, Any], index: int) -> dict[str, Any]:
         """Switch ``index``'s options: in a fabric each P4 switch process has its own
@@ -536,7 +547,7 @@ class Rack:
         digests) in ``<log dir>/controller-state``, which a restarted controller finds
         again. This process's environment names both (P4HUB_STATE_DIR, P4HUB_CA), so its
         clients and the workers it starts verify the controller and the operator's
-        clients administer it (docs/running.md)."""
+        clients administer it (``_client_environment``; docs/running.md)."""
         if not self.config.p4:
             raise RackError("the controller needs the P4 switch (RackConfig(p4=True))")
         self.topology = topology or self.topology or self.controller_topology()
@@ -544,14 +555,10 @@ class Rack:
         path.write_text(json.dumps(self.topology, indent=1) + "\n")
         from p4hub.topologies.p4switch import tool_command
 
-        os.environ["P4HUB_STATE_DIR"] = str(self.log_dir / "controller-state")
         api_tls: list[str] = []
         if self.credentials is not None:
             api_tls = ["--api-cert", str(self.credentials.controller.cert),
                        "--api-key", str(self.credentials.controller.key)]
-            os.environ["P4HUB_CA"] = str(self.credentials.ca)
-        else:  # the CA the controller makes in its state directory (client.py finds it)
-            os.environ.pop("P4HUB_CA", None)
         # the console script when installed, so `make stop` (topologies/cleanup.py) finds it
         args = [*tool_command("p4hub-controller", "p4hub.controller.main"), "--topology", str(path),
                 "--bmv2-json", str(self.bmv2_json), "--p4info", str(self.p4info),
