@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import string
+from typing import Any
 
 import grpc
 import numpy as np
@@ -58,7 +59,7 @@ def value(rng: random.Random, depth: int = 0):
 
 
 # a well-formed request per method, of which the fuzz turns fields into wrong types
-TEMPLATES = {
+TEMPLATES: dict[str, dict[str, Any]] = {
     "JoinJob": {"name": "fuzz", "world_size": 1, "rank": 0, "address": "10.0.0.4:4000",
                 "placement": "auto", "lanes": 64, "precision": 0.01},
     "LeaveJob": {"job_id": 1, "rank": 0}, "Barrier": {"job_id": 1, "rank": 0, "timeout": 0.01},
