@@ -12,7 +12,8 @@ generated stubs needed on either side; any gRPC client can call
               the first join, later ones must agree)}
              -> {job_id, world_size, rank,
              aggregator: "ip:port", slot_base, slot_count, lanes, window,
-             where, epoch, routes, precision (null: off)}
+             where, epoch, routes, precision (null: off),
+             job_token (only from the join that created the job without bringing one)}
   LeaveJob   {job_id, rank} -> {}
   Heartbeat  {job_id, rank, sent?, retransmitted?, results?, epoch?, routes?, map?}
              -> {epoch, where, slot_base, slot_count, routes}: the counters and per-route
@@ -33,10 +34,20 @@ generated stubs needed on either side; any gRPC client can call
              heartbeats (controller/core/doctor.py); the slot state is read twice, settle s
              apart, to tell stuck rounds from rounds in flight
 
+Credentials (controller/core/credentials.py): the join that creates a job gets its
+token (``job_token`` in the reply, unless the join brought one in the metadata key
+``p4hub-job-token``); every other call about one job (JoinJob of an existing job,
+LeaveJob, Heartbeat, Barrier, ShowJob, Doctor with a job_id) must bring it there;
+ListJobs, Status, KillJob, ShowSwitch and Doctor on every job need the
+administrator's (metadata ``p4hub-admin-token``, or a client certificate
+``controller/auth.py`` names an administrator). Checked before anything is looked up,
+so a refusal says nothing about whether the job exists.
+
 Errors: the gRPC code follows from the error's type (``GRPC_CODES``, never its
 message): a refused request (RefusedError) is INVALID_ARGUMENT, an unknown job or
 switch (NotFoundError) NOT_FOUND, a switch or PBox failure (UnavailableError)
-UNAVAILABLE, a barrier timeout DEADLINE_EXCEEDED; anything else is a bug, answered
+UNAVAILABLE, a barrier timeout DEADLINE_EXCEEDED, a missing credential
+UNAUTHENTICATED, a wrong one PERMISSION_DENIED; anything else is a bug, answered
 INTERNAL and logged with its traceback once per exception type. The status
 details carry the reason. ``now`` comes from ``clock`` (monotonic
 seconds), the only clock in the controller.
@@ -54,9 +65,18 @@ from typing import Any, Protocol
 
 import grpc
 
-from p4hub.controller import snapshot
+from p4hub.controller import auth, snapshot
 from p4hub.controller.client import METHODS, SERVICE, encode
 from p4hub.controller.core import doctor, traffic
+from p4hub.controller.core import program as p
+from p4hub.controller.core.credentials import (
+    Caller,
+    Credentials,
+    PermissionDenied,
+    Unauthenticated,
+    check_token,
+    new_token,
+)
 from p4hub.controller.core.errors import (
     NotFoundError,
     P4hubControllerError,
@@ -94,6 +114,8 @@ GRPC_CODES: dict[type[BaseException], grpc.StatusCode] = {
     RefusedError: grpc.StatusCode.INVALID_ARGUMENT,
     UnavailableError: grpc.StatusCode.UNAVAILABLE,
     BarrierTimeout: grpc.StatusCode.DEADLINE_EXCEEDED,
+    Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
 }
 
 
@@ -171,32 +193,53 @@ def end_summary(end: JobEnd, now: float) -> dict:
     return out
 
 
+# calls about one job: what the refusal calls them ("... job 3 needs ...")
+JOB_CALLS = {"LeaveJob": "leaving", "Heartbeat": "a heartbeat for", "Barrier": "the barrier of",
+             "ShowJob": "showing", "Doctor": "the doctor on"}
+ADMIN_CALLS = {"ListJobs": "listing the jobs", "Status": "the controller's status",
+               "KillJob": "killing a job", "ShowSwitch": "showing a switch",
+               "Doctor": "the doctor on every job"}
+
+
 class JobService:
-    """The handlers; ``handle(method, body)`` is what the gRPC adapter calls."""
+    """The handlers; ``handle(method, body, caller)`` is what the gRPC adapter calls."""
 
     def __init__(self, controller: Controller, clock: Callable[[], float] = time.monotonic,
                  pboxes: snapshot.PBoxReader | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 credentials: Credentials | None = None,
+                 on_tokens: Callable[[dict[int, tuple[int, str]]], None] | None = None) -> None:
         """``pboxes``: how Doctor reads PBox state (``PBoxControl``); None: not read.
-        ``sleep``: how Doctor waits between its two reads (tests pass a fake)."""
+        ``sleep``: how Doctor waits between its two reads (tests pass a fake).
+        ``credentials``: the administrator's and the jobs' (None: a fresh administrator
+        token nobody knows, so only in-process callers administer); ``on_tokens``: told
+        the job token digests after each job's creation (controller/auth.py persists
+        them for a restarted controller)."""
         self.ctl = controller
         self.clock = clock
         self.pboxes = pboxes
         self.sleep = sleep
+        self.credentials = credentials or Credentials(new_token())
+        self.on_tokens = on_tokens
         self.barriers = threading.Condition(controller.lock)
         self.internal_errors = InternalErrors()
 
-    def handle(self, method: str, body: bytes) -> dict:
-        """Run one method; every failure comes out as an ApiError whose code follows
-        from the failure's type (``grpc_code``)."""
+    def handle(self, method: str, body: bytes, caller: Caller) -> dict:
+        """Run one method for ``caller``; every failure comes out as an ApiError whose
+        code follows from the failure's type (``grpc_code``)."""
         try:
             request = json.loads(body or b"{}")
         except ValueError as exc:
             raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, f"request is not JSON: {exc}") from None
+        except RecursionError:
+            raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "request is nested too deeply") from None
         if not isinstance(request, dict):
             raise ApiError(grpc.StatusCode.INVALID_ARGUMENT, "request must be a JSON object")
         handler = getattr(self, f"_{method}")
         try:
+            self._authorize(method, request, caller)
+            if method == "JoinJob":
+                return self._JoinJob(request, caller)
             return handler(request)
         except ApiError:
             raise
@@ -208,9 +251,17 @@ class JobService:
                                "(see the controller's log)") from None
             raise ApiError(code, str(exc)) from None
 
+    def _authorize(self, method: str, r: dict, caller: Caller) -> None:
+        """Refuse a call its caller may not make, before anything is looked up (JoinJob
+        is checked against the job its name finds, in ``_JoinJob``)."""
+        if method in JOB_CALLS and (method != "Doctor" or "job_id" in r):
+            self.credentials.require_job(caller, _int(r, "job_id"), JOB_CALLS[method])
+        elif method in ADMIN_CALLS:
+            self.credentials.require_admin(caller, ADMIN_CALLS[method])
+
     # -- workers -------------------------------------------------------------------
 
-    def _JoinJob(self, r: dict) -> dict:  # noqa: N802
+    def _JoinJob(self, r: dict, caller: Caller) -> dict:  # noqa: N802
         name = r.get("name")
         if not isinstance(name, str):
             raise RefusedError("'name' must be a string")
@@ -222,16 +273,30 @@ class JobService:
         if precision is not None and (isinstance(precision, bool)
                                       or not isinstance(precision, int | float)):
             raise RefusedError("'precision' must be a number (a relative error bound) or null")
-        reply = self.ctl.join(name, _int(r, "world_size"), _int(r, "rank"), _address(r.get("address")),
-                              self.clock(), placement, lanes,
-                              None if precision is None else float(precision))
-        return {
+        world_size, rank, address = _int(r, "world_size"), _int(r, "rank"), _address(r.get("address"))
+        brought = None if caller.job_token is None else check_token(caller.job_token)
+        with self.ctl.lock:  # the name's job looked up and joined as one step
+            existing = self.ctl.registry.job_by_name(name)
+            if existing is not None:
+                self.credentials.require_join(caller, name, existing.job_id)
+            reply = self.ctl.join(name, world_size, rank, address, self.clock(), placement,
+                                  lanes, None if precision is None else float(precision))
+            created = None
+            if existing is None:  # this join created the job: it gets its token
+                created = brought or new_token()
+                self.credentials.record(reply.job_id, p.name_tag(name), created)
+                if self.on_tokens is not None:
+                    self.on_tokens(self.credentials.snapshot())
+        answer = {
             "job_id": reply.job_id, "world_size": reply.world_size, "rank": reply.rank,
             "aggregator": f"{reply.aggregator_ip}:{reply.aggregator_port}",
             "slot_base": reply.slot_base, "slot_count": reply.slot_count, "lanes": reply.lanes,
             "window": reply.window, "where": reply.where, "epoch": reply.epoch,
             "routes": list(reply.routes), "precision": reply.precision,
         }
+        if created is not None and brought is None:  # only a token the caller cannot know
+            answer["job_token"] = created
+        return answer
 
     def _LeaveJob(self, r: dict) -> dict:  # noqa: N802
         with self.barriers:
@@ -376,6 +441,8 @@ class JobService:
 
     def _ShowSwitch(self, r: dict) -> dict:  # noqa: N802
         name = r.get("name")
+        if not isinstance(name, str):
+            raise RefusedError("'name' must be a string (a switch of the topology)")
         if name not in self.ctl.topo.switches:
             raise NotFoundError(f"no switch {name!r}")
         return self.ctl.switch_view(name)
@@ -387,13 +454,17 @@ class JobService:
 class RequestHandler(Protocol):
     """What the gRPC adapter serves: ``JobService``, or a stand-in with the same call."""
 
-    def handle(self, method: str, body: bytes) -> dict: ...
+    def handle(self, method: str, body: bytes, caller: Caller) -> dict: ...
 
 
-def _unary(service: RequestHandler, method: str):
+def _unary(service: RequestHandler, method: str, admin_names: frozenset[str]):
     def call(body: bytes, context: grpc.ServicerContext) -> dict:
         try:
-            return service.handle(method, body)
+            who = auth.caller(context, admin_names)
+        except RefusedError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        try:
+            return service.handle(method, body, who)
         except ApiError as exc:
             context.abort(exc.code, str(exc))
         raise AssertionError("unreachable")  # context.abort raises
@@ -402,16 +473,21 @@ def _unary(service: RequestHandler, method: str):
         call, request_deserializer=lambda raw: raw, response_serializer=encode)
 
 
-def serve(service: RequestHandler, address: str, max_workers: int = 32) -> tuple[grpc.Server, int]:
+def serve(service: RequestHandler, address: str, max_workers: int = 32,
+          tls: grpc.ServerCredentials | None = None,
+          admin_names: frozenset[str] = frozenset()) -> tuple[grpc.Server, int]:
     """Start the job API on ``address`` (port 0 picks one); returns the server and port;
     raises OSError when it cannot listen there. Barrier calls hold a thread each, hence
-    the generous pool."""
+    the generous pool. ``tls``: the server's credentials (``auth.server_credentials``),
+    None: plaintext; ``admin_names``: client certificate common names that administer
+    (mutual TLS)."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="p4hub-api"))
-    handlers = {m: _unary(service, m) for m in METHODS}
+    handlers = {m: _unary(service, m, admin_names) for m in METHODS}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     try:
-        port = server.add_insecure_port(address)
+        port = (server.add_insecure_port(address) if tls is None
+                else server.add_secure_port(address, tls))
     except RuntimeError:  # grpc's "Failed to bind to address"
         port = 0
     if port == 0:

@@ -8,6 +8,15 @@
     p4hub check-topology FILE                  (offline: validate a rack description)
 
 The controller address defaults to $P4HUB_CONTROLLER, else 127.0.0.1:50060.
+Credentials (docs/running.md): ``status``, ``jobs``, ``job kill``, ``switch``, ``top``
+and ``doctor`` without ID need the controller's administrator token (--admin-token-file
+or $P4HUB_ADMIN_TOKEN_FILE; by default the controller's state directory's admin.token
+where this user can read it: root's /var/lib/p4hub) or an administrator's client
+certificate; ``job show ID`` and ``doctor ID`` take that job's token instead
+(--job-token-file, $P4HUB_JOB_TOKEN or $P4HUB_JOB_TOKEN_FILE; never as an argument,
+which ps would show). TLS: --ca / $P4HUB_CA (by default the CA a controller on this
+machine made, <state dir>/api-tls/ca.pem, where readable), --cert/--key for mutual
+TLS, --insecure for a controller started with --insecure.
 ``doctor`` says what is wrong with a job (every running job without ID) and exits 2
 when something is (an error or a warning), 0 when every job it looked at is healthy.
 ``top`` is a live view of every job, switch and PBox (controller/top.py); ``--once
@@ -18,6 +27,7 @@ p4runtime-shell directly (README).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -25,7 +35,7 @@ from collections.abc import Callable
 
 import grpc
 
-from p4hub.controller.client import JobClient
+from p4hub.controller.client import ClientAuth, JobClient, read_secret
 from p4hub.controller.core import doctor, topology
 from p4hub.controller.core.display import format_value
 
@@ -161,6 +171,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", dest="json_first", action="store_true")
     parser.add_argument("--controller", default=os.environ.get("P4HUB_CONTROLLER",
                                                                DEFAULT_CONTROLLER))
+    parser.add_argument("--admin-token-file", help="the controller's administrator token "
+                        "(default $P4HUB_ADMIN_TOKEN_FILE, else <state dir>/admin.token)")
+    parser.add_argument("--job-token-file", help="a file holding a job's token (default "
+                        "$P4HUB_JOB_TOKEN, $P4HUB_JOB_TOKEN_FILE)")
+    parser.add_argument("--ca", help="CA certificate of the controller's (default $P4HUB_CA)")
+    parser.add_argument("--cert", help="client certificate, mutual TLS ($P4HUB_CLIENT_CERT)")
+    parser.add_argument("--key", help="its private key ($P4HUB_CLIENT_KEY)")
+    parser.add_argument("--insecure", action="store_true",
+                        help="plaintext, for a controller started with --insecure")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("status", parents=[common])
     sub.add_parser("jobs", parents=[common])
@@ -229,6 +248,22 @@ def _request(args: argparse.Namespace) -> tuple[str, dict, Callable[[dict], str]
     return "ShowSwitch", {"name": args.name}, show_switch
 
 
+def client_auth(args: argparse.Namespace) -> ClientAuth:
+    """The environment's credentials (``ClientAuth.from_env``), overridden by the options;
+    OSError for a file that cannot be read."""
+    env = dict(os.environ)
+    for option, variable in (("admin_token_file", "P4HUB_ADMIN_TOKEN_FILE"), ("ca", "P4HUB_CA"),
+                             ("cert", "P4HUB_CLIENT_CERT"), ("key", "P4HUB_CLIENT_KEY")):
+        if getattr(args, option):
+            env[variable] = getattr(args, option)
+    auth = ClientAuth.from_env(env)
+    if args.job_token_file:
+        auth = dataclasses.replace(auth, job_token=read_secret(args.job_token_file))
+    if args.insecure or env.get("P4HUB_INSECURE") == "1":
+        auth = dataclasses.replace(auth, ca=None, cert=None, key=None)
+    return auth
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "check-topology":
@@ -236,7 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "top":
         return _top(args)
     method, request, render = _request(args)
-    client = JobClient(args.controller, timeout=10.0)
+    try:
+        client = JobClient(args.controller, timeout=10.0, auth=client_auth(args))
+    except OSError as exc:
+        print(f"p4hub: credentials: {exc}", file=sys.stderr)
+        return 1
     try:
         reply = client.call(method, **request)
     except grpc.RpcError as exc:
@@ -258,7 +297,11 @@ def _top(args: argparse.Namespace) -> int:
         print("p4hub: --interval must be > 0, --doctor-every and --doctor-settle >= 0",
               file=sys.stderr)
         return 1
-    client = JobClient(args.controller, timeout=10.0)
+    try:
+        client = JobClient(args.controller, timeout=10.0, auth=client_auth(args))
+    except OSError as exc:
+        print(f"p4hub: credentials: {exc}", file=sys.stderr)
+        return 1
     try:
         return top.run(client.call, once=args.once, as_json=args.json or args.json_first,
                        interval=args.interval, doctor_every=args.doctor_every,

@@ -32,7 +32,7 @@ from p4hub.controller.core.job_writes import part_write
 from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.p4info_index import EntryError, P4InfoIndex
 from p4hub.controller.core.rebuild import rebuild_from_entries, recover_unheard
-from p4hub.controller.core.topology import SwitchConf, Topology
+from p4hub.controller.core.topology import SwitchConf, TlsConf, Topology
 from p4hub.controller.core.updates import (
     DELETE,
     MODIFY,
@@ -84,20 +84,25 @@ class PipelineConfig:
 ELECTION_ID = (0, 100)
 
 
-def default_client(conf: SwitchConf) -> P4RuntimeClient:
-    return P4RuntimeClient(conf.grpc_addr, conf.device_id, election_id=ELECTION_ID)
+def default_client(conf: SwitchConf, tls: TlsConf | None = None) -> P4RuntimeClient:
+    return P4RuntimeClient(conf.grpc_addr, conf.device_id, election_id=ELECTION_ID, tls=tls)
+
+
+def topology_clients(topo: Topology) -> ClientFactory:
+    """The topology's switches reached with its TLS settings (plaintext without them)."""
+    return lambda conf: default_client(conf, topo.tls)
 
 
 class Controller:
     def __init__(
         self, topo: Topology, pipeline: PipelineConfig, *, pbox_sink: PBoxSink | None = None,
-        client_factory: ClientFactory = default_client, epoch_seed: int = 1,
+        client_factory: ClientFactory | None = None, epoch_seed: int = 1,
     ) -> None:
         self.topo = topo
         self.pipeline = pipeline
         self.codec = EntryCodec(P4InfoIndex(pipeline.p4info))
         self.pbox_sink = pbox_sink or (lambda write: None)
-        self.client_factory = client_factory
+        self.client_factory = client_factory or topology_clients(topo)
         self.epoch_seed = epoch_seed
         self.clients: dict[str, P4RuntimeClient] = {}
         self.registry = JobRegistry(topo, epoch_seed)

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from p4hub.controller import api, metrics
+from p4hub.controller import api, auth, metrics
 from p4hub.controller.core import topology
 from p4hub.controller.core.errors import P4hubControllerError, StartupError
 from p4hub.controller.driver import Controller, ControllerError, PipelineConfig
@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="serve Prometheus metrics at http://HOST:PORT/metrics "
                         "(docs/notes/metrics.md; port 0: any free port, logged); default: off")
     parser.add_argument("-v", "--verbose", action="store_true")
+    auth.add_arguments(parser)
     return parser
 
 
@@ -108,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         topo = topology.load(args.topology)
         pipeline = load_pipeline(args)
+        security = auth.configure(args, args.listen or topo.controller.listen)
         pboxes = PBoxControl(topo)
         ctl = Controller(topo, pipeline, pbox_sink=pboxes,
                          epoch_seed=time.time_ns() // 1_000_000)
@@ -119,9 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for name, state in sorted(states.items()):
         log.info("switch %s: %s", name, state)
-    service = api.JobService(ctl, pboxes=pboxes)
+    # the rebuilt jobs keep their tokens; digests of ids now free or reused are dropped
+    security.credentials.retain({job_id: job.tag for job_id, job in ctl.registry.jobs.items()})
+    service = api.JobService(ctl, pboxes=pboxes, credentials=security.credentials,
+                             on_tokens=security.on_tokens)
     try:
-        server, port = api.serve(service, args.listen or topo.controller.listen)
+        server, port = api.serve(service, args.listen or topo.controller.listen,
+                                 tls=security.tls, admin_names=security.admin_names)
     except OSError as exc:
         print(f"p4hub-controller: job API: {exc}", file=sys.stderr)
         ctl.close()
@@ -141,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     expirer = api.Expirer(service, args.expire_interval)
     expirer.start()
     log.info("job API on port %d; %d job(s) running", port, len(ctl.registry.jobs))
+    log.info("job API: %s", security.summary)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -21,6 +21,8 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from p4hub.controller.core.credentials import LOCAL
+
 log = logging.getLogger("p4hub.controller.metrics")
 
 Ask = Callable[[str, dict], dict]  # (API method, request) -> answer
@@ -147,13 +149,15 @@ def collect_from(ask: Ask) -> list[Metric]:
 
 
 class ApiCollector(Collector):
-    """Asks a JobService (or anything with ``handle(method, body)``) at each scrape."""
+    """Asks a JobService (or anything with ``handle(method, body, caller)``) at each
+    scrape, as the in-process caller ``LOCAL`` (it sees every job: bind the metrics
+    address where only the operators' scraper reaches it)."""
 
     def __init__(self, service: Any) -> None:
         self.service = service
 
     def ask(self, method: str, request: dict) -> dict:
-        answer: dict = self.service.handle(method, json.dumps(request).encode())
+        answer: dict = self.service.handle(method, json.dumps(request).encode(), LOCAL)
         return answer
 
     def collect(self) -> Iterator[Metric]:

@@ -5,6 +5,11 @@ the stream stays open for the client's lifetime because the switch demotes a
 controller whose stream closes. Every failure is a ``P4RuntimeError`` carrying
 the gRPC code and, for Write, the per-update errors unpacked from the
 ``grpc-status-details-bin`` trailer (p4.v1.Error per update, in order).
+
+With ``tls`` (the topology's TLS section) the channel is TLS: the switch's certificate
+must chain to ``tls.ca`` and name the address dialled (an IP address or DNS name in its
+subject alternative names), and the client presents ``tls.cert`` where one is given
+(the switch's ``--grpc-server-with-client-auth``). Without it, plaintext, as before.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4hub.controller.core.errors import UnavailableError
+from p4hub.controller.core.topology import TlsConf
 
 _DETAILS_KEY = "grpc-status-details-bin"
 
@@ -47,6 +53,23 @@ class P4RuntimeError(UnavailableError):
         self.errors = errors
 
 
+def channel_credentials(tls: TlsConf) -> grpc.ChannelCredentials:
+    """gRPC channel credentials from the PEM files ``tls`` names; raises P4RuntimeError
+    (UNAVAILABLE) naming a file that cannot be read."""
+    def read(path: str) -> bytes | None:
+        if not path:
+            return None
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as exc:
+            raise P4RuntimeError("UNAVAILABLE", f"TLS: {path}: {exc.strerror or exc}") from None
+
+    return grpc.ssl_channel_credentials(root_certificates=read(tls.ca),
+                                        private_key=read(tls.key),
+                                        certificate_chain=read(tls.cert))
+
+
 def _from_rpc_error(exc: grpc.RpcError) -> P4RuntimeError:
     code = exc.code().name if exc.code() is not None else "UNKNOWN"
     message = exc.details() or ""
@@ -65,9 +88,10 @@ def _from_rpc_error(exc: grpc.RpcError) -> P4RuntimeError:
 class P4RuntimeClient:
     def __init__(
         self, address: str, device_id: int = 0, election_id: tuple[int, int] = (0, 1),
-        timeout: float = 10.0,
+        timeout: float = 10.0, tls: TlsConf | None = None,
     ) -> None:
         self.address = address
+        self.tls = tls
         self.device_id = device_id
         self.election_id = p4runtime_pb2.Uint128(high=election_id[0], low=election_id[1])
         self.timeout = timeout
@@ -83,12 +107,17 @@ class P4RuntimeClient:
 
     def connect(self) -> None:
         """Open the channel and the stream, and become primary; raises P4RuntimeError."""
-        self._channel = grpc.insecure_channel(self.address)
+        if self.tls is None:
+            self._channel = grpc.insecure_channel(self.address)
+        else:
+            self._channel = grpc.secure_channel(self.address, channel_credentials(self.tls))
         try:
             grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
             self.close()
-            raise P4RuntimeError("UNAVAILABLE", f"no P4Runtime server at {self.address}") from None
+            what = "no P4Runtime server" if self.tls is None else \
+                "no P4Runtime server, or a TLS handshake that failed (CA, name, client certificate),"
+            raise P4RuntimeError("UNAVAILABLE", f"{what} at {self.address}") from None
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         responses = self._stub.StreamChannel(self._request_iter())
         self._reader = threading.Thread(target=self._read_stream, args=(responses,),

@@ -9,17 +9,23 @@ line, ``{"ok": true, ...}`` or ``{"error": "..."}``. ``PBoxControl`` is the
 ``pbox_sink`` of controller.driver: it turns PBoxJobWrites into those requests
 (INSERT: add_job, DELETE: remove_job, MODIFY: add the job unless the PBox
 already has it exactly so, which is what a rebuilt controller sends).
+
+With the topology's ``tls`` section the channel is TLS: the PBox's certificate must chain
+to its CA and name the control address's host, and the controller presents its client
+certificate (the PBox refuses a connection without one). Without it, plaintext (a PBox
+run with ``--control-insecure``).
 """
 
 from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 from typing import BinaryIO
 
 from p4hub.controller.core.errors import UnavailableError
-from p4hub.controller.core.topology import Topology
+from p4hub.controller.core.topology import TlsConf, Topology
 from p4hub.controller.core.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
 
 
@@ -27,13 +33,27 @@ class PBoxControlError(UnavailableError):
     """A PBox could not be reached or refused a request."""
 
 
-class PBoxChannel:
-    """One TCP connection to one PBox, reopened on demand."""
+def client_context(tls: TlsConf) -> ssl.SSLContext:
+    """Verify the PBox against ``tls.ca`` and present ``tls.cert`` where given; raises
+    PBoxControlError naming a file that cannot be read."""
+    try:
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=tls.ca)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        if tls.cert:
+            ctx.load_cert_chain(tls.cert, tls.key)
+    except (OSError, ssl.SSLError) as exc:
+        raise PBoxControlError(f"PBox control TLS: {exc}") from None
+    return ctx
 
-    def __init__(self, address: str, timeout: float = 5.0) -> None:
+
+class PBoxChannel:
+    """One TCP (or TLS) connection to one PBox, reopened on demand."""
+
+    def __init__(self, address: str, timeout: float = 5.0, tls: TlsConf | None = None) -> None:
         host, _, port = address.rpartition(":")
         self.address = (host, int(port))
         self.timeout = timeout
+        self.tls = client_context(tls) if tls is not None else None
         self._sock: socket.socket | None = None
         self._file: BinaryIO | None = None
         self._lock = threading.Lock()
@@ -53,7 +73,14 @@ class PBoxChannel:
 
     def _exchange(self, request: dict) -> dict:
         if self._sock is None:
-            self._sock = socket.create_connection(self.address, timeout=self.timeout)
+            sock = socket.create_connection(self.address, timeout=self.timeout)
+            if self.tls is not None:
+                try:
+                    sock = self.tls.wrap_socket(sock, server_hostname=self.address[0])
+                except OSError:
+                    sock.close()
+                    raise
+            self._sock = sock
             self._file = self._sock.makefile("rb")
         self._sock.sendall(json.dumps(request).encode() + b"\n")
         assert self._file is not None  # made with the socket
@@ -83,7 +110,7 @@ class PBoxControl:
 
     def __init__(self, topo: Topology, timeout: float = 5.0) -> None:
         self.channels = {
-            name: PBoxChannel(pbox.control, timeout)
+            name: PBoxChannel(pbox.control, timeout, topo.tls)
             for name, pbox in topo.pboxes.items() if pbox.control
         }
 

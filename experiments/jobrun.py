@@ -8,6 +8,7 @@ The e2e tests and ``bench/chaos.py`` start jobs this way: ``workers.worker
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
 import threading
 import time
@@ -34,6 +35,7 @@ class JobRun:
         self.lines: dict[int, list[dict]] = {r: [] for r in range(len(hosts))}
         self.procs: list[subprocess.Popen] = []
         self._threads = []
+        token = secrets.token_urlsafe(32)  # the job's, in the workers' environment (not argv)
         for rank, host in enumerate(hosts):
             args = [PYTHON, "-m", "p4hub.workers.worker", "--backend", "job",
                     "--controller", rack.controller_address, "--job-name", name,
@@ -41,7 +43,7 @@ class JobRun:
                     "--rank", str(rank), "--world", str(len(hosts)),
                     "--iterations", str(iterations), "--seed", str(hash(name) % 1000), *work,
                     *extra]
-            proc = rack.popen(host, args, f"{name}-{host.name}")
+            proc = rack.popen(host, args, f"{name}-{host.name}", env={"P4HUB_JOB_TOKEN": token})
             self.procs.append(proc)
             thread = threading.Thread(target=self._pump, args=(rank, proc), daemon=True)
             thread.start()

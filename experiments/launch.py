@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import queue
+import secrets
 import subprocess
 import threading
 import time
@@ -74,12 +75,15 @@ def run_ranks(
 ) -> None:
     """Run ``python <command(rank)>`` on every worker host (with ``env(rank)`` added to its
     environment), hand each JSON line to ``on_line`` as it comes, and record the exit
-    codes and a time-out in ``run``. Every process is gone when this returns."""
+    codes and a time-out in ``run``. Every process is gone when this returns. The ranks
+    share one fresh job token (P4HUB_JOB_TOKEN, in the environment: ps shows command
+    lines), with which the first join creates the job and the others join it."""
     lines: queue.Queue[tuple[int, dict | None]] = queue.Queue()
     procs: dict[int, subprocess.Popen] = {}
+    token = secrets.token_urlsafe(32)
     for rank, host in enumerate(rack.workers):
-        extra = {"env": env(rank)} if env is not None else {}
-        procs[rank] = rack.popen(host, [PYTHON, *command(rank)], f"{host.name}{tag}", **extra)
+        extra = {"P4HUB_JOB_TOKEN": token, **(env(rank) if env is not None else {})}
+        procs[rank] = rack.popen(host, [PYTHON, *command(rank)], f"{host.name}{tag}", env=extra)
         run.hosts[rank] = host.name
         run.err_logs[rank] = rack.log_dir / f"{host.name}{tag}.err"
         log = rack.log_dir / f"{host.name}{tag}.out"

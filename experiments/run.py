@@ -36,6 +36,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import secrets
 import sys
 from collections.abc import Iterator
 
@@ -191,8 +193,10 @@ def _banner(rack: Rack, args: argparse.Namespace) -> str:
     else:
         switches = (f"rack up: {args.workers} workers, P4 switch s1 ({rack.switch.command()[0]}, "
                     f"P4Runtime 127.0.0.1:{args.grpc_port})")
+    tls = (f"; TLS credentials (CA, admin.pem/admin.key for you) in {rack.credentials.directory}"
+           if rack.credentials else "")
     return (f"{switches}, PBox{'es' * many} at {pboxes}, controller at "
-            f"{rack.controller_address}; logs in {rack.log_dir}")
+            f"{rack.controller_address}; logs in {rack.log_dir}{tls}")
 
 
 def rack_config(args: argparse.Namespace, run_name: str = "run") -> RackConfig:
@@ -303,11 +307,19 @@ def _report(results: dict[str, train_run.TrainResult], args: argparse.Namespace)
 def _cli(rack: Rack, args: argparse.Namespace) -> int:
     from mininet.cli import CLI
 
+    # one job token for the ranks started by hand, in a 0600 file (never on a command line)
+    token_file = rack.log_dir / "job.token"
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_urlsafe(32) + "\n")
+    creds = " ".join(f"{k}={os.environ[k]}" for k in ("P4HUB_STATE_DIR", "P4HUB_CA")
+                     if k in os.environ)
     print(f"Switch, PBox and controller running (logs in {rack.log_dir}).\n"
-          f"Try, on every worker wR (rank R-1):  wR {PYTHON} -m p4hub.workers.worker --backend job "
+          f"Try, on every worker wR (rank R-1):  wR env {creds} P4HUB_JOB_TOKEN_FILE={token_file} "
+          f"{PYTHON} -m p4hub.workers.worker --backend job "
           f"--controller {rack.controller_address} --data-ip 10.0.0.R --rank R-1 "
           f"--world {args.workers} --iterations 2 --check &\n"
-          f"and from the root shell: {PYTHON} -m p4hub.controller.cli --controller "
+          f"and from the root shell: env {creds} {PYTHON} -m p4hub.controller.cli --controller "
           f"{rack.controller_address} jobs  (or top, a live view)")
     CLI(rack.net)
     return 0

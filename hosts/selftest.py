@@ -47,11 +47,13 @@ def run(args: argparse.Namespace) -> dict:
     """The self-test's report: ``ok``, ``step`` (where it stopped), ``detail``."""
     import grpc
 
-    from p4hub.controller.client import JobClient, explain
+    from p4hub.controller.client import ClientAuth, JobClient, explain
 
     host, _, port = args.address.rpartition(":")
     name = f"selftest-{host}-{port}"
-    client = JobClient(args.controller, timeout=args.timeout)
+    # an agent's credentials: the job it creates gives this client its token
+    client = JobClient(args.controller, timeout=args.timeout,
+                       auth=ClientAuth.from_env(admin=False).with_job_token(None))
     report: dict = {"ok": False, "job": name, "controller": args.controller,
                     "address": args.address}
     try:

@@ -13,6 +13,12 @@ sends each batch to its route's aggregator (``aggregator`` is the default one, a
 route's ``None``) and gets results from all of them; the session checks every result's
 header. Send failures (a full socket buffer, a firewall) count as losses: the session's
 retransmission and deadline handle them like any other loss.
+
+Results are taken only from an address the agent sends to (the default aggregator and
+every route's, as it has sent to them): a datagram from anywhere else is counted foreign
+and never reaches the session, so a host on the data network cannot hand a worker a
+forged sum (the switch already drops anything claiming an aggregator's address from
+another port: docs/DESIGN.md §8).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from p4hub.hosts.batchio import BatchReceiver, BatchSender
+from p4hub.hosts.batchio import BatchReceiver, BatchSender, source_key
 from p4hub.hosts.errors import AllreduceError, TransportError
 from p4hub.hosts.events import Event
 from p4hub.hosts.session import Session
@@ -75,7 +81,11 @@ class UdpTransport:
         self._wake_w.setblocking(False)
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._sender = BatchSender(self._sock, SEND_BATCH, _LOST_ON_SEND)
-        self._receiver = BatchReceiver(self._sock, RECV_BATCH, session.packet_len)
+        self._receiver = BatchReceiver(self._sock, RECV_BATCH, session.packet_len,
+                                       with_addresses=True)
+        self._sent_to: set[tuple[str, int]] = {self._default}  # where results may come from
+        self._aggregators = np.array([source_key(self._default)], dtype=np.uint64)
+        self.foreign_sources = 0  # datagrams dropped for their source address
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -161,6 +171,10 @@ class UdpTransport:
     def _send(self, batches: list[tuple[Hashable, np.ndarray]]) -> None:
         for to, batch in batches:
             address = self._default if to is None else to
+            if address not in self._sent_to:  # a new route's aggregator (rare)
+                self._sent_to.add(address)  # type: ignore[arg-type]
+                self._aggregators = np.array([source_key(a) for a in self._sent_to],
+                                             dtype=np.uint64)
             self._sender.send_rows(batch.data, batch.dtype.itemsize, address)  # type: ignore[arg-type]
 
     def _coalesce_wait(self) -> float:
@@ -190,7 +204,8 @@ class UdpTransport:
         """Datagrams 0..n-1 of the receiver's buffer to the session: runs of well-sized
         ones as one batch each; any other size alone (the session counts it foreign)."""
         rx, size, now = self._receiver, self.session.packet_len, time.monotonic()
-        good = [rx.lengths[i] == size and not rx.truncated[i] for i in range(n)]
+        trusted = np.isin(rx.source_keys(n), self._aggregators).tolist()
+        good = [rx.lengths[i] == size and not rx.truncated[i] and trusted[i] for i in range(n)]
         if all(good):
             self.session.receive_batch(rx.view, n, now)
             return
@@ -200,7 +215,10 @@ class UdpTransport:
                 continue
             if i > start:
                 self.session.receive_batch(rx.view[start * size :], i - start, now)
-            if i < n:
+            if i < n and not trusted[i]:
+                self.foreign_sources += 1
+                self.session.stats.foreign += 1
+            elif i < n:
                 self.session.receive(rx.view[i * size : i * size + min(rx.lengths[i], size)], now)
             start = i + 1
 

@@ -21,6 +21,12 @@ is then copied to the log by a reader thread that caps it: past ``log_max_bytes`
 the log is rotated to ``s1.log.1`` .. ``s1.log.<log_keep>`` (oldest dropped), so the
 switch's log never takes more than (log_keep + 1) * log_max_bytes.
 
+With ``tls`` (``SwitchTls``) P4Runtime is served over TLS with a client certificate
+required: ``--grpc-server-ssl --grpc-server-cacert --grpc-server-cert --grpc-server-key
+--grpc-server-with-client-auth`` (both switches), plus ``--grpc-server-writer NAME`` for
+each writer on p4lite-switch (simple_switch_grpc has no such flag: with it, any client
+with a certificate from the CA may become primary).
+
 Output goes to ``<log_dir>/s1.log``. The switch counts as started when its process
 is alive AND its own process listens on the gRPC port (polled for up to 10 s);
 otherwise ``P4SwitchError("P4 switch s1 did not start correctly, see .../s1.log")``.
@@ -44,6 +50,7 @@ from pathlib import Path
 import psutil
 from mininet.node import Switch
 
+from p4hub.topologies.credentials import SwitchTls
 from p4hub.topologies.errors import EmulationError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -149,7 +156,8 @@ class P4Switch(Switch):
                  thrift_port: int = 9090, device_id: int = 0, sw_cmd: list[str] | None = None,
                  extra_args: Sequence[str] = (), log_level: str = "off",
                  log_max_bytes: int = LOG_MAX_BYTES, log_keep: int = LOG_KEEP,
-                 priority_queues: int = PRIORITY_QUEUES, **kwargs) -> None:
+                 priority_queues: int = PRIORITY_QUEUES, tls: SwitchTls | None = None,
+                 **kwargs) -> None:
         if log_level not in LOG_LEVELS:
             raise ValueError(f"switch log level {log_level!r}: expected one of "
                              f"{', '.join(LOG_LEVELS)}")
@@ -166,6 +174,7 @@ class P4Switch(Switch):
         self.log_max_bytes = log_max_bytes
         self.log_keep = log_keep
         self.priority_queues = priority_queues
+        self.tls = tls  # None: plaintext P4Runtime
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -185,6 +194,8 @@ class P4Switch(Switch):
         args += ["--thrift-port", str(self.thrift_port), "--",
                  "--grpc-server-addr", f"0.0.0.0:{self.grpc_port}",
                  "--priority-queues", str(self.priority_queues), *self.extra_args]
+        if self.tls is not None:
+            args += self.tls.args(Path(self.sw_cmd[0]).name == "simple_switch_grpc")
         return args
 
     def start(self, controllers: list) -> None:  # noqa: ARG002 - P4Runtime, not OpenFlow

@@ -26,6 +26,12 @@ s1..sR with ``workers / racks`` workers each (in rank order: rack r holds ranks
 switch is its own process with P4Runtime port ``grpc_port + index`` (leaves, then
 spines). Addresses and ports are ``controller.core.topology.fabric_dict``'s (docs/notes/
 fabric.md): one flat 10.0.0.0/24 segment, so every address helper here holds.
+
+Every control surface is authenticated by default (``RackConfig.tls``): ``start`` makes the
+run's throwaway CA and certificates under ``<log dir>/tls`` (topologies/credentials.py,
+``rack.credentials``); the P4 switches serve P4Runtime over TLS with client certificates,
+each PBox's control channel is TLS on its management address, and the controller's
+topology names the CA and its client certificate.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from p4hub.topologies import linkem, mgmt
+from p4hub.topologies import credentials, linkem, mgmt
 from p4hub.topologies.errors import EmulationError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -193,6 +199,7 @@ class RackConfig:
     controller_port: int = 50060  # job API, on the management bridge
     racks: int = 1  # leaves s1..sR; more than one needs p4=True and spines >= 1
     spines: int = 0  # spines t1..tS of a leaf-spine fabric
+    tls: bool = True  # a throwaway CA; TLS on P4Runtime and the PBoxes' control channels
 
     def __post_init__(self) -> None:
         # a fabric has one PBox per rack: the default single PBox becomes one per rack
@@ -256,6 +263,7 @@ class Rack:
         self.extras: list = []
         self.controller_proc: subprocess.Popen | None = None
         self.topology: dict | None = None
+        self.credentials: credentials.pki.RunCredentials | None = None  # made by start()
         self._procs: list[tuple[str, subprocess.Popen]] = []
         self._pbox_procs: dict[str, subprocess.Popen] = {}  # PBox name -> its running p4hub-pbox
         self._lock_file: TextIO | None = None
@@ -284,6 +292,10 @@ class Rack:
         linkem.warn_if_delay(self.config.delay_ms)
         self._lock()
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        if self.config.tls:
+            self.credentials = credentials.make(self.log_dir, self.config.switch_names,
+                                                self._server_addresses())
+        self._client_environment()
         remove_leftovers()
         switch_cls, switch_opts = self._switch()
         self.net = Mininet(topo=None, controller=None, link=TCLink, build=False,
@@ -319,13 +331,39 @@ class Rack:
         self.net.addLink(host, self.switches[switch], port2=port, **link_opts)
         return host
 
+    def _client_environment(self) -> None:
+        """Where the job API's clients find the controller's CA and state (its
+        administrator token): in this process's environment, before the hosts' shells
+        are made, so the driver, the workers and commands typed in a host all have it."""
+        os.environ["P4HUB_STATE_DIR"] = str(self.log_dir / "controller-state")
+        if self.credentials is not None:
+            os.environ["P4HUB_CA"] = str(self.credentials.ca)
+        else:  # the CA the controller makes in its state directory (client.py finds it)
+            os.environ.pop("P4HUB_CA", None)
+
     def _switch_opts(self, opts: dict[str, Any], index: int) -> dict[str, Any]:
         """Switch ``index``'s options: in a fabric each P4 switch process has its own
-        P4Runtime and Thrift port (grpc_port + index, THRIFT_PORT + index)."""
+        P4Runtime and Thrift port (grpc_port + index, THRIFT_PORT + index); a P4 switch
+        gets its own certificate (``credentials.switch_tls``)."""
+        opts = dict(opts)
+        if self.config.p4 and self.credentials is not None:
+            opts["tls"] = credentials.switch_tls(self.credentials, self.config.switch_names[index])
         if not self.config.is_fabric:
-            return dict(opts)
+            return opts
         return {**opts, "grpc_port": self.config.grpc_port + index,
                 "thrift_port": opts.get("thrift_port", THRIFT_PORT) + index}
+
+    def _server_addresses(self) -> list[str]:
+        """What the run's server certificates name besides loopback: the controller's
+        and the PBoxes' management addresses, and the PBoxes' data addresses."""
+        pboxes = [pbox_ip(i) for i in range(self.config.pboxes)]
+        return [mgmt.ROOT_IP, *(mgmt_ip(ip) for ip in pboxes), *pboxes]
+
+    def pbox_control_address(self, index: int) -> tuple[str, int]:
+        """Where PBox ``index`` serves its control channel: its management address (its
+        data address in a rack without the management network)."""
+        ip = pbox_ip(index)
+        return (mgmt_ip(ip) if self.config.p4 else ip), CONTROL_PORT
 
     def _switch(self) -> tuple[type, dict[str, Any]]:
         if not self.config.p4:
@@ -419,6 +457,7 @@ class Rack:
                          for name, sw in self.switches.items()},
             "links": [f"{leaf}:{port}-{spine}:{spine_port}"
                       for leaf, port, spine, spine_port in fabric_links(self.config)],
+            "tls": str(self.credentials.directory) if self.credentials else None,
         }
         (self.log_dir / "rack.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
@@ -491,14 +530,24 @@ class Rack:
     def controller_topology(self, slots: int = 1024, job_slots: int = 128,
                             worker_timeout: float = 30.0, rebalance: bool = True) -> dict:
         """The rack as p4hub-controller sees it (``rack_topology``)."""
-        return rack_topology(self.config, slots=slots, job_slots=job_slots,
+        topo = rack_topology(self.config, slots=slots, job_slots=job_slots,
                              worker_timeout=worker_timeout, rebalance=rebalance)
+        if self.credentials is not None:
+            topo["tls"] = credentials.topology_tls(self.credentials)
+        return topo
 
     def start_controller(self, topology: dict | None = None, timeout: float = 30.0,
                          log_name: str = "controller",
                          extra: Sequence[str] = ()) -> subprocess.Popen:
         """Run p4hub-controller in the root namespace; returns once its job API answers.
-        ``extra``: more of its options (``--metrics 127.0.0.1:9100``)."""
+        ``extra``: more of its options (``--metrics 127.0.0.1:9100``).
+
+        Its job API serves TLS with the run's certificate (``credentials``; without them,
+        one it makes itself) and keeps its state (the administrator token, the job token
+        digests) in ``<log dir>/controller-state``, which a restarted controller finds
+        again. This process's environment names both (P4HUB_STATE_DIR, P4HUB_CA), so its
+        clients and the workers it starts verify the controller and the operator's
+        clients administer it (``_client_environment``; docs/running.md)."""
         if not self.config.p4:
             raise RackError("the controller needs the P4 switch (RackConfig(p4=True))")
         self.topology = topology or self.topology or self.controller_topology()
@@ -506,10 +555,14 @@ class Rack:
         path.write_text(json.dumps(self.topology, indent=1) + "\n")
         from p4hub.topologies.p4switch import tool_command
 
+        api_tls: list[str] = []
+        if self.credentials is not None:
+            api_tls = ["--api-cert", str(self.credentials.controller.cert),
+                       "--api-key", str(self.credentials.controller.key)]
         # the console script when installed, so `make stop` (topologies/cleanup.py) finds it
         args = [*tool_command("p4hub-controller", "p4hub.controller.main"), "--topology", str(path),
                 "--bmv2-json", str(self.bmv2_json), "--p4info", str(self.p4info),
-                "--connect-timeout", str(timeout), *extra]
+                "--connect-timeout", str(timeout), *api_tls, *extra]
         err = open(self.log_dir / f"{log_name}.log", "a")  # noqa: SIM115 - closed below
         proc = subprocess.Popen(args, stdout=err, stderr=subprocess.STDOUT, cwd=str(REPO),
                                 env={**os.environ, "PYTHONPATH": str(REPO), **CRASH_DUMP_ENV},
@@ -523,19 +576,22 @@ class Rack:
     def _wait_controller(self, proc: subprocess.Popen, timeout: float, log: Path) -> None:
         from p4hub.controller.client import JobClient
 
-        client = JobClient(self.controller_address, timeout=1.0)
         deadline = time.monotonic() + timeout
-        try:
-            while time.monotonic() < deadline:
-                if proc.poll() is not None:
-                    break
-                try:
-                    client.call("Status")
-                    return
-                except Exception:  # noqa: BLE001 - not up yet
-                    time.sleep(0.2)
-        finally:
-            client.close()
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            try:  # a client per try: the administrator token file appears as it starts
+                client = JobClient(self.controller_address, timeout=1.0)
+            except OSError:
+                time.sleep(0.2)
+                continue
+            try:
+                client.call("Status")
+                return
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.2)
+            finally:
+                client.close()
         raise RackError(f"p4hub-controller did not come up, see {log}: "
                         f"{log.read_text().strip()[-1500:]}")
 
@@ -565,8 +621,11 @@ class Rack:
                    extra: Sequence[str] = (), name: str = PBOX_NAME) -> dict:
         """Start p4hub-pbox in PBox host ``name``; returns its ready line (raises if it fails)."""
         index = pbox_index(name, self.config.pboxes)
+        host, port = self.pbox_control_address(index)
+        control = credentials.pbox_args(self.credentials) if self.credentials else \
+            ["--control-insecure"]
         args = [PYTHON, "-m", "p4hub.hosts.pbox.cli", "--listen", f"{pbox_ip(index)}:{PBOX_PORT}",
-                "--workers", str(workers), "--control", f"0.0.0.0:{CONTROL_PORT}", *extra]
+                "--workers", str(workers), "--control", f"{host}:{port}", *control, *extra]
         for job in jobs:
             args += ["--job", job]
         out_path = self.log_dir / f"{name}.out"
@@ -627,12 +686,7 @@ class Rack:
     def pbox_request(self, request: dict, name: str = PBOX_NAME) -> dict:
         """One control request to PBox ``name``, sent from inside its host."""
         index = pbox_index(name, self.config.pboxes)
-        code = (
-            "import json,socket,sys;"
-            f"c=socket.create_connection(('{pbox_ip(index)}',{CONTROL_PORT}),timeout=5);"
-            "c.sendall(sys.argv[1].encode()+b'\\n');"
-            "print(c.makefile().readline().strip())"
-        )
+        code = credentials.request_code(self.pbox_control_address(index), self.credentials)
         out = self.pbox_hosts[index].cmd(PYTHON, "-c", _shell_quote(code),
                                          _shell_quote(json.dumps(request)))
         return json.loads(out.strip().splitlines()[-1])

@@ -98,11 +98,17 @@ class JobBackend(PBoxBackend):
 
         import grpc
 
-        from p4hub.controller.client import JobClient, explain
+        from p4hub.controller.client import ClientAuth, JobClient, explain
         from p4hub.hosts.agent import Agent
         from p4hub.hosts.routes import from_wire
 
-        self.client = JobClient(args.controller, timeout=10.0, wait_for_ready=True)
+        # the job's token from the launch's environment (P4HUB_JOB_TOKEN or _FILE: never
+        # the command line, which ps shows), TLS as the environment says; no admin's
+        try:
+            auth = ClientAuth.from_env(admin=False)
+        except OSError as exc:
+            raise JoinError(f"rank {args.rank}: the controller's credentials: {exc}") from None
+        self.client = JobClient(args.controller, timeout=10.0, wait_for_ready=True, auth=auth)
         address = (args.data_ip, args.agent_port)
         try:
             reply = self.client.join(args.job_name, args.world, args.rank,
@@ -111,6 +117,7 @@ class JobBackend(PBoxBackend):
         except grpc.RpcError as exc:
             raise JoinError(f"rank {args.rank} could not join job {args.job_name!r}: "
                             f"{explain(exc, args.controller)}") from None
+        reply = {k: v for k, v in reply.items() if k != "job_token"}  # a secret: not emitted
         self.reply = reply
         emit({"event": "joined", "rank": args.rank, **reply})
         host, _, port = reply["aggregator"].rpartition(":")
@@ -147,6 +154,10 @@ class JobBackend(PBoxBackend):
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.NOT_FOUND:
                     self.agent.close(f"the controller ended the job: {exc.details()}")
+                    return
+                if exc.code() in (grpc.StatusCode.UNAUTHENTICATED,
+                                  grpc.StatusCode.PERMISSION_DENIED):
+                    self.agent.close(f"the controller refused this job's token: {exc.details()}")
                     return
                 continue  # retried on the next beat
             self._follow(beat)

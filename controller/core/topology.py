@@ -12,8 +12,15 @@ Example (every key shown; optional ones have the defaults of the schemas below):
                            "control": "10.0.0.100:50070"}},
       "controller": {"listen": "0.0.0.0:50060", "worker_timeout": 30.0,
                      "rebalance": true},
-      "links":    {"s1-t1": {"switch": "s1", "port": 9, "peer": "t1", "peer_port": 1}}
+      "links":    {"s1-t1": {"switch": "s1", "port": 9, "peer": "t1", "peer_port": 1}},
+      "tls":      {"ca": "tls/ca.pem", "cert": "tls/controller-client.pem",
+                   "key": "tls/controller-client.key"}
     }
+
+``tls`` (optional; without it P4Runtime and the PBoxes' control channels are plaintext)
+is what the controller presents to the switches and PBoxes, and the CA their server
+certificates are checked against; ``cert`` and ``key`` (both or neither) are the client
+certificate a server asking for one gets. Relative paths are relative to the file.
 
 ``slots`` is the switch's aggregation pool (at most the program's NUM_SLOTS) and
 ``job_slots`` what one job asks for; a PBox's ``slots`` is its own pool and
@@ -38,7 +45,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +164,19 @@ PBOX_SCHEMA = {
     "slots": _Field(_int_in(1, 2**32 - 1), 4096),
     "control": _Field(parse_hostport, ""),  # the PBox's JSON control channel; "" = none
 }
+def _path(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a file path, got {value!r}")
+    return value
+
+
+TLS_SCHEMA = {
+    "ca": _Field(_name),
+    "cert": _Field(_path, ""),
+    "key": _Field(_path, ""),
+}
+
+
 def _bool(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"expected true or false, got {value!r}")
@@ -221,12 +241,22 @@ class ControllerConf:
 
 
 @dataclass(frozen=True)
+class TlsConf:
+    """The controller's TLS toward switches and PBoxes: PEM paths ("" = none)."""
+
+    ca: str
+    cert: str = ""
+    key: str = ""
+
+
+@dataclass(frozen=True)
 class Topology:
     switches: dict[str, SwitchConf]
     hosts: dict[str, HostConf]
     pboxes: dict[str, PBoxConf]
     controller: ControllerConf = field(default_factory=ControllerConf)
     links: dict[str, LinkConf] = field(default_factory=dict)
+    tls: TlsConf | None = None  # None: plaintext to switches and PBoxes
 
     def host_by_ip(self, ip: int) -> HostConf | None:
         for host in self.hosts.values():
@@ -441,7 +471,12 @@ def load(path: str | Path) -> Topology:
         raise ConfigError([f"{path}: {exc.strerror or exc}"]) from None
     except json.JSONDecodeError as exc:
         raise ConfigError([f"{path}:{exc.lineno}:{exc.colno}: {exc.msg}"]) from None
-    return from_dict(raw)
+    topo = from_dict(raw)
+    if topo.tls is not None:  # relative to the file, as an operator writes them
+        here = Path(path).parent
+        topo = replace(topo, tls=TlsConf(
+            *(str(here / p) if p else "" for p in (topo.tls.ca, topo.tls.cert, topo.tls.key))))
+    return topo
 
 
 def from_dict(raw: Any) -> Topology:
@@ -449,7 +484,7 @@ def from_dict(raw: Any) -> Topology:
     errors: list[str] = []
     if not isinstance(raw, dict):
         raise ConfigError([f"top level: expected an object, got {type(raw).__name__}"])
-    for key in raw.keys() - {"switches", "hosts", "pboxes", "controller", "links"}:
+    for key in raw.keys() - {"switches", "hosts", "pboxes", "controller", "links", "tls"}:
         errors.append(f"{key}: unknown section")
     switches = {
         name: SwitchConf(name=name, **values)
@@ -468,8 +503,15 @@ def from_dict(raw: Any) -> Topology:
         for name, values in _section(raw, "links", LINK_SCHEMA, errors).items()
     }
     ctl = _fields(raw.get("controller", {}), CONTROLLER_SCHEMA, "controller", errors)
+    tls = None
+    if "tls" in raw:
+        values = _fields(raw["tls"], TLS_SCHEMA, "tls", errors)
+        if values is not None:
+            tls = TlsConf(**values)
+            if bool(tls.cert) != bool(tls.key):
+                errors.append("tls: give both cert and key, or neither")
     topo = Topology(switches, hosts, pboxes,
-                    ControllerConf(**ctl) if ctl is not None else ControllerConf(), links)
+                    ControllerConf(**ctl) if ctl is not None else ControllerConf(), links, tls)
     if not errors:
         _cross_check(topo, errors)
     if errors:

@@ -262,6 +262,11 @@ class P4hubProcessGroup(dist.ProcessGroup):
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 self._peer_gone(f"the controller ended job {self._lease.job_id}: {exc.details()}")
                 return
+            if exc.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                # its token will not get better: the job would expire while we retried
+                self._peer_gone(f"the controller refused job {self._lease.job_id}'s token: "
+                                f"{exc.details()}")
+                return
             raise
         if self.agent.follow(beat.get("epoch", self.agent.epoch), beat.get("slot_base"),
                              from_wire(beat.get("routes"))):

@@ -14,6 +14,14 @@ P4HUB_DATA_IP          this rank's address on the data network (default: the add
 P4HUB_PORT             this rank's UDP port for the first p4hub group of the process
                        (later groups take the next ports); default: any free port
 P4HUB_JOB_NAME         job name at the controller (default: a fresh one per group)
+P4HUB_JOB_TOKEN        the job's token at the controller (or P4HUB_JOB_TOKEN_FILE: a file
+                       holding it): rank 0 hands it to the other ranks through the store
+                       and every rank joins with it; default: a fresh one per group
+                       (``secrets.token_urlsafe(32)``), which creates the job
+P4HUB_CA               the CA certificate that signed the controller's (TLS; default: the
+                       CA a controller on this machine made, where readable); with
+                       P4HUB_CLIENT_CERT/P4HUB_CLIENT_KEY for mutual TLS, P4HUB_INSECURE=1
+                       for a controller started with --insecure (controller/client.py)
 P4HUB_PLACEMENT        ``auto`` (switch if it has room, else PBox) or ``pbox``
 P4HUB_JOB_ID           without a controller: the job id configured on the aggregator (1)
 P4HUB_SLOT_BASE        without a controller: the job's first slot (0)
@@ -40,7 +48,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from p4hub.hosts.errors import BackendError
 from p4hub.hosts.wire import DEFAULT_LANES, LANE_COUNTS
@@ -70,6 +79,7 @@ class BackendConfig:
     lanes: int = DEFAULT_LANES
     classes: int = 1
     precision: float | None = None
+    job_token: str | None = field(default=None, repr=False)  # a secret: never printed
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BackendConfig:
@@ -93,6 +103,7 @@ class BackendConfig:
             lanes=_number(env, "P4HUB_LANES", int, DEFAULT_LANES, LANE_COUNTS[0], LANE_COUNTS[-1]),
             classes=_number(env, "P4HUB_CLASSES", int, 1, 1, 8),
             precision=_optional(env, "P4HUB_PRECISION", float, 1e-30, 1.0),
+            job_token=_token(env),
         )
         if config.precision is not None and config.precision >= 1.0:
             raise BackendError(f"P4HUB_PRECISION={config.precision}: expected a relative "
@@ -107,6 +118,18 @@ class BackendConfig:
                 "p4hub needs P4HUB_CONTROLLER=host:port (the controller's job API) or "
                 "P4HUB_AGGREGATOR=host:port (a PBox or switch with the job configured)")
         return config
+
+
+def _token(env: Mapping[str, str]) -> str | None:
+    """P4HUB_JOB_TOKEN, else the first line of P4HUB_JOB_TOKEN_FILE (never echoed)."""
+    token = env.get("P4HUB_JOB_TOKEN", "").strip()
+    path = env.get("P4HUB_JOB_TOKEN_FILE", "").strip()
+    if not token and path:
+        try:
+            token = Path(path).read_text().strip()
+        except OSError as exc:
+            raise BackendError(f"P4HUB_JOB_TOKEN_FILE={path!r}: {exc.strerror}") from None
+    return token or None
 
 
 def _hostport(env: Mapping[str, str], name: str) -> tuple[str, int] | None:

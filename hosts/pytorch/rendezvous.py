@@ -2,18 +2,23 @@
 
 Every rank of the group, in the group's own (prefixed) store:
 
-1. agrees on a job name: rank 0 picks it (``P4HUB_JOB_NAME`` or a fresh one, so two
-   groups or two runs never share a job) and publishes it; the others read it;
+1. agrees on a job name and, with a controller, the job's token: rank 0 picks them
+   (``P4HUB_JOB_NAME`` or a fresh name, so two groups or two runs never share a job;
+   ``P4HUB_JOB_TOKEN`` or a fresh ``secrets.token_urlsafe(32)``) and publishes them;
+   the others read them (the store is the group's own: whoever reaches it reads the
+   token, as it could join the group);
 2. picks its UDP address (``P4HUB_DATA_IP``/``P4HUB_PORT`` or what the kernel would
    use toward the controller or aggregator, and a free port);
 3. joins the job with the controller's JobService under that address (the switch
-   admits contributions only from the addresses joined), or, without a controller,
-   takes the job id and slots from the configuration;
+   admits contributions only from the addresses joined), presenting the token (the
+   first join creates the job with it), or, without a controller, takes the job id and
+   slots from the configuration;
 4. publishes ``{address, job}`` under ``member/<rank>`` and reads every other rank's,
    then checks that all ranks got the same job: a rank that joined a stale job of the
    same name, or was pointed at another aggregator, fails here and is named.
 
-The controller client is kept for heartbeats and the final LeaveJob (``Lease``).
+The controller client is kept for heartbeats and the final LeaveJob (``Lease``); it
+presents the job's token, and TLS as the environment says (``ClientAuth.from_env``).
 """
 
 from __future__ import annotations
@@ -25,12 +30,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from p4hub.hosts.errors import BackendError
 from p4hub.hosts.pytorch.config import BackendConfig
 from p4hub.hosts.pytorch.liveness import Store
 from p4hub.hosts.session_config import SessionConfig, SessionSettings, with_settings
 from p4hub.hosts.wire import DEFAULT_LANES
+
+if TYPE_CHECKING:
+    from p4hub.controller.client import ClientAuth
 
 _port_lock = threading.Lock()
 _groups_in_process = 0  # how many groups took a port from P4HUB_PORT so far
@@ -96,12 +105,12 @@ class Lease:
     """This rank's place in a controller job: heartbeats keep it, ``leave`` ends it."""
 
     def __init__(self, address: str, job_id: int, rank: int, timeout: float,
-                 epoch: int = 0) -> None:
+                 epoch: int = 0, token: str | None = None) -> None:
         from p4hub.controller.client import JobClient  # grpc: only when a controller is used
 
         self.job_id, self.rank = job_id, rank
         self.epoch = epoch  # the job's epoch at the join (not part of the agreed plan)
-        self._client = JobClient(address, timeout=timeout)
+        self._client = JobClient(address, timeout=timeout, auth=agent_auth(token))
 
     def heartbeat(self, counters: dict | None = None) -> dict:
         """Where the job is now (epoch, routes, ...); grpc.RpcError NOT_FOUND once
@@ -122,11 +131,11 @@ def rendezvous(store: Store, rank: int, world_size: int, config: BackendConfig,
     """Join the job and agree on it with every rank; raises BackendError naming the
     rank that is missing or disagrees."""
     store.set_timeout(timeout)
-    name = _agree_on_name(store, rank, config)
+    name, token = _agree_on_name(store, rank, config)
     bind = _local_address(config)
     lease = None
     if config.controller is not None:
-        plan, lease = _join(config, name, world_size, rank, bind, timeout)
+        plan, lease = _join(config, name, token, world_size, rank, bind, timeout)
     else:
         plan = _static_plan(config)
     address = f"{bind[0]}:{bind[1]}"
@@ -144,14 +153,31 @@ def rendezvous(store: Store, rank: int, world_size: int, config: BackendConfig,
     return Membership(name, plan, rank, world_size, bind, addresses), lease
 
 
-def _agree_on_name(store: Store, rank: int, config: BackendConfig) -> str:
+def _agree_on_name(store: Store, rank: int, config: BackendConfig) -> tuple[str, str | None]:
+    """The job's name and, with a controller, its token (set before the name, so a rank
+    that read the name finds the token)."""
     if rank == 0:
+        if config.controller is not None:
+            store.set("job_token", config.job_token or secrets.token_urlsafe(32))
         store.set("job_name", config.job_name or f"torch-{secrets.token_hex(4)}")
     try:
-        return store.get("job_name").decode()
+        name = store.get("job_name").decode()
+        token = store.get("job_token").decode() if config.controller is not None else None
     except Exception as exc:  # noqa: BLE001 - the store's errors have no common type
         raise BackendError(f"rank {rank}: no job name from rank 0 through the store: "
                            f"{exc}") from None
+    return name, token
+
+
+def agent_auth(token: str | None) -> ClientAuth:
+    """What an agent presents: its job's token and the environment's TLS settings,
+    never an administrator's credential."""
+    from p4hub.controller.client import ClientAuth
+
+    try:
+        return ClientAuth.from_env(admin=False).with_job_token(token)
+    except OSError as exc:
+        raise BackendError(f"the controller's credentials: {exc}") from None
 
 
 def _local_address(config: BackendConfig) -> tuple[str, int]:
@@ -193,7 +219,7 @@ def _udp_probe(use: Callable[[socket.socket], object], failure: str,
         raise BackendError(f"{failure}: {exc}; {advice}") from None
 
 
-def _join(config: BackendConfig, name: str, world_size: int, rank: int,
+def _join(config: BackendConfig, name: str, token: str | None, world_size: int, rank: int,
           bind: tuple[str, int], timeout: timedelta) -> tuple[JobPlan, Lease]:
     import grpc
 
@@ -201,7 +227,8 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
 
     assert config.controller is not None
     where = f"{config.controller[0]}:{config.controller[1]}"
-    client = JobClient(where, timeout=min(timeout.total_seconds(), 60.0), wait_for_ready=True)
+    client = JobClient(where, timeout=min(timeout.total_seconds(), 60.0), wait_for_ready=True,
+                       auth=agent_auth(token))
     try:
         reply = client.join(name, world_size, rank, f"{bind[0]}:{bind[1]}", config.placement,
                             config.lanes, config.precision)
@@ -213,7 +240,8 @@ def _join(config: BackendConfig, name: str, world_size: int, rank: int,
     plan = JobPlan(reply["job_id"], reply["aggregator"], reply["slot_base"],
                    reply["slot_count"], config.window or reply["window"], reply["where"],
                    reply["lanes"], tuple(reply.get("routes", ())), reply.get("precision"))
-    return plan, Lease(where, plan.job_id, rank, timeout=10.0, epoch=reply.get("epoch", 0))
+    return plan, Lease(where, plan.job_id, rank, timeout=10.0, epoch=reply.get("epoch", 0),
+                       token=token)
 
 
 def _plan(fields: dict) -> JobPlan:

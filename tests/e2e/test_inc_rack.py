@@ -472,3 +472,40 @@ def test_the_selftest_checks_the_path_from_a_worker(rack, api, placement):
     report = json.loads(out.strip().splitlines()[-1])
     assert (report["ok"], report["step"]) == (False, "join")
     assert "did not answer" in report["detail"]
+
+
+def test_another_tenant_can_neither_see_nor_touch_a_running_job(rack, api):
+    """From w6, a host of the rack that is not in the job: the CLI without credentials,
+    with another job's token and in plaintext; the job runs on, exact, and the
+    administrator (this process: the rack's state directory) sees it."""
+    client, runs = api
+    run = JobRun(rack, rack.workers[:2], "inc-tenant", iterations=2, hold=True)
+    runs.append(run)
+    run.wait_for("iteration", count=1)
+    job_id = run.joined[0]["job_id"]
+    assert "job_token" not in run.joined[0]  # the launcher brought it: never emitted
+
+    def cli(*argv: str, **env: str) -> tuple[str, str]:
+        """(exit status, output) of the CLI on w6, as another tenant: no administrator
+        token (a state directory of its own), the run's CA unless told otherwise."""
+        settings = {"P4HUB_STATE_DIR": "/nonexistent", **env}
+        out = rack.workers[5].cmd("env", *(f"{k}={v}" for k, v in settings.items()), PYTHON,
+                                  "-m", "p4hub.controller.cli", "--controller",
+                                  rack.controller_address, *argv, "; echo rc=$?")
+        status = out.strip().splitlines()[-1]
+        return status, out
+
+    for argv in (["jobs"], ["status"], ["job", "kill", str(job_id)], ["doctor"]):
+        status, out = cli(*argv)
+        assert status == "rc=1" and "UNAUTHENTICATED" in out and "administrator" in out, out
+    other = "o" * 43
+    shown = {j: cli("job", "show", str(j), P4HUB_JOB_TOKEN=other)[1] for j in (job_id, 77)}
+    for out in shown.values():
+        assert "PERMISSION_DENIED" in out, out
+    assert shown[job_id].replace(f"job {job_id}", "job N") == \
+        shown[77].replace("job 77", "job N")
+    status, out = cli("job", "show", str(job_id), P4HUB_INSECURE="1")  # plaintext
+    assert status == "rc=1" and "UNAVAILABLE" in out, out
+    assert client.call("ShowJob", job_id=job_id)["state"] == "running"
+    run.release()
+    run.finish()  # exact sums on both ranks

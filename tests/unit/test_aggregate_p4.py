@@ -480,6 +480,28 @@ def test_results_forged_from_another_port_never_reach_a_worker(rk):
     assert rk.switch.process(plain, 3) == [(1, plain)]
 
 
+def test_a_jobs_results_reach_its_members_ports_and_no_other_tenants(rk):
+    """Two tenants on one switch, their rounds completing back to back: each result is
+    multicast to its own job's group, whose replicas are its members' ports, each copy
+    addressed to that member (result_dst); the other tenant and the outsider get none."""
+    a = rk.job("a", [1, 2, 3])
+    b = rk.job("b", [4, 6])
+    ones = np.ones(DEFAULT_LANES)
+    for i, rank in ((1, 0), (2, 1)):
+        assert rk.send(i, contrib(a.job_id, rank, 0, values=ones)) == []
+    assert rk.send(4, contrib(b.job_id, 0, b.slot_base, values=2 * ones)) == []
+    out_a = rk.send(3, contrib(a.job_id, 2, 0, values=ones))
+    out_b = rk.send(6, contrib(b.job_id, 1, b.slot_base, values=2 * ones))
+    assert sorted(port for port, _ in out_a) == [1, 2, 3]
+    assert sorted(port for port, _ in out_b) == [4, 6]
+    for out, members, job in ((out_a, {1, 2, 3}, a.job_id), (out_b, {4, 6}, b.job_id)):
+        for datagram, (ip, port) in as_results(out):  # each copy to the member on that port
+            index = int(ip.rsplit(".", 1)[1])  # h<index> at 10.0.0.<index>, agent port 40000+index
+            assert index in members and port == 40000 + index
+            assert wire.decode(datagram)[0].job == job
+    assert OUTSIDER not in {port for port, _ in out_a + out_b}
+
+
 def test_a_job_without_switch_slots_is_just_forwarded_to_the_pbox(rk):
     rk.job("a", [1])
     rk.job("b", [2])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import batchio, wire
-from p4hub.hosts.batchio import BatchReceiver, BatchSender
+from p4hub.hosts.batchio import BatchReceiver, BatchSender, source_key
 from p4hub.hosts.session import Session
 from p4hub.hosts.transport import _LOST_ON_SEND, UdpTransport
 
@@ -164,7 +164,9 @@ def test_the_transport_hands_runs_of_good_datagrams_over_and_counts_the_rest(pai
     session = Session(1, 0, 2, 0, 4)
     transport = UdpTransport.__new__(UdpTransport)
     transport.session = session
-    transport._receiver = BatchReceiver(rx, 8, session.packet_len)
+    transport._receiver = BatchReceiver(rx, 8, session.packet_len, with_addresses=True)
+    transport._aggregators = np.array([source_key(tx.getsockname())], dtype=np.uint64)
+    transport.foreign_sources = 0
     good = wire.encode(wire.Header(wire.PacketType.RESULT, job=9, rank=0xFFFF, slot=0,
                                    position=0, nelem=0))
     for d in (good, b"short", good, good + b"long", good):
@@ -176,3 +178,13 @@ def test_the_transport_hands_runs_of_good_datagrams_over_and_counts_the_rest(pai
     assert n == 5
     transport._deliver(n)
     assert session.stats.foreign == 5 and session.stats.results == 0
+    assert transport.foreign_sources == 0
+    # the same good datagram from an address the agent never sent to: dropped unread
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as stranger:
+        stranger.sendto(good, rx.getsockname())
+        stranger.sendto(good, rx.getsockname())
+        tx.send(good)
+        time.sleep(0.05)  # loopback delivers at once; all three are waiting
+        n = transport._receiver.receive()
+    transport._deliver(n)
+    assert n == 3 and transport.foreign_sources == 2 and session.stats.foreign == 8

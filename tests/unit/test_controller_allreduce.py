@@ -32,6 +32,7 @@ from p4lite.compiler import driver as compiler
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device
 from p4lite.switch.p4runtime.server import serve as serve_p4runtime
+from tests.support.api_auth import ADMIN, credentials
 from tests.unit.test_aggregate_p4 import PROGRAM, contrib, parse_frame, udp_frame
 
 PBOX_PORT = 9
@@ -137,9 +138,9 @@ def rack(request, pipeline):
     shim.topo = topo
     ctl = Controller(topo, pipeline, pbox_sink=shim.pbox_sink)
     ctl.start(now=0.0)
-    service = api.JobService(ctl)
+    service = api.JobService(ctl, credentials=credentials())
     server, port = api.serve(service, "127.0.0.1:0")
-    client = client_mod.JobClient(f"127.0.0.1:{port}")
+    client = client_mod.JobClient(f"127.0.0.1:{port}", auth=ADMIN)
     shim.start()
     yield shim, device, ctl, client
     client.close()

@@ -19,6 +19,7 @@ from p4hub.hosts.wire import DEFAULT_LANES
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.p4runtime.device import Device
 from p4lite.switch.p4runtime.server import serve as serve_p4runtime
+from tests.support.api_auth import ADMIN, admin_cli_env, credentials
 from tests.unit.test_aggregate_p4 import contrib, udp_frame
 from tests.unit.test_controller_driver import RACK, pipeline  # noqa: F401 (fixture)
 
@@ -32,7 +33,10 @@ class Clock:
 
 
 @pytest.fixture
-def stack(pipeline):  # noqa: F811
+def stack(pipeline, monkeypatch, tmp_path):  # noqa: F811
+    """The controller, its API (plaintext, the unit tests' administrator token) and an
+    administrator's client; the CLI, through the environment, is the administrator too."""
+    admin_cli_env(monkeypatch, tmp_path)
     device = Device(0, Switch)
     p4rt, p4rt_port = serve_p4runtime(device, "127.0.0.1:0")
     raw = dict(RACK, switches={"s1": {**RACK["switches"]["s1"], "grpc_addr": f"127.0.0.1:{p4rt_port}"}},
@@ -41,9 +45,9 @@ def stack(pipeline):  # noqa: F811
     ctl = Controller(topo, pipeline)
     ctl.start(now=0.0)
     clock = Clock()
-    service = api.JobService(ctl, clock)
+    service = api.JobService(ctl, clock, credentials=credentials())
     server, port = api.serve(service, "127.0.0.1:0")
-    client = client_mod.JobClient(f"127.0.0.1:{port}", timeout=5.0)
+    client = client_mod.JobClient(f"127.0.0.1:{port}", timeout=5.0, auth=ADMIN)
     yield device, topo, ctl, service, clock, client, f"127.0.0.1:{port}"
     client.close()
     server.stop(grace=None)
@@ -214,7 +218,8 @@ def test_cli_renders_and_prints_json(stack, capsys):
 def test_an_agent_client_waits_for_a_controller_that_starts_late(stack):
     service = stack[3]
     port = _free_port()
-    client = client_mod.JobClient(f"127.0.0.1:{port}", timeout=10.0, wait_for_ready=True)
+    client = client_mod.JobClient(f"127.0.0.1:{port}", timeout=10.0, wait_for_ready=True,
+                                  auth=ADMIN)
     started: list = []
     timer = threading.Timer(0.5, lambda: started.append(api.serve(service, f"127.0.0.1:{port}")))
     timer.start()
@@ -297,13 +302,14 @@ def test_a_controller_that_does_not_answer_is_told_apart_from_a_refusal(stack):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         dead = f"127.0.0.1:{s.getsockname()[1]}"
-    down = client_mod.JobClient(dead, timeout=0.5)
+    down = client_mod.JobClient(dead, timeout=0.5, auth=ADMIN)
     with pytest.raises(grpc.RpcError) as silent:
         down.call("Status")
     down.close()
     assert client_mod.explain(silent.value, dead) == (
         f"the controller at {dead} did not answer ({silent.value.code().name}): is "
-        "p4hub-controller running and reachable there?")
+        "p4hub-controller running and reachable there, and does this client speak its TLS "
+        "(P4HUB_CA; P4HUB_INSECURE=1 for a controller started with --insecure)?")
 
 
 def test_heartbeat_counters_give_the_job_show_service_rates(stack, capsys):

@@ -12,6 +12,7 @@ import pytest
 
 from p4hub.controller import api, cli
 from p4hub.controller.core import program as p
+from p4hub.controller.core.credentials import LOCAL
 from p4hub.controller.core.updates import DELETE, Entry, FieldMatch, TableWrite
 from p4hub.hosts.pbox.core import ControlCore, LocalShards, ShardCore
 from p4hub.hosts.wire import DEFAULT_LANES
@@ -145,7 +146,7 @@ def test_doctor_reads_a_pbox_job_over_the_control_channel(stack):  # noqa: F811
         doctor_api = api.JobService(ctl, clock, pboxes=control, sleep=lambda seconds: None)
 
         def diagnose() -> dict:
-            return findings(doctor_api.handle("Doctor", b'{"job_id": 1}'))
+            return findings(doctor_api.handle("Doctor", b'{"job_id": 1}', LOCAL))
 
         client.call("JoinJob", name="p", world_size=2, rank=0, address="10.0.0.1:4000",
                     placement="pbox")

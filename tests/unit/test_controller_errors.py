@@ -13,6 +13,7 @@ import grpc
 import pytest
 
 from p4hub.controller import api
+from p4hub.controller.core.credentials import LOCAL
 from p4hub.controller.core.errors import (
     NotFoundError,
     P4hubControllerError,
@@ -46,7 +47,7 @@ def kill_with(exc: BaseException, service: api.JobService | None = None) -> api.
     # the stub has only what KillJob touches (lock, kill), not a whole Controller
     service = service or api.JobService(StubController(exc))  # type: ignore[arg-type]
     with pytest.raises(api.ApiError) as info:
-        service.handle("KillJob", json.dumps({"job_id": 1}).encode())
+        service.handle("KillJob", json.dumps({"job_id": 1}).encode(), LOCAL)
     return info.value
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from p4hub.controller import api
 from p4hub.controller.core import topology
+from p4hub.controller.core.credentials import LOCAL
 from p4hub.controller.core.job import JobError
 from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.driver import Controller, ControllerError
@@ -127,7 +128,7 @@ def test_a_barrier_in_progress_survives_a_failed_event(switch, pipeline):  # noq
     service = api.JobService(ctl, clock=lambda: 0.0)
 
     def call(method: str, **request):
-        return service.handle(method, json.dumps(request).encode())
+        return service.handle(method, json.dumps(request).encode(), LOCAL)
 
     try:
         job = call("JoinJob", name="a", world_size=2, rank=0, address="10.0.0.1:4001")["job_id"]

@@ -53,7 +53,7 @@ def start_controller(path: Path, build: Path, compiled: bool = False,
                 "--p4info", str(build / "aggregate.p4info.txtpb")] if compiled else
                ["--p4", str(PROGRAM), "--build-dir", str(build)])
     cmd = [sys.executable, "-m", "p4hub.controller.main", "--topology", str(path), *program,
-           "--connect-timeout", "10", *extra]
+           "--connect-timeout", "10", "--state-dir", str(path.parent / "state"), *extra]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -74,6 +74,15 @@ def wait_for_api(client: client_mod.JobClient, address: str, proc: subprocess.Po
             time.sleep(0.05)
 
 
+def wait_for_state(path: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"no {path}:\n{proc.communicate()[0]}")
+        time.sleep(0.05)
+
+
 def stop(proc: subprocess.Popen) -> str:
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=20)
@@ -81,16 +90,34 @@ def stop(proc: subprocess.Popen) -> str:
     return out
 
 
+def state_auth(tmp: Path) -> client_mod.ClientAuth:
+    """What the controller made in its state directory by default: the administrator
+    token (0600) and the CA of its job API's own TLS certificate."""
+    state = tmp / "state"
+    return client_mod.ClientAuth(ca=state / "api-tls" / "ca.pem", admin_token=client_mod.read_secret(
+        state / "admin.token"))
+
+
 def test_controller_process_restarts_without_losing_jobs(rack_file):
+    """TLS and tokens by default; the job's token outlives a restart (its digest is in
+    the state directory), the administrator's too."""
     path, address, tmp = rack_file
     proc = start_controller(path, tmp / "build")
-    client = client_mod.JobClient(address)
+    client = client_mod.JobClient(address, auth=client_mod.ClientAuth())  # nothing yet
     try:
+        wait_for_state(tmp / "state" / "api-tls" / "ca.pem", proc)
+        client = client_mod.JobClient(address, auth=state_auth(tmp))
         assert wait_for_api(client, address, proc)["switches"]["s1"]["connected"]
-        joined = client.join("resnet", 2, 0, "10.0.0.1:4001")
-        client.join("resnet", 2, 1, "10.0.0.2:4002")
+        assert (tmp / "state" / "admin.token").stat().st_mode & 0o777 == 0o600
+        tenant = client_mod.ClientAuth(ca=tmp / "state" / "api-tls" / "ca.pem")
+        joined = client_mod.JobClient(address, auth=tenant).join("resnet", 2, 0, "10.0.0.1:4001")
+        member = client_mod.JobClient(address, auth=tenant.with_job_token(joined["job_token"]))
+        member.join("resnet", 2, 1, "10.0.0.2:4002")
+        assert (tmp / "state" / "job-tokens.json").stat().st_mode & 0o777 == 0o600
+        assert joined["job_token"] not in (tmp / "state" / "job-tokens.json").read_text()
     finally:
         out = stop(proc)
+    assert joined["job_token"] not in out and client.auth.admin_token not in out
     assert "switch s1: configured" in out
     assert (tmp / "build" / "aggregate.json").exists()
     metrics_port = free_port()
@@ -101,7 +128,12 @@ def test_controller_process_restarts_without_losing_jobs(rack_file):
         jobs = client.call("ListJobs")["jobs"]
         assert [(j["job_id"], j["workers"], j["slot_base"]) for j in jobs] == [
             (joined["job_id"], 2, joined["slot_base"])]
-        assert client.join("resnet", 2, 1, "10.0.0.2:4002")["job_id"] == joined["job_id"]
+        assert member.join("resnet", 2, 1, "10.0.0.2:4002")["job_id"] == joined["job_id"]
+        assert member.heartbeat(joined["job_id"], 1)["epoch"] == joined["epoch"]
+        stranger = client_mod.JobClient(address, auth=tenant.with_job_token("x" * 43))
+        with pytest.raises(grpc.RpcError) as refused:
+            stranger.heartbeat(joined["job_id"], 1)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
                                     timeout=10) as reply:
             scraped = reply.read().decode()
@@ -179,7 +211,8 @@ def test_a_bad_switch_state_at_start_up_fails_cleanly(tmp_path, capsys, monkeypa
 
         monkeypatch.setattr(api, "serve", no_serving)
         status = main(["--topology", str(path), "--bmv2-json", str(tmp_path / "a.json"),
-                       "--p4info", str(tmp_path / "a.p4info.txtpb"), "--connect-timeout", "1"])
+                       "--p4info", str(tmp_path / "a.p4info.txtpb"), "--connect-timeout", "1",
+                       "--state-dir", str(tmp_path / "state")])
     finally:
         server.stop(grace=None)
     err = capsys.readouterr().err

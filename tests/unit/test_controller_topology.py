@@ -239,3 +239,23 @@ def test_standard_rack_refuses_bad_pbox_arguments(kwargs, expected):
     with pytest.raises(ConfigError) as info:
         topology.rack_dict(4, "127.0.0.1:9559", **kwargs)
     assert info.value.errors[0].startswith(expected), info.value.errors
+
+
+def test_tls_section_paths_are_relative_to_the_file(tmp_path):
+    assert topology.from_dict(RACK).tls is None  # plaintext without it
+    raw = {**RACK, "tls": {"ca": "tls/ca.pem", "cert": "/abs/c.pem", "key": "tls/c.key"}}
+    (tmp_path / "rack.json").write_text(json.dumps(raw))
+    tls = topology.load(tmp_path / "rack.json").tls
+    assert tls == topology.TlsConf(str(tmp_path / "tls/ca.pem"), "/abs/c.pem",
+                                   str(tmp_path / "tls/c.key"))
+    assert topology.from_dict({**RACK, "tls": {"ca": "ca.pem"}}).tls == topology.TlsConf("ca.pem")
+
+
+@pytest.mark.parametrize(("tls", "expected"), [
+    ({"cert": "c.pem", "key": "k"}, "tls.ca: missing"),
+    ({"ca": "ca.pem", "cert": "c.pem"}, "tls: give both cert and key"),
+    ({"ca": "", "cert": "c", "key": "k"}, "tls.ca: expected a non-empty string"),
+    ({"ca": "ca.pem", "password": "x"}, "tls.password: unknown key"),
+])
+def test_tls_section_errors(tls, expected):
+    assert any(expected in e for e in errors_of({**RACK, "tls": tls}))

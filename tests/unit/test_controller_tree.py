@@ -545,16 +545,19 @@ def test_a_restarted_leaf_gives_the_whole_tree_a_new_epoch(wired):
     assert out == [("s1", 1), ("s1", 2), ("s2", 1), ("s2", 2)]
 
 
-def test_job_show_prints_the_tree_with_each_switchs_counters(wired, capsys):
+def test_job_show_prints_the_tree_with_each_switchs_counters(wired, capsys, monkeypatch,
+                                                            tmp_path):
     from p4hub.controller import api, cli
+    from tests.support.api_auth import admin_cli_env, credentials
 
+    admin_cli_env(monkeypatch, tmp_path)
     ranks = [0, 1, 4, 5]
     replies = wired.join("wide", ranks)
     job_id, base = replies[0].job_id, replies[0].slot_base
     values = np.ones((4, DEFAULT_LANES), np.int32)
     for rank, k in enumerate(ranks):
         wired.send(k, replies[rank], contribution(job_id, rank, base, values[rank], 0))
-    service = api.JobService(wired.ctl, time.monotonic)
+    service = api.JobService(wired.ctl, time.monotonic, credentials=credentials())
     server, port = api.serve(service, "127.0.0.1:0")
     try:
         assert cli.main(["--controller", f"127.0.0.1:{port}", "job", "show", str(job_id)]) == 0

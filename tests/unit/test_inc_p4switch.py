@@ -34,6 +34,7 @@ def bare_switch(tmp_path: Path, sw_cmd: list[str], grpc_port: int = 50051) -> P4
     sw.log_max_bytes = p4switch.LOG_MAX_BYTES
     sw.log_keep = p4switch.LOG_KEEP
     sw.priority_queues = p4switch.PRIORITY_QUEUES
+    sw.tls = None
     sw.proc = None
     return sw
 

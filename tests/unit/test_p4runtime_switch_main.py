@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4lite.switch.process.main import UsageError, parse_args
+from p4lite.switch.process.main import TlsOptions, UsageError, parse_args
 
 TUTORIAL = ("-i 1@s1-eth1 -i 2@s1-eth2 --pcap /tmp/pcaps --nanolog ipc:///tmp/bm-0-log.ipc "
             "--device-id 0 build/basic.json --log-console --thrift-port 9090 -- "
@@ -57,3 +57,28 @@ def test_the_core_factory_reuses_the_compiled_program_but_never_the_state():
     assert second.registers["MyIngress.slot_counter"].values[3] == 0
     other = dict(program, __meta__={**program.get("__meta__", {}), "x": 1})
     assert make(other).program is not first.program
+
+
+def test_simple_switch_grpcs_tls_flags():
+    o = parse_args(("--no-p4 -- --grpc-server-ssl --grpc-server-cert c.pem --grpc-server-key c.key "
+                    "--grpc-server-cacert ca.pem --grpc-server-with-client-auth "
+                    "--grpc-server-writer controller-client").split())
+    assert o.tls == TlsOptions("c.pem", "c.key", "ca.pem", True, ("controller-client",))
+    assert o.ignored == []
+    o = parse_args("--no-p4 -- --grpc-server-ssl --grpc-server-cert c.pem --grpc-server-key k".split())
+    assert o.tls == TlsOptions("c.pem", "k", None, False, ())
+    assert parse_args(["--no-p4"]).tls is None
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    ("-- --grpc-server-ssl --grpc-server-cert c.pem", "needs --grpc-server-cert and"),
+    ("-- --grpc-server-cert c.pem --grpc-server-key k", "without --grpc-server-ssl"),
+    ("-- --grpc-server-ssl --grpc-server-cert c --grpc-server-key k "
+     "--grpc-server-with-client-auth", "needs --grpc-server-cacert"),
+    ("-- --grpc-server-ssl --grpc-server-cert c --grpc-server-key k --grpc-server-writer x",
+     "needs --grpc-server-with-client-auth"),
+    ("--grpc-server-ssl --no-p4", "a target option"),
+])
+def test_tls_command_lines_that_would_serve_plaintext_or_nothing_are_refused(argv, message):
+    with pytest.raises(UsageError, match=message):
+        parse_args(argv.split())

@@ -41,7 +41,7 @@ class PBoxProcess:
 
 def start_pbox(*args: str) -> PBoxProcess:
     cmd = [sys.executable, "-m", "p4hub.hosts.pbox.cli", "--listen", "127.0.0.1:0",
-           "--control", "127.0.0.1:0", *args]
+           "--control", "127.0.0.1:0", "--control-insecure", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None  # stdout=PIPE
     line = proc.stdout.readline()

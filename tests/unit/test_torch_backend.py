@@ -21,13 +21,14 @@ import grpc
 import pytest
 
 from p4hub.controller import api
+from p4hub.controller.core.credentials import Caller
 
 ROOT = Path(__file__).resolve().parents[2]
 # job id -> (world size, slot base) configured on the PBox; slot ranges do not overlap, and
 # every test group has its own job (a PBox cell keeps its round position: a second group
 # starting again at position 0 on the same cells would be stale)
 JOBS = {1: (3, 0), 2: (2, 64), 3: (3, 128), 4: (2, 192), 5: (4, 256), 6: (2, 320), 7: (2, 384),
-        8: (2, 448), 9: (2, 512), 10: (2, 576)}
+        8: (2, 448), 9: (2, 512), 10: (2, 576), 11: (2, 640)}
 SLOTS = 64
 
 
@@ -64,6 +65,7 @@ def env_for(job: int | None = None, **extra: str) -> dict[str, str]:
     if job is not None:
         env.update(P4HUB_JOB_ID=str(job), P4HUB_SLOT_BASE=str(JOBS[job][1]),
                    P4HUB_SLOT_COUNT=str(SLOTS))
+    env["P4HUB_INSECURE"] = "1"  # the fake controller serves plaintext
     env.update(extra)
     env["PYTHONPATH"] = str(ROOT)
     return env
@@ -169,17 +171,22 @@ class FakeJobService(api.RequestHandler):
     def __init__(self, pbox: str) -> None:
         self.pbox = pbox
         self.calls: list[tuple[str, dict]] = []
+        self.tokens: list[str | None] = []  # the job token each call presented
         self.lock = threading.Lock()
         self.beats: dict[int, int] = {}  # heartbeats per rank
         self.new_epoch_after: int | None = None  # beats; then Heartbeat answers epoch 9
         self.end_after: int | None = None  # beats; then the job has ended (NOT_FOUND)
+        self.refuse_after: int | None = None  # beats; then the token is refused
         self.job = 6  # the PBox job JoinJob hands out (each test group needs its own)
         self.routes: list[dict] | None = None  # the job's map, when split over PBoxes
 
-    def handle(self, method: str, body: bytes) -> dict:
+    def handle(self, method: str, body: bytes, caller: Caller) -> dict:
         request = json.loads(body)
         with self.lock:
             self.calls.append((method, request))
+            self.tokens.append(caller.job_token)
+            if caller.admin_token is not None:
+                raise api.ApiError(grpc.StatusCode.INVALID_ARGUMENT, "an agent administers")
         if method == "JoinJob":
             if request["name"].startswith("refuse"):
                 raise api.ApiError(grpc.StatusCode.INVALID_ARGUMENT,
@@ -199,6 +206,9 @@ class FakeJobService(api.RequestHandler):
         if self.end_after is not None and n > self.end_after:
             raise api.ApiError(grpc.StatusCode.NOT_FOUND, f"no job {self.job} (it ended: rank 1 "
                                "(127.0.0.1:1) sent no heartbeat for 9.0 s)")
+        if self.refuse_after is not None and n > self.refuse_after:
+            raise api.ApiError(grpc.StatusCode.PERMISSION_DENIED, f"a heartbeat for job "
+                               f"{self.job}: the job token presented does not grant it")
         moved = self.new_epoch_after is not None and n > self.new_epoch_after
         beat = {"epoch": 9 if moved else 3, "where": "pbox", "slot_base": JOBS[self.job][1],
                 "slot_count": SLOTS}
@@ -223,6 +233,8 @@ def test_joining_through_the_controller_heartbeats_and_leaves(controller):
     assert all(j["address"].startswith("127.0.0.1:") for j in joins)
     leaves = sorted(r["rank"] for m, r in service.calls if m == "LeaveJob")
     assert leaves == [0, 1]
+    # rank 0's token reached rank 1 through the store; every call presented it
+    assert len(set(service.tokens)) == 1 and len(service.tokens[0] or "") == 43
     stats = next(line["stats"] for line in outputs[0] if "stats" in line)
     assert stats["where"] == "pbox" and stats["job_id"] == 6
 
@@ -268,6 +280,17 @@ def test_a_job_the_controller_ended_fails_the_group_with_its_reason(controller):
         failed = [line["failed"] for line in lines if "failed" in line]
         assert failed and "the controller ended job 9" in failed[0], lines
         assert "rank 1 (127.0.0.1:1) sent no heartbeat" in failed[0]
+
+
+def test_a_refused_token_fails_the_group_at_once_and_says_so(controller):
+    """A controller that stops taking the job's token (restarted without its state
+    directory): retrying would only let the job expire, so the group fails, naming it."""
+    service, address = controller
+    service.refuse_after, service.job = 1, 11
+    outputs = run_ranks("follow", 2, env_for(P4HUB_CONTROLLER=address))
+    for lines in outputs:
+        failed = [line["failed"] for line in lines if "failed" in line]
+        assert failed and "the controller refused job 11's token" in failed[0], lines
 
 
 def test_a_job_split_over_two_pboxes_reduces_exactly_and_reports_each_route(controller):

@@ -9,6 +9,12 @@ p4.v1.Error per update in the ``grpc-status-details-bin`` trailer.
 StreamChannel: one reader thread per stream feeds the sans-I/O Arbitration;
 everything sent to a stream goes through its queue, so arbitration replies,
 PacketIns and DigestLists never wait on the packet path.
+
+TLS (``serve(credentials=...)``) is gRPC's own. With ``writers`` (certificate common
+names; needs client authentication) only those clients take part in arbitration and
+may write: any other authenticated client is answered as a backup whatever election
+id it sends (PERMISSION_DENIED on Write, SetForwardingPipelineConfig and PacketOut),
+so an operator's p4runtime-shell can read the tables but never demote the controller.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent import futures
 
 import grpc
@@ -49,10 +55,17 @@ def election_id_of(msg) -> int | None:  # noqa: ANN001 - any message with an ele
     return (msg.election_id.high << 64) | msg.election_id.low
 
 
+def peer_name(context: grpc.ServicerContext) -> str | None:
+    """The common name of the client's verified certificate, or None (no TLS client auth)."""
+    names = context.auth_context().get("x509_common_name") or []
+    return names[0].decode(errors="replace") if names else None
+
+
 class _Stream:
     """One StreamChannel: its outbound queue and what it told us about itself."""
 
-    def __init__(self) -> None:
+    def __init__(self, may_write: bool = True) -> None:
+        self.may_write = may_write  # False: a reader, never primary
         self.out: queue.Queue = queue.Queue()
         self.device_id: int | None = None
         self.role = ""
@@ -71,8 +84,9 @@ class _Stream:
 
 
 class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
-    def __init__(self, device: Device) -> None:
+    def __init__(self, device: Device, writers: Iterable[str] = ()) -> None:
         self.device = device
+        self.writers = frozenset(writers)  # empty: every client may write
         self._arb_lock = threading.Lock()
         self._arbitrations: dict[str, Arbitration[_Stream]] = {}
         device.packet_in_sink = self._to_primaries
@@ -89,7 +103,13 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if device_id != self.device.device_id:
             raise P4RuntimeError(code_pb2.NOT_FOUND, f"unknown device id {device_id}")
 
-    def _check_primary(self, request) -> None:  # noqa: ANN001
+    def _may_write(self, context: grpc.ServicerContext) -> bool:
+        return not self.writers or peer_name(context) in self.writers
+
+    def _check_primary(self, request, context: grpc.ServicerContext) -> None:  # noqa: ANN001
+        if not self._may_write(context):
+            raise P4RuntimeError(code_pb2.PERMISSION_DENIED,
+                                 f"client {peer_name(context)!r} may only read")
         with self._arb_lock:
             allowed = self._arbitration(request.role).allows_write(election_id_of(request))
         if not allowed:
@@ -103,7 +123,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def Write(self, request, context):  # noqa: N802, ANN001, ANN201
         try:
             self._check_device(request.device_id)
-            self._check_primary(request)
+            self._check_primary(request, context)
             if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
                 raise P4RuntimeError(code_pb2.UNIMPLEMENTED, "only CONTINUE_ON_ERROR atomicity")
             pipeline = self.device.require_pipeline()
@@ -142,7 +162,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def SetForwardingPipelineConfig(self, request, context):  # noqa: N802, ANN001, ANN201
         try:
             self._check_device(request.device_id)
-            self._check_primary(request)
+            self._check_primary(request, context)
             self.device.set_pipeline(request.action, request.config)
         except P4RuntimeError as err:
             log.info("pipeline config refused: %s", err)
@@ -175,7 +195,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # -- StreamChannel ----------------------------------------------------------
     def StreamChannel(self, request_iterator, context):  # noqa: N802, ANN001, ANN201
-        stream = _Stream()
+        stream = _Stream(self._may_write(context))
         reader = threading.Thread(target=self._read_stream, args=(stream, request_iterator),
                                   name="p4rt-stream", daemon=True)
         reader.start()
@@ -219,8 +239,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             if stream.device_id is not None and role != stream.role:
                 self._arbitration(stream.role).close(stream)
             try:
+                # a reader's election id is disregarded: it stays a backup
+                election_id = election_id_of(update) if stream.may_write else None
                 notices = self._arbitration(role).update(
-                    stream, update.device_id, election_id_of(update), stream.device_id)
+                    stream, update.device_id, election_id, stream.device_id)
             except P4RuntimeError as err:
                 log.info("arbitration refused: %s", err)
                 stream.send(err)
@@ -291,17 +313,25 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 log.warning("a slow P4Runtime client: dropping PacketIn/DigestList messages")
 
 
-def serve(device: Device, address: str, max_workers: int = 32) -> tuple[grpc.Server, int]:
-    """Start a P4Runtime server on ``address`` ("host:port", port 0 picks one); returns it and the port."""
+def serve(device: Device, address: str, max_workers: int = 32, *,
+          credentials: grpc.ServerCredentials | None = None,
+          writers: Iterable[str] = ()) -> tuple[grpc.Server, int]:
+    """Start a P4Runtime server on ``address`` ("host:port", port 0 picks one); returns it
+    and the port. ``credentials``: TLS (None: plaintext); ``writers``: see the module doc."""
+    if writers and credentials is None:
+        raise ValueError("writers are known by their client certificates: TLS is needed")
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="p4rt"),
                          options=[("grpc.max_receive_message_length", MAX_MESSAGE),
                                   ("grpc.max_send_message_length", MAX_MESSAGE),
                                   # never share the port with a stray switch (grpc's default)
                                   ("grpc.so_reuseport", 0)])
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(device), server)
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(device, writers), server)
     try:
-        port = server.add_insecure_port(address)
+        if credentials is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, credentials)
     except RuntimeError as exc:  # grpcio raises when the port is taken
         raise OSError(f"cannot listen on {address}: {exc}") from None
     if port == 0:

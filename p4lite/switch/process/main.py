@@ -5,11 +5,23 @@
         [--thrift-port P] [--nanolog ADDR] [--dump-packet-data N]
         [--no-p4 | PROG.json]
         -- [--grpc-server-addr HOST:PORT] [--cpu-port N] [--priority-queues N] [--drop-port N]
+           [--grpc-server-ssl --grpc-server-cert PEM --grpc-server-key PEM
+            [--grpc-server-cacert PEM] [--grpc-server-with-client-auth]
+            [--grpc-server-writer NAME]...]
            [--queue-depth N] [--queue-rate PPS] [--rng-seed N] [--packet-io mmap|socket]
 
-Flags simple_switch_grpc has but p4lite cannot honour (Thrift, nanolog, SSL,
-...) are accepted and reported once in the log. The gRPC server listens before
-any interface is opened, so a launcher polling the port sees it at once.
+Flags simple_switch_grpc has but p4lite cannot honour (Thrift, nanolog, ...) are
+accepted and reported once in the log. The gRPC server listens before any
+interface is opened, so a launcher polling the port sees it at once.
+
+TLS takes simple_switch_grpc's five target flags with their meaning: ``--grpc-server-ssl``
+turns it on with the server's certificate and key; ``--grpc-server-cacert`` is the CA
+client certificates are checked against, and ``--grpc-server-with-client-auth`` requires
+one. p4lite is stricter where the reference would quietly serve plaintext or ignore a
+flag: a TLS flag without ``--grpc-server-ssl``, before ``--``, or client auth without a CA
+is a usage error. ``--grpc-server-writer NAME`` (repeatable; p4lite only, needs client
+auth) lets only clients whose certificate's common name is listed arbitrate and write:
+the others (an operator's p4runtime-shell) can read but never become primary.
 """
 
 from __future__ import annotations
@@ -35,7 +47,9 @@ LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO, "warn": logg
 # Standard options that take a value but p4lite ignores (bm_sim/options_parse.cpp).
 IGNORED_WITH_VALUE = ("--thrift-port", "--nanolog", "--notifications-addr", "--restore-state",
                       "--dump-state", "--debugger-addr", "--packet-in", "--max-port-count")
-IGNORED_BARE = ("--debugger", "--enable-swap", "--grpc-server-ssl", "--grpc-server-with-client-auth")
+IGNORED_BARE = ("--debugger", "--enable-swap")
+TLS_FLAGS = ("--grpc-server-ssl", "--grpc-server-cacert", "--grpc-server-cert", "--grpc-server-key",
+             "--grpc-server-with-client-auth", "--grpc-server-writer")
 DEFAULT_GRPC = "0.0.0.0:9559"
 
 log = logging.getLogger("p4lite.switch")
@@ -43,6 +57,17 @@ log = logging.getLogger("p4lite.switch")
 
 class UsageError(ValueError):
     """A command line the switch refuses (exit status 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TlsOptions:
+    """The P4Runtime server's TLS (paths to PEM files, read when the server starts)."""
+
+    cert: str
+    key: str
+    cacert: str | None = None
+    client_auth: bool = False
+    writers: tuple[str, ...] = ()  # certificate common names allowed to write; () = anyone
 
 
 @dataclass(slots=True)
@@ -66,6 +91,7 @@ class Options:
     queue_rate: float | None = None
     rng_seed: int | None = None
     packet_io: str = "socket"  # p4lite: "mmap" uses PACKET_MMAP rings (measured no faster yet)
+    tls: TlsOptions | None = None  # None: plaintext P4Runtime
     ignored: list[str] = field(default_factory=list)
 
 
@@ -99,7 +125,30 @@ def _target_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue-rate", type=float, default=None)  # p4lite: pkt/s per port
     p.add_argument("--rng-seed", type=int, default=None)  # p4lite: seeds the P4 random()
     p.add_argument("--packet-io", choices=("mmap", "socket"), default="socket")  # p4lite
+    p.add_argument("--grpc-server-ssl", action="store_true")
+    p.add_argument("--grpc-server-cacert", default=None)
+    p.add_argument("--grpc-server-cert", default=None)
+    p.add_argument("--grpc-server-key", default=None)
+    p.add_argument("--grpc-server-with-client-auth", action="store_true")
+    p.add_argument("--grpc-server-writer", action="append", default=[])  # p4lite
     return p
+
+
+def _tls_options(targs: argparse.Namespace) -> TlsOptions | None:
+    if not targs.grpc_server_ssl:
+        given = [f for f in TLS_FLAGS[1:] if getattr(targs, f[2:].replace("-", "_"))]
+        if given:  # the reference ignores them and serves plaintext: say so instead
+            raise UsageError(f"{', '.join(given)} without --grpc-server-ssl")
+        return None
+    if not targs.grpc_server_cert or not targs.grpc_server_key:
+        raise UsageError("--grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
+    if targs.grpc_server_with_client_auth and not targs.grpc_server_cacert:
+        raise UsageError("--grpc-server-with-client-auth needs --grpc-server-cacert")
+    if targs.grpc_server_writer and not targs.grpc_server_with_client_auth:
+        raise UsageError("--grpc-server-writer needs --grpc-server-with-client-auth (the "
+                         "writer is known by its client certificate)")
+    return TlsOptions(targs.grpc_server_cert, targs.grpc_server_key, targs.grpc_server_cacert,
+                      targs.grpc_server_with_client_auth, tuple(targs.grpc_server_writer))
 
 
 def _split_unknown(tokens: list[str]) -> list[str]:
@@ -120,6 +169,9 @@ def parse_args(argv: list[str]) -> Options:
         standard, target = argv[:cut], argv[cut + 1:]
     else:
         standard, target = argv, []
+    misplaced = [tok.split("=")[0] for tok in standard if tok.split("=")[0] in TLS_FLAGS]
+    if misplaced:  # never start plaintext because a TLS flag sat on the wrong side of "--"
+        raise UsageError(f"{', '.join(misplaced)}: a target option, give it after '--'")
     args, unknown = _standard_parser().parse_known_args(standard)
     targs, tunknown = _target_parser().parse_known_args(target)
     opts = Options(json_path=args.json, no_p4=args.no_p4, pcap_dir=args.pcap,
@@ -130,7 +182,7 @@ def parse_args(argv: list[str]) -> Options:
                    cpu_port=targs.cpu_port, priority_queues=targs.priority_queues,
                    drop_port=targs.drop_port, queue_depth=targs.queue_depth,
                    queue_rate=targs.queue_rate, rng_seed=targs.rng_seed,
-                   packet_io=targs.packet_io)
+                   packet_io=targs.packet_io, tls=_tls_options(targs))
     if opts.pcap_dir and opts.pcap_dir.endswith(".json") and opts.json_path is None:
         opts.json_path, opts.pcap_dir = opts.pcap_dir, "."  # a bare --pcap before PROG.json
     # A positional that is really an unknown option's value must not become the program.
@@ -241,7 +293,14 @@ def run(opts: Options, make_core: CoreFactory | None = None) -> int:
             print(f"p4lite-switch: {exc}", file=sys.stderr)
             return 1
     try:
-        server, port = serve(device, opts.grpc_addr)
+        credentials = server_credentials(opts.tls) if opts.tls else None
+    except OSError as exc:
+        log.error("TLS: %s", exc)
+        print(f"p4lite-switch: TLS: {exc}", file=sys.stderr)
+        return 1
+    try:
+        server, port = serve(device, opts.grpc_addr, credentials=credentials,
+                             writers=opts.tls.writers if opts.tls else ())
     except (OSError, RuntimeError) as exc:
         log.error("cannot start the gRPC server on %s: %s", opts.grpc_addr, exc)
         return 1
@@ -272,6 +331,20 @@ def run(opts: Options, make_core: CoreFactory | None = None) -> int:
         loop.close()
         _log_totals(device, loop)
     return 0
+
+
+def server_credentials(tls: TlsOptions):  # noqa: ANN201 - grpc.ServerCredentials
+    """The gRPC server credentials ``tls`` names; raises OSError when a file cannot be read."""
+    import grpc
+
+    def read(path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    return grpc.ssl_server_credentials(
+        [(read(tls.key), read(tls.cert))],
+        root_certificates=read(tls.cacert) if tls.cacert else None,
+        require_client_auth=tls.client_auth)
 
 
 def _log_totals(device: Device, loop: PacketLoop) -> None:
