@@ -61,6 +61,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from p4hub.hosts import native
 from p4hub.hosts.errors import HostError
 from p4hub.hosts.wire import (
     DEFAULT_LANES,
@@ -541,8 +542,14 @@ def _combine(state: _JobState, cell: int, first: bool, exp: int,
              datagram: bytes | bytearray | memoryview, prime: bool) -> None:
     """The contribution's lanes into ``cell``: the ``first`` of its round overwrites
     them, later ones add (a PRIME's: unsigned maximum); the cell keeps the max exponent."""
-    values = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)
     lanes = state.lanes[cell]
+    kernels = native.KERNELS
+    if kernels is not None:  # one compiled loop instead of a frombuffer and a ufunc
+        kernels.combine(lanes, datagram, HEADER_LEN, 0 if first else 2 if prime else 1)
+        if first or exp > state.max_exp[cell]:
+            state.max_exp[cell] = exp
+        return
+    values = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)
     if first:
         lanes[:] = values
         state.max_exp[cell] = exp
@@ -572,6 +579,9 @@ def _result_bytes(
         _RESULT_VER_TYPE, flags, job, NO_RANK, state.n, slot, position,
         int(state.max_exp[cell]), epoch, nelem,
     )
+    kernels = native.KERNELS
+    if kernels is not None:
+        return kernels.packet(header, state.lanes[cell])
     return header + state.lanes[cell].astype(_LANES_BE).tobytes()
 
 
