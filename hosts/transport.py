@@ -1,9 +1,10 @@
 """The UDP adapter around a Session: one socket, one thread, nothing else.
 
 The thread owns the session (no locks on the hot path): it runs the commands other
-threads submit (``submit``), sends the packet arrays the session wants to send with one
-``sendmmsg`` per batch (hosts/batchio.py: the rows of the array are the datagrams, no
-copies), drains the datagrams waiting on the socket with ``recvmmsg`` into a
+threads submit (``submit``), sends the packet arrays the session wants to send (the
+rows of the array are the datagrams, no copies) as segmentation-offload super-datagrams
+of one slot group each where the path to the aggregator has the offload (hosts/gso.py,
+hosts/slot_groups.py), else with one ``sendmmsg`` per batch (hosts/batchio.py), drains the datagrams waiting on the socket with ``recvmmsg`` into a
 preallocated buffer and hands each batch to ``Session.receive_batch``, fires timers, and
 sleeps in ``select`` until the session's next timer, a datagram or a wake-up. Events go
 to the ``on_event`` callback, on this thread.
@@ -27,10 +28,12 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from p4hub.hosts.batchio import BatchReceiver, BatchSender
+from p4hub.hosts.batchio import BatchReceiver
 from p4hub.hosts.errors import AllreduceError, TransportError
 from p4hub.hosts.events import Event
+from p4hub.hosts.gso import GsoSender
 from p4hub.hosts.session import Session
+from p4hub.hosts.slot_groups import group_starts
 
 BATCH = 512  # datagrams read per wake-up at most
 RECV_BATCH = 64  # datagrams per recvmmsg call
@@ -74,7 +77,7 @@ class UdpTransport:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._sender = BatchSender(self._sock, SEND_BATCH, _LOST_ON_SEND)
+        self._sender = GsoSender(self._sock, SEND_BATCH, _LOST_ON_SEND)
         self._receiver = BatchReceiver(self._sock, RECV_BATCH, session.packet_len)
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -159,9 +162,13 @@ class UdpTransport:
             self._on_event(event)
 
     def _send(self, batches: list[tuple[Hashable, np.ndarray]]) -> None:
+        sender = self._sender
         for to, batch in batches:
-            address = self._default if to is None else to
-            self._sender.send_rows(batch.data, batch.dtype.itemsize, address)  # type: ignore[arg-type]
+            address: tuple[str, int] = self._default if to is None else to  # type: ignore[assignment]
+            # a super-datagram never spans two slot groups: a PBox shards by group
+            runs = (group_starts(batch["hdr"]["slot"])
+                    if batch.size > 1 and sender.uses_gso(address[0]) else ())
+            sender.send_rows(batch.data, batch.dtype.itemsize, address, runs)
 
     def _coalesce_wait(self) -> float:
         srtt = self.session.smoothed_rtt

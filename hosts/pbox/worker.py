@@ -2,8 +2,9 @@
 and the command pipe from the supervisor.
 
 Datagrams move in batches (hosts/batchio.py): one ``recvmmsg`` takes up to
-``RECV_BATCH`` contributions with their sources, the aggregator answers each, and one
-``sendmmsg`` sends all the batch's results to their workers."""
+``RECV_BATCH`` contributions with their sources, the aggregator answers each, and the
+batch's results go to each worker as one GSO send (hosts/gso.py), or all of them with
+one ``sendmmsg`` where the path has no segmentation offload."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import signal
 import socket
 import time
 
-from p4hub.hosts.batchio import BatchReceiver, BatchSender
+from p4hub.hosts.batchio import BatchReceiver
+from p4hub.hosts.gso import GsoSender
 from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.pbox.core import ShardCore
 from p4hub.hosts.wire import MAX_PACKET_LEN
@@ -42,7 +44,8 @@ class ShardWorker:
         self.conn = conn
         self.core = ShardCore(shard, max_slots, pid=os.getpid())
         self.receiver = BatchReceiver(sock, RECV_BATCH, STRIDE, with_addresses=True)
-        self.sender = BatchSender(sock, SEND_BATCH, _LOST_ON_SEND)
+        # results to each worker go as one GSO send where the path allows it
+        self.sender = GsoSender(sock, SEND_BATCH, _LOST_ON_SEND)
 
     @property
     def aggregator(self) -> Aggregator:

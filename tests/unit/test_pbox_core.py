@@ -24,6 +24,7 @@ from p4hub.hosts.pbox.core import (
     encode_reply,
     merge_counters,
 )
+from p4hub.hosts.slot_groups import shard_of
 from p4hub.hosts.wire import DEFAULT_LANES, Header, PacketType, decode, encode
 
 SHARDS = 2
@@ -43,7 +44,7 @@ def make(max_slots: int = 65536) -> tuple[ControlCore, list[ShardCore]]:
 def deliver(shards: list[ShardCore], data: bytes, src: tuple, now: float) -> list:
     """What steering does: the datagram goes to the shard that owns its slot."""
     slot = int.from_bytes(data[8:12], "big")
-    return shards[slot % len(shards)].receive(data, src, now)
+    return shards[shard_of(slot, len(shards))].receive(data, src, now)
 
 
 def add(core: ControlCore, job: int, world: int, base: int, count: int,
