@@ -128,7 +128,7 @@ class GsoSender:
                         and kernel_supports_gso(sock))
         self._probe = probe
         self._paths: dict[str, bool] = {}
-        self._sendmsg: SendMsg = sendmsg or sock.sendmsg  # type: ignore[assignment]
+        self._sendmsg: SendMsg = sendmsg or sock.sendmsg
         self.gso_errors = 0  # datagrams lost on a loss error of a GSO send
         self.gso_sends = 0  # GSO sendmsg calls that went out
         self.downgraded: list[str] = []  # hosts whose GSO sends failed with EIO
@@ -162,6 +162,9 @@ class GsoSender:
         sent = 0
         for lo, hi in zip(bounds, bounds[1:], strict=False):
             for start in range(lo, hi, step):
+                if not self._paths[to[0]]:  # an EIO turned GSO off: the rest by sendmmsg
+                    return sent + self.fallback.send_rows(view[start * size : count * size],
+                                                          size, to)
                 end = min(hi, start + step)
                 sent += self._send_run(view[start * size : end * size], size, end - start, to)
         return sent
