@@ -104,6 +104,13 @@ def checksum_offload(interface: str) -> bool:
     return bool(value[1])
 
 
+def local_interface_offloads(host: str) -> bool:
+    """Whether the interface that owns local address ``host`` offloads checksums (a
+    wildcard or unknown address: True), i.e. whether peers on its link can send GSO."""
+    name = _interface_addresses().get(host)
+    return name is None or checksum_offload(name)
+
+
 def path_supports_gso(host: str) -> bool:
     """Whether GSO sends to ``host`` would work: its route's interface offloads checksums."""
     interface = egress_interface(host)

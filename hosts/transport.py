@@ -28,15 +28,18 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
+from p4hub.hosts import gro
 from p4hub.hosts.batchio import BatchReceiver
 from p4hub.hosts.errors import AllreduceError, TransportError
 from p4hub.hosts.events import Event
+from p4hub.hosts.gro import GroReceiver
 from p4hub.hosts.gso import GsoSender
 from p4hub.hosts.session import Session
 from p4hub.hosts.slot_groups import group_starts
 
 BATCH = 512  # datagrams read per wake-up at most
 RECV_BATCH = 64  # datagrams per recvmmsg call
+RECV_MESSAGES = 16  # super-datagrams per recvmmsg call with UDP_GRO (hosts/gro.py)
 SEND_BATCH = 64  # datagrams per sendmmsg call
 # Interrupt moderation: a wake-up that found only a few results while many are in flight
 # waits once and drains again. Every loop turn costs ~100-200 us of numpy bookkeeping
@@ -78,7 +81,11 @@ class UdpTransport:
         self._wake_w.setblocking(False)
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._sender = GsoSender(self._sock, SEND_BATCH, _LOST_ON_SEND)
-        self._receiver = BatchReceiver(self._sock, RECV_BATCH, session.packet_len)
+        # results come back whole from a PBox over a path with the offload: read them so
+        self._receiver: GroReceiver | BatchReceiver = (
+            gro.receiver(self._sock, RECV_MESSAGES, session.packet_len)
+            if self._sender.uses_gso(self._default[0])
+            else BatchReceiver(self._sock, RECV_BATCH, session.packet_len))
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -189,7 +196,7 @@ class UdpTransport:
             if got:
                 self._deliver(got)
             total += got
-            if got < self._receiver.capacity:
+            if not self._receiver.more:
                 break
         return total
 

@@ -16,13 +16,16 @@ import signal
 import socket
 import time
 
+from p4hub.hosts import gro
 from p4hub.hosts.batchio import BatchReceiver
-from p4hub.hosts.gso import GsoSender
+from p4hub.hosts.gro import GroReceiver
+from p4hub.hosts.gso import GsoSender, local_interface_offloads
 from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.pbox.core import ShardCore
 from p4hub.hosts.wire import MAX_PACKET_LEN
 
 RECV_BATCH = 64  # datagrams per recvmmsg
+RECV_MESSAGES = 8  # super-datagrams per recvmmsg with UDP_GRO (up to 64 datagrams each)
 DRAIN_LIMIT = 256  # datagrams drained per poll wake-up before looking at the pipe
 SEND_BATCH = 256  # results per sendmmsg (a batch of completions times the job's workers)
 # A datagram one byte longer than the largest packet is already malformed: the
@@ -43,7 +46,12 @@ class ShardWorker:
         self.sock = sock
         self.conn = conn
         self.core = ShardCore(shard, max_slots, pid=os.getpid())
-        self.receiver = BatchReceiver(sock, RECV_BATCH, STRIDE, with_addresses=True)
+        # agents' super-datagrams read whole (UDP_GRO) where the PBox's own interface
+        # has the offload; the same interface test as the agents' GSO probe
+        self.receiver: GroReceiver | BatchReceiver = (
+            gro.receiver(sock, RECV_MESSAGES, STRIDE, with_addresses=True)
+            if local_interface_offloads(sock.getsockname()[0])
+            else BatchReceiver(sock, RECV_BATCH, STRIDE, with_addresses=True))
         # results to each worker go as one GSO send where the path allows it
         self.sender = GsoSender(sock, SEND_BATCH, _LOST_ON_SEND)
 
@@ -79,7 +87,7 @@ class ShardWorker:
             if got:
                 self._answer(got)
             drained += got
-            if got < self.receiver.capacity:
+            if not self.receiver.more:
                 return
 
     def _answer(self, n: int) -> None:

@@ -1,5 +1,6 @@
-"""UDP segmentation offload (hosts/gso.py) on real loopback sockets, plus injected
-errors and a path without the offload; the slot groups a super-datagram keeps to."""
+"""UDP segmentation and receive offload (hosts/gso.py, hosts/gro.py) on real loopback
+sockets, plus injected errors and a path without the offload; the slot groups a
+super-datagram keeps to."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from p4hub.hosts import gso, wire
+from p4hub.hosts import gro, gso, wire
 from p4hub.hosts.batchio import BatchReceiver
+from p4hub.hosts.gro import GroReceiver
 from p4hub.hosts.gso import GsoSender
 from p4hub.hosts.slot_groups import SLOT_GROUP, group_starts, shard_of
 from p4hub.hosts.transport import _LOST_ON_SEND
@@ -191,3 +193,60 @@ def test_send_to_groups_by_destination_and_size(pair: Pair) -> None:
         assert receive_all(rx2, 5, 276) == [data[i] for i in range(0, 10, 2)]
     finally:
         rx2.close()
+
+
+# -- receive offload (hosts/gro.py) ---------------------------------------------------
+
+
+def test_gro_reads_super_datagrams_whole_and_lays_them_out(pair: Pair) -> None:
+    """A GSO batch, a short datagram and an oversize one: every datagram at its stride,
+    with its length, its source, and the oversize one flagged."""
+    tx, rx = pair
+    receiver = gro.receiver(rx, 8, 1044, with_addresses=True)
+    assert isinstance(receiver, GroReceiver)
+    p = packets(150)
+    GsoSender(tx, 64, _LOST_ON_SEND).send_rows(p.data, 1044, rx.getsockname())
+    tx.sendto(b"z" * 100, rx.getsockname())
+    tx.sendto(b"y" * 2000, rx.getsockname())
+    time.sleep(0.05)
+    n = receiver.receive()
+    assert n == 152 and not receiver.more
+    expected = wire.split_datagrams(p)
+    assert [bytes(receiver.view[i * 1044 : (i + 1) * 1044]) for i in range(150)] == expected
+    assert receiver.lengths[149:152] == [1044, 100, 2000]
+    assert receiver.truncated[149:152] == [False, False, True]
+    assert bytes(receiver.view[150 * 1044 : 150 * 1044 + 100]) == b"z" * 100
+    assert {receiver.address(i) for i in range(152)} == {tx.getsockname()}
+
+
+def test_gro_with_another_stride_copies_each_segment(pair: Pair) -> None:
+    """The PBox's stride (largest packet + 1) under 276-byte segments."""
+    tx, rx = pair
+    receiver = GroReceiver(rx, 4, 1045)
+    p = packets(40, lanes=64)
+    GsoSender(tx, 64, _LOST_ON_SEND).send_rows(p.data, 276, rx.getsockname())
+    time.sleep(0.05)
+    assert receiver.receive() == 40
+    assert [bytes(receiver.view[i * 1045 : i * 1045 + 276]) for i in range(40)] \
+        == wire.split_datagrams(p)
+    assert receiver.lengths[:40] == [276] * 40
+
+
+def test_gro_limit_and_more(pair: Pair) -> None:
+    """One buffer per call: ``more`` says another call may find datagrams."""
+    tx, rx = pair
+    receiver = GroReceiver(rx, 1, 276)
+    for i in range(3):
+        tx.sendto(bytes([i]) * 276, rx.getsockname())
+    time.sleep(0.05)
+    got = []
+    while (n := receiver.receive()) or receiver.more:
+        got += [bytes(receiver.view[k * 276 : (k + 1) * 276]) for k in range(n)]
+    assert got == [bytes([i]) * 276 for i in range(3)]
+
+
+def test_no_gso_environment_keeps_the_batch_receiver(pair: Pair,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    _, rx = pair
+    monkeypatch.setenv(gso.ENV_DISABLE, "1")
+    assert isinstance(gro.receiver(rx, 8, 1044), BatchReceiver)
