@@ -15,9 +15,9 @@ Modes, run interleaved round by round (``--rounds``) so that both see the same m
 ``new`` (compiled kernels and segmentation offload where the path has it) and
 ``fallback`` (``P4HUB_NO_NATIVE=1 P4HUB_NO_GSO=1``: numpy and ``sendmmsg``). Each round
 also measures the raw ceiling of one Python sender and one receiver process on
-loopback with the same 1044-byte datagrams: GSO sends of 62 (``gso``) and ``sendmmsg``
-of 64 (``sendmmsg``), the receiver draining with ``recvmmsg``; MB/s of datagrams
-received. Rows give their MB/s per worker as a fraction of that round's GSO ceiling.
+loopback with the same 1044-byte datagrams: GSO sends of 62 read with UDP_GRO
+(``gso``), and ``sendmmsg`` of 64 read with ``recvmmsg`` (``sendmmsg``); MB/s of
+datagrams received. Rows give their MB/s per worker as a fraction of that round's GSO ceiling.
 
     .venv/bin/python -m bench.pbox_loopback [--workers 4] [--mb 4] [--repeat 5]
         [--lanes 64,256] [--pbox-workers 2] [--modes new,fallback] [--rounds 1]
@@ -97,10 +97,11 @@ def agent_main(rank: int, world: int, port: int, lanes: int, elems: int, repeat:
                  "gso_sends": agent._transport._sender.gso_sends})
 
 
-def _drain(sock: socket.socket, seconds: float, out: multiprocessing.Queue) -> None:
+def _drain(sock: socket.socket, seconds: float, gro: bool, out: multiprocessing.Queue) -> None:
     from p4hub.hosts.batchio import BatchReceiver
+    from p4hub.hosts.gro import GroReceiver
 
-    receiver = BatchReceiver(sock, 64, CEILING_SIZE)
+    receiver = GroReceiver(sock, 16, CEILING_SIZE) if gro else BatchReceiver(sock, 64, CEILING_SIZE)
     got = 0
     end = time.monotonic() + seconds + 0.2
     while time.monotonic() < end:
@@ -112,7 +113,8 @@ def _drain(sock: socket.socket, seconds: float, out: multiprocessing.Queue) -> N
 
 
 def ceiling(gso: bool, seconds: float = CEILING_SECONDS) -> float:
-    """MB/s of 1044-byte datagrams one Python sender gets to one receiver process."""
+    """MB/s of 1044-byte datagrams one Python sender gets to one receiver process: GSO
+    sends and UDP_GRO receives (``gso``), or sendmmsg and recvmmsg."""
     from p4hub.hosts.batchio import BatchSender
     from p4hub.hosts.gso import GsoSender
 
@@ -123,7 +125,7 @@ def ceiling(gso: bool, seconds: float = CEILING_SECONDS) -> float:
     tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
     ctx = multiprocessing.get_context("fork")
     out: multiprocessing.Queue = ctx.Queue()
-    proc = ctx.Process(target=_drain, args=(rx, seconds, out))
+    proc = ctx.Process(target=_drain, args=(rx, seconds, gso, out))
     proc.start()
     lost = (errno.EAGAIN, errno.ENOBUFS)
     sender = GsoSender(tx, 64, lost) if gso else BatchSender(tx, 64, lost)
