@@ -8,7 +8,8 @@ which is where the PBox's time went with ``sendmmsg`` (docs/notes/data-path.md).
 Whether GSO works is decided per destination before the first send, never learnt
 from a failure mid-job: the kernel must accept ``UDP_SEGMENT`` and the interface the
 route leaves by must compute checksums (``ethtool -k IF tx-checksumming``; without it
-the kernel answers EIO: Mininet's hosts run with it off). Where it does not work the
+a kernel answers EIO, or (6.x) checksums and cuts the super-datagram in software, which
+gains nothing; Mininet's hosts run with it off). Where it does not work the
 batch goes through the ``sendmmsg`` fallback (hosts/batchio.py); an EIO that happens
 anyway turns GSO off for that destination and resends the batch the other way.
 
