@@ -30,7 +30,10 @@ import socket
 import struct
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from p4hub.hosts.batchio import BatchSender
+from p4hub.hosts.slot_groups import group_starts
 
 ENV_DISABLE = "P4HUB_NO_GSO"  # set (not "0"): every sender uses the sendmmsg fallback
 UDP_SEGMENT = 103  # include/uapi/linux/udp.h
@@ -43,6 +46,8 @@ _ETHTOOL_GTXCSUM = 0x16
 _IFREQ_LEN = 40  # sizeof(struct ifreq) on 64-bit Linux
 MSG_DONTWAIT = socket.MSG_DONTWAIT
 
+_SLOT = struct.Struct("!I")  # a p4hub header's slot field, at byte 8 (hosts/wire.py)
+_SLOT_END = 12
 Address = tuple[str, int]
 SendMsg = Callable[[list[memoryview], list[tuple[int, int, bytes]], int, Address], int]
 
@@ -179,7 +184,10 @@ class GsoSender:
 
     def send_to(self, datagrams: Sequence[tuple[bytes, Address]]) -> int:
         """Send ``(datagram, address)`` pairs: grouped by destination and size, in their
-        order within each group (the PBox's results: several per worker and batch)."""
+        order within each group (the PBox's results: several per worker and batch).
+        Datagrams long enough to hold a p4hub header are cut into super-datagrams by
+        slot group too: the destination may be another PBox (a rack's partial sums to
+        its parent, the parent's results back), whose shards own slot groups."""
         groups: dict[tuple[Address, int], list[bytes]] = {}
         for data, address in datagrams:
             groups.setdefault((address, len(data)), []).append(data)
@@ -187,8 +195,11 @@ class GsoSender:
         for (address, size), items in groups.items():
             if len(items) < 2 or not self.uses_gso(address[0]):
                 sent += self.fallback.send_to([(data, address) for data in items])
-            else:
-                sent += self.send_rows(b"".join(items), size, address)
+                continue
+            runs: Sequence[int] = ()
+            if size >= _SLOT_END:
+                runs = group_starts(np.array([_SLOT.unpack_from(d, 8)[0] for d in items]))
+            sent += self.send_rows(b"".join(items), size, address, runs)
         return sent
 
     def _send_run(self, chunk: memoryview, size: int, n: int, to: Address) -> int:

@@ -185,7 +185,7 @@ def test_send_to_groups_by_destination_and_size(pair: Pair) -> None:
         rec = Recorder(tx)
         sender = GsoSender(tx, 64, _LOST_ON_SEND, sendmsg=rec)
         a, b = rx.getsockname(), rx2.getsockname()
-        data = [bytes([i]) * 276 for i in range(10)]
+        data = wire.split_datagrams(packets(10, lanes=64))  # slots 0..9: one slot group
         pairs = [(d, a if i % 2 else b) for i, d in enumerate(data)] + [(b"x" * 100, a)]
         assert sender.send_to(pairs) == 11
         assert sorted(rec.calls) == [5, 5]  # the odd-sized one went by sendmmsg
@@ -193,6 +193,19 @@ def test_send_to_groups_by_destination_and_size(pair: Pair) -> None:
         assert receive_all(rx2, 5, 276) == [data[i] for i in range(0, 10, 2)]
     finally:
         rx2.close()
+
+
+def test_send_to_cuts_super_datagrams_at_slot_groups(pair: Pair) -> None:
+    """Partial sums to a parent PBox (or its results to a rack's): the destination's
+    shards own slot groups, so no super-datagram spans two."""
+    tx, rx = pair
+    rec = Recorder(tx)
+    sender = GsoSender(tx, 64, _LOST_ON_SEND, sendmsg=rec)
+    p = packets(10, lanes=64, first_slot=12)  # slots 12..21: group 0 then group 1
+    datagrams = wire.split_datagrams(p)
+    assert sender.send_to([(d, rx.getsockname()) for d in datagrams]) == 10
+    assert rec.calls == [4, 6]
+    assert receive_all(rx, 10, 276) == datagrams
 
 
 # -- receive offload (hosts/gro.py) ---------------------------------------------------
