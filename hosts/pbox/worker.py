@@ -25,7 +25,9 @@ from p4hub.hosts.pbox.core import ShardCore
 from p4hub.hosts.wire import MAX_PACKET_LEN
 
 RECV_BATCH = 64  # datagrams per recvmmsg
-RECV_MESSAGES = 8  # super-datagrams per recvmmsg with UDP_GRO (up to 64 datagrams each)
+RECV_MESSAGES = 32  # (super-)datagrams per recvmmsg with UDP_GRO: peers without GSO send
+# plain datagrams, one buffer each, so as many buffers as a plain recvmmsg takes datagrams
+# would be 64; 32 (2 MB of buffers) is the compromise
 DRAIN_LIMIT = 256  # datagrams drained per poll wake-up before looking at the pipe
 SEND_BATCH = 256  # results per sendmmsg (a batch of completions times the job's workers)
 # A datagram one byte longer than the largest packet is already malformed: the
