@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMPS := .stamps
 APT_PACKAGES := mininet iproute2 iptables nftables bridge-utils ethtool iputils-ping net-tools tcpdump iperf3 \
-                psmisc procps python3-venv python3-dev
+                psmisc procps python3-venv python3-dev gcc
 # Mininet comes from Debian; the venv sees it through a .pth file appended after
 # its own site-packages so pinned PyPI packages always win.
 MININET_DIR := /usr/lib/python3/dist-packages
@@ -38,10 +38,11 @@ endif
 endif
 
 venv: $(STAMPS)/venv
-$(STAMPS)/venv: requirements.txt pyproject.toml | $(VENV_NEEDS)
+$(STAMPS)/venv: requirements.txt pyproject.toml setup.py hosts/_kernels.c | $(VENV_NEEDS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements.txt
+	# -e . also compiles hosts/_kernels.c in place (setup.py; gcc and python3-dev above)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	$(PY) -c 'import site,sys; open(site.getsitepackages()[0]+"/zz_debian_mininet.pth","w").write("$(MININET_DIR)\n")'
 	@mkdir -p $(STAMPS) && touch $@

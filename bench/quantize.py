@@ -4,9 +4,13 @@ Measures, in one run on the same array, GB/s of float32 input through:
 
 * ``copy``: ``np.copyto`` of the array (numpy's own memory bandwidth: the yardstick);
 * ``quantize+packetize``: blocking, local exponents, fixed point into the big-endian
-  lanes of a packet array, and every header (the packet array *is* the wire bytes);
+  lanes of a packet array, and every header (the packet array *is* the wire bytes):
+  ``hosts.packetize.packetize``, one compiled pass (hosts/_kernels.c) when the kernels
+  are built; the ``(numpy)`` row is the same bytes in separate numpy passes, measured
+  in the same run (the kernels switched off for it);
 * ``+ datagrams``: the same plus cutting it into one ``bytes`` per packet;
-* ``depacketize+dequantize``: from received wire bytes back to a float32 array;
+* ``depacketize+dequantize``: from received wire bytes back to a float32 array (and its
+  ``(numpy)`` row);
 * ``session path``: a whole ``hosts.session.Session`` (one worker, window 256) with an
   in-memory echo for an aggregator (for n = 1 a result is the contribution itself):
   priming, per-window quantization, packet building, result checking and placing,
@@ -28,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from p4hub.hosts import quantize, wire
+from p4hub.hosts import native, quantize, wire
 from p4hub.hosts.events import TensorCompleted
+from p4hub.hosts.packetize import packetize
 from p4hub.hosts.session import Session
 from p4hub.hosts.wire import PacketType
 
@@ -37,13 +42,18 @@ RESULTS = Path(__file__).resolve().parent / "results" / "quantize.json"
 WORLD_SIZE = 8
 
 
-def packetize(x: np.ndarray, packets: np.ndarray) -> np.ndarray:
-    """float32 tensor -> a ready packet array (one worker, agreed = local exponents).
+def packetize_fused(x: np.ndarray, packets: np.ndarray) -> np.ndarray:
+    """float32 tensor -> a ready packet array (one worker, agreed = local exponents),
+    slot = position mod 256: ``hosts.packetize`` (compiled when built)."""
+    packetize(x, packets, WORLD_SIZE, job=1, rank=0, window=256)
+    return packets
 
-    What the agent does, in its order: blocking and local exponents in one pass (the
-    agent keeps that copy: the caller may reuse the tensor), then quantization straight
-    into the packets' big-endian lanes, then every header at once.
-    """
+
+def packetize_numpy(x: np.ndarray, packets: np.ndarray) -> np.ndarray:
+    """The same bytes as ``packetize_fused`` in numpy passes, in the agent's order:
+    blocking and local exponents in one pass (the agent keeps that copy: the caller may
+    reuse the tensor), then quantization straight into the packets' big-endian lanes,
+    then every header at once."""
     lanes = packets.dtype["values"].shape[0]
     blocks, exps = quantize.blocks_and_exponents(x, "float", lanes)
     quantize.quantize(blocks, exps, WORLD_SIZE, out=packets["values"])
@@ -78,6 +88,17 @@ def session_echo(x: np.ndarray, lanes: int, window: int = 256) -> np.ndarray:
     return event.result
 
 
+def numpy_only(fn):
+    """``fn`` with the compiled kernels switched off (the fallback path)."""
+    def run():
+        kernels, native.KERNELS = native.KERNELS, None
+        try:
+            return fn()
+        finally:
+            native.KERNELS = kernels
+    return run
+
+
 def best_seconds(fn, repeat: int) -> float:
     fn()  # warm up (page faults, caches)
     best = float("inf")
@@ -95,7 +116,9 @@ def run(mb: int, repeat: int, lanes: int) -> dict:
     dst = np.empty_like(x)
     n_packets = -(-size // lanes)
     packets = wire.packet_array(n_packets, lanes)
-    raw = packetize(x, packets).tobytes()
+    raw = packetize_fused(x, packets).tobytes()
+    assert raw == numpy_only(lambda: packetize_numpy(x, packets))().tobytes(), \
+        "compiled and numpy packets differ"
     # correctness guard: one worker's round trip is within half a quantum per value
     back = depacketize(raw, n_packets, size, lanes)
     bound = quantize.error_bound(packets["hdr"]["exp"], WORLD_SIZE).max()
@@ -105,12 +128,17 @@ def run(mb: int, repeat: int, lanes: int) -> dict:
 
     timings = {
         "copy": best_seconds(lambda: np.copyto(dst, x), repeat),
-        "quantize+packetize": best_seconds(lambda: packetize(x, packets), repeat),
+        "quantize+packetize": best_seconds(lambda: packetize_fused(x, packets), repeat),
+        "quantize+packetize (numpy)": best_seconds(
+            numpy_only(lambda: packetize_numpy(x, packets)), repeat),
         "quantize+packetize+datagrams": best_seconds(
-            lambda: wire.split_datagrams(packetize(x, packets)), repeat
+            lambda: wire.split_datagrams(packetize_fused(x, packets)), repeat
         ),
         "depacketize+dequantize": best_seconds(
             lambda: depacketize(raw, n_packets, size, lanes), repeat
+        ),
+        "depacketize+dequantize (numpy)": best_seconds(
+            numpy_only(lambda: depacketize(raw, n_packets, size, lanes)), repeat
         ),
         "session path (echo, W=256)": best_seconds(
             lambda: session_echo(x[: size // 4], lanes), 1
@@ -133,6 +161,7 @@ def run(mb: int, repeat: int, lanes: int) -> dict:
         "packets": n_packets,
         "world_size": WORLD_SIZE,
         "repeat": repeat,
+        "compiled_kernels": native.KERNELS is not None,
         "numpy": np.__version__,
         "machine": platform.processor() or platform.machine(),
         "results": rows,

@@ -199,6 +199,7 @@ class BatchReceiver:
         self.view = memoryview(self.buffer)
         self.lengths = [0] * capacity
         self.truncated = [False] * capacity
+        self.more = False  # the last receive was full: more may be waiting
         self._raw = (ctypes.c_char * len(self.buffer)).from_buffer(self.buffer)
         self._iov = (_IoVec * capacity)()
         self._msgs = (_MMsgHdr * capacity)()
@@ -227,6 +228,7 @@ class BatchReceiver:
                 self._msgs[i].msg_hdr.msg_namelen = _SOCKADDR_LEN
         # MSG_TRUNC: a longer datagram reports its true length (UDP), not the stride
         got = _recvmmsg(self.fd, ctypes.addressof(self._msgs), n, MSG_DONTWAIT | MSG_TRUNC, None)
+        self.more = got == n
         if got < 0:
             err = ctypes.get_errno()
             if err in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR):

@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from p4hub.hosts import native
 from p4hub.hosts.errors import QuantizeError
 from p4hub.hosts.wire import DEFAULT_LANES
 
@@ -127,6 +128,13 @@ def blocks_and_exponents(
         return blocks, np.zeros(blocks.shape[0], dtype=np.int8)
     flat = arr.reshape(-1)
     nblocks = -(-flat.size // lanes)
+    kernels = native.KERNELS
+    if kernels is not None and flat.dtype == np.float32 and flat.dtype.isnative:
+        # one compiled pass: copy, pad, exponent; a bad value: the numpy path's error
+        blocks = np.empty((nblocks, lanes), dtype=np.float32)
+        exps = np.empty(nblocks, dtype=np.int8)
+        if kernels.block_exponents(np.ascontiguousarray(flat), blocks, exps):
+            return blocks, exps
     blocks = np.zeros((nblocks, lanes), dtype=np.float32)
     exps = np.empty(nblocks, dtype=np.int8)
     out = blocks.reshape(-1)
@@ -244,6 +252,10 @@ def quantize(
     s = shifts(exps, world_size)
     if out is None:
         out = np.empty(blocks.shape, dtype=np.int32)
+    kernels = native.KERNELS
+    if kernels is not None and native.float32_rows(blocks) and native.int32_rows(out):
+        kernels.quantize(blocks, np.ascontiguousarray(s, dtype=np.int32), out)
+        return out
     if blocks.shape[0] <= _FEW_BLOCKS:  # a session's typical few blocks: no stripes
         np.copyto(out, np.rint(np.ldexp(blocks, s[:, None])), casting="unsafe")
         return out
@@ -300,6 +312,11 @@ def _dequantize(
 ) -> np.ndarray:
     if out is None:
         out = np.empty(sums.shape, dtype=np.float32)
+    kernels = native.KERNELS
+    if kernels is not None and native.int32_rows(sums) and native.float32_rows(out):
+        kernels.dequantize(sums, np.ascontiguousarray(s[:, 0], dtype=np.int32), out,
+                           world_size if mean else 0)
+        return out
     if mean:
         _dequantize_wide(sums, s, world_size, out)
         return out

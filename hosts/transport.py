@@ -1,9 +1,10 @@
 """The UDP adapter around a Session: one socket, one thread, nothing else.
 
 The thread owns the session (no locks on the hot path): it runs the commands other
-threads submit (``submit``), sends the packet arrays the session wants to send with one
-``sendmmsg`` per batch (hosts/batchio.py: the rows of the array are the datagrams, no
-copies), drains the datagrams waiting on the socket with ``recvmmsg`` into a
+threads submit (``submit``), sends the packet arrays the session wants to send (the
+rows of the array are the datagrams, no copies) as segmentation-offload super-datagrams
+of one slot group each where the path to the aggregator has the offload (hosts/gso.py,
+hosts/slot_groups.py), else with one ``sendmmsg`` per batch (hosts/batchio.py), drains the datagrams waiting on the socket with ``recvmmsg`` into a
 preallocated buffer and hands each batch to ``Session.receive_batch``, fires timers, and
 sleeps in ``select`` until the session's next timer, a datagram or a wake-up. Events go
 to the ``on_event`` callback, on this thread.
@@ -33,13 +34,18 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from p4hub.hosts.batchio import BatchReceiver, BatchSender, source_key
+from p4hub.hosts import gro
+from p4hub.hosts.batchio import BatchReceiver, source_key
 from p4hub.hosts.errors import AllreduceError, TransportError
 from p4hub.hosts.events import Event
+from p4hub.hosts.gro import GroReceiver
+from p4hub.hosts.gso import GsoSender
 from p4hub.hosts.session import Session
+from p4hub.hosts.slot_groups import group_starts
 
 BATCH = 512  # datagrams read per wake-up at most
 RECV_BATCH = 64  # datagrams per recvmmsg call
+RECV_MESSAGES = 16  # super-datagrams per recvmmsg call with UDP_GRO (hosts/gro.py)
 SEND_BATCH = 64  # datagrams per sendmmsg call
 # Interrupt moderation: a wake-up that found only a few results while many are in flight
 # waits once and drains again. Every loop turn costs ~100-200 us of numpy bookkeeping
@@ -80,9 +86,13 @@ class UdpTransport:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._sender = BatchSender(self._sock, SEND_BATCH, _LOST_ON_SEND)
-        self._receiver = BatchReceiver(self._sock, RECV_BATCH, session.packet_len,
-                                       with_addresses=True)
+        self._sender = GsoSender(self._sock, SEND_BATCH, _LOST_ON_SEND)
+        # results come back whole from a PBox over a path with the offload: read them so
+        self._receiver: GroReceiver | BatchReceiver = (
+            gro.receiver(self._sock, RECV_MESSAGES, session.packet_len, with_addresses=True)
+            if self._sender.uses_gso(self._default[0])
+            else BatchReceiver(self._sock, RECV_BATCH, session.packet_len,
+                               with_addresses=True))
         self._sent_to: set[tuple[str, int]] = {self._default}  # where results may come from
         self._aggregators = np.array([source_key(self._default)], dtype=np.uint64)
         self.foreign_sources = 0  # datagrams dropped for their source address
@@ -169,13 +179,17 @@ class UdpTransport:
             self._on_event(event)
 
     def _send(self, batches: list[tuple[Hashable, np.ndarray]]) -> None:
+        sender = self._sender
         for to, batch in batches:
-            address = self._default if to is None else to
+            address: tuple[str, int] = self._default if to is None else to  # type: ignore[assignment]
             if address not in self._sent_to:  # a new route's aggregator (rare)
-                self._sent_to.add(address)  # type: ignore[arg-type]
+                self._sent_to.add(address)
                 self._aggregators = np.array([source_key(a) for a in self._sent_to],
                                              dtype=np.uint64)
-            self._sender.send_rows(batch.data, batch.dtype.itemsize, address)  # type: ignore[arg-type]
+            # a super-datagram never spans two slot groups: a PBox shards by group
+            runs = (group_starts(batch["hdr"]["slot"])
+                    if batch.size > 1 and sender.uses_gso(address[0]) else ())
+            sender.send_rows(batch.data, batch.dtype.itemsize, address, runs)
 
     def _coalesce_wait(self) -> float:
         srtt = self.session.smoothed_rtt
@@ -196,7 +210,7 @@ class UdpTransport:
             if got:
                 self._deliver(got)
             total += got
-            if got < self._receiver.capacity:
+            if not self._receiver.more:
                 break
         return total
 

@@ -55,8 +55,10 @@ dropped. Memory is bounded: each job's state is preallocated at ``add_job`` and 
 sum of all jobs' slot counts may not exceed ``max_slots``.
 
 Sharding (PBox slot-to-core affinity): an aggregator built with
-``shard=(index, count)`` only owns the slots with ``slot % count == index`` and
-allocates state for those alone; a packet for a slot it does not own is rejected
+``shard=(index, count)`` only owns the slots of its slot groups
+(``hosts.slot_groups.shard_of(slot, count) == index``: whole groups of 16 consecutive
+slots, so that an agent's segmentation-offload super-datagram belongs to one shard)
+and allocates state for those alone; a packet for a slot it does not own is rejected
 with reason ``shard`` (which means the kernel's steering misrouted it).
 """
 
@@ -67,7 +69,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from p4hub.hosts import native
 from p4hub.hosts.errors import HostError
+from p4hub.hosts.slot_groups import SLOT_GROUP
 from p4hub.hosts.wire import (
     DEFAULT_LANES,
     EXP_FLOAT,
@@ -166,7 +170,7 @@ class _JobState:
     __slots__ = (
         "config", "stats", "lanes", "bitmap", "counter", "max_exp", "position", "fresh",
         "addresses", "modulus", "has_result",
-        "first_owned", "slot_end", "stride", "n", "packet_len", "lane_flags", "floats",
+        "base", "slot_end", "shards", "shard", "n", "packet_len", "lane_flags", "floats",
         "full_bitmap", "bit_of",
     )
 
@@ -178,11 +182,15 @@ class _JobState:
         self.modulus = config.parent.rack_size if config.parent else config.world_size
         self.packet_len = HEADER_LEN + 4 * config.lanes
         self.lane_flags = LANE_COUNTS.index(config.lanes) << LANE_CODE_SHIFT
-        self.stride = shard_count
+        self.shards, self.shard = shard_count, shard_index
         self.slot_end = config.slot_base + config.slot_count
-        # Smallest owned slot >= slot_base; owned slots are first_owned + i * stride.
-        self.first_owned = config.slot_base + (shard_index - config.slot_base) % shard_count
-        owned = len(range(self.first_owned, self.slot_end, shard_count))
+        # An owned slot s of group g = s // SLOT_GROUP (g mod shards == shard) has the
+        # local index (g // shards) * SLOT_GROUP + s mod SLOT_GROUP - base: the shard's
+        # groups side by side, from the one holding slot_base's (a few cells at either
+        # end may lie outside the job: never used).
+        self.base = config.slot_base // SLOT_GROUP // shard_count * SLOT_GROUP
+        last = (self.slot_end - 1) // SLOT_GROUP // shard_count * SLOT_GROUP + SLOT_GROUP
+        owned = last - self.base
         # Index [local_slot * 2 + shadow set]: one cell per (slot, shadow set).
         self.lanes = np.zeros((owned * 2, config.lanes), dtype=np.int32)
         self.bitmap = np.zeros(owned * 2, dtype=np.uint32)
@@ -287,7 +295,7 @@ class Aggregator:
         state = self._jobs.get(job_id)
         if state is None:
             raise AggregatorError(f"no job {job_id}")
-        return [(state.first_owned + (int(i) // 2) * state.stride, int(i) % 2,
+        return [(_slot_of(state, int(i) // 2), int(i) % 2,
                  int(state.bitmap[i]), int(state.counter[i]))
                 for i in np.flatnonzero(state.counter)]
 
@@ -328,9 +336,11 @@ class Aggregator:
             return state.reject("rank")
         if not state.config.slot_base <= slot < state.slot_end:
             return state.reject("slot")
-        local, misplaced = divmod(slot - state.first_owned, state.stride)
-        if misplaced:
+        group, offset = divmod(slot, SLOT_GROUP)
+        group, owner = divmod(group, state.shards)
+        if owner != state.shard:
             return state.reject("shard")
+        local = group * SLOT_GROUP + offset - state.base
         if not 1 <= count <= state.n:  # as the switch: a packet cannot stand for more than n
             return state.reject("count")
         known = state.addresses[bit]
@@ -417,6 +427,12 @@ class Aggregator:
         return fc
 
 
+def _slot_of(state: _JobState, local: int) -> int:
+    """The slot of a shard's local cell pair ``local`` (the inverse of receive's map)."""
+    group, offset = divmod(local + state.base, SLOT_GROUP)
+    return (group * state.shards + state.shard) * SLOT_GROUP + offset
+
+
 def _from_parent(state: _JobState, slot: int, flags: int, exp: int, position: int,
                  datagram: bytes | bytearray | memoryview) -> list[tuple[bytes, Address]]:
     """The parent's RESULT: stored in the cell and sent to the rack's workers if the
@@ -425,9 +441,11 @@ def _from_parent(state: _JobState, slot: int, flags: int, exp: int, position: in
     stats = state.stats
     if not state.config.slot_base <= slot < state.slot_end:
         return state.reject("slot")
-    local, misplaced = divmod(slot - state.first_owned, state.stride)
-    if misplaced:
+    group, offset = divmod(slot, SLOT_GROUP)
+    group, owner = divmod(group, state.shards)
+    if owner != state.shard:
         return state.reject("shard")
+    local = group * SLOT_GROUP + offset - state.base
     cell = local * 2 + (flags & 1)
     if (state.fresh[cell] or state.counter[cell] or state.has_result[cell]
             or int(state.position[cell]) != position):
@@ -558,8 +576,14 @@ def _combine(state: _JobState, cell: int, first: bool, exp: int,
              datagram: bytes | bytearray | memoryview, prime: bool) -> None:
     """The contribution's lanes into ``cell``: the ``first`` of its round overwrites
     them, later ones add (a PRIME's: unsigned maximum); the cell keeps the max exponent."""
-    values = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)
     lanes = state.lanes[cell]
+    kernels = native.KERNELS
+    if kernels is not None:  # one compiled loop instead of a frombuffer and a ufunc
+        kernels.combine(lanes, datagram, HEADER_LEN, 0 if first else 2 if prime else 1)
+        if first or exp > state.max_exp[cell]:
+            state.max_exp[cell] = exp
+        return
+    values = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)
     if first:
         lanes[:] = values
         state.max_exp[cell] = exp
@@ -589,6 +613,9 @@ def _result_bytes(
         _RESULT_VER_TYPE, flags, job, NO_RANK, state.n, slot, position,
         int(state.max_exp[cell]), epoch, nelem,
     )
+    kernels = native.KERNELS
+    if kernels is not None:
+        return kernels.packet(header, state.lanes[cell])
     return header + state.lanes[cell].astype(_LANES_BE).tobytes()
 
 

@@ -1,5 +1,5 @@
 """Slot-to-core affinity: N reuseport UDP sockets and the cBPF program that picks one
-by slot (``socket index = slot mod N``)."""
+by slot group (``socket index = (slot // SLOT_GROUP) mod N``, hosts/slot_groups.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import ctypes
 import logging
 import socket
 from collections.abc import Callable
+
+from p4hub.hosts.slot_groups import SLOT_GROUP
 
 log = logging.getLogger("p4hub-pbox")
 
@@ -16,6 +18,7 @@ SOCKET_BUFFER = 4 << 20  # room for bursts of a whole window from every worker
 
 # Classic BPF opcodes (include/uapi/linux/bpf_common.h).
 _BPF_LD_W_ABS = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
+_BPF_ALU_DIV_K = 0x04 | 0x30 | 0x00  # BPF_ALU | BPF_DIV | BPF_K
 _BPF_ALU_MOD_K = 0x04 | 0x90 | 0x00  # BPF_ALU | BPF_MOD | BPF_K
 _BPF_RET_A = 0x06 | 0x10  # BPF_RET | BPF_A
 
@@ -34,7 +37,7 @@ class _SockFprog(ctypes.Structure):
 
 
 def steering_program(n_sockets: int) -> list[tuple[int, int, int, int]]:
-    """The cBPF program that returns ``slot mod n_sockets``.
+    """The cBPF program that returns ``(slot // SLOT_GROUP) mod n_sockets``.
 
     For SO_REUSEPORT programs the kernel runs the filter with the skb data pulled
     past the UDP header (reuseport_select_sock -> run_bpf_filter pulls hdr_len =
@@ -45,6 +48,7 @@ def steering_program(n_sockets: int) -> list[tuple[int, int, int, int]]:
     """
     return [
         (_BPF_LD_W_ABS, 0, 0, SLOT_OFFSET),
+        (_BPF_ALU_DIV_K, 0, 0, SLOT_GROUP),
         (_BPF_ALU_MOD_K, 0, 0, n_sockets),
         (_BPF_RET_A, 0, 0, 0),
     ]

@@ -2,8 +2,9 @@
 and the command pipe from the supervisor.
 
 Datagrams move in batches (hosts/batchio.py): one ``recvmmsg`` takes up to
-``RECV_BATCH`` contributions with their sources, the aggregator answers each, and one
-``sendmmsg`` sends all the batch's results to their workers."""
+``RECV_BATCH`` contributions with their sources, the aggregator answers each, and the
+batch's results go to each worker as one GSO send (hosts/gso.py), or all of them with
+one ``sendmmsg`` where the path has no segmentation offload."""
 
 from __future__ import annotations
 
@@ -15,12 +16,18 @@ import signal
 import socket
 import time
 
-from p4hub.hosts.batchio import BatchReceiver, BatchSender
+from p4hub.hosts import gro
+from p4hub.hosts.batchio import BatchReceiver
+from p4hub.hosts.gro import GroReceiver
+from p4hub.hosts.gso import GsoSender, local_interface_offloads
 from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.pbox.core import ShardCore
 from p4hub.hosts.wire import MAX_PACKET_LEN
 
 RECV_BATCH = 64  # datagrams per recvmmsg
+RECV_MESSAGES = 32  # (super-)datagrams per recvmmsg with UDP_GRO: peers without GSO send
+# plain datagrams, one buffer each, so as many buffers as a plain recvmmsg takes datagrams
+# would be 64; 32 (2 MB of buffers) is the compromise
 DRAIN_LIMIT = 256  # datagrams drained per poll wake-up before looking at the pipe
 SEND_BATCH = 256  # results per sendmmsg (a batch of completions times the job's workers)
 # A datagram one byte longer than the largest packet is already malformed: the
@@ -41,8 +48,14 @@ class ShardWorker:
         self.sock = sock
         self.conn = conn
         self.core = ShardCore(shard, max_slots, pid=os.getpid())
-        self.receiver = BatchReceiver(sock, RECV_BATCH, STRIDE, with_addresses=True)
-        self.sender = BatchSender(sock, SEND_BATCH, _LOST_ON_SEND)
+        # agents' super-datagrams read whole (UDP_GRO) where the PBox's own interface
+        # has the offload; the same interface test as the agents' GSO probe
+        self.receiver: GroReceiver | BatchReceiver = (
+            gro.receiver(sock, RECV_MESSAGES, STRIDE, with_addresses=True)
+            if local_interface_offloads(sock.getsockname()[0])
+            else BatchReceiver(sock, RECV_BATCH, STRIDE, with_addresses=True))
+        # results to each worker go as one GSO send where the path allows it
+        self.sender = GsoSender(sock, SEND_BATCH, _LOST_ON_SEND)
 
     @property
     def aggregator(self) -> Aggregator:
@@ -76,7 +89,7 @@ class ShardWorker:
             if got:
                 self._answer(got)
             drained += got
-            if got < self.receiver.capacity:
+            if not self.receiver.more:
                 return
 
     def _answer(self, n: int) -> None:

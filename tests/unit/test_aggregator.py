@@ -270,15 +270,27 @@ def test_state_is_preallocated_per_job():
 
 def test_sharded_aggregator_owns_only_its_slots():
     agg = Aggregator(shard=(1, 2))
-    agg.add_job(JOB, 1, 10, 6)  # slots 10..15, shard 1 owns 11, 13, 15
-    assert agg._jobs[JOB].lanes.shape[0] == 2 * 3
-    for slot in range(10, 16):
+    agg.add_job(JOB, 1, 10, 40)  # slots 10..49 in groups of 16: shard 1 owns 16..31, 48, 49
+    assert agg._jobs[JOB].lanes.shape[0] == 2 * 32  # its groups 1 and 3, side by side
+    for slot in range(10, 50):
         out = agg.receive(contrib(0, slot, values=np.full(DEFAULT_LANES, slot)), ADDR[0], 0.0)
-        if slot % 2:
+        if 16 <= slot < 32 or slot >= 48:
             assert wire.decode(out[0][0])[1][0] == slot
         else:
             assert out == []
-    assert agg.job_stats(JOB).rejected["shard"] == 3
+    assert agg.job_stats(JOB).rejected["shard"] == 40 - 18
+
+
+def test_sharded_open_cells_name_their_slots():
+    """open_cells maps a shard's local cells back to slot numbers (3 shards, a job
+    starting mid-group)."""
+    for shard in range(3):
+        agg = Aggregator(shard=(shard, 3))
+        agg.add_job(JOB, 2, 5, 100)
+        owned = [s for s in range(5, 105) if (s // 16) % 3 == shard]
+        for slot in owned:
+            assert agg.receive(contrib(0, slot), ADDR[0], 0.0) == []
+        assert [cell[0] for cell in agg.open_cells(JOB)] == owned
 
 
 def test_random_rounds_match_reference_sums():

@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from p4hub.hosts import pbox, wire
+from p4hub.hosts.slot_groups import shard_of
 from p4hub.hosts.wire import DEFAULT_LANES, Header, PacketType
 
 
@@ -92,7 +93,7 @@ def test_ready_line_reports_bpf_steering(box):
 
 def test_each_slot_is_steered_to_its_own_process(box):
     sock = client()
-    odd = [s for s in range(1, 64, 2)]
+    odd = [s for s in range(64) if shard_of(s, 2) == 1]  # the odd slot groups: shard 1's
     for slot in odd:
         sock.sendto(packet(1, 0, slot, np.full(DEFAULT_LANES, slot)), box.udp)
     results = receive(sock, len(odd))
@@ -103,8 +104,9 @@ def test_each_slot_is_steered_to_its_own_process(box):
     assert workers[1]["jobs"]["1"]["contributions"] == len(odd)
     assert workers[0]["jobs"]["1"]["contributions"] == 0
     assert workers[0]["pid"] != workers[1]["pid"]
-    for slot in range(0, 64, 2):
-        sock.sendto(packet(1, 0, slot, np.full(DEFAULT_LANES, slot)), box.udp)
+    for slot in range(64):
+        if shard_of(slot, 2) == 0:
+            sock.sendto(packet(1, 0, slot, np.full(DEFAULT_LANES, slot)), box.udp)
     receive(sock, 32)
     stats = box.request({"cmd": "stats"})
     workers = {w["shard"]: w for w in stats["workers"]}
@@ -290,18 +292,19 @@ def test_failed_attach_falls_back_to_one_socket(caplog):
 
 
 def test_steering_program_in_process():
-    """Four reuseport sockets with the program: every slot lands on socket slot % 4."""
+    """Four reuseport sockets with the program: every slot lands on the socket of its
+    slot group, (slot // 16) mod 4."""
     socks = pbox.open_sockets("127.0.0.1", 0, 4)
     try:
         assert len(socks) == 4
         target = socks[0].getsockname()
         sender = client()
-        for slot in range(40):
+        for slot in range(0, 128, 2):  # 8 slot groups of 8 datagrams: 2 groups each
             sender.sendto(packet(1, 0, slot, np.zeros(DEFAULT_LANES)), target)
         for index, sock in enumerate(socks):
             sock.settimeout(1)
-            slots = [wire.decode(sock.recvfrom(2048)[0])[0].slot for _ in range(10)]
-            assert all(s % 4 == index for s in slots), (index, slots)
+            slots = [wire.decode(sock.recvfrom(2048)[0])[0].slot for _ in range(16)]
+            assert all(shard_of(s, 4) == index for s in slots), (index, slots)
     finally:
         for sock in socks:
             sock.close()

@@ -24,6 +24,7 @@ from p4hub.hosts.pbox.core import (
     encode_reply,
     merge_counters,
 )
+from p4hub.hosts.slot_groups import shard_of
 from p4hub.hosts.wire import DEFAULT_LANES, Header, PacketType, decode, encode
 
 SHARDS = 2
@@ -43,7 +44,7 @@ def make(max_slots: int = 65536) -> tuple[ControlCore, list[ShardCore]]:
 def deliver(shards: list[ShardCore], data: bytes, src: tuple, now: float) -> list:
     """What steering does: the datagram goes to the shard that owns its slot."""
     slot = int.from_bytes(data[8:12], "big")
-    return shards[slot % len(shards)].receive(data, src, now)
+    return shards[shard_of(slot, len(shards))].receive(data, src, now)
 
 
 def add(core: ControlCore, job: int, world: int, base: int, count: int,
@@ -112,10 +113,12 @@ def test_a_jobs_float_route_slots_are_kept_listed_and_checked(core):
 
 def test_contributions_complete_on_their_shard_and_stats_sum_the_shards(core):
     core, shards = core
+    core.control({"cmd": "remove_job", "job": 1})
+    assert add(core, 1, 2, 64, 32) == {"ok": True}  # slot groups 4 and 5: one per shard
     a, b = ("10.0.0.1", 5000), ("10.0.0.2", 5000)
-    for slot in range(4):
-        assert deliver(shards, contribution(1, 0, slot, 1), a, now=10.0 + slot) == []
-        replies = deliver(shards, contribution(1, 1, slot, 2), b, now=20.0 + slot)
+    for slot in (64, 65, 80, 81):  # two slots of each shard's group
+        assert deliver(shards, contribution(1, 0, slot, 1), a, now=slot - 54.0) == []
+        replies = deliver(shards, contribution(1, 1, slot, 2), b, now=slot - 44.0)
         assert [dst for _, dst in replies] == [a, b]
         header, lanes = decode(replies[0][0])
         assert header.type == PacketType.RESULT and header.slot == slot and lanes[0] == 3
@@ -124,7 +127,7 @@ def test_contributions_complete_on_their_shard_and_stats_sum_the_shards(core):
     assert list(reply) == ["ok", "jobs", "global", "workers"] and reply["ok"] is True
     job = reply["jobs"]["1"]
     assert job["contributions"] == 8 and job["completions"] == 4 and job["results_sent"] == 8
-    assert job["last_seen"] == 23.0  # the latest over the shards, not a sum
+    assert job["last_seen"] == 37.0  # the latest over the shards, not a sum
     assert reply["global"]["malformed"] == 1
     assert reply["global"]["send_errors"] == 0 and reply["global"]["internal_errors"] == 0
     workers = reply["workers"]
