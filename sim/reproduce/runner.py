@@ -172,6 +172,9 @@ def statistics_of(exp: Experiment, records: Sequence[dict[str, Any]]) -> dict[st
                 **summarise([r.get("metric", math.nan) for r in mine]),
                 "steady_s": summarise([r.get("steady_s", math.nan) for r in mine])["mean"],
                 "max_goodput": mine[0].get("max_goodput") if mine else None}
+            summary = entry["series"][series.label]
+            if summary["max_goodput"] and summary["mean"] is not None:
+                summary["of_ceiling"] = summary["mean"] / summary["max_goodput"]
         if exp.baseline and exp.candidate:
             base = _by_seed(members, exp.baseline)
             cand = _by_seed(members, exp.candidate)
