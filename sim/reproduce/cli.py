@@ -122,7 +122,7 @@ def run_experiment(row: Row, exp: Experiment, out: Path, *, seeds: Sequence[int]
                    quick: bool, workers: int, run: runner.RunFn) -> tuple[bool, Path]:
     """Run one experiment, write its JSON and PNG, print its table; (all ok, JSON path)."""
     jobs = runner.jobs(exp, seeds=seeds, quick=quick)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     records = execute(exp, jobs, workers, run)
     stats = runner.statistics_of(exp, records)
     payload = {
@@ -131,7 +131,10 @@ def run_experiment(row: Row, exp: Experiment, out: Path, *, seeds: Sequence[int]
         f"{exp.scenario}", "metric": exp.metric, "baseline": exp.baseline,
         "candidate": exp.candidate, "seeds": sorted({j.seed for j in jobs}),
         "deterministic": exp.deterministic, "quick": quick,
-        "wall_s": time.perf_counter() - t0, "stats": stats, "records": records}
+        "wall_s": time.perf_counter() - t0,
+        # this process's CPU (with -j, the workers' is not in it): the wall time on a busy
+        # machine says little about the row's cost; this does
+        "cpu_s": time.process_time() - cpu0, "stats": stats, "records": records}
     path = report.write_json(payload, out / f"{exp.name}.json")
     if any(r.get("metric") is not None and not math.isnan(r["metric"]) for r in records):
         figures.plot(exp, stats, out / f"{exp.name}.png")
