@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,3 +96,14 @@ def test_unknown_row_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["p4"])
     assert e.value.code == 2
     assert "unknown row 'p4'" in capsys.readouterr().err
+
+
+def test_make_reproduce_runs_the_named_row_and_needs_no_apt() -> None:
+    if shutil.which("make") is None:
+        pytest.fail("make is not installed (the Makefile is how p4hub is run)")
+    repo = Path(__file__).resolve().parents[2]
+    recipe = subprocess.run(["make", "-s", "-n", "-B", "reproduce", "NAME=p3",
+                             "REPRODUCE_ARGS=-j2"], cwd=repo, capture_output=True, text=True,
+                            check=True).stdout
+    assert "-m p4hub.sim.reproduce p3 -j2" in recipe
+    assert "apt-get" not in recipe and "dpkg" not in recipe  # no root needed
