@@ -82,7 +82,10 @@ ROWS: dict[str, Row] = {row.name: row for row in (
                                                         "links.bandwidth": "12Gbit"}),
                      Variant("VGG-19 at 30 Gbit/s", {"job.model": "vgg19",
                                                      "links.bandwidth": "30Gbit"})),
-                    "FIFO", "P3", deterministic=True)),
+                    "FIFO", "P3", deterministic=True),
+         Experiment("p3-tier-m", "p3-ps-m.toml", "P3 vs FIFO (whole keys) in tier M at 10% "
+                    "of the models and rates: the cross-check of tier F's best points",
+                    "throughput", FIFO_P3, MODELS, "FIFO", "P3", deterministic=True)),
         pending="Sockeye (+38%): no profile of it is bundled (workers/workloads has ResNet-50, "
                 "VGG-19, BERT-base)."),
     Row("p3-ina", "p4hub (none of the papers)",
