@@ -13,7 +13,7 @@ APT_PACKAGES := mininet iproute2 iptables nftables bridge-utils ethtool iputils-
 # its own site-packages so pinned PyPI packages always win.
 MININET_DIR := /usr/lib/python3/dist-packages
 
-.PHONY: all run cli test unit lint docs bench sim xcheck stop clean distclean deps apt venv torch
+.PHONY: all run cli test unit lint docs bench sim reproduce xcheck stop clean distclean deps apt venv torch
 
 all: run
 
@@ -28,11 +28,11 @@ $(STAMPS)/apt:
 	fi
 	@mkdir -p $(STAMPS) && touch $@
 
-# make sim runs no Mininet and needs no root: on its own on the command line, its venv
+# make sim (and make reproduce) run no Mininet and need no root: on their own on the command line, the venv
 # does not wait on the apt packages (installing them is what needs root)
 VENV_NEEDS := $(STAMPS)/apt
 ifneq ($(MAKECMDGOALS),)
-ifeq ($(filter-out sim,$(MAKECMDGOALS)),)
+ifeq ($(filter-out sim reproduce,$(MAKECMDGOALS)),)
 VENV_NEEDS :=
 endif
 endif
@@ -92,6 +92,13 @@ bench: deps stop
 # Options: SIM_ARGS='--tier F -j 2 --seed 1'; any scenario: .venv/bin/p4hub-sim FILE.toml
 sim: venv
 	$(PY) -m p4hub.sim sim/scenarios/default.toml $(SIM_ARGS)
+
+# The seed papers' experiments in the simulator (docs/reproductions.md): NAME=p3 (or
+# p3-ina, phub, psld, switchml, bytescheduler) regenerates one row in a few minutes; no
+# NAME runs them all (the long run, about an hour on 2 cores). Tables to stdout, JSON and
+# PNG to logs/reproduce-<time>/ (REPRODUCE_ARGS='--figures': into docs/figures/).
+reproduce: venv
+	$(PY) -m p4hub.sim.reproduce $(NAME) $(REPRODUCE_ARGS)
 
 # Cross-check against real p4c-bm2-ss, simple_switch and p4c's STF runner (not part of
 # `make test`): source your p4c/BMv2 install's env.sh first. Exit 2 if they are missing.
