@@ -39,10 +39,17 @@ MSS = 1448  # TCP payload per segment on a 1500-byte MTU
 
 def _frames(src: str, dst: str, nbytes: int, macro: int, priority: int,
             tag: object) -> list[Frame]:
-    """``nbytes`` as MSS-sized datagrams in frames of up to ``macro`` datagrams."""
-    count = max(1, -(-nbytes // MSS))
-    return [Frame(src, dst, MSS, min(macro, count - lo), priority, None, tag)
-            for lo in range(0, count, macro)]
+    """``nbytes`` as datagrams of MSS bytes in frames of up to ``macro`` datagrams, the
+    last datagram only as long as what is left (a TCP sender's last segment is short:
+    padding it would charge small chunks up to a whole segment each)."""
+    count = _datagrams(nbytes)
+    last = max(1, nbytes - (count - 1) * MSS)
+    full = count if last == MSS else count - 1
+    frames = [Frame(src, dst, MSS, min(macro, full - lo), priority, None, tag)
+              for lo in range(0, full, macro)]
+    if full < count:
+        frames.append(Frame(src, dst, last, 1, priority, None, tag))
+    return frames
 
 
 def _datagrams(nbytes: int) -> int:

@@ -103,11 +103,14 @@ class FluidNet:
 
 def build(engine: Engine, *, racks: int, per_rack: int, spines: int, pboxes: int,
           host_rate: float, fabric_rate: float, delay: float, pipeline: float,
-          pbox_rate: float) -> FluidNet:
-    """Rates in bit/s in, bytes/s inside. A leaf's uplinks to its spines serve as one
-    (``spines`` x ``fabric_rate``): ECMP spreads a job's flows over them."""
+          pbox_rate: float, pbox_link_rate: float | None = None) -> FluidNet:
+    """Rates in bit/s in, bytes/s inside (``pbox_rate``: the PBox CPU's, packets/s). A
+    leaf's uplinks to its spines serve as one (``spines`` x ``fabric_rate``): ECMP
+    spreads a job's flows over them. ``pbox_link_rate``: each PBox's link (default: the
+    hosts')."""
     n = racks * per_rack
     host, fab = host_rate / 8, fabric_rate / 8
+    box = host if pbox_link_rate is None else pbox_link_rate / 8
     hop = delay + pipeline
 
     def links(count: int, rate: float, latency: float) -> list[FluidLink]:
@@ -117,8 +120,8 @@ def build(engine: Engine, *, racks: int, per_rack: int, spines: int, pboxes: int
     return FluidNet(
         engine, n, per_rack, links(n, host, hop), links(n, host, delay),
         links(leaf_links, fab * max(1, spines), hop), links(leaf_links, fab * max(1, spines), hop),
-        links(racks * pboxes, host, delay), links(racks * pboxes, pbox_rate, 0.0),
-        links(racks * pboxes, host, hop), racks=racks)
+        links(racks * pboxes, box, delay), links(racks * pboxes, pbox_rate, 0.0),
+        links(racks * pboxes, box, hop), racks=racks)
 
 
 def ina_bytes(elements: int, lanes: int, overhead: int) -> float:
@@ -128,8 +131,9 @@ def ina_bytes(elements: int, lanes: int, overhead: int) -> float:
 
 
 def tcp_bytes(nbytes: float, overhead: int) -> float:
-    """Wire bytes of ``nbytes`` in MSS-sized segments (as the baselines send them)."""
-    return -(-nbytes // MSS) * (MSS + overhead)
+    """Wire bytes of ``nbytes`` in segments of at most MSS bytes (as the baselines send
+    them: the last one short)."""
+    return max(nbytes, 1) + max(1, -(-nbytes // MSS)) * overhead
 
 
 class _Counter:

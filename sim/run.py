@@ -236,7 +236,8 @@ def _run_fluid(scenario: Any, path: str, seed: int, engine: Engine, wall0: float
                       pboxes=topo.pboxes, host_rate=links.bandwidth,
                       fabric_rate=links.fabric_bandwidth, delay=links.delay,
                       pipeline=scenario.switch.pipeline_latency,
-                      pbox_rate=scenario.pbox.cores * scenario.pbox.packets_per_core)
+                      pbox_rate=scenario.pbox.cores * scenario.pbox.packets_per_core,
+                      pbox_link_rate=links.pbox_bandwidth)
     work = load_workload(job.model, scale=job.scale, elements=job.elements,
                          gpu_speed=scenario.hosts.gpu_speed)
     p3 = job.schedule == "p3"

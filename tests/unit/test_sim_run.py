@@ -104,14 +104,16 @@ def test_tier_m_is_within_five_percent_of_tier_p(bandwidth: str, path: str) -> N
 def test_the_ring_takes_its_two_n_minus_one_steps() -> None:
     n, elements, rate = 4, 65536, 1e9
     r = run("ring", job={"elements": elements, "iterations": 1})
-    chunk = elements * 4 / n
+    chunk = elements * 4 // n
     datagrams = -(-chunk // MSS)
+    wire = chunk + datagrams * WIRE_OVERHEAD  # full segments, the last one short
     segment = MSS + WIRE_OVERHEAD
-    # a step: the chunk's serialization, then its last segment's way through the switch
-    # (two links' delay, the pipeline, one segment's serialization on the way out)
-    step = datagrams * segment * 8 / rate + 2 * 5e-6 + 1e-6 + segment * 8 / rate
+    # a step: the chunk's serialization, then its end's way through the switch (two
+    # links' delay, the pipeline, and one full segment's serialization on the way out:
+    # the short last segment waits there behind the full one before it)
+    step = wire * 8 / rate + 2 * 5e-6 + 1e-6 + segment * 8 / rate
     assert r.iteration_times[0] == pytest.approx(2 * (n - 1) * step, rel=1e-3)
-    assert r.bytes_by_link_class["host_up"] == n * 2 * (n - 1) * datagrams * segment
+    assert r.bytes_by_link_class["host_up"] == n * 2 * (n - 1) * wire
 
 
 def test_the_sharded_ps_pushes_and_pulls_every_shard() -> None:
@@ -214,3 +216,12 @@ def test_the_controller_moves_the_share_off_a_straggling_pbox(rebalance: bool) -
                                                    r.counters["aggregated_p1.3"])
     else:
         assert r.counters["moves"] == 0 and r.counters["map_resyncs"] == 0
+
+
+@pytest.mark.parametrize("tier", ["M", "F"])
+def test_a_slower_pbox_link_slows_the_pbox_path_in_every_tier(tier: str) -> None:
+    """links.pbox_bandwidth is each PBox's link in tier F too, not the hosts' rate."""
+    common = {"job": {"elements": 65536, "iterations": 1}, "run": {"tier": tier}}
+    fast = run("pbox", **common)  # type: ignore[arg-type]
+    slow = run("pbox", links={"pbox_bandwidth": "250Mbit"}, **common)  # type: ignore[arg-type]
+    assert slow.iteration_times[0] > 2 * fast.iteration_times[0]
