@@ -140,9 +140,14 @@ ROWS: dict[str, Row] = {row.name: row for row in (
                              "job.window": 128 if rate == 10 else 512})
                              for lanes in (64, 256)),
                          baseline="ring", candidate="switch", seeds=(0, 1))
-              for rate in (10, 100)),
-        pending="1,024 workers: a job holds at most 32 (the protocol's worker bitmaps), until "
-                "the tree's levels count children (the lead's scale work)."),
+              for rate in (10, 100))
+        + (Experiment("switchml-scale", "switchml-scale.toml", "all-reduce goodput at "
+                      "100 Gbit/s, 64 to 1,024 workers in racks of 32 (tier F)", "goodput",
+                      (Variant("switch", {"job.paths": ["switch"]}),
+                       Variant("ring", {"job.paths": ["ring"]})),
+                      baseline="ring", candidate="switch", deterministic=True),),
+        pending="Past 16 workers only in tier F (no loss, chunks as fluid): tier M's "
+                "per-datagram sessions at 1,024 ranks are beyond this machine's minutes."),
     Row("bytescheduler", "ByteScheduler (SOSP'19)",
         "priority scheduling with partitioning and credit: up to 2.96x; credit and partition "
         "size matter",
