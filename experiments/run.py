@@ -133,10 +133,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "places the switch path's job partly on the switch and the rest "
                              "over the PBoxes, as when the switch is short of slots")
     parser.add_argument("--path-timeout", type=float, default=600.0)
-    parser.add_argument("--schedule", choices=("ddp", "fifo", "p3"), default="ddp",
+    parser.add_argument("--schedule", choices=("ddp", "fifo", "p3", "fsdp", "zero"),
+                        default="ddp",
                         help="train: ddp (DDP buckets) or per-parameter all-reduces overlapped "
                              "with the next forward pass, in backward order (fifo) or by P3 "
-                             "priority (p3: 4 priority classes; job slots default to 128)")
+                             "priority (p3: 4 priority classes; job slots default to 128), "
+                             "or sharded: fsdp (FSDP2: reduce-scatter and all-gather) or zero "
+                             "(DDP with ZeroRedundancyOptimizer)")
     parser.add_argument("--cli", action="store_true", help="open the Mininet CLI instead")
     args = parser.parse_args(argv)
     if args.job_slots is None:

@@ -9,8 +9,12 @@ agent in call order (torch starts collectives in the same order on every rank, w
 is the agent's contract), and returns a ``Work`` made from a future the completer
 fulfils. ``async_op=True`` hands that work to the caller; otherwise torch waits on it.
 
-Collectives: all_reduce (SUM, AVG), broadcast, all_gather, all_gather_into_tensor,
-barrier. The rest raise ``NotSupportedError`` ("not supported by p4hub: ...").
+Collectives: all_reduce, reduce_scatter, reduce_scatter_tensor (SUM, AVG), broadcast,
+all_gather, all_gather_into_tensor (and the coalesced forms), barrier. The rest raise
+``NotSupportedError`` ("not supported by p4hub: ..."). reduce-scatter and all-gather ride
+on the job's all-reduce of the whole buffer today (hosts/pytorch/shards.py): N times the
+bytes a switch-native reduce-scatter (downlink) or all-gather (uplink) would move; the
+in-network versions are the next stage of issue 39.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from torch.distributed import ReduceOp
 
 from p4hub.hosts.agent import Agent, Handle
 from p4hub.hosts.errors import BackendError, HostError, NotSupportedError
-from p4hub.hosts.pytorch import encoding
+from p4hub.hosts.pytorch import encoding, shards
 from p4hub.hosts.pytorch.completion import Collective, Completer
 from p4hub.hosts.pytorch.config import BackendConfig
 from p4hub.hosts.pytorch.liveness import Liveness
@@ -36,7 +40,8 @@ from p4hub.hosts.pytorch.rendezvous import Membership, rendezvous
 from p4hub.hosts.routes import from_wire
 
 BACKEND_NAME = "p4hub"
-SUPPORTED = "all_reduce (SUM, AVG), broadcast, all_gather, all_gather_into_tensor and barrier"
+SUPPORTED = ("all_reduce, reduce_scatter and reduce_scatter_tensor (SUM, AVG), broadcast, "
+             "all_gather, all_gather_into_tensor and barrier")
 
 
 class FutureWork(dist._Work):
@@ -113,6 +118,19 @@ class P4hubProcessGroup(dist.ProcessGroup):
         return {"where": self.where, "job_id": self.membership.plan.job_id,
                 "job_name": self.membership.name, **self.agent.stats}
 
+    # torch keeps a group's name on its C++ backends and a Python group has none, so
+    # ``group.group_name`` (which DeviceMesh.from_group, FSDP2 and functional collectives
+    # read) would raise "ProcessGroup name not set": the group keeps the name itself.
+    # init_process_group/new_group call _set_group_name from Python, so this one is used.
+    def _set_group_name(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def group_name(self) -> str:  # type: ignore[override]
+        if not getattr(self, "_name", ""):
+            raise RuntimeError("ProcessGroup name not set")
+        return self._name
+
     def __repr__(self) -> str:
         return (f"P4hubProcessGroup(rank={self._rank}, world_size={self._world_size}, "
                 f"where={getattr(self, 'where', '?')})")
@@ -164,31 +182,101 @@ class P4hubProcessGroup(dist.ProcessGroup):
     def allgather(self, output_tensors: list[list[torch.Tensor]],  # type: ignore[override]
                   input_tensors: list[torch.Tensor],
                   opts: Any = None) -> dist.Work:
+        """all_gather (and its coalesced form): ``outputs[r]`` receives rank r's tensor.
+        Shards may differ in length between ranks (every rank passes the same output
+        shapes). Today's path: an exact int32 sum of N shards' worth of words in which each
+        rank fills its own region (hosts/pytorch/shards.py): N x the uplink bytes of a
+        switch-native all-gather, which is the next stage (docs/notes/pytorch.md)."""
         for outputs, tensor in zip(output_tensors, input_tensors, strict=True):
             self._check_gather(outputs, tensor)
-        arrays = [encoding.gather_words(t, self._rank, self._world_size) for t in input_tensors]
+        arrays = [shards.gather_input(t, [encoding.word_count(o) for o in outputs], self._rank)
+                  for outputs, t in zip(output_tensors, input_tensors, strict=True)]
         handles = self._start([(a, "sum") for a in arrays])
 
         def finish(results: list[np.ndarray]) -> list[list[torch.Tensor]]:
             for outputs, flat in zip(output_tensors, results, strict=True):
-                for out, words in zip(outputs, flat.reshape(self._world_size, -1), strict=True):
-                    encoding.from_words(out, words)
+                layout = shards.Layout.of([encoding.word_count(o) for o in outputs])
+                for rank, out in enumerate(outputs):
+                    encoding.from_words(out, flat[layout.span(rank)])
             return output_tensors
 
         return self._work(handles, finish, f"all_gather of {_shapes(input_tensors)}")
 
+    allgather_coalesced = allgather  # type: ignore[assignment]  # the same shape of call
+
     def all_gather_single(self, output: torch.Tensor, tensor: torch.Tensor,
                           opts: Any = None) -> dist.Work:
         """all_gather_into_tensor: ``output`` holds world_size copies' worth, rank-major."""
-        if output.numel() != tensor.numel() * self._world_size:
-            raise BackendError(f"all_gather_into_tensor: output has {output.numel()} "
-                               f"elements, expected {self._world_size} x {tensor.numel()}")
-        if not output.is_contiguous():
-            raise NotSupportedError("all_gather_into_tensor into a non-contiguous output")
-        parts = list(output.reshape(-1).chunk(self._world_size))
-        return self.allgather([[p.view(tensor.shape) for p in parts]], [tensor], opts)
+        return self.all_gather_single_coalesced([output], [tensor], opts)
 
     _allgather_base = all_gather_single  # type: ignore[assignment]  # its pre-2.10 name
+
+    def all_gather_single_coalesced(self, outputs: list[torch.Tensor],
+                                    tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
+        """Several all_gather_into_tensor as one collective (``_coalescing_manager``)."""
+        views = []
+        for output, tensor in zip(outputs, tensors, strict=True):
+            if output.numel() != tensor.numel() * self._world_size:
+                raise BackendError(f"all_gather_into_tensor: output has {output.numel()} "
+                                   f"elements, expected {self._world_size} x {tensor.numel()}")
+            if not output.is_contiguous():
+                raise NotSupportedError("all_gather_into_tensor into a non-contiguous output")
+            views.append([p.view(tensor.shape)
+                          for p in output.reshape(-1).chunk(self._world_size)])
+        return self.allgather(views, tensors, opts)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced  # type: ignore[assignment]
+
+    def reduce_scatter(self, output_tensors: list[torch.Tensor],  # type: ignore[override]
+                       input_tensors: list[list[torch.Tensor]],
+                       opts: dist.ReduceScatterOptions | None = None) -> dist.Work:
+        """reduce_scatter: ``output`` gets the sum (or mean) of every rank's
+        ``input_list[rank]``. The shards may differ in length (every rank passes the same
+        lengths). Today's path: an all-reduce of the whole concatenated buffer, each rank
+        keeping its slice (hosts/pytorch/shards.py): N x the downlink bytes of a
+        switch-native reduce-scatter, which is the next stage (docs/notes/pytorch.md)."""
+        op = opts.reduceOp if opts is not None else ReduceOp.SUM
+        layouts = [shards.check_scatter("reduce_scatter", out, ins, self._rank,
+                                        self._world_size)
+                   for out, ins in zip(output_tensors, input_tensors, strict=True)]
+        flats = [shards.scatter_input(ins) for ins in input_tensors]
+        return self._reduce_scatter(output_tensors, flats, layouts, op, "reduce_scatter")
+
+    def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor,
+                              opts: dist.ReduceScatterOptions | None = None) -> dist.Work:
+        """reduce_scatter_tensor: ``input`` is world_size equal shards, rank-major."""
+        return self.reduce_scatter_single_coalesced([output], [input], opts)
+
+    _reduce_scatter_base = reduce_scatter_single  # type: ignore[assignment]
+
+    def reduce_scatter_single_coalesced(self, outputs: list[torch.Tensor],
+                                        inputs: list[torch.Tensor],
+                                        opts: dist.ReduceScatterOptions | None = None
+                                        ) -> dist.Work:
+        """Several reduce_scatter_tensor as one collective (``_coalescing_manager``)."""
+        op = opts.reduceOp if opts is not None else ReduceOp.SUM
+        layouts = [shards.check_scatter_single("reduce_scatter_tensor", out, inp,
+                                               self._world_size)
+                   for out, inp in zip(outputs, inputs, strict=True)]
+        return self._reduce_scatter(outputs, inputs, layouts, op, "reduce_scatter_tensor")
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced  # type: ignore[assignment]
+
+    def _reduce_scatter(self, outputs: list[torch.Tensor], flats: Sequence[torch.Tensor],
+                        layouts: list[shards.Layout], op: object, what: str) -> dist.Work:
+        """Start one all-reduce per flat buffer (validated first, so a refusal starts
+        nothing); each rank writes its own span of the result into its output."""
+        names = [encoding.reduce_op_name(op, out.dtype) for out in outputs]
+        arrays = [encoding.reduce_input(flat, what) for flat in flats]
+        handles = self._start([(a, n) for a, n in zip(arrays, names, strict=True)])
+        mine = [layout.span(self._rank) for layout in layouts]
+
+        def finish(results: list[np.ndarray]) -> list[torch.Tensor]:
+            for out, result, span in zip(outputs, results, mine, strict=True):
+                encoding.write_back(out, result[span])
+            return outputs
+
+        return self._work(handles, finish, f"{what} of {_shapes(flats)}")
 
     def barrier(self, opts: Any = None) -> dist.Work:
         handles = self._start([(np.zeros(1, dtype=np.int32), "sum")])
@@ -315,9 +403,13 @@ class P4hubProcessGroup(dist.ProcessGroup):
                                f"{self._world_size}")
         for out in outputs:
             encoding.check_cpu(out, "all_gather")
-            if out.numel() != tensor.numel() or out.dtype != tensor.dtype:
+            if out.dtype != tensor.dtype:
                 raise BackendError(f"all_gather: output {tuple(out.shape)} {out.dtype} does "
                                    f"not match input {tuple(tensor.shape)} {tensor.dtype}")
+        if outputs[self._rank].numel() != tensor.numel():
+            raise BackendError(f"all_gather: this rank's output (output {self._rank}) has "
+                               f"{outputs[self._rank].numel()} elements, its input "
+                               f"{tensor.numel()}")
 
 
 def _refusal(name: str) -> Callable[..., dist.Work]:
@@ -330,11 +422,8 @@ def _refusal(name: str) -> Callable[..., dist.Work]:
 
 # What torch's Python API calls on a group for the collectives p4hub does not carry;
 # without these the base class would answer with an error that does not say why.
-for _name in ("reduce", "reduce_scatter", "reduce_scatter_single", "_reduce_scatter_base",
-              "reduce_scatter_single_coalesced", "reduce_scatter_tensor_coalesced", "alltoall",
-              "all_to_all_single", "alltoall_base", "gather", "scatter", "send", "recv",
-              "recv_anysource", "allgather_coalesced", "all_gather_single_coalesced",
-              "allgather_into_tensor_coalesced"):
+for _name in ("reduce", "alltoall", "all_to_all_single", "alltoall_base", "gather", "scatter",
+              "send", "recv", "recv_anysource"):
     setattr(P4hubProcessGroup, _name, _refusal(_name))
 
 

@@ -7,8 +7,10 @@ point (hosts/quantize.py). Everything the backend does maps onto those:
   (their own rounding dominates the quantization error); int32: exact.
 * broadcast of any dtype: the tensor's bytes as int32 words from the root, zeros from
   everyone else; an exact sum of one non-zero term is the root's bytes, bit for bit.
-* all_gather of any dtype: each rank writes its words into its own row of a
-  (world, words) zero matrix; the exact sum is every rank's rows at once.
+* all_gather of any dtype: each rank writes its words into its own region of a zero
+  buffer as long as all the shards; the exact sum is every rank's shards at once.
+* reduce_scatter: the all_reduce of the concatenated shards, each rank keeping its own
+  (hosts/pytorch/shards.py says what that costs against a switch-native one).
 
 Tensors must be on the CPU: the backend is registered for the "cpu" device only.
 """
@@ -53,12 +55,12 @@ def _op_name(op: object) -> str:
     return str(op)
 
 
-def reduce_input(tensor: torch.Tensor) -> np.ndarray:
+def reduce_input(tensor: torch.Tensor, what: str = "all_reduce") -> np.ndarray:
     """The array the agent reduces for ``tensor`` (a copy is made by the agent)."""
-    check_cpu(tensor, "all_reduce")
+    check_cpu(tensor, what)
     if tensor.dtype not in REDUCIBLE:
         raise NotSupportedError(
-            f"all_reduce of {tensor.dtype} (p4hub reduces float32, float16, bfloat16 "
+            f"{what} of {tensor.dtype} (p4hub reduces float32, float16, bfloat16 "
             f"and int32)")
     if tensor.dtype in THROUGH_FLOAT32:
         return tensor.detach().to(torch.float32).contiguous().numpy().reshape(-1)
@@ -90,11 +92,3 @@ def from_words(tensor: torch.Tensor, words: np.ndarray) -> None:
         tensor.reshape(-1).view(torch.uint8).copy_(raw)
     else:
         tensor.copy_(raw.view(tensor.dtype).reshape(tensor.shape))
-
-
-def gather_words(tensor: torch.Tensor, rank: int, world_size: int) -> np.ndarray:
-    """This rank's contribution to an all_gather: its words in row ``rank``."""
-    words = to_words(tensor)
-    matrix = np.zeros((world_size, words.size), dtype=np.int32)
-    matrix[rank] = words
-    return matrix.reshape(-1)

@@ -62,3 +62,34 @@ def test_one_epoch_through_the_switch_and_with_the_precision_option_follows_gloo
     floats = precision.float_share()
     assert floats is not None and 0 < floats[0] < floats[1], floats
     assert precision.done[0]["stats"]["where"] == "switch"
+
+
+@pytest.mark.parametrize("schedule", ["fsdp", "zero"])
+def test_sharded_training_through_the_switch_follows_gloo(schedule):
+    """``make run RUN_ARGS="--schedule fsdp|zero"``'s pieces: one epoch of FSDP2 (gradients
+    reduce-scattered, parameters all-gathered) or of DDP with ZeroRedundancyOptimizer,
+    over the p4hub backend with the job on the switch and over Gloo: the same weights on
+    every rank, Gloo's losses within the driver's tolerance, the jobs left at the end."""
+    paths = ["switch", "gloo"]
+    args = run.parse_args(["--epochs", "1", "--paths", ",".join(paths), "--no-pcap",
+                           "--schedule", schedule, "--grpc-port", str(free_port()),
+                           "--controller-port", str(free_port())])
+    with Rack(run.rack_config(args, run_name=f"e2e-{schedule}")) as rack:
+        run.start_services(rack, args)
+        results = {name: train_run.run_path(rack, train_run.PATHS[name], i, args)
+                   for i, name in enumerate(paths)}
+        problems = train_run.compare(results)
+        client = JobClient(rack.controller_address, timeout=10.0)
+        try:
+            jobs_after = client.call("ListJobs")["jobs"]
+        finally:
+            client.close()
+    switch, gloo = results["switch"], results["gloo"]
+    assert switch.ok and gloo.ok, (switch.problems, gloo.problems)
+    assert not problems
+    assert switch.where() == "switch"
+    assert len(switch.losses()) == len(gloo.losses()) == 11
+    assert train_run.max_loss_gap(switch, gloo) < train_run.LOSS_TOLERANCE
+    assert switch.epoch_rows()[0]["test_accuracy"] > 0.8
+    assert switch.done[0]["stats"]["results"] > 0
+    assert jobs_after == []

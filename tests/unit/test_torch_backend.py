@@ -71,11 +71,11 @@ def env_for(job: int | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
-def run_ranks(scenario: str, world: int, env: dict[str, str], timeout: float = 90.0
-              ) -> list[list[dict]]:
-    """Start ``world`` ranks, wait for all, return each rank's JSON lines."""
+def run_ranks(scenario: str, world: int, env: dict[str, str], timeout: float = 90.0,
+              module: str = "tests.unit.torch_ranks") -> list[list[dict]]:
+    """Start ``world`` ranks of ``module``, wait for all, return each rank's JSON lines."""
     port = free_port()
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.unit.torch_ranks", scenario,
+    procs = [subprocess.Popen([sys.executable, "-m", module, scenario,
                                str(rank), str(world), str(port)], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for rank in range(world)]

@@ -9,7 +9,7 @@ import torch
 from torch.distributed import ReduceOp
 
 from p4hub.hosts.errors import BackendError, NotSupportedError
-from p4hub.hosts.pytorch import encoding
+from p4hub.hosts.pytorch import encoding, shards
 from p4hub.hosts.pytorch.config import BackendConfig
 from p4hub.hosts.pytorch.liveness import Liveness
 
@@ -73,9 +73,31 @@ def _bytes(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().reshape(-1).view(torch.uint8)
 
 
-def test_gather_words_puts_a_rank_in_its_own_row_only():
-    matrix = encoding.gather_words(torch.tensor([1, 2], dtype=torch.int64), 2, 4).reshape(4, -1)
-    assert not matrix[[0, 1, 3]].any() and matrix[2].view(np.int64).tolist() == [1, 2]
+def test_a_gather_input_puts_a_rank_in_its_own_region_only():
+    words = shards.gather_input(torch.tensor([1, 2], dtype=torch.int64), [4] * 4, 2).reshape(4, -1)
+    assert not words[[0, 1, 3]].any() and words[2].view(np.int64).tolist() == [1, 2]
+    # unequal shards: rank 1's 3 bytes are one word, after rank 0's two words
+    odd = shards.gather_input(torch.tensor([7, 8, 9], dtype=torch.uint8), [2, 1, 5], 1)
+    assert odd.size == 8 and not odd[[0, 1, 3, 4, 5, 6, 7]].any()
+    assert odd[2:3].view(np.uint8).tolist() == [7, 8, 9, 0]
+
+
+def test_shard_layouts_and_their_refusals():
+    layout = shards.Layout.of([3, 0, 5])
+    assert layout.offsets == (0, 3, 3, 8) and layout.total == 8 and layout.span(2) == slice(3, 8)
+    out, shard = torch.zeros(5), [torch.zeros(3), torch.zeros(5)]
+    assert shards.check_scatter("rs", out, shard, 1, 2).offsets == (0, 3, 8)
+    with pytest.raises(BackendError, match="input 0\\) has 3 elements, its output 5"):
+        shards.check_scatter("rs", out, shard, 0, 2)
+    with pytest.raises(BackendError, match="3 input shards for a group of 2"):
+        shards.check_scatter("rs", out, [*shard, out], 1, 2)
+    with pytest.raises(BackendError, match="torch.int32 does not match output torch.float32"):
+        shards.check_scatter("rs", out, [torch.zeros(3, dtype=torch.int32), out], 1, 2)
+    with pytest.raises(BackendError, match="input has 9 elements, expected 2 x 5"):
+        shards.check_scatter_single("rs", out, torch.zeros(9), 2)
+    with pytest.raises(NotSupportedError, match="meta"):
+        shards.check_scatter_single("rs", out, torch.zeros(10, device="meta"), 2)
+    assert shards.scatter_input([torch.ones(2, 2), torch.zeros(3)]).tolist() == [1] * 4 + [0] * 3
 
 
 def test_reduce_ops_and_dtypes():

@@ -161,3 +161,20 @@ def test_one_epoch_learns_the_digits() -> None:
     assert first["param_digest"] == second["param_digest"]
     assert first["test_accuracy"] >= ONE_EPOCH_MIN_ACCURACY, first
     assert first["train_loss"] < math.log(10)  # below chance level
+
+
+def test_fsdp_and_zero_schedules_train_as_ddp_does() -> None:
+    """--schedule fsdp|zero (over Gloo here; over p4hub in test_torch_sharded.py): the
+    same losses as DDP at every step within float rounding (the sums are ordered
+    differently), and every rank's full parameters the same."""
+    losses = {}
+    for schedule in ("ddp", "fsdp", "zero"):
+        ranks = run_ranks(2, "--max-steps", "3", "--schedule", schedule)
+        losses[schedule] = [[s["loss"] for s in of_kind(records, "step")] for records in ranks]
+        digests = {of_kind(records, "done")[0]["param_digest"] for records in ranks}
+        assert len(digests) == 1, (schedule, digests)
+    for schedule in ("fsdp", "zero"):
+        for ours, ddp in zip(losses[schedule], losses["ddp"], strict=True):
+            assert len(ours) == len(ddp) == 3
+            assert max(abs(a - b) for a, b in zip(ours, ddp, strict=True)) < 1e-5, (schedule,
+                                                                                   ours, ddp)

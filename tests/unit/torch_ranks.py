@@ -155,8 +155,8 @@ def _refusals() -> None:
     expect_refusal("a tensor on another device refused", lambda: dist.all_reduce(
         torch.ones(2, device="meta")), "meta")
     expect_refusal("reduce refused", lambda: dist.reduce(torch.ones(2), dst=0), "reduce")
-    expect_refusal("reduce_scatter refused", lambda: dist.reduce_scatter(
-        torch.ones(1), [torch.ones(1)] * dist.get_world_size()), "reduce_scatter")
+    expect_refusal("all_to_all refused", lambda: dist.all_to_all_single(
+        torch.ones(dist.get_world_size()), torch.ones(dist.get_world_size())), "all_to_all")
 
 
 def _ddp_over_p4hub(rank: int, world: int) -> None:

@@ -5,7 +5,10 @@
 
 ``--comm`` picks the path the gradients take (see the package docstring): ``gloo``,
 ``p4hub`` (DDP over a p4hub process group) or ``hook`` (DDP over Gloo, buckets
-all-reduced by the p4hub comm hook). Rendezvous is ``env://`` when torchrun's variables
+all-reduced by the p4hub comm hook). ``--schedule fsdp|zero`` trains sharded instead
+of with DDP: FSDP2's ``fully_shard`` (gradients reduce-scattered, parameters
+all-gathered) or DDP with ``ZeroRedundancyOptimizer`` (optimizer state sharded, updated
+parameters broadcast from their owners), over ``--comm gloo`` or ``p4hub``. Rendezvous is ``env://`` when torchrun's variables
 are set, else ``tcp://--master``.
 
 Output, one JSON object per line on stdout: ``ready``; per step ``step`` (``step``
@@ -44,6 +47,7 @@ from p4hub.workers.train.model import build_model, parameter_count
 
 Emit = Callable[[dict], None]
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+SHARDED = ("fsdp", "zero")  # --schedule values that shard the model or its optimizer
 
 
 def emit_json(record: dict) -> None:
@@ -67,6 +71,7 @@ class Comm:
     model: nn.Module
     p4hub_group: Any = None  # the p4hub process group in the p4hub modes
     overlap: Any = None  # hosts.pytorch.overlap.OverlappedStep with --schedule fifo|p3
+    zero: bool = False  # --schedule zero: the optimizer is a ZeroRedundancyOptimizer
 
     def settle(self) -> None:
         """Apply the updates still in flight (an overlapped step lands them inside the
@@ -93,6 +98,8 @@ def connect(model: nn.Module, args: argparse.Namespace, rdzv: Rendezvous) -> Com
     ``--schedule fifo|p3`` in an OverlappedStep (every rank builds the same weights from
     the seed, so no initial broadcast is needed)."""
     use_data_interface_for_gloo()
+    if args.schedule in SHARDED:
+        return _sharded(model, args, rdzv)
     if args.schedule != "ddp":
         return _overlapped(model, args, rdzv)
     if args.comm == "gloo":
@@ -111,6 +118,29 @@ def connect(model: nn.Module, args: argparse.Namespace, rdzv: Rendezvous) -> Com
     ddp = DistributedDataParallel(model)
     ddp.register_comm_hook(HookState(group), p4hub_hook)
     return Comm(ddp, model, p4hub_group=group)
+
+
+def _sharded(model: nn.Module, args: argparse.Namespace, rdzv: Rendezvous) -> Comm:
+    """FSDP2 over the default group (each of the net's two stages a unit, then the root),
+    or DDP whose optimizer run_epochs makes a ZeroRedundancyOptimizer."""
+    if args.comm == "hook":
+        raise ValueError("--schedule fsdp|zero shard over one group: use --comm gloo or p4hub")
+    if args.comm == "p4hub":
+        import p4hub.hosts.pytorch  # noqa: F401 - registers the "p4hub" backend
+    init_default_group(args.comm, rdzv, args.timeout)
+    group = dist.group.WORLD if args.comm == "p4hub" else None
+    if args.schedule == "zero":
+        return Comm(DistributedDataParallel(model), model, p4hub_group=group, zero=True)
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = DeviceMesh.from_group(dist.distributed_c10d._get_default_group(), "cpu")
+    for stage in model.children():
+        fully_shard(stage, mesh=mesh)
+    root = fully_shard(model, mesh=mesh)
+    if args.comm == "gloo":  # Gloo has no ReduceOp.AVG: sum, then divide
+        root.set_force_sum_reduction_for_comms(True)
+    return Comm(model, model, p4hub_group=group)
 
 
 def _overlapped(model: nn.Module, args: argparse.Namespace, rdzv: Rendezvous) -> Comm:
@@ -145,10 +175,15 @@ def p4hub_fields(comm: Comm) -> dict:
 
 
 def param_digest(model: nn.Module) -> str:
-    """First 16 hex digits of sha256 over every parameter's bytes, in model order."""
+    """First 16 hex digits of sha256 over every parameter's bytes, in model order (an
+    FSDP-sharded parameter is all-gathered first: every rank calls this at the same
+    points, so the collective lines up)."""
+    from torch.distributed.tensor import DTensor
+
     digest = hashlib.sha256()
     for param in model.parameters():
-        digest.update(param.detach().contiguous().numpy().tobytes())
+        full = param.full_tensor() if isinstance(param, DTensor) else param
+        digest.update(full.detach().contiguous().numpy().tobytes())
     return digest.hexdigest()[:16]
 
 
@@ -212,9 +247,17 @@ def epoch_record(epoch: int, losses: list[float], seconds: list[float], comm: Co
             "param_digest": param_digest(model), **p4hub_fields(comm)}
 
 
-def make_optimizer(params: Any, args: argparse.Namespace) -> torch.optim.Optimizer:
+def make_optimizer(params: Any, args: argparse.Namespace, zero: bool = False
+                   ) -> torch.optim.Optimizer:
     # Adam: an epoch is only ~11 steps at world 4, batch 32, and SGD with momentum was
     # far less reliable in that budget (see the package docstring)
+    if zero:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        if args.optimizer == "adam":
+            return ZeroRedundancyOptimizer(params, optimizer_class=torch.optim.Adam, lr=args.lr)
+        return ZeroRedundancyOptimizer(params, optimizer_class=torch.optim.SGD, lr=args.lr,
+                                       momentum=args.momentum)
     if args.optimizer == "adam":
         return torch.optim.Adam(params, lr=args.lr)
     return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum)
@@ -233,7 +276,8 @@ def run_epochs(comm: Comm, split: data.Split, args: argparse.Namespace, rdzv: Re
                emit: Emit) -> int:
     """``--epochs`` epochs, or fewer under ``--max-steps``; returns the steps taken."""
     # overlapped: one optimizer per parameter, inside the OverlappedStep
-    optimizer = None if comm.overlap is not None else make_optimizer(comm.forward.parameters(), args)
+    optimizer = (None if comm.overlap is not None
+                 else make_optimizer(comm.forward.parameters(), args, zero=comm.zero))
     step = 0
     for epoch in range(args.epochs):
         steps_left = args.max_steps - step if args.max_steps else None
@@ -275,10 +319,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--comm", choices=("gloo", "p4hub", "hook"), default="gloo",
                         help="gloo: DDP over Gloo; p4hub: DDP over a p4hub group; "
                              "hook: DDP over Gloo with the p4hub comm hook")
-    parser.add_argument("--schedule", choices=("ddp", "fifo", "p3"), default="ddp",
+    parser.add_argument("--schedule", choices=("ddp", "fifo", "p3", *SHARDED), default="ddp",
                         help="ddp: DDP buckets; fifo|p3: per-parameter all-reduces overlapped "
                              "with the next forward pass (hosts/pytorch/overlap.py), P3 "
-                             "slices and priorities or whole tensors in backward order")
+                             "slices and priorities or whole tensors in backward order; "
+                             "fsdp: FSDP2 fully_shard; zero: DDP with ZeroRedundancyOptimizer")
     parser.add_argument("--slice-params", type=int, default=40_000, help="P3 slice size")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32, help="samples per rank per step")
