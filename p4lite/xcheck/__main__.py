@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     pairs, programs = selected
 
-    out: Path = args.out
+    out: Path = args.out.resolve()  # p4c runs in the work folder: paths must be absolute
     work = out / "work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -204,7 +204,7 @@ def _fuzz(tools: Tools, args: argparse.Namespace) -> int:
     from p4lite.xcheck.fuzz.campaign import FINDINGS, Settings, run_campaign
 
     st = Settings(args.fuzz, args.seed, args.packets, args.jobs, args.timeout,
-                  out=args.out / "fuzz", pairs_dir=args.pairs_dir)
+                  out=args.out.resolve() / "fuzz", pairs_dir=args.pairs_dir)
     print(f"xcheck: fuzzing {st.count} programs (seeds {st.seed}..{st.seed + st.count - 1}), "
           f"{st.packets} packets each, {st.jobs} at a time", flush=True)
     summary = run_campaign(tools, st)

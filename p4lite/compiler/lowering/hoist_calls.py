@@ -5,6 +5,12 @@ BMv2 expressions cannot call anything, so (as p4c's SideEffectOrdering does)
 call is replaced by a fresh name, left to right, innermost arguments first.
 A call that would only be evaluated conditionally (the right side of ``&&`` /
 ``||``, a branch of ``?:``) is not supported: hoisting it would run it always.
+
+P4_16 evaluates left to right (spec 8.1), so an operand left of a call is read
+before the call runs: in ``x + f(x)`` with ``f(inout x)`` the left ``x`` is the old
+value. Such an operand (and an ``in`` argument before a later argument holding a
+call) is copied into a temporary before the call (a *snapshot*: a hoisted item
+that is not a call), as p4c's SideEffectOrdering does.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from p4lite.compiler.frontend import ast
 _names = itertools.count()
 
 IsFunction = Callable[[ast.Call], bool]
+# whether an expression can be copied into a temporary (a scalar that is not constant)
+CanSnapshot = Callable[[ast.Expression], bool]
 
 
 def has_call(node: ast.Node | None, is_function: IsFunction) -> bool:
@@ -28,6 +36,17 @@ def has_call(node: ast.Node | None, is_function: IsFunction) -> bool:
     if isinstance(node, ast.Call) and is_function(node):
         return True
     return any(has_call(child, is_function) for child in _children(node))
+
+
+def _reads_anything(e: ast.Node) -> bool:
+    """Whether an expression reads a name (literals and their operations read nothing)."""
+    if isinstance(e, ast.Name | ast.Member):
+        return True
+    return any(_reads_anything(c) for c in _children(e))
+
+
+def is_snapshot(name: str) -> bool:
+    return name.startswith("$snap")
 
 
 def _children(node: ast.Node) -> list[ast.Node]:
@@ -46,24 +65,47 @@ def _children(node: ast.Node) -> list[ast.Node]:
 class Hoister:
     """Rewrites expressions, collecting ``(name, call)`` pairs in evaluation order."""
 
-    def __init__(self, is_function: IsFunction) -> None:
+    def __init__(self, is_function: IsFunction, can_snapshot: CanSnapshot | None = None,
+                 in_params: Callable[[ast.Call], list[bool]] | None = None) -> None:
         self.is_function = is_function
-        self.calls: list[tuple[str, ast.Call]] = []
+        self.can_snapshot = can_snapshot or (lambda e: False)
+        self.in_params = in_params  # per argument of a function call: is it an `in` one
+        # (name, call) for a call; (name, expression) for a snapshot; in evaluation order
+        self.calls: list[tuple[str, ast.Expression]] = []
+
+    def snapshot(self, e: ast.Expression, later: list[ast.Expression]) -> ast.Expression:
+        """``e`` itself, or ``e`` with what it reads copied into temporaries first, when
+        a later operand calls a function (which may write what ``e`` reads)."""
+        if not any(has_call(x, self.is_function) for x in later):
+            return e
+        return self._freeze(e)
+
+    def _freeze(self, e: ast.Expression) -> ast.Expression:
+        if isinstance(e, ast.Name) and e.name.startswith("$"):
+            return e  # a temporary already: nothing else writes it
+        if not _reads_anything(e):
+            return e
+        if self.can_snapshot(e):
+            name = f"$snap{next(_names)}"
+            self.calls.append((name, e))
+            return ast.Name(name, loc=e.loc)
+        # not compilable yet (it holds an earlier call's temporary): its parts, one by one
+        if isinstance(e, ast.Binary):
+            return dataclasses.replace(e, left=self._freeze(e.left), right=self._freeze(e.right))
+        if isinstance(e, ast.Unary):
+            return dataclasses.replace(e, operand=self._freeze(e.operand))
+        if isinstance(e, ast.Cast | ast.Slice):
+            return dataclasses.replace(e, expr=self._freeze(e.expr))
+        return e
 
     def expr(self, e: ast.Expression) -> ast.Expression:
         if isinstance(e, ast.Call):
-            args = [dataclasses.replace(a, value=self.expr(a.value)) for a in e.args]
-            func = self.expr(e.func) if isinstance(e.func, ast.Member) else e.func
-            call = dataclasses.replace(e, func=func, args=args)
-            if not self.is_function(e):
-                return call
-            name = f"$call{next(_names)}"
-            self.calls.append((name, call))
-            return ast.Name(name, loc=e.loc)
+            return self._call(e)
         if isinstance(e, ast.Binary):
             left = self.expr(e.left)
             if e.op in ("&&", "||") and has_call(e.right, self.is_function):
                 raise not_supported(f"a function call on the right of {e.op}", e.right.loc)
+            left = self.snapshot(left, [e.right])
             return dataclasses.replace(e, left=left, right=self.expr(e.right))
         if isinstance(e, ast.Ternary):
             for branch in (e.then, e.orelse):
@@ -87,5 +129,21 @@ class Hoister:
                                                   for f in e.fields])
         return e
 
+    def _call(self, e: ast.Call) -> ast.Expression:
+        ins = self.in_params(e) if self.in_params and self.is_function(e) else []
+        args: list[ast.Argument] = []
+        for i, a in enumerate(e.args):
+            value = self.expr(a.value)
+            if i < len(ins) and ins[i]:
+                value = self.snapshot(value, [b.value for b in e.args[i + 1:]])
+            args.append(dataclasses.replace(a, value=value))
+        func = self.expr(e.func) if isinstance(e.func, ast.Member) else e.func
+        call = dataclasses.replace(e, func=func, args=args)
+        if not self.is_function(e):
+            return call
+        name = f"$call{next(_names)}"
+        self.calls.append((name, call))
+        return ast.Name(name, loc=e.loc)
 
-__all__ = ["Hoister", "has_call"]
+
+__all__ = ["Hoister", "has_call", "is_snapshot"]

@@ -28,13 +28,13 @@ from p4lite.compiler.checks.bindings import (
     StructB,
     UnionB,
 )
-from p4lite.compiler.checks.types import BitT, BoolT, width_of
+from p4lite.compiler.checks.types import BitT, BoolT, is_scalar, width_of
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
 from p4lite.compiler.lowering.cpmodel import CpAction
 from p4lite.compiler.lowering.expr_values import hexstr
 from p4lite.compiler.lowering.externs import Externs, every_arg, match_args
-from p4lite.compiler.lowering.hoist_calls import Hoister, has_call
+from p4lite.compiler.lowering.hoist_calls import Hoister, has_call, is_snapshot
 from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
 from p4lite.compiler.lowering.lower_stmt import StmtLowerer
 from p4lite.compiler.lowering.lower_table import TableLowerer
@@ -271,14 +271,27 @@ class ControlLowerer:
     def _hoist_expr(self, expr: ast.Expression, scope: Scope, group: list[ast.Node]
                     ) -> ast.Expression:
         """``expr`` with each function call replaced by a temporary assigned in ``group``."""
-        hoister = Hoister(self._function_test(scope))
+        comp = ExprCompiler(self.lw.env, scope)
+
+        def can_snapshot(e: ast.Expression) -> bool:
+            try:
+                val = comp.compile(e)
+            except CompileError:
+                return False
+            return is_scalar(val.type) and val.const is None
+
+        hoister = Hoister(self._function_test(scope), can_snapshot)
         expr = hoister.expr(expr)
-        for name, call in hoister.calls:
-            assert isinstance(call.func, ast.Name)  # is_function checked it
-            decl = self.lw.env.functions[call.func.name]
-            t = self.lw.env.resolve(decl.return_type)
-            scope.bind(name, self.lw.storage.bind_local(f"{decl.name}_result", t, call.loc))
-            group.append(ast.Assign(ast.Name(name, loc=call.loc), call, loc=call.loc))
+        for name, item in hoister.calls:
+            if is_snapshot(name):  # an operand read before a later call: P4 order
+                t = comp.compile(item).type
+                scope.bind(name, self.lw.storage.bind_local("tmp", t, item.loc))
+            else:
+                assert isinstance(item, ast.Call) and isinstance(item.func, ast.Name)
+                decl = self.lw.env.functions[item.func.name]
+                t = self.lw.env.resolve(decl.return_type)
+                scope.bind(name, self.lw.storage.bind_local(f"{decl.name}_result", t, item.loc))
+            group.append(ast.Assign(ast.Name(name, loc=item.loc), item, loc=item.loc))
         return expr
 
     def _add_key_copies(self, stmt: ast.Node, scope: Scope, group: list[ast.Node]) -> None:

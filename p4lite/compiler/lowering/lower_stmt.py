@@ -34,6 +34,7 @@ from p4lite.compiler.checks.types import (
     UnionT,
     VarbitT,
     VoidT,
+    is_scalar,
     same_type,
     width_of,
 )
@@ -58,7 +59,7 @@ from p4lite.compiler.lowering.expr_values import (
     to_param,
 )
 from p4lite.compiler.lowering.externs import Externs, every_arg
-from p4lite.compiler.lowering.hoist_calls import Hoister, has_call
+from p4lite.compiler.lowering.hoist_calls import Hoister, has_call, is_snapshot
 from p4lite.compiler.lowering.lower_expr import ExprCompiler
 
 if TYPE_CHECKING:
@@ -153,8 +154,14 @@ class StmtLowerer:
 
     def _hoist(self, stmt: ast.Node, prims: list[Json]) -> ast.Node:
         """Function calls inside the expressions of ``stmt`` run first, into temporaries."""
-        hoister = Hoister(self.is_function_call)
-        if isinstance(stmt, ast.Assign):
+        hoister = self._hoister()
+        if isinstance(stmt, ast.Assign) and stmt.compound and isinstance(stmt.rhs, ast.Binary):
+            lhs = hoister.expr(stmt.lhs)  # once: its index may call a function
+            right = stmt.rhs.right
+            rhs = dataclasses.replace(stmt.rhs, left=hoister.snapshot(lhs, [right]),
+                                      right=hoister.expr(right))
+            stmt = dataclasses.replace(stmt, lhs=lhs, rhs=rhs)
+        elif isinstance(stmt, ast.Assign):
             if isinstance(stmt.rhs, ast.Call) and self.is_function_call(stmt.rhs):
                 call = stmt.rhs  # x = f(a): f's arguments first, then f itself below
                 stmt = dataclasses.replace(stmt, lhs=hoister.expr(stmt.lhs),
@@ -170,14 +177,42 @@ class StmtLowerer:
             stmt = dataclasses.replace(stmt, init=hoister.expr(stmt.init))
         elif isinstance(stmt, ast.Return) and stmt.value is not None:
             stmt = dataclasses.replace(stmt, value=hoister.expr(stmt.value))
-        for name, call in hoister.calls:
-            decl = self.lw.env.functions[_func_name(call)]
-            new, result = self.inline_function(decl, call)
-            self._emit(prims, new, call.loc, spliced=True)
-            if result is None:
-                raise CompileError(f"function {decl.name} returns no value", call.loc)
-            self.scope.bind(name, result)
+        self._run_hoisted(hoister, prims)
         return stmt
+
+    def _hoister(self) -> Hoister:
+        return Hoister(self.is_function_call, self._can_snapshot, self._in_params)
+
+    def _can_snapshot(self, e: ast.Expression) -> bool:
+        try:
+            val = self.comp.compile(e)
+        except CompileError:
+            return False
+        return is_scalar(val.type) and val.const is None
+
+    def _in_params(self, call: ast.Call) -> list[bool]:
+        decl = self.lw.env.functions.get(_func_name(call))
+        if decl is None or any(a.name is not None for a in call.args):
+            return []
+        return [p.direction in ("", "in") for p in decl.params]
+
+    def _run_hoisted(self, hoister: Hoister, prims: list[Json]) -> None:
+        """The hoisted calls and snapshots, in order, each bound to its temporary's name."""
+        for name, item in hoister.calls:
+            if is_snapshot(name):
+                val = self.comp.rvalue(item)
+                temp = self.lw.storage.bind_local("tmp", val.type, item.loc)
+                assert isinstance(temp, FieldB)  # a scalar (is_scalar checked it)
+                self._emit(prims, [_assign_prim(temp, val)], item.loc)
+                self.scope.bind(name, temp)
+                continue
+            assert isinstance(item, ast.Call)
+            decl = self.lw.env.functions[_func_name(item)]
+            new, result = self.inline_function(decl, item)
+            self._emit(prims, new, item.loc, spliced=True)
+            if result is None:
+                raise CompileError(f"function {decl.name} returns no value", item.loc)
+            self.scope.bind(name, result)
 
     def is_function_call(self, call: ast.Call) -> bool:
         """A call of a P4 function declared at top level (not shadowed by an action)."""
@@ -201,14 +236,9 @@ class StmtLowerer:
 
     def _if(self, stmt: ast.If, prims: list[Json]) -> None:
         if self.lw.env.functions and has_call(stmt.cond, self.is_function_call):
-            hoister = Hoister(self.is_function_call)
+            hoister = self._hoister()
             new_cond = hoister.expr(stmt.cond)
-            for name, call in hoister.calls:
-                new, result = self.inline_function(self.lw.env.functions[_func_name(call)], call)
-                self._emit(prims, new, call.loc, spliced=True)
-                if result is None:
-                    raise CompileError(f"function {_func_name(call)} returns no value", call.loc)
-                self.scope.bind(name, result)
+            self._run_hoisted(hoister, prims)
             stmt = dataclasses.replace(stmt, cond=new_cond)
         cond = self.comp.rvalue(stmt.cond)
         if not isinstance(cond.type, BoolT):
