@@ -15,8 +15,8 @@ from pathlib import Path
 
 from p4lite.compiler.driver import compile_file
 from p4lite.compiler.errors import CompileError
-from p4lite.stf.harness import make_switch
 from p4lite.stf.commands import PacketCmd, StfFile
+from p4lite.stf.harness import make_switch
 from p4lite.stf.parser import parse_stf
 from p4lite.stf.program import ProgramInfo
 from p4lite.stf.runner import StfRunner
