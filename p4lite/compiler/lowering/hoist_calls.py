@@ -49,6 +49,19 @@ def is_snapshot(name: str) -> bool:
     return name.startswith("$snap")
 
 
+def arg_directions(functions: dict[str, ast.FunctionDecl], call: ast.Call) -> list[str]:
+    """The direction of each positional argument of a call of a P4 function."""
+    name = call.func.name if isinstance(call.func, ast.Name) else ""
+    decl = functions.get(name)
+    if decl is None or any(a.name is not None for a in call.args):
+        return []
+    return [p.direction for p in decl.params]
+
+
+def is_write_back(name: str) -> bool:
+    return name.startswith("$back")
+
+
 def _children(node: ast.Node) -> list[ast.Node]:
     out: list[ast.Node] = []
     for f in dataclasses.fields(node):
@@ -66,12 +79,15 @@ class Hoister:
     """Rewrites expressions, collecting ``(name, call)`` pairs in evaluation order."""
 
     def __init__(self, is_function: IsFunction, can_snapshot: CanSnapshot | None = None,
-                 in_params: Callable[[ast.Call], list[bool]] | None = None) -> None:
+                 directions: Callable[[ast.Call], list[str]] | None = None) -> None:
         self.is_function = is_function
         self.can_snapshot = can_snapshot or (lambda e: False)
-        self.in_params = in_params  # per argument of a function call: is it an `in` one
-        # (name, call) for a call; (name, expression) for a snapshot; in evaluation order
-        self.calls: list[tuple[str, ast.Expression]] = []
+        self.directions = directions  # per argument of a function call: "", in, out, inout
+        # in evaluation order: (name, call) for a call, (name, expression) for a snapshot,
+        # ($back..., Assign) for the write-back of an inout argument passed as a snapshot
+        self.calls: list[tuple[str, ast.Node]] = []
+        # write-backs for the arguments of the statement's own call (``call_args``)
+        self.after: list[ast.Assign] = []
 
     def snapshot(self, e: ast.Expression, later: list[ast.Expression]) -> ast.Expression:
         """``e`` itself, or ``e`` with what it reads copied into temporaries first, when
@@ -129,21 +145,43 @@ class Hoister:
                                                   for f in e.fields])
         return e
 
-    def _call(self, e: ast.Call) -> ast.Expression:
-        ins = self.in_params(e) if self.in_params and self.is_function(e) else []
+    def call_args(self, e: ast.Call) -> ast.Call:
+        """The statement ``e(...);`` itself: its arguments hoisted, the call left in place
+        (write-backs of snapshotted inout arguments go to ``after``)."""
+        call, backs = self._args(e)
+        self.after.extend(backs)
+        return call
+
+    def _args(self, e: ast.Call) -> tuple[ast.Call, list[ast.Assign]]:
+        """Arguments left to right. An ``in`` argument read before a later argument's
+        call is snapshotted; so is an ``inout`` one (its copy-in happens then), passed as
+        the snapshot and written back after the call."""
+        dirs = self.directions(e) if self.directions and self.is_function(e) else []
         args: list[ast.Argument] = []
+        backs: list[ast.Assign] = []
         for i, a in enumerate(e.args):
             value = self.expr(a.value)
-            if i < len(ins) and ins[i]:
-                value = self.snapshot(value, [b.value for b in e.args[i + 1:]])
+            direction = dirs[i] if i < len(dirs) else None
+            if direction in ("", "in", "inout"):
+                frozen = self.snapshot(value, [b.value for b in e.args[i + 1:]])
+                if direction == "inout" and frozen is not value:
+                    if not isinstance(frozen, ast.Name):
+                        frozen = value  # only a whole l-value can be passed as a copy
+                    else:
+                        backs.append(ast.Assign(value, frozen, loc=a.loc))
+                value = frozen
             args.append(dataclasses.replace(a, value=value))
         func = self.expr(e.func) if isinstance(e.func, ast.Member) else e.func
-        call = dataclasses.replace(e, func=func, args=args)
+        return dataclasses.replace(e, func=func, args=args), backs
+
+    def _call(self, e: ast.Call) -> ast.Expression:
+        call, backs = self._args(e)
         if not self.is_function(e):
             return call
         name = f"$call{next(_names)}"
         self.calls.append((name, call))
+        self.calls.extend((f"$back{next(_names)}", b) for b in backs)
         return ast.Name(name, loc=e.loc)
 
 
-__all__ = ["Hoister", "has_call", "is_snapshot"]
+__all__ = ["Hoister", "arg_directions", "has_call", "is_snapshot", "is_write_back"]

@@ -34,7 +34,13 @@ from p4lite.compiler.frontend import ast
 from p4lite.compiler.lowering.cpmodel import CpAction
 from p4lite.compiler.lowering.expr_values import hexstr
 from p4lite.compiler.lowering.externs import Externs, every_arg, match_args
-from p4lite.compiler.lowering.hoist_calls import Hoister, has_call, is_snapshot
+from p4lite.compiler.lowering.hoist_calls import (
+    Hoister,
+    arg_directions,
+    has_call,
+    is_snapshot,
+    is_write_back,
+)
 from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
 from p4lite.compiler.lowering.lower_stmt import StmtLowerer
 from p4lite.compiler.lowering.lower_table import TableLowerer
@@ -280,9 +286,15 @@ class ControlLowerer:
                 return False
             return is_scalar(val.type) and val.const is None
 
-        hoister = Hoister(self._function_test(scope), can_snapshot)
+        hoister = Hoister(self._function_test(scope), can_snapshot,
+                          lambda call: arg_directions(self.lw.env.functions, call))
         expr = hoister.expr(expr)
         for name, item in hoister.calls:
+            if is_write_back(name):  # an inout argument passed as a snapshot
+                assert isinstance(item, ast.Assign)
+                group.append(item)
+                continue
+            assert isinstance(item, ast.Expression)
             if is_snapshot(name):  # an operand read before a later call: P4 order
                 t = comp.compile(item).type
                 scope.bind(name, self.lw.storage.bind_local("tmp", t, item.loc))

@@ -59,7 +59,13 @@ from p4lite.compiler.lowering.expr_values import (
     to_param,
 )
 from p4lite.compiler.lowering.externs import Externs, every_arg
-from p4lite.compiler.lowering.hoist_calls import Hoister, has_call, is_snapshot
+from p4lite.compiler.lowering.hoist_calls import (
+    Hoister,
+    arg_directions,
+    has_call,
+    is_snapshot,
+    is_write_back,
+)
 from p4lite.compiler.lowering.lower_expr import ExprCompiler
 
 if TYPE_CHECKING:
@@ -103,7 +109,14 @@ class StmtLowerer:
 
     def lower_stmt(self, stmt: ast.Node, prims: list[Json]) -> None:
         if self.lw.env.functions and not isinstance(stmt, ast.Block | ast.If):
-            stmt = self._hoist(stmt, prims)
+            stmt, backs = self._hoist(stmt, prims)
+            self._lower_one(stmt, prims)
+            for back in backs:  # inout arguments passed as snapshots, written back
+                self._emit(prims, self.assign(back.lhs, back.rhs, back.loc), back.loc)
+            return
+        self._lower_one(stmt, prims)
+
+    def _lower_one(self, stmt: ast.Node, prims: list[Json]) -> None:
         if isinstance(stmt, ast.Block):
             self.lower_block(stmt.statements, prims)
         elif isinstance(stmt, ast.Assign):
@@ -152,8 +165,9 @@ class StmtLowerer:
             self._emit(prims, self.assign(ast.Name(stmt.name, loc=stmt.loc), stmt.init, stmt.loc),
                        stmt.loc)
 
-    def _hoist(self, stmt: ast.Node, prims: list[Json]) -> ast.Node:
-        """Function calls inside the expressions of ``stmt`` run first, into temporaries."""
+    def _hoist(self, stmt: ast.Node, prims: list[Json]) -> tuple[ast.Node, list[ast.Assign]]:
+        """Function calls inside the expressions of ``stmt`` run first, into temporaries;
+        also the write-backs to emit after ``stmt`` (see ``Hoister.call_args``)."""
         hoister = self._hoister()
         if isinstance(stmt, ast.Assign) and stmt.compound and isinstance(stmt.rhs, ast.Binary):
             lhs = hoister.expr(stmt.lhs)  # once: its index may call a function
@@ -170,18 +184,17 @@ class StmtLowerer:
                 stmt = dataclasses.replace(stmt, lhs=hoister.expr(stmt.lhs),
                                            rhs=hoister.expr(stmt.rhs))
         elif isinstance(stmt, ast.CallStmt):
-            call = stmt.call
-            args = [dataclasses.replace(a, value=hoister.expr(a.value)) for a in call.args]
-            stmt = dataclasses.replace(stmt, call=dataclasses.replace(call, args=args))
+            stmt = dataclasses.replace(stmt, call=hoister.call_args(stmt.call))
         elif isinstance(stmt, ast.VarDecl) and stmt.init is not None:
             stmt = dataclasses.replace(stmt, init=hoister.expr(stmt.init))
         elif isinstance(stmt, ast.Return) and stmt.value is not None:
             stmt = dataclasses.replace(stmt, value=hoister.expr(stmt.value))
         self._run_hoisted(hoister, prims)
-        return stmt
+        return stmt, hoister.after
 
     def _hoister(self) -> Hoister:
-        return Hoister(self.is_function_call, self._can_snapshot, self._in_params)
+        return Hoister(self.is_function_call, self._can_snapshot,
+                       lambda call: arg_directions(self.lw.env.functions, call))
 
     def _can_snapshot(self, e: ast.Expression) -> bool:
         try:
@@ -190,21 +203,20 @@ class StmtLowerer:
             return False
         return is_scalar(val.type) and val.const is None
 
-    def _in_params(self, call: ast.Call) -> list[bool]:
-        decl = self.lw.env.functions.get(_func_name(call))
-        if decl is None or any(a.name is not None for a in call.args):
-            return []
-        return [p.direction in ("", "in") for p in decl.params]
-
     def _run_hoisted(self, hoister: Hoister, prims: list[Json]) -> None:
         """The hoisted calls and snapshots, in order, each bound to its temporary's name."""
         for name, item in hoister.calls:
             if is_snapshot(name):
+                assert isinstance(item, ast.Expression)
                 val = self.comp.rvalue(item)
                 temp = self.lw.storage.bind_local("tmp", val.type, item.loc)
                 assert isinstance(temp, FieldB)  # a scalar (is_scalar checked it)
                 self._emit(prims, [_assign_prim(temp, val)], item.loc)
                 self.scope.bind(name, temp)
+                continue
+            if is_write_back(name):
+                assert isinstance(item, ast.Assign)
+                self._emit(prims, self.assign(item.lhs, item.rhs, item.loc), item.loc)
                 continue
             assert isinstance(item, ast.Call)
             decl = self.lw.env.functions[_func_name(item)]
