@@ -29,7 +29,13 @@ from p4lite.bmv2json.model import (
 from p4lite.bmv2json.model import TableEntry as JsonTableEntry
 from p4lite.switch.core.codegen import CodeGen
 from p4lite.switch.core.program import fail, parse_hexstr
-from p4lite.switch.core.runtime_api import ActionCall, MatchField, SwitchRuntimeError, TableEntry
+from p4lite.switch.core.runtime_api import (
+    ActionCall,
+    MatchField,
+    SwitchRuntimeError,
+    TableEntry,
+    bmv2_lpm,
+)
 from p4lite.switch.core.tables import (
     ActionInfo,
     Entry,
@@ -141,8 +147,10 @@ def _const_entries(t: TableSpec | TableState, ids: dict[int, str],
                 plen = m.prefix_length
                 if plen is None:
                     raise fail(w, "missing 'prefix_length'")
-                full = (1 << k.width) - 1
-                fields.append(MatchField("lpm", value & (full ^ (full >> plen)), prefix_len=plen))
+                try:  # BMv2 counts p4c's prefix_length on the byte-padded key
+                    fields.append(bmv2_lpm(value, plen, k.width))
+                except ValueError as exc:
+                    raise fail(w, str(exc)) from None
             elif k.match_type == "ternary":
                 mask = parse_hexstr(m.mask, w)
                 fields.append(MatchField("ternary", value & mask, mask=mask))

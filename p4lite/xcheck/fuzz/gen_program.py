@@ -398,10 +398,6 @@ class Gen:
                 continue
             if kind == "range" and v.width > 32:
                 kind = "exact"
-            if kind == "lpm" and v.width % 8:
-                # BMv2 counts an LPM prefix from the top of the byte-padded value (open
-                # finding, docs/p4lite.md section 8): only byte-wide LPM keys until fixed
-                kind = "ternary"
             keys.append((v.path, kind, v.width))
             self.cov[f"{kind} key"] += 1
         if keys and all(k == "exact" for _, k, _ in keys) and r.random() < 0.3:
