@@ -154,7 +154,7 @@ def test_match_fields_per_kind():
         ("exact", "0x1ffff", "does not fit"),
         ("exact", "0x1*", "'*'"),
         ("range", "9..3", "empty"),
-        ("lpm", "0x0a/40", "outside 0..32"),
+        ("lpm", "0x0a/40", "outside 0..16"),
         ("optional", "0x0*", "optional"),
     ],
 )
