@@ -18,8 +18,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable
+from typing import Any
 
-from p4lite.compiler.errors import not_supported
+from p4lite.compiler.checks.types import is_scalar
+from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
 
 _names = itertools.count()
@@ -43,6 +45,17 @@ def _reads_anything(e: ast.Node) -> bool:
     if isinstance(e, ast.Name | ast.Member):
         return True
     return any(_reads_anything(c) for c in _children(e))
+
+
+def scalar_test(compile_expr: Callable[[ast.Expression], Any]) -> CanSnapshot:
+    """Whether an expression compiles (with ``compile_expr``) to a non-constant scalar."""
+    def can_snapshot(e: ast.Expression) -> bool:
+        try:
+            val = compile_expr(e)
+        except CompileError:
+            return False  # it names a temporary not bound yet: Hoister takes its parts
+        return is_scalar(val.type) and val.const is None
+    return can_snapshot
 
 
 def is_snapshot(name: str) -> bool:
@@ -184,4 +197,4 @@ class Hoister:
         return ast.Name(name, loc=e.loc)
 
 
-__all__ = ["Hoister", "arg_directions", "has_call", "is_snapshot", "is_write_back"]
+__all__ = ["Hoister", "arg_directions", "has_call", "is_snapshot", "is_write_back", "scalar_test"]

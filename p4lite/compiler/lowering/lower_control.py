@@ -28,7 +28,7 @@ from p4lite.compiler.checks.bindings import (
     StructB,
     UnionB,
 )
-from p4lite.compiler.checks.types import BitT, BoolT, is_scalar, width_of
+from p4lite.compiler.checks.types import BitT, BoolT, width_of
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
 from p4lite.compiler.lowering.cpmodel import CpAction
@@ -39,7 +39,7 @@ from p4lite.compiler.lowering.hoist_calls import (
     arg_directions,
     has_call,
     is_snapshot,
-    is_write_back,
+    scalar_test,
 )
 from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
 from p4lite.compiler.lowering.lower_stmt import StmtLowerer
@@ -278,20 +278,11 @@ class ControlLowerer:
                     ) -> ast.Expression:
         """``expr`` with each function call replaced by a temporary assigned in ``group``."""
         comp = ExprCompiler(self.lw.env, scope)
-
-        def can_snapshot(e: ast.Expression) -> bool:
-            try:
-                val = comp.compile(e)
-            except CompileError:
-                return False
-            return is_scalar(val.type) and val.const is None
-
-        hoister = Hoister(self._function_test(scope), can_snapshot,
+        hoister = Hoister(self._function_test(scope), scalar_test(comp.compile),
                           lambda call: arg_directions(self.lw.env.functions, call))
         expr = hoister.expr(expr)
         for name, item in hoister.calls:
-            if is_write_back(name):  # an inout argument passed as a snapshot
-                assert isinstance(item, ast.Assign)
+            if isinstance(item, ast.Assign):  # is_write_back: an inout argument's copy
                 group.append(item)
                 continue
             assert isinstance(item, ast.Expression)

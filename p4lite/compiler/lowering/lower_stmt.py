@@ -34,7 +34,6 @@ from p4lite.compiler.checks.types import (
     UnionT,
     VarbitT,
     VoidT,
-    is_scalar,
     same_type,
     width_of,
 )
@@ -65,8 +64,10 @@ from p4lite.compiler.lowering.hoist_calls import (
     has_call,
     is_snapshot,
     is_write_back,
+    scalar_test,
 )
 from p4lite.compiler.lowering.lower_expr import ExprCompiler
+from p4lite.compiler.lowering.storage import STANDARD_METADATA
 
 if TYPE_CHECKING:
     from p4lite.compiler.lowering.context import Lowering
@@ -193,15 +194,8 @@ class StmtLowerer:
         return stmt, hoister.after
 
     def _hoister(self) -> Hoister:
-        return Hoister(self.is_function_call, self._can_snapshot,
+        return Hoister(self.is_function_call, scalar_test(self.comp.compile),
                        lambda call: arg_directions(self.lw.env.functions, call))
-
-    def _can_snapshot(self, e: ast.Expression) -> bool:
-        try:
-            val = self.comp.compile(e)
-        except CompileError:
-            return False
-        return is_scalar(val.type) and val.const is None
 
     def _run_hoisted(self, hoister: Hoister, prims: list[Json]) -> None:
         """The hoisted calls and snapshots, in order, each bound to its temporary's name."""
@@ -564,6 +558,8 @@ class StmtLowerer:
             val = self.comp.compile(arg, t if isinstance(t, BitT) else None)
             if not isinstance(val.binding, FieldB | HeaderB | UnionB | StructB | StackB):
                 return None
+        if _is_standard_metadata(val.binding, t):
+            t = val.type  # stored as the header instance standard_metadata (storage.py)
         if not same_type(val.type, t):
             raise CompileError(f"type mismatch: parameter {param.name} is {t}, the argument "
                                f"is {val.type}", arg.loc)
@@ -721,6 +717,12 @@ def _func_name(call: ast.Call) -> str:
 
 def _field(binding: FieldB) -> Json:
     return {"type": "field", "value": [binding.header, binding.field]}
+
+
+def _is_standard_metadata(binding: Binding | None, t: P4Type) -> bool:
+    """``standard_metadata`` passed for a ``standard_metadata_t`` parameter."""
+    return (isinstance(binding, HeaderB) and binding.instance == STANDARD_METADATA
+            and isinstance(t, StructT) and t.name == "standard_metadata_t")
 
 
 def _assign_prim(binding: FieldB, value: Val) -> Json:
