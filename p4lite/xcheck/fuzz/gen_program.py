@@ -237,6 +237,8 @@ class Gen:
         egress = [Stmt(self._assign(1, calls=False)) for _ in range(r.randint(0, 2))]
         if egress:
             self.cov["egress statement"] += len(egress)
+        self.cov["parser loop (stack .next, local counter)"] += 1
+        self.cov["header stack"] += 1
         spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
                            self.tables, stmts, egress, self.cov)
         return spec
