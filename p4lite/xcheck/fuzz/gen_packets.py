@@ -58,7 +58,11 @@ def _key_value(rng: random.Random, kind: str, width: int) -> tuple[int, int, str
         mask = _nibble_mask(rng, width)
         return value & mask, mask, _ternary_text(value & mask, mask, width)
     if kind == "lpm" and width % 4 == 0:
+        # BMv2 counts the prefix on the byte-padded key; p4lite takes one only covering
+        # pad bits for /0 (a second such entry is a duplicate there: docs/p4lite.md §8)
+        pad = -width % 8
         plen = 4 * rng.randint(0, width // 4)
+        plen = 0 if plen <= pad else plen
         mask = (top >> (width - plen)) << (width - plen) if plen else 0
         return value & mask, mask, _ternary_text(value & mask, mask, width)
     return value, top, _hex(value, width)

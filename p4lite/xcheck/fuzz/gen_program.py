@@ -56,6 +56,7 @@ class ProgramSpec:
     stmts: list[Stmt]
     egress: list[Stmt]
     coverage: Counter = field(default_factory=Counter)
+    checksum: str = ""  # the body of MyComputeChecksum
 
     def h_bytes(self) -> int:
         return sum(w for _, w in self.h_fields) // 8
@@ -154,7 +155,9 @@ control MyEgress(inout headers_t hdr, inout meta_t meta,
 }}
 
 control MyComputeChecksum(inout headers_t hdr, inout meta_t meta) {{
-    apply {{ }}
+    apply {{
+{_indent(spec.checksum, 8)}
+    }}
 }}
 
 control MyDeparser(packet_out pkt, in headers_t hdr) {{
@@ -237,11 +240,38 @@ class Gen:
         egress = [Stmt(self._assign(1, calls=False)) for _ in range(r.randint(0, 2))]
         if egress:
             self.cov["egress statement"] += len(egress)
+        checksum = self._checksum(h_fields)
         self.cov["parser loop (stack .next, local counter)"] += 1
         self.cov["header stack"] += 1
         spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
-                           self.tables, stmts, egress, self.cov)
+                           self.tables, stmts, egress, self.cov, checksum)
         return spec
+
+    def _checksum(self, h_fields: list[tuple[str, int]]) -> str:
+        """Sometimes an update_checksum (csum16) of some fields into a 16-bit one."""
+        r = self.rng
+        targets = [n for n, w in h_fields[1:] if w == 16]
+        if not targets or r.random() < 0.7:
+            return ""
+        target = r.choice(targets)
+        inputs = [n for n, w in h_fields if n != target and w % 8 == 0]
+        if not inputs:
+            return ""
+        chosen = r.sample(inputs, k=min(len(inputs), r.randint(1, 3)))
+        self.cov["update_checksum csum16"] += 1
+        fields = ", ".join(f"hdr.h.{n}" for n in chosen)
+        return (f"update_checksum(hdr.h.isValid(), {{ {fields} }}, hdr.h.{target}, "
+                "HashAlgorithm.csum16);")
+
+    def _hash_stmt(self) -> str:
+        r = self.rng
+        target = r.choice([v for v in self.vars if v.path.startswith("meta.")])
+        algo = r.choice(("crc16", "crc32", "csum16", "identity", "xor16"))
+        inputs = ", ".join(r.choice(self.vars).path for _ in range(r.randint(1, 3)))
+        self.cov[f"hash {algo}"] += 1
+        base, size = r.randint(0, 15), r.choice((0, 7, 256, 65536))
+        return (f"hash({target.path}, HashAlgorithm.{algo}, (bit<{target.width}>){base}, "
+                f"{{ {inputs} }}, (bit<32>){size});")
 
     def _h_fields(self) -> list[tuple[str, int]]:
         r = self.rng
@@ -277,6 +307,8 @@ class Gen:
             return self._table_stmt()
         if roll < 0.38 and self.regs:
             return Stmt(self._register_stmt())
+        if roll < 0.42:
+            return Stmt(self._hash_stmt())
         return Stmt(self._stmt(2))
 
     def _stmt(self, depth: int) -> str:
@@ -400,6 +432,8 @@ class Gen:
                 continue
             if kind == "range" and v.width > 32:
                 kind = "exact"
+            if kind == "lpm" and v.width % 4 and not const:
+                kind = "ternary"  # p4c's runner counts an STF prefix in hex digits
             keys.append((v.path, kind, v.width))
             self.cov[f"{kind} key"] += 1
         if keys and all(k == "exact" for _, k, _ in keys) and r.random() < 0.3:
