@@ -3,8 +3,9 @@
 BMv2 expressions cannot call anything, so (as p4c's SideEffectOrdering does)
 ``x = f(a) + g(b);`` becomes ``t0 = f(a); t1 = g(b); x = t0 + t1;``: every
 call is replaced by a fresh name, left to right, innermost arguments first.
-A call that would only be evaluated conditionally (the right side of ``&&`` /
-``||``, a branch of ``?:``) is not supported: hoisting it would run it always.
+A call on the right of ``&&``/``||`` runs only when the left side lets it: the
+operator becomes a bool temporary and an ``if``. A call in a branch of ``?:`` is not
+supported: hoisting it would run it always.
 
 P4_16 evaluates left to right (spec 8.1), so an operand left of a call is read
 before the call runs: in ``x + f(x)`` with ``f(inout x)`` the left ``x`` is the old
@@ -20,7 +21,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from p4lite.compiler.checks.types import is_scalar
+from p4lite.compiler.checks.types import BoolT, P4Type, is_scalar
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
 
@@ -69,6 +70,27 @@ def arg_directions(functions: dict[str, ast.FunctionDecl], call: ast.Call) -> li
     if decl is None or any(a.name is not None for a in call.args):
         return []
     return [p.direction for p in decl.params]
+
+
+def hoisted_type(name: str, item: ast.Node, compile_expr: Callable[[ast.Expression], Any],
+                 env: Any) -> tuple[P4Type, str]:
+    """The type of the temporary a hoisted expression item needs, and a name for it."""
+    if is_bool_temp(name):
+        return BoolT(), "cond"
+    assert isinstance(item, ast.Expression)
+    if is_snapshot(name):
+        return compile_expr(item).type, "tmp"
+    assert isinstance(item, ast.Call) and isinstance(item.func, ast.Name)
+    decl = env.functions[item.func.name]
+    return env.resolve(decl.return_type), f"{decl.name}_result"
+
+
+def is_bool_temp(name: str) -> bool:
+    return name.startswith("$cond")
+
+
+def is_statement(name: str) -> bool:
+    return name.startswith("$stmt")
 
 
 def is_write_back(name: str) -> bool:
@@ -133,7 +155,7 @@ class Hoister:
         if isinstance(e, ast.Binary):
             left = self.expr(e.left)
             if e.op in ("&&", "||") and has_call(e.right, self.is_function):
-                raise not_supported(f"a function call on the right of {e.op}", e.right.loc)
+                return self._short_circuit(e, left)
             left = self.snapshot(left, [e.right])
             return dataclasses.replace(e, left=left, right=self.expr(e.right))
         if isinstance(e, ast.Ternary):
@@ -157,6 +179,19 @@ class Hoister:
             return dataclasses.replace(e, fields=[dataclasses.replace(f, value=self.expr(f.value))
                                                   for f in e.fields])
         return e
+
+    def _short_circuit(self, e: ast.Binary, left: ast.Expression) -> ast.Expression:
+        """``a && f(x)``: ``t = a; if (t) { t = f(x); }`` (``||``: ``if (!t)``), so the
+        call runs only when P4 evaluates it; the right side's own calls are hoisted
+        when that assignment is lowered."""
+        name = f"$cond{next(_names)}"
+        self.calls.append((name, e))  # a bool temporary
+        t = ast.Name(name, loc=e.loc)
+        self.calls.append((f"$stmt{next(_names)}", ast.Assign(t, left, loc=e.loc)))
+        cond: ast.Expression = t if e.op == "&&" else ast.Unary("!", t, loc=e.loc)
+        body = ast.Block([ast.Assign(t, e.right, loc=e.right.loc)], loc=e.right.loc)
+        self.calls.append((f"$stmt{next(_names)}", ast.If(cond, body, loc=e.loc)))
+        return t
 
     def call_args(self, e: ast.Call) -> ast.Call:
         """The statement ``e(...);`` itself: its arguments hoisted, the call left in place
@@ -197,4 +232,5 @@ class Hoister:
         return ast.Name(name, loc=e.loc)
 
 
-__all__ = ["Hoister", "arg_directions", "has_call", "is_snapshot", "is_write_back", "scalar_test"]
+__all__ = ["Hoister", "arg_directions", "has_call", "hoisted_type", "is_bool_temp", "is_snapshot", "is_statement",
+           "is_write_back", "scalar_test"]

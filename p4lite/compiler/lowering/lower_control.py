@@ -38,7 +38,8 @@ from p4lite.compiler.lowering.hoist_calls import (
     Hoister,
     arg_directions,
     has_call,
-    is_snapshot,
+    hoisted_type,
+    is_bool_temp,
     scalar_test,
 )
 from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
@@ -282,19 +283,14 @@ class ControlLowerer:
                           lambda call: arg_directions(self.lw.env.functions, call))
         expr = hoister.expr(expr)
         for name, item in hoister.calls:
-            if isinstance(item, ast.Assign):  # is_write_back: an inout argument's copy
+            if isinstance(item, ast.Statement):  # an inout argument's copy, a && f(x)
                 group.append(item)
                 continue
-            assert isinstance(item, ast.Expression)
-            if is_snapshot(name):  # an operand read before a later call: P4 order
-                t = comp.compile(item).type
-                scope.bind(name, self.lw.storage.bind_local("tmp", t, item.loc))
-            else:
-                assert isinstance(item, ast.Call) and isinstance(item.func, ast.Name)
-                decl = self.lw.env.functions[item.func.name]
-                t = self.lw.env.resolve(decl.return_type)
-                scope.bind(name, self.lw.storage.bind_local(f"{decl.name}_result", t, item.loc))
-            group.append(ast.Assign(ast.Name(name, loc=item.loc), item, loc=item.loc))
+            t, label = hoisted_type(name, item, comp.compile, self.lw.env)
+            scope.bind(name, self.lw.storage.bind_local(label, t, item.loc))
+            if not is_bool_temp(name):  # a call's result or an operand read before a call
+                assert isinstance(item, ast.Expression)
+                group.append(ast.Assign(ast.Name(name, loc=item.loc), item, loc=item.loc))
         return expr
 
     def _add_key_copies(self, stmt: ast.Node, scope: Scope, group: list[ast.Node]) -> None:

@@ -62,7 +62,9 @@ from p4lite.compiler.lowering.hoist_calls import (
     Hoister,
     arg_directions,
     has_call,
+    is_bool_temp,
     is_snapshot,
+    is_statement,
     is_write_back,
     scalar_test,
 )
@@ -211,6 +213,12 @@ class StmtLowerer:
             if is_write_back(name):
                 assert isinstance(item, ast.Assign)
                 self._emit(prims, self.assign(item.lhs, item.rhs, item.loc), item.loc)
+                continue
+            if is_bool_temp(name):  # a && f(x): the bool the statements below compute
+                self.scope.bind(name, self.lw.storage.bind_local("cond", BoolT(), item.loc))
+                continue
+            if is_statement(name):
+                self.lower_stmt(item, prims)
                 continue
             assert isinstance(item, ast.Call)
             decl = self.lw.env.functions[_func_name(item)]

@@ -486,7 +486,7 @@ class Gen:
 
     def _const_entries(self, t: Table) -> list[str]:
         r = self.rng
-        out = []
+        out: list[str] = []
         for prio in range(r.randint(1, 3)):
             parts = []
             for _, kind, w in t.keys:
@@ -509,6 +509,8 @@ class Gen:
             if "(" in action and args:  # directional binding first, then data
                 call = action[:-1] + ", " + args + ")"
             keyset = parts[0] if len(parts) == 1 else f"({', '.join(parts)})"
+            if any(e.startswith(keyset + " :") for e in out):
+                continue  # the same keyset twice: p4lite refuses it (as BMv2 would)
             out.append(f"{keyset} : {call};")
             _ = prio
         return out
@@ -619,6 +621,11 @@ class Gen:
         if roll < 0.15 and depth > 0:
             op = r.choice(("&&", "||"))
             self.cov[f"logical {op}"] += 1
+            if calls and self.funcs and r.random() < 0.4:
+                self.cov[f"call on the right of {op}"] += 1
+                f = r.choice(self.funcs)
+                right = f"({self._call(f, 0, calls=True)} != {self._literal(f.width)})"
+                return f"({self._cond(depth - 1, calls)} {op} {right})"
             return f"({self._cond(depth - 1, calls)} {op} {self._cond(depth - 1, False)})"
         if roll < 0.22:
             self.cov["!"] += 1
