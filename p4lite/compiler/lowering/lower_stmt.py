@@ -174,9 +174,9 @@ class StmtLowerer:
         hoister = self._hoister()
         if isinstance(stmt, ast.Assign) and stmt.compound and isinstance(stmt.rhs, ast.Binary):
             lhs = hoister.expr(stmt.lhs)  # once: its index may call a function
-            right = stmt.rhs.right
-            rhs = dataclasses.replace(stmt.rhs, left=hoister.snapshot(lhs, [right]),
-                                      right=hoister.expr(right))
+            # the value of lhs is read after the right side's calls have run, as p4c
+            # does (fuzzer seed 5238): `a *= f(a)` multiplies f's result by the new a
+            rhs = dataclasses.replace(stmt.rhs, left=lhs, right=hoister.expr(stmt.rhs.right))
             stmt = dataclasses.replace(stmt, lhs=lhs, rhs=rhs)
         elif isinstance(stmt, ast.Assign):
             if isinstance(stmt.rhs, ast.Call) and self.is_function_call(stmt.rhs):
