@@ -2,7 +2,9 @@
 // length from the top of the key padded to whole bytes, both the one p4c writes for a
 // const entry (mask 0xff0 is prefix_length 8) and the one p4c's STF runner hands to
 // table_add (0x0a* is /8): on a 12-bit key, /8 is the 4 pad bits and the key's top 4.
-// Found by the fuzzer (issue 37); p4lite matched on the key's top 8 bits.
+// Found by the fuzzer (issue 37); p4lite matched on the key's top 8 bits. Prefixes
+// within the pad bits (0xf00 is /4, 0x800 /1) match everything on BMv2, the longer
+// first; p4lite refused two of them as duplicates.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -59,6 +61,8 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         }
         const entries = {
             0x0a0 &&& 0xff0 : set2(0x22);
+            0x000 &&& 0xf00 : set2(0x33);
+            0x000 &&& 0x800 : set2(0x44);
         }
         default_action = NoAction();
     }

@@ -497,9 +497,7 @@ class Gen:
                 elif kind == "ternary":
                     parts.append(f"{r.randint(0, top)} &&& {r.randint(0, top)}")
                 elif kind == "lpm":
-                    # p4lite makes every prefix within BMv2's pad bits /0: two such
-                    # entries collide there (docs/p4lite.md section 8), so none is drawn
-                    plen = r.choice([0] + list(range(-w % 8 + 1, w + 1)))
+                    plen = r.randint(0, w)  # within BMv2's pad bits too
                     value = r.randint(0, top) >> (w - plen) << (w - plen)
                     parts.append(f"{value} &&& {((1 << plen) - 1) << (w - plen)}")
                 else:
