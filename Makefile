@@ -103,8 +103,14 @@ reproduce: venv
 # Cross-check against real p4c-bm2-ss, simple_switch and p4c's STF runner (not part of
 # `make test`): source your p4c/BMv2 install's env.sh first. Exit 2 if they are missing.
 # Report: build/xcheck/report.json. Options: XCHECK_ARGS='-j 2 --timeout 120 --only NAME'.
+# Then a bounded differential fuzz run (XCHECK_FUZZ random programs from seed XCHECK_SEED,
+# XCHECK_FUZZ=0: none; report build/xcheck/fuzz/fuzz-report.json).
+XCHECK_FUZZ ?= 40
+XCHECK_SEED ?= 1
 xcheck: deps
 	$(PY) -m p4lite.xcheck $(XCHECK_ARGS)
+	@if [ "$(XCHECK_FUZZ)" != "0" ]; then \
+	  $(PY) -m p4lite.xcheck -j 2 --fuzz $(XCHECK_FUZZ) --seed $(XCHECK_SEED) $(XCHECK_FUZZ_ARGS); fi
 
 # Only what p4hub made (topologies/cleanup.py): never Mininet's `mn -c`, which also deletes
 # every /tmp/*.log and /tmp/*.out and everyone's Mininet nodes. Needs no venv (clean runs it).

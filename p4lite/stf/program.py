@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from p4lite.bmv2json.model import Program
 from p4lite.bmv2json.model import Table as JsonTable
 from p4lite.stf.commands import KeyValue, Number
-from p4lite.switch.core.runtime_api import MatchField
+from p4lite.switch.core.runtime_api import MatchField, bmv2_lpm
 
 
 class StfNameError(Exception):
@@ -200,9 +200,12 @@ def _lpm(key: KeyInfo, value: KeyValue) -> MatchField:
         plen = min(number.bits, key.width)
     else:
         plen = key.width
-    if not 0 <= plen <= key.width:
-        raise StfNameError(f"prefix length {plen} out of range for key {key.name} ({key.width} bits)")
-    return MatchField("lpm", _fit(number.value, key), prefix_len=plen)
+    # p4c's runner hands the prefix to simple_switch_CLI's table_add as it is: BMv2 counts
+    # it on the key padded to whole bytes (bmv2_lpm)
+    try:
+        return bmv2_lpm(_fit(number.value, key), plen, key.width)
+    except ValueError as exc:
+        raise StfNameError(f"{exc} for key {key.name} ({key.width} bits)") from None
 
 
 def _ternary(key: KeyInfo, value: KeyValue, full: int) -> MatchField:

@@ -193,7 +193,9 @@ class StfRunner:
         # STF: bigger wins; runtime_api (P4Runtime order): bigger wins too.
         if not table.needs_priority:
             return 0
-        return 1 if given is None else given
+        # STF priorities start at 0 (BMv2's table_add takes 0); the switch core's, as
+        # P4Runtime's, at 1: shifted by one, the order is the same
+        return 1 if given is None else given + 1
 
     def _add(self, cmd: AddCmd) -> None:
         table = self.program.table(cmd.table)

@@ -55,6 +55,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"report and work folder (default {OUT_DIR.relative_to(ROOT)})",
     )
     ap.add_argument("--keep", action="store_true", help="keep the work folders of passing runs")
+    ap.add_argument("--fuzz", type=int, default=0, metavar="N",
+                    help="differential fuzzing instead: N random programs (p4lite/xcheck/fuzz)")
+    ap.add_argument("--seed", type=int, default=1, help="first fuzz seed (default 1)")
+    ap.add_argument("--packets", type=int, default=24, help="packets per fuzz program")
+    ap.add_argument("--pairs-dir", type=Path, default=None,
+                    help="also write each minimised fuzz reproducer here (e.g. tests/p4)")
     return ap.parse_args(argv)  # fmt: skip
 
 
@@ -110,12 +116,14 @@ def main(argv: list[str] | None = None) -> int:
     except report.KnownFileError as exc:
         print(f"xcheck: {exc}", file=sys.stderr)
         return 2
+    if args.fuzz:
+        return _fuzz(tools, args)
     selected = _select(args.only)
     if selected is None:
         return 2
     pairs, programs = selected
 
-    out: Path = args.out
+    out: Path = args.out.resolve()  # p4c runs in the work folder: paths must be absolute
     work = out / "work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -190,6 +198,20 @@ def _print_tables(results: dict[str, dict[str, runs.Outcome]], known: list[repor
         rows = [[n, report.cell(o)] for n, o in sorted(compiles.items())]
         for line in report.format_table(["program", runs.WAY_COMPILE], rows):
             print(line)
+
+
+def _fuzz(tools: Tools, args: argparse.Namespace) -> int:
+    from p4lite.xcheck.fuzz.campaign import FINDINGS, Settings, run_campaign
+
+    st = Settings(args.fuzz, args.seed, args.packets, args.jobs, args.timeout,
+                  out=args.out.resolve() / "fuzz", pairs_dir=args.pairs_dir)
+    print(f"xcheck: fuzzing {st.count} programs (seeds {st.seed}..{st.seed + st.count - 1}), "
+          f"{st.packets} packets each, {st.jobs} at a time", flush=True)
+    summary = run_campaign(tools, st)
+    print(summary.line())
+    print(f"xcheck: fuzz report {st.out / 'fuzz-report.json'}")
+    bad = sum(summary.kinds[k] for k in FINDINGS) + summary.kinds["reference error"]
+    return 1 if bad else 0
 
 
 def _folder(way: str) -> str:

@@ -60,10 +60,10 @@ def test_function_argument_count() -> None:
     _error_at(program("hdr.h.v = f(hdr.h.v, 1);", top=top), "f(hdr.h.v, 1)", "argument")
 
 
-def test_function_call_on_the_right_of_and_is_rejected() -> None:
-    top = "bool f(in bit<8> x) { return x == 1; }"
-    _error_at(program("if (hdr.h.v == 2 && f(hdr.h.v)) { hdr.h.v = 3; }", top=top),
-              "f(hdr.h.v))", "not supported by p4lite: a function call on the right of &&")
+def test_function_call_in_a_branch_of_the_conditional_operator_is_rejected() -> None:
+    top = "bit<8> f(in bit<8> x) { return x + 1; }"
+    _error_at(program("hdr.h.v = hdr.h.w == 2 ? f(hdr.h.v) : 3;", top=top),
+              "f(hdr.h.v) :", "not supported by p4lite: a function call in a branch of ?:")
 
 
 def test_compound_assignment_needs_matching_types() -> None:

@@ -154,7 +154,7 @@ def test_match_fields_per_kind():
         ("exact", "0x1ffff", "does not fit"),
         ("exact", "0x1*", "'*'"),
         ("range", "9..3", "empty"),
-        ("lpm", "0x0a/40", "out of range"),
+        ("lpm", "0x0a/40", "outside 0..16"),
         ("optional", "0x0*", "optional"),
     ],
 )
@@ -264,10 +264,18 @@ def test_runner_adds_entries_with_resolved_names_and_priority():
     result, switch = run("add t 7 f:0x01 g:0x0* fwd(port:3)\nadd MyIngress.t f:2 drop()\n")
     assert result.ok, result.report()
     first, second = switch.entries
-    assert first.table == "MyIngress.t" and first.priority == 7
+    # STF priority 7 is the core's 8 (STF counts from 0, the core from 1)
+    assert first.table == "MyIngress.t" and first.priority == 8
     assert first.match == (MatchField("exact", 1), MatchField("ternary", 0, mask=0xF0))
     assert first.action.name == "MyIngress.fwd" and first.action.params == (3,)
     assert second.priority == 1 and second.match[1] == MatchField("ternary", 0, mask=0)
+
+
+def test_runner_takes_stf_priority_zero_below_one():
+    result, switch = run("add t 0 f:0x01 g:0x0* fwd(port:3)\nadd t 1 f:0x01 g:0x** drop()\n")
+    assert result.ok, result.report()
+    zero, one = switch.entries
+    assert (zero.priority, one.priority) == (1, 2)
 
 
 @pytest.mark.parametrize(

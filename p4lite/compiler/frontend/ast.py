@@ -338,10 +338,15 @@ class Block(Statement):
 
 @dataclass(slots=True)
 class Assign(Statement):
-    """``lhs = rhs;`` (lhs may be a Slice, Member, Index or Name)."""
+    """``lhs = rhs;`` (lhs may be a Slice, Member, Index or Name).
+
+    ``lhs op= x`` is ``Assign(lhs, Binary(op, lhs, x), compound=op)``: lowering must
+    evaluate ``lhs`` once (P4_16 v1.2.4), which matters when its index calls a function.
+    """
 
     lhs: Expression
     rhs: Expression
+    compound: str = ""
 
 
 @dataclass(slots=True)

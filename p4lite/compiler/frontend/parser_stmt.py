@@ -202,7 +202,7 @@ class StatementParser(ExpressionParser):
             value = self._parse_expression()
             self._expect(";")
             return ast.Assign(target, ast.Binary(compound, target, value, loc=op.loc),
-                              loc=start.loc)
+                              compound=compound, loc=start.loc)
         if not isinstance(target, ast.Call):
             self._unexpected("'=' or '(' (a statement is an assignment or a call)")
         self._expect(";")

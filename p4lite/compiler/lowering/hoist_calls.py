@@ -3,8 +3,15 @@
 BMv2 expressions cannot call anything, so (as p4c's SideEffectOrdering does)
 ``x = f(a) + g(b);`` becomes ``t0 = f(a); t1 = g(b); x = t0 + t1;``: every
 call is replaced by a fresh name, left to right, innermost arguments first.
-A call that would only be evaluated conditionally (the right side of ``&&`` /
-``||``, a branch of ``?:``) is not supported: hoisting it would run it always.
+A call on the right of ``&&``/``||`` runs only when the left side lets it: the
+operator becomes a bool temporary and an ``if``. A call in a branch of ``?:`` is not
+supported: hoisting it would run it always.
+
+P4_16 evaluates left to right (spec 8.1), so an operand left of a call is read
+before the call runs: in ``x + f(x)`` with ``f(inout x)`` the left ``x`` is the old
+value. Such an operand (and an ``in`` argument before a later argument holding a
+call) is copied into a temporary before the call (a *snapshot*: a hoisted item
+that is not a call), as p4c's SideEffectOrdering does.
 """
 
 from __future__ import annotations
@@ -12,13 +19,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable
+from typing import Any
 
-from p4lite.compiler.errors import not_supported
+from p4lite.compiler.checks.types import BoolT, P4Type, is_scalar
+from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
 
 _names = itertools.count()
 
 IsFunction = Callable[[ast.Call], bool]
+# whether an expression can be copied into a temporary (a scalar that is not constant)
+CanSnapshot = Callable[[ast.Expression], bool]
 
 
 def has_call(node: ast.Node | None, is_function: IsFunction) -> bool:
@@ -28,6 +39,62 @@ def has_call(node: ast.Node | None, is_function: IsFunction) -> bool:
     if isinstance(node, ast.Call) and is_function(node):
         return True
     return any(has_call(child, is_function) for child in _children(node))
+
+
+def _reads_anything(e: ast.Node) -> bool:
+    """Whether an expression reads a name (literals and their operations read nothing)."""
+    if isinstance(e, ast.Name | ast.Member):
+        return True
+    return any(_reads_anything(c) for c in _children(e))
+
+
+def scalar_test(compile_expr: Callable[[ast.Expression], Any]) -> CanSnapshot:
+    """Whether an expression compiles (with ``compile_expr``) to a non-constant scalar."""
+    def can_snapshot(e: ast.Expression) -> bool:
+        try:
+            val = compile_expr(e)
+        except CompileError:
+            return False  # it names a temporary not bound yet: Hoister takes its parts
+        return is_scalar(val.type) and val.const is None
+    return can_snapshot
+
+
+def is_snapshot(name: str) -> bool:
+    return name.startswith("$snap")
+
+
+def arg_directions(functions: dict[str, ast.FunctionDecl], call: ast.Call) -> list[str]:
+    """The direction of each positional argument of a call of a P4 function."""
+    name = call.func.name if isinstance(call.func, ast.Name) else ""
+    decl = functions.get(name)
+    if decl is None or any(a.name is not None for a in call.args):
+        return []
+    return [p.direction for p in decl.params]
+
+
+def hoisted_type(name: str, item: ast.Node, compile_expr: Callable[[ast.Expression], Any],
+                 env: Any) -> tuple[P4Type, str]:
+    """The type of the temporary a hoisted expression item needs, and a name for it."""
+    if is_bool_temp(name):
+        return BoolT(), "cond"
+    assert isinstance(item, ast.Expression)
+    if is_snapshot(name):
+        return compile_expr(item).type, "tmp"
+    assert isinstance(item, ast.Call) and isinstance(item.func, ast.Name)
+    decl = env.functions[item.func.name]
+    return env.resolve(decl.return_type), f"{decl.name}_result"
+
+
+def is_bool_temp(name: str) -> bool:
+    return name.startswith("$cond")
+
+
+def is_statement(name: str) -> bool:
+    return name.startswith("$stmt")
+
+
+def is_write_back(name: str) -> bool:
+    return name.startswith("$back")
 
 
 def _children(node: ast.Node) -> list[ast.Node]:
@@ -46,24 +113,50 @@ def _children(node: ast.Node) -> list[ast.Node]:
 class Hoister:
     """Rewrites expressions, collecting ``(name, call)`` pairs in evaluation order."""
 
-    def __init__(self, is_function: IsFunction) -> None:
+    def __init__(self, is_function: IsFunction, can_snapshot: CanSnapshot | None = None,
+                 directions: Callable[[ast.Call], list[str]] | None = None) -> None:
         self.is_function = is_function
-        self.calls: list[tuple[str, ast.Call]] = []
+        self.can_snapshot = can_snapshot or (lambda e: False)
+        self.directions = directions  # per argument of a function call: "", in, out, inout
+        # in evaluation order: (name, call) for a call, (name, expression) for a snapshot,
+        # ($back..., Assign) for the write-back of an inout argument passed as a snapshot
+        self.calls: list[tuple[str, ast.Node]] = []
+        # write-backs for the arguments of the statement's own call (``call_args``)
+        self.after: list[ast.Assign] = []
+
+    def snapshot(self, e: ast.Expression, later: list[ast.Expression]) -> ast.Expression:
+        """``e`` itself, or ``e`` with what it reads copied into temporaries first, when
+        a later operand calls a function (which may write what ``e`` reads)."""
+        if not any(has_call(x, self.is_function) for x in later):
+            return e
+        return self._freeze(e)
+
+    def _freeze(self, e: ast.Expression) -> ast.Expression:
+        if isinstance(e, ast.Name) and e.name.startswith("$"):
+            return e  # a temporary already: nothing else writes it
+        if not _reads_anything(e):
+            return e
+        if self.can_snapshot(e):
+            name = f"$snap{next(_names)}"
+            self.calls.append((name, e))
+            return ast.Name(name, loc=e.loc)
+        # not compilable yet (it holds an earlier call's temporary): its parts, one by one
+        if isinstance(e, ast.Binary):
+            return dataclasses.replace(e, left=self._freeze(e.left), right=self._freeze(e.right))
+        if isinstance(e, ast.Unary):
+            return dataclasses.replace(e, operand=self._freeze(e.operand))
+        if isinstance(e, ast.Cast | ast.Slice):
+            return dataclasses.replace(e, expr=self._freeze(e.expr))
+        return e
 
     def expr(self, e: ast.Expression) -> ast.Expression:
         if isinstance(e, ast.Call):
-            args = [dataclasses.replace(a, value=self.expr(a.value)) for a in e.args]
-            func = self.expr(e.func) if isinstance(e.func, ast.Member) else e.func
-            call = dataclasses.replace(e, func=func, args=args)
-            if not self.is_function(e):
-                return call
-            name = f"$call{next(_names)}"
-            self.calls.append((name, call))
-            return ast.Name(name, loc=e.loc)
+            return self._call(e)
         if isinstance(e, ast.Binary):
             left = self.expr(e.left)
             if e.op in ("&&", "||") and has_call(e.right, self.is_function):
-                raise not_supported(f"a function call on the right of {e.op}", e.right.loc)
+                return self._short_circuit(e, left)
+            left = self.snapshot(left, [e.right])
             return dataclasses.replace(e, left=left, right=self.expr(e.right))
         if isinstance(e, ast.Ternary):
             for branch in (e.then, e.orelse):
@@ -87,5 +180,57 @@ class Hoister:
                                                   for f in e.fields])
         return e
 
+    def _short_circuit(self, e: ast.Binary, left: ast.Expression) -> ast.Expression:
+        """``a && f(x)``: ``t = a; if (t) { t = f(x); }`` (``||``: ``if (!t)``), so the
+        call runs only when P4 evaluates it; the right side's own calls are hoisted
+        when that assignment is lowered."""
+        name = f"$cond{next(_names)}"
+        self.calls.append((name, e))  # a bool temporary
+        t = ast.Name(name, loc=e.loc)
+        self.calls.append((f"$stmt{next(_names)}", ast.Assign(t, left, loc=e.loc)))
+        cond: ast.Expression = t if e.op == "&&" else ast.Unary("!", t, loc=e.loc)
+        body = ast.Block([ast.Assign(t, e.right, loc=e.right.loc)], loc=e.right.loc)
+        self.calls.append((f"$stmt{next(_names)}", ast.If(cond, body, loc=e.loc)))
+        return t
 
-__all__ = ["Hoister", "has_call"]
+    def call_args(self, e: ast.Call) -> ast.Call:
+        """The statement ``e(...);`` itself: its arguments hoisted, the call left in place
+        (write-backs of snapshotted inout arguments go to ``after``)."""
+        call, backs = self._args(e)
+        self.after.extend(backs)
+        return call
+
+    def _args(self, e: ast.Call) -> tuple[ast.Call, list[ast.Assign]]:
+        """Arguments left to right. An ``in`` argument read before a later argument's
+        call is snapshotted; so is an ``inout`` one (its copy-in happens then), passed as
+        the snapshot and written back after the call."""
+        dirs = self.directions(e) if self.directions and self.is_function(e) else []
+        args: list[ast.Argument] = []
+        backs: list[ast.Assign] = []
+        for i, a in enumerate(e.args):
+            value = self.expr(a.value)
+            direction = dirs[i] if i < len(dirs) else None
+            if direction in ("", "in", "inout"):
+                frozen = self.snapshot(value, [b.value for b in e.args[i + 1:]])
+                if direction == "inout" and frozen is not value:
+                    if not isinstance(frozen, ast.Name):
+                        frozen = value  # only a whole l-value can be passed as a copy
+                    else:
+                        backs.append(ast.Assign(value, frozen, loc=a.loc))
+                value = frozen
+            args.append(dataclasses.replace(a, value=value))
+        func = self.expr(e.func) if isinstance(e.func, ast.Member) else e.func
+        return dataclasses.replace(e, func=func, args=args), backs
+
+    def _call(self, e: ast.Call) -> ast.Expression:
+        call, backs = self._args(e)
+        if not self.is_function(e):
+            return call
+        name = f"$call{next(_names)}"
+        self.calls.append((name, call))
+        self.calls.extend((f"$back{next(_names)}", b) for b in backs)
+        return ast.Name(name, loc=e.loc)
+
+
+__all__ = ["Hoister", "arg_directions", "has_call", "hoisted_type", "is_bool_temp", "is_snapshot", "is_statement",
+           "is_write_back", "scalar_test"]

@@ -34,7 +34,14 @@ from p4lite.compiler.frontend import ast
 from p4lite.compiler.lowering.cpmodel import CpAction
 from p4lite.compiler.lowering.expr_values import hexstr
 from p4lite.compiler.lowering.externs import Externs, every_arg, match_args
-from p4lite.compiler.lowering.hoist_calls import Hoister, has_call
+from p4lite.compiler.lowering.hoist_calls import (
+    Hoister,
+    arg_directions,
+    has_call,
+    hoisted_type,
+    is_bool_temp,
+    scalar_test,
+)
 from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
 from p4lite.compiler.lowering.lower_stmt import StmtLowerer
 from p4lite.compiler.lowering.lower_table import TableLowerer
@@ -271,14 +278,19 @@ class ControlLowerer:
     def _hoist_expr(self, expr: ast.Expression, scope: Scope, group: list[ast.Node]
                     ) -> ast.Expression:
         """``expr`` with each function call replaced by a temporary assigned in ``group``."""
-        hoister = Hoister(self._function_test(scope))
+        comp = ExprCompiler(self.lw.env, scope)
+        hoister = Hoister(self._function_test(scope), scalar_test(comp.compile),
+                          lambda call: arg_directions(self.lw.env.functions, call))
         expr = hoister.expr(expr)
-        for name, call in hoister.calls:
-            assert isinstance(call.func, ast.Name)  # is_function checked it
-            decl = self.lw.env.functions[call.func.name]
-            t = self.lw.env.resolve(decl.return_type)
-            scope.bind(name, self.lw.storage.bind_local(f"{decl.name}_result", t, call.loc))
-            group.append(ast.Assign(ast.Name(name, loc=call.loc), call, loc=call.loc))
+        for name, item in hoister.calls:
+            if isinstance(item, ast.Statement):  # an inout argument's copy, a && f(x)
+                group.append(item)
+                continue
+            t, label = hoisted_type(name, item, comp.compile, self.lw.env)
+            scope.bind(name, self.lw.storage.bind_local(label, t, item.loc))
+            if not is_bool_temp(name):  # a call's result or an operand read before a call
+                assert isinstance(item, ast.Expression)
+                group.append(ast.Assign(ast.Name(name, loc=item.loc), item, loc=item.loc))
         return expr
 
     def _add_key_copies(self, stmt: ast.Node, scope: Scope, group: list[ast.Node]) -> None:

@@ -458,8 +458,10 @@ class ExprCompiler:
 
     def _check_shift(self, e: ast.Binary, left: Val, right: Val) -> None:
         """p4c's BMv2 limits on a shift amount (see target_checks)."""
-        if left.const is not None and right.const is not None:
-            return  # folded by the front end: the back end never sees it
+        if left.const is not None and (right.const is not None or left.const == 0):
+            # folded before the back end's check: both constant, or 0 shifted (p4c's
+            # StrengthReduction, after SideEffectOrdering has lifted any call out of it)
+            return
         if not isinstance(left.type, BitT | IntT) or not isinstance(right.type, BitT | IntT):
             return  # _shift reports it
         error, warn = shift_diagnostics(

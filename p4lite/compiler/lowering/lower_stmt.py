@@ -58,8 +58,18 @@ from p4lite.compiler.lowering.expr_values import (
     to_param,
 )
 from p4lite.compiler.lowering.externs import Externs, every_arg
-from p4lite.compiler.lowering.hoist_calls import Hoister, has_call
+from p4lite.compiler.lowering.hoist_calls import (
+    Hoister,
+    arg_directions,
+    has_call,
+    is_bool_temp,
+    is_snapshot,
+    is_statement,
+    is_write_back,
+    scalar_test,
+)
 from p4lite.compiler.lowering.lower_expr import ExprCompiler
+from p4lite.compiler.lowering.storage import STANDARD_METADATA
 
 if TYPE_CHECKING:
     from p4lite.compiler.lowering.context import Lowering
@@ -102,7 +112,14 @@ class StmtLowerer:
 
     def lower_stmt(self, stmt: ast.Node, prims: list[Json]) -> None:
         if self.lw.env.functions and not isinstance(stmt, ast.Block | ast.If):
-            stmt = self._hoist(stmt, prims)
+            stmt, backs = self._hoist(stmt, prims)
+            self._lower_one(stmt, prims)
+            for back in backs:  # inout arguments passed as snapshots, written back
+                self._emit(prims, self.assign(back.lhs, back.rhs, back.loc), back.loc)
+            return
+        self._lower_one(stmt, prims)
+
+    def _lower_one(self, stmt: ast.Node, prims: list[Json]) -> None:
         if isinstance(stmt, ast.Block):
             self.lower_block(stmt.statements, prims)
         elif isinstance(stmt, ast.Assign):
@@ -151,10 +168,17 @@ class StmtLowerer:
             self._emit(prims, self.assign(ast.Name(stmt.name, loc=stmt.loc), stmt.init, stmt.loc),
                        stmt.loc)
 
-    def _hoist(self, stmt: ast.Node, prims: list[Json]) -> ast.Node:
-        """Function calls inside the expressions of ``stmt`` run first, into temporaries."""
-        hoister = Hoister(self.is_function_call)
-        if isinstance(stmt, ast.Assign):
+    def _hoist(self, stmt: ast.Node, prims: list[Json]) -> tuple[ast.Node, list[ast.Assign]]:
+        """Function calls inside the expressions of ``stmt`` run first, into temporaries;
+        also the write-backs to emit after ``stmt`` (see ``Hoister.call_args``)."""
+        hoister = self._hoister()
+        if isinstance(stmt, ast.Assign) and stmt.compound and isinstance(stmt.rhs, ast.Binary):
+            lhs = hoister.expr(stmt.lhs)  # once: its index may call a function
+            # the value of lhs is read after the right side's calls have run, as p4c
+            # does (fuzzer seed 5238): `a *= f(a)` multiplies f's result by the new a
+            rhs = dataclasses.replace(stmt.rhs, left=lhs, right=hoister.expr(stmt.rhs.right))
+            stmt = dataclasses.replace(stmt, lhs=lhs, rhs=rhs)
+        elif isinstance(stmt, ast.Assign):
             if isinstance(stmt.rhs, ast.Call) and self.is_function_call(stmt.rhs):
                 call = stmt.rhs  # x = f(a): f's arguments first, then f itself below
                 stmt = dataclasses.replace(stmt, lhs=hoister.expr(stmt.lhs),
@@ -163,21 +187,46 @@ class StmtLowerer:
                 stmt = dataclasses.replace(stmt, lhs=hoister.expr(stmt.lhs),
                                            rhs=hoister.expr(stmt.rhs))
         elif isinstance(stmt, ast.CallStmt):
-            call = stmt.call
-            args = [dataclasses.replace(a, value=hoister.expr(a.value)) for a in call.args]
-            stmt = dataclasses.replace(stmt, call=dataclasses.replace(call, args=args))
+            stmt = dataclasses.replace(stmt, call=hoister.call_args(stmt.call))
         elif isinstance(stmt, ast.VarDecl) and stmt.init is not None:
             stmt = dataclasses.replace(stmt, init=hoister.expr(stmt.init))
         elif isinstance(stmt, ast.Return) and stmt.value is not None:
             stmt = dataclasses.replace(stmt, value=hoister.expr(stmt.value))
-        for name, call in hoister.calls:
-            decl = self.lw.env.functions[_func_name(call)]
-            new, result = self.inline_function(decl, call)
-            self._emit(prims, new, call.loc, spliced=True)
+        self._run_hoisted(hoister, prims)
+        return stmt, hoister.after
+
+    def _hoister(self) -> Hoister:
+        return Hoister(self.is_function_call, scalar_test(self.comp.compile),
+                       lambda call: arg_directions(self.lw.env.functions, call))
+
+    def _run_hoisted(self, hoister: Hoister, prims: list[Json]) -> None:
+        """The hoisted calls and snapshots, in order, each bound to its temporary's name."""
+        for name, item in hoister.calls:
+            if is_snapshot(name):
+                assert isinstance(item, ast.Expression)
+                val = self.comp.rvalue(item)
+                temp = self.lw.storage.bind_local("tmp", val.type, item.loc)
+                assert isinstance(temp, FieldB)  # a scalar (is_scalar checked it)
+                self._emit(prims, [_assign_prim(temp, val)], item.loc)
+                self.scope.bind(name, temp)
+                continue
+            if is_write_back(name):
+                assert isinstance(item, ast.Assign)
+                self._emit(prims, self.assign(item.lhs, item.rhs, item.loc), item.loc)
+                continue
+            if is_bool_temp(name):  # a && f(x): the bool the statements below compute
+                self.scope.bind(name, self.lw.storage.bind_local("cond", BoolT(), item.loc))
+                continue
+            if is_statement(name):
+                self.lower_stmt(item, prims)
+                continue
+            assert isinstance(item, ast.Call)
+            decl = self.lw.env.functions[_func_name(item)]
+            new, result = self.inline_function(decl, item)
+            self._emit(prims, new, item.loc, spliced=True)
             if result is None:
-                raise CompileError(f"function {decl.name} returns no value", call.loc)
+                raise CompileError(f"function {decl.name} returns no value", item.loc)
             self.scope.bind(name, result)
-        return stmt
 
     def is_function_call(self, call: ast.Call) -> bool:
         """A call of a P4 function declared at top level (not shadowed by an action)."""
@@ -201,14 +250,9 @@ class StmtLowerer:
 
     def _if(self, stmt: ast.If, prims: list[Json]) -> None:
         if self.lw.env.functions and has_call(stmt.cond, self.is_function_call):
-            hoister = Hoister(self.is_function_call)
+            hoister = self._hoister()
             new_cond = hoister.expr(stmt.cond)
-            for name, call in hoister.calls:
-                new, result = self.inline_function(self.lw.env.functions[_func_name(call)], call)
-                self._emit(prims, new, call.loc, spliced=True)
-                if result is None:
-                    raise CompileError(f"function {_func_name(call)} returns no value", call.loc)
-                self.scope.bind(name, result)
+            self._run_hoisted(hoister, prims)
             stmt = dataclasses.replace(stmt, cond=new_cond)
         cond = self.comp.rvalue(stmt.cond)
         if not isinstance(cond.type, BoolT):
@@ -522,6 +566,8 @@ class StmtLowerer:
             val = self.comp.compile(arg, t if isinstance(t, BitT) else None)
             if not isinstance(val.binding, FieldB | HeaderB | UnionB | StructB | StackB):
                 return None
+        if _is_standard_metadata(val.binding, t):
+            t = val.type  # stored as the header instance standard_metadata (storage.py)
         if not same_type(val.type, t):
             raise CompileError(f"type mismatch: parameter {param.name} is {t}, the argument "
                                f"is {val.type}", arg.loc)
@@ -679,6 +725,12 @@ def _func_name(call: ast.Call) -> str:
 
 def _field(binding: FieldB) -> Json:
     return {"type": "field", "value": [binding.header, binding.field]}
+
+
+def _is_standard_metadata(binding: Binding | None, t: P4Type) -> bool:
+    """``standard_metadata`` passed for a ``standard_metadata_t`` parameter."""
+    return (isinstance(binding, HeaderB) and binding.instance == STANDARD_METADATA
+            and isinstance(t, StructT) and t.name == "standard_metadata_t")
 
 
 def _assign_prim(binding: FieldB, value: Val) -> Json:

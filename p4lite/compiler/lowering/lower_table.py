@@ -66,6 +66,8 @@ class TableLowerer:
         self._tables: dict[int, Json] = {}
         self._keys: dict[int, list[tuple[str, int]]] = {}
         self._bound: dict[int, tuple[int, str, int]] = {}
+        # id(table decl) -> id(action decl) -> the JSON name of the table's (bound) action
+        self._listed: dict[int, dict[int, str]] = {}
         # (id(table decl), key index) -> the scalar key_N a sliced key is copied into
         self.key_copies: dict[tuple[int, int], FieldB] = {}
 
@@ -75,8 +77,9 @@ class TableLowerer:
     def action_name_in(self, decl: ast.TableDecl, name: str, loc) -> str:
         table = self._tables[id(decl)]
         action = self.control.resolve_action(name, loc)
-        _, json_name, _ = self.control.action_for(action, loc)
-        if json_name not in table["actions"]:
+        # the table's own version of the action: with the arguments its action list binds
+        json_name = self._listed.get(id(decl), {}).get(id(action.decl))
+        if json_name is None or json_name not in table["actions"]:
             raise CompileError(f"action {name} is not an action of table {decl.name}", loc)
         return json_name
 
@@ -212,6 +215,7 @@ class TableLowerer:
             action_id, json_name, action_decl = self.control.action_for(action, ref.loc,
                                                                         ref.args)
             self._bound[id(action_decl)] = (action_id, json_name, len(ref.args))
+            self._listed.setdefault(id(decl), {})[id(action_decl)] = json_name
             if any(a[0] == action_id for a in actions):
                 raise CompileError(f"action {ref.name} listed twice", ref.loc)
             actions.append((action_id, json_name, action_decl))

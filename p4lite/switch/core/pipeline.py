@@ -29,7 +29,13 @@ from p4lite.bmv2json.model import (
 from p4lite.bmv2json.model import TableEntry as JsonTableEntry
 from p4lite.switch.core.codegen import CodeGen
 from p4lite.switch.core.program import fail, parse_hexstr
-from p4lite.switch.core.runtime_api import ActionCall, MatchField, SwitchRuntimeError, TableEntry
+from p4lite.switch.core.runtime_api import (
+    ActionCall,
+    MatchField,
+    SwitchRuntimeError,
+    TableEntry,
+    bmv2_lpm,
+)
 from p4lite.switch.core.tables import (
     ActionInfo,
     Entry,
@@ -126,10 +132,12 @@ def _const_entries(t: TableSpec | TableState, ids: dict[int, str],
                    entries: Sequence[JsonTableEntry], where: str) -> list[TableEntry]:
     prios = [i + 1 if e.priority is None else e.priority for i, e in enumerate(entries)]
     top = max(prios, default=0) + 1
-    out = []
+    out: list[TableEntry] = []
+    longest: dict[tuple, tuple[int, int]] = {}  # lpm table: fields -> (BMv2 prefix, index)
     for i, e in enumerate(entries):
         w = f"{where} entries[{i}]"
         fields = []
+        bmv2_plen = 0
         for k, m in zip(t.keys, e.match_key, strict=False):
             if k.match_type == "range":  # a range entry has start/end and no key
                 fields.append(MatchField("range", parse_hexstr(m.start, w),
@@ -141,8 +149,11 @@ def _const_entries(t: TableSpec | TableState, ids: dict[int, str],
                 plen = m.prefix_length
                 if plen is None:
                     raise fail(w, "missing 'prefix_length'")
-                full = (1 << k.width) - 1
-                fields.append(MatchField("lpm", value & (full ^ (full >> plen)), prefix_len=plen))
+                bmv2_plen = plen
+                try:  # BMv2 counts p4c's prefix_length on the byte-padded key
+                    fields.append(bmv2_lpm(value, plen, k.width))
+                except ValueError as exc:
+                    raise fail(w, str(exc)) from None
             elif k.match_type == "ternary":
                 mask = parse_hexstr(m.mask, w)
                 fields.append(MatchField("ternary", value & mask, mask=mask))
@@ -151,7 +162,18 @@ def _const_entries(t: TableSpec | TableState, ids: dict[int, str],
         action = _default_action(t, ids, e.action_entry, w)
         # JSON priority: smaller wins; runtime_api priority: larger wins.
         prio = top - prios[i] if table_kind(t.keys) == "ternary" else 0
-        out.append(TableEntry(t.name, tuple(fields), action, prio))
+        entry = TableEntry(t.name, tuple(fields), action, prio)
+        if table_kind(t.keys) == "lpm":
+            # prefixes within the pad bits all become /0 (bmv2_lpm); on BMv2 they all
+            # match everything and the longest wins, so the others can never match
+            seen = longest.get(entry.match)
+            if seen is not None and seen[0] != bmv2_plen:  # (equal: a true duplicate)
+                if seen[0] < bmv2_plen:
+                    out[seen[1]] = entry
+                    longest[entry.match] = (bmv2_plen, seen[1])
+                continue
+            longest[entry.match] = (bmv2_plen, len(out))
+        out.append(entry)
     return out
 
 

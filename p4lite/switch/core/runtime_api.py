@@ -45,6 +45,19 @@ class MatchField:
     high: int | None = None  # range: value is the low end, high the inclusive high end
 
 
+def bmv2_lpm(value: int, prefix_length: int, width: int) -> MatchField:
+    """An LPM match as BMv2 reads one from its JSON or ``table_add``: the prefix length
+    counts from the top of the key padded to whole bytes, so on a 12-bit key /8 covers
+    the 4 pad bits (always 0) and the key's top 4 bits. P4Runtime's prefix lengths
+    count from the key's own top bit (PI adds the padding before it calls BMv2)."""
+    pad = -width % 8
+    if not 0 <= prefix_length <= width + pad:
+        raise ValueError(f"prefix length {prefix_length} outside 0..{width + pad}")
+    plen = max(0, prefix_length - pad)
+    full = (1 << width) - 1
+    return MatchField("lpm", value & (full ^ (full >> plen)), prefix_len=plen)
+
+
 @dataclass(frozen=True, slots=True)
 class ActionCall:
     name: str  # JSON action name, e.g. "MyIngress.forward" or "NoAction"

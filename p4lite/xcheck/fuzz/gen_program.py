@@ -1,0 +1,648 @@
+"""Random well-typed v1model programs within the language p4lite claims.
+
+A program is a ``ProgramSpec``: a fixed skeleton (one header ``h`` of random field
+widths, a stack ``s`` of four one-byte headers, a metadata struct, a parser that
+extracts them all, a deparser that emits them and an ``out`` header holding the
+metadata) filled with random functions, actions, tables, registers and a list of
+top-level ingress statements. Each statement knows which tables it applies, so the
+minimiser can drop statements (and the entries of tables no statement applies) and
+still render a program both compilers take.
+
+Everything drawn comes from one ``random.Random``: a seed gives the same program.
+Expressions only use what p4lite claims: function calls (with ``inout`` arguments)
+anywhere except on the right of ``&&``/``||`` and in branches of ``?:``; shifts by a
+constant or an 8-bit field; slices of fields; casts between bit widths and to
+``int<W>`` for signed comparisons; no ``/``/``%`` on run-time values. Reads of
+header fields only touch headers that are always valid, so no result depends on
+what a target keeps in an invalid header.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+WIDTHS = (1, 3, 4, 5, 7, 8, 8, 8, 12, 16, 16, 32, 48)
+META_WIDTHS = (8, 16, 32)
+STACK = 4
+REG_SIZE = 4
+
+
+@dataclass
+class Table:
+    name: str
+    keys: list[tuple[str, str, int]]  # (expression, match kind, width)
+    actions: list[str]  # names as the STF names them (control-qualified later)
+    action_params: dict[str, list[int]]  # action -> widths of its control-plane params
+    const_entries: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Stmt:
+    text: str
+    tables: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProgramSpec:
+    seed: int
+    h_fields: list[tuple[str, int]]
+    meta: list[tuple[str, int]]
+    decls: list[str]  # functions (top level)
+    actions: list[str]  # action declarations (inside ingress)
+    registers: list[str]
+    tables: list[Table]
+    stmts: list[Stmt]
+    egress: list[Stmt]
+    coverage: Counter = field(default_factory=Counter)
+    checksum: str = ""  # the body of MyComputeChecksum
+
+    def h_bytes(self) -> int:
+        return sum(w for _, w in self.h_fields) // 8
+
+    def render(self, keep: list[int] | None = None) -> str:
+        """The P4 source, with only the ingress statements at ``keep`` (default: all)."""
+        stmts = self.stmts if keep is None else [self.stmts[i] for i in keep]
+        applied = {t for s in stmts for t in s.tables}
+        tables = [t for t in self.tables if t.name in applied]
+        return _render(self, stmts, tables)
+
+    def applied_tables(self, keep: list[int] | None = None) -> list[Table]:
+        stmts = self.stmts if keep is None else [self.stmts[i] for i in keep]
+        applied = {t for s in stmts for t in s.tables}
+        return [t for t in self.tables if t.name in applied]
+
+
+# ----------------------------------------------------------------- rendering
+
+
+def _render(spec: ProgramSpec, stmts: list[Stmt], tables: list[Table]) -> str:
+    h = "\n".join(f"    bit<{w}> {n};" for n, w in spec.h_fields)
+    meta = "\n".join(f"    bit<{w}> {n};" for n, w in spec.meta)
+    out = "\n".join(f"    bit<{w}> {n};" for n, w in spec.meta)
+    copy_out = "\n".join(f"        hdr.obs.{n} = meta.{n};" for n, _ in spec.meta)
+    table_text = "\n".join(_render_table(t) for t in tables)
+    body = "\n".join(_indent(s.text, 8) for s in stmts)
+    egress = "\n".join(_indent(s.text, 8) for s in spec.egress)
+    return f"""#include <core.p4>
+#include <v1model.p4>
+
+header h_t {{
+{h}
+}}
+
+header s_t {{
+    bit<8> v;
+}}
+
+header out_t {{
+{out}
+}}
+
+struct headers_t {{
+    h_t h;
+    s_t[{STACK}] s;
+    out_t obs;
+}}
+
+struct meta_t {{
+{meta}
+}}
+
+{chr(10).join(spec.decls)}
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
+                inout standard_metadata_t standard_metadata) {{
+    bit<8> n;
+    state start {{
+        pkt.extract(hdr.h);
+        n = 0;
+        transition parse_s;
+    }}
+    state parse_s {{
+        pkt.extract(hdr.s.next);
+        n = n + 1;
+        transition select(n) {{
+            {STACK}: accept;
+            default: parse_s;
+        }}
+    }}
+}}
+
+control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {{
+    apply {{ }}
+}}
+
+control MyIngress(inout headers_t hdr, inout meta_t meta,
+                  inout standard_metadata_t standard_metadata) {{
+{chr(10).join(_indent(r, 4) for r in spec.registers)}
+{chr(10).join(_indent(a, 4) for a in spec.actions)}
+{_indent(table_text, 4)}
+    apply {{
+{body}
+        standard_metadata.egress_spec = (bit<9>)hdr.h.{spec.h_fields[0][0]}[0:0];
+        hdr.obs.setValid();
+{copy_out}
+    }}
+}}
+
+control MyEgress(inout headers_t hdr, inout meta_t meta,
+                 inout standard_metadata_t standard_metadata) {{
+    apply {{
+{egress}
+    }}
+}}
+
+control MyComputeChecksum(inout headers_t hdr, inout meta_t meta) {{
+    apply {{
+{_indent(spec.checksum, 8)}
+    }}
+}}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {{
+    apply {{
+        pkt.emit(hdr.h);
+        pkt.emit(hdr.s);
+        pkt.emit(hdr.obs);
+    }}
+}}
+
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(),
+         MyDeparser()) main;
+"""
+
+
+def _indent(text: str, n: int) -> str:
+    pad = " " * n
+    return "\n".join(pad + line if line else line for line in text.splitlines())
+
+
+def _render_table(t: Table) -> str:
+    keys = "\n".join(f"        {e}: {k};" for e, k, _ in t.keys)
+    acts = "\n".join(f"        {a};" for a in t.actions)
+    entries = ""
+    if t.const_entries:
+        lines = "\n".join(f"        {e}" for e in t.const_entries)
+        entries = f"    const entries = {{\n{lines}\n    }}\n"
+    key_block = f"    key = {{\n{keys}\n    }}\n" if t.keys else ""
+    return (f"table {t.name} {{\n{key_block}    actions = {{\n{acts}\n    }}\n"
+            f"{entries}    default_action = NoAction();\n    size = 64;\n}}")
+
+
+# ---------------------------------------------------------------- generation
+
+
+@dataclass
+class Var:
+    path: str
+    width: int
+    writable: bool = True
+
+
+@dataclass
+class Func:
+    name: str
+    width: int  # of every parameter and the result
+    inout_first: bool
+
+
+class Gen:
+    """Draws one program from ``seed``."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.cov: Counter = Counter()
+        self.funcs: list[Func] = []
+        self.vars: list[Var] = []
+        self.n_tmp = 0
+
+    # -- skeleton
+    def program(self) -> ProgramSpec:
+        r = self.rng
+        h_fields = self._h_fields()
+        meta = [(f"m{i}", r.choice(META_WIDTHS)) for i in range(r.randint(2, 4))]
+        self.vars = [Var(f"hdr.h.{n}", w) for n, w in h_fields]
+        self.vars += [Var(f"meta.{n}", w) for n, w in meta]
+        self.vars += [Var(f"hdr.s[{i}].v", 8) for i in range(STACK)]
+        self.meta_widths = sorted({w for _, w in meta})
+        decls = [self._function(i) for i in range(r.randint(0, 3))]
+        registers = []
+        self.regs: list[tuple[str, int]] = []
+        for i in range(r.randint(0, 2)):
+            w = r.choice([mw for _, mw in meta])
+            self.regs.append((f"r{i}", w))
+            registers.append(f"register<bit<{w}>>({REG_SIZE}) r{i};")
+        self.action_decls: list[str] = []
+        self.tables: list[Table] = []
+        stmts = [self._top_stmt() for _ in range(r.randint(3, 9))]
+        egress = [Stmt(self._assign(1, calls=False)) for _ in range(r.randint(0, 2))]
+        if egress:
+            self.cov["egress statement"] += len(egress)
+        checksum = self._checksum(h_fields)
+        self.cov["parser loop (stack .next, local counter)"] += 1
+        self.cov["header stack"] += 1
+        spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
+                           self.tables, stmts, egress, self.cov, checksum)
+        return spec
+
+    def _checksum(self, h_fields: list[tuple[str, int]]) -> str:
+        """Sometimes an update_checksum (csum16) of some fields into a 16-bit one."""
+        r = self.rng
+        targets = [n for n, w in h_fields[1:] if w == 16]
+        if not targets or r.random() < 0.7:
+            return ""
+        target = r.choice(targets)
+        inputs = [n for n, w in h_fields if n != target and w % 8 == 0]
+        if not inputs:
+            return ""
+        chosen = r.sample(inputs, k=min(len(inputs), r.randint(1, 3)))
+        self.cov["update_checksum csum16"] += 1
+        fields = ", ".join(f"hdr.h.{n}" for n in chosen)
+        return (f"update_checksum(hdr.h.isValid(), {{ {fields} }}, hdr.h.{target}, "
+                "HashAlgorithm.csum16);")
+
+    def _hash_stmt(self) -> str:
+        r = self.rng
+        target = r.choice([v for v in self.vars if v.path.startswith("meta.")])
+        algo = r.choice(("crc16", "crc32", "csum16", "identity", "xor16"))
+        inputs = ", ".join(r.choice(self.vars).path for _ in range(r.randint(1, 3)))
+        self.cov[f"hash {algo}"] += 1
+        base, size = r.randint(0, 15), r.choice((0, 7, 256, 65536))
+        return (f"hash({target.path}, HashAlgorithm.{algo}, (bit<{target.width}>){base}, "
+                f"{{ {inputs} }}, (bit<32>){size});")
+
+    def _h_fields(self) -> list[tuple[str, int]]:
+        r = self.rng
+        widths = [8] + [r.choice(WIDTHS) for _ in range(r.randint(3, 7))]
+        rest = -sum(widths) % 8
+        if rest:
+            widths.append(rest)
+        return [(f"f{i}", w) for i, w in enumerate(widths)]
+
+    def _function(self, i: int) -> str:
+        r = self.rng
+        w = r.choice(self.meta_widths)  # an inout argument of this width always exists
+        inout_first = r.random() < 0.8
+        f = Func(f"fn{i}", w, inout_first)
+        d1 = "inout" if inout_first else "in"
+        op1, op2 = r.choice(("+", "-", "^", "|", "&", "*")), r.choice(("+", "^", "-", "|+|"))
+        k = r.randint(1, 255)
+        body = (f"    x = x {op1} y;\n" if inout_first else f"    bit<{w}> t = x {op1} y;\n")
+        ret = "x" if inout_first else "t"
+        if r.random() < 0.3:
+            body += f"    if (y == {k % (1 << min(w, 8))}) {{\n        return {ret};\n    }}\n"
+            self.cov["early return in function"] += 1
+        self.funcs.append(f)
+        self.cov["function declaration"] += 1
+        return (f"bit<{w}> fn{i}({d1} bit<{w}> x, in bit<{w}> y) {{\n{body}"
+                f"    return {ret} {op2} {k % (1 << min(w, 8))};\n}}")
+
+    # -- statements
+    def _top_stmt(self) -> Stmt:
+        r = self.rng
+        roll = r.random()
+        if roll < 0.3 and len(self.tables) < 4:
+            return self._table_stmt()
+        if roll < 0.38 and self.regs:
+            return Stmt(self._register_stmt())
+        if roll < 0.42:
+            return Stmt(self._hash_stmt())
+        return Stmt(self._stmt(2))
+
+    def _stmt(self, depth: int) -> str:
+        r = self.rng
+        roll = r.random()
+        if roll < 0.15 and depth > 0:
+            self.cov["if/else"] += 1
+            cond = self._cond(2, calls=True)
+            then = "\n".join(_indent(self._stmt(depth - 1), 4) for _ in range(r.randint(1, 2)))
+            if r.random() < 0.5:
+                return f"if ({cond}) {{\n{then}\n}}"
+            orelse = _indent(self._stmt(depth - 1), 4)
+            return f"if ({cond}) {{\n{then}\n}} else {{\n{orelse}\n}}"
+        if roll < 0.25 and self.funcs:
+            return self._call_stmt()
+        if roll < 0.4:
+            return self._compound()
+        if roll < 0.5:
+            return self._dyn_stack_stmt()
+        return self._assign(2, calls=True)
+
+    def _assign(self, depth: int, calls: bool) -> str:
+        v = self._target()
+        if self.rng.random() < 0.2 and v.width >= 4:
+            hi = self.rng.randint(1, v.width - 1)
+            lo = self.rng.randint(0, hi)
+            self.cov["slice l-value"] += 1
+            return f"{v.path}[{hi}:{lo}] = {self._expr(hi - lo + 1, depth, calls)};"
+        self.cov["assignment"] += 1
+        return f"{v.path} = {self._expr(v.width, depth, calls)};"
+
+    def _compound(self) -> str:
+        r = self.rng
+        op = r.choice(("+=", "-=", "*=", "&=", "|=", "^=", "<<=", ">>=", "|+|=", "|-|="))
+        self.cov[f"compound {op}"] += 1
+        if r.random() < 0.4:
+            target, w = f"hdr.s[{self._index(calls=True)}].v", 8
+            self.cov["compound on run-time stack index"] += 1
+        else:
+            v = self._target()
+            target, w = v.path, v.width
+        if op in ("<<=", ">>="):
+            return f"{target} {op} {self._shift_amount()};"
+        return f"{target} {op} {self._expr(w, 1, calls=True)};"
+
+    def _call_stmt(self) -> str:
+        f = self.rng.choice(self.funcs)
+        self.cov["function call statement"] += 1
+        return f"{self._call(f, 1, calls=True)};"
+
+    def _dyn_stack_stmt(self) -> str:
+        self.cov["run-time stack index"] += 1
+        if self.rng.random() < 0.5:
+            return f"hdr.s[{self._index(calls=True)}].v = {self._expr(8, 1, calls=True)};"
+        v = self._target()
+        return f"{v.path} = {self._cast(v.width, f'hdr.s[{self._index(calls=False)}].v', 8)};"
+
+    def _index(self, calls: bool) -> str:
+        v = self._readable()
+        self.cov["run-time index"] += 1
+        if calls and self.funcs and self.rng.random() < 0.3:
+            f = self.rng.choice(self.funcs)
+            self.cov["call in stack index"] += 1
+            return f"{self._call(f, 0, calls=True)}[1:0]"
+        return f"{v.path}[1:0]" if v.width >= 2 else f"(bit<2>){v.path}"
+
+    def _register_stmt(self) -> str:
+        r = self.rng
+        name, w = r.choice(self.regs)
+        idx = f"(bit<32>){self._index(calls=False)}" if r.random() < 0.6 else str(r.randint(0, 3))
+        if r.random() < 0.5:
+            self.cov["register read"] += 1
+            tmp = f"meta.{self._meta_of(w)}"
+            return f"{name}.read({tmp}, {idx});"
+        self.cov["register write"] += 1
+        return f"{name}.write({idx}, {self._expr(w, 1, calls=False)});"
+
+    def _meta_of(self, w: int) -> str:
+        # registers are only declared with the width of some metadata field
+        return self.rng.choice([v.path.split(".")[1] for v in self.vars
+                                if v.path.startswith("meta.") and v.width == w])
+
+    # -- tables
+    def _table_stmt(self) -> Stmt:
+        r = self.rng
+        t = self._table(len(self.tables))
+        self.tables.append(t)
+        roll = r.random()
+        if roll < 0.35:
+            self.cov["switch on action_run"] += 1
+            cases = []
+            labels = [a.split("(")[0] for a in t.actions]
+            for a in r.sample(labels, k=min(len(labels), r.randint(1, 2))):
+                cases.append(f"    {a}: {{\n{_indent(self._stmt(1), 8)}\n    }}")
+            if r.random() < 0.5:
+                cases.append(f"    default: {{\n{_indent(self._stmt(1), 8)}\n    }}")
+                self.cov["switch default"] += 1
+            body = "\n".join(cases)
+            return Stmt(f"switch ({t.name}.apply().action_run) {{\n{body}\n}}", [t.name])
+        if roll < 0.55:
+            self.cov["if (t.apply().hit)"] += 1
+            word = r.choice(("hit", "miss"))
+            return Stmt(f"if ({t.name}.apply().{word}) {{\n{_indent(self._stmt(1), 4)}\n}}",
+                        [t.name])
+        self.cov["table apply"] += 1
+        return Stmt(f"{t.name}.apply();", [t.name])
+
+    def _table(self, i: int) -> Table:
+        r = self.rng
+        keys: list[tuple[str, str, int]] = []
+        const = r.random() < 0.15
+        kinds = ("exact", "ternary", "lpm", "range") if const else ("exact", "ternary", "lpm")
+        for _ in range(r.randint(1, 3)):
+            kind = r.choice(kinds)
+            if kind == "lpm" and any(k == "lpm" for _, k, _ in keys):
+                kind = "exact"
+            used = {e for e, _, _ in keys}
+            v = r.choice([v for v in self.vars if not v.path.startswith("hdr.s")
+                          and v.path not in used] + [Var("hdr.s[0].v", 8)])
+            if v.path in used:
+                continue
+            if kind == "range" and v.width > 32:
+                kind = "exact"
+            if kind == "lpm" and v.width % 4 and not const:
+                kind = "ternary"  # p4c's runner counts an STF prefix in hex digits
+            keys.append((v.path, kind, v.width))
+            self.cov[f"{kind} key"] += 1
+        if keys and all(k == "exact" for _, k, _ in keys) and r.random() < 0.3:
+            v = self._readable()
+            if v.width >= 4 and not v.path.startswith("hdr.s"):
+                keys[0] = (f"{v.path}[{v.width - 1}:1]", "exact", v.width - 1)
+                self.cov["slice key"] += 1
+        names: list[str] = []
+        params: dict[str, list[int]] = {}
+        for _ in range(r.randint(1, 3)):
+            name, widths, binding = self._action()
+            names.append(name + binding)
+            params[name] = widths
+        names.append("NoAction")
+        params["NoAction"] = []
+        t = Table(f"t{i}", keys, names, params)
+        if const:
+            t.const_entries = self._const_entries(t)
+            self.cov["const entries"] += 1
+        self.cov[f"table with {len(keys)} keys"] += 1
+        return t
+
+    def _action(self) -> tuple[str, list[int], str]:
+        r = self.rng
+        i = len(self.action_decls)
+        name = f"a{i}"
+        widths = [r.choice((8, 16, 32)) for _ in range(r.randint(0, 2))]
+        params = [f"bit<{w}> p{j}" for j, w in enumerate(widths)]
+        binding = ""
+        body: list[str] = []
+        old = self.vars
+        self.vars = old + [Var(f"p{j}", w, writable=False) for j, w in enumerate(widths)]
+        if r.random() < 0.35:
+            tv = self._target()
+            params.insert(0, f"inout bit<{tv.width}> d")
+            binding = f"({tv.path})"
+            self.vars = self.vars + [Var("d", tv.width)]
+            body.append(f"d = d + {self._expr(tv.width, 1, calls=False)};")
+            self.cov["directional action parameter bound in actions list"] += 1
+        for _ in range(r.randint(1, 3)):
+            body.append(self._assign(1, calls=bool(self.funcs) and r.random() < 0.3))
+        if r.random() < 0.1:
+            body.append("mark_to_drop(standard_metadata);")
+            self.cov["mark_to_drop"] += 1
+        self.vars = old
+        text = "\n".join(_indent(b, 4) for b in body)
+        self.action_decls.append(f"action {name}({', '.join(params)}) {{\n{text}\n}}")
+        self.cov["action"] += 1
+        return name, widths, binding
+
+    def _const_entries(self, t: Table) -> list[str]:
+        r = self.rng
+        out: list[str] = []
+        for prio in range(r.randint(1, 3)):
+            parts = []
+            for _, kind, w in t.keys:
+                top = (1 << w) - 1
+                if kind == "range":
+                    lo = r.randint(0, top)
+                    parts.append(f"{lo} .. {r.randint(lo, top)}")
+                elif kind == "ternary":
+                    parts.append(f"{r.randint(0, top)} &&& {r.randint(0, top)}")
+                elif kind == "lpm":
+                    plen = r.randint(0, w)  # within BMv2's pad bits too
+                    value = r.randint(0, top) >> (w - plen) << (w - plen)
+                    parts.append(f"{value} &&& {((1 << plen) - 1) << (w - plen)}")
+                else:
+                    parts.append(str(r.randint(0, top)))
+            action = r.choice(t.actions)
+            base = action.split("(")[0]
+            args = ", ".join(str(r.randint(0, (1 << pw) - 1)) for pw in t.action_params[base])
+            call = f"{base}({args})" if "(" not in action else action
+            if "(" in action and args:  # directional binding first, then data
+                call = action[:-1] + ", " + args + ")"
+            keyset = parts[0] if len(parts) == 1 else f"({', '.join(parts)})"
+            if any(e.startswith(keyset + " :") for e in out):
+                continue  # the same keyset twice: p4lite refuses it (as BMv2 would)
+            out.append(f"{keyset} : {call};")
+            _ = prio
+        return out
+
+    # -- expressions
+    def _readable(self) -> Var:
+        return self.rng.choice(self.vars)
+
+    def _target(self) -> Var:
+        return self.rng.choice([v for v in self.vars if v.writable])
+
+    def _of_width(self, w: int) -> list[Var]:
+        return [v for v in self.vars if v.width == w]
+
+    def _literal(self, w: int) -> str:
+        return f"{w}w{self.rng.randint(0, (1 << w) - 1)}"
+
+    def _cast(self, w: int, text: str, from_w: int) -> str:
+        return text if w == from_w else f"(bit<{w}>){text}"
+
+    def _leaf(self, w: int) -> str:
+        r = self.rng
+        same = self._of_width(w)
+        roll = r.random()
+        if same and roll < 0.5:
+            return r.choice(same).path
+        if roll < 0.75:
+            v = self._readable()
+            self.cov["cast"] += 1
+            return self._cast(w, v.path, v.width)
+        if roll < 0.85:
+            v = self._readable()
+            if v.width > w:
+                lo = r.randint(0, v.width - w)
+                self.cov["slice r-value"] += 1
+                return f"{v.path}[{lo + w - 1}:{lo}]"
+        return self._literal(w)
+
+    def _call(self, f: Func, depth: int, calls: bool) -> str:
+        self.cov["function call"] += 1
+        if f.inout_first:
+            first = self.rng.choice(self._of_width(f.width) or [Var("", 0)])
+            if first.width != f.width or not first.writable:
+                first_text = self._new_inout_target(f.width)
+            else:
+                first_text = first.path
+            self.cov["inout argument"] += 1
+        else:
+            first_text = self._expr(f.width, depth, calls)
+        return f"{f.name}({first_text}, {self._expr(f.width, depth, calls)})"
+
+    def _new_inout_target(self, w: int) -> str:
+        cands = [v for v in self.vars if v.width == w and v.writable]
+        if cands:
+            return self.rng.choice(cands).path
+        return f"hdr.s[{self.rng.randint(0, STACK - 1)}].v" if w == 8 else "meta.m0"
+
+    def _shift_amount(self) -> str:
+        r = self.rng
+        if r.random() < 0.5:
+            return str(r.randint(0, 9))
+        cands = self._of_width(8)
+        self.cov["shift by run-time amount"] += 1
+        return r.choice(cands).path if cands else "8w3"
+
+    def _expr(self, w: int, depth: int, calls: bool) -> str:
+        r = self.rng
+        if depth <= 0 or r.random() < 0.3:
+            return self._leaf(w)
+        roll = r.random()
+        if roll < 0.1 and calls:
+            fs = [f for f in self.funcs if f.width == w] or self.funcs
+            if fs:
+                f = r.choice(fs)
+                return self._cast(w, self._call(f, depth - 1, calls), f.width)
+        if roll < 0.45:
+            op = r.choice(("+", "-", "*", "&", "|", "^", "|+|", "|-|"))
+            self.cov[f"binary {op}"] += 1
+            left = self._expr(w, depth - 1, calls)
+            return f"({left} {op} {self._expr(w, depth - 1, calls)})"
+        if roll < 0.55:
+            op = r.choice(("<<", ">>"))
+            self.cov[f"shift {op}"] += 1
+            return f"({self._expr(w, depth - 1, calls)} {op} {self._shift_amount()})"
+        if roll < 0.62:
+            op = r.choice(("~", "-"))
+            self.cov[f"unary {op}"] += 1
+            return f"({op}{self._expr(w, depth - 1, calls)})"
+        if roll < 0.7 and w >= 2:
+            a = r.randint(1, w - 1)
+            self.cov["concatenation ++"] += 1
+            return f"({self._expr(a, depth - 1, calls)} ++ {self._expr(w - a, depth - 1, calls)})"
+        if roll < 0.8:
+            self.cov["?:"] += 1
+            cond = self._cond(depth - 1, calls)
+            return (f"({cond} ? {self._expr(w, depth - 1, False)} : "
+                    f"{self._expr(w, depth - 1, False)})")
+        if roll < 0.87:
+            sw = r.choice((8, 16, 32))
+            self.cov["signed cast and arithmetic shift"] += 1
+            inner = self._expr(sw, depth - 1, calls)
+            return self._cast(w, f"(bit<{sw}>)((int<{sw}>){inner} >> {r.randint(0, 7)})", sw)
+        return self._leaf(w)
+
+    def _cond(self, depth: int, calls: bool) -> str:
+        r = self.rng
+        roll = r.random()
+        if roll < 0.15 and depth > 0:
+            op = r.choice(("&&", "||"))
+            self.cov[f"logical {op}"] += 1
+            if calls and self.funcs and r.random() < 0.4:
+                self.cov[f"call on the right of {op}"] += 1
+                f = r.choice(self.funcs)
+                right = f"({self._call(f, 0, calls=True)} != {self._literal(f.width)})"
+                return f"({self._cond(depth - 1, calls)} {op} {right})"
+            return f"({self._cond(depth - 1, calls)} {op} {self._cond(depth - 1, False)})"
+        if roll < 0.22:
+            self.cov["!"] += 1
+            return f"(!{self._cond(depth - 1, calls)})"
+        if roll < 0.27:
+            self.cov["isValid()"] += 1
+            return "hdr.h.isValid()"
+        w = r.choice((8, 16, 32, self._readable().width))
+        op = r.choice(("==", "!=", "<", ">", "<=", ">="))
+        self.cov[f"comparison {op}"] += 1
+        left = self._expr(w, max(depth - 1, 0), calls)
+        right = self._expr(w, max(depth - 1, 0), calls)
+        if r.random() < 0.15 and w > 1:
+            self.cov["signed comparison"] += 1
+            return f"((int<{w}>){left} {op} (int<{w}>){right})"
+        return f"({left} {op} {right})"
+
+
+def generate(seed: int) -> ProgramSpec:
+    return Gen(seed).program()
