@@ -119,7 +119,8 @@ def test_the_administrator_can_do_it_all(tenants):
         refusal(lambda: b.heartbeat(MISSING, 0))[1].replace(f"job {MISSING}", "job N")
 
 
-def test_tokens_never_appear_in_replies_cli_output_or_logs(tenants, capsys, caplog, monkeypatch):
+def test_tokens_never_appear_in_replies_cli_output_or_logs(tenants, capsys, caplog, monkeypatch,
+                                                           tmp_path):
     (_, _, _, _, _, admin, address), a, alpha, b, beta = tenants
     secrets_ = (alpha["job_token"], "b" * 43, ADMIN_TOKEN)
     replies = [admin.call("ListJobs"), admin.call("ShowJob", job_id=alpha["job_id"]),
@@ -130,6 +131,10 @@ def test_tokens_never_appear_in_replies_cli_output_or_logs(tenants, capsys, capl
         assert cli.main(["--controller", address, *argv]) == 0
     monkeypatch.setenv("P4HUB_JOB_TOKEN", alpha["job_token"])  # a tenant's CLI
     monkeypatch.delenv("P4HUB_ADMIN_TOKEN_FILE")
+    # nor the default admin.token of the session's state directory (other tests' controllers
+    # write one there): a tenant's machine has none
+    (tmp_path / "tenant-state").mkdir()
+    monkeypatch.setenv("P4HUB_STATE_DIR", str(tmp_path / "tenant-state"))
     assert cli.main(["--controller", address, "job", "show", str(alpha["job_id"]), "--json"]) == 0
     assert cli.main(["--controller", address, "jobs"]) == 1  # not an administrator
     out = capsys.readouterr()

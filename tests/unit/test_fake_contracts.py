@@ -47,7 +47,7 @@ PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "aggregate.p4"
 L2 = "MyIngress.l2_fwd"  # exact on the destination MAC; forward(port) / flood / drop
 JOBS = "MyIngress.jobs"  # NoAction by default
 COUNTER, COUNTER_SIZE = "MyIngress.agg_errors", 8
-REGISTER, REGISTER_SIZE, REGISTER_BITS = "MyIngress.slot_counter", 2048, 8
+REGISTER, REGISTER_SIZE, REGISTER_BITS = "MyIngress.slot_counter", 2048, 16
 
 
 @pytest.fixture(scope="module")

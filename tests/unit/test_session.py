@@ -381,7 +381,7 @@ def test_bad_inputs_raise_clear_errors_and_change_nothing():
         s.start("u", np.ones(3, dtype=np.int32), 0.0, op="mean")
     with pytest.raises(QuantizeError, match="dtype int64"):
         s.start("v", np.ones(3, dtype=np.int64), 0.0)
-    for kwargs in (dict(rank=2), dict(world_size=33), dict(window=9), dict(job_id=70000)):
+    for kwargs in (dict(rank=2), dict(world_size=1025), dict(window=9), dict(job_id=70000)):
         params = dict(job_id=1, rank=0, world_size=2, slot_base=0, slot_count=8) | kwargs
         with pytest.raises(SessionError):
             Session(**params)

@@ -88,7 +88,8 @@ class Fabric:
             add(sw, Entry(p.MEMBERS, (FieldMatch(p.MEMBERS_JOB, JOB), FieldMatch(p.MEMBERS_RANK, rank),
                                       FieldMatch(p.MEMBERS_SRC, ip),
                                       FieldMatch(p.MEMBERS_SPORT, AGENT_PORT + rank),
-                                      FieldMatch(p.MEMBERS_PORT, port)), p.ACT_IS_MEMBER))
+                                      FieldMatch(p.MEMBERS_PORT, port)), p.ACT_IS_MEMBER,
+                          (("bit_index", rank),)))
             rid = p.result_rid(JOB, rank)
             add(sw, Entry(p.RESULT_DST, (FieldMatch(p.RESULT_DST_RID, rid),), p.ACT_SET_RESULT_DST,
                           (("mac", mac_of(ip)), ("ip", ip), ("udp_port", AGENT_PORT + rank))))
