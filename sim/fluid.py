@@ -306,7 +306,9 @@ class FluidCollective:
         rate = link.rate
         if net.racks > 1:
             rate = min(rate, net.leaf_up[0].rate)
-        segment = (MSS + self.overhead) / rate  # the last one's store-and-forward at the leaf
+        # the end's store-and-forward at the leaf: the chunk's last full segment (its short
+        # last one waits behind it), or the whole chunk where it is one segment
+        segment = min(chunk, MSS + self.overhead) / rate
         step = chunk / rate + link.latency + net.down[0].latency + segment
         for k in range(net.ranks):
             net.up[k].bytes += chunk * steps

@@ -31,20 +31,8 @@ def free_port() -> int:
 def test_one_epoch_through_the_switch_and_with_the_precision_option_follows_gloo():
     # a bound this tight sends a good share of DigitsNet's blocks as float32 (1e-3, make
     # run's default, sends almost none of them)
-    paths = ["switch", "precision", "gloo"]
-    args = run.parse_args(["--epochs", "1", "--paths", ",".join(paths), "--no-pcap",
-                           "--precision", "1e-5", "--grpc-port", str(free_port()),
-                           "--controller-port", str(free_port())])
-    with Rack(run.rack_config(args, run_name="e2e-train")) as rack:
-        run.start_services(rack, args)
-        results = {name: train_run.run_path(rack, train_run.PATHS[name], i, args)
-                   for i, name in enumerate(paths)}
-        problems = train_run.compare(results)
-        client = JobClient(rack.controller_address, timeout=10.0)
-        try:
-            jobs_after = client.call("ListJobs")["jobs"]
-        finally:
-            client.close()
+    results, problems, jobs_after = _train_one_epoch(
+        ["switch", "precision", "gloo"], ["--precision", "1e-5"], "e2e-train")
     switch, gloo = results["switch"], results["gloo"]
     assert switch.ok and gloo.ok, (switch.problems, gloo.problems)
     assert not problems
@@ -70,20 +58,8 @@ def test_sharded_training_through_the_switch_follows_gloo(schedule):
     reduce-scattered, parameters all-gathered) or of DDP with ZeroRedundancyOptimizer,
     over the p4hub backend with the job on the switch and over Gloo: the same weights on
     every rank, Gloo's losses within the driver's tolerance, the jobs left at the end."""
-    paths = ["switch", "gloo"]
-    args = run.parse_args(["--epochs", "1", "--paths", ",".join(paths), "--no-pcap",
-                           "--schedule", schedule, "--grpc-port", str(free_port()),
-                           "--controller-port", str(free_port())])
-    with Rack(run.rack_config(args, run_name=f"e2e-{schedule}")) as rack:
-        run.start_services(rack, args)
-        results = {name: train_run.run_path(rack, train_run.PATHS[name], i, args)
-                   for i, name in enumerate(paths)}
-        problems = train_run.compare(results)
-        client = JobClient(rack.controller_address, timeout=10.0)
-        try:
-            jobs_after = client.call("ListJobs")["jobs"]
-        finally:
-            client.close()
+    results, problems, jobs_after = _train_one_epoch(
+        ["switch", "gloo"], ["--schedule", schedule], f"e2e-{schedule}")
     switch, gloo = results["switch"], results["gloo"]
     assert switch.ok and gloo.ok, (switch.problems, gloo.problems)
     assert not problems
@@ -93,3 +69,22 @@ def test_sharded_training_through_the_switch_follows_gloo(schedule):
     assert switch.epoch_rows()[0]["test_accuracy"] > 0.8
     assert switch.done[0]["stats"]["results"] > 0
     assert jobs_after == []
+
+
+def _train_one_epoch(paths: list[str], options: list[str], name: str):
+    """One epoch of ``make run``'s training on each of ``paths`` on one rack: the
+    results by path, ``train_run.compare``'s problems, and the jobs left afterwards."""
+    args = run.parse_args(["--epochs", "1", "--paths", ",".join(paths), "--no-pcap",
+                           *options, "--grpc-port", str(free_port()),
+                           "--controller-port", str(free_port())])
+    with Rack(run.rack_config(args, run_name=name)) as rack:
+        run.start_services(rack, args)
+        results = {path: train_run.run_path(rack, train_run.PATHS[path], i, args)
+                   for i, path in enumerate(paths)}
+        problems = train_run.compare(results)
+        client = JobClient(rack.controller_address, timeout=10.0)
+        try:
+            jobs_after = client.call("ListJobs")["jobs"]
+        finally:
+            client.close()
+    return results, problems, jobs_after

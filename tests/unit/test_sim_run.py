@@ -225,3 +225,13 @@ def test_a_slower_pbox_link_slows_the_pbox_path_in_every_tier(tier: str) -> None
     fast = run("pbox", **common)  # type: ignore[arg-type]
     slow = run("pbox", links={"pbox_bandwidth": "250Mbit"}, **common)  # type: ignore[arg-type]
     assert slow.iteration_times[0] > 2 * fast.iteration_times[0]
+
+
+def test_tier_f_and_tier_m_agree_on_a_ring_of_chunks_shorter_than_a_segment() -> None:
+    """16 ranks and a 2 KiB tensor: each step's chunk (128 B) is one short segment, so a
+    step costs its own serialization, not a whole MSS's (tier F charged one)."""
+    common = {"topology": {"kind": "rack", "workers": 16},
+              "job": {"elements": 512, "iterations": 1, "paths": ["ring"]}}
+    m = run("ring", **common, run={"tier": "M"})  # type: ignore[arg-type]
+    f = run("ring", **common, run={"tier": "F"})  # type: ignore[arg-type]
+    assert f.iteration_times == pytest.approx(m.iteration_times, rel=0.10)
