@@ -232,6 +232,6 @@ def test_tier_f_and_tier_m_agree_on_a_ring_of_chunks_shorter_than_a_segment() ->
     step costs its own serialization, not a whole MSS's (tier F charged one)."""
     common = {"topology": {"kind": "rack", "workers": 16},
               "job": {"elements": 512, "iterations": 1, "paths": ["ring"]}}
-    m = run("ring", **common, run={"tier": "M"})  # type: ignore[arg-type]
-    f = run("ring", **common, run={"tier": "F"})  # type: ignore[arg-type]
+    m = run("ring", **common, run={"tier": "M"})
+    f = run("ring", **common, run={"tier": "F"})
     assert f.iteration_times == pytest.approx(m.iteration_times, rel=0.10)
