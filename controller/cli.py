@@ -271,10 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "top":
         return _top(args)
     method, request, render = _request(args)
-    try:
-        client = JobClient(args.controller, timeout=10.0, auth=client_auth(args))
-    except OSError as exc:
-        print(f"p4hub: credentials: {exc}", file=sys.stderr)
+    client = _open_client(args)
+    if client is None:
         return 1
     try:
         reply = client.call(method, **request)
@@ -290,6 +288,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _open_client(args: argparse.Namespace) -> JobClient | None:
+    """The job API's client with the credentials ``args`` and the environment give; None
+    (the reason printed) when a credential file cannot be read."""
+    try:
+        return JobClient(args.controller, timeout=10.0, auth=client_auth(args))
+    except OSError as exc:
+        print(f"p4hub: credentials: {exc}", file=sys.stderr)
+        return None
+
+
 def _top(args: argparse.Namespace) -> int:
     from p4hub.controller import top  # rich is imported only for this command
 
@@ -297,10 +305,8 @@ def _top(args: argparse.Namespace) -> int:
         print("p4hub: --interval must be > 0, --doctor-every and --doctor-settle >= 0",
               file=sys.stderr)
         return 1
-    try:
-        client = JobClient(args.controller, timeout=10.0, auth=client_auth(args))
-    except OSError as exc:
-        print(f"p4hub: credentials: {exc}", file=sys.stderr)
+    client = _open_client(args)
+    if client is None:
         return 1
     try:
         return top.run(client.call, once=args.once, as_json=args.json or args.json_first,
