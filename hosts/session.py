@@ -64,6 +64,9 @@ switch) or the job moves (another aggregator, other slots: a new epoch), every r
 resends, per slot, what it has no result for and, as a *courtesy* to its peers, the
 position before it whose result it holds but a peer may still need (hosts/resync.py).
 
+Reduce-scatter (``start(..., scatter=shard sizes)``, wire version 3): hosts/scatter.py; a
+header-only DONE completes a position of a slot another rank owns as a result does.
+
 Precision (``precision``: a relative error bound, the job's, off by default): blocks
 that int32 quantization cannot carry within the bound go as float32 bits to a PBox
 (hosts/blocks.py decides, from reduced PRIME lanes, so every rank alike). A float
@@ -98,18 +101,24 @@ from p4hub.hosts.resync import POSITION_MASK, CourtesyResends, courtesy_position
 from p4hub.hosts.route_meter import RouteMeter
 from p4hub.hosts.route_windows import RouteWindows
 from p4hub.hosts.routes import Route, RouteMap
+from p4hub.hosts.scatter import ScatterLayout, Scatters
+from p4hub.hosts.scatter import prepare as prepare_scatter
 from p4hub.hosts.session_config import (
     MAX_CLASSES,
     SessionConfig,
     SessionSettings,
     WindowlessSettings,
+    check_job,
     with_settings,
 )
+from p4hub.hosts.session_failure import stuck_reason
 from p4hub.hosts.session_stats import SessionStats
 from p4hub.hosts.wire import PacketType
 
 _RESULT_VT = wire.ver_type(PacketType.RESULT)
 _PRIME_VT = wire.ver_type(PacketType.PRIME)
+_SCATTER_VT = wire.ver_type(PacketType.SCATTER)
+_DONE_VT = wire.ver_type(PacketType.DONE)
 _CLASS_STRIDE = 1 << 56  # sorts results class by class (positions stay far below it)
 __all__ = ["MAX_CLASSES", "Session", "SessionConfig", "SessionStats"]
 
@@ -141,8 +150,8 @@ class Session:
         self.config = config = with_settings(config, given)
         self.window = window = config.window_for(slot_count)
         self.classes, self.credit = config.classes, config.credit or window
-        _check_job(job_id, rank, world_size, slot_base, slot_count, window * self.classes,
-                   window)  # fmt: skip
+        slots = window * self.classes
+        check_job(job_id, rank, world_size, slot_base, slot_count, slots, window)
         self.job_id, self.rank, self.world_size = job_id, rank, world_size
         self.deadline, self.precision = config.deadline, config.precision
         self.lanes = config.lanes  # the job's lane count: every packet of this session has it
@@ -151,13 +160,14 @@ class Session:
         self._float_span = config.float_span(world_size)
         self.stats = SessionStats()
         self.failed: str | None = None
-        slots = window * self.classes
         # the floor's history: a round's worth of results, which the credit bounds
         self._timers = SlotTimers(slots, config.rto, config.rto_max, groups=self.classes,
                                   in_flight=min(slots, self.credit))
         self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), self.classes)  # next one
         self._start_map(route_map or routes.single(slot_base, slots), epoch)
+        self._scatters = Scatters(slots, slot_count, world_size, rank, self.lanes,
+                                  route_map is None, self._float_span is not None)
         # the last two packets sent per slot, one per cell (shadow set): row
         # shadow * slots + slot; resends and, after a resync, courtesy resends read them
         self._slot_pkts = wire.packet_array(2 * slots, self.lanes)
@@ -218,9 +228,11 @@ class Session:
         op: str = "sum",
         priority: int = 0,
         stream: int | None = None,
+        scatter: Sequence[int] | ScatterLayout | None = None,
     ) -> None:
         """Queue a tensor. Every worker must start the same sizes in the same order
-        (per class).
+        (per class). ``scatter``: a reduce-scatter of ``array`` (the shards concatenated)
+        in shards of these sizes, or the layout ``scatter.prepare`` gave with ``array``.
 
         ``array`` may be a ``blocks.prepare``-d tensor (so the caller's thread pays
         for copying and exponents; its priority then is the prepared one). ``stream``:
@@ -230,6 +242,8 @@ class Session:
         """
         if tensor_id in self._ids:
             raise SessionError(f"tensor id {tensor_id!r} is already in flight")
+        if scatter is not None and not isinstance(scatter, ScatterLayout):  # shard sizes
+            array, scatter = prepare_scatter(np.asarray(array), scatter, op, priority, self.lanes)
         prepared = array if isinstance(array, blocks.PreparedTensor) else blocks.prepare(
             array, op, priority, self.lanes
         )
@@ -244,9 +258,13 @@ class Session:
         c = self.class_of(prepared.priority) if stream is None else stream
         if not 0 <= c < self.classes:
             raise SessionError(f"class {c} outside 0..{self.classes - 1}")
+        if isinstance(scatter, ScatterLayout):
+            prepared = self._scatters.lay_out(tensor_id, prepared, scatter, self._total[c], c,
+                                              self.window)
         run = blocks.TensorStream(tensor_id, prepared, self._total[c], self._float_span)
         if run.block_count == 0:
-            self._events.append(TensorCompleted(tensor_id, run.result(self.world_size)))
+            self._events.append(TensorCompleted(tensor_id,
+                                                self._scatters.result(run, self.world_size)))
             return
         if self.idle:
             self._last_progress = now  # the no-progress clock starts with the work
@@ -319,10 +337,27 @@ class Session:
 
     def receive(self, datagram: bytes | bytearray | memoryview, now: float) -> None:
         """One datagram from the aggregator; anything unexpected is counted and dropped."""
+        if len(datagram) == wire.HEADER_LEN and datagram[0] == _DONE_VT:
+            self._receive_done(datagram, now)
+            return
         if len(datagram) != self.packet_len:
             self.stats.foreign += 1
             return
         self.receive_batch(datagram, 1, now)
+
+    def _receive_done(self, datagram: bytes | bytearray | memoryview, now: float) -> None:
+        """A DONE: a result without lanes (``Scatters.takes_done``: else foreign)."""
+        if self.failed is not None:
+            return
+        row = bytearray(datagram) + bytes(4 * self.lanes)
+        row[0] = _RESULT_VT
+        pkts = wire.decode_batch(row, 1, self.lanes)
+        ours, slots = self._ours(pkts)
+        if ours[0]:
+            pos = self._slot_pos[slots[:1]]
+            sent = self._slot_pkts["hdr"]["ver_type"][self._row(slots[:1], np.maximum(pos, 0))]
+            ours[0] = self._scatters.takes_done(int(slots[0]), pos[0] >= 0, sent[0] == _SCATTER_VT)
+        self.stats.dones += self._take(pkts, ours, slots, now)
 
     def receive_batch(
         self, buf: bytes | bytearray | memoryview | np.ndarray, n: int, now: float
@@ -331,12 +366,16 @@ class Session:
         if n <= 0 or self.failed is not None:
             return
         pkts = wire.decode_batch(buf, n, self.lanes)
-        ours, slots = self._ours(pkts)
+        self._take(pkts, *self._ours(pkts), now)
+
+    def _take(self, pkts: np.ndarray, ours: np.ndarray, slots: np.ndarray, now: float) -> int:
+        """Results ``pkts`` (``ours``/``slots``: ``_ours``) into what is in flight; how many."""
         if self._courtesy.active:
             self._courtesy.on_results(slots[ours], pkts["hdr"]["position"][ours])
         idx, slots = self._accept(pkts, ours, slots)
         if idx.size:
             self._apply(pkts, idx, slots, now)
+        return int(idx.size)
 
     def get_timer(self) -> float | None:
         """When ``handle_timer`` must run next, or None when there is nothing to wait for."""
@@ -541,6 +580,8 @@ class Session:
                     offsets[: first_data - lo], batch["values"][lo:first_data]
                 )
             if first_data < hi:
+                if t.tensor_id in self._scatters.layouts:
+                    hdr["ver_type"][first_data:hi] = _SCATTER_VT
                 block_ids = positions[first_data:hi] - t.start - t.primes
                 nelem[first_data:hi] = t.nelem(block_ids)
                 if t.float_span is None:
@@ -734,7 +775,7 @@ class Session:
         keep = []
         for t in self._tensors[c]:
             if t.complete:
-                self._events.append(TensorCompleted(t.tensor_id, t.result(self.world_size)))
+                self._events.append(TensorCompleted(t.tensor_id, self._scatters.result(t, self.world_size)))
                 self._ids.discard(t.tensor_id)
             else:
                 keep.append(t)
@@ -744,7 +785,10 @@ class Session:
     # -- failure ------------------------------------------------------------------------
 
     def _fail(self, now: float) -> None:
-        self._fail_with(self._stuck_reason(now))
+        self._fail_with(stuck_reason(
+            self._slot_pos, now - self._last_progress, self._map, self._timers.retries,
+            job=(self.job_id, self.rank, self.world_size), window=self.window,
+            classes=self.classes, deadline=self.deadline))
 
     def _fail_with(self, reason: str) -> None:
         self.failed = reason
@@ -752,46 +796,5 @@ class Session:
             for t in tensors:
                 self._events.append(TensorFailed(t.tensor_id, self.failed))
         self._tensors, self._ids = [[] for _ in range(self.classes)], set()
+        self._scatters.layouts.clear()
         self._timers.stop(slice(None))
-
-    def _stuck_reason(self, now: float) -> str:
-        in_flight = np.flatnonzero(self._slot_pos >= 0)
-        silent = now - self._last_progress
-        if not in_flight.size:
-            return f"no progress for {silent:.3f} s with nothing in flight (job {self.job_id})"
-        k = int(in_flight[np.argmin(self._slot_pos[in_flight])])
-        pos = int(self._slot_pos[k])
-        where = f" of priority class {k // self.window}" if self.classes > 1 else ""
-        if not self._map.one_destination:
-            where += f" on aggregator {self._map.routes[self._map.route_of[k]].aggregator}"
-        return (
-            f"no result for {silent:.3f} s (deadline {self.deadline} s): job {self.job_id} rank"
-            f" {self.rank}, oldest position {pos}{where} in slot {self._map.wire_slot[k]} (shadow"
-            f" {(pos // self.window) & 1}) resent {int(self._timers.retries[k])} times,"
-            f" {in_flight.size} slots waiting; the aggregator or a peer is silent (are all"
-            f" {self.world_size} ranks running and reducing the same tensor sizes in the"
-            " same order? is the job configured on the aggregator with this slot range,"
-            " and is this rank's source address the one it used before?)"
-        )
-
-
-def _check_job(job_id: int, rank: int, world_size: int, slot_base: int, slot_count: int,
-               used: int, window: int) -> None:
-    """SessionError unless the job's identity and slots fit the wire and ``used`` slots
-    (``window`` per class) fit its range."""
-    if not 0 <= job_id <= 0xFFFF:
-        raise SessionError(f"job id {job_id} does not fit in 16 bits")
-    if not 1 <= world_size <= wire.MAX_WORLD_SIZE:
-        raise SessionError(f"world size {world_size} outside 1..{wire.MAX_WORLD_SIZE}")
-    if not 0 <= rank < world_size:
-        raise SessionError(f"rank {rank} outside 0..{world_size - 1}")
-    if slot_base < 0 or slot_count < 1 or slot_base + slot_count > 1 << 32:
-        raise SessionError(f"slot range {slot_base}+{slot_count} is not a valid 32-bit range")
-    if window < 1 or used > slot_count:
-        raise SessionError(
-            f"window {window} outside 1..slot_count ({slot_count})"
-            if used == window
-            else f"{used // window} priority classes of {window} slots need {used} slots,"
-            f" the job has {slot_count}"
-        )
-

@@ -15,7 +15,7 @@ from typing import TypedDict
 
 from p4hub.hosts import quantize
 from p4hub.hosts.errors import SessionError
-from p4hub.hosts.wire import DEFAULT_LANES, LANE_COUNTS
+from p4hub.hosts.wire import DEFAULT_LANES, LANE_COUNTS, MAX_WORLD_SIZE
 
 MAX_CLASSES = 64  # priority classes of a session (each needs its own window of slots)
 
@@ -84,3 +84,25 @@ def with_settings(config: SessionConfig | None, settings: SessionSettings) -> Se
     """``config`` (default: all defaults) with the keyword ``settings`` given laid over it."""
     base = SessionConfig() if config is None else config
     return replace(base, **settings) if settings else base
+
+
+def check_job(job_id: int, rank: int, world_size: int, slot_base: int, slot_count: int,
+              used: int, window: int) -> None:
+    """SessionError unless the job's identity and slots fit the wire and ``used`` slots
+    (``window`` per class) fit its range."""
+    if not 0 <= job_id <= 0xFFFF:
+        raise SessionError(f"job id {job_id} does not fit in 16 bits")
+    if not 1 <= world_size <= MAX_WORLD_SIZE:
+        raise SessionError(f"world size {world_size} outside 1..{MAX_WORLD_SIZE}")
+    if not 0 <= rank < world_size:
+        raise SessionError(f"rank {rank} outside 0..{world_size - 1}")
+    if slot_base < 0 or slot_count < 1 or slot_base + slot_count > 1 << 32:
+        raise SessionError(f"slot range {slot_base}+{slot_count} is not a valid 32-bit range")
+    if window < 1 or used > slot_count:
+        raise SessionError(
+            f"window {window} outside 1..slot_count ({slot_count})"
+            if used == window
+            else f"{used // window} priority classes of {window} slots need {used} slots,"
+            f" the job has {slot_count}"
+        )
+

@@ -1,8 +1,8 @@
-"""The p4hub aggregation wire protocol, version 2.
+"""The p4hub aggregation wire protocol, versions 2 and 3.
 
 One UDP datagram carries one fixed 20-byte header and then exactly L big-endian
-int32 lanes, where the job's *lane count* L is 64 (276 bytes of UDP payload, the
-default: it fits a hardware switch's per-pass budget) or 256 (1044 bytes: a quarter
+int32 lanes (a version-3 DONE: the header alone), where the job's *lane count* L is
+64 (276 bytes of UDP payload, the default: it fits a hardware switch's per-pass budget) or 256 (1044 bytes: a quarter
 of the packets, for software aggregators and links where framing matters). The
 layout is specified byte by byte in docs/DESIGN.md; the golden-bytes tests in
 tests/unit/test_wire.py freeze it. Switch (p4src/aggregate.p4) and PBox parse the
@@ -36,6 +36,17 @@ the FALLBACK flag (the switch forwards it to the PBox unchanged) and exponent
 -128 for a zero block, else -126..127). A PBox sums a float cell's contributions in
 rank order (hosts/pbox/aggregator.py) and answers with the same marker.
 
+Version 3 (sharded collectives, docs/notes/pytorch.md "Sharded collectives") adds two
+packet types and keeps every version-2 packet as it was: a packet carries the lowest
+version that has its type, so the version-2 types keep their bytes and an aggregator that
+speaks only version 2 (today's switch program) drops a version-3 packet as malformed.
+
+* SCATTER (5): a reduce-scatter contribution, summed as a CONTRIB; a round with any
+  SCATTER in it is a *scatter round*, whose RESULT goes to the slot's owner only
+  (hosts/owners.py: from the job's slot range, never from the packet);
+* DONE (6): the header alone (20 bytes, ``nelem`` 0): a scatter round completed, sent
+  to every member but the owner instead of the lanes, so they can move their windows.
+
 Parsing uses numpy structured dtypes over ``frombuffer`` (no per-field Python).
 """
 
@@ -49,7 +60,8 @@ import numpy as np
 
 from p4hub.hosts.errors import HostError
 
-VERSION = 2
+VERSION = 2  # of the packet types CONTRIB..PRIME
+SHARDED_VERSION = 3  # of SCATTER and DONE (module docstring)
 DEFAULT_LANES = 64  # a job's lane count unless its join says otherwise; docs/DESIGN.md says why 64
 LANE_COUNTS = (64, 256)  # index = the flags' lane code
 MAX_LANES = LANE_COUNTS[-1]  # a whole number of blocks at either lane count
@@ -89,9 +101,19 @@ class PacketType(IntEnum):
     # (unsigned 32-bit) instead of the sum; its result is an ordinary RESULT. Lane i
     # carries block i's local exponent e as e - PRIME_EXP_BIAS (0..255; 0 = all zero)
     PRIME = 4
+    # version 3: a reduce-scatter contribution (its round's result goes to the slot's
+    # owner only) and the header-only notice the other members get instead
+    SCATTER = 5
+    DONE = 6
 
 
-CONTRIBUTION_TYPES = (PacketType.CONTRIB, PacketType.PARTIAL, PacketType.PRIME)
+CONTRIBUTION_TYPES = (PacketType.CONTRIB, PacketType.PARTIAL, PacketType.PRIME)  # version 2
+SHARDED_TYPES = (PacketType.SCATTER, PacketType.DONE)  # the version-3 types
+
+
+def version_of(ptype: PacketType) -> int:
+    """The version a packet of type ``ptype`` carries: the lowest that has the type."""
+    return SHARDED_VERSION if ptype in SHARDED_TYPES else VERSION
 PRIME_EXP_BIAS = -128  # a prime lane is exponent - bias: int8 -128..127 -> 0..255
 # A job with the precision option primes each block in two lanes: its exponent as above
 # in lane j, and PRIME_MIN_TOP - (its smallest nonzero value's exponent) in lane L/2 + j
@@ -148,8 +170,8 @@ assert HEADER_STRUCT.size == HEADER_LEN
 
 
 def ver_type(ptype: PacketType) -> int:
-    """The first header byte of a version-1 packet of type ``ptype``."""
-    return (VERSION << 4) | int(ptype)
+    """The first header byte of a packet of type ``ptype`` (its version: ``version_of``)."""
+    return (version_of(ptype) << 4) | int(ptype)
 
 
 def make_flags(shadow: int = 0, retransmit: bool = False, fallback: bool = False,
@@ -182,7 +204,11 @@ class Header:
     priority: int = 0
     lanes: int = DEFAULT_LANES
     epoch: int = 0
-    version: int = VERSION
+
+    @property
+    def version(self) -> int:
+        """The protocol version of this packet: its type's (``version_of``)."""
+        return version_of(self.type)
 
     @property
     def flags(self) -> int:
@@ -210,8 +236,15 @@ def _check_header(h: Header) -> None:
 
 
 def encode(header: Header, values: np.ndarray | None = None) -> bytes:
-    """Build one datagram. ``values`` holds up to ``header.lanes`` int32s (zero-padded)."""
+    """Build one datagram. ``values`` holds up to ``header.lanes`` int32s (zero-padded);
+    a DONE is the header alone (its ``nelem`` must be 0, no values)."""
     _check_header(header)
+    if header.type == PacketType.DONE:
+        if header.nelem or values is not None:
+            raise WireError("a DONE is a header alone: nelem 0 and no lanes")
+        hdr = np.zeros((), dtype=HEADER_DTYPE)
+        _fill_header(hdr, header)
+        return hdr.tobytes()
     pkt = np.zeros((), dtype=PACKET_DTYPES[header.lanes])
     _fill_header(pkt["hdr"], header)
     if values is not None:
@@ -227,7 +260,7 @@ def encode(header: Header, values: np.ndarray | None = None) -> bytes:
 
 
 def _fill_header(hdr: np.ndarray, h: Header) -> None:
-    hdr["ver_type"] = (h.version << 4) | int(h.type)
+    hdr["ver_type"] = ver_type(h.type)
     hdr["flags"] = h.flags
     hdr["job"] = h.job
     hdr["rank"] = h.rank
@@ -249,19 +282,29 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
     lanes = lanes_of_flags(data[1])
     if lanes is None:
         raise WireError(f"invalid lane code {(data[1] >> LANE_CODE_SHIFT) & LANE_CODE_MASK}")
-    if len(data) != HEADER_LEN + 4 * lanes:
-        raise WireError(f"datagram of {len(data)} bytes, expected {HEADER_LEN + 4 * lanes}"
-                        f" for {lanes} lanes")
-    pkt = np.frombuffer(data, dtype=PACKET_DTYPES[lanes], count=1)[0]
-    hdr = pkt["hdr"]
-    ver_type = int(hdr["ver_type"])
-    version, ptype = ver_type >> 4, ver_type & 0x0F
-    if version != VERSION:
-        raise WireError(f"protocol version {version}, expected {VERSION}")
+    version, ptype = data[0] >> 4, data[0] & 0x0F
+    if version not in (VERSION, SHARDED_VERSION):
+        raise WireError(f"protocol version {version}, expected {VERSION} or {SHARDED_VERSION}")
     try:
         packet_type = PacketType(ptype)
     except ValueError:
         raise WireError(f"unknown packet type {ptype}") from None
+    if version != version_of(packet_type):
+        raise WireError(f"a {packet_type.name} packet has version {version_of(packet_type)},"
+                        f" not {version}")
+    header_only = packet_type == PacketType.DONE
+    expected = HEADER_LEN if header_only else HEADER_LEN + 4 * lanes
+    if len(data) != expected:
+        raise WireError(f"datagram of {len(data)} bytes, expected {expected}"
+                        + ("" if header_only else f" for {lanes} lanes"))
+    if header_only:
+        hdr = np.frombuffer(data, dtype=HEADER_DTYPE, count=1)[0]
+        values = np.zeros(0, dtype=">i4")
+        if int(hdr["nelem"]):
+            raise WireError(f"a DONE carries no lanes, but its element count is {int(hdr['nelem'])}")
+    else:
+        pkt = np.frombuffer(data, dtype=PACKET_DTYPES[lanes], count=1)[0]
+        hdr, values = pkt["hdr"], pkt["values"]
     nelem = int(hdr["nelem"])
     if nelem > lanes:
         raise WireError(f"element count {nelem} exceeds {lanes}")
@@ -281,9 +324,8 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
         priority=(flags >> PRIORITY_SHIFT) & PRIORITY_MASK,
         lanes=lanes,
         epoch=int(hdr["epoch"]),
-        version=version,
     )
-    return header, pkt["values"]
+    return header, values
 
 
 def packet_array(n: int, lanes: int = DEFAULT_LANES) -> np.ndarray:

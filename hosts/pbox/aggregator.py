@@ -50,6 +50,16 @@ round, older: stale, duplicate: stored result or nothing). Open float cells hold
 n x L x 4 bytes each; past ``max_float_bytes`` over all jobs, a new float round is
 rejected (``float_full``; its senders resend until others complete).
 
+Scatter rounds (wire version 3, reduce-scatter; docs/notes/pytorch.md "Sharded
+collectives"): a SCATTER is summed like a CONTRIB, and a round with any SCATTER in it is
+a scatter round (the flag only ever turns on within a round, so a member that sends a
+CONTRIB instead cannot turn a reduce-scatter block into an all-reduce one). Its result
+goes to the slot's owner alone (hosts/owners.py: from the job's slot range, never the
+packet) and a header-only DONE to every other member; a duplicate on a complete scatter
+round gets the stored result if it comes from the owner, else a DONE. A SCATTER is
+rejected (``type``) for a job under a parent, one with fewer slots than ranks, and
+(``float``) as a float block.
+
 Nothing here raises on a datagram: malformed or rejected packets are counted and
 dropped. Memory is bounded: each job's state is preallocated at ``add_job`` and the
 sum of all jobs' slot counts may not exceed ``max_slots``.
@@ -64,12 +74,13 @@ with reason ``shard`` (which means the kernel's steering misrouted it).
 
 from __future__ import annotations
 
+import bisect
 import struct
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from p4hub.hosts import native
+from p4hub.hosts import native, owners
 from p4hub.hosts.errors import HostError
 from p4hub.hosts.slot_groups import SLOT_GROUP
 from p4hub.hosts.wire import (
@@ -83,6 +94,7 @@ from p4hub.hosts.wire import (
     MAX_WORKERS,
     MAX_WORLD_SIZE,
     NO_RANK,
+    SHARDED_VERSION,
     VERSION,
     PacketType,
     lanes_of_flags,
@@ -99,7 +111,9 @@ _CONTRIB = int(PacketType.CONTRIB)
 _RESULT = int(PacketType.RESULT)
 _PARTIAL = int(PacketType.PARTIAL)
 _PRIME = int(PacketType.PRIME)
+_SCATTER = int(PacketType.SCATTER)
 _RESULT_VER_TYPE = (VERSION << 4) | _RESULT
+_DONE_VER_TYPE = (SHARDED_VERSION << 4) | int(PacketType.DONE)
 _LANES_BE = np.dtype(">i4")
 _LANES_BE_UNSIGNED = np.dtype(">u4")
 
@@ -123,6 +137,7 @@ class JobStats:
     abandoned: int = 0  # open rounds replaced by a newer position (after a resync)
     completions: int = 0  # cell rounds completed
     results_sent: int = 0  # RESULT datagrams sent on completion (n per completion)
+    dones_sent: int = 0  # header-only DONEs of scatter rounds (completions and duplicates)
     resent_results: int = 0  # stored results unicast back to a duplicate
     # as a rack's first level under a parent (JobConfig.parent):
     partials_sent: int = 0  # completed cells sent up as one PARTIAL
@@ -171,7 +186,7 @@ class _JobState:
         "config", "stats", "lanes", "bitmap", "counter", "max_exp", "position", "fresh",
         "addresses", "modulus", "has_result",
         "base", "slot_end", "shards", "shard", "n", "packet_len", "lane_flags", "floats",
-        "full_bitmap", "bit_of",
+        "full_bitmap", "bit_of", "scatter", "owner_bounds",
     )
 
     def __init__(self, config: JobConfig, shard_index: int, shard_count: int) -> None:
@@ -199,6 +214,12 @@ class _JobState:
         self.position = np.zeros(owned * 2, dtype=np.uint32)  # the cell's round
         self.fresh = np.ones(owned * 2, dtype=bool)  # no round yet: any position is new
         self.has_result = np.zeros(owned * 2, dtype=bool)  # the parent's RESULT is stored
+        self.scatter = np.zeros(owned * 2, dtype=bool)  # the round is a scatter round
+        # the owner ranges' bounds (hosts/owners.py); empty: no SCATTER for this job
+        self.owner_bounds: list[int] = (
+            owners.owner_bounds(config.slot_base, config.slot_count, config.world_size).tolist()
+            if config.parent is None and owners.has_owners(config.slot_count, config.world_size)
+            else [])
         self.addresses: list[Address | None] = [None] * MAX_WORKERS  # by member bit
         ranks = config.parent.ranks if config.parent else ()
         # rank -> member bit (module docstring); None: the bit is the rank
@@ -313,8 +334,9 @@ class Aggregator:
         )
         ptype = ver_type & 0x0F
         lanes = lanes_of_flags(flags)
-        if (ver_type >> 4 != VERSION or lanes is None or len(datagram) != HEADER_LEN + 4 * lanes
-                or nelem > lanes or ptype not in (_CONTRIB, _RESULT, _PARTIAL, _PRIME)):  # fmt: skip
+        if (ver_type >> 4 != (SHARDED_VERSION if ptype == _SCATTER else VERSION)
+                or lanes is None or len(datagram) != HEADER_LEN + 4 * lanes
+                or nelem > lanes or ptype not in (_CONTRIB, _RESULT, _PARTIAL, _PRIME, _SCATTER)):  # fmt: skip
             self.malformed += 1
             return []
         state = self._jobs.get(job)
@@ -329,6 +351,8 @@ class Aggregator:
             if parent is None or tuple(src) != parent.address:
                 return state.reject("type")
             return _from_parent(state, slot, flags, exp, position, datagram)
+        if ptype == _SCATTER and not state.owner_bounds:
+            return state.reject("type")
         if rank >= state.n:
             return state.reject("rank")
         bit = rank if state.bit_of is None else state.bit_of.get(rank, MAX_WORKERS)
@@ -353,7 +377,8 @@ class Aggregator:
         echo = (flags, job, slot, position, epoch, nelem)
         if exp == EXP_FLOAT:
             return self._apply_float(state, cell, bit, count, ptype, datagram, src, echo)
-        return _apply(state, cell, bit, count, exp, datagram, src, echo, ptype == _PRIME)
+        return _apply(state, cell, bit, count, exp, datagram, src, echo, ptype == _PRIME,
+                      ptype == _SCATTER)
 
     def _apply_float(self, state: _JobState, cell: int, member: int, count: int, ptype: int,
                      datagram: bytes | bytearray | memoryview, src: Address,
@@ -498,6 +523,7 @@ def _apply(
     src: Address,
     echo: tuple[int, int, int, int, int, int],
     prime: bool,
+    scatter: bool = False,
 ) -> list[tuple[bytes, Address]]:
     """Apply one validated contribution to ``cell`` (local_slot * 2 + shadow set);
     a PRIME's lanes are combined by unsigned maximum instead of sum.
@@ -512,7 +538,7 @@ def _apply(
     switch, a moved job), where ranks resend the positions they keep for their peers and
     a round nobody needs any more must give way. A contribution for the position of a
     complete round is a duplicate whatever the bitmap says, and gets the stored result
-    back."""
+    back. A ``scatter`` contribution makes the round a scatter round (module docstring)."""
     stats = state.stats
     bit = 1 << member
     bitmap = state.bitmap
@@ -528,8 +554,11 @@ def _apply(
             stats.abandoned += 1
         before = 0
         bitmap[cell] = 0
+        state.scatter[cell] = False
     elif int(bitmap[cell]) & bit or not before:
         return _duplicate(state, cell, bit, before, src, echo, prime)
+    if scatter:
+        state.scatter[cell] = True
     state.position[cell] = position
     state.fresh[cell] = False
     state.has_result[cell] = False
@@ -545,8 +574,38 @@ def _apply(
         stats.partials_sent += 1
         return _partial(state, cell, echo, prime)
     stats.completions += 1
+    if state.scatter[cell]:
+        return _to_owner(state, cell, echo, None)
     return _send(state, _result_bytes(state, cell, echo),
                  [addr for addr in state.addresses if addr is not None])
+
+
+def _owner_bit(state: _JobState, slot: int) -> int:
+    """The member bit of ``slot``'s owner (a job without a parent: the bit is the rank)."""
+    return bisect.bisect_right(state.owner_bounds, slot) - 1
+
+
+def _to_owner(state: _JobState, cell: int, echo: tuple[int, int, int, int, int, int],
+              src: Address | None) -> list[tuple[bytes, Address]]:
+    """A complete scatter round's answer: the result to the slot's owner, a DONE to the
+    others; to every member on completion (``src`` None), else to ``src`` alone (a
+    duplicate: the result only if ``src`` is the owner's address)."""
+    owner = _owner_bit(state, echo[2])
+    flags, job, slot, position, epoch, _ = echo
+    done = _HEADER.pack(_DONE_VER_TYPE, flags, job, NO_RANK, state.n, slot, position,
+                        int(state.max_exp[cell]), epoch, 0)
+    owner_addr = state.addresses[owner]
+    out: list[tuple[bytes, Address]] = []
+    for addr in state.addresses if src is None else [src]:
+        if addr is None:
+            continue
+        if addr == owner_addr:
+            out += _send(state, _result_bytes(state, cell, echo), [addr])
+        else:
+            state.stats.dones_sent += 1
+            state.stats.bytes_sent += HEADER_LEN
+            out.append((done, addr))
+    return out
 
 
 def _duplicate(state: _JobState, cell: int, bit: int, before: int, src: Address,
@@ -568,6 +627,11 @@ def _duplicate(state: _JobState, cell: int, bit: int, before: int, src: Address,
         stats.partials_resent += 1
         return _partial(state, cell, echo, prime)
     stats.resent_results += 1
+    if state.scatter[cell]:
+        results = stats.results_sent
+        out = _to_owner(state, cell, echo, src)
+        stats.results_sent = results  # a resend is counted as one, not as a completion's
+        return out
     stats.bytes_sent += state.packet_len
     return [(_result_bytes(state, cell, echo), src)]
 

@@ -57,6 +57,15 @@ GOLDEN_PRECISION_PRIME = (
     + f"{138:08x}" f"{128:08x}" + ZERO_LANE * 30 + f"{154:08x}" f"{128:08x}"
     + ZERO_LANE * 30
 )  # fmt: skip
+# Version 3 (sharded collectives): a SCATTER of a 64-lane job, flags = shadow, job 9,
+# rank 2, count 1, slot 0x40, position 7, exp -2, epoch 1, nelem 2, lanes 5 and -6
+GOLDEN_SCATTER = (
+    "35" "01" "0009" "0002" "0001" "00000040" "00000007" "fe" "01" "0002"
+    + "00000005" "fffffffa" + ZERO_LANE * (DEFAULT_LANES - 2)
+)  # fmt: skip
+# ... and the DONE a non-owner gets for its round: the header alone (20 bytes), flags =
+# lane code 1 (256 lanes) | retransmit | shadow, rank 0xffff, count 4, exp 3, nelem 0
+GOLDEN_DONE = "36" "0b" "0009" "ffff" "0004" "00000040" "00000007" "03" "01" "0000"
 
 CASES = [
     (
@@ -100,7 +109,31 @@ CASES = [
         np.array([138, 128] + [0] * 30 + [154, 128], dtype=np.int32),
         GOLDEN_PRECISION_PRIME,
     ),
+    (
+        Header(PacketType.SCATTER, job=9, rank=2, slot=0x40, position=7, nelem=2, exp=-2,
+               shadow=1, epoch=1),
+        np.array([5, -6], dtype=np.int32),
+        GOLDEN_SCATTER,
+    ),
 ]  # fmt: skip
+DONE_HEADER = Header(PacketType.DONE, job=9, rank=0xFFFF, slot=0x40, position=7, nelem=0,
+                     exp=3, count=4, shadow=1, retransmit=True, lanes=256, epoch=1)
+
+
+def test_a_done_is_the_header_alone_in_version_3():
+    assert wire.encode(DONE_HEADER).hex() == GOLDEN_DONE
+    got, lanes = wire.decode(bytes.fromhex(GOLDEN_DONE))
+    assert got == DONE_HEADER and got.version == wire.SHARDED_VERSION == 3
+    assert lanes.size == 0
+    assert [wire.version_of(t) for t in PacketType] == [2, 2, 2, 2, 3, 3]
+    with pytest.raises(WireError, match="header alone"):
+        wire.encode(DONE_HEADER, np.zeros(1, dtype=np.int32))
+    with pytest.raises(WireError, match="expected 20"):  # a DONE with lanes is malformed
+        wire.decode(bytes.fromhex(GOLDEN_DONE) + bytes(4 * 256))
+    with pytest.raises(WireError, match="element count is 1"):
+        wire.decode(bytes.fromhex(GOLDEN_DONE[:-4] + "0001"))
+    with pytest.raises(WireError, match="expected 276"):  # a header alone of another type
+        wire.decode(bytes.fromhex(GOLDEN_SCATTER)[:20])
 
 
 def test_sizes():
@@ -130,7 +163,7 @@ def test_decode_of_the_golden_bytes(header, values, golden):
 
 def _random_header(rng: random.Random, lanes: int = DEFAULT_LANES) -> Header:
     return Header(
-        type=rng.choice(list(PacketType)),
+        type=rng.choice([t for t in PacketType if t != PacketType.DONE]),  # DONE: no lanes
         job=rng.randrange(1 << 16),
         rank=rng.randrange(1 << 16),
         slot=rng.randrange(1 << 32),
@@ -235,9 +268,11 @@ def _patched(offset: int, byte: int) -> bytes:
         (bytes.fromhex(GOLDEN_CONTRIB)[:-1], "275 bytes"),
         (bytes.fromhex(GOLDEN_CONTRIB) + b"\0", "277 bytes"),
         (_patched(0, 0x11), "version 1"),
-        (_patched(0, 0x31), "version 3"),
+        (_patched(0, 0x31), "a CONTRIB packet has version 2, not 3"),
+        (_patched(0, 0x41), "version 4"),
+        (_patched(0, 0x25), "a SCATTER packet has version 3, not 2"),
         (_patched(0, 0x20), "unknown packet type 0"),
-        (_patched(0, 0x25), "unknown packet type 5"),
+        (_patched(0, 0x27), "unknown packet type 7"),
         (_patched(0, 0x2F), "unknown packet type 15"),
         (_patched(19, DEFAULT_LANES + 1), "element count 65"),
         (_patched(1, 0x08), "276 bytes, expected 1044 for 256 lanes"),  # 64 lanes' worth, code 1
