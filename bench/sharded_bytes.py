@@ -1,5 +1,6 @@
-"""Bytes on each worker's uplink and downlink per collective: reduce-scatter and
-all-gather (today's paths) against all-reduce, over the "p4hub" torch backend.
+"""Bytes on each worker's uplink and downlink per collective: reduce-scatter (in the
+network and over the all-reduce) and all-gather against all-reduce, over the "p4hub"
+torch backend.
 
 N rank processes and a ``p4hub-pbox`` on 127.0.0.1 (no root, no links). Every rank runs,
 for a buffer of ``--elems`` float32 elements (the whole gradient or parameter buffer of a
@@ -8,13 +9,16 @@ step), ``--steps`` times each: ``all_reduce`` of the buffer, ``reduce_scatter_si
 ``all_gather_single`` (``all_gather_into_tensor``) of a 1/N shard into it. The
 bytes are counted from the agent's own counters (``group.stats()``: packets sent,
 retransmitted and resent on the uplink; results, duplicates and foreign packets on the
-downlink) times the job's packet length, per rank per collective.
+downlink) times the job's packet length, per rank per collective; a header-only DONE
+(the in-network reduce-scatter's notice for a block of another rank's shard) counts 20
+bytes, and every duplicate or foreign packet a whole packet (an upper bound).
 
-Today's reduce-scatter is the all-reduce of the whole buffer, and today's all-gather an
-exact sum of a buffer as long as all the shards (hosts/pytorch/shards.py), so both move
-what an all-reduce moves. The "in-network target" columns are what the next stage
-(issue 39's data-plane part) must reach: reduce-scatter's downlink and all-gather's
-uplink at 1/N of the all-reduce's (framing aside).
+Two runs, each with a fresh PBox: ``P4HUB_SCATTER=allreduce`` (all_reduce, the
+reduce-scatter as the all-reduce of the whole buffer, all_gather as an exact sum of a
+buffer as long as all the shards: hosts/pytorch/shards.py) and ``P4HUB_SCATTER=network``
+(``reduce_scatter (network)``: wire version 3, each rank receiving only its own shard's
+results). The "in-network target" column is the all-reduce's bytes over N: the
+reduce-scatter's downlink and the all-gather's uplink must reach it (framing aside).
 
     .venv/bin/python -m bench.sharded_bytes [--world 4] [--elems 65536] [--steps 4]
                                             [--lanes 256]
@@ -34,12 +38,13 @@ from pathlib import Path
 from bench.pbox_loopback import _free_port, start_pbox
 
 RESULTS = Path(__file__).resolve().parent / "results"
-KINDS = ("all_reduce", "reduce_scatter", "all_gather")
+KINDS = ("all_reduce", "reduce_scatter", "all_gather")  # the first run's
+NETWORK = "reduce_scatter (network)"  # the second run's one collective
 UP = ("sent", "retransmitted", "courtesy")
 DOWN = ("results", "duplicates", "foreign")
 
 
-def rank_main(rank: int, world: int, port: int, elems: int, steps: int) -> None:
+def rank_main(rank: int, world: int, port: int, elems: int, steps: int, network: int) -> None:
     """One rank: the three collectives, ``steps`` times each after one warm-up; prints
     one JSON line of packet counts per collective kind."""
     import torch
@@ -56,49 +61,65 @@ def rank_main(rank: int, world: int, port: int, elems: int, steps: int) -> None:
     full = torch.zeros(shard * world)
     run = {"all_reduce": lambda: dist.all_reduce(buffer.clone()),
            "reduce_scatter": lambda: dist.reduce_scatter_single(out, buffer),
-           "all_gather": lambda: dist.all_gather_single(full, out)}
+           "all_gather": lambda: dist.all_gather_single(full, out),
+           NETWORK: lambda: dist.reduce_scatter_single(out, buffer)}
     counts = {}
-    for kind in KINDS:
+    for kind in [NETWORK] if network else KINDS:
         run[kind]()  # warm-up
         before = dict(group.stats())  # type: ignore[attr-defined]
         for _ in range(steps):
             run[kind]()
         after = group.stats()  # type: ignore[attr-defined]
-        counts[kind] = {key: after[key] - before[key] for key in UP + DOWN}
+        counts[kind] = {key: after[key] - before[key] for key in UP + DOWN + ("dones",)}
     print(json.dumps({"rank": rank, "counts": counts}), flush=True)
     dist.destroy_process_group()
 
 
-def measure(args: argparse.Namespace) -> dict:
-    from p4hub.hosts.wire import packet_len
-
+def _run(args: argparse.Namespace, network: bool) -> list[dict]:
+    """One run of the ranks against a fresh PBox; each rank's JSON line."""
     pbox_port = _free_port()
     pbox = start_pbox(pbox_port, 1, args.world, args.lanes)
     try:
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("P4HUB_")},
                "P4HUB_AGGREGATOR": f"127.0.0.1:{pbox_port}", "P4HUB_JOB_ID": "1",
-               "P4HUB_SLOT_BASE": "0", "P4HUB_SLOT_COUNT": "64", "P4HUB_LANES": str(args.lanes)}
+               "P4HUB_SLOT_BASE": "0", "P4HUB_SLOT_COUNT": "64", "P4HUB_LANES": str(args.lanes),
+               "P4HUB_SCATTER": "network" if network else "allreduce"}
         port = _free_port()
         procs = [subprocess.Popen([sys.executable, "-m", "bench.sharded_bytes", "--rank-main",
                                    str(r), str(args.world), str(port), str(args.elems),
-                                   str(args.steps)], cwd=Path(__file__).resolve().parent.parent,
+                                   str(args.steps), str(int(network))],
+                                  cwd=Path(__file__).resolve().parent.parent,
                                   env=env, stdout=subprocess.PIPE, text=True)
                  for r in range(args.world)]
-        lines = [json.loads(p.communicate(timeout=300)[0].strip().splitlines()[-1])
-                 for p in procs]
+        return [json.loads(p.communicate(timeout=300)[0].strip().splitlines()[-1])
+                for p in procs]
     finally:
         pbox.terminate()
         pbox.wait(10)
+
+
+def measure(args: argparse.Namespace) -> dict:
+    from p4hub.hosts.wire import HEADER_LEN, packet_len
+
+    lines = _run(args, network=False)
+    network = _run(args, network=True)
+    for line, extra in zip(lines, network, strict=True):
+        line["counts"].update(extra["counts"])
     plen = packet_len(args.lanes)
+
+    def down_bytes(c: dict) -> int:
+        return (sum(c[k] for k in DOWN) - c["dones"]) * plen + c["dones"] * HEADER_LEN
+
     rows = []
-    for kind in KINDS:
+    for kind in (*KINDS, NETWORK):
         up = max(sum(r["counts"][kind][k] for k in UP) for r in lines) * plen / args.steps
-        down = max(sum(r["counts"][kind][k] for k in DOWN) for r in lines) * plen / args.steps
+        down = max(down_bytes(r["counts"][kind]) for r in lines) / args.steps
         resent = max(r["counts"][kind]["retransmitted"] for r in lines) / args.steps
         rows.append({"collective": kind, "uplink_bytes_per_step": up,
                      "downlink_bytes_per_step": down, "retransmitted_per_step": resent})
     reference = rows[0]
-    rows[1]["target_downlink_bytes"] = reference["downlink_bytes_per_step"] / args.world
+    for row in (rows[1], rows[3]):
+        row["target_downlink_bytes"] = reference["downlink_bytes_per_step"] / args.world
     rows[2]["target_uplink_bytes"] = reference["uplink_bytes_per_step"] / args.world
     return {"world": args.world, "elems": args.elems, "lanes": args.lanes,
             "packet_len": plen, "steps": args.steps, "tensor_bytes": args.elems * 4,
@@ -134,14 +155,15 @@ def plot(doc: dict, path: Path) -> None:
     names = [row["collective"] for row in doc["rows"]]
     xs = range(len(names))
     ax.bar([x - 0.2 for x in xs], [r["uplink_bytes_per_step"] / 1e3 for r in doc["rows"]], 0.4,
-           label="uplink (today)")
+           label="uplink")
     ax.bar([x + 0.2 for x in xs], [r["downlink_bytes_per_step"] / 1e3 for r in doc["rows"]],
-           0.4, label="downlink (today)")
+           0.4, label="downlink")
     targets = [(1 + 0.2, doc["rows"][1]["target_downlink_bytes"] / 1e3),
-               (2 - 0.2, doc["rows"][2]["target_uplink_bytes"] / 1e3)]
+               (2 - 0.2, doc["rows"][2]["target_uplink_bytes"] / 1e3),
+               (3 + 0.2, doc["rows"][3]["target_downlink_bytes"] / 1e3)]
     ax.scatter([t[0] for t in targets], [t[1] for t in targets], color="black", marker="_",
                s=600, label="in-network target (1/N)", zorder=3)
-    ax.set_xticks(list(xs), names)
+    ax.set_xticks(list(xs), [n.replace(" (", "\n(") for n in names])
     ax.set_ylabel("kB per worker per collective")
     ax.set_title(f"{doc['world']} workers, {doc['tensor_bytes'] // 1024} KiB buffer")
     ax.legend()
@@ -153,7 +175,7 @@ def plot(doc: dict, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--rank-main":
-        rank_main(*(int(a) for a in argv[1:6]))
+        rank_main(*(int(a) for a in argv[1:7]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--world", type=int, default=4)

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Unpack
 
 import numpy as np
 
-from p4hub.hosts import blocks
+from p4hub.hosts import blocks, scatter
 from p4hub.hosts.errors import AllreduceError
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
 from p4hub.hosts.routes import Route, to_wire
@@ -182,15 +182,41 @@ class Agent:
         """
         # QuantizeError/SessionError here, in the caller's thread
         prepared = blocks.prepare(array, op, priority, self.lanes, self.precision is not None)
+        handle = self._new_handle()
+        tensor_id = handle.tensor_id
+        if stream is not None and not 0 <= stream < self._session.classes:
+            raise AllreduceError(f"class {stream} outside 0..{self._session.classes - 1}")
+        self._transport.submit(lambda: self._start(tensor_id, prepared, stream))
+        return handle
+
+    def reduce_scatter_async(self, array: np.ndarray, sizes: Sequence[int], op: str = "sum", *,
+                             priority: int = 0, stream: int | None = None) -> Handle:
+        """Start a reduce-scatter in the network (wire version 3, hosts/scatter.py):
+        ``array`` is every rank's shards concatenated in rank order, ``sizes`` their
+        element counts (the same on every rank); the handle's result is this rank's
+        shard of the sum (or mean), 1-D. The aggregator sends each rank only its own
+        shard's results (a PBox; today's switch program speaks version 2 only). Input
+        errors raise here; a session that cannot lay it out fails the handle."""
+        prepared, layout = scatter.prepare(np.asarray(array), sizes, op, priority, self.lanes)
+        if stream is not None and not 0 <= stream < self._session.classes:
+            raise AllreduceError(f"class {stream} outside 0..{self._session.classes - 1}")
+        handle = self._new_handle()
+        self._transport.submit(lambda: self._start(handle.tensor_id, prepared, stream, layout))
+        return handle
+
+    @property
+    def can_scatter(self) -> bool:
+        """Whether ``reduce_scatter_async`` can run on this job's map (one aggregator's
+        slot range, one slot per rank at least, no precision option)."""
+        return self._session.scatters.able
+
+    def _new_handle(self) -> Handle:
         with self._lock:
             if self._closed:
                 raise AllreduceError(f"the agent is closed: {self._close_reason}")
             tensor_id = self._next_id
             self._next_id += 1
             handle = self._handles[tensor_id] = Handle(tensor_id)
-        if stream is not None and not 0 <= stream < self._session.classes:
-            raise AllreduceError(f"class {stream} outside 0..{self._session.classes - 1}")
-        self._transport.submit(lambda: self._start(tensor_id, prepared, stream))
         return handle
 
     @property
@@ -251,9 +277,10 @@ class Agent:
     # -- on the transport thread -------------------------------------------------------
 
     def _start(self, tensor_id: int, prepared: blocks.PreparedTensor,
-               stream: int | None) -> None:
+               stream: int | None, layout: scatter.ScatterLayout | None = None) -> None:
         try:
-            self._session.start(tensor_id, prepared, time.monotonic(), stream=stream)
+            self._session.start(tensor_id, prepared, time.monotonic(), stream=stream,
+                                scatter=layout)
         except Exception as exc:  # never leave a handle waiting
             self._on_event(TensorFailed(tensor_id, str(exc)))
 

@@ -132,6 +132,11 @@ class Scatters:
             if able else None
         self.layouts: dict[Hashable, ScatterLayout] = {}
 
+    @property
+    def able(self) -> bool:
+        """Whether the session can run a reduce-scatter (``lay_out`` says why not)."""
+        return self.slot_owner is not None
+
     def lay_out(self, tensor_id: Hashable, prepared: blocks.PreparedTensor,
                 layout: ScatterLayout, start: int, c: int, window: int) -> blocks.PreparedTensor:
         """``lay_out`` for class ``c`` (window slots ``c*W .. c*W + W-1``), remembered

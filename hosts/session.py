@@ -166,8 +166,8 @@ class Session:
         self._slot_pos = np.full(slots, -1, dtype=np.int64)  # class position in flight, or -1
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), self.classes)  # next one
         self._start_map(route_map or routes.single(slot_base, slots), epoch)
-        self._scatters = Scatters(slots, slot_count, world_size, rank, self.lanes,
-                                  route_map is None, self._float_span is not None)
+        self.scatters = Scatters(slots, slot_count, world_size, rank, self.lanes,
+                                  self._map.is_range(slot_base), self._float_span is not None)
         # the last two packets sent per slot, one per cell (shadow set): row
         # shadow * slots + slot; resends and, after a resync, courtesy resends read them
         self._slot_pkts = wire.packet_array(2 * slots, self.lanes)
@@ -259,12 +259,12 @@ class Session:
         if not 0 <= c < self.classes:
             raise SessionError(f"class {c} outside 0..{self.classes - 1}")
         if isinstance(scatter, ScatterLayout):
-            prepared = self._scatters.lay_out(tensor_id, prepared, scatter, self._total[c], c,
+            prepared = self.scatters.lay_out(tensor_id, prepared, scatter, self._total[c], c,
                                               self.window)
         run = blocks.TensorStream(tensor_id, prepared, self._total[c], self._float_span)
         if run.block_count == 0:
             self._events.append(TensorCompleted(tensor_id,
-                                                self._scatters.result(run, self.world_size)))
+                                                self.scatters.result(run, self.world_size)))
             return
         if self.idle:
             self._last_progress = now  # the no-progress clock starts with the work
@@ -356,7 +356,7 @@ class Session:
         if ours[0]:
             pos = self._slot_pos[slots[:1]]
             sent = self._slot_pkts["hdr"]["ver_type"][self._row(slots[:1], np.maximum(pos, 0))]
-            ours[0] = self._scatters.takes_done(int(slots[0]), pos[0] >= 0, sent[0] == _SCATTER_VT)
+            ours[0] = self.scatters.takes_done(int(slots[0]), pos[0] >= 0, sent[0] == _SCATTER_VT)
         self.stats.dones += self._take(pkts, ours, slots, now)
 
     def receive_batch(
@@ -580,7 +580,7 @@ class Session:
                     offsets[: first_data - lo], batch["values"][lo:first_data]
                 )
             if first_data < hi:
-                if t.tensor_id in self._scatters.layouts:
+                if t.tensor_id in self.scatters.layouts:
                     hdr["ver_type"][first_data:hi] = _SCATTER_VT
                 block_ids = positions[first_data:hi] - t.start - t.primes
                 nelem[first_data:hi] = t.nelem(block_ids)
@@ -775,7 +775,7 @@ class Session:
         keep = []
         for t in self._tensors[c]:
             if t.complete:
-                self._events.append(TensorCompleted(t.tensor_id, self._scatters.result(t, self.world_size)))
+                self._events.append(TensorCompleted(t.tensor_id, self.scatters.result(t, self.world_size)))
                 self._ids.discard(t.tensor_id)
             else:
                 keep.append(t)
@@ -796,5 +796,5 @@ class Session:
             for t in tensors:
                 self._events.append(TensorFailed(t.tensor_id, self.failed))
         self._tensors, self._ids = [[] for _ in range(self.classes)], set()
-        self._scatters.layouts.clear()
+        self.scatters.layouts.clear()
         self._timers.stop(slice(None))

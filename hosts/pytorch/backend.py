@@ -11,10 +11,11 @@ fulfils. ``async_op=True`` hands that work to the caller; otherwise torch waits 
 
 Collectives: all_reduce, reduce_scatter, reduce_scatter_tensor (SUM, AVG), broadcast,
 all_gather, all_gather_into_tensor (and the coalesced forms), barrier. The rest raise
-``NotSupportedError`` ("not supported by p4hub: ..."). reduce-scatter and all-gather ride
-on the job's all-reduce of the whole buffer today (hosts/pytorch/shards.py): N times the
-bytes a switch-native reduce-scatter (downlink) or all-gather (uplink) would move; the
-in-network versions are the next stage of issue 39.
+``NotSupportedError`` ("not supported by p4hub: ..."). A reduce-scatter runs in the
+network where the aggregator is a PBox (``P4HUB_SCATTER``; the agent's
+``reduce_scatter_async``: each rank receives only its own shard's results), else on the
+job's all-reduce of the whole buffer (hosts/pytorch/shards.py: N times the downlink
+bytes); all-gather rides on the all-reduce (N times the uplink bytes of a multicast).
 """
 
 from __future__ import annotations
@@ -99,6 +100,12 @@ class P4hubProcessGroup(dist.ProcessGroup):
                            epoch=self._lease.epoch if self._lease is not None else 0,
                            route_map=from_wire(plan.routes),
                            config=plan.session_config(config, self.timeout))
+        try:
+            self.scatter_in_network = _scatter_in_network(config.scatter, self.where,
+                                                          self.agent.can_scatter)
+        except BackendError:
+            self.agent.close()
+            raise
         if self._lease is not None:
             self.liveness.extra_beat = self._follow_job
         self.liveness.start()
@@ -116,7 +123,8 @@ class P4hubProcessGroup(dist.ProcessGroup):
         """The agent's counters, where the job is aggregated, and its job id."""
         assert self.membership is not None
         return {"where": self.where, "job_id": self.membership.plan.job_id,
-                "job_name": self.membership.name, **self.agent.stats}
+                "job_name": self.membership.name, "scatter_in_network": self.scatter_in_network,
+                **self.agent.stats}
 
     # torch keeps a group's name on its C++ backends and a Python group has none, so
     # ``group.group_name`` (which DeviceMesh.from_group, FSDP2 and functional collectives
@@ -232,9 +240,9 @@ class P4hubProcessGroup(dist.ProcessGroup):
                        opts: dist.ReduceScatterOptions | None = None) -> dist.Work:
         """reduce_scatter: ``output`` gets the sum (or mean) of every rank's
         ``input_list[rank]``. The shards may differ in length (every rank passes the same
-        lengths). Today's path: an all-reduce of the whole concatenated buffer, each rank
-        keeping its slice (hosts/pytorch/shards.py): N x the downlink bytes of a
-        switch-native reduce-scatter, which is the next stage (docs/notes/pytorch.md)."""
+        lengths). In the network where the job allows it (``scatter_in_network``), else
+        an all-reduce of the whole concatenated buffer, each rank keeping its slice
+        (hosts/pytorch/shards.py: N x the downlink bytes)."""
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
         layouts = [shards.check_scatter("reduce_scatter", out, ins, self._rank,
                                         self._world_size)
@@ -264,12 +272,15 @@ class P4hubProcessGroup(dist.ProcessGroup):
 
     def _reduce_scatter(self, outputs: list[torch.Tensor], flats: Sequence[torch.Tensor],
                         layouts: list[shards.Layout], op: object, what: str) -> dist.Work:
-        """Start one all-reduce per flat buffer (validated first, so a refusal starts
-        nothing); each rank writes its own span of the result into its output."""
+        """Start one reduce-scatter (or all-reduce) per flat buffer (validated first, so a
+        refusal starts nothing); each rank writes its own span of the result into its
+        output (a reduce-scatter's result is that span)."""
         names = [encoding.reduce_op_name(op, out.dtype) for out in outputs]
         arrays = [encoding.reduce_input(flat, what) for flat in flats]
-        handles = self._start([(a, n) for a, n in zip(arrays, names, strict=True)])
-        mine = [layout.span(self._rank) for layout in layouts]
+        sizes = [np.diff(layout.offsets).tolist() for layout in layouts] \
+            if self.scatter_in_network else None
+        handles = self._start([(a, n) for a, n in zip(arrays, names, strict=True)], scatter=sizes)
+        mine = [slice(None) if sizes else layout.span(self._rank) for layout in layouts]
 
         def finish(results: list[np.ndarray]) -> list[torch.Tensor]:
             for out, result, span in zip(outputs, results, mine, strict=True):
@@ -285,13 +296,19 @@ class P4hubProcessGroup(dist.ProcessGroup):
     # -- the machinery -------------------------------------------------------------------
 
     def _start(self, jobs: Sequence[tuple[np.ndarray, str]], priority: int = 0,
-               stream: int | None = None) -> list[Handle]:
-        """Start every all-reduce of one collective, in order, or none of them."""
+               stream: int | None = None,
+               scatter: Sequence[Sequence[int]] | None = None) -> list[Handle]:
+        """Start every all-reduce of one collective, in order, or none of them
+        (``scatter``: reduce-scatters in the network instead, of these shard sizes)."""
         with self._lock:
             if self._broken is not None:
                 raise BackendError(f"the p4hub group is broken: {self._broken}")
             self.liveness.started += 1
             try:
+                if scatter is not None:
+                    return [self.agent.reduce_scatter_async(array, sizes, op, priority=priority,
+                                                            stream=stream)
+                            for (array, op), sizes in zip(jobs, scatter, strict=True)]
                 return [self.agent.allreduce_async(array, op, priority=priority, stream=stream)
                         for array, op in jobs]
             except HostError as exc:
@@ -429,3 +446,15 @@ for _name in ("reduce", "alltoall", "all_to_all_single", "alltoall_base", "gathe
 
 def _shapes(tensors: Sequence[torch.Tensor]) -> str:
     return ", ".join(f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in tensors)
+
+
+def _scatter_in_network(mode: str, where: str, able: bool) -> bool:
+    """Whether reduce-scatters run in the network (hosts/pytorch/config.py,
+    P4HUB_SCATTER): ``auto`` on a PBox job whose map allows it (today's switch program
+    speaks wire version 2 only); ``network`` insists (BackendError if the map does not
+    allow it)."""
+    if mode == "network" and not able:
+        raise BackendError("P4HUB_SCATTER=network: this job cannot run reduce-scatters in "
+                           "the network (it needs its slot range on one aggregator, a slot "
+                           "per rank, at most 32 ranks and no precision option)")
+    return mode == "network" or (mode == "auto" and where == "pbox" and able)

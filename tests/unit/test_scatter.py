@@ -177,7 +177,7 @@ def test_a_done_is_taken_only_for_a_scatter_position_another_rank_owns():
 
 
 def test_a_session_refuses_a_reduce_scatter_it_cannot_lay_out():
-    routed = Session(JOB, 0, 2, BASE, 4, 4, route_map=[Route("a", BASE, 4)])
+    routed = Session(JOB, 0, 2, BASE, 4, 4, route_map=[Route("a", BASE + 50, 4)])
     with pytest.raises(SessionError, match="one aggregator"):
         routed.start("x", np.zeros(8, dtype=np.float32), 0.0, scatter=[4, 4])
     precise = Session(JOB, 0, 2, BASE, 4, 4, precision=1e-3)

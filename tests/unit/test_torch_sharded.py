@@ -14,7 +14,8 @@ from tests.unit.test_torch_backend import assert_checks_pass, env_for, pbox_serv
 MODULE = "tests.unit.torch_shard_ranks"
 # job id -> "id:world:slot base:slots" on this module's PBox (its own, so no job is shared
 # with test_torch_backend's)
-JOBS = {21: "21:3:0:64", 22: "22:3:64:64", 23: "23:2:128:64"}
+JOBS = {21: "21:3:0:64", 22: "22:3:64:64", 23: "23:2:128:64", 24: "24:3:192:64",
+        25: "25:2:256:64"}
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +31,13 @@ def _env(job: int, pbox: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def test_reduce_scatter_and_all_gather_dtypes_shards_async_and_refusals(pbox):
-    outputs = run_ranks("sharded", 3, _env(21, pbox), module=MODULE)
-    assert_checks_pass(outputs, expected_checks=17)
+@pytest.mark.parametrize("scatter", ["allreduce", "network"])
+def test_reduce_scatter_and_all_gather_dtypes_shards_async_and_refusals(pbox, scatter):
+    """Over the whole buffer's all-reduce and in the network (wire version 3: each rank
+    receives only its own shard's results, DONEs for the others)."""
+    job = 21 if scatter == "allreduce" else 24
+    outputs = run_ranks("sharded", 3, _env(job, pbox, P4HUB_SCATTER=scatter), module=MODULE)
+    assert_checks_pass(outputs, expected_checks=18)
 
 
 def test_a_dead_rank_is_named_in_a_reduce_scatter(pbox):
@@ -50,13 +55,17 @@ def test_a_dead_rank_is_named_in_a_reduce_scatter(pbox):
 LOSS_TOLERANCE = 1e-4  # absolute, per step, per rank (cross-entropy of ~2.3)
 
 
-def test_fsdp2_and_zero_train_over_p4hub_as_over_gloo(pbox):
+@pytest.mark.parametrize("scatter", ["allreduce", "network"])
+def test_fsdp2_and_zero_train_over_p4hub_as_over_gloo(pbox, scatter):
     """fully_shard (reduce_scatter_tensor AVG, all_gather_into_tensor) and
     ZeroRedundancyOptimizer (DDP's all-reduce, broadcasts from each shard's owner) train
     DigitsNet for 8 steps over p4hub and over Gloo in the same processes: every rank's
     loss within LOSS_TOLERANCE of Gloo's at every step, the parameters near Gloo's and
-    bit-identical on both ranks (the digests)."""
-    outputs = run_ranks("training", 2, _env(23, pbox), module=MODULE, timeout=240)
+    bit-identical on both ranks (the digests). FSDP's reduce-scatters run over the
+    all-reduce and in the network."""
+    job = 23 if scatter == "allreduce" else 25
+    outputs = run_ranks("training", 2, _env(job, pbox, P4HUB_SCATTER=scatter), module=MODULE,
+                        timeout=240)
     assert_checks_pass(outputs, expected_checks=2)
     for lines in outputs:
         losses = {line["losses"]: line["values"] for line in lines if "losses" in line}

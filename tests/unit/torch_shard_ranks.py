@@ -24,6 +24,15 @@ from tests.unit.torch_ranks import check, digest, emit, expect_refusal, inputs
 
 # -- the collectives -------------------------------------------------------------------------
 
+# reduce-scatters in the network (wire version 3) block each shard on its own, so their
+# reference is each shard's own quantized sum, not a slice of the whole buffer's
+NETWORK = os.environ.get("P4HUB_SCATTER") == "network"
+
+
+def _quantized_shard(parts: list[np.ndarray], span: slice) -> np.ndarray:
+    """What a reduce-scatter gives rank ``span``'s owner of float32 ``parts``."""
+    return quantized_sum([p[span] for p in parts]) if NETWORK else quantized_sum(parts)[span]
+
 
 def sharded(rank: int, world: int) -> None:
     _reduce_scatter_floats(rank, world)
@@ -34,6 +43,10 @@ def sharded(rank: int, world: int) -> None:
     after = torch.zeros(2)
     dist.reduce_scatter_tensor(after, torch.ones(2 * world))
     check("still in step after refusals", torch.equal(after, torch.full((2,), float(world))))
+    stats = dist.distributed_c10d._get_default_group().stats()
+    # in the network: DONEs for the other ranks' blocks; else none at all
+    check("reduce-scatters ran where P4HUB_SCATTER says", stats["scatter_in_network"] == NETWORK
+          and (stats["dones"] > 0) == NETWORK, dones=stats["dones"])
 
 
 def _sizes(total: int, world: int) -> list[int]:
@@ -50,9 +63,9 @@ def _reduce_scatter_floats(rank: int, world: int) -> None:
     out = torch.zeros(sizes[rank])
     dist.reduce_scatter(out, pieces)
     span = slice(sum(sizes[:rank]), sum(sizes[: rank + 1]))
-    exact = quantized_sum(everyone)  # the all-reduce of the whole buffer, quantized
+    exact = _quantized_shard(everyone, span)
     check("reduce_scatter float32 SUM of unequal shards is the quantized sum's slice",
-          np.array_equal(out.numpy().view(np.int32), exact[span].view(np.int32)),
+          np.array_equal(out.numpy().view(np.int32), exact.view(np.int32)),
           sizes=sizes)
     true = np.sum(np.stack(everyone).astype(np.float64), axis=0)
     bound = 2.0**-20 * float(np.max(np.abs(true)))  # quantization: ~2**-28 of a block's max
@@ -70,7 +83,7 @@ def _reduce_scatter_floats(rank: int, world: int) -> None:
     stacked = torch.zeros(3, 5)
     source = torch.from_numpy(flat[rank][: world * 15].copy()).reshape(world * 3, 5)
     dist.reduce_scatter_tensor(stacked, source)  # 2-D: shards along the first dimension
-    want2 = quantized_sum([f[: world * 15] for f in flat])[rank * 15:(rank + 1) * 15]
+    want2 = _quantized_shard([f[: world * 15] for f in flat], slice(rank * 15, (rank + 1) * 15))
     check("reduce_scatter_tensor of a 2-D tensor", np.array_equal(
         stacked.numpy().reshape(-1).view(np.int32), want2.view(np.int32)))
     for dtype in (torch.float16, torch.bfloat16):
