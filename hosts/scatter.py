@@ -157,9 +157,11 @@ class Scatters:
         layout = self.layouts.pop(t.tensor_id, None)
         return result if layout is None else layout.own(result, self.rank, self.lanes)
 
-    def takes_done(self, slot: int, in_flight: bool, sent_scatter: bool) -> bool:
-        """Whether a DONE for window slot ``slot`` may stand for its result: for a SCATTER
-        in flight of a slot another rank owns (one for nothing in flight is a duplicate)."""
+    def takes_done(self, slots: np.ndarray, in_flight: np.ndarray,
+                   sent_scatter: np.ndarray) -> np.ndarray:
+        """Whether a DONE for each of window ``slots`` may stand for its result: for a
+        SCATTER in flight of a slot another rank owns (one for nothing in flight is a
+        duplicate)."""
         if self.slot_owner is None:
-            return False
-        return not in_flight or (sent_scatter and int(self.slot_owner[slot]) != self.rank)
+            return np.zeros(slots.shape, dtype=bool)
+        return ~in_flight | (sent_scatter & (self.slot_owner[slots] != self.rank))

@@ -337,26 +337,26 @@ class Session:
 
     def receive(self, datagram: bytes | bytearray | memoryview, now: float) -> None:
         """One datagram from the aggregator; anything unexpected is counted and dropped."""
-        if len(datagram) == wire.HEADER_LEN and datagram[0] == _DONE_VT:
-            self._receive_done(datagram, now)
+        if len(datagram) == wire.HEADER_LEN:
+            self.receive_dones(datagram, 1, now)
             return
         if len(datagram) != self.packet_len:
             self.stats.foreign += 1
             return
         self.receive_batch(datagram, 1, now)
 
-    def _receive_done(self, datagram: bytes | bytearray | memoryview, now: float) -> None:
-        """A DONE: a result without lanes (``Scatters.takes_done``: else foreign)."""
-        if self.failed is not None:
+    def receive_dones(self, buf: bytes | bytearray | memoryview, n: int, now: float) -> None:
+        """``n`` back-to-back DONEs: results without lanes (else foreign: ``takes_done``)."""
+        if n <= 0 or self.failed is not None:
             return
-        row = bytearray(datagram) + bytes(4 * self.lanes)
-        row[0] = _RESULT_VT
-        pkts = wire.decode_batch(row, 1, self.lanes)
+        pkts = wire.packet_array(n, self.lanes)
+        pkts["hdr"] = np.frombuffer(buf, dtype=wire.HEADER_DTYPE, count=n)
+        done, pkts["hdr"]["ver_type"] = pkts["hdr"]["ver_type"] == _DONE_VT, _RESULT_VT
         ours, slots = self._ours(pkts)
-        if ours[0]:
-            pos = self._slot_pos[slots[:1]]
-            sent = self._slot_pkts["hdr"]["ver_type"][self._row(slots[:1], np.maximum(pos, 0))]
-            ours[0] = self.scatters.takes_done(int(slots[0]), pos[0] >= 0, sent[0] == _SCATTER_VT)
+        at = np.where(ours & done, slots, 0)
+        pos = self._slot_pos[at]
+        sent = self._slot_pkts["hdr"]["ver_type"][self._row(at, np.maximum(pos, 0))]
+        ours &= done & self.scatters.takes_done(at, pos >= 0, sent == _SCATTER_VT)
         self.stats.dones += self._take(pkts, ours, slots, now)
 
     def receive_batch(

@@ -42,6 +42,7 @@ from p4hub.hosts.gro import GroReceiver
 from p4hub.hosts.gso import GsoSender
 from p4hub.hosts.session import Session
 from p4hub.hosts.slot_groups import group_starts
+from p4hub.hosts.wire import HEADER_LEN
 
 BATCH = 512  # datagrams read per wake-up at most
 RECV_BATCH = 64  # datagrams per recvmmsg call
@@ -216,13 +217,19 @@ class UdpTransport:
 
     def _deliver(self, n: int) -> None:
         """Datagrams 0..n-1 of the receiver's buffer to the session: runs of well-sized
-        ones as one batch each; any other size alone (the session counts it foreign)."""
+        ones as one batch each, the header-only DONEs (wire version 3) as one batch; any
+        other size alone (the session counts it foreign)."""
         rx, size, now = self._receiver, self.session.packet_len, time.monotonic()
         trusted = np.isin(rx.source_keys(n), self._aggregators).tolist()
         good = [rx.lengths[i] == size and not rx.truncated[i] and trusted[i] for i in range(n)]
         if all(good):
             self.session.receive_batch(rx.view, n, now)
             return
+        dones = [i for i in range(n) if rx.lengths[i] == HEADER_LEN and trusted[i]]
+        if dones:
+            self.session.receive_dones(b"".join(rx.view[i * size : i * size + HEADER_LEN]
+                                                for i in dones), len(dones), now)
+        done = set(dones)
         start = 0
         for i in range(n + 1):
             if i < n and good[i]:
@@ -232,7 +239,7 @@ class UdpTransport:
             if i < n and not trusted[i]:
                 self.foreign_sources += 1
                 self.session.stats.foreign += 1
-            elif i < n:
+            elif i < n and i not in done:
                 self.session.receive(rx.view[i * size : i * size + min(rx.lengths[i], size)], now)
             start = i + 1
 
