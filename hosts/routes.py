@@ -120,12 +120,6 @@ class RouteMap:
         """One route serves the whole window (there may be a float route beside it)."""
         return len(self.routes) == 1
 
-    def is_range(self, slot_base: int) -> bool:
-        """Whether the map is one aggregator's slots from ``slot_base`` on, window slot i
-        on slot ``slot_base + i`` (the default map)."""
-        return len(self.all_routes) == 1 and bool(np.array_equal(
-            self.wire_slot, slot_base + np.arange(self.wire_slot.size)))
-
     @property
     def one_destination(self) -> bool:
         """Every packet goes to the one route's aggregator."""

@@ -124,12 +124,11 @@ class Scatters:
     def __init__(self, slots: int, slot_count: int, world_size: int, rank: int, lanes: int,
                  one_aggregator: bool, precision: bool) -> None:
         self.rank, self.lanes = rank, lanes
-        # the one aggregator's job is the session's slot range: window slot i is its
-        # slot_base + i (None: no reduce-scatter here, why in ``refusal``)
+        # one aggregator: window slot i is its job's slot_base + i, whose owner is i mod n
+        # (None: no reduce-scatter here, ``lay_out`` says why)
         able = one_aggregator and owners.has_owners(slot_count, world_size) \
             and not precision and world_size <= MAX_WORKERS
-        self.slot_owner = owners.owner_of(np.arange(slots), 0, slot_count, world_size) \
-            if able else None
+        self.slot_owner = owners.owner_of(np.arange(slots), 0, world_size) if able else None
         self.layouts: dict[Hashable, ScatterLayout] = {}
 
     @property

@@ -167,7 +167,7 @@ class Session:
         self._slot_next = np.tile(np.arange(window, dtype=np.int64), self.classes)  # next one
         self._start_map(route_map or routes.single(slot_base, slots), epoch)
         self.scatters = Scatters(slots, slot_count, world_size, rank, self.lanes,
-                                  self._map.is_range(slot_base), self._float_span is not None)
+                                  self._map.one_destination, self._float_span is not None)
         # the last two packets sent per slot, one per cell (shadow set): row
         # shadow * slots + slot; resends and, after a resync, courtesy resends read them
         self._slot_pkts = wire.packet_array(2 * slots, self.lanes)

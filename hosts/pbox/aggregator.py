@@ -74,7 +74,6 @@ with reason ``shard`` (which means the kernel's steering misrouted it).
 
 from __future__ import annotations
 
-import bisect
 import struct
 from dataclasses import asdict, dataclass, field
 
@@ -186,7 +185,7 @@ class _JobState:
         "config", "stats", "lanes", "bitmap", "counter", "max_exp", "position", "fresh",
         "addresses", "modulus", "has_result",
         "base", "slot_end", "shards", "shard", "n", "packet_len", "lane_flags", "floats",
-        "full_bitmap", "bit_of", "scatter", "owner_bounds",
+        "full_bitmap", "bit_of", "scatter", "scatters",
     )
 
     def __init__(self, config: JobConfig, shard_index: int, shard_count: int) -> None:
@@ -215,11 +214,9 @@ class _JobState:
         self.fresh = np.ones(owned * 2, dtype=bool)  # no round yet: any position is new
         self.has_result = np.zeros(owned * 2, dtype=bool)  # the parent's RESULT is stored
         self.scatter = np.zeros(owned * 2, dtype=bool)  # the round is a scatter round
-        # the owner ranges' bounds (hosts/owners.py); empty: no SCATTER for this job
-        self.owner_bounds: list[int] = (
-            owners.owner_bounds(config.slot_base, config.slot_count, config.world_size).tolist()
-            if config.parent is None and owners.has_owners(config.slot_count, config.world_size)
-            else [])
+        # whether a SCATTER is taken: every rank owns a slot (hosts/owners.py), no parent
+        self.scatters = config.parent is None and owners.has_owners(config.slot_count,
+                                                                   config.world_size)
         self.addresses: list[Address | None] = [None] * MAX_WORKERS  # by member bit
         ranks = config.parent.ranks if config.parent else ()
         # rank -> member bit (module docstring); None: the bit is the rank
@@ -351,7 +348,7 @@ class Aggregator:
             if parent is None or tuple(src) != parent.address:
                 return state.reject("type")
             return _from_parent(state, slot, flags, exp, position, datagram)
-        if ptype == _SCATTER and not state.owner_bounds:
+        if ptype == _SCATTER and not state.scatters:
             return state.reject("type")
         if rank >= state.n:
             return state.reject("rank")
@@ -581,8 +578,9 @@ def _apply(
 
 
 def _owner_bit(state: _JobState, slot: int) -> int:
-    """The member bit of ``slot``'s owner (a job without a parent: the bit is the rank)."""
-    return bisect.bisect_right(state.owner_bounds, slot) - 1
+    """The member bit of ``slot``'s owner (hosts/owners.py; a job without a parent: the
+    bit is the rank)."""
+    return (slot - state.config.slot_base) % state.n
 
 
 def _to_owner(state: _JobState, cell: int, echo: tuple[int, int, int, int, int, int],

@@ -22,9 +22,8 @@ JOB = 7
 BASE = 100
 
 
-def test_owner_ranges_split_the_slot_range_and_every_rank_gets_one():
-    assert owners.owner_bounds(100, 10, 3).tolist() == [100, 103, 106, 110]
-    assert owners.owner_of(np.arange(100, 110), 100, 10, 3).tolist() == [0] * 3 + [1] * 3 + [2] * 4
+def test_the_owners_take_turns_slot_by_slot():
+    assert owners.owner_of(np.arange(100, 107), 100, 3).tolist() == [0, 1, 2, 0, 1, 2, 0]
     assert owners.has_owners(4, 4) and not owners.has_owners(3, 4)
 
 
@@ -42,10 +41,10 @@ def _agg(n: int = 3, count: int = 6) -> Aggregator:
 
 
 def test_a_scatter_rounds_result_goes_to_its_owner_and_a_done_to_the_others():
-    agg = _agg()  # owners: slots 100-101 rank 0, 102-103 rank 1, 104-105 rank 2
+    agg = _agg()  # owners of slots 100..105: ranks 0, 1, 2, 0, 1, 2
     out = []
     for r in range(3):
-        out += agg.receive(_contrib(r, 103, values=(r + 1, -r)), ("h", r), 0.0)
+        out += agg.receive(_contrib(r, 104, values=(r + 1, -r)), ("h", r), 0.0)
     by_dst = {dst[1]: data for data, dst in out}
     assert sorted(by_dst) == [0, 1, 2]
     h, lanes = wire.decode(by_dst[1])
@@ -53,42 +52,42 @@ def test_a_scatter_rounds_result_goes_to_its_owner_and_a_done_to_the_others():
     for r in (0, 2):
         assert len(by_dst[r]) == wire.HEADER_LEN
         done, _ = wire.decode(by_dst[r])
-        assert (done.type, done.slot, done.count, done.nelem) == (PacketType.DONE, 103, 3, 0)
+        assert (done.type, done.slot, done.count, done.nelem) == (PacketType.DONE, 104, 3, 0)
     stats = agg.job_stats(JOB)
     assert (stats.results_sent, stats.dones_sent) == (1, 2)
     assert stats.bytes_sent == wire.PACKET_LEN + 2 * wire.HEADER_LEN
     # a duplicate from the owner gets the stored result, from anyone else a DONE
-    again = agg.receive(_contrib(1, 103, retransmit=True), ("h", 1), 0.1)
+    again = agg.receive(_contrib(1, 104, retransmit=True), ("h", 1), 0.1)
     assert [wire.decode(d)[0].type for d, _ in again] == [PacketType.RESULT]
     assert wire.decode(again[0][0])[1][:2].tolist() == [6, -3]
-    again = agg.receive(_contrib(2, 103, retransmit=True), ("h", 2), 0.1)
+    again = agg.receive(_contrib(2, 104, retransmit=True), ("h", 2), 0.1)
     assert [(len(d), dst) for d, dst in again] == [(wire.HEADER_LEN, ("h", 2))]
 
 
 def test_a_forged_packet_gets_nothing_it_is_not_owed():
-    """Rank 2 wants rank 1's shard (slot 103): whatever it sends, the result goes to rank 1."""
+    """Rank 2 wants rank 1's shard (slot 104): whatever it sends, the result goes to rank 1."""
     agg = _agg()
-    out = agg.receive(_contrib(0, 103), ("h", 0), 0.0)
-    out += agg.receive(_contrib(1, 103), ("h", 1), 0.0)
+    out = agg.receive(_contrib(0, 104), ("h", 0), 0.0)
+    out += agg.receive(_contrib(1, 104), ("h", 1), 0.0)
     # a CONTRIB (all-reduce type) cannot turn the scatter round into an all-reduce one
-    out += agg.receive(_contrib(2, 103, ptype=PacketType.CONTRIB), ("h", 2), 0.0)
+    out += agg.receive(_contrib(2, 104, ptype=PacketType.CONTRIB), ("h", 2), 0.0)
     assert [len(d) for d, dst in out if dst == ("h", 2)] == [wire.HEADER_LEN]
     # its resends, as CONTRIB or SCATTER, get DONEs; naming rank 1 from its own address
     # is rejected (each rank's address is the one it used first)
     for ptype in (PacketType.CONTRIB, PacketType.SCATTER):
-        again = agg.receive(_contrib(2, 103, ptype=ptype, retransmit=True), ("h", 2), 0.1)
+        again = agg.receive(_contrib(2, 104, ptype=ptype, retransmit=True), ("h", 2), 0.1)
         assert [len(d) for d, _ in again] == [wire.HEADER_LEN]
-    assert agg.receive(_contrib(1, 103, retransmit=True), ("h", 2), 0.1) == []
+    assert agg.receive(_contrib(1, 104, retransmit=True), ("h", 2), 0.1) == []
     assert agg.job_stats(JOB).rejected["address"] == 1
     # and a round it opens as CONTRIB becomes a scatter round with the owner's SCATTER
-    out = agg.receive(_contrib(2, 104, position=1, ptype=PacketType.CONTRIB), ("h", 2), 0.2)
-    out += agg.receive(_contrib(0, 104, position=1, ptype=PacketType.CONTRIB), ("h", 0), 0.2)
-    out += agg.receive(_contrib(1, 104, position=1), ("h", 1), 0.2)
+    out = agg.receive(_contrib(2, 105, position=1, ptype=PacketType.CONTRIB), ("h", 2), 0.2)
+    out += agg.receive(_contrib(0, 105, position=1, ptype=PacketType.CONTRIB), ("h", 0), 0.2)
+    out += agg.receive(_contrib(1, 105, position=1), ("h", 1), 0.2)
     assert {dst[1]: len(d) for d, dst in out} == {0: 20, 1: 20, 2: wire.PACKET_LEN}
 
 
 def test_scatter_is_refused_where_it_has_no_owners_and_malformed_in_version_2():
-    agg = _agg(n=4, count=3)  # fewer slots than ranks: no owner ranges
+    agg = _agg(n=4, count=3)  # fewer slots than ranks: rank 3 would own none
     assert agg.receive(_contrib(0, 100), ("h", 0), 0.0) == []
     assert agg.job_stats(JOB).rejected["type"] == 1
     agg = _agg()
@@ -177,7 +176,7 @@ def test_a_done_is_taken_only_for_a_scatter_position_another_rank_owns():
 
 
 def test_a_session_refuses_a_reduce_scatter_it_cannot_lay_out():
-    routed = Session(JOB, 0, 2, BASE, 4, 4, route_map=[Route("a", BASE + 50, 4)])
+    routed = Session(JOB, 0, 2, BASE, 4, 4, route_map=[Route("a", BASE, 2), Route("b", 300, 2)])
     with pytest.raises(SessionError, match="one aggregator"):
         routed.start("x", np.zeros(8, dtype=np.float32), 0.0, scatter=[4, 4])
     precise = Session(JOB, 0, 2, BASE, 4, 4, precision=1e-3)
@@ -186,13 +185,13 @@ def test_a_session_refuses_a_reduce_scatter_it_cannot_lay_out():
     with pytest.raises(SessionError, match="do not add up"):
         Session(JOB, 0, 2, BASE, 4, 4).start("x", np.zeros(8, dtype=np.float32), 0.0,
                                               scatter=[4, 3])
-    # a window of 4 slots, 2 per rank: shard 1's blocks go only through slots 102-103,
-    # shard 0's one block through 100, and 101 carries a pad (zeros)
+    # a window of 4 slots, owned by ranks 0, 1, 0, 1: shard 1's blocks go only through
+    # slots 101 and 103, shard 0's one block through 100, and 102 carries a pad (zeros)
     s = Session(JOB, 1, 2, BASE, 4, 4)
     s.start("y", np.ones(64 * 3, dtype=np.int32), 0.0, scatter=[64, 128])
     sent = [wire.decode(d) for d in s.datagrams_to_send(0.0)]
     assert [(h.type, h.slot) for h, _ in sent] == [(PacketType.SCATTER, 100 + i) for i in range(4)]
-    assert [int(lanes.sum()) for _, lanes in sent] == [64, 0, 64, 64]
+    assert [int(lanes.sum()) for _, lanes in sent] == [64, 64, 0, 64]
 
 
 def test_the_layout_gives_each_owner_its_blocks_and_pads_the_rest():
