@@ -178,7 +178,7 @@ def plot(doc: dict, path: Path) -> None:
     ax.set_xticks(list(xs), [n.replace(" (", "\n(") for n in names])
     ax.set_ylabel("kB per worker per collective")
     ax.set_title(f"{doc['world']} workers, {doc['tensor_bytes'] // 1024} KiB buffer")
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize="small")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

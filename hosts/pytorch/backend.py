@@ -11,11 +11,11 @@ fulfils. ``async_op=True`` hands that work to the caller; otherwise torch waits 
 
 Collectives: all_reduce, reduce_scatter, reduce_scatter_tensor (SUM, AVG), broadcast,
 all_gather, all_gather_into_tensor (and the coalesced forms), barrier. The rest raise
-``NotSupportedError`` ("not supported by p4hub: ..."). A reduce-scatter runs in the
-network where the aggregator is a PBox (``P4HUB_SCATTER``; the agent's
-``reduce_scatter_async``: each rank receives only its own shard's results), else on the
-job's all-reduce of the whole buffer (hosts/pytorch/shards.py: N times the downlink
-bytes); all-gather rides on the all-reduce (N times the uplink bytes of a multicast).
+``NotSupportedError`` ("not supported by p4hub: ..."). With ``P4HUB_SCATTER=network`` on a
+PBox a reduce-scatter runs in the network (the agent's ``reduce_scatter_async``: each
+rank receives only its own shard's results), else on the job's all-reduce of the whole
+buffer (hosts/pytorch/shards.py: N times the downlink bytes); all-gather rides on the
+all-reduce (N times the uplink bytes of a multicast).
 """
 
 from __future__ import annotations
@@ -450,11 +450,17 @@ def _shapes(tensors: Sequence[torch.Tensor]) -> str:
 
 def _scatter_in_network(mode: str, where: str, able: bool) -> bool:
     """Whether reduce-scatters run in the network (hosts/pytorch/config.py,
-    P4HUB_SCATTER): ``auto`` on a PBox job whose map allows it (today's switch program
-    speaks wire version 2 only); ``network`` insists (BackendError if the map does not
-    allow it)."""
-    if mode == "network" and not able:
+    P4HUB_SCATTER); BackendError for ``network`` where they cannot: a switch job
+    (today's switch program speaks wire version 2 only) or a map that does not allow
+    it."""
+    if mode != "network":
+        return False
+    if where == "switch":
+        raise BackendError("P4HUB_SCATTER=network: the job is on the switch, whose program "
+                           "drops wire version 3 (reduce-scatter in the network needs a PBox:"
+                           " P4HUB_PLACEMENT=pbox)")
+    if not able:
         raise BackendError("P4HUB_SCATTER=network: this job cannot run reduce-scatters in "
                            "the network (it needs its slot range on one aggregator, a slot "
                            "per rank, at most 32 ranks and no precision option)")
-    return mode == "network" or (mode == "auto" and where == "pbox" and able)
+    return True

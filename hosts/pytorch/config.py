@@ -41,11 +41,12 @@ P4HUB_PRECISION        the precision option: a relative error bound in (0, 1); b
                        (asked for at join: the job keeps its switch slots and holds a float
                        route on a PBox; without a controller the aggregator must be a
                        PBox). Unset: off
-P4HUB_SCATTER          where reduce-scatters run: ``auto`` (default: in the network on a
-                       job the controller placed on a PBox, else as an all-reduce),
-                       ``network`` (wire version 3, each rank receiving only its shard's
-                       results: the aggregator must be a PBox; P4HUB_AGGREGATOR jobs need
-                       it said) or ``allreduce`` (the whole buffer's all-reduce)
+P4HUB_SCATTER          where reduce-scatters run: ``allreduce`` (default: the whole
+                       buffer's all-reduce) or ``network`` (wire version 3, each rank
+                       receiving only its own shard's results: the aggregator must be a
+                       PBox, and stay one; a job the controller placed on the switch is
+                       refused, and one on a PBox must not be promoted to the switch,
+                       whose program drops version 3)
 =====================  ==================================================================
 """
 
@@ -60,7 +61,7 @@ from p4hub.hosts.errors import BackendError
 from p4hub.hosts.wire import DEFAULT_LANES, LANE_COUNTS
 
 PLACEMENTS = ("auto", "pbox")
-SCATTER_MODES = ("auto", "network", "allreduce")
+SCATTER_MODES = ("allreduce", "network")
 DEFAULT_SLOT_COUNT = 64
 
 
@@ -85,7 +86,7 @@ class BackendConfig:
     lanes: int = DEFAULT_LANES
     classes: int = 1
     precision: float | None = None
-    scatter: str = "auto"  # P4HUB_SCATTER: where reduce-scatters run (SCATTER_MODES)
+    scatter: str = "allreduce"  # P4HUB_SCATTER: where reduce-scatters run (SCATTER_MODES)
     job_token: str | None = field(default=None, repr=False)  # a secret: never printed
 
     @classmethod
@@ -110,7 +111,7 @@ class BackendConfig:
             lanes=_number(env, "P4HUB_LANES", int, DEFAULT_LANES, LANE_COUNTS[0], LANE_COUNTS[-1]),
             classes=_number(env, "P4HUB_CLASSES", int, 1, 1, 8),
             precision=_optional(env, "P4HUB_PRECISION", float, 1e-30, 1.0),
-            scatter=env.get("P4HUB_SCATTER", "auto").strip() or "auto",
+            scatter=env.get("P4HUB_SCATTER", "allreduce").strip() or "allreduce",
             job_token=_token(env),
         )
         if config.precision is not None and config.precision >= 1.0:

@@ -29,6 +29,9 @@ def test_config_reads_every_variable():
     assert config.precision is None  # the precision option is off unless asked for
     assert BackendConfig.from_env({"P4HUB_AGGREGATOR": "h:1",
                                    "P4HUB_PRECISION": "1e-3"}).precision == 1e-3
+    assert config.scatter == "allreduce"  # reduce-scatters in the network: asked for
+    assert BackendConfig.from_env({"P4HUB_AGGREGATOR": "h:1",
+                                   "P4HUB_SCATTER": "network"}).scatter == "network"
 
 
 @pytest.mark.parametrize("env, needle", [
@@ -42,6 +45,7 @@ def test_config_reads_every_variable():
     ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_LANES": "1024"}, "P4HUB_LANES"),
     ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_PRECISION": "1"}, "P4HUB_PRECISION=1.0: expected a"),
     ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_PRECISION": "0"}, "P4HUB_PRECISION='0'"),
+    ({"P4HUB_AGGREGATOR": "h:1", "P4HUB_SCATTER": "auto"}, "P4HUB_SCATTER='auto': expected"),
 ])
 def test_a_bad_setting_names_the_variable(env, needle):
     with pytest.raises(BackendError, match=None) as info:
@@ -274,3 +278,15 @@ def test_the_extra_beat_runs_every_tick_and_its_failures_are_ignored():
     for now in range(1, 4):
         me.tick(float(now))
     assert len(beats) == 3
+
+
+def test_reduce_scatters_run_in_the_network_only_where_asked_and_possible():
+    from p4hub.hosts.pytorch.backend import _scatter_in_network
+
+    assert _scatter_in_network("network", "static", True)
+    assert _scatter_in_network("network", "pbox", True)
+    assert not _scatter_in_network("allreduce", "pbox", True)
+    with pytest.raises(BackendError, match="on the switch, whose program drops wire version 3"):
+        _scatter_in_network("network", "switch", True)
+    with pytest.raises(BackendError, match="cannot run reduce-scatters in the network"):
+        _scatter_in_network("network", "pbox", False)
