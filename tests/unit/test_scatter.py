@@ -154,7 +154,7 @@ def test_the_downlink_carries_a_ranks_own_shard_and_headers():
         def counted(d, now, r=r, inner=receive[r]):
             down[r] += len(d)
             inner(d, now)
-        s.receive = counted  # type: ignore[method-assign]
+        s.receive = counted
     inputs = [np.arange(elems, dtype=np.int32) * (r + 1) for r in range(n)]
     _start(net, "i", inputs, [elems // n] * n)
     net.run()
