@@ -241,3 +241,67 @@ def _fresh_agg(n: int, slots: int) -> Aggregator:
     agg = Aggregator()
     agg.add_job(JOB, n, 0, slots)
     return agg
+
+
+# -- agents over real UDP on 127.0.0.1 (the transport's batches of DONEs) ---------------------
+
+
+@pytest.mark.parametrize("loss", [0.0, 0.05])
+def test_agents_reduce_scatter_over_udp_with_loss(loss):
+    from tests.unit.test_agent_loopback import N, run_ranks, serve
+
+    agg = serve(Aggregator, loss)
+    sizes = [900, 1001, 0, 64 * 5]
+    inputs = gradients(N, sum(sizes), seed=3)
+    ints = [np.arange(sum(sizes), dtype=np.int32) * (r + 1) for r in range(N)]
+
+    def work(agent, rank):
+        assert agent.can_scatter
+        handles = [agent.reduce_scatter_async(inputs[rank], sizes),
+                   agent.reduce_scatter_async(ints[rank], sizes),
+                   agent.allreduce_async(ints[rank])]  # an all-reduce between them
+        return [h.wait() for h in handles] + [agent.stats]
+
+    try:
+        results = run_ranks(agg.address, work, rto=0.005)
+    finally:
+        agg.close()
+    total = np.sum(ints, axis=0, dtype=np.int32)
+    for r, res in enumerate(results):
+        assert not isinstance(res, Exception), f"rank {r}: {res!r}"
+        span = _shards(np.arange(sum(sizes)), sizes)[r]
+        want = reference_sum([x[span] for x in inputs]) if sizes[r] else np.zeros(0, np.float32)
+        assert res[0].tobytes() == want.tobytes() and np.array_equal(res[1], total[span])
+        assert np.array_equal(res[2], total)
+        assert res[3]["dones"] > 0
+    if loss:
+        assert sum(r[3]["retransmitted"] for r in results) > 0
+
+
+def test_agents_reduce_scatter_through_the_multi_process_pbox():
+    """Two PBox worker processes (slot-to-core affinity; results as GSO sends where the
+    path has it): every rank gets its shard, and the PBox sent DONEs."""
+    from p4hub.hosts.pbox import PBox, PBoxConfig
+    from tests.unit.test_agent_loopback import JOB as LOOP_JOB
+    from tests.unit.test_agent_loopback import SLOTS, N, run_ranks
+
+    box = PBox(PBoxConfig(host="127.0.0.1", port=0, workers=2))
+    box.start()
+    try:
+        box.add_job(LOOP_JOB, N, 0, SLOTS)
+        sizes = [5000] * N
+        inputs = gradients(N, sum(sizes), seed=9)
+        results = run_ranks(box.address, lambda a, r: a.reduce_scatter_async(
+            inputs[r], sizes).wait(timeout=30))
+        stats = box.stats()
+    finally:
+        box.stop()
+    for r, got in enumerate(results):
+        assert not isinstance(got, Exception), f"rank {r}: {got!r}"
+        span = slice(5000 * r, 5000 * (r + 1))
+        assert got.tobytes() == reference_sum([x[span] for x in inputs]).tobytes()
+    job = stats["jobs"][str(LOOP_JOB)]
+    # 4 shards of 79 blocks (5000 values: 78 and a partial one) and 5 PRIMEs: the 316
+    # data rounds each send one result and 3 DONEs
+    assert job["dones_sent"] >= 3 * 316 and all(
+        w["jobs"][str(LOOP_JOB)]["completions"] > 0 for w in stats["workers"])
