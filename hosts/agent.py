@@ -195,7 +195,8 @@ class Agent:
         ``array`` is every rank's shards concatenated in rank order, ``sizes`` their
         element counts (the same on every rank); the handle's result is this rank's
         shard of the sum (or mean), 1-D. The aggregator sends each rank only its own
-        shard's results (a PBox; today's switch program speaks version 2 only). Input
+        shard's results (a PBox; the switch forwards these to a PBox job's PBox and has
+        no scatter rounds of its own). Input
         errors raise here; a session that cannot lay it out fails the handle."""
         prepared, layout = scatter.prepare(np.asarray(array), sizes, op, priority, self.lanes)
         if stream is not None and not 0 <= stream < self._session.classes:

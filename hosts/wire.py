@@ -38,8 +38,10 @@ rank order (hosts/pbox/aggregator.py) and answers with the same marker.
 
 Version 3 (sharded collectives, docs/notes/pytorch.md "Sharded collectives") adds two
 packet types and keeps every version-2 packet as it was: a packet carries the lowest
-version that has its type, so the version-2 types keep their bytes and an aggregator that
-speaks only version 2 (today's switch program) drops a version-3 packet as malformed.
+version that has its type, so the version-2 types keep their bytes. The switch program
+(p4src/aggregate.p4) has no scatter rounds: it forwards a SCATTER of a job on a PBox to
+the PBox, as it forwards that job's other packets, and rejects one for a job it
+aggregates.
 
 * SCATTER (5): a reduce-scatter contribution, summed as a CONTRIB; a round with any
   SCATTER in it is a *scatter round*, whose RESULT goes to the slot's owner only

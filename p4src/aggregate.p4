@@ -29,6 +29,8 @@
  *      workers, a root its leaves: a job's world size is not bounded by the
  *      32-bit bitmap, only each switch's members are), the header must be
  *      version 2 CONTRIB, PARTIAL or PRIME with the job's lane code (a jobs-entry parameter),
+ *      or, for a job on the PBox only, a version-3 SCATTER (a reduce-scatter
+ *      contribution: this program has no scatter rounds, so it only forwards one),
  *      all its lanes parsed and nelem <= its lanes and 1 <= count <= world size;
  *      otherwise drop and count job_stats[job*8 + STAT_REJECTED]. A rejected
  *      packet touches no register.
@@ -175,6 +177,8 @@
 #define TYPE_RESULT 2
 #define TYPE_PARTIAL 3
 #define TYPE_PRIME 4         /* a contribution whose lanes are max-reduced */
+#define P4HUB_VERSION_SHARDED 3 /* the version of SCATTER (and DONE, which never reaches ingress as a contribution) */
+#define TYPE_SCATTER 5       /* a reduce-scatter contribution: forwarded for a PBox job, else rejected */
 #define NO_RANK 0xFFFF
 #define K_LANES 64           /* lanes of a lanes_t group; a job has 1 or 4 groups */
 #define LANES_64 0           /* lane codes (flags bits 4-3) */
@@ -1159,9 +1163,13 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                     drop();
                 }
             } else if (meta.member == 0 || meta.lanes_ok == 0
-                       || hdr.p4hub.version != P4HUB_VERSION
-                       || (hdr.p4hub.ptype != TYPE_CONTRIB && hdr.p4hub.ptype != TYPE_PARTIAL
-                           && hdr.p4hub.ptype != TYPE_PRIME)
+                       || ((hdr.p4hub.version != P4HUB_VERSION
+                            || (hdr.p4hub.ptype != TYPE_CONTRIB
+                                && hdr.p4hub.ptype != TYPE_PARTIAL
+                                && hdr.p4hub.ptype != TYPE_PRIME))
+                           && (hdr.p4hub.version != P4HUB_VERSION_SHARDED
+                               || hdr.p4hub.ptype != TYPE_SCATTER
+                               || meta.job_mode != MODE_PBOX))
                        || hdr.p4hub.count == 0
                        || hdr.p4hub.count > (bit<16>)meta.world_size) {
                 job_stats.count(meta.stat_base + STAT_REJECTED);

@@ -451,13 +451,14 @@ def _shapes(tensors: Sequence[torch.Tensor]) -> str:
 def _scatter_in_network(mode: str, where: str, able: bool) -> bool:
     """Whether reduce-scatters run in the network (hosts/pytorch/config.py,
     P4HUB_SCATTER); BackendError for ``network`` where they cannot: a switch job
-    (today's switch program speaks wire version 2 only) or a map that does not allow
+    (the switch program has no scatter rounds: it rejects a SCATTER of its jobs) or a
+    map that does not allow
     it."""
     if mode != "network":
         return False
     if where == "switch":
         raise BackendError("P4HUB_SCATTER=network: the job is on the switch, whose program "
-                           "drops wire version 3 (reduce-scatter in the network needs a PBox:"
+                           "has no scatter rounds (reduce-scatter in the network needs a PBox:"
                            " P4HUB_PLACEMENT=pbox)")
     if not able:
         raise BackendError("P4HUB_SCATTER=network: this job cannot run reduce-scatters in "

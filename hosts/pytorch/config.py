@@ -46,7 +46,7 @@ P4HUB_SCATTER          where reduce-scatters run: ``allreduce`` (default: the wh
                        receiving only its own shard's results: the aggregator must be a
                        PBox, and stay one; a job the controller placed on the switch is
                        refused, and one on a PBox must not be promoted to the switch,
-                       whose program drops version 3)
+                       which has no scatter rounds and rejects a SCATTER of its jobs)
 =====================  ==================================================================
 """
 

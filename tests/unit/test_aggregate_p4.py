@@ -516,6 +516,39 @@ def test_a_job_without_switch_slots_is_just_forwarded_to_the_pbox(rk):
     assert rk.switch.process(result, PBOX_PORT) == [(4, result)]
 
 
+def test_a_pbox_jobs_scatter_goes_to_the_pbox_and_a_switch_jobs_is_rejected(rk):
+    """Wire version 3 through this program, which has no scatter rounds: a PBox job's
+    SCATTER is forwarded unchanged, the PBox's result goes to the slot's owner and its
+    header-only DONE to the other worker, both forwarded at L2; a SCATTER for a job the
+    switch aggregates (flagged for the PBox or not) is rejected and touches nothing."""
+    a = rk.job("a", [1])
+    rk.job("b", [2])
+    c = rk.job("c", [3, 4])
+    assert c.where == ON_PBOX
+    slot = c.slot_base + 1  # owned by rank 1 (h4): (slot - slot_base) mod 2
+    answers = []
+    for rank, i in enumerate((3, 4)):
+        frame = udp_frame(host(i), AGG, contrib(c.job_id, rank, slot, values=np.full(
+            DEFAULT_LANES, rank + 1), ptype=PacketType.SCATTER))
+        assert rk.switch.process(frame, i) == [(PBOX_PORT, frame)]
+        answers += pbox_says(rk.pbox, i, parse_frame(frame)["payload"])
+    assert rk.job_stat(c.job_id, "forwarded") == 2
+    by_port = {}
+    for datagram, (ip, port) in answers:
+        i = int(ip.rsplit(".", 1)[1])
+        back = udp_frame(AGG, host(i), datagram)
+        assert rk.switch.process(back, PBOX_PORT) == [(i, back)]
+        by_port[i] = wire.decode(datagram)
+    assert by_port[4][0].type == PacketType.RESULT and set(by_port[4][1].tolist()) == {3}
+    assert by_port[3][0].type == PacketType.DONE and by_port[3][1].size == 0
+    for fallback in (False, True):
+        pkt = contrib(a.job_id, 0, a.slot_base, values=np.ones(DEFAULT_LANES),
+                      ptype=PacketType.SCATTER, fallback=fallback)
+        assert rk.send(1, pkt) == []
+    assert rk.job_stat(a.job_id, "rejected") == 2
+    assert all(rk.switch.register_read("MyIngress.slot_bitmap", i) == 0 for i in range(2 * 64))
+
+
 def test_a_switch_jobs_fallback_packets_go_to_the_pbox_whatever_their_slot(rk):
     """A job split over the switch and PBoxes flags its PBox ranges' packets: the switch
     forwards them (the PBox checks their slot); unflagged, the same slot is rejected."""

@@ -61,6 +61,8 @@ def test_controller_and_hosts_agree_on_the_shared_numbers():
     ("TYPE_RESULT", wire.PacketType.RESULT),
     ("TYPE_PARTIAL", wire.PacketType.PARTIAL),
     ("TYPE_PRIME", wire.PacketType.PRIME),
+    ("P4HUB_VERSION_SHARDED", wire.SHARDED_VERSION),
+    ("TYPE_SCATTER", wire.PacketType.SCATTER),
     ("NO_RANK", wire.NO_RANK),
     ("LANES_64", wire.lane_code(64)),
     ("LANES_256", wire.lane_code(256)),
