@@ -534,7 +534,7 @@ def test_a_pbox_jobs_scatter_goes_to_the_pbox_and_a_switch_jobs_is_rejected(rk):
         answers += pbox_says(rk.pbox, i, parse_frame(frame)["payload"])
     assert rk.job_stat(c.job_id, "forwarded") == 2
     by_port = {}
-    for datagram, (ip, port) in answers:
+    for datagram, (ip, _port) in answers:
         i = int(ip.rsplit(".", 1)[1])
         back = udp_frame(AGG, host(i), datagram)
         assert rk.switch.process(back, PBOX_PORT) == [(i, back)]
