@@ -71,6 +71,25 @@ def test_sharded_training_through_the_switch_follows_gloo(schedule):
     assert jobs_after == []
 
 
+def test_fsdp_with_reduce_scatters_in_the_network_on_the_pbox_follows_gloo():
+    """``make run RUN_ARGS="--schedule fsdp --scatter network --paths pbox,gloo"``'s
+    pieces: the job on the PBox, FSDP's reduce-scatters as SCATTERs through the switch to
+    the PBox (wire version 3), each rank receiving only its own shard's results and DONEs
+    for the others'; Gloo's losses within the driver's tolerance, the same weights on
+    every rank."""
+    results, problems, jobs_after = _train_one_epoch(
+        ["pbox", "gloo"], ["--schedule", "fsdp", "--scatter", "network"], "e2e-scatter")
+    pbox, gloo = results["pbox"], results["gloo"]
+    assert pbox.ok and gloo.ok, (pbox.problems, gloo.problems)
+    assert not problems
+    assert pbox.where() == "pbox" and pbox.scatter == "network"
+    assert len(pbox.losses()) == len(gloo.losses()) == 11
+    assert train_run.max_loss_gap(pbox, gloo) < train_run.LOSS_TOLERANCE
+    stats = pbox.done[0]["stats"]
+    assert stats["scatter_in_network"] and stats["dones"] > 0, stats
+    assert jobs_after == []
+
+
 def _train_one_epoch(paths: list[str], options: list[str], name: str):
     """One epoch of ``make run``'s training on each of ``paths`` on one rack: the
     results by path, ``train_run.compare``'s problems, and the jobs left afterwards."""
