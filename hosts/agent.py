@@ -182,11 +182,9 @@ class Agent:
         """
         # QuantizeError/SessionError here, in the caller's thread
         prepared = blocks.prepare(array, op, priority, self.lanes, self.precision is not None)
+        self._check_stream(stream)
         handle = self._new_handle()
-        tensor_id = handle.tensor_id
-        if stream is not None and not 0 <= stream < self._session.classes:
-            raise AllreduceError(f"class {stream} outside 0..{self._session.classes - 1}")
-        self._transport.submit(lambda: self._start(tensor_id, prepared, stream))
+        self._transport.submit(lambda: self._start(handle.tensor_id, prepared, stream))
         return handle
 
     def reduce_scatter_async(self, array: np.ndarray, sizes: Sequence[int], op: str = "sum", *,
@@ -196,11 +194,10 @@ class Agent:
         element counts (the same on every rank); the handle's result is this rank's
         shard of the sum (or mean), 1-D. The aggregator sends each rank only its own
         shard's results (a PBox; the switch forwards these to a PBox job's PBox and has
-        no scatter rounds of its own). Input
-        errors raise here; a session that cannot lay it out fails the handle."""
+        no scatter rounds of its own). Input errors raise here; a session that cannot
+        lay it out fails the handle."""
         prepared, layout = scatter.prepare(np.asarray(array), sizes, op, priority, self.lanes)
-        if stream is not None and not 0 <= stream < self._session.classes:
-            raise AllreduceError(f"class {stream} outside 0..{self._session.classes - 1}")
+        self._check_stream(stream)
         handle = self._new_handle()
         self._transport.submit(lambda: self._start(handle.tensor_id, prepared, stream, layout))
         return handle
@@ -210,6 +207,11 @@ class Agent:
         """Whether ``reduce_scatter_async`` can run on this job's map (one aggregator's
         slot range, one slot per rank at least, no precision option)."""
         return self._session.scatters.able
+
+    def _check_stream(self, stream: int | None) -> None:
+        """AllreduceError for a class the session does not have (before any handle)."""
+        if stream is not None and not 0 <= stream < self._session.classes:
+            raise AllreduceError(f"class {stream} outside 0..{self._session.classes - 1}")
 
     def _new_handle(self) -> Handle:
         with self._lock:
