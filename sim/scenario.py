@@ -513,7 +513,7 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
         refuse("links.queue", f"{links['queue']} B cannot hold one {job['lanes']}-lane "
                f"datagram ({frame} B on the wire)")
     ina = [p for p in job["paths"] if p in INA_PATHS]
-    _member_checks(topo, ina, v["run"]["tier"], refuse)
+    _member_checks(topo, ina, refuse)
     node = v["straggler"]["node"]
     if node:
         racks = topo["racks"] if topo["kind"] == "leafspine" else 1
@@ -536,24 +536,22 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
                " (switch.slots)")
 
 
-def _member_checks(topo: dict[str, Any], ina: list[str], tier: str,
-                   refuse: Callable[[str, str], None]) -> None:
+def _member_checks(topo: dict[str, Any], ina: list[str], refuse: Callable[[str, str], None]) -> None:
     """An aggregator sums at most MAX_WORKERS members (its cells' bitmaps: aggregate.p4's
     registers, the PBox core's), so one job's in-network paths hold: on one switch or one
     PBox, MAX_WORKERS ranks; over a fabric's two-level tree, MAX_WORKERS a rack and
-    MAX_WORKERS racks (each leaf numbers its rack, the root its leaves). Tier P's jobs
-    are the controller's, whose placement still numbers members by rank."""
+    MAX_WORKERS racks (each leaf numbers its rack, the root its leaves), in every tier
+    (tier P's controller gives each worker a bit on its leaf)."""
     racks = topo["racks"] if topo["kind"] == "leafspine" else 1
     workers = topo["workers"] * racks
     cap = wire.MAX_WORKERS
     if not ina or workers <= cap:
         return
     flat = [p for p in ina if p == "pbox" or racks == 1]
-    if flat or tier == "P":
-        why = ("tier P's controller places jobs of at most that many ranks" if tier == "P"
-               else f"path {flat[0]!r} sums the whole job on one aggregator")
-        refuse("topology.workers", f"{workers} workers in one job: at most {cap} ({why}; "
-               "an aggregator's members are its cells' 32 bitmap bits)")
+    if flat:
+        refuse("topology.workers", f"{workers} workers in one job: at most {cap} (path "
+               f"{flat[0]!r} sums the whole job on one aggregator; an aggregator's members "
+               "are its cells' 32 bitmap bits)")
     elif topo["workers"] > cap:
         refuse("topology.workers", f"{topo['workers']} workers a rack: a leaf aggregates at "
                f"most {cap} (its cells' bitmap bits)")
@@ -578,6 +576,10 @@ def _tier_p_checks(v: dict[str, dict[str, Any]], refuse: Callable[[str, str], No
     if topo["racks"] > topology.MAX_RACKS:
         refuse("topology.racks", f"tier P's fabric has at most {topology.MAX_RACKS} racks"
                " (the controller's fabric description)")
+    if topo["racks"] * topo["workers"] > topology.MAX_FABRIC_WORKERS:
+        refuse("topology.workers", f"tier P's fabric has at most "
+               f"{topology.MAX_FABRIC_WORKERS} workers in all (the controller's fabric "
+               "description: one 10.0.0.0/24 segment)")
     if topo["spines"] > topology.MAX_SPINES:
         refuse("topology.spines", f"tier P's fabric has at most {topology.MAX_SPINES} spines"
                " (the controller's fabric description)")

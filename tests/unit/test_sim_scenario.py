@@ -294,8 +294,8 @@ def test_the_queue_holds_at_least_one_frame(lanes: int, smallest: int):
 
 def test_an_aggregator_sums_at_most_32_members_in_every_tier():
     """The cells' bitmaps of aggregate.p4 and of the PBox core: a flat job (one PBox, one
-    rack) holds 32 ranks; a fabric's switch path is a tree of up to 32 racks of 32 in
-    tiers M and F; tier P's controller places at most 32 ranks."""
+    rack) holds 32 ranks; a fabric's switch path is a tree of up to 32 racks of 32 (in
+    tier P, up to the controller's fabric description's 99 workers)."""
     for tier in ("P", "M", "F"):
         for path in ("switch", "pbox"):
             raw = with_value("run", "tier", tier)
@@ -304,7 +304,7 @@ def test_an_aggregator_sums_at_most_32_members_in_every_tier():
             raw["topology"].update(workers=16, racks=2)
             assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 32
             raw["topology"].update(workers=11, racks=3)
-            if path == "switch" and tier != "P":
+            if path == "switch":
                 assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 33
                 continue
             error = refused(raw)
@@ -314,7 +314,13 @@ def test_an_aggregator_sums_at_most_32_members_in_every_tier():
         raw["topology"] = {"kind": "rack", "workers": 33}
         error = refused(raw)
         assert error.field == "topology.workers" and "at most 32" in error.reason
-        assert ("controller" if tier == "P" else "one aggregator") in error.reason
+        assert "one aggregator" in error.reason
+    raw = with_value("run", "tier", "P")
+    raw["switch"] = {"slots": 1024}
+    raw["job"]["paths"] = ["switch"]
+    raw["topology"].update(workers=25, racks=4)
+    error = refused(raw)
+    assert error.field == "topology.workers" and "at most 99 workers" in error.reason
     raw = with_value("run", "tier", "M")
     raw["job"]["paths"] = ["switch"]
     raw["topology"].update(workers=32, racks=32)
