@@ -231,8 +231,9 @@ def _run_fluid(scenario: Any, path: str, seed: int, engine: Engine, wall0: float
                progress: Callable[[float, int], None] | None) -> RunResult:
     """Tier F (sim/fluid.py): the same trainer over chunk-level links."""
     topo, links, job = scenario.topology, scenario.links, scenario.job
-    racks = topo.racks if topo.kind == "leafspine" else 1
+    racks = topo.total_racks if topo.kind == "leafspine" else 1
     net = fluid.build(engine, racks=racks, per_rack=topo.workers, spines=topo.spines,
+                      pods=topo.pods, core_oversubscription=links.core_oversubscription,
                       pboxes=topo.pboxes, host_rate=links.bandwidth,
                       fabric_rate=links.fabric_bandwidth, delay=links.delay,
                       pipeline=scenario.switch.pipeline_latency,
@@ -246,7 +247,7 @@ def _run_fluid(scenario: Any, path: str, seed: int, engine: Engine, wall0: float
                       schedule=job.schedule, classes=classes, lanes=job.lanes, seed=seed,
                       check=False, slice_params=job.slice_params, data=False)
     datagram = wire.packet_len(job.lanes) + links.overhead
-    hops = 2 if racks == 1 else 4
+    hops = 2 if racks == 1 else 4 if topo.pods == 1 else 6
     rtt = 2 * hops * (links.delay + scenario.switch.pipeline_latency) \
         + 2 * datagram * 8 / links.bandwidth
     window_rate = job.window * datagram / rtt if path in ("switch", "pbox") else None

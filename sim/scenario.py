@@ -46,13 +46,19 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # names a log folder: no sl
 class TopologySpec:
     kind: str  # "rack" | "leafspine"
     workers: int  # per rack
-    racks: int
-    spines: int
+    racks: int  # per pod
+    spines: int  # per pod
     pboxes: int  # per rack
+    # leaf-spine pods under a core (a third level: tier F only); 1: one leaf-spine
+    pods: int = 1
+
+    @property
+    def total_racks(self) -> int:
+        return self.racks * self.pods
 
     @property
     def total_workers(self) -> int:
-        return self.workers * self.racks
+        return self.workers * self.total_racks
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,8 @@ class LinkSpec:
     reorder: float
     overhead: int  # bytes a link carries per datagram besides its UDP payload
     pbox_bandwidth: float  # each PBox's link, bit/s (default: bandwidth)
+    # a pod's uplinks to the core against its leaves' uplinks (pods > 1; >= 1)
+    core_oversubscription: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -270,6 +278,7 @@ SCHEMA: dict[str, dict[str, _Field]] = {
         "racks": _Field(_int(1, 1024), 1),
         "spines": _Field(_int(1, 64), 1),
         "pboxes": _Field(_int(0, 16), 1),
+        "pods": _Field(_int(1, 1024), 1),
     },
     "links": {
         "bandwidth": _Field(_quantity(units.bandwidth, positive=True)),
@@ -282,6 +291,7 @@ SCHEMA: dict[str, dict[str, _Field]] = {
         "reorder": _Field(_number(0.0, 1.0, hi_open=True), 0.0),
         "overhead": _Field(_quantity(units.size, positive=False), "66B"),
         "pbox_bandwidth": _Field(_quantity(units.bandwidth, positive=True), None),
+        "core_oversubscription": _Field(_number(1.0), 1.0),
     },
     "hosts": {
         "datagram_cost": _Field(_quantity(units.duration, positive=False), "0us"),
@@ -485,6 +495,13 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
         raise ScenarioError(source, key, reason)
 
     topo, links, job = v["topology"], v["links"], v["job"]
+    if topo["pods"] > 1 and topo["kind"] != "leafspine":
+        refuse("topology.pods", "pods are leaf-spines under a core: kind = \"leafspine\"")
+    if topo["pods"] > 1 and v["run"]["tier"] != "F":
+        refuse("topology.pods", f"{topo['pods']} pods: a third level is modelled in tier F "
+               "only (tiers P and M run aggregate.p4's and the PBox core's two-level trees)")
+    if "core_oversubscription" in given["links"] and topo["pods"] == 1:
+        refuse("links.core_oversubscription", "one pod has no core links (topology.pods > 1)")
     if topo["kind"] == "rack":
         if topo["racks"] != 1:
             refuse("topology.racks", f"{topo['racks']} racks need kind = \"leafspine\"")
@@ -541,8 +558,9 @@ def _member_checks(topo: dict[str, Any], ina: list[str], refuse: Callable[[str, 
     registers, the PBox core's), so one job's in-network paths hold: on one switch or one
     PBox, MAX_WORKERS ranks; over a fabric's two-level tree, MAX_WORKERS a rack and
     MAX_WORKERS racks (each leaf numbers its rack, the root its leaves), in every tier
-    (tier P's controller gives each worker a bit on its leaf)."""
-    racks = topo["racks"] if topo["kind"] == "leafspine" else 1
+    (tier P's controller gives each worker a bit on its leaf); over pods (tier F's third
+    level), MAX_WORKERS racks a pod and MAX_WORKERS pods."""
+    racks = topo["racks"] * topo["pods"] if topo["kind"] == "leafspine" else 1
     workers = topo["workers"] * racks
     cap = wire.MAX_WORKERS
     if not ina or workers <= cap:
@@ -555,9 +573,13 @@ def _member_checks(topo: dict[str, Any], ina: list[str], refuse: Callable[[str, 
     elif topo["workers"] > cap:
         refuse("topology.workers", f"{topo['workers']} workers a rack: a leaf aggregates at "
                f"most {cap} (its cells' bitmap bits)")
-    elif racks > cap:
-        refuse("topology.racks", f"{racks} racks: the root aggregates at most {cap} leaves "
-               "(its cells' bitmap bits)")
+    elif topo["pods"] > cap:
+        refuse("topology.pods", f"{topo['pods']} pods: the core aggregates at most {cap} "
+               "pods (its cells' bitmap bits)")
+    elif topo["racks"] > cap:
+        where = "a pod's spine" if topo["pods"] > 1 else "the root"
+        refuse("topology.racks", f"{topo['racks']} racks: {where} aggregates at most {cap} "
+               "leaves (its cells' bitmap bits)")
 
 
 def _tier_p_checks(v: dict[str, dict[str, Any]], refuse: Callable[[str, str], None]) -> None:

@@ -44,7 +44,7 @@ REQUIRED = [f"{section}.{key}" for section, fields in scenario.SCHEMA.items()
 # one value of the wrong type per field
 WRONG_TYPE: dict[str, Any] = {
     "topology.kind": 1, "topology.workers": "4", "topology.racks": 2.0, "topology.spines": True,
-    "topology.pboxes": "1",
+    "topology.pboxes": "1", "topology.pods": 2.0, "links.core_oversubscription": "2",
     "links.bandwidth": 10e9, "links.fabric_bandwidth": 10, "links.oversubscription": "2",
     "links.delay": 1e-6, "links.queue": 512000, "links.loss": "0.1", "links.duplicate": False,
     "links.reorder": [0.1], "links.overhead": 66, "links.pbox_bandwidth": 5e6,
@@ -64,6 +64,8 @@ OUT_OF_RANGE: dict[str, list[Any]] = {
     "topology.racks": [0, 1025],
     "topology.spines": [0, 65],
     "topology.pboxes": [-1, 17],
+    "topology.pods": [0, 1025],
+    "links.core_oversubscription": [0.5, 0.0, float("inf")],
     "links.bandwidth": ["0Gbit", "10", "10GB", "fast", "1e999Gbit"],
     "links.fabric_bandwidth": ["0bit", "-1Gbit", "10Gbyte"],
     "links.oversubscription": [0.5, 0.0, float("inf"), float("nan")],
