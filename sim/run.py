@@ -4,7 +4,8 @@
 the clock until every rank has finished its iterations (or the run fails, or stalls: a
 simulated-time limit), and returns a ``RunResult``: the simulated iteration times and
 what the network and the sessions counted, with the run's own cost (events, wall time,
-peak memory). Tiers: ``P`` one datagram per frame, ``M`` macro-packets of ``MACRO``
+peak memory). A scenario with ``[[jobs]]`` runs them all at once on their own workers
+(sim/multijob.py), each job's figures under ``RunResult.jobs``. Tiers: ``P`` one datagram per frame, ``M`` macro-packets of ``MACRO``
 datagrams. (Tier F, fluid, is not built yet: it is refused with a message.)
 """
 

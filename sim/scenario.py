@@ -2,7 +2,8 @@
 
 A scenario describes one simulated cluster and job: ``[topology]``, ``[links]``,
 ``[hosts]``, ``[pbox]``, ``[switch]``, ``[job]``, ``[run]`` and an optional ``[sweep]``
-(one list per swept ``"section.field"``; the points are their cartesian product). Every
+(one list per swept ``"section.field"``; the points are their cartesian product), and
+optionally ``[[jobs]]``, several jobs on the rack (sim/jobs_spec.py). Every
 field is checked on its own (type, range, unit), then against the others (a rack has one
 rack, a PBox path needs PBoxes, ...); unknown sections and keys are refused, so a typo
 never silently falls back to a default. Every refusal is a ``ScenarioError`` naming the

@@ -18,11 +18,13 @@ from p4hub.sim.reproduce.rows import Experiment
 LABELS = {"throughput": "throughput (images/s, simulated)",
           "goodput": "goodput (elements/s, simulated)",
           "cross_rack_bytes": "bytes crossing racks per iteration",
-          "iterations_per_s": "iterations/s (simulated)"}
+          "iterations_per_s": "iterations/s (simulated)",
+          "jobs_throughput": "all jobs' throughput (images/s, simulated)"}
 X_LABELS = {"links.bandwidth": "link bandwidth (Gbit/s)", "job.slice_params":
             "slice size (parameters)", "topology.workers": "workers (per rack)",
             "straggler.factor": "straggler: its link this many times slower",
-            "job.window": "credit (FIFO: window), positions", "job.model": "model"}
+            "job.window": "credit (FIFO: window), positions", "job.model": "model",
+            "switch.slots": "the switch's aggregation slots (1: none usable)"}
 
 
 def _x(key: str, value: Any) -> float:

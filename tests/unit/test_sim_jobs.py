@@ -6,11 +6,13 @@ expected times are the single-job runs of the same workers, compared exactly."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from p4hub.sim import scenario
+from p4hub.sim import cli, scenario
 from p4hub.sim.errors import ScenarioError
 from p4hub.sim.run import RunResult, run_scenario
 
@@ -141,3 +143,20 @@ def test_bad_jobs_are_refused_with_the_field_and_the_reason(
 def test_a_ring_job_of_one_worker_is_refused() -> None:
     with pytest.raises(ScenarioError, match="a ring needs at least 2 workers"):
         make(job={"paths": ["ring"]}, jobs=[{"name": "a", "workers": [1]}])
+
+
+def test_p4hub_sim_prints_each_job_and_writes_it_to_the_json(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    toml = tmp_path / "two.toml"
+    toml.write_text('name = "two"\n[topology]\nkind = "rack"\nworkers = 4\n'
+                    '[links]\nbandwidth = "1Gbit"\n[switch]\nslots = 32\n'
+                    '[job]\nmodel = "synthetic"\nelements = 16384\nwindow = 32\n'
+                    'paths = ["switch"]\n'
+                    '[[jobs]]\nname = "a"\nworkers = "1-2"\n'
+                    '[[jobs]]\nname = "b"\nworkers = [3, 4]\n')
+    assert cli.main([str(toml), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "job a (w1, w2): switch (32 switch + 0 PBox slots)" in out
+    assert "job b (w3, w4): pbox (0 switch + 32 PBox slots)" in out
+    (record,) = json.loads((tmp_path / "out" / "sim.json").read_text())["results"]
+    assert set(record["jobs"]) == {"a", "b"} and record["workers"] == 4
