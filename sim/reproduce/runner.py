@@ -128,6 +128,9 @@ def run_job(job: Job, exp: Experiment, run: RunFn) -> dict[str, Any]:
         "iteration_times", "events", "wall_s", "drops", "resends", "exact", "ok", "failures",
         "bytes_by_link_class", "simulated_s")})
     record["steady_s"] = steady(result.get("iteration_times") or [])
+    counters = result.get("counters") or {}
+    if "moves" in counters:  # tier P's controller: its re-splits (the elastic rows)
+        record["moves"] = counters["moves"]
     if result.get("jobs"):  # several jobs: where each ran and its own steady time
         record["jobs"] = {name: {"where": j["where"], "switch_slots": j["switch_slots"],
                                  "pbox_slots": j["pbox_slots"], "model": j["model"],
