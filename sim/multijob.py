@@ -15,20 +15,24 @@ start time; the jobs share the switch, its slot pool, the PBoxes and every link.
   switch answers for) is sent to the switch node and whose PBox routes (flagged
   FALLBACK, which the switch forwards) to the PBoxes. When a job's last rank finishes,
   every rank leaves: the registry frees its slots and removes it from the PBoxes, and
-  the switch forgets it, so a later job may take its slots.
+  the switch forgets it, so a later job may take its slots. Every ``TICK`` the
+  controller promotes (``JobRegistry.promote``, as p4hub-controller's expiry tick does):
+  a job that went to the PBoxes moves onto the switch once it has room, or takes a
+  larger switch range; its ranks learn the new map at their next heartbeat
+  (``HEARTBEAT``) and resync onto it, as ``Agent.follow`` does (sim/control_loop.py
+  does the same for tier P's one job).
 * ``ring``: a ring per job over its workers.
 * ``ps``: a sharded parameter server per job, on the same PBoxes: every PBox serves
   every job's shard of each tensor, in arrival order, at its CPU's rate.
 
-Not modelled: the controller's promotion of a job from the PBoxes onto the switch when
-slots free up, and its re-split of PBox shares (both need the heartbeat loop of tier P,
-sim/control_loop.py): a job keeps the placement it got when it started.
+Not modelled: the controller's re-split of PBox shares by measured rates (the
+heartbeats here carry no counters), and its liveness expiry.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -41,6 +45,7 @@ from p4hub.hosts.routes import Route
 from p4hub.hosts.session import Session, SessionConfig
 from p4hub.sim.baselines import RingCollective, ShardedPS
 from p4hub.sim.collectives import InaCollective
+from p4hub.sim.control_loop import HEARTBEAT, TICK
 from p4hub.sim.controlled import CONTROLLER_GRPC, WORKER_UDP_PORT, apply, make_book
 from p4hub.sim.engine import Engine
 from p4hub.sim.errors import SimError
@@ -64,6 +69,8 @@ class JobRun:
     switch_slots: int = 0
     pbox_slots: int = 0
     failures: list[str] = field(default_factory=list)
+    moves: list[str] = field(default_factory=list)  # the registry's, for this job
+    resyncs: int = 0  # sessions told to follow a new map
 
     def record(self) -> dict[str, Any]:
         t = self.trainer
@@ -74,6 +81,7 @@ class JobRun:
             "iteration_times": t.iteration_seconds(),
             "ended_s": t.ended_at if t.finished == t.ranks else None,
             "exact": (t.mismatches == 0) if t.check else None, "checked": t.checked,
+            "moves": list(self.moves), "resyncs": self.resyncs,
             "failures": [*self.failures, *t.failures]}
 
 
@@ -119,6 +127,9 @@ class Jobs:
     def start(self) -> None:
         for run in self.runs:
             self.engine.call_at(run.entry.start, self._start, run)
+        if self.registry is not None and self.path == "switch":  # PLACE_AUTO jobs move
+            self.engine.process(self._ticks())
+            self.engine.process(self._heartbeats())
 
     @property
     def done(self) -> bool:
@@ -233,15 +244,75 @@ class Jobs:
         writes: list[Update] = [u for u in updates if isinstance(u, PBoxJobWrite)]
         apply(writes, {}, self.pboxes, self.pbox_names, self.book)
 
+    # -- the controller's tick and the agents' heartbeats --------------------------------
+
+    def _ticks(self) -> Generator[Any, Any, None]:
+        registry = self.registry
+        assert registry is not None
+        while not self.done:
+            yield self.engine.timeout(TICK)
+            updates = registry.promote(self.engine.now)
+            if not updates:
+                continue
+            self._apply(updates)
+            for run in self._placed_runs():
+                self._sync_switch(run)
+
+    def _heartbeats(self) -> Generator[Any, Any, None]:
+        registry = self.registry
+        assert registry is not None
+        while not self.done:
+            yield self.engine.timeout(HEARTBEAT)
+            now = self.engine.now
+            for run in self._placed_runs():
+                assert run.job_id is not None
+                job = registry.jobs[run.job_id]
+                for rank, worker in enumerate(run.collective.workers):
+                    if worker.session.map_epoch == job.epoch:
+                        continue
+                    route_map = self._nodes(routes.from_wire(registry.routes(job, rank)) or [])
+                    worker.session.resync(now, epoch=job.epoch, route_map=route_map)
+                    worker.aggregators.update({r.aggregator: str(r.aggregator)
+                                               for r in route_map})
+                    run.resyncs += 1
+                    worker.kick()
+
+    def _placed_runs(self) -> list[JobRun]:
+        """The in-network jobs placed and not finished."""
+        registry = self.registry
+        assert registry is not None
+        return [run for run in self.runs if run.job_id is not None
+                and run.job_id in registry.jobs and run.trainer.finished < run.trainer.ranks]
+
+    def _sync_switch(self, run: JobRun) -> None:
+        """The switch's aggregator and the run's record as the registry now has the job
+        (a promotion: its range on the switch is new, or larger)."""
+        registry = self.registry
+        assert registry is not None and run.job_id is not None
+        job = registry.jobs[run.job_id]
+        switch = job.slots.count if job.where == ON_SWITCH else 0
+        pbox = sum(part.share for part in job.share_parts)
+        moves = [f"{m.at:.3f} s: {m.reason}" for m in job.moves]
+        if moves == run.moves:
+            return
+        run.moves = moves
+        aggregator = self.fabric.leaves[0].aggregator
+        if any(c.job_id == job.job_id for c in aggregator.jobs()):
+            aggregator.remove_job(job.job_id)
+        if switch:
+            aggregator.add_job(job.job_id, run.entry.size, job.slots.base, switch,
+                               self.scenario.job.lanes)
+        run.switch_slots, run.pbox_slots = switch, pbox
+        run.where = "+".join(w for w, n in (("switch", switch), ("pbox", pbox)) if n)
+
     def _finish(self, run: JobRun) -> None:
         if run.job_id is None or self.registry is None:
             return
-        job = self.registry.jobs.get(run.job_id)
-        on_switch = job is not None and job.where == ON_SWITCH
         for rank in range(run.entry.size):
             self._apply(self.registry.leave(run.job_id, rank, self.engine.now))
-        if on_switch:
-            self.fabric.leaves[0].aggregator.remove_job(run.job_id)
+        aggregator = self.fabric.leaves[0].aggregator
+        if any(c.job_id == run.job_id for c in aggregator.jobs()):
+            aggregator.remove_job(run.job_id)
 
 
 def describe(runs: list[JobRun]) -> dict[str, dict[str, Any]]:

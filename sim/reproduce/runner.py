@@ -134,7 +134,8 @@ def run_job(job: Job, exp: Experiment, run: RunFn) -> dict[str, Any]:
     if result.get("jobs"):  # several jobs: where each ran and its own steady time
         record["jobs"] = {name: {"where": j["where"], "switch_slots": j["switch_slots"],
                                  "pbox_slots": j["pbox_slots"], "model": j["model"],
-                                 "steady_s": steady(j["iteration_times"])}
+                                 "steady_s": steady(j["iteration_times"]),
+                                 "moves": j.get("moves", [])}
                           for name, j in result["jobs"].items()}
     record["metric"] = metric(exp, sc, result) if result.get("ok") else math.nan
     if exp.metric == "goodput" and record["path"] in ("switch", "pbox"):

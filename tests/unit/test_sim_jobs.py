@@ -25,7 +25,7 @@ BASE: dict[str, Any] = {
             "window": 32},
     "run": {"tier": "M", "seed": 1},
 }
-TWO = [{"name": "a", "workers": "1-2"}, {"name": "b", "workers": [3, 4]}]
+TWO: list[dict[str, Any]] = [{"name": "a", "workers": "1-2"}, {"name": "b", "workers": [3, 4]}]
 
 
 def make(**sections: Any) -> scenario.Scenario:
@@ -160,3 +160,19 @@ def test_p4hub_sim_prints_each_job_and_writes_it_to_the_json(tmp_path: Path,
     assert "job b (w3, w4): pbox (0 switch + 32 PBox slots)" in out
     (record,) = json.loads((tmp_path / "out" / "sim.json").read_text())["results"]
     assert set(record["jobs"]) == {"a", "b"} and record["workers"] == 4
+
+
+def test_a_job_on_the_pbox_is_promoted_onto_freed_switch_slots_and_stays_exact() -> None:
+    # a (3 iterations) holds the switch's one window and ends in 0.22 s; b falls back to
+    # the PBox; the controller's tick at 1 s moves it onto the switch, its ranks resync at
+    # that heartbeat, and its later iterations take a's time
+    r = run("switch", links={"bandwidth": "10Mbit"}, switch={"slots": 32},
+            jobs=[TWO[0], {**TWO[1], "iterations": 40}])
+    a, b = r.jobs["a"], r.jobs["b"]
+    assert a["moves"] == [] and a["ended_s"] < 1.0
+    assert b["where"] == "switch" and (b["switch_slots"], b["pbox_slots"]) == (32, 0)
+    assert len(b["moves"]) == 1 and b["moves"][0].startswith("1.000 s: switch s1 has free")
+    assert b["resyncs"] == 2  # each rank once
+    assert b["iteration_times"][0] > 1.9 * a["iteration_times"][-1]  # on the PBox
+    assert b["iteration_times"][-1] == pytest.approx(a["iteration_times"][-1], rel=1e-9)
+    assert b["exact"] is True and b["checked"] == 40  # every sum exact across the move
