@@ -4,7 +4,8 @@
 the clock until every rank has finished its iterations (or the run fails, or stalls: a
 simulated-time limit), and returns a ``RunResult``: the simulated iteration times and
 what the network and the sessions counted, with the run's own cost (events, wall time,
-peak memory). Tiers: ``P`` one datagram per frame, ``M`` macro-packets of ``MACRO``
+peak memory). A scenario with ``[[jobs]]`` runs them all at once on their own workers
+(sim/multijob.py), each job's figures under ``RunResult.jobs``. Tiers: ``P`` one datagram per frame, ``M`` macro-packets of ``MACRO``
 datagrams. (Tier F, fluid, is not built yet: it is refused with a message.)
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from p4hub.hosts import wire
 from p4hub.hosts.session import SessionConfig
-from p4hub.sim import controlled, fluid
+from p4hub.sim import controlled, fluid, multijob
 from p4hub.sim.baselines import RingCollective, ShardedPS
 from p4hub.sim.collectives import InaCollective
 from p4hub.sim.control_loop import ControlLoop
@@ -64,6 +65,9 @@ class RunResult:
     checked: int = 0
     failures: list[str] = field(default_factory=list)
     point: dict[str, Any] = field(default_factory=dict)
+    # a scenario's [[jobs]]: per job, by name (sim/multijob.py JobRun.record); the run's
+    # iteration_times are then, per iteration, the slowest job's
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -150,6 +154,8 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     if tier == "F":
         return _run_fluid(scenario, path, seed, engine, wall0, progress)
     fabric = _fabric(engine, scenario, seed, p4=tier == "P" and ina)
+    if scenario.jobs:
+        return _run_jobs(scenario, path, tier, seed, engine, fabric, wall0, check, progress)
     work = load_workload(job.model, scale=job.scale, elements=job.elements,
                          gpu_speed=hosts.gpu_speed)
     n = fabric.workers
@@ -224,6 +230,51 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
         digest=trainer.trace_digest,
         exact=(trainer.mismatches == 0) if trainer.check else None, checked=trainer.checked,
         failures=failures, point=dict(getattr(scenario, "point", {}) or {}),
+    )  # fmt: skip
+
+
+def _run_jobs(scenario: Any, path: str, tier: str, seed: int, engine: Engine, fabric: Fabric,
+              wall0: float, check: bool | None,
+              progress: Callable[[float, int], None] | None) -> RunResult:
+    """A scenario's [[jobs]] (sim/multijob.py), each on its own workers, sharing the rack."""
+    job = scenario.job
+    macro = _macro(scenario.links.bandwidth, job.lanes, job.window, scenario.links.overhead)
+    jobs = multijob.Jobs(engine, fabric, scenario, path, seed=seed, macro=macro, check=check)
+    jobs.start()
+    budget = scenario.run.memory
+
+    def stop() -> bool:
+        if _peak_rss() > budget:
+            raise BudgetExceeded(
+                f"{scenario.name} ({path}, tier {tier}): peak memory {_peak_rss() / 2**30:.1f}"
+                f" GiB passed the budget of {budget / 2**30:.1f} GiB at simulated"
+                f" {engine.now:.3f} s; lower the scale or the workers, or raise run.memory")
+        if progress is not None:
+            progress(engine.now, engine.events)
+        return jobs.done
+
+    engine.run(until=STALL_SECONDS, stop=stop)
+    records = multijob.describe(jobs.runs)
+    failures = [f for record in records.values() for f in record["failures"]]
+    for name, record in records.items():
+        if record["ended_s"] is None and not failures:
+            failures.append(f"job {name!r} had not finished after {engine.now:.1f} simulated s")
+    checked = [r for r in records.values() if r["exact"] is not None]
+    counters = jobs.counters()
+    drops = fabric.drops()
+    ended = [r["ended_s"] for r in records.values() if r["ended_s"] is not None]
+    return RunResult(
+        scenario=scenario.name, path=path, tier=tier, seed=seed,
+        workers=sum(len(r["workers"]) for r in records.values()),
+        iteration_times=jobs.iteration_times(), events=engine.events,
+        wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(),
+        simulated_s=max(ended) if len(ended) == len(records) else engine.now,
+        bytes_by_link_class=fabric.bytes_by_class(), drops=sum(drops.values()),
+        drops_by_cause=drops,
+        resends=counters.get("retransmitted", 0) + counters.get("courtesy", 0),
+        counters=counters, exact=all(r["exact"] for r in checked) if checked else None,
+        checked=sum(r["checked"] for r in checked), failures=failures,
+        point=dict(getattr(scenario, "point", {}) or {}), jobs=records,
     )  # fmt: skip
 
 

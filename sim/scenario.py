@@ -2,7 +2,8 @@
 
 A scenario describes one simulated cluster and job: ``[topology]``, ``[links]``,
 ``[hosts]``, ``[pbox]``, ``[switch]``, ``[job]``, ``[run]`` and an optional ``[sweep]``
-(one list per swept ``"section.field"``; the points are their cartesian product). Every
+(one list per swept ``"section.field"``; the points are their cartesian product), and
+optionally ``[[jobs]]``, several jobs on the rack (sim/jobs_spec.py). Every
 field is checked on its own (type, range, unit), then against the others (a rack has one
 rack, a PBox path needs PBoxes, ...); unknown sections and keys are refused, so a typo
 never silently falls back to a default. Every refusal is a ``ScenarioError`` naming the
@@ -25,8 +26,9 @@ from typing import Any
 
 from p4hub.controller.core import program, topology
 from p4hub.hosts import wire
-from p4hub.sim import units
+from p4hub.sim import jobs_spec, units
 from p4hub.sim.errors import ScenarioError
+from p4hub.sim.jobs_spec import JobEntry
 from p4hub.workers.workload import model_names
 
 KINDS = ("rack", "leafspine")
@@ -136,6 +138,8 @@ class Scenario:
     run: RunSpec
     straggler: StragglerSpec = StragglerSpec("", 1.0)
     source: Path | None = None
+    # [[jobs]]: several jobs on the rack (sim/jobs_spec.py); empty: [job] on every worker
+    jobs: tuple[JobEntry, ...] = ()
     # the swept values of this point, as written in the file ({"topology.workers": 16})
     point: Mapping[str, Any] = field(default_factory=dict, compare=False)
     # the file's tables for this point (sweep applied), so with_fields re-validates all
@@ -432,11 +436,11 @@ def _check_axis(raw: Mapping[str, Any], source: Path | None, key: str, values: o
 
 def _scenario(raw: Mapping[str, Any], source: Path | None, point: Mapping[str, Any]) -> Scenario:
     for key, value in raw.items():
-        if key == "name":
+        if key in ("name", "jobs"):
             continue
         if key not in SCHEMA:
             raise ScenarioError(source, key, f"unknown section (known: name, "
-                                f"{', '.join(SCHEMA)}, sweep)")
+                                f"{', '.join(SCHEMA)}, jobs, sweep)")
         if not isinstance(value, dict):
             raise ScenarioError(source, key, f"expected a table [{key}], got {_kind(value)}")
     name = raw.get("name", "scenario")
@@ -445,7 +449,11 @@ def _scenario(raw: Mapping[str, Any], source: Path | None, point: Mapping[str, A
                             "'.', '_' and '-'")
     values = {section: _section(raw.get(section, {}), section, source) for section in SCHEMA}
     given = {section: set(raw.get(section, {})) for section in SCHEMA}
-    _cross_check(values, given, source)
+    jobs: tuple[JobEntry, ...] = ()
+    if "jobs" in raw:
+        jobs = jobs_spec.parse(raw["jobs"], values["job"], _job_field, source)
+        jobs_spec.check(jobs, values, source)
+    _cross_check(values, given, source, several=bool(jobs))
     topo, links = values["topology"], values["links"]
     # a leaf's uplinks: given, or derived from the oversubscription, or as fast as a host link
     if links["oversubscription"] is not None:
@@ -464,7 +472,7 @@ def _scenario(raw: Mapping[str, Any], source: Path | None, point: Mapping[str, A
         hosts=HostSpec(**values["hosts"]), pbox=PBoxSpec(**values["pbox"]),
         switch=SwitchSpec(**values["switch"]), job=JobSpec(**values["job"]),
         run=RunSpec(**values["run"]), straggler=StragglerSpec(**values["straggler"]),
-        source=source, point=dict(point), raw=raw)
+        source=source, jobs=jobs, point=dict(point), raw=raw)
 
 
 def _section(table: Mapping[str, Any], section: str, source: Path | None) -> dict[str, Any]:
@@ -488,9 +496,15 @@ def _section(table: Mapping[str, Any], section: str, source: Path | None) -> dic
     return out
 
 
+def _job_field(name: str, value: object) -> Any:
+    """``[job]``'s parser of field ``name`` (a ``[[jobs]]`` entry's own model, ...)."""
+    return SCHEMA["job"][name].parse(value)
+
+
 def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
-                 source: Path | None) -> None:
-    """What each field allows only together with the others."""
+                 source: Path | None, several: bool = False) -> None:
+    """What each field allows only together with the others; ``several``: the scenario
+    has [[jobs]] (sim/jobs_spec.py checks their workers and slots)."""
     def refuse(key: str, reason: str) -> None:
         raise ScenarioError(source, key, reason)
 
@@ -530,7 +544,8 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
         refuse("links.queue", f"{links['queue']} B cannot hold one {job['lanes']}-lane "
                f"datagram ({frame} B on the wire)")
     ina = [p for p in job["paths"] if p in INA_PATHS]
-    _member_checks(topo, ina, refuse)
+    if not several:  # each job's members: jobs_spec.check
+        _member_checks(topo, ina, refuse)
     node = v["straggler"]["node"]
     if node:
         racks = topo["racks"] if topo["kind"] == "leafspine" else 1
@@ -547,7 +562,7 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
     if ina and v["run"]["tier"] == "P":
         _tier_p_checks(v, refuse)
     slots = job["class_window"] * job["classes"] if job["schedule"] == "p3" else job["window"]
-    if ina and slots > v["switch"]["slots"]:
+    if ina and slots > v["switch"]["slots"] and not several:  # several: PBoxes take the rest
         refuse("job.window" if job["schedule"] == "fifo" else "job.class_window",
                f"the job needs {slots} slots but the switch has {v['switch']['slots']}"
                " (switch.slots)")
