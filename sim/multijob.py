@@ -25,6 +25,11 @@ start time; the jobs share the switch, its slot pool, the PBoxes and every link.
 * ``ps``: a sharded parameter server per job, on the same PBoxes: every PBox serves
   every job's shard of each tensor, in arrival order, at its CPU's rate.
 
+Churn, as the run reports it: the switch's slots the jobs hold over time (every
+placement, promotion and end changes it: ``slot_timeline``; ``slot_use`` is its
+time-weighted mean over the run, as a fraction of the switch's slots), and how much of
+the aggregation went to the PBoxes (``RunResult.pbox_share``, from the nodes' counts).
+
 Not modelled: the controller's re-split of PBox shares by measured rates (the
 heartbeats here carry no counters), and its liveness expiry.
 """
@@ -117,6 +122,8 @@ class Jobs:
             self.registry = JobRegistry(self.topo, epoch_seed=seed)
             self.book, self.pbox_names = make_book(self.topo, 1, workers, pboxes, 1)
             self.pboxes = {box.name: box for box in fabric.all_pboxes()}
+        # (simulated time, switch slots the jobs hold) at every change
+        self.slot_timeline: list[tuple[float, int]] = [(0.0, 0)]
         self._ps_of: dict[str, list[Callable[[Frame], list[Frame]]]] = {}
         if path == "ps":  # the PBoxes serve every job: each frame goes to its sender's job
             for shard, server in enumerate(fabric.all_pboxes()):
@@ -138,6 +145,22 @@ class Jobs:
     @property
     def failed(self) -> bool:
         return any(r.failures or r.trainer.failures for r in self.runs)
+
+    def _slots_changed(self) -> None:
+        held = sum(run.switch_slots for run in self._placed_runs())
+        if held != self.slot_timeline[-1][1]:
+            self.slot_timeline.append((self.engine.now, held))
+
+    def slot_use(self, until: float) -> float | None:
+        """The switch's slots the jobs held, time-weighted over [0, ``until``], as a
+        fraction of its slots (None: no in-network path, or no time)."""
+        if self.registry is None or until <= 0:
+            return None
+        held = 0.0
+        points = [*self.slot_timeline, (until, 0)]
+        for (t0, slots), (t1, _) in zip(points, points[1:], strict=False):
+            held += slots * (min(t1, until) - min(t0, until))
+        return held / (until * self.scenario.switch.slots)
 
     def iteration_times(self) -> list[float]:
         """Per iteration, the slowest job's (up to the fewest iterations any job ran)."""
@@ -209,6 +232,7 @@ class Jobs:
                                                      job.lanes)
         run.where = "+".join(w for w, n in (("switch", run.switch_slots),
                                             ("pbox", run.pbox_slots)) if n)
+        self._slots_changed()
         config = SessionConfig(window=job.class_window if self.p3 else job.window,
                                lanes=job.lanes, classes=self.classes,
                                credit=job.window if self.p3 else None)
@@ -304,6 +328,7 @@ class Jobs:
                                self.scenario.job.lanes)
         run.switch_slots, run.pbox_slots = switch, pbox
         run.where = "+".join(w for w, n in (("switch", switch), ("pbox", pbox)) if n)
+        self._slots_changed()
 
     def _finish(self, run: JobRun) -> None:
         if run.job_id is None or self.registry is None:
@@ -313,6 +338,7 @@ class Jobs:
         aggregator = self.fabric.leaves[0].aggregator
         if any(c.job_id == run.job_id for c in aggregator.jobs()):
             aggregator.remove_job(run.job_id)
+        self._slots_changed()
 
 
 def describe(runs: list[JobRun]) -> dict[str, dict[str, Any]]:

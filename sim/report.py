@@ -126,6 +126,12 @@ def job_lines(records: Sequence[Record]) -> list[str]:
             out.append(f"  {record.get('scenario', '')} {record.get('path', '')} job {name} "
                        f"({', '.join(job['workers'])}): {where}, iteration median "
                        f"{_time(median)}")
+        churn = [f"{label} {value:.0%}" for label, value in (
+            ("switch slots held (time-weighted)", record.get("slot_use")),
+            ("summed by the PBoxes", record.get("pbox_share"))) if value is not None]
+        if record.get("jobs") and churn:
+            out.append(f"  {record.get('scenario', '')} {record.get('path', '')}: "
+                       + "; ".join(churn))
     return out
 
 

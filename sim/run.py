@@ -59,7 +59,10 @@ class RunResult:
     resends: int = 0  # datagrams the sessions sent again (timeouts, early resends, courtesy)
     drops_by_cause: dict[str, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    # several jobs: the switch's slots they held, time-weighted over the run (a fraction)
     slot_use: float | None = None
+    # in-network paths: the share of the aggregated contributions the PBoxes summed
+    pbox_share: float | None = None
     digest: str = ""
     exact: bool | None = None  # every result checked equal to the exact sum (None: not checked)
     checked: int = 0
@@ -215,9 +218,7 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     if loop is not None:
         counters.update(moves=len(loop.moves), map_resyncs=loop.resyncs)
     drops = fabric.drops()
-    aggregated = {node.name: node.aggregated for node in [*fabric.leaves, *fabric.spines]
-                  if node.aggregated}
-    aggregated.update({box.name: box.aggregated for box in fabric.all_pboxes() if box.aggregated})
+    aggregated = _aggregated(fabric)
     return RunResult(
         scenario=scenario.name, path=path, tier=tier, seed=seed, workers=n,
         iteration_times=trainer.iteration_seconds(), events=engine.events,
@@ -227,6 +228,7 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
         drops_by_cause=drops,
         resends=counters.get("retransmitted", 0) + counters.get("courtesy", 0),
         counters={**counters, **{f"aggregated_{k}": v for k, v in aggregated.items()}},
+        pbox_share=_pbox_share(fabric, aggregated) if ina else None,
         digest=trainer.trace_digest,
         exact=(trainer.mismatches == 0) if trainer.check else None, checked=trainer.checked,
         failures=failures, point=dict(getattr(scenario, "point", {}) or {}),
@@ -262,20 +264,41 @@ def _run_jobs(scenario: Any, path: str, tier: str, seed: int, engine: Engine, fa
     checked = [r for r in records.values() if r["exact"] is not None]
     counters = jobs.counters()
     drops = fabric.drops()
+    aggregated = _aggregated(fabric)
     ended = [r["ended_s"] for r in records.values() if r["ended_s"] is not None]
+    simulated = max(ended) if len(ended) == len(records) else engine.now
+    ina = path in ("switch", "pbox")
     return RunResult(
         scenario=scenario.name, path=path, tier=tier, seed=seed,
         workers=sum(len(r["workers"]) for r in records.values()),
         iteration_times=jobs.iteration_times(), events=engine.events,
         wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(),
-        simulated_s=max(ended) if len(ended) == len(records) else engine.now,
+        simulated_s=simulated,
         bytes_by_link_class=fabric.bytes_by_class(), drops=sum(drops.values()),
         drops_by_cause=drops,
         resends=counters.get("retransmitted", 0) + counters.get("courtesy", 0),
-        counters=counters, exact=all(r["exact"] for r in checked) if checked else None,
+        counters={**counters, **{f"aggregated_{k}": v for k, v in aggregated.items()}},
+        slot_use=jobs.slot_use(simulated), pbox_share=_pbox_share(fabric, aggregated) if ina else None,
+        exact=all(r["exact"] for r in checked) if checked else None,
         checked=sum(r["checked"] for r in checked), failures=failures,
         point=dict(getattr(scenario, "point", {}) or {}), jobs=records,
     )  # fmt: skip
+
+
+def _aggregated(fabric: Fabric) -> dict[str, int]:
+    """Contributions each switch and PBox node summed, by node name."""
+    nodes = [*fabric.leaves, *fabric.spines, *fabric.all_pboxes()]
+    return {node.name: node.aggregated for node in nodes if node.aggregated}
+
+
+def _pbox_share(fabric: Fabric, aggregated: dict[str, int]) -> float | None:
+    """The share of the contributions summed that the PBoxes summed (first level: a
+    tree's spine counts its leaves' partials, which it also counts)."""
+    boxes = {box.name for box in fabric.all_pboxes()}
+    spines = {node.name for node in fabric.spines}
+    first = {k: v for k, v in aggregated.items() if k not in spines}
+    total = sum(first.values())
+    return sum(v for k, v in first.items() if k in boxes) / total if total else None
 
 
 def _run_fluid(scenario: Any, path: str, seed: int, engine: Engine, wall0: float,

@@ -176,3 +176,20 @@ def test_a_job_on_the_pbox_is_promoted_onto_freed_switch_slots_and_stays_exact()
     assert b["iteration_times"][0] > 1.9 * a["iteration_times"][-1]  # on the PBox
     assert b["iteration_times"][-1] == pytest.approx(a["iteration_times"][-1], rel=1e-9)
     assert b["exact"] is True and b["checked"] == 40  # every sum exact across the move
+
+
+def test_churn_is_reported_as_slot_use_and_pbox_share() -> None:
+    """Two jobs on a switch with one window of slots: the first holds half the switch's
+    slots until it ends, the second sums on the PBox until the first's slots are free;
+    on the pbox path the switch holds nothing and the PBox sums everything."""
+    one = run("switch", jobs=[{"name": "a", "workers": "1-2"}],
+              switch={"slots": 64}, job={"window": 32})
+    assert one.slot_use == pytest.approx(0.5)  # 32 of 64 slots, the whole run
+    assert one.pbox_share == 0.0
+    both = run("switch", jobs=TWO, switch={"slots": 32}, job={"window": 32})
+    assert both.jobs["b"]["where"] in ("pbox", "switch")  # promoted once a's slots freed
+    assert both.pbox_share is not None and 0.0 < both.pbox_share < 1.0
+    assert both.slot_use is not None and 0.0 < both.slot_use <= 1.0
+    pbox = run("pbox", jobs=TWO)
+    assert pbox.slot_use == 0.0 and pbox.pbox_share == 1.0
+    assert run("ring", jobs=TWO).slot_use is None
