@@ -195,21 +195,9 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     else:
         trainer.collective = ShardedPS(fabric, macro=macro, on_complete=trainer.complete)
     trainer.start()
-    budget = scenario.run.memory
-    last = [time.perf_counter()]
-
-    def stop() -> bool:
-        if _peak_rss() > budget:
-            raise BudgetExceeded(
-                f"{scenario.name} ({path}, tier {tier}): peak memory {_peak_rss() / 2**30:.1f}"
-                f" GiB passed the budget of {budget / 2**30:.1f} GiB at simulated"
-                f" {engine.now:.3f} s; lower the scale or the workers, or raise run.memory")
-        if progress is not None and time.perf_counter() - last[0] > 0.5:
-            last[0] = time.perf_counter()
-            progress(engine.now, engine.events)
-        return trainer.finished == n or bool(trainer.failures)
-
-    engine.run(until=STALL_SECONDS, stop=stop)
+    engine.run(until=STALL_SECONDS, stop=_stopper(
+        scenario, path, tier, engine, progress,
+        lambda: trainer.finished == n or bool(trainer.failures)))
     failures = list(trainer.failures)
     if trainer.finished < n and not failures:
         failures.append(f"{n - trainer.finished} ranks had not finished after"
@@ -243,19 +231,8 @@ def _run_jobs(scenario: Any, path: str, tier: str, seed: int, engine: Engine, fa
     macro = _macro(scenario.links.bandwidth, job.lanes, job.window, scenario.links.overhead)
     jobs = multijob.Jobs(engine, fabric, scenario, path, seed=seed, macro=macro, check=check)
     jobs.start()
-    budget = scenario.run.memory
-
-    def stop() -> bool:
-        if _peak_rss() > budget:
-            raise BudgetExceeded(
-                f"{scenario.name} ({path}, tier {tier}): peak memory {_peak_rss() / 2**30:.1f}"
-                f" GiB passed the budget of {budget / 2**30:.1f} GiB at simulated"
-                f" {engine.now:.3f} s; lower the scale or the workers, or raise run.memory")
-        if progress is not None:
-            progress(engine.now, engine.events)
-        return jobs.done
-
-    engine.run(until=STALL_SECONDS, stop=stop)
+    engine.run(until=STALL_SECONDS, stop=_stopper(scenario, path, tier, engine, progress,
+                                                  lambda: jobs.done))
     records = multijob.describe(jobs.runs)
     failures = [f for record in records.values() for f in record["failures"]]
     for name, record in records.items():
@@ -283,6 +260,27 @@ def _run_jobs(scenario: Any, path: str, tier: str, seed: int, engine: Engine, fa
         checked=sum(r["checked"] for r in checked), failures=failures,
         point=dict(getattr(scenario, "point", {}) or {}), jobs=records,
     )  # fmt: skip
+
+
+def _stopper(scenario: Any, path: str, tier: str, engine: Engine,
+             progress: Callable[[float, int], None] | None,
+             done: Callable[[], bool]) -> Callable[[], bool]:
+    """The engine's stop check: ``done()``, after the memory budget (BudgetExceeded past
+    it) and the progress report (at most every 0.5 s of wall time)."""
+    budget = scenario.run.memory
+    last = [time.perf_counter()]
+
+    def stop() -> bool:
+        if _peak_rss() > budget:
+            raise BudgetExceeded(
+                f"{scenario.name} ({path}, tier {tier}): peak memory {_peak_rss() / 2**30:.1f}"
+                f" GiB passed the budget of {budget / 2**30:.1f} GiB at simulated"
+                f" {engine.now:.3f} s; lower the scale or the workers, or raise run.memory")
+        if progress is not None and time.perf_counter() - last[0] > 0.5:
+            last[0] = time.perf_counter()
+            progress(engine.now, engine.events)
+        return done()
+    return stop
 
 
 def _aggregated(fabric: Fabric) -> dict[str, int]:
