@@ -14,10 +14,14 @@ its own speed on this machine, not the network's):
   one iteration, on 2-rack leaf-spines of 4 to 32 workers in all, each point in a
   process of its own (its peak RSS is its own): wall time and peak memory against
   workers, log-log, with the fitted exponents.
+* ``huge`` (not in the default parts: about 5 minutes): tier F's goal (issue 33), one
+  iteration of 16,384 workers in 512 racks under a three-level tree
+  (sim/scenarios/scale-16k.toml, the switch path), in a process of its own: wall time,
+  peak RSS, events.
 
 Writes bench/results/sim.json and sim.png.
 
-    .venv/bin/python -m bench.sim [--parts tiers,split,scale] [--workers 4,8,16,32]
+    .venv/bin/python -m bench.sim [--parts tiers,split,scale,huge] [--workers 4,8,16,32]
 """
 
 from __future__ import annotations
@@ -139,6 +143,34 @@ def scale(workers: list[int]) -> dict[str, Any]:
     return {"points": points, "exponents": fits}
 
 
+HUGE = REPO / "sim" / "scenarios" / "scale-16k.toml"
+
+
+def huge_point() -> dict[str, Any]:
+    (point,) = scenario.load(HUGE)
+    cpu0 = time.process_time()
+    r = run_scenario(point, path="switch")
+    # CPU seconds too: on a shared machine the wall time is the load's as much as ours
+    return {"workers": r.workers, "racks": point.topology.total_racks,
+            "pods": point.topology.pods, "tier": r.tier, "path": r.path, "wall_s": r.wall_s,
+            "cpu_s": time.process_time() - cpu0,
+            "peak_rss_bytes": r.peak_rss_bytes, "events": r.events,
+            "iteration_s": r.iteration_times[0] if r.iteration_times else None,
+            "failures": r.failures}
+
+
+def huge() -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "bench.sim", "--huge-point"], cwd=REPO,
+                          capture_output=True, text=True, check=True)
+    point: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"huge: {point['workers']} workers ({point['racks']} racks, {point['pods']} pods), "
+          f"tier F switch path: wall {point['wall_s']:.0f} s (goal 300 s; CPU "
+          f"{point['cpu_s']:.0f} s), peak RSS "
+          f"{point['peak_rss_bytes'] / 2**20:.0f} MiB, {point['events']} events, "
+          f"iteration {point['iteration_s'] * 1e3:.1f} ms simulated", flush=True)
+    return point
+
+
 def plot(doc: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -171,20 +203,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", type=comma_list(str), default=["tiers", "split", "scale"])
     parser.add_argument("--workers", type=comma_list(int), default=[4, 8, 16, 32])
     parser.add_argument("--scale-point", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--huge-point", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.scale_point:
         print(json.dumps(scale_point(args.scale_point)))
         return 0
+    if args.huge_point:
+        print(json.dumps(huge_point()))
+        return 0
     t0 = time.perf_counter()
-    doc: dict[str, Any] = {"benchmark": "sim", "cpu_bound": True,
-                           "machine": {"python": platform.python_version()}}
+    # parts not run this time keep their earlier results (each part says when it ran)
+    earlier = args.out / "sim.json"
+    doc: dict[str, Any] = json.loads(earlier.read_text()) if earlier.exists() else {}
+    doc.update({"benchmark": "sim", "cpu_bound": True,
+                "machine": {"python": platform.python_version()}})
+    doc.setdefault("measured", {}).update(
+        {part: time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()) for part in args.parts})
     if "tiers" in args.parts:
         doc["tiers"] = tiers()
     if "split" in args.parts:
         doc["split"] = split()
     if "scale" in args.parts:
         doc["scale"] = scale(args.workers)
+    if "huge" in args.parts:
+        doc["huge"] = huge()
     doc["seconds_total"] = time.perf_counter() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "sim.json").write_text(json.dumps(doc, indent=1))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -85,6 +86,16 @@ def _from_rpc_error(exc: grpc.RpcError) -> P4RuntimeError:
     return P4RuntimeError(code, message, tuple(errors))
 
 
+RETRY_TAKEN_ELECTION_S = 0.1
+
+
+def _election_id_taken(exc: P4RuntimeError) -> bool:
+    """The switch refused the arbitration because a stream holds the same election id
+    (p4lite's and PI's wordings)."""
+    text = exc.message.lower()
+    return exc.code == "INVALID_ARGUMENT" and "election id" in text and "already" in text
+
+
 class P4RuntimeClient:
     def __init__(
         self, address: str, device_id: int = 0, election_id: tuple[int, int] = (0, 1),
@@ -106,7 +117,27 @@ class P4RuntimeClient:
     # -- connection --------------------------------------------------------------
 
     def connect(self) -> None:
-        """Open the channel and the stream, and become primary; raises P4RuntimeError."""
+        """Open the channel and the stream, and become primary; raises P4RuntimeError.
+
+        A switch that still holds a stream with this election id (this controller's own,
+        closed a moment ago when it restarted: the switch drops a closed stream
+        asynchronously) refuses it with INVALID_ARGUMENT; that is retried until
+        ``timeout``, after which another client holding the id is the error."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                self._connect_once()
+                return
+            except P4RuntimeError as exc:
+                if not _election_id_taken(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(RETRY_TAKEN_ELECTION_S)
+
+    def _connect_once(self) -> None:
+        self._closing = False
+        self.stream_error = None
+        self._requests = queue.Queue()
+        self._arbitration = queue.Queue()
         if self.tls is None:
             self._channel = grpc.insecure_channel(self.address)
         else:

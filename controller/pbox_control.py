@@ -127,7 +127,8 @@ class PBoxControl:
         if write.parent:
             host, _, port = write.parent.rpartition(":")
             parent = {"address": [host, int(port)], "child": write.child,
-                      "rack_size": write.rack_size}
+                      "rack_size": write.rack_size,
+                      **({"ranks": list(write.ranks)} if write.ranks else {})}
             add["parent"] = {**parent, "address": write.parent}
         if write.precision is not None:
             add["precision"] = write.precision

@@ -116,16 +116,22 @@ def read_switch(ctl: Controller, job: Job) -> SwitchView:
     action: str | None = None
     params: tuple[tuple[str, int], ...] = ()
     members: set[int] = set()
-    results: set[int] = set()
+    result_bits: set[int] = set()
+    # result_dst is keyed on a member's bit index (program.result_rid): the members
+    # entries (and the registry, for a result entry whose member entry is gone) say
+    # whose; on one switch it is the rank (Worker.bit), the fallback for a stray entry
+    rank_of_bit = {w.bit: w.rank for w in job.workers.values()}
     for e in entries:
         if e.table == p.JOBS and e.match_value(p.JOBS_JOB) == job.job_id:
             action, params = e.action, e.params
         elif e.table == p.MEMBERS and e.match_value(p.MEMBERS_JOB) == job.job_id:
             members.add(e.match_value(p.MEMBERS_RANK))
+            rank_of_bit[e.param("bit_index")] = e.match_value(p.MEMBERS_RANK)
         elif e.table == p.RESULT_DST:
-            owner, rank = p.split_rid(e.match_value(p.RESULT_DST_RID))
+            owner, bit = p.split_rid(e.match_value(p.RESULT_DST_RID))
             if owner == job.job_id:
-                results.add(rank)
+                result_bits.add(bit)
+    results = {rank_of_bit.get(bit, bit) for bit in result_bits}
     group: tuple[tuple[int, int], ...] | None = None
     group_error: str | None = None
     if job.where == ON_SWITCH:

@@ -133,7 +133,7 @@
  * Control-plane conventions (controller/core/program.py holds the same names)
  *   job ids 1..MAX_JOBS-1; a job's multicast group is its job id; the flood
  *   group is MAX_JOBS (1024) with every attached port at rid 0; a RESULT
- *   copy's egress_rid is job*32 + rank, so
+ *   copy's egress_rid is job*32 + its member bit, so
  *   result_dst entries say which worker they address. Everything the controller
  *   needs to rebuild its state after a restart is in the entries: jobs (world
  *   size, slot range, a 32-bit tag of the job's name, the epoch), members and
@@ -1338,7 +1338,7 @@ control MyEgress(inout headers_t hdr, inout metadata_t meta,
         hdr.udp.dstPort = udp_port;
     }
 
-    /* egress_rid = job * 32 + rank -> that worker's address */
+    /* egress_rid = job * 32 + member bit -> that worker's address */
     table result_dst {
         key = {
             standard_metadata.egress_rid: exact;

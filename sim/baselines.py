@@ -24,7 +24,7 @@ lossy scenario states it in its results).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -69,18 +69,28 @@ class _Host(Node):
             self.engine.call_at(frame.tail, self.on_frame, frame)
 
 
+def _hosts_of(fabric: Fabric, ranks: Sequence[int] | None) -> list[int]:
+    """The fabric's workers a collective runs on, rank order (default: all of them)."""
+    return list(range(fabric.workers)) if ranks is None else list(ranks)
+
+
 class RingCollective:
     def __init__(self, fabric: Fabric, *, macro: int,
-                 on_complete: Callable[[int, Hashable, np.ndarray], None]) -> None:
+                 on_complete: Callable[[int, Hashable, np.ndarray], None],
+                 ranks: Sequence[int] | None = None) -> None:
+        """``ranks``: the fabric's workers (0-based) of the job's ranks, in rank order
+        (one of several jobs, sim/multijob.py); default: every worker."""
         self.fabric = fabric
-        self.n = n = fabric.workers
+        hosts = _hosts_of(fabric, ranks)
+        self.n = n = len(hosts)
         if n < 2:
             raise SimError("a ring needs at least 2 workers")
         self.macro = macro
         self.on_complete = on_complete
-        self.hosts = [_Host(fabric.engine, f"w{r + 1}", self._arrived_cb(r)) for r in range(n)]
-        for r, host in enumerate(self.hosts):
-            fabric.attach_worker(r, host)
+        self.hosts = [_Host(fabric.engine, f"w{g + 1}", self._arrived_cb(r))
+                      for r, g in enumerate(hosts)]
+        for g, host in zip(hosts, self.hosts, strict=True):
+            fabric.attach_worker(g, host)
         self.queue: list[deque[tuple[Hashable, np.ndarray]]] = [deque() for _ in range(n)]
         self.step = [-1] * n  # the step rank r sent last in its current collective (-1: idle)
         # datagrams received per rank, per (tensor, step), and the steps complete
@@ -141,19 +151,26 @@ class RingCollective:
 
 class ShardedPS:
     def __init__(self, fabric: Fabric, *, macro: int,
-                 on_complete: Callable[[int, Hashable, np.ndarray], None]) -> None:
+                 on_complete: Callable[[int, Hashable, np.ndarray], None],
+                 ranks: Sequence[int] | None = None, serve: bool = True) -> None:
+        """``ranks``: as for ``RingCollective``; ``serve``: make the PBoxes this PS's
+        servers (False: several jobs' PSs share them, and their owner hands each pushed
+        frame to its job's ``pushed_cb``)."""
         self.fabric = fabric
-        self.n = n = fabric.workers
+        hosts = _hosts_of(fabric, ranks)
+        self.n = n = len(hosts)
         self.servers: list[PBox] = fabric.all_pboxes()
         if not self.servers:
             raise SimError("the ps path needs PBoxes to serve as servers (topology.pboxes >= 1)")
         self.macro = macro
         self.on_complete = on_complete
-        self.hosts = [_Host(fabric.engine, f"w{r + 1}", self._pulled_cb(r)) for r in range(n)]
-        for r, host in enumerate(self.hosts):
-            fabric.attach_worker(r, host)
-        for s, server in enumerate(self.servers):
-            server.serve_plain = self._pushed_cb(s)
+        self.hosts = [_Host(fabric.engine, f"w{g + 1}", self._pulled_cb(r))
+                      for r, g in enumerate(hosts)]
+        for g, host in zip(hosts, self.hosts, strict=True):
+            fabric.attach_worker(g, host)
+        if serve:
+            for s, server in enumerate(self.servers):
+                server.serve_plain = self.pushed_cb(s)
         self.pushed: dict[tuple[Hashable, int], int] = {}  # datagrams in, per (tensor, shard)
         self.pulled: list[dict[Hashable, int]] = [{} for _ in range(n)]
         self.arrays: list[dict[Hashable, tuple[np.ndarray, int]]] = [{} for _ in range(n)]
@@ -171,7 +188,7 @@ class ShardedPS:
                              (tensor_id, nbytes, priority)):
                 host.ports[0].send(f)
 
-    def _pushed_cb(self, shard: int) -> Callable[[Frame], list[Frame]]:
+    def pushed_cb(self, shard: int) -> Callable[[Frame], list[Frame]]:
         def pushed(frame: Frame) -> list[Frame]:
             tag: tuple[Hashable, int, int] = frame.tag  # type: ignore[assignment]
             tensor_id, nbytes, priority = tag

@@ -221,6 +221,8 @@ def main(argv: Sequence[str] | None = None, *, run: RunFn | None = None) -> int:
     else:
         if records:
             report.print_table(records)
+            for line in report.job_lines(records):
+                print(line)
         for name, k in payload["wall_exponents"].items():
             print(f"wall time ~ workers^{k:.2f} ({name})")
         print("wrote " + ", ".join(map(str, written)))

@@ -14,7 +14,7 @@ A collective is all-reduce (SUM) of a float32 array; completion calls
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -37,10 +37,16 @@ class InaCollective:
                  macro: int, datagram_cost: float,
                  on_complete: Callable[[int, Hashable, np.ndarray], None],
                  on_failed: Callable[[int, Hashable, str], None],
-                 controlled: bool = False, seed: int = 0) -> None:
+                 controlled: bool = False, seed: int = 0,
+                 placed: Sequence[tuple[Session, dict[Hashable, str]]] | None = None,
+                 ranks: Sequence[int] | None = None) -> None:
         """``controlled``: the controller's job logic places the job and programs the
-        switches (tier P, sim/controlled.py); otherwise ``_place`` does, by its rules."""
-        n = fabric.workers
+        switches (tier P, sim/controlled.py); ``placed``: a job placed already, each
+        rank's session and its aggregators (route -> node), on the fabric's workers
+        ``ranks`` (one of several jobs, sim/multijob.py); otherwise ``_place`` places
+        the job on every worker, by its rules."""
+        hosts = list(range(fabric.workers)) if ranks is None else list(ranks)
+        n = len(hosts)
         self.fabric = fabric
         self.where = where
         self.on_complete, self.on_failed = on_complete, on_failed
@@ -48,7 +54,10 @@ class InaCollective:
         sessions: list[Session] = []
         targets: list[dict[Hashable, str]] = []
         self.controlled: ControlledJob | None = None
-        if controlled:
+        if placed is not None:
+            sessions = [session for session, _ in placed]
+            targets = [dict(aggregators) for _, aggregators in placed]
+        elif controlled:
             self.controlled = job = controlled_place(fabric, where, lanes=lanes,
                                                      job_slots=slots, seed=seed)
             for rank, reply in enumerate(job.replies):
@@ -64,11 +73,11 @@ class InaCollective:
             sessions = [Session(JOB_ID, rank, n, 0, slots, config=config) for rank in range(n)]
             targets = [{None: hop} for hop in first_hops]
         self.workers: list[Worker] = []
-        for rank in range(n):
-            worker = Worker(fabric.engine, f"w{rank + 1}", sessions[rank],
+        for rank, host in enumerate(hosts):
+            worker = Worker(fabric.engine, f"w{host + 1}", sessions[rank],
                             aggregators=targets[rank], macro=macro,
                             datagram_cost=datagram_cost, on_event=self._event)
-            fabric.attach_worker(rank, worker)
+            fabric.attach_worker(host, worker)
             self.workers.append(worker)
         if controlled:
             map_ports([*fabric.leaves, *fabric.spines], fabric.controller_topo,

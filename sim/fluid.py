@@ -15,10 +15,14 @@ Paths, as tiers P and M run them:
 * ``switch``: each rank's uplink serves its chunk; the leaf's sum of a chunk is ready
   when the last rank's copy is in; over racks the leaf's partial crosses its uplink to
   the root spine, which waits for every leaf, and the result crosses each leaf's
-  downlink from the spine; then every rank's downlink serves the result.
+  downlink from the spine; then every rank's downlink serves the result. Over pods (a
+  third level, modelled here only: leaf-spines under a core), a pod's spine sums its
+  leaves and sends one partial over the pod's uplink to the core, which waits for every
+  pod; the result comes down each pod's downlink, then its leaves'.
 * ``pbox``: the chunk of every rank crosses the PBox's downlink (N chunks), its CPU
   (``cores x packets_per_core``) and its uplink back (N results), then each rank's
-  downlink; over racks, ranks of other racks cross the fabric both ways too.
+  downlink; over racks, ranks of other racks cross the fabric both ways too (and, from
+  other pods, their pod's links to the core).
 * ``ring``: 2(N-1) steps of a chunk's N-th part on every rank's link, one collective at
   a time per rank, each starting once every rank has started it (the ranks move in
   lock step); ``ps``: pushes on each rank's uplink to the PS shards' downlinks, the
@@ -52,13 +56,17 @@ class FluidLink:
         self.engine = engine
         self.rate = rate
         self.latency = latency
-        self.queue: list[tuple[int, int, float, Done]] = []
+        self.queue: list[tuple[int, int, float, float, Done]] = []
         self.order = itertools.count()
         self.busy = False
         self.bytes = 0.0
 
-    def send(self, nbytes: float, priority: int, done: Done) -> None:
-        heapq.heappush(self.queue, (-priority, next(self.order), nbytes, done))
+    def send(self, nbytes: float, priority: int, done: Done,
+             wire_bytes: float | None = None) -> None:
+        """Serve ``nbytes``' time; ``wire_bytes``: what the link carries, when a
+        window-limited rank's chunk takes longer than its bytes (default ``nbytes``)."""
+        heapq.heappush(self.queue, (-priority, next(self.order), nbytes,
+                                    nbytes if wire_bytes is None else wire_bytes, done))
         if not self.busy:
             self._next()
 
@@ -66,9 +74,9 @@ class FluidLink:
         if not self.queue:
             self.busy = False
             return
-        _, _, nbytes, done = heapq.heappop(self.queue)
+        _, _, nbytes, wire_bytes, done = heapq.heappop(self.queue)
         self.busy = True
-        self.bytes += nbytes
+        self.bytes += wire_bytes
         serve = nbytes / self.rate
         self.engine.call_later(serve + self.latency, done)
         self.engine.call_later(serve, self._next)
@@ -88,26 +96,39 @@ class FluidNet:
     pbox_in: list[FluidLink]  # leaf -> PBox, per PBox (rack-major)
     pbox_cpu: list[FluidLink]
     pbox_out: list[FluidLink]  # PBox -> leaf
-    racks: int = 1
+    racks: int = 1  # in all pods
+    pods: int = 1
+    pod_up: list[FluidLink] = field(default_factory=list)  # pod -> core (all links as one)
+    pod_down: list[FluidLink] = field(default_factory=list)  # core -> pod
     counters: dict[str, float] = field(default_factory=dict)
 
     def rack(self, rank: int) -> int:
         return rank // self.per_rack
 
+    @property
+    def racks_per_pod(self) -> int:
+        return self.racks // self.pods
+
+    def pod(self, rack: int) -> int:
+        return rack // self.racks_per_pod
+
     def bytes_by_class(self) -> dict[str, int]:
         groups = {"host_up": self.up, "host_down": self.down, "spine_up": self.leaf_up,
                   "spine_down": self.leaf_down, "pbox_down": self.pbox_in,
-                  "pbox_up": self.pbox_out}
+                  "pbox_up": self.pbox_out, "core_up": self.pod_up, "core_down": self.pod_down}
         return {k: int(sum(link.bytes for link in v)) for k, v in groups.items() if v}
 
 
 def build(engine: Engine, *, racks: int, per_rack: int, spines: int, pboxes: int,
           host_rate: float, fabric_rate: float, delay: float, pipeline: float,
-          pbox_rate: float, pbox_link_rate: float | None = None) -> FluidNet:
+          pbox_rate: float, pbox_link_rate: float | None = None, pods: int = 1,
+          core_oversubscription: float = 1.0) -> FluidNet:
     """Rates in bit/s in, bytes/s inside (``pbox_rate``: the PBox CPU's, packets/s). A
     leaf's uplinks to its spines serve as one (``spines`` x ``fabric_rate``): ECMP
     spreads a job's flows over them. ``pbox_link_rate``: each PBox's link (default: the
-    hosts')."""
+    hosts'). ``pods`` > 1: ``racks`` (all of them) split into that many leaf-spines, each
+    pod's uplinks to the core serving as one, at its leaves' uplinks' total over
+    ``core_oversubscription``."""
     n = racks * per_rack
     host, fab = host_rate / 8, fabric_rate / 8
     box = host if pbox_link_rate is None else pbox_link_rate / 8
@@ -116,12 +137,18 @@ def build(engine: Engine, *, racks: int, per_rack: int, spines: int, pboxes: int
     def links(count: int, rate: float, latency: float) -> list[FluidLink]:
         return [FluidLink(engine, rate, latency) for _ in range(count)]
 
+    if pods < 1 or racks % pods:
+        raise SimError(f"{racks} racks do not split into {pods} pods")
     leaf_links = racks if racks > 1 else 0
+    leaf_rate = fab * max(1, spines)
+    core_links = pods if pods > 1 else 0
+    core_rate = leaf_rate * (racks // pods) / core_oversubscription
     return FluidNet(
         engine, n, per_rack, links(n, host, hop), links(n, host, delay),
-        links(leaf_links, fab * max(1, spines), hop), links(leaf_links, fab * max(1, spines), hop),
+        links(leaf_links, leaf_rate, hop), links(leaf_links, leaf_rate, hop),
         links(racks * pboxes, box, delay), links(racks * pboxes, pbox_rate, 0.0),
-        links(racks * pboxes, box, hop), racks=racks)
+        links(racks * pboxes, box, hop), racks=racks, pods=pods,
+        pod_up=links(core_links, core_rate, hop), pod_down=links(core_links, core_rate, hop))
 
 
 def ina_bytes(elements: int, lanes: int, overhead: int) -> float:
@@ -217,17 +244,38 @@ class FluidCollective:
             def go() -> None:
                 lo = rack * net.per_rack
                 for k in range(lo, lo + net.per_rack):
-                    net.down[k].send(self._rank_bytes(nbytes), priority, self._finish(k, tid))
+                    net.down[k].send(self._rank_bytes(nbytes), priority, self._finish(k, tid),
+                                     nbytes)
             return go
 
-        def at_root() -> None:
-            root = self._arrived[(tid, "root")]
+        def to_racks(pod: int) -> Done:
+            def go() -> None:
+                lo = pod * net.racks_per_pod
+                for rr in range(lo, lo + net.racks_per_pod):
+                    net.leaf_down[rr].send(nbytes, priority, to_ranks(rr))
+            return go
+
+        def at_core() -> None:
+            core = self._arrived[(tid, "core")]
+            core[1] += 1
+            if core[1] < core[0]:
+                return
+            del self._arrived[(tid, "core")]
+            for pod in range(net.pods):
+                net.pod_down[pod].send(nbytes, priority, to_racks(pod))
+
+        def at_root() -> None:  # the root spine, or over pods the pod's spine
+            pod = net.pod(r)
+            root = self._arrived[(tid, "root", pod)]
             root[1] += 1
             if root[1] < root[0]:
                 return
-            del self._arrived[(tid, "root")]
-            for rr in range(net.racks):
-                net.leaf_down[rr].send(nbytes, priority, to_ranks(rr))
+            del self._arrived[(tid, "root", pod)]
+            if net.pods == 1:
+                to_racks(0)()
+                return
+            self._arrived.setdefault((tid, "core"), [net.pods, 0])
+            net.pod_up[pod].send(nbytes, priority, at_core)
 
         def in_leaf() -> None:
             leaf[1] += 1
@@ -237,10 +285,10 @@ class FluidCollective:
             if net.racks == 1:
                 to_ranks(0)()
                 return
-            self._arrived.setdefault((tid, "root"), [net.racks, 0])
+            self._arrived.setdefault((tid, "root", net.pod(r)), [net.racks_per_pod, 0])
             net.leaf_up[r].send(nbytes, priority, at_root)
 
-        net.up[rank].send(self._rank_bytes(nbytes), priority, in_leaf)
+        net.up[rank].send(self._rank_bytes(nbytes), priority, in_leaf, nbytes)
 
     def _pbox(self, rank: int, tid: Hashable, elements: int, priority: int) -> None:
         net = self.net
@@ -261,23 +309,43 @@ class FluidCollective:
                 net.pbox_out[0].send(nbytes, priority, _back(k))
 
         def _back(k: int) -> Done:
+            rack = net.rack(k)
+            pod = net.pod(rack)
+
+            def to_rank() -> None:
+                net.down[k].send(nbytes, priority, self._finish(k, tid))
+
+            def to_leaf() -> None:
+                net.leaf_down[rack].send(nbytes, priority, to_rank)
+
+            def into_pod() -> None:
+                net.pod_down[pod].send(nbytes, priority, to_leaf)
+
             def go() -> None:
-                if net.racks > 1 and net.rack(k) != 0:
-                    net.leaf_down[net.rack(k)].send(
-                        nbytes, priority,
-                        lambda: net.down[k].send(nbytes, priority, self._finish(k, tid)))
-                else:
-                    net.down[k].send(nbytes, priority, self._finish(k, tid))
+                if net.racks == 1 or rack == 0:
+                    to_rank()
+                elif pod == 0:
+                    to_leaf()
+                else:  # up the PBox's pod's links to the core, down the rank's pod's
+                    net.pod_up[0].send(nbytes, priority, into_pod)
             return go
 
-        def to_box() -> None:
-            if cross:
-                net.leaf_up[net.rack(rank)].send(
-                    nbytes, priority, lambda: net.pbox_in[0].send(nbytes, priority, at_box))
-            else:
-                net.pbox_in[0].send(nbytes, priority, at_box)
+        def into_box() -> None:
+            net.pbox_in[0].send(nbytes, priority, at_box)
 
-        net.up[rank].send(self._rank_bytes(nbytes), priority, to_box)
+        def to_box() -> None:
+            if not cross:
+                into_box()
+                return
+            rack = net.rack(rank)
+            pod = net.pod(rack)
+            if pod != 0:  # up its pod's links to the core, then down the PBox's pod's
+                net.leaf_up[rack].send(nbytes, priority, lambda: net.pod_up[pod].send(
+                    nbytes, priority, lambda: net.pod_down[0].send(nbytes, priority, into_box)))
+            else:
+                net.leaf_up[rack].send(nbytes, priority, into_box)
+
+        net.up[rank].send(self._rank_bytes(nbytes), priority, to_box, nbytes)
 
     # -- the baselines -------------------------------------------------------------------
 
@@ -306,6 +374,8 @@ class FluidCollective:
         rate = link.rate
         if net.racks > 1:
             rate = min(rate, net.leaf_up[0].rate)
+        if net.pods > 1:
+            rate = min(rate, net.pod_up[0].rate)
         # the end's store-and-forward at the leaf: the chunk's last full segment (its short
         # last one waits behind it), or the whole chunk where it is one segment
         segment = min(chunk, MSS + self.overhead) / rate

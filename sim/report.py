@@ -113,6 +113,28 @@ def print_table(records: Sequence[Record], *, file: TextIO | None = None,
     Console(file=file, width=max(shutil.get_terminal_size().columns, needed)).print(table)
 
 
+def job_lines(records: Sequence[Record]) -> list[str]:
+    """For runs of several jobs (``[[jobs]]``): a line per job, its placement and its
+    median iteration, under its run's label and path."""
+    out = []
+    for record in records:
+        for name, job in (record.get("jobs") or {}).items():
+            median, _, _ = iteration_stats({"iteration_times": job["iteration_times"]})
+            where = job["where"] or "not placed"
+            if job["switch_slots"] or job["pbox_slots"]:
+                where += f" ({job['switch_slots']} switch + {job['pbox_slots']} PBox slots)"
+            out.append(f"  {record.get('scenario', '')} {record.get('path', '')} job {name} "
+                       f"({', '.join(job['workers'])}): {where}, iteration median "
+                       f"{_time(median)}")
+        churn = [f"{label} {value:.0%}" for label, value in (
+            ("switch slots held (time-weighted)", record.get("slot_use")),
+            ("summed by the PBoxes", record.get("pbox_share"))) if value is not None]
+        if record.get("jobs") and churn:
+            out.append(f"  {record.get('scenario', '')} {record.get('path', '')}: "
+                       + "; ".join(churn))
+    return out
+
+
 # -- the figure --------------------------------------------------------------------------
 
 

@@ -4,7 +4,8 @@
 the clock until every rank has finished its iterations (or the run fails, or stalls: a
 simulated-time limit), and returns a ``RunResult``: the simulated iteration times and
 what the network and the sessions counted, with the run's own cost (events, wall time,
-peak memory). Tiers: ``P`` one datagram per frame, ``M`` macro-packets of ``MACRO``
+peak memory). A scenario with ``[[jobs]]`` runs them all at once on their own workers
+(sim/multijob.py), each job's figures under ``RunResult.jobs``. Tiers: ``P`` one datagram per frame, ``M`` macro-packets of ``MACRO``
 datagrams. (Tier F, fluid, is not built yet: it is refused with a message.)
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from p4hub.hosts import wire
 from p4hub.hosts.session import SessionConfig
-from p4hub.sim import controlled, fluid
+from p4hub.sim import controlled, fluid, multijob
 from p4hub.sim.baselines import RingCollective, ShardedPS
 from p4hub.sim.collectives import InaCollective
 from p4hub.sim.control_loop import ControlLoop
@@ -58,12 +59,18 @@ class RunResult:
     resends: int = 0  # datagrams the sessions sent again (timeouts, early resends, courtesy)
     drops_by_cause: dict[str, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    # several jobs: the switch's slots they held, time-weighted over the run (a fraction)
     slot_use: float | None = None
+    # in-network paths: the share of the aggregated contributions the PBoxes summed
+    pbox_share: float | None = None
     digest: str = ""
     exact: bool | None = None  # every result checked equal to the exact sum (None: not checked)
     checked: int = 0
     failures: list[str] = field(default_factory=list)
     point: dict[str, Any] = field(default_factory=dict)
+    # a scenario's [[jobs]]: per job, by name (sim/multijob.py JobRun.record); the run's
+    # iteration_times are then, per iteration, the slowest job's
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -150,6 +157,8 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     if tier == "F":
         return _run_fluid(scenario, path, seed, engine, wall0, progress)
     fabric = _fabric(engine, scenario, seed, p4=tier == "P" and ina)
+    if scenario.jobs:
+        return _run_jobs(scenario, path, tier, seed, engine, fabric, wall0, check, progress)
     work = load_workload(job.model, scale=job.scale, elements=job.elements,
                          gpu_speed=hosts.gpu_speed)
     n = fabric.workers
@@ -186,6 +195,78 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     else:
         trainer.collective = ShardedPS(fabric, macro=macro, on_complete=trainer.complete)
     trainer.start()
+    engine.run(until=STALL_SECONDS, stop=_stopper(
+        scenario, path, tier, engine, progress,
+        lambda: trainer.finished == n or bool(trainer.failures)))
+    failures = list(trainer.failures)
+    if trainer.finished < n and not failures:
+        failures.append(f"{n - trainer.finished} ranks had not finished after"
+                        f" {engine.now:.1f} simulated s")
+    counters = ina_path.counters() if ina_path else {}
+    if loop is not None:
+        counters.update(moves=len(loop.moves), map_resyncs=loop.resyncs)
+    drops = fabric.drops()
+    aggregated = _aggregated(fabric)
+    return RunResult(
+        scenario=scenario.name, path=path, tier=tier, seed=seed, workers=n,
+        iteration_times=trainer.iteration_seconds(), events=engine.events,
+        wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(),
+        simulated_s=trainer.ended_at if trainer.finished == n else engine.now,
+        bytes_by_link_class=fabric.bytes_by_class(), drops=sum(drops.values()),
+        drops_by_cause=drops,
+        resends=counters.get("retransmitted", 0) + counters.get("courtesy", 0),
+        counters={**counters, **{f"aggregated_{k}": v for k, v in aggregated.items()}},
+        pbox_share=_pbox_share(fabric, aggregated) if ina else None,
+        digest=trainer.trace_digest,
+        exact=(trainer.mismatches == 0) if trainer.check else None, checked=trainer.checked,
+        failures=failures, point=dict(getattr(scenario, "point", {}) or {}),
+    )  # fmt: skip
+
+
+def _run_jobs(scenario: Any, path: str, tier: str, seed: int, engine: Engine, fabric: Fabric,
+              wall0: float, check: bool | None,
+              progress: Callable[[float, int], None] | None) -> RunResult:
+    """A scenario's [[jobs]] (sim/multijob.py), each on its own workers, sharing the rack."""
+    job = scenario.job
+    macro = _macro(scenario.links.bandwidth, job.lanes, job.window, scenario.links.overhead)
+    jobs = multijob.Jobs(engine, fabric, scenario, path, seed=seed, macro=macro, check=check)
+    jobs.start()
+    engine.run(until=STALL_SECONDS, stop=_stopper(scenario, path, tier, engine, progress,
+                                                  lambda: jobs.done))
+    records = multijob.describe(jobs.runs)
+    failures = [f for record in records.values() for f in record["failures"]]
+    for name, record in records.items():
+        if record["ended_s"] is None and not failures:
+            failures.append(f"job {name!r} had not finished after {engine.now:.1f} simulated s")
+    checked = [r for r in records.values() if r["exact"] is not None]
+    counters = jobs.counters()
+    drops = fabric.drops()
+    aggregated = _aggregated(fabric)
+    ended = [r["ended_s"] for r in records.values() if r["ended_s"] is not None]
+    simulated = max(ended) if len(ended) == len(records) else engine.now
+    ina = path in ("switch", "pbox")
+    return RunResult(
+        scenario=scenario.name, path=path, tier=tier, seed=seed,
+        workers=sum(len(r["workers"]) for r in records.values()),
+        iteration_times=jobs.iteration_times(), events=engine.events,
+        wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(),
+        simulated_s=simulated,
+        bytes_by_link_class=fabric.bytes_by_class(), drops=sum(drops.values()),
+        drops_by_cause=drops,
+        resends=counters.get("retransmitted", 0) + counters.get("courtesy", 0),
+        counters={**counters, **{f"aggregated_{k}": v for k, v in aggregated.items()}},
+        slot_use=jobs.slot_use(simulated), pbox_share=_pbox_share(fabric, aggregated) if ina else None,
+        exact=all(r["exact"] for r in checked) if checked else None,
+        checked=sum(r["checked"] for r in checked), failures=failures,
+        point=dict(getattr(scenario, "point", {}) or {}), jobs=records,
+    )  # fmt: skip
+
+
+def _stopper(scenario: Any, path: str, tier: str, engine: Engine,
+             progress: Callable[[float, int], None] | None,
+             done: Callable[[], bool]) -> Callable[[], bool]:
+    """The engine's stop check: ``done()``, after the memory budget (BudgetExceeded past
+    it) and the progress report (at most every 0.5 s of wall time)."""
     budget = scenario.run.memory
     last = [time.perf_counter()]
 
@@ -198,41 +279,33 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
         if progress is not None and time.perf_counter() - last[0] > 0.5:
             last[0] = time.perf_counter()
             progress(engine.now, engine.events)
-        return trainer.finished == n or bool(trainer.failures)
+        return done()
+    return stop
 
-    engine.run(until=STALL_SECONDS, stop=stop)
-    failures = list(trainer.failures)
-    if trainer.finished < n and not failures:
-        failures.append(f"{n - trainer.finished} ranks had not finished after"
-                        f" {engine.now:.1f} simulated s")
-    counters = ina_path.counters() if ina_path else {}
-    if loop is not None:
-        counters.update(moves=len(loop.moves), map_resyncs=loop.resyncs)
-    drops = fabric.drops()
-    aggregated = {node.name: node.aggregated for node in [*fabric.leaves, *fabric.spines]
-                  if node.aggregated}
-    aggregated.update({box.name: box.aggregated for box in fabric.all_pboxes() if box.aggregated})
-    return RunResult(
-        scenario=scenario.name, path=path, tier=tier, seed=seed, workers=n,
-        iteration_times=trainer.iteration_seconds(), events=engine.events,
-        wall_s=time.perf_counter() - wall0, peak_rss_bytes=_peak_rss(),
-        simulated_s=trainer.ended_at if trainer.finished == n else engine.now,
-        bytes_by_link_class=fabric.bytes_by_class(), drops=sum(drops.values()),
-        drops_by_cause=drops,
-        resends=counters.get("retransmitted", 0) + counters.get("courtesy", 0),
-        counters={**counters, **{f"aggregated_{k}": v for k, v in aggregated.items()}},
-        digest=trainer.trace_digest,
-        exact=(trainer.mismatches == 0) if trainer.check else None, checked=trainer.checked,
-        failures=failures, point=dict(getattr(scenario, "point", {}) or {}),
-    )  # fmt: skip
+
+def _aggregated(fabric: Fabric) -> dict[str, int]:
+    """Contributions each switch and PBox node summed, by node name."""
+    nodes = [*fabric.leaves, *fabric.spines, *fabric.all_pboxes()]
+    return {node.name: node.aggregated for node in nodes if node.aggregated}
+
+
+def _pbox_share(fabric: Fabric, aggregated: dict[str, int]) -> float | None:
+    """The share of the contributions summed that the PBoxes summed (first level: a
+    tree's spine counts its leaves' partials, which it also counts)."""
+    boxes = {box.name for box in fabric.all_pboxes()}
+    spines = {node.name for node in fabric.spines}
+    first = {k: v for k, v in aggregated.items() if k not in spines}
+    total = sum(first.values())
+    return sum(v for k, v in first.items() if k in boxes) / total if total else None
 
 
 def _run_fluid(scenario: Any, path: str, seed: int, engine: Engine, wall0: float,
                progress: Callable[[float, int], None] | None) -> RunResult:
     """Tier F (sim/fluid.py): the same trainer over chunk-level links."""
     topo, links, job = scenario.topology, scenario.links, scenario.job
-    racks = topo.racks if topo.kind == "leafspine" else 1
+    racks = topo.total_racks if topo.kind == "leafspine" else 1
     net = fluid.build(engine, racks=racks, per_rack=topo.workers, spines=topo.spines,
+                      pods=topo.pods, core_oversubscription=links.core_oversubscription,
                       pboxes=topo.pboxes, host_rate=links.bandwidth,
                       fabric_rate=links.fabric_bandwidth, delay=links.delay,
                       pipeline=scenario.switch.pipeline_latency,
@@ -246,7 +319,7 @@ def _run_fluid(scenario: Any, path: str, seed: int, engine: Engine, wall0: float
                       schedule=job.schedule, classes=classes, lanes=job.lanes, seed=seed,
                       check=False, slice_params=job.slice_params, data=False)
     datagram = wire.packet_len(job.lanes) + links.overhead
-    hops = 2 if racks == 1 else 4
+    hops = 2 if racks == 1 else 4 if topo.pods == 1 else 6
     rtt = 2 * hops * (links.delay + scenario.switch.pipeline_latency) \
         + 2 * datagram * 8 / links.bandwidth
     window_rate = job.window * datagram / rtt if path in ("switch", "pbox") else None

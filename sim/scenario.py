@@ -2,7 +2,8 @@
 
 A scenario describes one simulated cluster and job: ``[topology]``, ``[links]``,
 ``[hosts]``, ``[pbox]``, ``[switch]``, ``[job]``, ``[run]`` and an optional ``[sweep]``
-(one list per swept ``"section.field"``; the points are their cartesian product). Every
+(one list per swept ``"section.field"``; the points are their cartesian product), and
+optionally ``[[jobs]]``, several jobs on the rack (sim/jobs_spec.py). Every
 field is checked on its own (type, range, unit), then against the others (a rack has one
 rack, a PBox path needs PBoxes, ...); unknown sections and keys are refused, so a typo
 never silently falls back to a default. Every refusal is a ``ScenarioError`` naming the
@@ -25,8 +26,9 @@ from typing import Any
 
 from p4hub.controller.core import program, topology
 from p4hub.hosts import wire
-from p4hub.sim import units
+from p4hub.sim import jobs_spec, units
 from p4hub.sim.errors import ScenarioError
+from p4hub.sim.jobs_spec import JobEntry
 from p4hub.workers.workload import model_names
 
 KINDS = ("rack", "leafspine")
@@ -46,13 +48,19 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # names a log folder: no sl
 class TopologySpec:
     kind: str  # "rack" | "leafspine"
     workers: int  # per rack
-    racks: int
-    spines: int
+    racks: int  # per pod
+    spines: int  # per pod
     pboxes: int  # per rack
+    # leaf-spine pods under a core (a third level: tier F only); 1: one leaf-spine
+    pods: int = 1
+
+    @property
+    def total_racks(self) -> int:
+        return self.racks * self.pods
 
     @property
     def total_workers(self) -> int:
-        return self.workers * self.racks
+        return self.workers * self.total_racks
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,8 @@ class LinkSpec:
     reorder: float
     overhead: int  # bytes a link carries per datagram besides its UDP payload
     pbox_bandwidth: float  # each PBox's link, bit/s (default: bandwidth)
+    # a pod's uplinks to the core against its leaves' uplinks (pods > 1; >= 1)
+    core_oversubscription: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -128,6 +138,8 @@ class Scenario:
     run: RunSpec
     straggler: StragglerSpec = StragglerSpec("", 1.0)
     source: Path | None = None
+    # [[jobs]]: several jobs on the rack (sim/jobs_spec.py); empty: [job] on every worker
+    jobs: tuple[JobEntry, ...] = ()
     # the swept values of this point, as written in the file ({"topology.workers": 16})
     point: Mapping[str, Any] = field(default_factory=dict, compare=False)
     # the file's tables for this point (sweep applied), so with_fields re-validates all
@@ -270,6 +282,7 @@ SCHEMA: dict[str, dict[str, _Field]] = {
         "racks": _Field(_int(1, 1024), 1),
         "spines": _Field(_int(1, 64), 1),
         "pboxes": _Field(_int(0, 16), 1),
+        "pods": _Field(_int(1, 1024), 1),
     },
     "links": {
         "bandwidth": _Field(_quantity(units.bandwidth, positive=True)),
@@ -282,6 +295,7 @@ SCHEMA: dict[str, dict[str, _Field]] = {
         "reorder": _Field(_number(0.0, 1.0, hi_open=True), 0.0),
         "overhead": _Field(_quantity(units.size, positive=False), "66B"),
         "pbox_bandwidth": _Field(_quantity(units.bandwidth, positive=True), None),
+        "core_oversubscription": _Field(_number(1.0), 1.0),
     },
     "hosts": {
         "datagram_cost": _Field(_quantity(units.duration, positive=False), "0us"),
@@ -422,11 +436,11 @@ def _check_axis(raw: Mapping[str, Any], source: Path | None, key: str, values: o
 
 def _scenario(raw: Mapping[str, Any], source: Path | None, point: Mapping[str, Any]) -> Scenario:
     for key, value in raw.items():
-        if key == "name":
+        if key in ("name", "jobs"):
             continue
         if key not in SCHEMA:
             raise ScenarioError(source, key, f"unknown section (known: name, "
-                                f"{', '.join(SCHEMA)}, sweep)")
+                                f"{', '.join(SCHEMA)}, jobs, sweep)")
         if not isinstance(value, dict):
             raise ScenarioError(source, key, f"expected a table [{key}], got {_kind(value)}")
     name = raw.get("name", "scenario")
@@ -435,7 +449,11 @@ def _scenario(raw: Mapping[str, Any], source: Path | None, point: Mapping[str, A
                             "'.', '_' and '-'")
     values = {section: _section(raw.get(section, {}), section, source) for section in SCHEMA}
     given = {section: set(raw.get(section, {})) for section in SCHEMA}
-    _cross_check(values, given, source)
+    jobs: tuple[JobEntry, ...] = ()
+    if "jobs" in raw:
+        jobs = jobs_spec.parse(raw["jobs"], values["job"], _job_field, source)
+        jobs_spec.check(jobs, values, source)
+    _cross_check(values, given, source, several=bool(jobs))
     topo, links = values["topology"], values["links"]
     # a leaf's uplinks: given, or derived from the oversubscription, or as fast as a host link
     if links["oversubscription"] is not None:
@@ -454,7 +472,7 @@ def _scenario(raw: Mapping[str, Any], source: Path | None, point: Mapping[str, A
         hosts=HostSpec(**values["hosts"]), pbox=PBoxSpec(**values["pbox"]),
         switch=SwitchSpec(**values["switch"]), job=JobSpec(**values["job"]),
         run=RunSpec(**values["run"]), straggler=StragglerSpec(**values["straggler"]),
-        source=source, point=dict(point), raw=raw)
+        source=source, jobs=jobs, point=dict(point), raw=raw)
 
 
 def _section(table: Mapping[str, Any], section: str, source: Path | None) -> dict[str, Any]:
@@ -478,13 +496,26 @@ def _section(table: Mapping[str, Any], section: str, source: Path | None) -> dic
     return out
 
 
+def _job_field(name: str, value: object) -> Any:
+    """``[job]``'s parser of field ``name`` (a ``[[jobs]]`` entry's own model, ...)."""
+    return SCHEMA["job"][name].parse(value)
+
+
 def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
-                 source: Path | None) -> None:
-    """What each field allows only together with the others."""
+                 source: Path | None, several: bool = False) -> None:
+    """What each field allows only together with the others; ``several``: the scenario
+    has [[jobs]] (sim/jobs_spec.py checks their workers and slots)."""
     def refuse(key: str, reason: str) -> None:
         raise ScenarioError(source, key, reason)
 
     topo, links, job = v["topology"], v["links"], v["job"]
+    if topo["pods"] > 1 and topo["kind"] != "leafspine":
+        refuse("topology.pods", "pods are leaf-spines under a core: kind = \"leafspine\"")
+    if topo["pods"] > 1 and v["run"]["tier"] != "F":
+        refuse("topology.pods", f"{topo['pods']} pods: a third level is modelled in tier F "
+               "only (tiers P and M run aggregate.p4's and the PBox core's two-level trees)")
+    if "core_oversubscription" in given["links"] and topo["pods"] == 1:
+        refuse("links.core_oversubscription", "one pod has no core links (topology.pods > 1)")
     if topo["kind"] == "rack":
         if topo["racks"] != 1:
             refuse("topology.racks", f"{topo['racks']} racks need kind = \"leafspine\"")
@@ -513,7 +544,8 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
         refuse("links.queue", f"{links['queue']} B cannot hold one {job['lanes']}-lane "
                f"datagram ({frame} B on the wire)")
     ina = [p for p in job["paths"] if p in INA_PATHS]
-    _member_checks(topo, ina, v["run"]["tier"], refuse)
+    if not several:  # each job's members: jobs_spec.check
+        _member_checks(topo, ina, refuse)
     node = v["straggler"]["node"]
     if node:
         racks = topo["racks"] if topo["kind"] == "leafspine" else 1
@@ -530,36 +562,39 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
     if ina and v["run"]["tier"] == "P":
         _tier_p_checks(v, refuse)
     slots = job["class_window"] * job["classes"] if job["schedule"] == "p3" else job["window"]
-    if ina and slots > v["switch"]["slots"]:
+    if ina and slots > v["switch"]["slots"] and not several:  # several: PBoxes take the rest
         refuse("job.window" if job["schedule"] == "fifo" else "job.class_window",
                f"the job needs {slots} slots but the switch has {v['switch']['slots']}"
                " (switch.slots)")
 
 
-def _member_checks(topo: dict[str, Any], ina: list[str], tier: str,
-                   refuse: Callable[[str, str], None]) -> None:
+def _member_checks(topo: dict[str, Any], ina: list[str], refuse: Callable[[str, str], None]) -> None:
     """An aggregator sums at most MAX_WORKERS members (its cells' bitmaps: aggregate.p4's
     registers, the PBox core's), so one job's in-network paths hold: on one switch or one
     PBox, MAX_WORKERS ranks; over a fabric's two-level tree, MAX_WORKERS a rack and
-    MAX_WORKERS racks (each leaf numbers its rack, the root its leaves). Tier P's jobs
-    are the controller's, whose placement still numbers members by rank."""
-    racks = topo["racks"] if topo["kind"] == "leafspine" else 1
+    MAX_WORKERS racks (each leaf numbers its rack, the root its leaves), in every tier
+    (tier P's controller gives each worker a bit on its leaf); over pods (tier F's third
+    level), MAX_WORKERS racks a pod and MAX_WORKERS pods."""
+    racks = topo["racks"] * topo["pods"] if topo["kind"] == "leafspine" else 1
     workers = topo["workers"] * racks
     cap = wire.MAX_WORKERS
     if not ina or workers <= cap:
         return
     flat = [p for p in ina if p == "pbox" or racks == 1]
-    if flat or tier == "P":
-        why = ("tier P's controller places jobs of at most that many ranks" if tier == "P"
-               else f"path {flat[0]!r} sums the whole job on one aggregator")
-        refuse("topology.workers", f"{workers} workers in one job: at most {cap} ({why}; "
-               "an aggregator's members are its cells' 32 bitmap bits)")
+    if flat:
+        refuse("topology.workers", f"{workers} workers in one job: at most {cap} (path "
+               f"{flat[0]!r} sums the whole job on one aggregator; an aggregator's members "
+               "are its cells' 32 bitmap bits)")
     elif topo["workers"] > cap:
         refuse("topology.workers", f"{topo['workers']} workers a rack: a leaf aggregates at "
                f"most {cap} (its cells' bitmap bits)")
-    elif racks > cap:
-        refuse("topology.racks", f"{racks} racks: the root aggregates at most {cap} leaves "
-               "(its cells' bitmap bits)")
+    elif topo["pods"] > cap:
+        refuse("topology.pods", f"{topo['pods']} pods: the core aggregates at most {cap} "
+               "pods (its cells' bitmap bits)")
+    elif topo["racks"] > cap:
+        where = "a pod's spine" if topo["pods"] > 1 else "the root"
+        refuse("topology.racks", f"{topo['racks']} racks: {where} aggregates at most {cap} "
+               "leaves (its cells' bitmap bits)")
 
 
 def _tier_p_checks(v: dict[str, dict[str, Any]], refuse: Callable[[str, str], None]) -> None:
@@ -578,6 +613,10 @@ def _tier_p_checks(v: dict[str, dict[str, Any]], refuse: Callable[[str, str], No
     if topo["racks"] > topology.MAX_RACKS:
         refuse("topology.racks", f"tier P's fabric has at most {topology.MAX_RACKS} racks"
                " (the controller's fabric description)")
+    if topo["racks"] * topo["workers"] > topology.MAX_FABRIC_WORKERS:
+        refuse("topology.workers", f"tier P's fabric has at most "
+               f"{topology.MAX_FABRIC_WORKERS} workers in all (the controller's fabric "
+               "description: one 10.0.0.0/24 segment)")
     if topo["spines"] > topology.MAX_SPINES:
         refuse("topology.spines", f"tier P's fabric has at most {topology.MAX_SPINES} spines"
                " (the controller's fabric description)")

@@ -17,7 +17,7 @@ exact sum of the quantized inputs.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Generator, Hashable
+from collections.abc import Callable, Generator, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -92,6 +92,9 @@ class Trainer:
         self.checked = 0  # tensors compared with the exact sum of the quantized inputs
         self.finished = 0  # ranks done with every iteration
         self.ended_at = 0.0  # simulated time the last rank finished
+        self.started_at = 0.0  # simulated time ``start`` was called
+        # called once every rank has finished (sim/multijob.py ends the job's placement)
+        self.on_finished: Callable[[], None] | None = None
 
     # -- callbacks of the collective ---------------------------------------------------
 
@@ -131,6 +134,7 @@ class Trainer:
     def start(self) -> None:
         if self.collective is None:
             raise RuntimeError("Trainer.collective must be set before start")
+        self.started_at = self.engine.now
         for rank in range(self.ranks):
             self.engine.process(self._rank(rank))
 
@@ -174,6 +178,8 @@ class Trainer:
             self.iteration_times[rank].append(engine.now - t0)
         self.finished += 1
         self.ended_at = max(self.ended_at, engine.now)
+        if self.finished == self.ranks and self.on_finished is not None:
+            self.on_finished()
 
     @property
     def trace_digest(self) -> str:

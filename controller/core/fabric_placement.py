@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from p4hub.controller.core import program as p
 from p4hub.controller.core.job import ON_PBOX, ON_SWITCH, PLACE_PBOX, Job, JobError, Part
 from p4hub.controller.core.job_writes import (
     group_write,
@@ -45,6 +46,11 @@ def create_on_fabric(reg: Ledger, name: str, world_size: int, leaf: str,
     base, on_pbox = (_fabric_base(reg, reg.switch_pools[root], reg.topo.leaves(), want)
                      if root else (None, ()))
     root_pbox = ""
+    if base is None and world_size > p.MAX_WORKERS:
+        where = f"the spine {root}" if root else "a spine that is up"
+        raise JobError(f"no {want} free slots at one base on {where} for a job of "
+                       f"{world_size} workers; a PBox root numbers at most {p.MAX_WORKERS} "
+                       "ranks, so a job this wide needs a spine with room")
     if base is None:  # no spine has room (or none is up): the rack's PBox is the root
         base, on_pbox = _fabric_base(reg, reg.pbox_pools[pbox.name], reg.topo.leaves(),
                                      want)

@@ -40,6 +40,14 @@ class Worker:
     traffic: TrafficMeter = field(default_factory=TrafficMeter)  # from its heartbeats
     routes: RouteMeter = field(default_factory=RouteMeter)  # per route of the job's map
     switch: str = ""  # the switch it hangs off; "" = its job's (one-rack topologies)
+    # its bit in the cells' bitmaps on that switch (members entry, result_dst's rid):
+    # its rank while that is below MAX_WORKERS and free there, else the lowest free bit
+    # (a job over racks has up to MAX_WORLD_SIZE ranks, at most MAX_WORKERS a switch)
+    bit: int = -1
+
+    def __post_init__(self) -> None:
+        if self.bit < 0:
+            self.bit = self.rank
 
 
 @dataclass(frozen=True)

@@ -72,9 +72,10 @@ def member(job_id: int, rank: int, ip: int, udp_port: int, switch_port: int, op:
     return Entry(p.MEMBERS, match, p.ACT_IS_MEMBER, (("bit_index", bit),))
 
 
-def result_dst(job_id: int, rank: int, mac: int, ip: int, udp_port: int, op: str) -> Entry:
-    """The RESULT copy for (job, rank) (egress_rid job*32 + rank) -> its destination."""
-    match = (FieldMatch(p.RESULT_DST_RID, p.result_rid(job_id, rank)),)
+def result_dst(job_id: int, bit: int, mac: int, ip: int, udp_port: int, op: str) -> Entry:
+    """The RESULT copy for the job's member of bit ``bit`` on this switch (egress_rid
+    job*32 + bit) -> its destination."""
+    match = (FieldMatch(p.RESULT_DST_RID, p.result_rid(job_id, bit)),)
     if op == DELETE:
         return Entry(p.RESULT_DST, match)
     params = (("mac", mac), ("ip", ip), ("udp_port", udp_port))

@@ -50,14 +50,29 @@ def part_write(job: Job, part: Part, op: str) -> PBoxJobWrite:
 
 
 def member_entry(job_id: int, worker: Worker, op: str) -> Entry:
-    # a worker's bit is its rank: a job on one switch has at most MAX_WORKERS ranks, and
-    # so, today, has a job over racks (membership._check_join)
     return job_entries.member(job_id, worker.rank, worker.ip, worker.port, worker.switch_port,
-                              op, worker.rank)
+                              op, worker.bit)
 
 
 def result_dst_entry(job_id: int, worker: Worker, op: str) -> Entry:
-    return job_entries.result_dst(job_id, worker.rank, worker.mac, worker.ip, worker.port, op)
+    return job_entries.result_dst(job_id, worker.bit, worker.mac, worker.ip, worker.port, op)
+
+
+def free_bit(job: Job, switch: str, rank: int) -> int | None:
+    """The bit a worker of rank ``rank`` joining on ``switch`` takes (Worker.bit): its
+    rank if below MAX_WORKERS and free among the job's workers there, else the lowest
+    free one; None if all MAX_WORKERS are taken."""
+    taken = {w.bit for w in job.workers.values() if rack_of_worker(job, w) == switch}
+    if rank < p.MAX_WORKERS and rank not in taken:
+        return rank
+    return next((bit for bit in range(p.MAX_WORKERS) if bit not in taken), None)
+
+
+def rack_ranks(job: Job, switch: str) -> tuple[int, ...]:
+    """The ranks of ``job``'s workers on ``switch`` in bit order: a rack PBox's member
+    numbering (hosts/pbox/aggregator.py Parent.ranks), needed once ranks outgrow bits."""
+    return tuple(w.rank for w in sorted(job.workers.values(), key=lambda w: w.bit)
+                 if rack_of_worker(job, w) == switch)
 
 
 def tree_job(job: Job) -> TreeJob:
@@ -98,8 +113,8 @@ def group_write(job: Job, op: str, switch: str | None = None) -> GroupWrite:
     """The job's multicast group on ``switch`` (default: the job's): its workers there."""
     switch = switch or job.switch
     replicas = tuple(
-        (w.switch_port, p.result_rid(job.job_id, w.rank))
-        for w in sorted(job.workers.values(), key=lambda w: w.rank)
+        (w.switch_port, p.result_rid(job.job_id, w.bit))
+        for w in sorted(job.workers.values(), key=lambda w: w.bit)
         if rack_of_worker(job, w) == switch
     )
     return GroupWrite(switch, op, job.job_id, replicas)
@@ -130,7 +145,8 @@ def tree_writes(job: Job, op: str) -> list[Update]:
                  else leaf_jobs_entry(job, leaf))
         updates.append(TableWrite(leaf.switch, op, entry))
         if leaf.pbox:
-            updates.append(pbox_leaf_write(spec, job.tree, leaf, op))
+            updates.append(pbox_leaf_write(spec, job.tree, leaf, op,
+                                           rack_ranks(job, leaf.switch)))
         else:
             updates.append(group_write(job, op, leaf.switch))
     return updates
@@ -143,7 +159,7 @@ def rack_pbox_writes(job: Job, op: str) -> list[Update]:
         return []
     spec = tree_job(job)
     root: list[Update] = [root_pbox_write(spec, job.tree, op)] if job.tree.root_pbox else []
-    return root + [pbox_leaf_write(spec, job.tree, leaf, op)
+    return root + [pbox_leaf_write(spec, job.tree, leaf, op, rack_ranks(job, leaf.switch))
                    for leaf in job.tree.leaves if leaf.pbox]
 
 

@@ -21,7 +21,7 @@ switch holds::
                                         epoch)
                         | job_on_pbox(n, slot_base, slot_count, lane_code, name_tag)
     members     (job, rank, worker IPv4, worker UDP port, switch port) -> is_member
-    result_dst  egress_rid = job*32 + rank -> set_result_dst(mac, ip, udp_port)
+    result_dst  egress_rid = job*32 + member bit -> set_result_dst(mac, ip, udp_port)
     multicast group <job id>: (worker port, rid) per worker   (switch jobs only)
 
 That is everything needed to rebuild the registry after a restart

@@ -30,6 +30,7 @@ from p4hub.controller.core.job import (
     Worker,
 )
 from p4hub.controller.core.job_writes import (
+    free_bit,
     group_write,
     has_group,
     member_writes,
@@ -125,7 +126,12 @@ def join(
                            f"{format_ipv4(known.ip)}:{known.port}")
         reg.assign(known, "last_seen", now)
         return reply(reg, job, rank), updates
-    worker = Worker(rank, ip, port, host.mac, switch_port, now, switch=switch)
+    bit = free_bit(job, switch, rank)
+    if bit is None:
+        raise JobError(f"job {name!r} has {p.MAX_WORKERS} workers on switch {switch} "
+                       f"already; a switch sums at most {p.MAX_WORKERS} members of a job "
+                       f"(rank {rank} at {format_ipv4(ip)} is refused)")
+    worker = Worker(rank, ip, port, host.mac, switch_port, now, switch=switch, bit=bit)
     reg.add_worker(job, worker)
     updates += member_writes(job, worker, INSERT)
     if job.over_racks and job.tree is None:
@@ -161,6 +167,13 @@ def _job_to_join(reg: Ledger, name: str, world_size: int, switch: str, placement
     another world size, lanes or precision."""
     updates: list[Update] = []
     job = reg.job_by_name(name)
+    if job is None and world_size > p.MAX_WORKERS and not (reg.topo.spines()
+                                                         and placement == PLACE_AUTO):
+        raise JobError(f"world size {world_size}: a job of more than {p.MAX_WORKERS} workers "
+                       "is a tree over the racks of a leaf-spine fabric (at most "
+                       f"{p.MAX_WORKERS} workers a rack); "
+                       + ("it cannot be placed on a PBox" if reg.topo.spines()
+                          else "this topology is one rack"))
     if job is None and reg.topo.spines() and placement == PLACE_AUTO:
         job, updates = fabric_placement.create_on_fabric(reg, name, world_size, switch, lanes)
     elif job is None:
@@ -301,8 +314,8 @@ def _route(ip: int, slots: SlotRange, fallback: bool) -> dict:
 def _check_join(name: str, world_size: int, rank: int, address: tuple[str, int]) -> tuple[int, int]:
     if not isinstance(name, str) or not 1 <= len(name) <= 255:
         raise JobError("a job name is 1..255 characters")
-    if not 1 <= world_size <= p.MAX_WORKERS:
-        raise JobError(f"world size {world_size} outside 1..{p.MAX_WORKERS}")
+    if not isinstance(world_size, int) or not 1 <= world_size <= p.MAX_WORLD_SIZE:
+        raise JobError(f"world size {world_size} outside 1..{p.MAX_WORLD_SIZE}")
     if not 0 <= rank < world_size:
         raise JobError(f"rank {rank} outside 0..{world_size - 1}")
     host, port = address

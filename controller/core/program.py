@@ -71,7 +71,8 @@ SLOT_OWNER = "MyIngress.slot_owner"
 # Sizes compiled into the program (#defines in aggregate.p4).
 NUM_SLOTS = 1024
 MAX_JOBS = 1024  # job ids 1..MAX_JOBS-1
-MAX_WORKERS = 32
+MAX_WORKERS = 32  # the members a switch sums (its cells' bitmaps are 32 bits wide)
+MAX_WORLD_SIZE = MAX_WORKERS * MAX_WORKERS  # a job over racks: 32 leaves of 32 workers
 NUM_PORTS = 512
 FLOOD_GROUP = MAX_JOBS  # job groups are the job ids, so the flood group sits above them
 BROADCAST_MAC = 0xFFFF_FFFF_FFFF
@@ -87,13 +88,15 @@ def lane_code(lanes: int) -> int:
 AGG_UDP_PORT = 48879
 
 
-def result_rid(job_id: int, rank: int) -> int:
-    """The egress_rid of the RESULT copy for (job, rank); result_dst is keyed on it."""
-    return job_id * MAX_WORKERS + rank
+def result_rid(job_id: int, bit: int) -> int:
+    """The egress_rid of the RESULT copy for the job's member of bit index ``bit`` on a
+    switch (a worker's Worker.bit, a leaf's child index at its root); result_dst is keyed
+    on it. Bits, not ranks: a job over racks has more ranks than fit (MAX_WORLD_SIZE)."""
+    return job_id * MAX_WORKERS + bit
 
 
 def split_rid(rid: int) -> tuple[int, int]:
-    """Inverse of result_rid: (job id, rank)."""
+    """Inverse of result_rid: (job id, bit index)."""
     return divmod(rid, MAX_WORKERS)
 
 

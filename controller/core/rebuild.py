@@ -249,14 +249,16 @@ def _rebuild_tree(registry: JobRegistry, job_id: int, root: tuple[str, Entry] | 
 def _rebuild_workers(
     registry: JobRegistry, switch: str, by_table: dict[str, list[Entry]], now: float
 ) -> list[Update]:
+    # a member and its RESULT copy pair up by (job, bit index): result_dst is keyed on
+    # the bit (program.result_rid), the members entry carries it as is_member's parameter
     members = {
-        (e.match_value(p.MEMBERS_JOB), e.match_value(p.MEMBERS_RANK)): e
+        (e.match_value(p.MEMBERS_JOB), _member_bit(e)): e
         for e in by_table.get(p.MEMBERS, [])
     }
     stale: list[Update] = []
     for entry in by_table.get(p.RESULT_DST, []):
-        job_id, rank = p.split_rid(entry.match_value(p.RESULT_DST_RID))
-        member = members.pop((job_id, rank), None)
+        job_id, bit = p.split_rid(entry.match_value(p.RESULT_DST_RID))
+        member = members.pop((job_id, bit), None)
         job = registry.jobs.get(job_id)
         if job is not None and job.tree is not None and switch == job.tree.root \
                 and not job.tree.root_pbox:
@@ -269,15 +271,22 @@ def _rebuild_workers(
             if member is not None:
                 stale.append(TableWrite(switch, DELETE, Entry(member.table, member.match)))
             continue
+        rank = member.match_value(p.MEMBERS_RANK)
         job.workers[rank] = Worker(rank, entry.param("ip"), entry.param("udp_port"),
-                                   entry.param("mac"), host.port, now, switch=switch)
-    for (job_id, rank), member in members.items():  # members without a result_dst entry
+                                   entry.param("mac"), host.port, now, switch=switch, bit=bit)
+    for (job_id, _), member in members.items():  # members without a result_dst entry
         job = registry.jobs.get(job_id)
+        rank = member.match_value(p.MEMBERS_RANK)
         if job is not None and job.tree is not None and job.tree.root_pbox \
                 and switch == job.tree.root and any(leaf.child == rank for leaf in job.tree.leaves):
             continue  # a rack's partials into a root PBox (tree.root_entries)
         stale.append(TableWrite(switch, DELETE, Entry(member.table, member.match)))
     return stale
+
+
+def _member_bit(entry: Entry) -> int:
+    """A members entry's bit index (is_member's parameter)."""
+    return entry.param("bit_index")
 
 
 def recover_unheard(registry: JobRegistry, job: Job,

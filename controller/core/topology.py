@@ -378,6 +378,7 @@ def rack_dict(
 
 MAX_RACKS = 8  # leaves s1..s8
 MAX_SPINES = 4  # spines t1..t4 at 10.0.0.241..244
+MAX_FABRIC_WORKERS = 99  # w1.. at 10.0.0.1..99; the racks' PBoxes from 10.0.0.100
 FABRIC_MAX_EXTRA = 4  # extra hosts x1..x4 on leaf s1, between its PBox and its uplinks
 
 
@@ -416,8 +417,9 @@ def fabric_dict(
         errors.append(f"racks: {racks} outside 1..{MAX_RACKS}")
     if not 1 <= spines <= MAX_SPINES:
         errors.append(f"spines: {spines} outside 1..{MAX_SPINES}")
-    if workers_per_rack < 1 or racks * workers_per_rack > 99:
-        errors.append(f"workers_per_rack: {workers_per_rack} x {racks} racks outside 1..99")
+    if workers_per_rack < 1 or racks * workers_per_rack > MAX_FABRIC_WORKERS:
+        errors.append(f"workers_per_rack: {workers_per_rack} x {racks} racks outside "
+                      f"1..{MAX_FABRIC_WORKERS}")
     if isinstance(grpc_addrs, str) or len(grpc_addrs) != racks + spines:
         errors.append(f"grpc_addrs: expected {racks + spines} addresses (leaves, then spines)")
     if isinstance(pbox_controls, str) or (pbox_controls and len(pbox_controls) != racks):

@@ -136,13 +136,16 @@ def pbox_leaf_entry(job: TreeJob, leaf: Leaf) -> Entry:
     return entries.on_pbox(job.job_id, job.world_size, job.slots, job.lanes, job.tag)
 
 
-def pbox_leaf_write(job: TreeJob, tree: Tree, leaf: Leaf, op: str) -> PBoxJobWrite:
+def pbox_leaf_write(job: TreeJob, tree: Tree, leaf: Leaf, op: str,
+                    ranks: tuple[int, ...] = ()) -> PBoxJobWrite:
     """The job on a rack's PBox as that rack's first level: same range, the root as its
-    parent (hosts/pbox/aggregator.py Parent)."""
+    parent (hosts/pbox/aggregator.py Parent); ``ranks``: the rack's ranks in bit order,
+    given only to a job of more than MAX_WORKERS ranks (smaller ones number by rank)."""
     return PBoxJobWrite(leaf.pbox, op, job.job_id, job.world_size, job.slots.base,
                         job.slots.count, job.lanes,
                         parent=aggregator_address(tree.root_ip), child=leaf.child,
-                        rack_size=leaf.ranks)
+                        rack_size=leaf.ranks,
+                        ranks=ranks if job.world_size > p.MAX_WORKERS else ())
 
 
 def root_job_entry(job: TreeJob, tree: Tree) -> Entry:

@@ -83,6 +83,9 @@ class PBoxJobWrite:
     parent: str = ""
     child: int = 0
     rack_size: int = 0
+    # the rack's ranks in bit order, for a job of more ranks than a PBox has bits
+    # (hosts/pbox/aggregator.py Parent.ranks); () = a worker's bit is its rank
+    ranks: tuple[int, ...] = ()
     precision: float | None = None  # the job's precision option, kept by the PBox
     # the last ``floats`` slots of the range are the job's float route (hosts/routes.py),
     # kept by the PBox for a restarted controller; 0: none

@@ -89,7 +89,7 @@ def _fmt(metric: str, s: dict[str, Any] | None) -> str:
     if not s or s.get("mean") is None:
         return "-"
     mean, ci = s["mean"], s.get("ci95")
-    if metric == "throughput":
+    if metric in ("throughput", "jobs_throughput"):
         text = f"{mean:.1f}"
         return text + (f" ±{ci:.1f}" if ci is not None else "")
     if metric == "iterations_per_s":
@@ -101,15 +101,16 @@ def table(exp: Experiment, stats: dict[str, Any]) -> str:
     head = ["panel", "x", *[f"{s.label}" for s in exp.series]]
     ratio = bool(exp.baseline and exp.candidate)
     if ratio:
-        head.append(f"{exp.candidate}/{exp.baseline}")
+        head += [f"{exp.candidate}/{b}" for b in (exp.baseline, *exp.others)]
     lines = [head]
     for p in stats["points"]:
         row = [p["panel"], p["x_shown"],
                *[_fmt(exp.metric, p["series"].get(s.label)) for s in exp.series]]
         if ratio:
-            r = p.get("ratio") or {}
-            row.append("-" if r.get("mean") is None else f"{r['mean']:.3f}"
-                       + (f" ±{r['ci95']:.3f}" if r.get("ci95") is not None else ""))
+            others = p.get("ratio_to") or {}
+            for r in (p.get("ratio") or {}, *(others.get(o) or {} for o in exp.others)):
+                row.append("-" if r.get("mean") is None else f"{r['mean']:.3f}"
+                           + (f" ±{r['ci95']:.3f}" if r.get("ci95") is not None else ""))
         lines.append(row)
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
     text = [f"{exp.name}: {exp.title} [{exp.metric}]"]
@@ -129,6 +130,7 @@ def run_experiment(row: Row, exp: Experiment, out: Path, *, seeds: Sequence[int]
         "row": row.name, "source": row.source, "claim": row.claim, "pending": row.pending,
         "experiment": exp.name, "title": exp.title, "scenario": f"sim/scenarios/reproduce/"
         f"{exp.scenario}", "metric": exp.metric, "baseline": exp.baseline,
+        "others": list(exp.others),
         "candidate": exp.candidate, "seeds": sorted({j.seed for j in jobs}),
         "deterministic": exp.deterministic, "quick": quick,
         "wall_s": time.perf_counter() - t0,

@@ -18,11 +18,13 @@ from p4hub.sim.reproduce.rows import Experiment
 LABELS = {"throughput": "throughput (images/s, simulated)",
           "goodput": "goodput (elements/s, simulated)",
           "cross_rack_bytes": "bytes crossing racks per iteration",
-          "iterations_per_s": "iterations/s (simulated)"}
+          "iterations_per_s": "iterations/s (simulated)",
+          "jobs_throughput": "all jobs' throughput (images/s, simulated)"}
 X_LABELS = {"links.bandwidth": "link bandwidth (Gbit/s)", "job.slice_params":
             "slice size (parameters)", "topology.workers": "workers (per rack)",
             "straggler.factor": "straggler: its link this many times slower",
-            "job.window": "credit (FIFO: window), positions", "job.model": "model"}
+            "job.window": "credit (FIFO: window), positions", "job.model": "model",
+            "switch.slots": "the switch's aggregation slots (1: none usable)"}
 
 
 def _x(key: str, value: Any) -> float:
@@ -91,8 +93,10 @@ def _lines(ax: Any, exp: Experiment, points: Sequence[Mapping[str, Any]], key: s
         if any(c for _, c in ceilings):
             ax.plot([x for x, c in ceilings if c], [c for _, c in ceilings if c], "--",
                     color=f"C{i}", alpha=0.6, label=f"{series.label}: link's ceiling")
-    if min(xs) > 0 and max(xs) / min(xs) >= 8:
+    if exp.log_x and min(xs) > 0 and max(xs) / min(xs) >= 8:
         ax.set_xscale("log")
+        ax.set_xticks(sorted(set(xs)), [f"{x:g}" for x in sorted(set(xs))])
+    elif not exp.log_x:  # a linear axis chosen for its points: ticks at them
         ax.set_xticks(sorted(set(xs)), [f"{x:g}" for x in sorted(set(xs))])
     ax.set_ylim(bottom=0)
 

@@ -11,7 +11,9 @@ the pipeline's start). The metric (higher is better):
 * ``goodput``: tensor elements all-reduced per second, ``elements / steady``; the
   switch's ceiling (its datagrams' payload share of the link) comes with it;
 * ``cross_rack_bytes``: bytes on the leaves' uplinks per iteration;
-* ``iterations_per_s``: ``1 / steady``.
+* ``iterations_per_s``: ``1 / steady``;
+* ``jobs_throughput``: a scenario of several jobs (``[[jobs]]``): the sum over the jobs
+  of each job's throughput, ``its workers x 32 / its steady``.
 
 Over seeds: the mean and a 95% confidence interval (Student's t); a headline ratio is
 taken per seed (candidate over baseline, the same seed) and then summarised the same way.
@@ -98,6 +100,12 @@ def metric(exp: Experiment, scenario: Scenario, result: dict[str, Any]) -> float
         return scenario.job.elements / s
     if exp.metric == "iterations_per_s":
         return 1.0 / s
+    if exp.metric == "jobs_throughput":
+        jobs = result.get("jobs") or {}
+        if not jobs:
+            raise SimError("jobs_throughput needs a scenario with [[jobs]]")
+        return sum(len(j["workers"]) * BATCH / steady(j["iteration_times"])
+                   for j in jobs.values())
     if exp.metric == "cross_rack_bytes":
         return result.get("bytes_by_link_class", {}).get("spine_up", 0) / max(len(times), 1)
     raise SimError(f"unknown metric {exp.metric!r}")
@@ -120,6 +128,15 @@ def run_job(job: Job, exp: Experiment, run: RunFn) -> dict[str, Any]:
         "iteration_times", "events", "wall_s", "drops", "resends", "exact", "ok", "failures",
         "bytes_by_link_class", "simulated_s")})
     record["steady_s"] = steady(result.get("iteration_times") or [])
+    counters = result.get("counters") or {}
+    if "moves" in counters:  # tier P's controller: its re-splits (the elastic rows)
+        record["moves"] = counters["moves"]
+    if result.get("jobs"):  # several jobs: where each ran and its own steady time
+        record["jobs"] = {name: {"where": j["where"], "switch_slots": j["switch_slots"],
+                                 "pbox_slots": j["pbox_slots"], "model": j["model"],
+                                 "steady_s": steady(j["iteration_times"]),
+                                 "moves": j.get("moves", [])}
+                          for name, j in result["jobs"].items()}
     record["metric"] = metric(exp, sc, result) if result.get("ok") else math.nan
     if exp.metric == "goodput" and record["path"] in ("switch", "pbox"):
         record["max_goodput"] = max_goodput(sc)
@@ -159,6 +176,13 @@ def _by_seed(records: Sequence[dict[str, Any]], series: str) -> dict[int, float]
     return out
 
 
+def _ratio(members: Sequence[dict[str, Any]], candidate: str, baseline: str) -> dict[str, Any]:
+    """The candidate's metric over the baseline's, paired by seed, summarised."""
+    base = _by_seed(members, baseline)
+    cand = _by_seed(members, candidate)
+    return summarise([cand[s] / base[s] for s in cand if s in base and base[s] > 0])
+
+
 def statistics_of(exp: Experiment, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Per panel, point and series the metric's mean and CI; per panel and point the
     headline ratio (candidate over baseline, paired by seed); per panel the best point."""
@@ -176,10 +200,10 @@ def statistics_of(exp: Experiment, records: Sequence[dict[str, Any]]) -> dict[st
             if summary["max_goodput"] and summary["mean"] is not None:
                 summary["of_ceiling"] = summary["mean"] / summary["max_goodput"]
         if exp.baseline and exp.candidate:
-            base = _by_seed(members, exp.baseline)
-            cand = _by_seed(members, exp.candidate)
-            ratios = [cand[s] / base[s] for s in cand if s in base and base[s] > 0]
-            entry["ratio"] = summarise(ratios)
+            entry["ratio"] = _ratio(members, exp.candidate, exp.baseline)
+            if exp.others:
+                entry["ratio_to"] = {other: _ratio(members, exp.candidate, other)
+                                     for other in exp.others}
         points.append(entry)
     best: dict[str, Any] = {}
     for entry in points:

@@ -29,18 +29,21 @@ class Fabric:
     """One p4lite Device + gRPC server per switch; frames a switch sends on a link port
     arrive at the peer, the rest are deliveries to (switch, port)'s endpoint."""
 
-    def __init__(self, spines: int, spine_slots: int | None = None) -> None:
-        """``spine_slots``: the spines' slots (and job_slots), if not the program's."""
+    def __init__(self, spines: int, spine_slots: int | None = None, racks: int = 2,
+                 per_rack: int = 4) -> None:
+        """``spine_slots``: the spines' slots (and job_slots), if not the program's;
+        ``racks`` leaves of ``per_rack`` workers (topology.fabric_dict)."""
         self.devices: dict[str, Device] = {}
         self.servers: dict[str, Any] = {}
         self.addresses: dict[str, str] = {}
         self.queue: deque[tuple[str, int, bytes]] = deque()
         self.delivered: list[tuple[str, int, bytes]] = []  # every frame that left the fabric
-        names = [*(f"s{r}" for r in (1, 2)), *(f"t{k}" for k in range(1, spines + 1))]
+        names = [*(f"s{r}" for r in range(1, racks + 1)),
+                 *(f"t{k}" for k in range(1, spines + 1))]
         for name in names:
             self._start(name, "127.0.0.1:0")
         addrs = [self.addresses[name] for name in names]
-        raw = topology.fabric_dict(2, 4, spines, addrs)
+        raw = topology.fabric_dict(racks, per_rack, spines, addrs)
         for k in range(1, spines + 1):
             if spine_slots is not None:
                 raw["switches"][f"t{k}"].update(slots=spine_slots, job_slots=spine_slots)

@@ -389,3 +389,25 @@ def test_a_job_placed_on_the_pbox_for_want_of_switch_slots_moves_once_they_free_
         assert ctl.registry.jobs[d.job_id].where == ON_PBOX and in_line(ctl)
     finally:
         ctl.close()
+
+
+def test_an_election_id_still_held_is_retried_until_its_stream_is_gone(switch):
+    """A restarted controller's new stream may reach the switch before the switch has
+    dropped its closed one (seen under load: 'election id 100 is already used'): the
+    client retries until the id is free; held for good, it is the error after the
+    timeout."""
+    import threading
+
+    _, _, topo = switch
+    address = topo.switches["s1"].grpc_addr
+    first = P4RuntimeClient(address, election_id=(0, 100))
+    first.connect()
+    second = P4RuntimeClient(address, election_id=(0, 100), timeout=0.5)
+    with pytest.raises(P4RuntimeError) as info:
+        second.connect()
+    assert info.value.code == "INVALID_ARGUMENT" and "already" in info.value.message
+    threading.Timer(0.4, first.close).start()
+    third = P4RuntimeClient(address, election_id=(0, 100), timeout=10.0)
+    third.connect()  # waited out the first client's stream
+    assert third.alive
+    third.close()

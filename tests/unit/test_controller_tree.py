@@ -364,10 +364,12 @@ def contribution(job_id: int, rank: int, slot: int, values, position: int,
 
 
 class Wired:
-    """A 2x4 fabric (one spine) of p4lite switches run by the real controller."""
+    """A fabric of ``racks`` x ``per_rack`` workers (default 2x4; one spine) of p4lite
+    switches run by the real controller."""
 
-    def __init__(self, pipeline: PipelineConfig, spine_slots: int | None = None) -> None:
-        self.net = Fabric(1, spine_slots)
+    def __init__(self, pipeline: PipelineConfig, spine_slots: int | None = None,
+                 racks: int = 2, per_rack: int = 4) -> None:
+        self.net = Fabric(1, spine_slots, racks, per_rack)
         self.ctl = Controller(self.net.topo, pipeline)
         self.ctl.start(now=0.0)
         self.topo = self.net.topo
@@ -598,7 +600,7 @@ class PBoxCores:
             return False
         host, _, port = write.parent.rpartition(":")
         parent = {"address": (host, int(port)), "child": write.child,
-                  "rack_size": write.rack_size} if write.parent else None
+                  "rack_size": write.rack_size, "ranks": write.ranks} if write.parent else None
         agg.add_job(write.job_id, write.world_size, write.slot_base, write.slot_count,
                     write.lanes, parent)
         return write.op == MODIFY

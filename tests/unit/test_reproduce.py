@@ -107,3 +107,44 @@ def test_make_reproduce_runs_the_named_row_and_needs_no_apt() -> None:
                             check=True).stdout
     assert "-m p4hub.sim.reproduce p3 -j2" in recipe
     assert "apt-get" not in recipe and "dpkg" not in recipe  # no root needed
+
+
+@dataclass
+class _JobsResult:
+    jobs: dict[str, dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"iteration_times": [1.0], "workers": 16, "ok": True, "failures": [],
+                "bytes_by_link_class": {}, "wall_s": 0.0, "jobs": self.jobs}
+
+
+def _fake_jobs_run(scenario: Any, *, seed: int) -> _JobsResult:
+    """Four jobs; on the switch path each job with a window of the switch's slots takes
+    1 s an iteration, the others 2 s; the PS 4 s, the ring 1.5 s, the PBoxes 2 s."""
+    path = scenario.job.paths[0]
+    fits = scenario.switch.slots // scenario.job.window
+    jobs = {}
+    for k, entry in enumerate(scenario.jobs):
+        t = {"switch": 1.0 if k < fits else 2.0, "pbox": 2.0, "ps": 4.0, "ring": 1.5}[path]
+        jobs[entry.name] = {"workers": [f"w{w + 1}" for w in entry.workers], "model": "m",
+                            "where": path, "switch_slots": 0, "pbox_slots": 0,
+                            "iteration_times": [9.0, t]}
+    return _JobsResult(jobs)
+
+
+def test_the_atp_row_sums_the_jobs_throughputs_and_divides_by_each_baseline() -> None:
+    (exp,) = ROWS["atp"].experiments
+    records = [runner.run_job(job, exp, _fake_jobs_run) for job in runner.jobs(exp)]
+    stats = runner.statistics_of(exp, records)
+    half = next(p for p in stats["points"] if p["panel"] == "ResNet-50" and p["x"] == 256)
+    # two jobs of 4 workers at 1 s, two at 2 s: 4 x 32 x (1 + 1 + 0.5 + 0.5)
+    assert half["series"]["switch, shared + PBox fallback"]["mean"] == pytest.approx(384.0)
+    assert half["series"]["PS"]["mean"] == pytest.approx(4 * 4 * 32 / 4.0)
+    assert half["ratio"]["mean"] == pytest.approx(384.0 / 128.0)
+    assert half["ratio_to"]["ring"]["mean"] == pytest.approx(384.0 / (4 * 4 * 32 / 1.5))
+    assert stats["best"]["ResNet-50"]["x_shown"] == "512"  # every job on the switch
+    # the first iteration (9 s) left out; at the first point (1 slot) no job fits
+    assert records[0]["x"] == 1 and records[0]["jobs"]["job1"]["steady_s"] == 2.0
+    text = cli.table(exp, stats)
+    assert "switch, shared + PBox fallback/PS" in text
+    assert "switch, shared + PBox fallback/ring" in text

@@ -161,7 +161,20 @@ def test_every_datagram_is_delivered_or_dropped_by_a_stated_rule() -> None:
 def test_a_job_larger_than_the_worker_bitmaps_is_refused_before_the_run() -> None:
     with pytest.raises(ScenarioError, match=r"topology.workers.*at most 32"):
         make(topology={"kind": "leafspine", "workers": 17, "racks": 2},
-             links={"oversubscription": 1.0})
+             links={"oversubscription": 1.0}, job={"paths": ["pbox"]})
+    with pytest.raises(ScenarioError, match=r"topology.workers.*at most 32"):
+        make(topology={"kind": "rack", "workers": 33})
+
+
+def test_tier_p_runs_a_job_of_more_than_32_ranks_as_the_controllers_tree() -> None:
+    """The controller places 34 ranks over two leaves (each worker a bit on its leaf, not
+    its rank), and aggregate.p4 sums them exactly under loss."""
+    r = run("switch", topology={"kind": "leafspine", "workers": 17, "racks": 2, "spines": 1},
+            links={"loss": 0.01, "oversubscription": 1.0},
+            job={"elements": 2048, "window": 16})
+    check_accounting(r)
+    assert r.exact is True and r.resends > 0
+    assert sum(v for k, v in r.counters.items() if k.startswith("aggregated_t")) > 0
 
 
 def test_more_slots_than_the_switch_has_is_refused() -> None:

@@ -44,7 +44,7 @@ REQUIRED = [f"{section}.{key}" for section, fields in scenario.SCHEMA.items()
 # one value of the wrong type per field
 WRONG_TYPE: dict[str, Any] = {
     "topology.kind": 1, "topology.workers": "4", "topology.racks": 2.0, "topology.spines": True,
-    "topology.pboxes": "1",
+    "topology.pboxes": "1", "topology.pods": 2.0, "links.core_oversubscription": "2",
     "links.bandwidth": 10e9, "links.fabric_bandwidth": 10, "links.oversubscription": "2",
     "links.delay": 1e-6, "links.queue": 512000, "links.loss": "0.1", "links.duplicate": False,
     "links.reorder": [0.1], "links.overhead": 66, "links.pbox_bandwidth": 5e6,
@@ -64,6 +64,8 @@ OUT_OF_RANGE: dict[str, list[Any]] = {
     "topology.racks": [0, 1025],
     "topology.spines": [0, 65],
     "topology.pboxes": [-1, 17],
+    "topology.pods": [0, 1025],
+    "links.core_oversubscription": [0.5, 0.0, float("inf")],
     "links.bandwidth": ["0Gbit", "10", "10GB", "fast", "1e999Gbit"],
     "links.fabric_bandwidth": ["0bit", "-1Gbit", "10Gbyte"],
     "links.oversubscription": [0.5, 0.0, float("inf"), float("nan")],
@@ -294,8 +296,8 @@ def test_the_queue_holds_at_least_one_frame(lanes: int, smallest: int):
 
 def test_an_aggregator_sums_at_most_32_members_in_every_tier():
     """The cells' bitmaps of aggregate.p4 and of the PBox core: a flat job (one PBox, one
-    rack) holds 32 ranks; a fabric's switch path is a tree of up to 32 racks of 32 in
-    tiers M and F; tier P's controller places at most 32 ranks."""
+    rack) holds 32 ranks; a fabric's switch path is a tree of up to 32 racks of 32 (in
+    tier P, up to the controller's fabric description's 99 workers)."""
     for tier in ("P", "M", "F"):
         for path in ("switch", "pbox"):
             raw = with_value("run", "tier", tier)
@@ -304,7 +306,7 @@ def test_an_aggregator_sums_at_most_32_members_in_every_tier():
             raw["topology"].update(workers=16, racks=2)
             assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 32
             raw["topology"].update(workers=11, racks=3)
-            if path == "switch" and tier != "P":
+            if path == "switch":
                 assert scenario.parse(raw, SOURCE)[0].topology.total_workers == 33
                 continue
             error = refused(raw)
@@ -314,7 +316,13 @@ def test_an_aggregator_sums_at_most_32_members_in_every_tier():
         raw["topology"] = {"kind": "rack", "workers": 33}
         error = refused(raw)
         assert error.field == "topology.workers" and "at most 32" in error.reason
-        assert ("controller" if tier == "P" else "one aggregator") in error.reason
+        assert "one aggregator" in error.reason
+    raw = with_value("run", "tier", "P")
+    raw["switch"] = {"slots": 1024}
+    raw["job"]["paths"] = ["switch"]
+    raw["topology"].update(workers=25, racks=4)
+    error = refused(raw)
+    assert error.field == "topology.workers" and "at most 99 workers" in error.reason
     raw = with_value("run", "tier", "M")
     raw["job"]["paths"] = ["switch"]
     raw["topology"].update(workers=32, racks=32)

@@ -52,6 +52,7 @@ def test_every_default_lane_count_is_the_wires():
 def test_controller_and_hosts_agree_on_the_shared_numbers():
     assert program.AGG_UDP_PORT == wire.AGG_UDP_PORT
     assert program.MAX_WORKERS == wire.MAX_WORKERS
+    assert program.MAX_WORLD_SIZE == wire.MAX_WORLD_SIZE
 
 
 @pytest.mark.parametrize(("define", "value"), [
