@@ -37,6 +37,7 @@ from p4lite.compiler.lowering.hoist_calls import (
     has_call,
     hoisted_type,
     is_bool_temp,
+    is_branch_temp,
     scalar_test,
 )
 from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
@@ -283,7 +284,8 @@ class ControlLowerer:
                 continue
             t, label = hoisted_type(name, item, comp.compile, self.lw.env)
             scope.bind(name, self.lw.storage.bind_local(label, t, item.loc))
-            if not is_bool_temp(name):  # a call's result or an operand read before a call
+            if not (is_bool_temp(name) or is_branch_temp(name)):
+                # a call's result or an operand read before a call
                 assert isinstance(item, ast.Expression)
                 group.append(ast.Assign(ast.Name(name, loc=item.loc), item, loc=item.loc))
         return expr
@@ -430,7 +432,11 @@ class ControlLowerer:
 
     def _direct_action(self, action: DeclB, call: ast.Call) -> Frag:
         action_id, name, decl = self.action_for(action, call.loc)
-        data = self.action_data(decl, call.args, call.loc)
+        # `act(_)`: the parameter is a value nobody set; p4c's temporary for it is
+        # metadata, which BMv2 zeroes for each packet, so 0 reads the same
+        args = [dataclasses.replace(a, value=ast.IntLiteral(0, loc=a.loc))
+                if isinstance(a.value, ast.DontCare) else a for a in call.args]
+        data = self.action_data(decl, args, call.loc)
         return self.pipeline.hidden_table(f"tbl_{decl.name}", action_id, name, data, call.loc)
 
     def _by_type_name(self, expr: ast.Expression, scope: Scope) -> DeclB | None:
