@@ -22,7 +22,7 @@ from p4lite.stf.program import ProgramInfo
 from p4lite.stf.runner import StfRunner
 from p4lite.xcheck import runs
 from p4lite.xcheck.fuzz.gen_packets import Entry, Packet, render_stf
-from p4lite.xcheck.fuzz.gen_program import ProgramSpec
+from p4lite.xcheck.fuzz.spec import ProgramSpec
 from p4lite.xcheck.tools import Tools
 
 SAME, DIFFERENT, LITE_REFUSED, P4C_REFUSED, LITE_CRASH, REF_ERROR = (

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from p4lite.xcheck.fuzz.gen_program import STACK, ProgramSpec, Table
+from p4lite.xcheck.fuzz.spec import STACK, ProgramSpec, Table
 
 
 @dataclass(frozen=True)

@@ -21,190 +21,21 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass, field
 
-WIDTHS = (1, 3, 4, 5, 7, 8, 8, 8, 12, 16, 16, 32, 48)
-META_WIDTHS = (8, 16, 32)
-STACK = 4
-REG_SIZE = 4
-
-
-@dataclass
-class Table:
-    name: str
-    keys: list[tuple[str, str, int]]  # (expression, match kind, width)
-    actions: list[str]  # names as the STF names them (control-qualified later)
-    action_params: dict[str, list[int]]  # action -> widths of its control-plane params
-    const_entries: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Stmt:
-    text: str
-    tables: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ProgramSpec:
-    seed: int
-    h_fields: list[tuple[str, int]]
-    meta: list[tuple[str, int]]
-    decls: list[str]  # functions (top level)
-    actions: list[str]  # action declarations (inside ingress)
-    registers: list[str]
-    tables: list[Table]
-    stmts: list[Stmt]
-    egress: list[Stmt]
-    coverage: Counter = field(default_factory=Counter)
-    checksum: str = ""  # the body of MyComputeChecksum
-
-    def h_bytes(self) -> int:
-        return sum(w for _, w in self.h_fields) // 8
-
-    def render(self, keep: list[int] | None = None) -> str:
-        """The P4 source, with only the ingress statements at ``keep`` (default: all)."""
-        stmts = self.stmts if keep is None else [self.stmts[i] for i in keep]
-        applied = {t for s in stmts for t in s.tables}
-        tables = [t for t in self.tables if t.name in applied]
-        return _render(self, stmts, tables)
-
-    def applied_tables(self, keep: list[int] | None = None) -> list[Table]:
-        stmts = self.stmts if keep is None else [self.stmts[i] for i in keep]
-        applied = {t for s in stmts for t in s.tables}
-        return [t for t in self.tables if t.name in applied]
-
-
-# ----------------------------------------------------------------- rendering
-
-
-def _render(spec: ProgramSpec, stmts: list[Stmt], tables: list[Table]) -> str:
-    h = "\n".join(f"    bit<{w}> {n};" for n, w in spec.h_fields)
-    meta = "\n".join(f"    bit<{w}> {n};" for n, w in spec.meta)
-    out = "\n".join(f"    bit<{w}> {n};" for n, w in spec.meta)
-    copy_out = "\n".join(f"        hdr.obs.{n} = meta.{n};" for n, _ in spec.meta)
-    table_text = "\n".join(_render_table(t) for t in tables)
-    body = "\n".join(_indent(s.text, 8) for s in stmts)
-    egress = "\n".join(_indent(s.text, 8) for s in spec.egress)
-    return f"""#include <core.p4>
-#include <v1model.p4>
-
-header h_t {{
-{h}
-}}
-
-header s_t {{
-    bit<8> v;
-}}
-
-header out_t {{
-{out}
-}}
-
-struct headers_t {{
-    h_t h;
-    s_t[{STACK}] s;
-    out_t obs;
-}}
-
-struct meta_t {{
-{meta}
-}}
-
-{chr(10).join(spec.decls)}
-
-parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
-                inout standard_metadata_t standard_metadata) {{
-    bit<8> n;
-    state start {{
-        pkt.extract(hdr.h);
-        n = 0;
-        transition parse_s;
-    }}
-    state parse_s {{
-        pkt.extract(hdr.s.next);
-        n = n + 1;
-        transition select(n) {{
-            {STACK}: accept;
-            default: parse_s;
-        }}
-    }}
-}}
-
-control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {{
-    apply {{ }}
-}}
-
-control MyIngress(inout headers_t hdr, inout meta_t meta,
-                  inout standard_metadata_t standard_metadata) {{
-{chr(10).join(_indent(r, 4) for r in spec.registers)}
-{chr(10).join(_indent(a, 4) for a in spec.actions)}
-{_indent(table_text, 4)}
-    apply {{
-{body}
-        standard_metadata.egress_spec = (bit<9>)hdr.h.{spec.h_fields[0][0]}[0:0];
-        hdr.obs.setValid();
-{copy_out}
-    }}
-}}
-
-control MyEgress(inout headers_t hdr, inout meta_t meta,
-                 inout standard_metadata_t standard_metadata) {{
-    apply {{
-{egress}
-    }}
-}}
-
-control MyComputeChecksum(inout headers_t hdr, inout meta_t meta) {{
-    apply {{
-{_indent(spec.checksum, 8)}
-    }}
-}}
-
-control MyDeparser(packet_out pkt, in headers_t hdr) {{
-    apply {{
-        pkt.emit(hdr.h);
-        pkt.emit(hdr.s);
-        pkt.emit(hdr.obs);
-    }}
-}}
-
-V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(),
-         MyDeparser()) main;
-"""
-
-
-def _indent(text: str, n: int) -> str:
-    pad = " " * n
-    return "\n".join(pad + line if line else line for line in text.splitlines())
-
-
-def _render_table(t: Table) -> str:
-    keys = "\n".join(f"        {e}: {k};" for e, k, _ in t.keys)
-    acts = "\n".join(f"        {a};" for a in t.actions)
-    entries = ""
-    if t.const_entries:
-        lines = "\n".join(f"        {e}" for e in t.const_entries)
-        entries = f"    const entries = {{\n{lines}\n    }}\n"
-    key_block = f"    key = {{\n{keys}\n    }}\n" if t.keys else ""
-    return (f"table {t.name} {{\n{key_block}    actions = {{\n{acts}\n    }}\n"
-            f"{entries}    default_action = NoAction();\n    size = 64;\n}}")
-
+from p4lite.xcheck.fuzz.spec import (
+    META_WIDTHS,
+    REG_SIZE,
+    STACK,
+    WIDTHS,
+    Func,
+    ProgramSpec,
+    Stmt,
+    Table,
+    Var,
+    indent,
+)
 
 # ---------------------------------------------------------------- generation
-
-
-@dataclass
-class Var:
-    path: str
-    width: int
-    writable: bool = True
-
-
-@dataclass
-class Func:
-    name: str
-    width: int  # of every parameter and the result
-    inout_first: bool
 
 
 class Gen:
@@ -317,10 +148,10 @@ class Gen:
         if roll < 0.15 and depth > 0:
             self.cov["if/else"] += 1
             cond = self._cond(2, calls=True)
-            then = "\n".join(_indent(self._stmt(depth - 1), 4) for _ in range(r.randint(1, 2)))
+            then = "\n".join(indent(self._stmt(depth - 1), 4) for _ in range(r.randint(1, 2)))
             if r.random() < 0.5:
                 return f"if ({cond}) {{\n{then}\n}}"
-            orelse = _indent(self._stmt(depth - 1), 4)
+            orelse = indent(self._stmt(depth - 1), 4)
             return f"if ({cond}) {{\n{then}\n}} else {{\n{orelse}\n}}"
         if roll < 0.25 and self.funcs:
             return self._call_stmt()
@@ -402,16 +233,16 @@ class Gen:
             cases = []
             labels = [a.split("(")[0] for a in t.actions]
             for a in r.sample(labels, k=min(len(labels), r.randint(1, 2))):
-                cases.append(f"    {a}: {{\n{_indent(self._stmt(1), 8)}\n    }}")
+                cases.append(f"    {a}: {{\n{indent(self._stmt(1), 8)}\n    }}")
             if r.random() < 0.5:
-                cases.append(f"    default: {{\n{_indent(self._stmt(1), 8)}\n    }}")
+                cases.append(f"    default: {{\n{indent(self._stmt(1), 8)}\n    }}")
                 self.cov["switch default"] += 1
             body = "\n".join(cases)
             return Stmt(f"switch ({t.name}.apply().action_run) {{\n{body}\n}}", [t.name])
         if roll < 0.55:
             self.cov["if (t.apply().hit)"] += 1
             word = r.choice(("hit", "miss"))
-            return Stmt(f"if ({t.name}.apply().{word}) {{\n{_indent(self._stmt(1), 4)}\n}}",
+            return Stmt(f"if ({t.name}.apply().{word}) {{\n{indent(self._stmt(1), 4)}\n}}",
                         [t.name])
         self.cov["table apply"] += 1
         return Stmt(f"{t.name}.apply();", [t.name])
@@ -479,7 +310,7 @@ class Gen:
             body.append("mark_to_drop(standard_metadata);")
             self.cov["mark_to_drop"] += 1
         self.vars = old
-        text = "\n".join(_indent(b, 4) for b in body)
+        text = "\n".join(indent(b, 4) for b in body)
         self.action_decls.append(f"action {name}({', '.join(params)}) {{\n{text}\n}}")
         self.cov["action"] += 1
         return name, widths, binding
