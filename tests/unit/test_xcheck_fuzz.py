@@ -39,7 +39,10 @@ def test_coverage_counts_constructs():
     for seed in range(30):
         covered.update(make_case(seed, 1).spec.coverage)
     for construct in ("function call", "inout argument", "switch on action_run",
-                      "compound on run-time stack index", "ternary key", "slice l-value"):
+                      "compound on run-time stack index", "ternary key", "slice l-value",
+                      "?: with calls in its branches", "header union", "varbit extract/emit",
+                      "direct meter", "direct counter", "execute_meter", "counter count",
+                      "union member setValid", "varbit length byte written"):
         assert covered[construct] > 0, construct
 
 

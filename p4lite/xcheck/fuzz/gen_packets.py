@@ -127,7 +127,8 @@ def packets_for(spec: ProgramSpec, entries: list[Entry], rng: random.Random,
                 field_value = (value & mask) | (noise & ~mask & ((1 << width) - 1))
                 bits &= ~(((1 << width) - 1) << shift)
                 bits |= field_value << shift
-        data = bits.to_bytes(total_bits // 8, "big") + rng.randbytes(rng.randint(0, 3))
+        tail = 6 if spec.union or spec.varbit else 3  # what they parse, or too short
+        data = bits.to_bytes(total_bits // 8, "big") + rng.randbytes(rng.randint(0, tail))
         port = i if i < 2 else rng.randint(0, 1)  # both ports get an interface
         out.append(Packet(port, data))
     return out

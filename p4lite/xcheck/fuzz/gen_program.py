@@ -3,14 +3,15 @@
 A program is a ``ProgramSpec``: a fixed skeleton (one header ``h`` of random field
 widths, a stack ``s`` of four one-byte headers, a metadata struct, a parser that
 extracts them all, a deparser that emits them and an ``out`` header holding the
-metadata) filled with random functions, actions, tables, registers and a list of
-top-level ingress statements. Each statement knows which tables it applies, so the
+metadata; spec.py) filled with random functions, actions, tables, registers and a list
+of top-level ingress statements; gen_extras.py adds header unions, varbit headers,
+counters and meters. Each statement knows which tables it applies, so the
 minimiser can drop statements (and the entries of tables no statement applies) and
 still render a program both compilers take.
 
 Everything drawn comes from one ``random.Random``: a seed gives the same program.
 Expressions only use what p4lite claims: function calls (with ``inout`` arguments)
-anywhere except on the right of ``&&``/``||`` and in branches of ``?:``; shifts by a
+anywhere, on the right of ``&&``/``||`` and in branches of ``?:`` too; shifts by a
 constant or an 8-bit field; slices of fields; casts between bit widths and to
 ``int<W>`` for signed comparisons; no ``/``/``%`` on run-time values. Reads of
 header fields only touch headers that are always valid, so no result depends on
@@ -22,6 +23,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from p4lite.xcheck.fuzz.gen_extras import ExtrasGen
 from p4lite.xcheck.fuzz.spec import (
     META_WIDTHS,
     REG_SIZE,
@@ -38,7 +40,7 @@ from p4lite.xcheck.fuzz.spec import (
 # ---------------------------------------------------------------- generation
 
 
-class Gen:
+class Gen(ExtrasGen):
     """Draws one program from ``seed``."""
 
     def __init__(self, seed: int) -> None:
@@ -65,6 +67,11 @@ class Gen:
             w = r.choice([mw for _, mw in meta])
             self.regs.append((f"r{i}", w))
             registers.append(f"register<bit<{w}>>({REG_SIZE}) r{i};")
+        self.union, self.varbit = r.random() < 0.3, r.random() < 0.3
+        self.cov.update(k for k, on in (("header union", self.union),
+                                        ("varbit extract/emit", self.varbit)) if on)
+        registers += self._extern_instances()
+        self.instances = registers  # direct counters and meters of tables join them
         self.action_decls: list[str] = []
         self.tables: list[Table] = []
         stmts = [self._top_stmt() for _ in range(r.randint(3, 9))]
@@ -75,7 +82,8 @@ class Gen:
         self.cov["parser loop (stack .next, local counter)"] += 1
         self.cov["header stack"] += 1
         spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
-                           self.tables, stmts, egress, self.cov, checksum)
+                           self.tables, stmts, egress, self.cov, checksum, self.union,
+                           self.varbit)
         return spec
 
     def _checksum(self, h_fields: list[tuple[str, int]]) -> str:
@@ -140,6 +148,10 @@ class Gen:
             return Stmt(self._register_stmt())
         if roll < 0.42:
             return Stmt(self._hash_stmt())
+        if roll < 0.56:
+            extra = self._extras_stmt()
+            if extra is not None:
+                return Stmt(extra)
         return Stmt(self._stmt(2))
 
     def _stmt(self, depth: int) -> str:
@@ -210,6 +222,9 @@ class Gen:
         r = self.rng
         name, w = r.choice(self.regs)
         idx = f"(bit<32>){self._index(calls=False)}" if r.random() < 0.6 else str(r.randint(0, 3))
+        if r.random() < 0.1:
+            self.cov["register read into _"] += 1
+            return f"{name}.read(_, {idx});"
         if r.random() < 0.5:
             self.cov["register read"] += 1
             tmp = f"meta.{self._meta_of(w)}"
@@ -274,27 +289,30 @@ class Gen:
                 self.cov["slice key"] += 1
         names: list[str] = []
         params: dict[str, list[int]] = {}
-        for _ in range(r.randint(1, 3)):
-            name, widths, binding = self._action()
+        metas = [v for v in self.vars if v.path.startswith("meta.")]
+        instances, props, meter_read = self._direct_externs(f"t{i}", metas)
+        self.instances += instances
+        for n in range(r.randint(1, 3)):
+            name, widths, binding = self._action(meter_read if n == 0 else "")
             names.append(name + binding)
             params[name] = widths
         names.append("NoAction")
         params["NoAction"] = []
-        t = Table(f"t{i}", keys, names, params)
+        t = Table(f"t{i}", keys, names, params, properties=props)
         if const:
             t.const_entries = self._const_entries(t)
             self.cov["const entries"] += 1
         self.cov[f"table with {len(keys)} keys"] += 1
         return t
 
-    def _action(self) -> tuple[str, list[int], str]:
+    def _action(self, first: str = "") -> tuple[str, list[int], str]:
         r = self.rng
         i = len(self.action_decls)
         name = f"a{i}"
         widths = [r.choice((8, 16, 32)) for _ in range(r.randint(0, 2))]
         params = [f"bit<{w}> p{j}" for j, w in enumerate(widths)]
         binding = ""
-        body: list[str] = []
+        body: list[str] = [first] if first else []
         old = self.vars
         self.vars = old + [Var(f"p{j}", w, writable=False) for j, w in enumerate(widths)]
         if r.random() < 0.35:
@@ -437,8 +455,11 @@ class Gen:
         if roll < 0.8:
             self.cov["?:"] += 1
             cond = self._cond(depth - 1, calls)
-            return (f"({cond} ? {self._expr(w, depth - 1, False)} : "
-                    f"{self._expr(w, depth - 1, False)})")
+            branch_calls = calls and bool(self.funcs) and r.random() < 0.5
+            if branch_calls:
+                self.cov["?: with calls in its branches"] += 1
+            return (f"({cond} ? {self._expr(w, depth - 1, branch_calls)} : "
+                    f"{self._expr(w, depth - 1, branch_calls)})")
         if roll < 0.87:
             sw = r.choice((8, 16, 32))
             self.cov["signed cast and arithmetic shift"] += 1
