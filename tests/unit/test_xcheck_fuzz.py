@@ -42,7 +42,8 @@ def test_coverage_counts_constructs():
                       "compound on run-time stack index", "ternary key", "slice l-value",
                       "?: with calls in its branches", "header union", "varbit extract/emit",
                       "direct meter", "direct counter", "execute_meter", "counter count",
-                      "union member setValid", "varbit length byte written"):
+                      "union member setValid", "varbit length byte written",
+                      "resubmit_preserving_field_list", "recirculate_preserving_field_list"):
         assert covered[construct] > 0, construct
 
 

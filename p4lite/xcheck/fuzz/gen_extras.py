@@ -4,6 +4,11 @@
   varbit header ``vb`` after its length byte ``vl`` (spec.py parses them): their
   fields are read only under an ``isValid()`` guard, and a member made valid is
   assigned at once, so no result depends on what a target keeps in an invalid header.
+* ``resubmit_preserving_field_list`` (ingress) and ``recirculate_preserving_field_list``
+  (egress), each once per packet: ``meta.again``, kept by ``@field_list(0)``, marks the
+  packet's second pass (simple_switch leaves ``instance_type`` 0 in egress after a
+  recirculation, so a guard on it loops for ever); sometimes another metadata field
+  is kept too.
 * Indirect counters and meters (``count``, ``execute_meter`` into metadata or ``_``),
   and direct ones as table properties, a direct meter read by one of its table's
   actions. p4c's STF runner ignores ``check_counter``, so counts are not compared;
@@ -31,6 +36,8 @@ class ExtrasGen:
     varbit: bool
     counters: list[str]
     meters: list[str]
+    preserved: list[str]
+    again: bool
 
     # provided by Gen
     def _expr(self, w: int, depth: int, calls: bool) -> str:
@@ -46,6 +53,9 @@ class ExtrasGen:
         raise NotImplementedError
 
     def _cast(self, w: int, text: str, from_w: int) -> str:
+        raise NotImplementedError
+
+    def _cond(self, depth: int, calls: bool) -> str:
         raise NotImplementedError
 
     # -- instances
@@ -93,8 +103,29 @@ class ExtrasGen:
         choices = [f for f, ok in ((self._counter_stmt, self.counters),
                                    (self._meter_stmt, self.meters),
                                    (self._union_stmt, self.union),
-                                   (self._varbit_stmt, self.varbit)) if ok]
+                                   (self._varbit_stmt, self.varbit),
+                                   (self._resubmit_stmt, self.rng.random() < 0.3)) if ok]
         return self.rng.choice(choices)() if choices else None
+
+    def _once_per_packet(self, call: str) -> str:
+        """``call`` for a packet seen the first time, when a condition holds."""
+        r = self.rng
+        self.cov[call] += 1
+        metas = [v.path.split(".")[1] for v in self.vars if v.path.startswith("meta.")]
+        if r.random() < 0.6 and metas:
+            name = r.choice(metas)
+            if name not in self.preserved:
+                self.preserved.append(name)
+                self.cov["@field_list metadata"] += 1
+        self.again = True
+        return (f"if (meta.again == 0 && {self._cond(1, calls=False)}) {{\n"
+                f"    meta.again = 1;\n    {call}(8w0);\n}}")
+
+    def _resubmit_stmt(self) -> str:
+        return self._once_per_packet("resubmit_preserving_field_list")
+
+    def _recirculate_stmt(self) -> str:
+        return self._once_per_packet("recirculate_preserving_field_list")
 
     def _counter_stmt(self) -> str:
         self.cov["counter count"] += 1

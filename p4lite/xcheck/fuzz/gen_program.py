@@ -71,11 +71,14 @@ class Gen(ExtrasGen):
         self.cov.update(k for k, on in (("header union", self.union),
                                         ("varbit extract/emit", self.varbit)) if on)
         registers += self._extern_instances()
+        self.preserved, self.again = [], False
         self.instances = registers  # direct counters and meters of tables join them
         self.action_decls: list[str] = []
         self.tables: list[Table] = []
         stmts = [self._top_stmt() for _ in range(r.randint(3, 9))]
         egress = [Stmt(self._assign(1, calls=False)) for _ in range(r.randint(0, 2))]
+        if r.random() < 0.15:
+            egress.append(Stmt(self._recirculate_stmt()))
         if egress:
             self.cov["egress statement"] += len(egress)
         checksum = self._checksum(h_fields)
@@ -83,7 +86,7 @@ class Gen(ExtrasGen):
         self.cov["header stack"] += 1
         spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
                            self.tables, stmts, egress, self.cov, checksum, self.union,
-                           self.varbit)
+                           self.varbit, self.preserved, self.again)
         return spec
 
     def _checksum(self, h_fields: list[tuple[str, int]]) -> str:

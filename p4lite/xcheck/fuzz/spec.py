@@ -49,6 +49,8 @@ class ProgramSpec:
     checksum: str = ""  # the body of MyComputeChecksum
     union: bool = False  # header union u (members a: 8 bits, b: 16) parsed after s
     varbit: bool = False  # vl (a length byte) then vb (varbit<32>) parsed after s
+    preserved: list[str] = field(default_factory=list)  # meta fields in @field_list(0)
+    again: bool = False  # meta.again (preserved) marks a resubmitted/recirculated packet
 
     def h_bytes(self) -> int:
         return sum(w for _, w in self.h_fields) // 8
@@ -71,7 +73,10 @@ class ProgramSpec:
 
 def _render(spec: ProgramSpec, stmts: list[Stmt], tables: list[Table]) -> str:
     h = "\n".join(f"    bit<{w}> {n};" for n, w in spec.h_fields)
-    meta = "\n".join(f"    bit<{w}> {n};" for n, w in spec.meta)
+    meta = "\n".join(f"    {'@field_list(0) ' if n in spec.preserved else ''}bit<{w}> {n};"
+                     for n, w in spec.meta)
+    if spec.again:
+        meta += "\n    @field_list(0) bit<8> again;"
     out = "\n".join(f"    bit<{w}> {n};" for n, w in spec.meta)
     copy_out = "\n".join(f"        hdr.obs.{n} = meta.{n};" for n, _ in spec.meta)
     table_text = "\n".join(_render_table(t) for t in tables)
