@@ -36,7 +36,7 @@ def test_generated_programs_compile_and_run_on_p4lite(seed: int, tmp_path: Path)
 
 def test_coverage_counts_constructs():
     covered: Counter = Counter()
-    for seed in range(30):
+    for seed in range(80):
         covered.update(make_case(seed, 1).spec.coverage)
     for construct in ("function call", "inout argument", "switch on action_run",
                       "compound on run-time stack index", "ternary key", "slice l-value",
