@@ -83,3 +83,11 @@ def test_read_pcap(tmp_path: Path):
     path = tmp_path / "pcap1_out.pcap"
     path.write_bytes(data)
     assert fc.read_pcap(path) == frames
+
+
+def test_same_frames_ignores_only_the_order_on_a_port():
+    lite = [[(1, b"a")], [(1, b"b"), (0, b"c")]]
+    assert fc.same_frames(lite, {1: [b"b", b"a"], 0: [b"c"]})
+    assert not fc.same_frames(lite, {1: [b"a", b"a"], 0: [b"c"]})
+    assert not fc.same_frames(lite, {0: [b"b", b"a", b"c"]})  # another port
+    assert not fc.same_frames(lite, {1: [b"b", b"a"]})  # a frame missing

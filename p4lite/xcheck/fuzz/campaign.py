@@ -88,7 +88,7 @@ def run_campaign(tools: Tools, st: Settings) -> Summary:
             summary.kinds[verdict.kind] += 1
             summary.coverage.update(case.spec.coverage)
             summary.coverage["table entries (STF add)"] += len(case.live_entries())
-            if verdict.kind in (fc.SAME, fc.DIFFERENT):
+            if verdict.kind in (fc.SAME, fc.REORDERED, fc.DIFFERENT):
                 summary.programs += 1
                 summary.packets += len(case.packets)
             if verdict.kind in FINDINGS:
