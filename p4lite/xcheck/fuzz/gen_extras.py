@@ -9,6 +9,8 @@
   packet's second pass (simple_switch leaves ``instance_type`` 0 in egress after a
   recirculation, so a guard on it loops for ever); sometimes another metadata field
   is kept too.
+* ``clone(CloneType.I2E, 7)`` on a packet's first pass, with the STF's
+  ``mirroring_add 7 <port>`` (port 0 or 1, which the runners watch).
 * Indirect counters and meters (``count``, ``execute_meter`` into metadata or ``_``),
   and direct ones as table properties, a direct meter read by one of its table's
   actions. p4c's STF runner ignores ``check_counter``, so counts are not compared;
@@ -38,6 +40,7 @@ class ExtrasGen:
     meters: list[str]
     preserved: list[str]
     again: bool
+    setup: list[str]
 
     # provided by Gen
     def _expr(self, w: int, depth: int, calls: bool) -> str:
@@ -104,7 +107,8 @@ class ExtrasGen:
                                    (self._meter_stmt, self.meters),
                                    (self._union_stmt, self.union),
                                    (self._varbit_stmt, self.varbit),
-                                   (self._resubmit_stmt, self.rng.random() < 0.3)) if ok]
+                                   (self._resubmit_stmt, self.rng.random() < 0.3),
+                                   (self._clone_stmt, self.rng.random() < 0.3)) if ok]
         return self.rng.choice(choices)() if choices else None
 
     def _once_per_packet(self, call: str) -> str:
@@ -120,6 +124,16 @@ class ExtrasGen:
         self.again = True
         return (f"if (meta.again == 0 && {self._cond(1, calls=False)}) {{\n"
                 f"    meta.again = 1;\n    {call}(8w0);\n}}")
+
+    def _clone_stmt(self) -> str:
+        """An ingress-to-egress clone to session 7 (its port set up in the STF)."""
+        if not self.setup:
+            self.setup.append(f"mirroring_add 7 {self.rng.randint(0, 1)}")
+        self.cov["clone I2E"] += 1
+        self.again = True  # a packet's second pass clones no more (else, with a
+        # recirculation in egress, each clone's pass clones again, for ever)
+        return (f"if (meta.again == 0 && {self._cond(1, calls=False)}) {{\n"
+                "    clone(CloneType.I2E, 32w7);\n}")
 
     def _resubmit_stmt(self) -> str:
         return self._once_per_packet("resubmit_preserving_field_list")

@@ -135,9 +135,11 @@ def packets_for(spec: ProgramSpec, entries: list[Entry], rng: random.Random,
 
 
 def render_stf(entries: list[Entry], packets: list[Packet],
-               outputs: list[list[tuple[int, bytes]]] | None) -> str:
-    """The STF: every entry, then each packet followed by what p4lite sent for it."""
-    lines = [e.line for e in entries]
+               outputs: list[list[tuple[int, bytes]]] | None, setup: list[str] | None = None
+               ) -> str:
+    """The STF: the setup lines (clone sessions), every entry, then each packet followed
+    by what p4lite sent for it."""
+    lines = list(setup or []) + [e.line for e in entries]
     for i, pkt in enumerate(packets):
         lines.append(f"packet {pkt.port} {pkt.data.hex().upper()}")
         for port, data in (outputs[i] if outputs is not None else []):

@@ -71,7 +71,7 @@ class Gen(ExtrasGen):
         self.cov.update(k for k, on in (("header union", self.union),
                                         ("varbit extract/emit", self.varbit)) if on)
         registers += self._extern_instances()
-        self.preserved, self.again = [], False
+        self.preserved, self.again, self.setup = [], False, []
         self.instances = registers  # direct counters and meters of tables join them
         self.action_decls: list[str] = []
         self.tables: list[Table] = []
@@ -86,7 +86,7 @@ class Gen(ExtrasGen):
         self.cov["header stack"] += 1
         spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
                            self.tables, stmts, egress, self.cov, checksum, self.union,
-                           self.varbit, self.preserved, self.again)
+                           self.varbit, self.preserved, self.again, self.setup)
         return spec
 
     def _checksum(self, h_fields: list[tuple[str, int]]) -> str:

@@ -51,6 +51,7 @@ class ProgramSpec:
     varbit: bool = False  # vl (a length byte) then vb (varbit<32>) parsed after s
     preserved: list[str] = field(default_factory=list)  # meta fields in @field_list(0)
     again: bool = False  # meta.again (preserved) marks a resubmitted/recirculated packet
+    setup: list[str] = field(default_factory=list)  # STF lines before the entries
 
     def h_bytes(self) -> int:
         return sum(w for _, w in self.h_fields) // 8
