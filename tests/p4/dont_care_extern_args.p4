@@ -1,8 +1,8 @@
 // Tests: _ (DontCare) where p4c accepts it beyond dont_care.p4: for an action's
-// directionless parameter in a direct call, and as the out argument of extern calls
-// (register read, random, hash, meter, direct meter), whose result p4c stores in a
-// temporary nobody reads. The other statements run as usual. Issue 37: p4lite
-// refused them.
+// directionless parameter in a direct call, for a sub-parser's out parameter, and as
+// the out argument of extern calls (register read, random, hash, meter, direct
+// meter), whose result p4c stores in a temporary nobody reads. The other statements
+// run as usual. Issue 37: p4lite refused them.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -20,10 +20,19 @@ struct headers_t {
 struct meta_t {
 }
 
+parser Sub(packet_in pkt, out h_t h, out bit<8> first) {
+    state start {
+        pkt.extract(h);
+        first = h.a;
+        transition accept;
+    }
+}
+
 parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
                 inout standard_metadata_t sm) {
+    Sub() sub;
     state start {
-        pkt.extract(hdr.h);
+        sub.apply(pkt, hdr.h, _);
         transition accept;
     }
 }
