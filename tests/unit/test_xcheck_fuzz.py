@@ -44,7 +44,7 @@ def test_coverage_counts_constructs():
                       "direct meter", "direct counter", "execute_meter", "counter count",
                       "union member setValid", "varbit length byte written",
                       "resubmit_preserving_field_list", "recirculate_preserving_field_list",
-                      "clone I2E"):
+                      "clone I2E", "parser_error read", "verify_checksum csum16"):
         assert covered[construct] > 0, construct
 
 

@@ -11,6 +11,8 @@
   is kept too.
 * ``clone(CloneType.I2E, 7)`` on a packet's first pass, with the STF's
   ``mirroring_add 7 <port>`` (port 0 or 1, which the runners watch).
+* ``standard_metadata.parser_error`` and (with a ``verify_checksum``) ``checksum_error``
+  read into a field.
 * Indirect counters and meters (``count``, ``execute_meter`` into metadata or ``_``),
   and direct ones as table properties, a direct meter read by one of its table's
   actions. p4c's STF runner ignores ``check_counter``, so counts are not compared;
@@ -41,6 +43,7 @@ class ExtrasGen:
     preserved: list[str]
     again: bool
     setup: list[str]
+    verify: str
 
     # provided by Gen
     def _expr(self, w: int, depth: int, calls: bool) -> str:
@@ -108,7 +111,8 @@ class ExtrasGen:
                                    (self._union_stmt, self.union),
                                    (self._varbit_stmt, self.varbit),
                                    (self._resubmit_stmt, self.rng.random() < 0.3),
-                                   (self._clone_stmt, self.rng.random() < 0.3)) if ok]
+                                   (self._clone_stmt, self.rng.random() < 0.3),
+                                   (self._std_meta_stmt, True)) if ok]
         return self.rng.choice(choices)() if choices else None
 
     def _once_per_packet(self, call: str) -> str:
@@ -124,6 +128,20 @@ class ExtrasGen:
         self.again = True
         return (f"if (meta.again == 0 && {self._cond(1, calls=False)}) {{\n"
                 f"    meta.again = 1;\n    {call}(8w0);\n}}")
+
+    def _std_meta_stmt(self) -> str:
+        """A statement on the parser's error (the union's and varbit's short packets
+        and lengths set it) or, with a verify_checksum, on checksum_error."""
+        r = self.rng
+        t = self._target()
+        value = f"{t.width}w{r.randint(0, (1 << t.width) - 1)}"
+        if self.verify and r.random() < 0.4:
+            self.cov["checksum_error read"] += 1
+            return f"if (standard_metadata.checksum_error == 1) {{\n    {t.path} = {value};\n}}"
+        code = r.choice(("NoError", "PacketTooShort", "HeaderTooShort", "ParserInvalidArgument"))
+        self.cov["parser_error read"] += 1
+        return (f"if (standard_metadata.parser_error == error.{code}) {{\n"
+                f"    {t.path} = {value};\n}}")
 
     def _clone_stmt(self) -> str:
         """An ingress-to-egress clone to session 7 (its port set up in the STF)."""

@@ -73,6 +73,7 @@ class Gen(ExtrasGen):
         registers += self._extern_instances()
         self.preserved, self.again, self.setup = [], False, []
         self.instances = registers  # direct counters and meters of tables join them
+        self.verify = self._checksum(h_fields, "verify", 0.2)
         self.action_decls: list[str] = []
         self.tables: list[Table] = []
         stmts = [self._top_stmt() for _ in range(r.randint(3, 9))]
@@ -86,23 +87,26 @@ class Gen(ExtrasGen):
         self.cov["header stack"] += 1
         spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
                            self.tables, stmts, egress, self.cov, checksum, self.union,
-                           self.varbit, self.preserved, self.again, self.setup)
+                           self.varbit, self.preserved, self.again, self.setup,
+                           self.verify)
         return spec
 
-    def _checksum(self, h_fields: list[tuple[str, int]]) -> str:
-        """Sometimes an update_checksum (csum16) of some fields into a 16-bit one."""
+    def _checksum(self, h_fields: list[tuple[str, int]], verb: str = "update",
+                  odds: float = 0.3) -> str:
+        """Sometimes an update_checksum (or verify_checksum) csum16 of some fields into
+        (or against) a 16-bit one."""
         r = self.rng
         targets = [n for n, w in h_fields[1:] if w == 16]
-        if not targets or r.random() < 0.7:
+        if not targets or r.random() >= odds:
             return ""
         target = r.choice(targets)
         inputs = [n for n, w in h_fields if n != target and w % 8 == 0]
         if not inputs:
             return ""
         chosen = r.sample(inputs, k=min(len(inputs), r.randint(1, 3)))
-        self.cov["update_checksum csum16"] += 1
+        self.cov[f"{verb}_checksum csum16"] += 1
         fields = ", ".join(f"hdr.h.{n}" for n in chosen)
-        return (f"update_checksum(hdr.h.isValid(), {{ {fields} }}, hdr.h.{target}, "
+        return (f"{verb}_checksum(hdr.h.isValid(), {{ {fields} }}, hdr.h.{target}, "
                 "HashAlgorithm.csum16);")
 
     def _hash_stmt(self) -> str:

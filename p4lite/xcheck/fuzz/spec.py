@@ -52,6 +52,7 @@ class ProgramSpec:
     preserved: list[str] = field(default_factory=list)  # meta fields in @field_list(0)
     again: bool = False  # meta.again (preserved) marks a resubmitted/recirculated packet
     setup: list[str] = field(default_factory=list)  # STF lines before the entries
+    verify: str = ""  # the body of MyVerifyChecksum
 
     def h_bytes(self) -> int:
         return sum(w for _, w in self.h_fields) // 8
@@ -129,7 +130,9 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
 {_tail_states(spec)}}}
 
 control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {{
-    apply {{ }}
+    apply {{
+{indent(spec.verify, 8)}
+    }}
 }}
 
 control MyIngress(inout headers_t hdr, inout meta_t meta,
