@@ -109,6 +109,8 @@ class ExtrasGen:
         choices = [f for f, ok in ((self._counter_stmt, self.counters),
                                    (self._meter_stmt, self.meters),
                                    (self._union_stmt, self.union),
+                                   (self._union_stmt, self.union),  # twice as likely
+                                   (self._varbit_stmt, self.varbit),
                                    (self._varbit_stmt, self.varbit),
                                    (self._resubmit_stmt, self.rng.random() < 0.3),
                                    (self._clone_stmt, self.rng.random() < 0.3),

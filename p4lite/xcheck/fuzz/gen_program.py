@@ -155,7 +155,7 @@ class Gen(ExtrasGen):
             return Stmt(self._register_stmt())
         if roll < 0.42:
             return Stmt(self._hash_stmt())
-        if roll < 0.56:
+        if roll < 0.62:
             extra = self._extras_stmt()
             if extra is not None:
                 return Stmt(extra)
