@@ -176,20 +176,28 @@ def test_direct_meter_must_be_bound_and_read() -> None:
     assert err.loc is not None and err.loc.line == _line_of(text, "direct_meter<bit<8>>")
     unbound = local.replace(" meters = dm;", "").replace("action a() { }",
                                                           "action a() { dm.read(meta.m); }")
-    assert "direct_meter dm is not attached to a table" in str(
-        _error(program("t.apply();", unbound)))
+    assert "dm: direct meter is not associated with any table via 'meters' table property" in (
+        str(_error(program("t.apply();", unbound))))
 
 
-def test_direct_counter_must_be_attached() -> None:
+def test_unattached_direct_counters_and_meters_are_left_out() -> None:
+    """As p4c: a direct counter (even counted) or a direct meter no running action reads,
+    named by no table, is not in the JSON; the ids of the others shift down."""
     local = """
+    counter(2, CounterType.packets) c1;
     direct_counter(CounterType.packets) dc;
-    action a() { }
+    direct_meter<bit<8>>(MeterType.packets) dm;
+    counter(2, CounterType.packets) c2;
+    action a() { dc.count(); c2.count(0); }
+    action unused() { dm.read(meta.m); }
     table t { key = { hdr.h.v: exact; } actions = { a; } }
 """
-    text = program("t.apply();", local)
-    err = _error(text)
-    assert "direct_counter dc is not attached to a table" in str(err)
-    assert err.loc is not None and err.loc.line == _line_of(text, "direct_counter(")
+    result = compile_text(program("t.apply();", local), filename="prog.p4")
+    assert [(c["name"], c["id"]) for c in result.bmv2["counter_arrays"]] == [
+        ("I.c1", 0), ("I.c2", 1)]
+    assert result.bmv2["meter_arrays"] == []
+    assert [c.preamble.name for c in result.p4info.counters] == ["I.c1", "I.c2"]
+    assert not result.p4info.direct_counters and not result.p4info.direct_meters
 
 
 def test_parser_needs_standard_metadata_last() -> None:

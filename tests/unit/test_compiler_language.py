@@ -8,6 +8,7 @@ import pytest
 
 from p4lite.compiler.driver import compile_text
 from p4lite.compiler.errors import CompileError
+from p4lite.switch.core.switch import Switch
 from tests.unit.test_compiler_backend_json import program
 
 
@@ -60,10 +61,54 @@ def test_function_argument_count() -> None:
     _error_at(program("hdr.h.v = f(hdr.h.v, 1);", top=top), "f(hdr.h.v, 1)", "argument")
 
 
-def test_function_call_in_a_branch_of_the_conditional_operator_is_rejected() -> None:
-    top = "bit<8> f(in bit<8> x) { return x + 1; }"
-    _error_at(program("hdr.h.v = hdr.h.w == 2 ? f(hdr.h.v) : 3;", top=top),
-              "f(hdr.h.v) :", "not supported by p4lite: a function call in a branch of ?:")
+def test_function_call_runs_only_in_the_taken_branch_of_the_conditional_operator() -> None:
+    """``c ? f(x) : g(x)`` runs one call (p4c: an if around the calls), in an action
+    and in an if condition of the apply block; the ?:'s temporary has its type."""
+    top = ("bit<8> inc(inout bit<8> x) { x = x + 1; return 8w0x10; }\n"
+           "bit<8> dec(inout bit<8> x) { x = x - 1; return 8w0x20; }\n"
+           "bool odd(inout bit<8> x) { x = x + 5; return x[0:0] == 1; }")
+    locals_ = ("action pick() { hdr.h.w = (bit<16>)(hdr.h.c == 1 ? inc(hdr.h.v)"
+               " : dec(hdr.h.v)); }")
+    body = ("pick();\n"
+            "if (hdr.h.c == 2 ? odd(hdr.h.v) : false) { hdr.h.b = 3; }\n"
+            "sm.egress_spec = 1;")
+    switch = Switch(compile_text(program(body, locals_, top=top), filename="tern.p4").bmv2)
+
+    def run(c: int, v: int) -> tuple[int, int, int]:
+        h = bytes([0, (c & 3), v, 0, 0])  # a=0 (12 bits), b=0, c, v, w=0
+        ((_, data),) = switch.process(bytes(12) + b"\x08\x00" + h, port=0)
+        return (data[15] >> 2) & 3, data[16], int.from_bytes(data[17:19], "big")
+
+    assert run(1, 5) == (0, 6, 0x10)  # inc only
+    assert run(0, 5) == (0, 4, 0x20)  # dec only
+    assert run(2, 5) == (3, 9, 0x20)  # dec, then odd(v): v = 9, odd: b = 3
+    assert run(3, 5) == (0, 4, 0x20)  # odd() not run: v = 4
+
+
+def test_conditional_operator_with_a_call_needs_a_scalar_type() -> None:
+    top = "h_t f(in h_t x) { return x; }"
+    _error_at(program("hdr.h = hdr.h.c == 1 ? f(hdr.h) : hdr.h;", top=top), "hdr.h.c == 1",
+              "not supported by p4lite: a ?: of type")
+
+
+def test_dont_care_for_an_in_or_inout_parameter_is_an_error() -> None:
+    """As p4c's type checker: `_` only for out parameters (and an action's
+    directionless ones)."""
+    top = "bit<8> f(in bit<8> x, inout bit<8> y) { return x; }"
+    for call, needle in (("f(_, hdr.h.v)", "_,"), ("f(hdr.h.v, _)", "_)")):
+        _error_at(program(f"hdr.h.v = {call};", top=top), needle,
+                  "don't care argument is only allowed for out parameters")
+
+
+def test_dont_care_extern_result_needs_its_type() -> None:
+    _error_at(program("hash(_, HashAlgorithm.crc16, 8w0, { hdr.h.v }, 16w8);"), "hash(",
+              "could not infer a type for variable O")
+    _error_at(program("random(_, 0, 7);"), "random(", "could not infer a type for variable T")
+    text = program("random(_, 8w0, 8w7);\n hash<bit<8>, bit<8>, tuple<bit<8>>, bit<16>>"
+                   "(_, HashAlgorithm.crc16, 8w0, { hdr.h.v }, 16w8);")
+    prims = [p["op"] for a in compile_text(text, filename="dc.p4").bmv2["actions"]
+             for p in a["primitives"]]
+    assert "modify_field_rng_uniform" in prims and "modify_field_with_hash_based_offset" in prims
 
 
 def test_compound_assignment_needs_matching_types() -> None:

@@ -36,10 +36,15 @@ def test_generated_programs_compile_and_run_on_p4lite(seed: int, tmp_path: Path)
 
 def test_coverage_counts_constructs():
     covered: Counter = Counter()
-    for seed in range(30):
+    for seed in range(80):
         covered.update(make_case(seed, 1).spec.coverage)
     for construct in ("function call", "inout argument", "switch on action_run",
-                      "compound on run-time stack index", "ternary key", "slice l-value"):
+                      "compound on run-time stack index", "ternary key", "slice l-value",
+                      "?: with calls in its branches", "header union", "varbit extract/emit",
+                      "direct meter", "direct counter", "execute_meter", "counter count",
+                      "union member setValid", "varbit length byte written",
+                      "resubmit_preserving_field_list", "recirculate_preserving_field_list",
+                      "clone I2E", "parser_error read", "verify_checksum csum16"):
         assert covered[construct] > 0, construct
 
 
@@ -79,3 +84,11 @@ def test_read_pcap(tmp_path: Path):
     path = tmp_path / "pcap1_out.pcap"
     path.write_bytes(data)
     assert fc.read_pcap(path) == frames
+
+
+def test_same_frames_ignores_only_the_order_on_a_port():
+    lite = [[(1, b"a")], [(1, b"b"), (0, b"c")]]
+    assert fc.same_frames(lite, {1: [b"b", b"a"], 0: [b"c"]})
+    assert not fc.same_frames(lite, {1: [b"a", b"a"], 0: [b"c"]})
+    assert not fc.same_frames(lite, {0: [b"b", b"a", b"c"]})  # another port
+    assert not fc.same_frames(lite, {1: [b"b", b"a"]})  # a frame missing

@@ -139,8 +139,9 @@ class Externs:
         ref = {"type": f"{_ARRAY_KIND.get(kind, 'extern')}", "value": target.name}
         if kind == "register" and method == "read":
             _arity(args, 2, call)
-            dst = self._dest(args[0], comp)
-            dst_type, elem = comp.compile(args[0]).type, target.info["elem"]
+            elem = target.info["elem"]
+            dst = self._dest(args[0], comp, elem)
+            dst_type = self._dest_type(args[0], comp, elem)
             if width_of(dst_type) != width_of(elem) or isinstance(dst_type, BoolT) != isinstance(
                     elem, BoolT):
                 raise CompileError(f"register {target.name} holds {elem}, cannot read it into "
@@ -162,11 +163,12 @@ class Externs:
         if kind == "meter" and method == "execute_meter":
             _arity(args, 2, call)
             index = comp.rvalue(args[0], _BIT32)
-            dst = self._dest(args[1], comp)
+            dst = self._dest(args[1], comp, self._type_arg(call, 0, "T", out_arg=1))
             return [_prim("execute_meter", [ref, to_param(index.operand), dst])]
         if kind == "direct_meter" and method == "read":
             _arity(args, 1, call)
-            dst = self._dest(args[0], comp)
+            color_t = target.type.type_args[0] if isinstance(target.type, ExternT) else None
+            dst = self._dest(args[0], comp, color_t)  # `_`: a temporary (p4c: one too)
             entry = target.info["json"]
             if entry["result_target"] not in (None, dst["value"]):
                 raise not_supported("reading one direct meter into two different fields", call.loc)
@@ -227,8 +229,9 @@ class Externs:
 
     def _fn_hash(self, args, call, comp, pipeline) -> list[Json]:
         _arity(args, 5, call)
-        dst = self._dest(args[0], comp)
-        dst_type = comp.compile(args[0]).type
+        out_t = self._type_arg(call, 0, "O")
+        dst = self._dest(args[0], comp, out_t)
+        dst_type = self._dest_type(args[0], comp, out_t)
         algo = _algo(comp, args[1], call.loc)
         # O, T and M are independent type parameters of v1model's hash: only an untyped
         # constant base takes the result's type
@@ -245,8 +248,11 @@ class Externs:
 
     def _fn_random(self, args, call, comp, pipeline) -> list[Json]:
         _arity(args, 3, call)
-        dst = self._dest(args[0], comp)
-        t = comp.compile(args[0]).type
+        bounds = (comp.rvalue(args[1]).type, comp.rvalue(args[2]).type)
+        typed = [b for b in bounds if not isinstance(b, IntT)]  # `_`: T from lo or hi
+        out_t = (self._type_arg(call, 0, "T") if call.type_args or not typed else typed[0])
+        dst = self._dest(args[0], comp, out_t)
+        t = self._dest_type(args[0], comp, out_t)
         lo, hi = comp.rvalue(args[1], t), comp.rvalue(args[2], t)
         return [_prim("modify_field_rng_uniform", [dst, to_param(lo.json), to_param(hi.json)])]
 
@@ -383,11 +389,32 @@ class Externs:
                                     item.loc)
         return inputs
 
-    def _dest(self, e: ast.Expression, comp: ExprCompiler) -> Json:
+    def _dest(self, e: ast.Expression, comp: ExprCompiler, t: P4Type | None = None) -> Json:
+        """The field an extern writes its result to; for ``_`` (DontCare, where the
+        out parameter's type ``t`` is known) a fresh scalar nobody reads, as p4c's
+        DontcareArgs gives it a temporary."""
+        if isinstance(e, ast.DontCare) and t is not None:
+            temp = self.lw.storage.bind_local("arg", t, e.loc)
+            assert isinstance(temp, FieldB)
+            return {"type": "field", "value": [temp.header, temp.field]}
         val = comp.compile(e)
         if not isinstance(val.binding, FieldB):
             raise not_supported("an extern result that is not stored in a field", e.loc)
         return {"type": "field", "value": [val.binding.header, val.binding.field]}
+
+    @staticmethod
+    def _dest_type(e: ast.Expression, comp: ExprCompiler, t: P4Type | None) -> P4Type:
+        return t if isinstance(e, ast.DontCare) and t is not None else comp.compile(e).type
+
+    def _type_arg(self, call: ast.Call, index: int, name: str, out_arg: int = 0
+                  ) -> P4Type | None:
+        """The call's explicit type argument ``index`` (``name`` in v1model.p4), if any;
+        a ``_`` result (argument ``out_arg``) needs it, as p4c cannot infer it otherwise."""
+        if index < len(call.type_args):
+            return self.lw.env.resolve(call.type_args[index])
+        if len(call.args) > out_arg and isinstance(call.args[out_arg].value, ast.DontCare):
+            raise CompileError(f"could not infer a type for variable {name}", call.loc)
+        return None
 
 
 _ARRAY_KIND = {"register": "register_array", "counter": "counter_array",

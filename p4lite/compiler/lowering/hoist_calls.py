@@ -4,8 +4,9 @@ BMv2 expressions cannot call anything, so (as p4c's SideEffectOrdering does)
 ``x = f(a) + g(b);`` becomes ``t0 = f(a); t1 = g(b); x = t0 + t1;``: every
 call is replaced by a fresh name, left to right, innermost arguments first.
 A call on the right of ``&&``/``||`` runs only when the left side lets it: the
-operator becomes a bool temporary and an ``if``. A call in a branch of ``?:`` is not
-supported: hoisting it would run it always.
+operator becomes a bool temporary and an ``if``. Likewise only the taken branch of
+``c ? f(x) : g(y)`` runs its calls, as in p4c (SideEffectOrdering): the ``?:`` becomes a
+temporary of its type set by ``if (c) { t = f(x); } else { t = g(y); }``.
 
 P4_16 evaluates left to right (spec 8.1), so an operand left of a call is read
 before the call runs: in ``x + f(x)`` with ``f(inout x)`` the left ``x`` is the old
@@ -77,12 +78,48 @@ def hoisted_type(name: str, item: ast.Node, compile_expr: Callable[[ast.Expressi
     """The type of the temporary a hoisted expression item needs, and a name for it."""
     if is_bool_temp(name):
         return BoolT(), "cond"
+    if is_branch_temp(name):
+        assert isinstance(item, ast.Ternary)
+        return compile_expr(_typed_stand_ins(item, env)).type, "tmp"
     assert isinstance(item, ast.Expression)
     if is_snapshot(name):
         return compile_expr(item).type, "tmp"
     assert isinstance(item, ast.Call) and isinstance(item.func, ast.Name)
     decl = env.functions[item.func.name]
     return env.resolve(decl.return_type), f"{decl.name}_result"
+
+
+def _typed_stand_ins(e: ast.Ternary, env: Any) -> ast.Expression:
+    """``e`` with each call of a P4 function replaced by a constant of its return type:
+    the same type, compiled without running anything."""
+    def stand_in(node: Any) -> Any:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+                node.func.name in env.functions):
+            decl = env.functions[node.func.name]
+            rt = env.resolve(decl.return_type)
+            if not is_scalar(rt):  # BMv2's ?: selects scalars only
+                raise not_supported(f"a ?: of type {rt} with a function call in a branch",
+                                    e.loc)
+            if isinstance(rt, BoolT):
+                return ast.BoolLiteral(True, loc=node.loc)
+            return ast.Cast(decl.return_type, ast.IntLiteral(1, loc=node.loc), loc=node.loc)
+        if not isinstance(node, ast.Node):
+            return node
+        changes = {}
+        for f in dataclasses.fields(node):
+            if f.name in ("loc", "annotations", "type", "type_args"):
+                continue
+            value = getattr(node, f.name)
+            if isinstance(value, ast.Node):
+                changes[f.name] = stand_in(value)
+            elif isinstance(value, list):
+                changes[f.name] = [stand_in(v) for v in value]
+        return dataclasses.replace(node, **changes)
+    return stand_in(e)
+
+
+def is_branch_temp(name: str) -> bool:
+    return name.startswith("$tern")
 
 
 def is_bool_temp(name: str) -> bool:
@@ -159,10 +196,10 @@ class Hoister:
             left = self.snapshot(left, [e.right])
             return dataclasses.replace(e, left=left, right=self.expr(e.right))
         if isinstance(e, ast.Ternary):
-            for branch in (e.then, e.orelse):
-                if has_call(branch, self.is_function):
-                    raise not_supported("a function call in a branch of ?:", branch.loc)
-            return dataclasses.replace(e, cond=self.expr(e.cond))
+            cond = self.expr(e.cond)
+            if has_call(e.then, self.is_function) or has_call(e.orelse, self.is_function):
+                return self._branches(dataclasses.replace(e, cond=cond))
+            return dataclasses.replace(e, cond=cond)
         if isinstance(e, ast.Unary):
             return dataclasses.replace(e, operand=self.expr(e.operand))
         if isinstance(e, ast.Cast):
@@ -191,6 +228,18 @@ class Hoister:
         cond: ast.Expression = t if e.op == "&&" else ast.Unary("!", t, loc=e.loc)
         body = ast.Block([ast.Assign(t, e.right, loc=e.right.loc)], loc=e.right.loc)
         self.calls.append((f"$stmt{next(_names)}", ast.If(cond, body, loc=e.loc)))
+        return t
+
+    def _branches(self, e: ast.Ternary) -> ast.Expression:
+        """``c ? f(x) : y``: ``if (c) { t = f(x); } else { t = y; }`` (``c`` hoisted
+        already), so only the taken branch's calls run; each branch's own calls are
+        hoisted when its assignment is lowered."""
+        name = f"$tern{next(_names)}"
+        self.calls.append((name, e))  # a temporary of the ?:'s type
+        t = ast.Name(name, loc=e.loc)
+        then = ast.Block([ast.Assign(t, e.then, loc=e.then.loc)], loc=e.then.loc)
+        orelse = ast.Block([ast.Assign(t, e.orelse, loc=e.orelse.loc)], loc=e.orelse.loc)
+        self.calls.append((f"$stmt{next(_names)}", ast.If(e.cond, then, orelse, loc=e.loc)))
         return t
 
     def call_args(self, e: ast.Call) -> ast.Call:
@@ -232,5 +281,5 @@ class Hoister:
         return ast.Name(name, loc=e.loc)
 
 
-__all__ = ["Hoister", "arg_directions", "has_call", "hoisted_type", "is_bool_temp", "is_snapshot", "is_statement",
+__all__ = ["Hoister", "arg_directions", "has_call", "hoisted_type", "is_bool_temp", "is_branch_temp", "is_snapshot", "is_statement",
            "is_write_back", "scalar_test"]

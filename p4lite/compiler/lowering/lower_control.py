@@ -1,18 +1,15 @@
 """Controls to BMv2 pipelines: actions, tables, conditionals and the apply graph.
 
-The apply block is lowered forward into fragments ``(entry, exits)``: ``exits``
-are setters still waiting for the node that follows. Straight-line statements
-become hidden actions in hidden keyless tables (``tbl_<name>``), as p4c's
-SynthesizeActions/MoveActionsToTables do. Sub-controls are inlined with their
-instance name as prefix (``MyIngress.sub.t``).
+The apply block is lowered forward into fragments (``pipeline_builder.Frag``);
+straight-line statements become hidden actions in hidden keyless tables
+(``PipelineBuilder``). Sub-controls are inlined with their instance name as prefix
+(``MyIngress.sub.t``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler.checks.bindings import (
@@ -40,28 +37,26 @@ from p4lite.compiler.lowering.hoist_calls import (
     has_call,
     hoisted_type,
     is_bool_temp,
+    is_branch_temp,
     scalar_test,
 )
 from p4lite.compiler.lowering.lower_expr import ExprCompiler, annotated_id
 from p4lite.compiler.lowering.lower_stmt import StmtLowerer
 from p4lite.compiler.lowering.lower_table import TableLowerer
+from p4lite.compiler.lowering.pipeline_builder import (
+    EXIT,
+    PASS,
+    RETURN,
+    Frag,
+    PipelineBuilder,
+    Setter,
+    dict_setter,
+)
 
 if TYPE_CHECKING:
     from p4lite.compiler.lowering.context import Lowering
 
 Json = dict[str, Any]
-Setter = Callable[[Any], None]
-
-PASS = object()  # an empty fragment: falls through
-EXIT = object()  # `exit`: the pipeline ends (next node null)
-RETURN = object()  # `return`: the control ends
-
-
-@dataclass(slots=True)
-class Frag:
-    entry: Any
-    exits: list[Setter] = field(default_factory=list)
-
 
 class ControlLowerer:
     """One control instance (top-level or inlined) of a pipeline."""
@@ -241,7 +236,8 @@ class ControlLowerer:
         def flush() -> None:
             nonlocal result
             if group:
-                result = self.seq(result, self.pipeline.hidden_action(self, list(group), inner))
+                result = self.seq(result, self.pipeline.hidden_action(list(group), inner,
+                                                                       self.key_copy_stmts))
                 group.clear()
 
         for stmt in stmts:
@@ -288,7 +284,8 @@ class ControlLowerer:
                 continue
             t, label = hoisted_type(name, item, comp.compile, self.lw.env)
             scope.bind(name, self.lw.storage.bind_local(label, t, item.loc))
-            if not is_bool_temp(name):  # a call's result or an operand read before a call
+            if not (is_bool_temp(name) or is_branch_temp(name)):
+                # a call's result or an operand read before a call
                 assert isinstance(item, ast.Expression)
                 group.append(ast.Assign(ast.Name(name, loc=item.loc), item, loc=item.loc))
         return expr
@@ -430,8 +427,17 @@ class ControlLowerer:
             raise CompileError("only tables and controls can be applied", call.loc)
         if isinstance(func, ast.Name):
             action = self.resolve_action(func.name, call.loc)
-            return self.pipeline.direct_action(self, action, call)
+            return self._direct_action(action, call)
         raise not_supported("this call in an apply block", call.loc)
+
+    def _direct_action(self, action: DeclB, call: ast.Call) -> Frag:
+        action_id, name, decl = self.action_for(action, call.loc)
+        # `act(_)`: the parameter is a value nobody set; p4c's temporary for it is
+        # metadata, which BMv2 zeroes for each packet, so 0 reads the same
+        args = [dataclasses.replace(a, value=ast.IntLiteral(0, loc=a.loc))
+                if isinstance(a.value, ast.DontCare) else a for a in call.args]
+        data = self.action_data(decl, args, call.loc)
+        return self.pipeline.hidden_table(f"tbl_{decl.name}", action_id, name, data, call.loc)
 
     def _by_type_name(self, expr: ast.Expression, scope: Scope) -> DeclB | None:
         """``C.apply(...)`` with C a control type: an instance named C, made here."""
@@ -485,8 +491,8 @@ class ControlLowerer:
             node, exits = self.tables.apply_hit_miss(target.table(), stmt.cond.loc)
             table = self.tables.json_of(target.table())
             out: list[Setter] = [exits]
-            self.connect(_dict_setter(table["next_tables"], "__HIT__"), hit_frag, out)
-            self.connect(_dict_setter(table["next_tables"], "__MISS__"), miss_frag, out)
+            self.connect(dict_setter(table["next_tables"], "__HIT__"), hit_frag, out)
+            self.connect(dict_setter(table["next_tables"], "__MISS__"), miss_frag, out)
             return Frag(node, out)
         comp = ExprCompiler(self.lw.env, scope)
         cond_val = comp.rvalue(stmt.cond)
@@ -499,8 +505,8 @@ class ControlLowerer:
         then = self.lower_stmt(stmt.then, scope)
         orelse = self.lower_stmt(stmt.orelse, scope) if stmt.orelse else Frag(PASS)
         out = []
-        self.connect(_dict_setter(conditional, "true_next"), then, out)
-        self.connect(_dict_setter(conditional, "false_next"), orelse, out)
+        self.connect(dict_setter(conditional, "true_next"), then, out)
+        self.connect(dict_setter(conditional, "false_next"), orelse, out)
         return Frag(conditional["name"], out)
 
     def _switch(self, stmt: ast.Switch, scope: Scope) -> Frag:
@@ -538,12 +544,12 @@ class ControlLowerer:
                 if name in covered:
                     raise CompileError(f"action {name} appears twice in the switch", case.loc)
                 covered.add(name)
-                self.connect(_dict_setter(table["next_tables"], name), frag, out)
+                self.connect(dict_setter(table["next_tables"], name), frag, out)
             pending = []
         for name in list(table["next_tables"]):
             if name in covered:
                 continue
-            setter = _dict_setter(table["next_tables"], name)
+            setter = dict_setter(table["next_tables"], name)
             if default_frag is not None:
                 self.connect(setter, default_frag, out)
             else:
@@ -641,12 +647,6 @@ def _is_valid_call(expr: ast.Expression) -> bool:
             and expr.func.member == "isValid" and not expr.args)
 
 
-def _dict_setter(obj: dict[str, Any], key: str) -> Setter:
-    def setter(value: Any) -> None:
-        obj[key] = value
-    return setter
-
-
 def _table_hit_condition(cond: ast.Expression) -> tuple[ast.Expression, bool] | None:
     """``t.apply().hit`` -> (t, True); ``.miss`` or ``!...hit`` -> (t, False)."""
     negate = False
@@ -673,90 +673,6 @@ _HIDDEN_ANNOTATIONS = {"name", "id", "hidden", "defaultonly", "tableonly"}
 
 def _annotation_text(ann: ast.Annotation) -> str:
     return f"@{ann.name}({ann.raw})" if ann.raw else f"@{ann.name}"
-
-
-def synthesized_name(loc) -> str:
-    """p4c's name for a synthesized action: file stem (alphanumerics) + 'l'? + line."""
-    stem = loc.file.rsplit("/", 1)[-1]
-    if stem.endswith(".p4"):
-        stem = stem[:-3]
-    stem = re.sub(r"[^A-Za-z0-9_]", "", stem) or "act"
-    sep = "l" if stem[-1].isdigit() else ""
-    return f"{stem}{sep}{loc.line}"
-
-
-class PipelineBuilder:
-    """Collects the tables and conditionals of one pipeline (ingress or egress)."""
-
-    def __init__(self, lw: Lowering, externs: Externs, name: str) -> None:
-        self.lw = lw
-        self.externs = externs
-        self.name = name
-        self.tables: list[Json] = []
-        self.conditionals: list[Json] = []
-        self.applied_controls: dict[str, ControlLowerer] = {}
-
-    def conditional(self, expression: Json, loc) -> Json:
-        name = f"node_{self.lw.next_node_number()}"
-        cond = {"name": name, "id": self.lw.conditional_count,
-                "source_info": self.lw.source_info(loc, self.lw.source.fragment(loc, ")")),
-                "expression": expression, "true_next": None, "false_next": None}
-        self.lw.conditional_count += 1
-        self.conditionals.append(cond)
-        return cond
-
-    def hidden_action(self, control: ControlLowerer, stmts: list[ast.Node], scope: Scope) -> Frag:
-        """Straight-line statements as a hidden action in a hidden keyless table."""
-        loc = stmts[0].loc
-        if any(id(stmt) in control.key_copy_stmts for stmt in stmts):
-            # p4c names the action after its statements' merged source position, the
-            # earliest: a key copy's is the key's, in the table declaration
-            locs = [stmt.loc for stmt in stmts
-                    if stmt.loc is not None and stmt.loc.file == loc.file]
-            loc = min(locs, key=lambda at: (at.line, at.col), default=loc)
-        base = synthesized_name(loc)
-        action_name = self.lw.action_names.fresh(base)
-        lowerer = StmtLowerer(self.lw, self.externs, scope)
-        prims = lowerer.lower_body(stmts)
-        action_id = self.lw.add_action(action_name, [], prims, loc)
-        return self.hidden_table(f"tbl_{base}", action_id, action_name, [], loc)
-
-    def hidden_primitives(self, prims: list[Json], loc) -> Frag:
-        """Primitives the compiler made (copies of arguments) as a hidden action."""
-        base = synthesized_name(loc)
-        action_name = self.lw.action_names.fresh(base)
-        action_id = self.lw.add_action(action_name, [], prims, loc)
-        return self.hidden_table(f"tbl_{base}", action_id, action_name, [], loc)
-
-    def direct_action(self, control: ControlLowerer, action: DeclB, call: ast.Call) -> Frag:
-        action_id, name, decl = control.action_for(action, call.loc)
-        data = control.action_data(decl, call.args, call.loc)
-        return self.hidden_table(f"tbl_{decl.name}", action_id, name, data, call.loc)
-
-    def hidden_table(self, base: str, action_id: int, action_name: str, data: list[str],
-                     loc) -> Frag:
-        name = self.lw.node_names.fresh(base)
-        self.lw.next_node_number()
-        table: Json = {
-            "name": name, "id": self.lw.table_count,
-            "source_info": self.lw.source_info(loc),
-            "key": [], "match_type": "exact", "type": "simple", "max_size": 1024,
-            "with_counters": False, "support_timeout": False, "direct_meters": None,
-            "action_ids": [action_id], "actions": [action_name], "base_default_next": None,
-            "next_tables": {action_name: None},
-            "default_entry": {"action_id": action_id, "action_const": True, "action_data": data,
-                              "action_entry_const": True},
-        }
-        self.lw.table_count += 1
-        self.tables.append(table)
-        return Frag(name, [_dict_setter(table, "base_default_next"),
-                           _dict_setter(table["next_tables"], action_name)])
-
-    def to_json(self, pipeline_id: int, init: Any, loc) -> Json:
-        init_table = None if init in (PASS, EXIT, RETURN) else init
-        return {"name": self.name, "id": pipeline_id, "source_info": self.lw.source_info(loc, ""),
-                "init_table": init_table, "tables": self.tables, "action_profiles": [],
-                "conditionals": self.conditionals}
 
 
 def pipeline_from_control(lw: Lowering, externs: Externs, name: str, decl: ast.ControlDecl,

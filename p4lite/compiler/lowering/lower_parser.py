@@ -35,7 +35,7 @@ from p4lite.compiler.checks.types import (
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
 from p4lite.compiler.lowering.expr_values import StackElemB, as_bool, as_data, hexstr, to_param
-from p4lite.compiler.lowering.externs import Externs, match_args
+from p4lite.compiler.lowering.externs import Externs, every_arg
 from p4lite.compiler.lowering.lower_expr import ExprCompiler
 from p4lite.compiler.lowering.lower_stmt import StmtLowerer
 
@@ -189,12 +189,8 @@ class ParserLowerer:
         decl, call, inst = sub
         if decl.ctor_params:
             raise not_supported("parser constructor parameters", call.loc)
-        args = match_args(decl.params, call.args, f"parser {decl.name}", call.loc)
-        given: list[ast.Expression] = []
-        for param, arg in zip(decl.params, args, strict=True):
-            if arg is None:
-                raise CompileError(f"missing argument for parameter {param.name}", call.loc)
-            given.append(arg)
+        # `_` for an out parameter: a local nobody reads, as for a sub-control
+        given = every_arg(decl.params, call.args, f"parser {decl.name}", call.loc)
         binder = StmtLowerer(self.lw, self.externs, self.scope, lookahead=self._lookahead)
         bindings, copy_in, copy_out = binder.bind_block_args(decl.params, given, call.loc)
         if copy_in or copy_out:

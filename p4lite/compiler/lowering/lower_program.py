@@ -283,15 +283,26 @@ def _renumber_actions(lw: Lowering, pipelines: list[Json]) -> None:
 
 
 def _check_direct_meters(lw: Lowering) -> None:
-    """BMv2 needs a direct meter's table and the field its color is read into."""
-    for entry, inst in lw.direct_counters:
-        if entry["binding"] is None:
-            raise CompileError(f"direct_counter {inst.name} is not attached to a table "
-                               "(counters = ...)", inst.loc)
+    """BMv2 needs a direct meter's table and the field its color is read into.
+
+    As p4c, a direct counter or meter that no table names is left out (the ids of the
+    later ones shift down), unless an action that runs reads the meter: that is
+    p4c's error.
+    """
     for entry, inst in lw.direct_meters:
-        if entry["binding"] is None:
-            raise CompileError(f"direct_meter {inst.name} is not attached to a table "
-                               "(meters = ...)", inst.loc)
-        if entry["result_target"] is None:
+        if entry["binding"] is None and entry["result_target"] is not None:
+            raise CompileError(f"{inst.name}: direct meter is not associated with any "
+                               "table via 'meters' table property", inst.loc)
+    for arrays, directs in ((lw.counter_arrays, lw.direct_counters),
+                            (lw.meter_arrays, lw.direct_meters)):
+        unattached = {entry["name"] for entry, _ in directs if entry["binding"] is None}
+        if unattached:
+            arrays[:] = [e for e in arrays if e["name"] not in unattached]
+            for index, e in enumerate(arrays):
+                e["id"] = index
+            lw.cp.counters = [c for c in lw.cp.counters if c.name not in unattached]
+            lw.cp.meters = [m for m in lw.cp.meters if m.name not in unattached]
+    for entry, inst in lw.direct_meters:
+        if entry["binding"] is not None and entry["result_target"] is None:
             raise CompileError(f"direct_meter {inst.name} is never read: call {inst.name}"
                                ".read(...) in an action of its table", inst.loc)

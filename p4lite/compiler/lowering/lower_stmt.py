@@ -62,7 +62,9 @@ from p4lite.compiler.lowering.hoist_calls import (
     Hoister,
     arg_directions,
     has_call,
+    hoisted_type,
     is_bool_temp,
+    is_branch_temp,
     is_snapshot,
     is_statement,
     is_write_back,
@@ -214,8 +216,10 @@ class StmtLowerer:
                 assert isinstance(item, ast.Assign)
                 self._emit(prims, self.assign(item.lhs, item.rhs, item.loc), item.loc)
                 continue
-            if is_bool_temp(name):  # a && f(x): the bool the statements below compute
-                self.scope.bind(name, self.lw.storage.bind_local("cond", BoolT(), item.loc))
+            if is_bool_temp(name) or is_branch_temp(name):  # a && f(x), c ? f(x) : y:
+                # the value the statements below compute
+                t, label = hoisted_type(name, item, self.comp.compile, self.lw.env)
+                self.scope.bind(name, self.lw.storage.bind_local(label, t, item.loc))
                 continue
             if is_statement(name):
                 self.lower_stmt(item, prims)
@@ -524,7 +528,11 @@ class StmtLowerer:
         for param, arg in zip(params, args, strict=True):
             t = self.lw.env.resolve(param.type)
             if isinstance(arg, ast.DontCare):
-                # `_`: an out value nobody reads, an in value nobody set (P4_16 8.18)
+                if param.direction in ("in", "inout"):  # p4c's TypeInference refuses it
+                    raise CompileError("don't care argument is only allowed for out "
+                                       "parameters", arg.loc)
+                # `_`: an out value nobody reads, or (for an action's directionless
+                # parameter) a value nobody set
                 inner.bind(param.name, self.lw.storage.bind_local(param.name, t, arg.loc))
                 continue
             passed = self._passed(param, t, arg, frame.pre)

@@ -88,7 +88,7 @@ def run_campaign(tools: Tools, st: Settings) -> Summary:
             summary.kinds[verdict.kind] += 1
             summary.coverage.update(case.spec.coverage)
             summary.coverage["table entries (STF add)"] += len(case.live_entries())
-            if verdict.kind in (fc.SAME, fc.DIFFERENT):
+            if verdict.kind in (fc.SAME, fc.REORDERED, fc.DIFFERENT):
                 summary.programs += 1
                 summary.packets += len(case.packets)
             if verdict.kind in FINDINGS:
@@ -145,7 +145,7 @@ def _write_pair(folder: Path, name: str, case: fc.Case, verdict: fc.Verdict
     head = (f"// Found by python -m p4lite.xcheck --fuzz 1 --seed {case.spec.seed} "
             "(minimised).\n// p4lite differed from p4c + BMv2: " + verdict.reason + "\n")
     p4.write_text(head + case.source(), encoding="utf-8")
-    text = render_stf(case.live_entries(), case.packets, None)
+    text = render_stf(case.live_entries(), case.packets, None, case.spec.setup)
     expects = [f"expect {port} {data.hex().upper()} $"
                for port, frames in sorted(verdict.ref_outputs.items()) for data in frames]
     stf.write_text("# expectations: what BMv2 (simple_switch) sent\n" + text

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from p4lite.xcheck.fuzz.gen_program import STACK, ProgramSpec, Table
+from p4lite.xcheck.fuzz.spec import STACK, ProgramSpec, Table
 
 
 @dataclass(frozen=True)
@@ -127,16 +127,19 @@ def packets_for(spec: ProgramSpec, entries: list[Entry], rng: random.Random,
                 field_value = (value & mask) | (noise & ~mask & ((1 << width) - 1))
                 bits &= ~(((1 << width) - 1) << shift)
                 bits |= field_value << shift
-        data = bits.to_bytes(total_bits // 8, "big") + rng.randbytes(rng.randint(0, 3))
+        tail = 6 if spec.union or spec.varbit else 3  # what they parse, or too short
+        data = bits.to_bytes(total_bits // 8, "big") + rng.randbytes(rng.randint(0, tail))
         port = i if i < 2 else rng.randint(0, 1)  # both ports get an interface
         out.append(Packet(port, data))
     return out
 
 
 def render_stf(entries: list[Entry], packets: list[Packet],
-               outputs: list[list[tuple[int, bytes]]] | None) -> str:
-    """The STF: every entry, then each packet followed by what p4lite sent for it."""
-    lines = [e.line for e in entries]
+               outputs: list[list[tuple[int, bytes]]] | None, setup: list[str] | None = None
+               ) -> str:
+    """The STF: the setup lines (clone sessions), every entry, then each packet followed
+    by what p4lite sent for it."""
+    lines = list(setup or []) + [e.line for e in entries]
     for i, pkt in enumerate(packets):
         lines.append(f"packet {pkt.port} {pkt.data.hex().upper()}")
         for port, data in (outputs[i] if outputs is not None else []):

@@ -3,14 +3,15 @@
 A program is a ``ProgramSpec``: a fixed skeleton (one header ``h`` of random field
 widths, a stack ``s`` of four one-byte headers, a metadata struct, a parser that
 extracts them all, a deparser that emits them and an ``out`` header holding the
-metadata) filled with random functions, actions, tables, registers and a list of
-top-level ingress statements. Each statement knows which tables it applies, so the
+metadata; spec.py) filled with random functions, actions, tables, registers and a list
+of top-level ingress statements; gen_extras.py adds header unions, varbit headers,
+counters and meters. Each statement knows which tables it applies, so the
 minimiser can drop statements (and the entries of tables no statement applies) and
 still render a program both compilers take.
 
 Everything drawn comes from one ``random.Random``: a seed gives the same program.
 Expressions only use what p4lite claims: function calls (with ``inout`` arguments)
-anywhere except on the right of ``&&``/``||`` and in branches of ``?:``; shifts by a
+anywhere, on the right of ``&&``/``||`` and in branches of ``?:`` too; shifts by a
 constant or an 8-bit field; slices of fields; casts between bit widths and to
 ``int<W>`` for signed comparisons; no ``/``/``%`` on run-time values. Reads of
 header fields only touch headers that are always valid, so no result depends on
@@ -21,193 +22,25 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass, field
 
-WIDTHS = (1, 3, 4, 5, 7, 8, 8, 8, 12, 16, 16, 32, 48)
-META_WIDTHS = (8, 16, 32)
-STACK = 4
-REG_SIZE = 4
-
-
-@dataclass
-class Table:
-    name: str
-    keys: list[tuple[str, str, int]]  # (expression, match kind, width)
-    actions: list[str]  # names as the STF names them (control-qualified later)
-    action_params: dict[str, list[int]]  # action -> widths of its control-plane params
-    const_entries: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Stmt:
-    text: str
-    tables: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ProgramSpec:
-    seed: int
-    h_fields: list[tuple[str, int]]
-    meta: list[tuple[str, int]]
-    decls: list[str]  # functions (top level)
-    actions: list[str]  # action declarations (inside ingress)
-    registers: list[str]
-    tables: list[Table]
-    stmts: list[Stmt]
-    egress: list[Stmt]
-    coverage: Counter = field(default_factory=Counter)
-    checksum: str = ""  # the body of MyComputeChecksum
-
-    def h_bytes(self) -> int:
-        return sum(w for _, w in self.h_fields) // 8
-
-    def render(self, keep: list[int] | None = None) -> str:
-        """The P4 source, with only the ingress statements at ``keep`` (default: all)."""
-        stmts = self.stmts if keep is None else [self.stmts[i] for i in keep]
-        applied = {t for s in stmts for t in s.tables}
-        tables = [t for t in self.tables if t.name in applied]
-        return _render(self, stmts, tables)
-
-    def applied_tables(self, keep: list[int] | None = None) -> list[Table]:
-        stmts = self.stmts if keep is None else [self.stmts[i] for i in keep]
-        applied = {t for s in stmts for t in s.tables}
-        return [t for t in self.tables if t.name in applied]
-
-
-# ----------------------------------------------------------------- rendering
-
-
-def _render(spec: ProgramSpec, stmts: list[Stmt], tables: list[Table]) -> str:
-    h = "\n".join(f"    bit<{w}> {n};" for n, w in spec.h_fields)
-    meta = "\n".join(f"    bit<{w}> {n};" for n, w in spec.meta)
-    out = "\n".join(f"    bit<{w}> {n};" for n, w in spec.meta)
-    copy_out = "\n".join(f"        hdr.obs.{n} = meta.{n};" for n, _ in spec.meta)
-    table_text = "\n".join(_render_table(t) for t in tables)
-    body = "\n".join(_indent(s.text, 8) for s in stmts)
-    egress = "\n".join(_indent(s.text, 8) for s in spec.egress)
-    return f"""#include <core.p4>
-#include <v1model.p4>
-
-header h_t {{
-{h}
-}}
-
-header s_t {{
-    bit<8> v;
-}}
-
-header out_t {{
-{out}
-}}
-
-struct headers_t {{
-    h_t h;
-    s_t[{STACK}] s;
-    out_t obs;
-}}
-
-struct meta_t {{
-{meta}
-}}
-
-{chr(10).join(spec.decls)}
-
-parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
-                inout standard_metadata_t standard_metadata) {{
-    bit<8> n;
-    state start {{
-        pkt.extract(hdr.h);
-        n = 0;
-        transition parse_s;
-    }}
-    state parse_s {{
-        pkt.extract(hdr.s.next);
-        n = n + 1;
-        transition select(n) {{
-            {STACK}: accept;
-            default: parse_s;
-        }}
-    }}
-}}
-
-control MyVerifyChecksum(inout headers_t hdr, inout meta_t meta) {{
-    apply {{ }}
-}}
-
-control MyIngress(inout headers_t hdr, inout meta_t meta,
-                  inout standard_metadata_t standard_metadata) {{
-{chr(10).join(_indent(r, 4) for r in spec.registers)}
-{chr(10).join(_indent(a, 4) for a in spec.actions)}
-{_indent(table_text, 4)}
-    apply {{
-{body}
-        standard_metadata.egress_spec = (bit<9>)hdr.h.{spec.h_fields[0][0]}[0:0];
-        hdr.obs.setValid();
-{copy_out}
-    }}
-}}
-
-control MyEgress(inout headers_t hdr, inout meta_t meta,
-                 inout standard_metadata_t standard_metadata) {{
-    apply {{
-{egress}
-    }}
-}}
-
-control MyComputeChecksum(inout headers_t hdr, inout meta_t meta) {{
-    apply {{
-{_indent(spec.checksum, 8)}
-    }}
-}}
-
-control MyDeparser(packet_out pkt, in headers_t hdr) {{
-    apply {{
-        pkt.emit(hdr.h);
-        pkt.emit(hdr.s);
-        pkt.emit(hdr.obs);
-    }}
-}}
-
-V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(),
-         MyDeparser()) main;
-"""
-
-
-def _indent(text: str, n: int) -> str:
-    pad = " " * n
-    return "\n".join(pad + line if line else line for line in text.splitlines())
-
-
-def _render_table(t: Table) -> str:
-    keys = "\n".join(f"        {e}: {k};" for e, k, _ in t.keys)
-    acts = "\n".join(f"        {a};" for a in t.actions)
-    entries = ""
-    if t.const_entries:
-        lines = "\n".join(f"        {e}" for e in t.const_entries)
-        entries = f"    const entries = {{\n{lines}\n    }}\n"
-    key_block = f"    key = {{\n{keys}\n    }}\n" if t.keys else ""
-    return (f"table {t.name} {{\n{key_block}    actions = {{\n{acts}\n    }}\n"
-            f"{entries}    default_action = NoAction();\n    size = 64;\n}}")
-
+from p4lite.xcheck.fuzz.gen_extras import ExtrasGen
+from p4lite.xcheck.fuzz.spec import (
+    META_WIDTHS,
+    REG_SIZE,
+    STACK,
+    WIDTHS,
+    Func,
+    ProgramSpec,
+    Stmt,
+    Table,
+    Var,
+    indent,
+)
 
 # ---------------------------------------------------------------- generation
 
 
-@dataclass
-class Var:
-    path: str
-    width: int
-    writable: bool = True
-
-
-@dataclass
-class Func:
-    name: str
-    width: int  # of every parameter and the result
-    inout_first: bool
-
-
-class Gen:
+class Gen(ExtrasGen):
     """Draws one program from ``seed``."""
 
     def __init__(self, seed: int) -> None:
@@ -234,33 +67,46 @@ class Gen:
             w = r.choice([mw for _, mw in meta])
             self.regs.append((f"r{i}", w))
             registers.append(f"register<bit<{w}>>({REG_SIZE}) r{i};")
+        self.union, self.varbit = r.random() < 0.3, r.random() < 0.3
+        self.cov.update(k for k, on in (("header union", self.union),
+                                        ("varbit extract/emit", self.varbit)) if on)
+        registers += self._extern_instances()
+        self.preserved, self.again, self.setup = [], False, []
+        self.instances = registers  # direct counters and meters of tables join them
+        self.verify = self._checksum(h_fields, "verify", 0.2)
         self.action_decls: list[str] = []
         self.tables: list[Table] = []
         stmts = [self._top_stmt() for _ in range(r.randint(3, 9))]
         egress = [Stmt(self._assign(1, calls=False)) for _ in range(r.randint(0, 2))]
+        if r.random() < 0.15:
+            egress.append(Stmt(self._recirculate_stmt()))
         if egress:
             self.cov["egress statement"] += len(egress)
         checksum = self._checksum(h_fields)
         self.cov["parser loop (stack .next, local counter)"] += 1
         self.cov["header stack"] += 1
         spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
-                           self.tables, stmts, egress, self.cov, checksum)
+                           self.tables, stmts, egress, self.cov, checksum, self.union,
+                           self.varbit, self.preserved, self.again, self.setup,
+                           self.verify)
         return spec
 
-    def _checksum(self, h_fields: list[tuple[str, int]]) -> str:
-        """Sometimes an update_checksum (csum16) of some fields into a 16-bit one."""
+    def _checksum(self, h_fields: list[tuple[str, int]], verb: str = "update",
+                  odds: float = 0.3) -> str:
+        """Sometimes an update_checksum (or verify_checksum) csum16 of some fields into
+        (or against) a 16-bit one."""
         r = self.rng
         targets = [n for n, w in h_fields[1:] if w == 16]
-        if not targets or r.random() < 0.7:
+        if not targets or r.random() >= odds:
             return ""
         target = r.choice(targets)
         inputs = [n for n, w in h_fields if n != target and w % 8 == 0]
         if not inputs:
             return ""
         chosen = r.sample(inputs, k=min(len(inputs), r.randint(1, 3)))
-        self.cov["update_checksum csum16"] += 1
+        self.cov[f"{verb}_checksum csum16"] += 1
         fields = ", ".join(f"hdr.h.{n}" for n in chosen)
-        return (f"update_checksum(hdr.h.isValid(), {{ {fields} }}, hdr.h.{target}, "
+        return (f"{verb}_checksum(hdr.h.isValid(), {{ {fields} }}, hdr.h.{target}, "
                 "HashAlgorithm.csum16);")
 
     def _hash_stmt(self) -> str:
@@ -309,6 +155,10 @@ class Gen:
             return Stmt(self._register_stmt())
         if roll < 0.42:
             return Stmt(self._hash_stmt())
+        if roll < 0.62:
+            extra = self._extras_stmt()
+            if extra is not None:
+                return Stmt(extra)
         return Stmt(self._stmt(2))
 
     def _stmt(self, depth: int) -> str:
@@ -317,10 +167,10 @@ class Gen:
         if roll < 0.15 and depth > 0:
             self.cov["if/else"] += 1
             cond = self._cond(2, calls=True)
-            then = "\n".join(_indent(self._stmt(depth - 1), 4) for _ in range(r.randint(1, 2)))
+            then = "\n".join(indent(self._stmt(depth - 1), 4) for _ in range(r.randint(1, 2)))
             if r.random() < 0.5:
                 return f"if ({cond}) {{\n{then}\n}}"
-            orelse = _indent(self._stmt(depth - 1), 4)
+            orelse = indent(self._stmt(depth - 1), 4)
             return f"if ({cond}) {{\n{then}\n}} else {{\n{orelse}\n}}"
         if roll < 0.25 and self.funcs:
             return self._call_stmt()
@@ -379,6 +229,9 @@ class Gen:
         r = self.rng
         name, w = r.choice(self.regs)
         idx = f"(bit<32>){self._index(calls=False)}" if r.random() < 0.6 else str(r.randint(0, 3))
+        if r.random() < 0.1:
+            self.cov["register read into _"] += 1
+            return f"{name}.read(_, {idx});"
         if r.random() < 0.5:
             self.cov["register read"] += 1
             tmp = f"meta.{self._meta_of(w)}"
@@ -402,16 +255,16 @@ class Gen:
             cases = []
             labels = [a.split("(")[0] for a in t.actions]
             for a in r.sample(labels, k=min(len(labels), r.randint(1, 2))):
-                cases.append(f"    {a}: {{\n{_indent(self._stmt(1), 8)}\n    }}")
+                cases.append(f"    {a}: {{\n{indent(self._stmt(1), 8)}\n    }}")
             if r.random() < 0.5:
-                cases.append(f"    default: {{\n{_indent(self._stmt(1), 8)}\n    }}")
+                cases.append(f"    default: {{\n{indent(self._stmt(1), 8)}\n    }}")
                 self.cov["switch default"] += 1
             body = "\n".join(cases)
             return Stmt(f"switch ({t.name}.apply().action_run) {{\n{body}\n}}", [t.name])
         if roll < 0.55:
             self.cov["if (t.apply().hit)"] += 1
             word = r.choice(("hit", "miss"))
-            return Stmt(f"if ({t.name}.apply().{word}) {{\n{_indent(self._stmt(1), 4)}\n}}",
+            return Stmt(f"if ({t.name}.apply().{word}) {{\n{indent(self._stmt(1), 4)}\n}}",
                         [t.name])
         self.cov["table apply"] += 1
         return Stmt(f"{t.name}.apply();", [t.name])
@@ -443,27 +296,30 @@ class Gen:
                 self.cov["slice key"] += 1
         names: list[str] = []
         params: dict[str, list[int]] = {}
-        for _ in range(r.randint(1, 3)):
-            name, widths, binding = self._action()
+        metas = [v for v in self.vars if v.path.startswith("meta.")]
+        instances, props, meter_read = self._direct_externs(f"t{i}", metas)
+        self.instances += instances
+        for n in range(r.randint(1, 3)):
+            name, widths, binding = self._action(meter_read if n == 0 else "")
             names.append(name + binding)
             params[name] = widths
         names.append("NoAction")
         params["NoAction"] = []
-        t = Table(f"t{i}", keys, names, params)
+        t = Table(f"t{i}", keys, names, params, properties=props)
         if const:
             t.const_entries = self._const_entries(t)
             self.cov["const entries"] += 1
         self.cov[f"table with {len(keys)} keys"] += 1
         return t
 
-    def _action(self) -> tuple[str, list[int], str]:
+    def _action(self, first: str = "") -> tuple[str, list[int], str]:
         r = self.rng
         i = len(self.action_decls)
         name = f"a{i}"
         widths = [r.choice((8, 16, 32)) for _ in range(r.randint(0, 2))]
         params = [f"bit<{w}> p{j}" for j, w in enumerate(widths)]
         binding = ""
-        body: list[str] = []
+        body: list[str] = [first] if first else []
         old = self.vars
         self.vars = old + [Var(f"p{j}", w, writable=False) for j, w in enumerate(widths)]
         if r.random() < 0.35:
@@ -479,7 +335,7 @@ class Gen:
             body.append("mark_to_drop(standard_metadata);")
             self.cov["mark_to_drop"] += 1
         self.vars = old
-        text = "\n".join(_indent(b, 4) for b in body)
+        text = "\n".join(indent(b, 4) for b in body)
         self.action_decls.append(f"action {name}({', '.join(params)}) {{\n{text}\n}}")
         self.cov["action"] += 1
         return name, widths, binding
@@ -606,8 +462,11 @@ class Gen:
         if roll < 0.8:
             self.cov["?:"] += 1
             cond = self._cond(depth - 1, calls)
-            return (f"({cond} ? {self._expr(w, depth - 1, False)} : "
-                    f"{self._expr(w, depth - 1, False)})")
+            branch_calls = calls and bool(self.funcs) and r.random() < 0.5
+            if branch_calls:
+                self.cov["?: with calls in its branches"] += 1
+            return (f"({cond} ? {self._expr(w, depth - 1, branch_calls)} : "
+                    f"{self._expr(w, depth - 1, branch_calls)})")
         if roll < 0.87:
             sw = r.choice((8, 16, 32))
             self.cov["signed cast and arithmetic shift"] += 1
