@@ -44,6 +44,7 @@ class ExtrasGen:
     again: bool
     setup: list[str]
     verify: str
+    regs: list[tuple[str, int]]  # the program's registers (name, width)
 
     # provided by Gen
     def _expr(self, w: int, depth: int, calls: bool) -> str:
@@ -112,10 +113,19 @@ class ExtrasGen:
                                    (self._union_stmt, self.union),  # twice as likely
                                    (self._varbit_stmt, self.varbit),
                                    (self._varbit_stmt, self.varbit),
-                                   (self._resubmit_stmt, self.rng.random() < 0.3),
-                                   (self._clone_stmt, self.rng.random() < 0.3),
+                                   (self._resubmit_stmt, self._second_pass_ok(0.3)),
+                                   (self._clone_stmt, self._second_pass_ok(0.3)),
                                    (self._std_meta_stmt, True)) if ok]
         return self.rng.choice(choices)() if choices else None
+
+    def _second_pass_ok(self, probability: float) -> bool:
+        """Whether to draw a resubmit, recirculation or clone (one draw either way, so
+        programs without registers stay as they were): never in a program with
+        registers. simple_switch queues a second pass behind later packets while p4lite
+        finishes each packet first, so a register read by the next packet would see
+        another order's state (seed 62 of .ci/run's set: a recirculation's register
+        write seen before, not after, the next packet's read)."""
+        return self.rng.random() < probability and not self.regs
 
     def _once_per_packet(self, call: str) -> str:
         """``call`` for a packet seen the first time, when a condition holds."""

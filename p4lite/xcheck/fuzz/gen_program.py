@@ -78,7 +78,7 @@ class Gen(ExtrasGen):
         self.tables: list[Table] = []
         stmts = [self._top_stmt() for _ in range(r.randint(3, 9))]
         egress = [Stmt(self._assign(1, calls=False)) for _ in range(r.randint(0, 2))]
-        if r.random() < 0.15:
+        if self._second_pass_ok(0.15):
             egress.append(Stmt(self._recirculate_stmt()))
         if egress:
             self.cov["egress statement"] += len(egress)
