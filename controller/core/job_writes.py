@@ -75,6 +75,12 @@ def rack_ranks(job: Job, switch: str) -> tuple[int, ...]:
                  if rack_of_worker(job, w) == switch)
 
 
+def _rack_pbox_write(job: Job, leaf: Leaf, op: str) -> PBoxJobWrite:
+    """The write of the PBox that is ``leaf``'s rack's first level, with its ranks."""
+    assert job.tree is not None
+    return pbox_leaf_write(tree_job(job), job.tree, leaf, op, rack_ranks(job, leaf.switch))
+
+
 def tree_job(job: Job) -> TreeJob:
     return TreeJob(job.job_id, job.tag, job.epoch, job.lanes, job.world_size, job.slots)
 
@@ -145,8 +151,7 @@ def tree_writes(job: Job, op: str) -> list[Update]:
                  else leaf_jobs_entry(job, leaf))
         updates.append(TableWrite(leaf.switch, op, entry))
         if leaf.pbox:
-            updates.append(pbox_leaf_write(spec, job.tree, leaf, op,
-                                           rack_ranks(job, leaf.switch)))
+            updates.append(_rack_pbox_write(job, leaf, op))
         else:
             updates.append(group_write(job, op, leaf.switch))
     return updates
@@ -159,8 +164,7 @@ def rack_pbox_writes(job: Job, op: str) -> list[Update]:
         return []
     spec = tree_job(job)
     root: list[Update] = [root_pbox_write(spec, job.tree, op)] if job.tree.root_pbox else []
-    return root + [pbox_leaf_write(spec, job.tree, leaf, op, rack_ranks(job, leaf.switch))
-                   for leaf in job.tree.leaves if leaf.pbox]
+    return root + [_rack_pbox_write(job, leaf, op) for leaf in job.tree.leaves if leaf.pbox]
 
 
 def expected_entries(reg: Ledger, switch: str) -> list[Entry]:
