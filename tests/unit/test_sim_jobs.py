@@ -5,7 +5,6 @@ expected times are the single-job runs of the same workers, compared exactly."""
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 from p4hub.sim import cli, scenario
 from p4hub.sim.errors import ScenarioError
 from p4hub.sim.run import RunResult, run_scenario
+from tests.support.sim_cases import scenario_from
 
 BASE: dict[str, Any] = {
     "name": "jobs",
@@ -29,14 +29,7 @@ TWO: list[dict[str, Any]] = [{"name": "a", "workers": "1-2"}, {"name": "b", "wor
 
 
 def make(**sections: Any) -> scenario.Scenario:
-    raw = copy.deepcopy(BASE)
-    for name, fields in sections.items():
-        if isinstance(fields, dict):
-            raw.setdefault(name, {}).update(fields)
-        else:
-            raw[name] = fields
-    (point,) = scenario.parse(raw, None)
-    return point
+    return scenario_from(BASE, **sections)
 
 
 def run(path: str, **sections: Any) -> RunResult:

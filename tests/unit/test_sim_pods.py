@@ -4,7 +4,6 @@ refuses pods anywhere but tier F's leaf-spines, and trees wider than the bitmaps
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from p4hub.sim import scenario
 from p4hub.sim.errors import ScenarioError
 from p4hub.sim.fluid import ina_bytes
 from p4hub.sim.run import RunResult, run_scenario
+from tests.support.sim_cases import scenario_from
 
 BASE: dict[str, Any] = {
     "name": "pods",
@@ -27,11 +27,7 @@ BASE: dict[str, Any] = {
 
 
 def make(**sections: dict[str, Any]) -> scenario.Scenario:
-    raw = copy.deepcopy(BASE)
-    for name, fields in sections.items():
-        raw.setdefault(name, {}).update(fields)
-    (point,) = scenario.parse(raw, None)
-    return point
+    return scenario_from(BASE, **sections)
 
 
 def run(path: str, **sections: dict[str, Any]) -> RunResult:

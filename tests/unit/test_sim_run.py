@@ -5,7 +5,6 @@ algorithms take; every datagram is accounted for. No wall-clock assertions."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from p4hub.sim.baselines import MSS
 from p4hub.sim.errors import BudgetExceeded, ScenarioError, SimError
 from p4hub.sim.network import WIRE_OVERHEAD
 from p4hub.sim.run import RunResult, run_scenario
+from tests.support.sim_cases import scenario_from
 
 BASE: dict[str, Any] = {
     "name": "t",
@@ -28,11 +28,7 @@ BASE: dict[str, Any] = {
 
 
 def make(**sections: dict[str, Any]) -> scenario.Scenario:
-    raw = copy.deepcopy(BASE)
-    for name, fields in sections.items():
-        raw.setdefault(name, {}).update(fields)
-    (point,) = scenario.parse(raw, None)
-    return point
+    return scenario_from(BASE, **sections)
 
 
 def run(path: str = "switch", **sections: dict[str, Any]) -> RunResult:
