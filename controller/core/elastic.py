@@ -12,9 +12,15 @@ largest remainder.
 Against thrashing and stale estimates (PSLD's exploitation/exploration):
 * every aggregator keeps at least ``min_share`` slots, so its rate stays measured and a
   straggler that recovers is seen (exploration);
-* a new split is taken only when it cuts the predicted makespan by ``min_gain`` (30%:
-  PBoxes of equal speed behind the workers' shared uplinks measured up to 37% apart,
-  which at 20% moved slots in one no-straggler run of bench/elastic.py in three);
+* a new split is taken at once only when it cuts the predicted makespan by ``min_gain``
+  (30%: PBoxes of equal speed behind the workers' shared uplinks measured up to 37%
+  apart, which at 20% moved slots in one no-straggler run of bench/elastic.py in
+  three); a smaller cut, at least ``PERSIST_GAIN``, is taken once every check for
+  ``PERSIST_SECONDS`` under one map predicted it with the same aggregator holding the
+  makespan up (``persisted``): noise moves which aggregator looks slowest from interval
+  to interval, a real straggler does not (a PBox link 2x slower behind 2.5 Mbit/s
+  worker links predicts only an 18-27% cut, and kept its even share for good under the
+  30% rule alone: docs/reproductions.md, PSLD);
 * a re-split that gives slots back to a PBox the previous re-split took them from (a
   reversal) waits ``HOLD_DOWN`` doubled for each reversal in a row before it, up to
   ``MAX_HOLD_DOWN`` (``hold_down``): two PBoxes of equal speed measured through noise
@@ -46,7 +52,9 @@ MAX_HOLD_DOWN = 64.0  # ... at most, after reversals in a row (``hold_down``)
 SCALE_IN_RATIO = 0.25  # a PBox below this fraction of the best PBox's rate is slow...
 SCALE_IN_CHECKS = 3  # ...and drained after this many checks in a row (scale in)
 PROBE_AFTER = 30.0  # seconds before a drained or lost PBox of the rack is probed again
-MIN_GAIN = 0.3  # predicted makespan cut needed to re-split (see the docstring)
+MIN_GAIN = 0.3  # predicted makespan cut that re-splits at once (see the docstring)
+PERSIST_GAIN = 0.15  # ... a smaller cut that re-splits once it persisted (``persisted``)
+PERSIST_SECONDS = 2 * HOLD_DOWN  # ... for this long, the same aggregator holding it up
 MIN_SAMPLES = 3  # heartbeat intervals a rank must have measured under the current map
 MIN_SHARE_FRACTION = 0.05  # of the PBox share, at least one slot, per PBox (exploration)
 
@@ -57,6 +65,34 @@ class Plan:
     makespan_now: float  # predicted seconds per slot-block, current split
     makespan_new: float  # with ``shares``
     reason: str
+    slowest: int  # the aggregator that holds the current split's makespan up
+
+    @property
+    def gain(self) -> float:
+        """The predicted makespan cut, a fraction of now's."""
+        return 1 - self.makespan_new / self.makespan_now
+
+
+@dataclass(frozen=True)
+class Streak:
+    """Since when, under which map, checks in a row predicted a re-split below
+    ``MIN_GAIN`` with aggregator ``held_up`` holding the makespan up."""
+
+    epoch: int
+    held_up: str
+    since: float
+
+
+def persisted(streak: Streak | None, plan: Plan, epoch: int, held_up: str,
+              now: float) -> tuple[bool, Streak | None]:
+    """Whether ``plan`` is to be taken now, and the streak to keep: at once if it cuts
+    the makespan by ``MIN_GAIN``, else once the same map has had the same aggregator
+    holding it up at every check for ``PERSIST_SECONDS``."""
+    if plan.gain >= MIN_GAIN:
+        return True, None
+    if streak is None or streak.epoch != epoch or streak.held_up != held_up:
+        return False, Streak(epoch, held_up, now)
+    return now - streak.since >= PERSIST_SECONDS, streak
 
 
 def hold_down(reversals: int) -> float:
@@ -152,4 +188,4 @@ def plan(shares: Sequence[int], rates: Sequence[float | None],
     slowest = max(range(len(measured)), key=lambda i: (shares[i] / measured[i], -i))
     reason = (f"rates {', '.join(f'{r:.0f}' for r in measured)} rounds/s: predicted "
               f"makespan {then / now:.0%} of now; aggregator {slowest} held it up")
-    return Plan(new, now, then, reason)
+    return Plan(new, now, then, reason, slowest)

@@ -153,8 +153,14 @@ def _probe(reg: Ledger, job: Job, now: float) -> list[Update] | None:
 
 def _replan(reg: Ledger, job: Job, rates: list[float | None], now: float) -> list[Update] | None:
     parts = job.share_parts
-    plan = elastic.plan([part.share for part in parts], rates)
+    plan = elastic.plan([part.share for part in parts], rates, elastic.PERSIST_GAIN)
     if plan is None:
+        reg.assign(job, "gain_streak", None)
+        return None
+    take, streak = elastic.persisted(job.gain_streak, plan, job.epoch,
+                                     parts[plan.slowest].pbox, now)
+    reg.assign(job, "gain_streak", streak)
+    if not take:
         return None
     old = {part.pbox: part.share for part in parts}
     shares = {part.pbox: n for part, n in zip(parts, plan.shares, strict=True)}
@@ -162,11 +168,14 @@ def _replan(reg: Ledger, job: Job, rates: list[float | None], now: float) -> lis
     if reversal and job.split_at is not None and (
             now - job.split_at < elastic.hold_down(job.reversals)):
         return None
-    updates = resplit(reg, job, shares, now, f"rebalanced over PBoxes: {plan.reason}"
+    held = (f" (under {elastic.MIN_GAIN:.0%}, predicted for {elastic.PERSIST_SECONDS:.0f} s)"
+            if plan.gain < elastic.MIN_GAIN else "")
+    updates = resplit(reg, job, shares, now, f"rebalanced over PBoxes: {plan.reason}{held}"
                       + (f" (reversal {job.reversals + 1} in a row)" if reversal else ""))
     if updates is not None:
         reg.assign(job, "reversals", job.reversals + 1 if reversal else 0)
         reg.assign(job, "took_from", elastic.losers(old, shares))
+        reg.assign(job, "gain_streak", None)
     return updates
 
 

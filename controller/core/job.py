@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from p4hub.controller.core import program as p
+from p4hub.controller.core.elastic import Streak
 from p4hub.controller.core.errors import NotFoundError, RefusedError
 from p4hub.controller.core.slots import SlotRange
 from p4hub.controller.core.traffic import RouteMeter, TrafficMeter, job_rates, route_rates
@@ -120,6 +121,8 @@ class Job:
     took_from: frozenset[str] = frozenset()
     reversals: int = 0
     slow_checks: dict[str, int] = field(default_factory=dict)  # PBox -> slow checks in a row
+    # checks in a row that predicted a re-split below elastic.MIN_GAIN (``elastic.persisted``)
+    gain_streak: Streak | None = None
     left: dict[str, float] = field(default_factory=dict)  # PBox -> when it was drained or lost
     # a job on a fabric (controller/core/tree.py): the switches holding its slot range, root
     # spine first, until its workers are all in; then its tree (two levels), or none if

@@ -546,3 +546,53 @@ def test_a_lost_pbox_is_probed_once_back_and_grows_when_it_serves_faster():
     assert reg.rebalance(now) == []
     tick(reg, job, 0.05, "pbox2", now + 1, 10)
     assert job.shares()["pbox2"] > 12
+
+
+def test_a_smaller_gain_is_taken_once_it_persisted_with_the_same_straggler():
+    """A PBox 1.4x slower predicts a cut under MIN_GAIN: it is not taken at once (noise
+    that size is common), but once every check for PERSIST_SECONDS has seen the same PBox
+    hold the makespan up."""
+    reg = rack()
+    reply, _ = join_all(reg, "p", PLACE_PBOX)
+    job = reg.jobs[reply.job_id]
+    epoch = job.epoch
+    now = measure(reg, job, 1.4, "pbox2", 1.0)
+    predicted = elastic.plan(list(job.shares().values()), job.rates(elastic.MIN_SAMPLES),
+                             elastic.PERSIST_GAIN)
+    assert predicted is not None and elastic.PERSIST_GAIN <= predicted.gain < elastic.MIN_GAIN
+    assert reg.rebalance(now) == []
+    start = now
+    while now + 1.0 - start < elastic.PERSIST_SECONDS:
+        now += 1.0
+        report(reg, job.job_id, slowed(job, 1.4, "pbox2", now - 1.0), now)
+        assert reg.rebalance(now) == [] and job.epoch == epoch
+    now += 1.0
+    report(reg, job.job_id, slowed(job, 1.4, "pbox2", now - 1.0), now)
+    assert reg.rebalance(now) and job.epoch != epoch
+    assert job.shares()["pbox2"] < min(job.shares()["pbox"], job.shares()["pbox3"])
+    assert now - start == elastic.PERSIST_SECONDS
+    assert "predicted for" in job.moves[-1].reason and job.gain_streak is None
+
+
+def test_a_smaller_gain_restarts_its_wait_when_the_straggler_or_the_map_changes():
+    """Noise moves which aggregator looks slowest: each change restarts the wait, so a
+    gain under MIN_GAIN whose straggler keeps changing is never taken; one over it is."""
+    def plan_with(gain: float, slowest: int) -> elastic.Plan:
+        return elastic.Plan((1, 1), 1.0, 1.0 - gain, "", slowest)
+
+    small, wait = plan_with(0.2, 1), elastic.PERSIST_SECONDS
+    take, streak = elastic.persisted(None, small, 7, "pbox2", 10.0)
+    assert not take and streak == elastic.Streak(7, "pbox2", 10.0)
+    assert elastic.persisted(streak, small, 7, "pbox2", 10.0 + wait - 0.1) == (False, streak)
+    assert elastic.persisted(streak, small, 7, "pbox2", 10.0 + wait) == (True, streak)
+    # another straggler, or another map: the wait starts again from now
+    for epoch, held_up in ((7, "pbox3"), (8, "pbox2")):
+        take, again = elastic.persisted(streak, small, epoch, held_up, 10.0 + wait)
+        assert not take and again == elastic.Streak(epoch, held_up, 10.0 + wait)
+    # alternating stragglers, a check a second for four waits: never taken
+    streak = None
+    for k in range(int(4 * wait)):
+        take, streak = elastic.persisted(streak, small, 7, ("pbox2", "pbox3")[k % 2], float(k))
+        assert not take
+    assert elastic.persisted(streak, plan_with(elastic.MIN_GAIN, 0), 7, "pbox", 0.0) == \
+        (True, None)
