@@ -7,8 +7,9 @@ way gradients are summed differs:
 * ``switch``: DDP over the ``p4hub`` backend; the group joins a job through the
   controller's JobService, which gives it switch slots (aggregate.p4 sums in the switch);
 * ``pbox``: the same, with the job placed on the PBox (``P4HUB_PLACEMENT=pbox``); with
-  ``--scatter network`` its reduce-scatters (FSDP's) run in the network
-  (``P4HUB_SCATTER=network``: each rank receives only its own shard's results);
+  ``--scatter network`` both paths' reduce-scatters (FSDP's) run in the network
+  (``P4HUB_SCATTER=network``: scatter rounds, each rank receiving only its own shard's
+  results);
 * ``precision`` (not in the default set): the switch path with the precision option
   (``P4HUB_PRECISION``, ``--precision``): blocks int32 quantization cannot carry within
   the bound go as float32 through the switch to the job's float route on the PBox;
@@ -19,8 +20,9 @@ way gradients are summed differs:
 Checks (the run fails if one does not hold): every rank of a path ends each epoch with
 the same weights (``param_digest``); the switch and PBox paths are bit-identical to
 each other (both return exactly the sum of the quantized gradients; the precision path
-sums some blocks in float, and a reduce-scatter in the network quantizes each shard on
-its own, so those are left out of that check); and each p4hub
+sums some blocks in float and is left out; a reduce-scatter in the network quantizes
+each shard on its own, so with ``--scatter network`` the switch and PBox paths are
+compared with each other only); and each p4hub
 path's loss curve stays within ``LOSS_TOLERANCE`` of Gloo's at every step, with the
 final test accuracy within ``ACCURACY_TOLERANCE``. Why those tolerances: the only
 difference from Gloo is quantization, at most about 2**-28 of each 64-gradient
@@ -175,9 +177,10 @@ def p4hub_env(rack: Rack, path: TrainPath, args: argparse.Namespace, rank: int) 
 
 
 def scatter_of(path: TrainPath, args: argparse.Namespace) -> str:
-    """Where ``path``'s reduce-scatters run (P4HUB_SCATTER): in the network only on the
-    PBox path with ``--scatter network`` (the switch has no scatter rounds)."""
-    network = path.placement == "pbox" and getattr(args, "scatter", "allreduce") == "network"
+    """Where ``path``'s reduce-scatters run (P4HUB_SCATTER): in the network with
+    ``--scatter network`` on the p4hub backend's exact paths (switch and PBox: scatter
+    rounds on either; the precision option's float blocks cannot be laid out by shard)."""
+    network = path.exact and getattr(args, "scatter", "allreduce") == "network"
     return "network" if network else "allreduce"
 
 
@@ -278,16 +281,18 @@ def compare(results: dict[str, TrainResult]) -> list[str]:
             result.problems.append(problem)
             problems.append(f"{name}: {problem}")
     # DDP over the p4hub backend sums pre-divided gradients exactly wherever the job is,
-    # so those paths must agree bit for bit (the hook averages instead: other roundings;
-    # a reduce-scatter in the network blocks each shard on its own: other exponents)
-    exact = [r for r in results.values() if r.path.exact and r.ok and r.scatter == "allreduce"]
-    for other in exact[1:]:
-        if [row["digest"] for row in other.epoch_rows()] != \
-                [row["digest"] for row in exact[0].epoch_rows()]:
-            other.problems.append(f"weights differ from the {exact[0].path.name} path's "
-                                  f"(both must be exact)")
-            problems.append(f"{other.path.name} and {exact[0].path.name} paths are not "
-                            f"bit-identical")
+    # so those paths must agree bit for bit (the hook averages instead: other roundings),
+    # as must reduce-scatters in the network on the switch and on the PBox (each shard
+    # blocked on its own: other exponents than the all-reduce's, the same on both)
+    for mode in ("allreduce", "network"):
+        exact = [r for r in results.values() if r.path.exact and r.ok and r.scatter == mode]
+        for other in exact[1:]:
+            if [row["digest"] for row in other.epoch_rows()] != \
+                    [row["digest"] for row in exact[0].epoch_rows()]:
+                other.problems.append(f"weights differ from the {exact[0].path.name} path's "
+                                      f"(both must be exact)")
+                problems.append(f"{other.path.name} and {exact[0].path.name} paths are not "
+                                f"bit-identical")
     return problems
 
 

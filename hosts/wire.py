@@ -39,9 +39,9 @@ rank order (hosts/pbox/aggregator.py) and answers with the same marker.
 Version 3 (sharded collectives, docs/notes/pytorch.md "Sharded collectives") adds two
 packet types and keeps every version-2 packet as it was: a packet carries the lowest
 version that has its type, so the version-2 types keep their bytes. The switch program
-(p4src/aggregate.p4) has no scatter rounds: it forwards a SCATTER of a job on a PBox to
-the PBox, as it forwards that job's other packets, and rejects one for a job it
-aggregates.
+(p4src/aggregate.p4) runs scatter rounds for the jobs it aggregates on one switch, byte
+for byte as the PBox core, and forwards a SCATTER of a job on a PBox to the PBox; a
+leaf of a job over racks rejects one.
 
 * SCATTER (5): a reduce-scatter contribution, summed as a CONTRIB; a round with any
   SCATTER in it is a *scatter round*, whose RESULT goes to the slot's owner only

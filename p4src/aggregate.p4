@@ -29,9 +29,9 @@
  *      workers, a root its leaves: a job's world size is not bounded by the
  *      32-bit bitmap, only each switch's members are), the header must be
  *      version 2 CONTRIB, PARTIAL or PRIME with the job's lane code (a jobs-entry parameter),
- *      or, for a job on the PBox only, a version-3 SCATTER (a reduce-scatter
- *      contribution: this program has no scatter rounds, so it only forwards one),
- *      all its lanes parsed and nelem <= its lanes and 1 <= count <= world size;
+ *      or a version-3 SCATTER (a reduce-scatter contribution) for a job on the PBox
+ *      or for a job on this switch alone with at least one slot per member and no
+ *      fallback flag (6b), all its lanes parsed and nelem <= its lanes and 1 <= count <= world size;
  *      otherwise drop and count job_stats[job*8 + STAT_REJECTED]. A rejected
  *      packet touches no register.
  *   5. Job on the PBox, or fallback flag set: forwarded unchanged at L2 to the
@@ -104,13 +104,25 @@
  *      contributions are forwarded as in 5, the PBox sends the PARTIALs (at L2), and a
  *      RESULT to the aggregator address from an aggregator source (the parent, on its
  *      own port) is forwarded to the PBox.
+ *   6b. Scatter rounds (a switch job's reduce-scatter; hosts/owners.py,
+ *      docs/notes/pytorch.md): a SCATTER is summed as a CONTRIB, and a round with any
+ *      SCATTER in it is a scatter round (slot_scatter; cleared by a new round, and only
+ *      ever set within one, so a CONTRIB cannot make an owner's block everyone's). The
+ *      slot's owner is rank (slot - slot_base) mod world_size, from the jobs entry
+ *      (OWNER_STEP: restoring division; on a one-switch job a member's bit is its
+ *      rank). A completed scatter round is multicast as any RESULT, but in egress every
+ *      copy whose egress_rid is not the owner's becomes a DONE: the RESULT's header
+ *      alone (version 3, type 6, nelem 0; its lanes invalid, IPv4/UDP lengths 48/28).
+ *      A duplicate on it gets the stored RESULT if its sender's member bit is the
+ *      owner's, else a DONE. The PBox core answers byte for byte the same.
  *   7. Everything else: `l2_fwd` (exact on destination MAC): forward(port),
  *      flood(group) or drop on a miss. ARP: the controller installs
  *      ff:ff:ff:ff:ff:ff -> flood(FLOOD_GROUP), so hosts need no static ARP
  *      and the PBox answers for the aggregator address itself.
  * Egress: flood copies going back out of their ingress port are dropped; each
  * multicast RESULT copy gets its destination MAC/IP/UDP port from `result_dst`
- * (exact on egress_rid; a miss drops the copy); every packet sent is counted
+ * (exact on egress_rid; a miss drops the copy), and a scatter round's copy for any
+ * member but the slot's owner becomes a DONE (6b); every packet sent is counted
  * per egress port (port_tx). The IPv4 checksum is recomputed (csum16) and the
  * UDP checksum of every generated RESULT is zero (legal for UDP over IPv4).
  *
@@ -123,6 +135,7 @@
  *                            (a 64-lane job uses lane_0..63 only)
  *   slot_position  bit<32>  position of the cell's round (a fresh cell takes any)
  *   slot_result    bit<1>   a leaf's cell holds its parent's RESULT (not its partial)
+ *   slot_scatter   bit<1>   the cell's round is a scatter round (6b)
  *   slot_owner     bit<32>  epoch of the job instance that last used the cell.
  *     Slot ranges are reused by later jobs and registers cannot be reset over
  *     P4Runtime on simple_switch_grpc, so a cell whose owner differs from the
@@ -178,7 +191,10 @@
 #define TYPE_PARTIAL 3
 #define TYPE_PRIME 4         /* a contribution whose lanes are max-reduced */
 #define P4HUB_VERSION_SHARDED 3 /* the version of SCATTER (and DONE, which never reaches ingress as a contribution) */
-#define TYPE_SCATTER 5       /* a reduce-scatter contribution: forwarded for a PBox job, else rejected */
+#define TYPE_SCATTER 5       /* a reduce-scatter contribution: summed in a scatter round, or forwarded for a PBox job */
+#define TYPE_DONE 6          /* a scatter round's answer to a member that does not own the slot: the header alone */
+#define DONE_UDP_LEN 28      /* UDP header + the 20-byte p4hub header */
+#define DONE_IPV4_LEN 48     /* + the 20-byte IPv4 header */
 #define NO_RANK 0xFFFF
 #define K_LANES 64           /* lanes of a lanes_t group; a job has 1 or 4 groups */
 #define LANES_64 0           /* lane codes (flags bits 4-3) */
@@ -303,6 +319,12 @@ struct metadata_t {
     bit<32> offset;         /* a parent RESULT's slot minus up_slot_base */
     bit<32> tree_base;      /* job * 4 */
     bit<1>  has_result;     /* the leaf cell holds the parent's RESULT, not its partial */
+    /* scatter rounds (a switch job's reduce-scatter, wire version 3) */
+    bit<1>  scatter_round;  /* the cell's round has a SCATTER in it */
+    bit<1>  scatter_answer; /* this packet answers a complete scatter round: owner or DONE */
+    bit<1>  done;           /* this packet (copy) leaves as a header-only DONE */
+    bit<32> slot_owner_bit; /* the slot's owner: (slot - slot_base) mod world_size */
+    bit<32> divisor;        /* world_size << k while that remainder is taken */
 }
 
 /* ----------------------------------------------------------------- parser */
@@ -403,6 +425,17 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 #define LANE_REGISTER(L) \
     register<bit<32>>(SLOT_CELLS) L;
 
+/* One step of the slot's owner, (slot - slot_base) mod world_size, by restoring
+ * division: the offset is below NUM_SLOTS = 2**10 <= world_size << 10, so after the
+ * step of K it is below world_size << K, and after K = 0 it is the remainder. A target
+ * has no general modulo; this is ten compares and subtractions, from the job's entry
+ * alone (world_size, slot_base), never from a header field but the slot. */
+#define OWNER_STEP(K) \
+    meta.divisor = ((bit<32>)meta.world_size) << K; \
+    if (meta.slot_owner_bit >= meta.divisor) { \
+        meta.slot_owner_bit = meta.slot_owner_bit - meta.divisor; \
+    }
+
 control MyIngress(inout headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
 
@@ -412,6 +445,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<32>>(SLOT_CELLS) slot_owner;
     register<bit<32>>(SLOT_CELLS) slot_position;
     register<bit<1>>(SLOT_CELLS) slot_result;  /* a leaf cell holds the parent's RESULT */
+    register<bit<1>>(SLOT_CELLS) slot_scatter; /* the cell's round is a scatter round */
     /* lane_0..63: every job's lanes; lane_64..255: the rest of a 256-lane job's */
     LANE_REGISTER(lane_0) LANE_REGISTER(lane_1) LANE_REGISTER(lane_2) LANE_REGISTER(lane_3)
     LANE_REGISTER(lane_4) LANE_REGISTER(lane_5) LANE_REGISTER(lane_6) LANE_REGISTER(lane_7)
@@ -1025,6 +1059,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
 
     /* The packet's header becomes the RESULT header, rewritten in place. */
     action make_result() {
+        hdr.p4hub.version = P4HUB_VERSION;  /* a SCATTER's round answers with a version-2 RESULT */
         hdr.p4hub.ptype = TYPE_RESULT;
         hdr.p4hub.rank = NO_RANK;
         hdr.p4hub.count = meta.result_count;
@@ -1169,7 +1204,10 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                                 && hdr.p4hub.ptype != TYPE_PRIME))
                            && (hdr.p4hub.version != P4HUB_VERSION_SHARDED
                                || hdr.p4hub.ptype != TYPE_SCATTER
-                               || meta.job_mode != MODE_PBOX))
+                               || (meta.job_mode != MODE_PBOX
+                                   && (meta.job_mode != MODE_SWITCH
+                                       || hdr.p4hub.fallback == 1
+                                       || meta.slot_count < (bit<32>)meta.world_size))))
                        || hdr.p4hub.count == 0
                        || hdr.p4hub.count > (bit<16>)meta.world_size) {
                 job_stats.count(meta.stat_base + STAT_REJECTED);
@@ -1193,6 +1231,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                 slot_counter.read(meta.contributions, meta.idx);
                 slot_owner.read(meta.owner, meta.idx);
                 slot_position.read(meta.cell_position, meta.idx);
+                slot_scatter.read(meta.scatter_round, meta.idx);
                 if (meta.owner != meta.epoch) {
                     /* first use of this cell by this job instance: whatever an
                      * earlier job left here counts as zero (a fresh slot), and any
@@ -1218,7 +1257,14 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                         }
                         meta.bitmap = 0;
                         meta.contributions = 0;
+                        meta.scatter_round = 0;
                     }
+                    /* a SCATTER makes its round a scatter round; the flag only turns on
+                     * within a round, so a CONTRIB cannot make the owner's block everyone's */
+                    if (hdr.p4hub.ptype == TYPE_SCATTER) {
+                        meta.scatter_round = 1;
+                    }
+                    slot_scatter.write(meta.idx, meta.scatter_round);
                     job_stats.count(meta.stat_base + STAT_CONTRIB);
                     slot_position.write(meta.idx, hdr.p4hub.position);
                     slot_bitmap.write(meta.idx, meta.bitmap | meta.worker_bit);
@@ -1270,6 +1316,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                         } else {
                             make_result();
                             multicast_result();
+                            meta.scatter_answer = meta.scatter_round;
                         }
                     } else {
                         drop();
@@ -1307,11 +1354,32 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                             job_stats.count(meta.stat_base + STAT_RESENT);
                             make_result();
                             reply_result();
+                            meta.scatter_answer = meta.scatter_round;
                         }
                     } else {
                         drop();
                     }
                 }
+            }
+        }
+        if (meta.scatter_answer == 1) {
+            /* a complete scatter round's result is the slot owner's alone: every other
+             * multicast copy becomes a DONE in egress (by its egress_rid), and so does a
+             * duplicate's unicast answer unless its sender (a member, by the members
+             * entry) is the owner. On a one-switch job a worker's bit is its rank. */
+            meta.slot_owner_bit = hdr.p4hub.slot - meta.slot_base;
+            OWNER_STEP(9)
+            OWNER_STEP(8)
+            OWNER_STEP(7)
+            OWNER_STEP(6)
+            OWNER_STEP(5)
+            OWNER_STEP(4)
+            OWNER_STEP(3)
+            OWNER_STEP(2)
+            OWNER_STEP(1)
+            OWNER_STEP(0)
+            if (meta.result_mcast == 0 && (bit<32>)meta.member_bit != meta.slot_owner_bit) {
+                meta.done = 1;
             }
         }
         if (meta.l2 == 1) {
@@ -1351,11 +1419,34 @@ control MyEgress(inout headers_t hdr, inout metadata_t meta,
         default_action = drop_copy();
     }
 
+    /* A scatter round's answer to a member that does not own the slot: the RESULT's
+     * header alone as a version-3 DONE (nelem 0; rank, count, exp, flags, job, slot,
+     * position and epoch as the RESULT's), its lanes shed and the lengths fixed. */
+    action make_done() {
+        hdr.lanes.setInvalid();
+        hdr.lanes_1.setInvalid();
+        hdr.lanes_2.setInvalid();
+        hdr.lanes_3.setInvalid();
+        hdr.p4hub.version = P4HUB_VERSION_SHARDED;
+        hdr.p4hub.ptype = TYPE_DONE;
+        hdr.p4hub.nelem = 0;
+        hdr.ipv4.totalLen = DONE_IPV4_LEN;
+        hdr.udp.length = DONE_UDP_LEN;
+    }
+
     apply {
         if (meta.flood == 1 && standard_metadata.egress_port == meta.in_port) {
             drop_copy();
         } else if (meta.result_mcast == 1) {
             result_dst.apply();
+            /* egress_rid = job * 32 + member bit: every copy but the owner's is a DONE */
+            if (meta.scatter_answer == 1
+                && ((bit<32>)standard_metadata.egress_rid & 31) != meta.slot_owner_bit) {
+                meta.done = 1;
+            }
+        }
+        if (meta.done == 1) {
+            make_done();
         }
         if (meta.egress_drop == 0) {
             port_tx.count((bit<32>)standard_metadata.egress_port);

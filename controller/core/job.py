@@ -192,6 +192,9 @@ class JoinReply:
     epoch: int  # changes whenever the job's aggregator state is lost or it moves
     routes: tuple[dict, ...] = ()  # the map: aggregator "ip:port", slot_base, count, fallback
     precision: float | None = None  # the job's precision option (None: off)
+    # its aggregators run scatter rounds (reduce-scatter, wire version 3): the switch and
+    # a PBox do, a job over racks does not (a leaf has none, nor a PBox under a parent)
+    scatter: bool = True
 
 
 # Why a job ended (JobEnd.cause).

@@ -58,8 +58,8 @@ goes to the slot's owner alone (hosts/owners.py: from the job's slot range, neve
 packet) and a header-only DONE to every other member; a duplicate on a complete scatter
 round gets the stored result if it comes from the owner, else a DONE. A SCATTER is
 rejected (``type``) for a job under a parent, one with fewer slots than ranks, and
-(``float``) as a float block. The switch program has no scatter rounds (it forwards a
-PBox job's SCATTER and rejects one of its own jobs): on those the two are not the same.
+(``float``) as a float block. The switch program (p4src/aggregate.p4) runs the same
+scatter rounds for its one-switch jobs, byte for byte (tests/unit/test_aggregate_p4_scatter.py).
 
 Nothing here raises on a datagram: malformed or rejected packets are counted and
 dropped. Memory is bounded: each job's state is preallocated at ``add_job`` and the

@@ -12,8 +12,8 @@ fulfils. ``async_op=True`` hands that work to the caller; otherwise torch waits 
 Collectives: all_reduce, reduce_scatter, reduce_scatter_tensor (SUM, AVG), broadcast,
 all_gather, all_gather_into_tensor (and the coalesced forms), barrier. The rest raise
 ``NotSupportedError`` ("not supported by p4hub: ..."). With ``P4HUB_SCATTER=network`` on a
-PBox a reduce-scatter runs in the network (the agent's ``reduce_scatter_async``: each
-rank receives only its own shard's results), else on the job's all-reduce of the whole
+job of one rack (its switch or a PBox) a reduce-scatter runs in the network (the agent's
+``reduce_scatter_async``: each rank receives only its own shard's results), else on the job's all-reduce of the whole
 buffer (hosts/pytorch/shards.py: N times the downlink bytes); all-gather rides on the
 all-reduce (N times the uplink bytes of a multicast).
 """
@@ -101,7 +101,7 @@ class P4hubProcessGroup(dist.ProcessGroup):
                            route_map=from_wire(plan.routes),
                            config=plan.session_config(config, self.timeout))
         try:
-            self.scatter_in_network = _scatter_in_network(config.scatter, self.where,
+            self.scatter_in_network = _scatter_in_network(config.scatter, plan.scatter,
                                                           self.agent.can_scatter)
         except BackendError:
             self.agent.close()
@@ -448,18 +448,17 @@ def _shapes(tensors: Sequence[torch.Tensor]) -> str:
     return ", ".join(f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in tensors)
 
 
-def _scatter_in_network(mode: str, where: str, able: bool) -> bool:
+def _scatter_in_network(mode: str, rounds: bool, able: bool) -> bool:
     """Whether reduce-scatters run in the network (hosts/pytorch/config.py,
-    P4HUB_SCATTER); BackendError for ``network`` where they cannot: a switch job
-    (the switch program has no scatter rounds: it rejects a SCATTER of its jobs) or a
-    map that does not allow
-    it."""
+    P4HUB_SCATTER); BackendError for ``network`` where they cannot: a job whose
+    aggregators have no scatter rounds (``rounds`` false: a job over racks, whose leaves
+    reject a SCATTER) or a map that does not allow it."""
     if mode != "network":
         return False
-    if where == "switch":
-        raise BackendError("P4HUB_SCATTER=network: the job is on the switch, whose program "
-                           "has no scatter rounds (reduce-scatter in the network needs a PBox:"
-                           " P4HUB_PLACEMENT=pbox)")
+    if not rounds:
+        raise BackendError("P4HUB_SCATTER=network: the job spans racks, whose leaves have no "
+                           "scatter rounds (reduce-scatter in the network needs the job on "
+                           "one rack's switch or PBox)")
     if not able:
         raise BackendError("P4HUB_SCATTER=network: this job cannot run reduce-scatters in "
                            "the network (it needs its slot range on one aggregator, a slot "

@@ -43,10 +43,9 @@ P4HUB_PRECISION        the precision option: a relative error bound in (0, 1); b
                        PBox). Unset: off
 P4HUB_SCATTER          where reduce-scatters run: ``allreduce`` (default: the whole
                        buffer's all-reduce) or ``network`` (wire version 3, each rank
-                       receiving only its own shard's results: the aggregator must be a
-                       PBox, and stay one; a job the controller placed on the switch is
-                       refused, and one on a PBox must not be promoted to the switch,
-                       which has no scatter rounds and rejects a SCATTER of its jobs)
+                       receiving only its own shard's results: on the rack's switch or
+                       a PBox, the job's slots on one of them; a job over racks, whose
+                       leaves have no scatter rounds, is refused)
 =====================  ==================================================================
 """
 

@@ -28,7 +28,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -58,6 +58,7 @@ class JobPlan:
     lanes: int = DEFAULT_LANES  # int32 lanes per packet
     routes: tuple[dict, ...] = ()  # the map (controller jobs): hosts/routes.py from_wire
     precision: float | None = None  # the precision option's bound (None: off)
+    scatter: bool = True  # the aggregators run scatter rounds (a controller says; static: yes)
 
     @property
     def aggregator_address(self) -> tuple[str, int]:
@@ -150,6 +151,9 @@ def rendezvous(store: Store, rank: int, world_size: int, config: BackendConfig,
     addresses = tuple(m["address"] for m in members)
     if len(set(addresses)) != world_size:
         raise BackendError(f"two ranks declared the same UDP address: {list(addresses)}")
+    # scatter rounds only if every rank was told so: in a fabric the first ranks join
+    # before the job knows whether it spans racks (whose leaves have none)
+    plan = replace(plan, scatter=all(_plan(m["plan"]).scatter for m in members))
     return Membership(name, plan, rank, world_size, bind, addresses), lease
 
 
@@ -239,7 +243,8 @@ def _join(config: BackendConfig, name: str, token: str | None, world_size: int, 
         client.close()
     plan = JobPlan(reply["job_id"], reply["aggregator"], reply["slot_base"],
                    reply["slot_count"], config.window or reply["window"], reply["where"],
-                   reply["lanes"], tuple(reply.get("routes", ())), reply.get("precision"))
+                   reply["lanes"], tuple(reply.get("routes", ())), reply.get("precision"),
+                   bool(reply.get("scatter", False)))
     return plan, Lease(where, plan.job_id, rank, timeout=10.0, epoch=reply.get("epoch", 0),
                        token=token)
 

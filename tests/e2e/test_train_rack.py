@@ -71,22 +71,26 @@ def test_sharded_training_through_the_switch_follows_gloo(schedule):
     assert jobs_after == []
 
 
-def test_fsdp_with_reduce_scatters_in_the_network_on_the_pbox_follows_gloo():
-    """``make run RUN_ARGS="--schedule fsdp --scatter network --paths pbox,gloo"``'s
-    pieces: the job on the PBox, FSDP's reduce-scatters as SCATTERs through the switch to
-    the PBox (wire version 3), each rank receiving only its own shard's results and DONEs
-    for the others'; Gloo's losses within the driver's tolerance, the same weights on
-    every rank."""
+def test_fsdp_with_reduce_scatters_in_the_network_follows_gloo():
+    """``make run RUN_ARGS="--schedule fsdp --scatter network"``'s pieces: FSDP's
+    reduce-scatters as SCATTERs (wire version 3) in scatter rounds on the switch, and
+    with the job on the PBox through the switch to it; each rank receives only its own
+    shard's results and DONEs for the others'; the two paths bit-identical, Gloo's losses
+    within the driver's tolerance, the same weights on every rank."""
     results, problems, jobs_after = _train_one_epoch(
-        ["pbox", "gloo"], ["--schedule", "fsdp", "--scatter", "network"], "e2e-scatter")
-    pbox, gloo = results["pbox"], results["gloo"]
-    assert pbox.ok and gloo.ok, (pbox.problems, gloo.problems)
-    assert not problems
-    assert pbox.where() == "pbox" and pbox.scatter == "network"
-    assert len(pbox.losses()) == len(gloo.losses()) == 11
-    assert train_run.max_loss_gap(pbox, gloo) < train_run.LOSS_TOLERANCE
-    stats = pbox.done[0]["stats"]
-    assert stats["scatter_in_network"] and stats["dones"] > 0, stats
+        ["switch", "pbox", "gloo"], ["--schedule", "fsdp", "--scatter", "network"],
+        "e2e-scatter")
+    gloo = results["gloo"]
+    assert gloo.ok, gloo.problems
+    assert not problems  # includes the switch and PBox paths' bit identity
+    for name in ("switch", "pbox"):
+        ours = results[name]
+        assert ours.ok, ours.problems
+        assert ours.where() == name and ours.scatter == "network"
+        assert len(ours.losses()) == len(gloo.losses()) == 11
+        assert train_run.max_loss_gap(ours, gloo) < train_run.LOSS_TOLERANCE
+        stats = ours.done[0]["stats"]
+        assert stats["scatter_in_network"] and stats["dones"] > 0, stats
     assert jobs_after == []
 
 

@@ -81,6 +81,8 @@ def test_a_job_over_two_racks_waits_for_its_workers_then_becomes_a_tree():
     assert [r.aggregator_ip for r in [registry.reply(job, k) for k in range(4)]] == \
         ["10.0.0.100", "10.0.0.100", "10.0.0.101", "10.0.0.101"]
     assert {registry.routes(job, k)[0]["slot_base"] for k in range(4)} == {job.slots.base}
+    # a leaf has no scatter rounds: no rank is told to send SCATTERs
+    assert not any(r.scatter for r in [*replies, *[registry.reply(job, k) for k in range(4)]])
 
 
 def test_a_job_in_one_rack_of_a_fabric_is_an_ordinary_switch_job_on_its_leaf():
@@ -89,6 +91,8 @@ def test_a_job_in_one_rack_of_a_fabric_is_an_ordinary_switch_job_on_its_leaf():
     replies, updates = join_all(registry, "narrow", [2, 3])
     job = registry.job(replies[0].job_id)
     assert (job.switch, job.where, job.fabric, job.tree) == ("s2", ON_SWITCH, (), None)
+    # scatter rounds on its leaf, but the first rank was answered before that was known
+    assert [r.scatter for r in replies] == [False, True] and registry.reply(job, 0).scatter
     assert {u.switch for u in updates[1]} == {"s2"}
     # the spine and the other leaf gave the range back
     assert registry.switch_pools["t1"].free_slots() == registry.switch_pools["s1"].free_slots() \

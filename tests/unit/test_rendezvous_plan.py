@@ -4,9 +4,12 @@ own rack's on a leaf-spine fabric."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+from dataclasses import asdict, replace
+from datetime import timedelta
 
-from p4hub.hosts.pytorch.rendezvous import JobPlan
+from p4hub.hosts.pytorch.config import BackendConfig
+from p4hub.hosts.pytorch.rendezvous import JobPlan, _static_plan, rendezvous
 
 
 def plan(aggregator: str = "10.0.0.100:48879", **changes) -> JobPlan:
@@ -25,3 +28,33 @@ def test_another_job_or_another_map_is_a_disagreement():
     moved = {"aggregator": base.aggregator, "slot_base": 64, "count": 32, "fallback": False}
     assert plan(routes=(moved,)).agreed() != base.agreed()
     assert plan(lanes=64).agreed() != base.agreed()
+
+
+class Store:
+    """The c10d store calls rendezvous makes."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+
+    def set_timeout(self, timeout) -> None:
+        pass
+
+    def set(self, key: str, value: str) -> None:
+        self.data[key] = value.encode()
+
+    def get(self, key: str) -> bytes:
+        return self.data[key]
+
+
+def test_scatter_rounds_only_where_every_rank_was_told_so():
+    """A rank's plan says whether the job's aggregators run scatter rounds (a controller's
+    join reply); in a fabric the first ranks are answered before the job knows its racks,
+    so the group takes them only if every rank was told so (and still agrees on the job)."""
+    config = BackendConfig.from_env({"P4HUB_AGGREGATOR": "127.0.0.1:48879",
+                                     "P4HUB_DATA_IP": "127.0.0.1"})
+    for peer_says, expected in ((True, True), (False, False)):
+        store = Store()
+        peer = replace(_static_plan(config), scatter=peer_says)
+        store.set("member/1", json.dumps({"address": "127.0.0.1:9", "plan": asdict(peer)}))
+        membership, lease = rendezvous(store, 0, 2, config, timedelta(seconds=1))
+        assert lease is None and membership.plan.scatter is expected

@@ -283,10 +283,9 @@ def test_the_extra_beat_runs_every_tick_and_its_failures_are_ignored():
 def test_reduce_scatters_run_in_the_network_only_where_asked_and_possible():
     from p4hub.hosts.pytorch.backend import _scatter_in_network
 
-    assert _scatter_in_network("network", "static", True)
-    assert _scatter_in_network("network", "pbox", True)
-    assert not _scatter_in_network("allreduce", "pbox", True)
-    with pytest.raises(BackendError, match="on the switch, whose program has no scatter rounds"):
-        _scatter_in_network("network", "switch", True)
+    assert _scatter_in_network("network", True, True)  # a switch's, a PBox's or by hand
+    assert not _scatter_in_network("allreduce", True, True)
+    with pytest.raises(BackendError, match="spans racks, whose leaves have no scatter rounds"):
+        _scatter_in_network("network", False, True)
     with pytest.raises(BackendError, match="cannot run reduce-scatters in the network"):
-        _scatter_in_network("network", "pbox", False)
+        _scatter_in_network("network", True, False)

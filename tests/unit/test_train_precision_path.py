@@ -96,6 +96,24 @@ def test_only_the_exact_paths_must_be_bit_identical(monkeypatch: pytest.MonkeyPa
         "pbox and switch paths are not bit-identical"]
 
 
+def test_scatter_in_the_network_on_the_switch_and_pbox_paths_which_must_agree(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--scatter network``: the switch and PBox paths' ranks get P4HUB_SCATTER=network
+    (both run scatter rounds), the precision path's do not (its float blocks are not laid
+    out by shard); the two network paths must be bit-identical to each other."""
+    args = args_for("switch,pbox,precision", "--schedule", "fsdp", "--scatter", "network")
+    results = {}
+    for name, where in (("switch", "switch"), ("pbox", "pbox"), ("precision", "switch")):
+        envs: dict[int, dict] = {}
+        results[name] = train(monkeypatch, name, args, where, digest="a", envs=envs)
+        told = {env.get("P4HUB_SCATTER") for env in envs.values()}
+        assert told == ({None} if name == "precision" else {"network"}), name
+        assert results[name].scatter == ("allreduce" if name == "precision" else "network")
+    assert train_run.compare(results) == []
+    results["pbox"] = train(monkeypatch, "pbox", args, "pbox", digest="c")
+    assert train_run.compare(results) == ["pbox and switch paths are not bit-identical"]
+
+
 def test_the_summary_counts_the_float_blocks(monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     args = args_for("precision", "--precision", "1e-3")
