@@ -42,7 +42,10 @@ _HALF = np.uint64(1 << 31)
 
 
 Answers = list[tuple[bytes, Address]]
-_BATCH_MIN = 4  # fewer datagrams cost less one by one than as arrays
+# A run shorter than this costs less one datagram at a time: the array path's fixed
+# cost is some 60 numpy calls (about 100 us on the 2-core machine), ``receive`` about
+# 4-5 us a datagram (docs/notes/data-path.md §2 has the measurement)
+RUN_MIN = 32
 
 
 class Counters(Protocol):
@@ -231,7 +234,7 @@ def receive_many(
         size = stride if lengths is None else min(lengths[i], stride)
         return receive(view[i * stride: i * stride + size], src if one else src[i], now)  # type: ignore[arg-type]
 
-    if n < _BATCH_MIN or stride < HEADER_LEN:
+    if n < RUN_MIN or stride < HEADER_LEN:
         return [answer for i in range(n) for answer in single(i)]
     hdr = headers(flat, n, stride)
     size = np.full(n, stride) if lengths is None else np.asarray(lengths[:n])
@@ -249,9 +252,11 @@ def receive_many(
     out: Answers = []
     done = 0
     for lo, hi in chunks(ok, cell, hdr["job"]):
-        for i in range(done, lo):
+        for i in range(done, lo if hi - lo >= RUN_MIN else hi):
             out += single(i)
         done = hi
+        if hi - lo < RUN_MIN:
+            continue
         job = int(hdr["job"][lo])
         state = jobs[job]
         slow = np.flatnonzero(needs_receive(state, cell[lo:hi], bit[lo:hi],

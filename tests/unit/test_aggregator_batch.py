@@ -134,6 +134,7 @@ def test_batches_answer_and_end_as_one_datagram_at_a_time(seed, monkeypatch):
     lanes = (64, 256)[seed % 2]
     shard = ((0, 1), (1, 2))[seed % 3 == 2]
     single, batched = _aggregators(lanes, shard)
+    monkeypatch.setattr(runs, "RUN_MIN", 1)  # every run through the arrays, however short
     runs_applied = []
     apply = runs.apply
     monkeypatch.setattr(runs, "apply", lambda *a: runs_applied.append(1) or apply(*a))
@@ -146,23 +147,28 @@ def test_batches_answer_and_end_as_one_datagram_at_a_time(seed, monkeypatch):
     assert sum(single.job_stats(j).completions for j in (1, 2, 3)) > 0
 
 
-def test_a_whole_round_in_one_batch_is_one_array_step_and_its_answers_match():
+def test_long_runs_take_the_array_path_and_answer_alike(monkeypatch):
     single, batched = _aggregators(64, (0, 1))
     rng = np.random.default_rng(5)
-    traffic = []
-    for rank in range(4):  # rank by rank, each rank's run of 16 slots, as the simulator's frames
-        for slot in range(16):
-            header = Header(type=PacketType.CONTRIB, job=1, rank=rank, slot=slot, position=slot,
-                            nelem=64, exp=rank, lanes=64)
-            traffic.append((wire.encode(header, rng.integers(-99, 99, 64).astype(np.int32)),
-                            ADDR[rank]))
-    expected = [a for d, s in traffic for a in single.receive(d, s, 2.0)]
-    got = []
-    for rank in range(4):
-        rows = np.frombuffer(b"".join(d for d, _ in traffic[rank * 16:(rank + 1) * 16]),
-                             dtype=wire.PACKET_DTYPES[64])
-        got += batched.receive_many(rows, 16, rows.dtype.itemsize, ADDR[rank], 2.0)
-    assert got == expected and len(got) == 16 * 4
+    applied = []
+    apply = runs.apply
+    monkeypatch.setattr(runs, "apply", lambda *a: applied.append(a[1].size) or apply(*a))
+    expected, got = [], []
+    for position in (0, 32):  # two rounds over 32 slots, rank by rank, as the simulator's frames
+        for rank in range(4):
+            traffic = []
+            for slot in range(32):
+                header = Header(type=PacketType.CONTRIB, job=1, rank=rank, slot=slot,
+                                position=position + slot, nelem=64, exp=rank, lanes=64,
+                                shadow=position // 32)
+                traffic.append(wire.encode(header, rng.integers(-99, 99, 64).astype(np.int32)))
+            expected += [a for d in traffic for a in single.receive(d, ADDR[rank], 2.0)]
+            rows = np.frombuffer(b"".join(traffic), dtype=wire.PACKET_DTYPES[64])
+            got += batched.receive_many(rows, 32, rows.dtype.itemsize, ADDR[rank], 2.0)
+    assert got == expected and len(got) == 2 * 32 * 4
+    # a rank's first datagram sets its address (receive's work): the first round's runs
+    # are 1 + 31 datagrams, too short for the arrays; the second round's are whole
+    assert applied == [32] * 4
     assert _state(batched) == _state(single)
 
 
