@@ -3,7 +3,7 @@
 ``Aggregator.receive_many`` takes many datagrams at once (a recvmmsg batch, a simulated
 macro-packet's run) and must answer exactly as ``Aggregator.receive`` on each in turn:
 same datagrams out, in the same order, same counters, same cell state. Most datagrams of
-a batch are *ordinary*: a well-formed integer CONTRIB of a configured job, from the
+a batch are *ordinary*: a well-formed integer CONTRIB (or a child's PARTIAL) of a configured job, from the
 address its member used before, for a slot this shard owns. Ordinary datagrams to
 *distinct* cells do not interact, so a run of them is one set of numpy operations (the
 cells' bitmaps, counters, positions, max exponents and lanes, all at once) and only its
@@ -35,7 +35,8 @@ from p4hub.hosts.wire import (
 )  # fmt: skip
 
 Address = tuple
-_ORDINARY_VER_TYPE = (VERSION << 4) | int(PacketType.CONTRIB)
+_CONTRIB_VER_TYPE = (VERSION << 4) | int(PacketType.CONTRIB)
+_PARTIAL_VER_TYPE = (VERSION << 4) | int(PacketType.PARTIAL)  # a child's sum: as a CONTRIB
 _LANES_BE = np.dtype(">i4")
 _WRAP = np.uint64(0xFFFFFFFF)
 _HALF = np.uint64(1 << 31)
@@ -93,9 +94,8 @@ class Cells(Protocol):
 
 def headers(flat: np.ndarray, n: int, stride: int) -> np.ndarray:
     """The headers of ``n`` datagrams laid out ``stride`` bytes apart in ``flat`` (uint8),
-    as one structured array (``wire.HEADER_DTYPE``)."""
-    rows = flat[: n * stride].reshape(n, stride)
-    return np.ascontiguousarray(rows[:, :HEADER_LEN]).view(HEADER_DTYPE).reshape(n)
+    as one structured array (``wire.HEADER_DTYPE``), a view: no copy."""
+    return np.ndarray((n,), dtype=HEADER_DTYPE, buffer=flat, strides=(stride,))
 
 
 def ordinary(state: Cells, hdr: np.ndarray, lengths: np.ndarray, job: int,
@@ -107,7 +107,8 @@ def ordinary(state: Cells, hdr: np.ndarray, lengths: np.ndarray, job: int,
     rank = hdr["rank"].astype(np.int64)
     slot = hdr["slot"].astype(np.int64)
     count = hdr["count"]
-    ok = (hdr["ver_type"] == _ORDINARY_VER_TYPE) & (hdr["job"] == job)
+    ver_type = hdr["ver_type"]
+    ok = ((ver_type == _CONTRIB_VER_TYPE) | (ver_type == _PARTIAL_VER_TYPE)) & (hdr["job"] == job)
     ok &= (flags & LANE_CODE_BITS) == state.lane_flags
     ok &= (lengths == state.packet_len) & (hdr["nelem"] <= (state.packet_len - HEADER_LEN) // 4)
     ok &= (hdr["exp"] != EXP_FLOAT) & (count >= 1) & (count <= state.n)
@@ -242,7 +243,9 @@ def receive_many(
     ok = np.zeros(n, dtype=bool)
     bit = np.zeros(n, dtype=np.int64)
     cell = np.zeros(n, dtype=np.int64)
-    for job in np.unique(hdr["job"]).tolist():
+    jobs_in = hdr["job"]
+    first_job = int(jobs_in[0])
+    for job in [first_job] if (jobs_in == first_job).all() else np.unique(jobs_in).tolist():
         state = jobs.get(job)
         if state is not None:
             good, b, c = ordinary(state, hdr, size, job, sources)
