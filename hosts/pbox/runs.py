@@ -39,14 +39,17 @@ _CONTRIB_VER_TYPE = (VERSION << 4) | int(PacketType.CONTRIB)
 _PARTIAL_VER_TYPE = (VERSION << 4) | int(PacketType.PARTIAL)  # a child's sum: as a CONTRIB
 _LANES_BE = np.dtype(">i4")
 _WRAP = np.uint64(0xFFFFFFFF)
+_NATIVE_HEADER = HEADER_DTYPE.newbyteorder("=")
+_BIT = (np.uint32(1) << np.arange(MAX_WORKERS, dtype=np.uint32))  # a member bit's mask
 _HALF = np.uint64(1 << 31)
 
 
 Answers = list[tuple[bytes, Address]]
 # A run shorter than this costs less one datagram at a time: the array path's fixed
-# cost is some 60 numpy calls (about 100 us on the 2-core machine), ``receive`` about
-# 4-5 us a datagram (docs/notes/data-path.md §2 has the measurement)
-RUN_MIN = 32
+# cost is some 60 numpy calls on small arrays, ``receive`` 4-5 us a datagram; on the
+# 2-core machine runs of 32 took 1.2-1.5x longer as arrays, runs of 64 0.75-1.0x
+# (docs/notes/data-path.md §2)
+RUN_MIN = 64
 
 
 class Counters(Protocol):
@@ -94,8 +97,9 @@ class Cells(Protocol):
 
 def headers(flat: np.ndarray, n: int, stride: int) -> np.ndarray:
     """The headers of ``n`` datagrams laid out ``stride`` bytes apart in ``flat`` (uint8),
-    as one structured array (``wire.HEADER_DTYPE``), a view: no copy."""
-    return np.ndarray((n,), dtype=HEADER_DTYPE, buffer=flat, strides=(stride,))
+    as one structured array of ``wire.HEADER_DTYPE``'s fields in native byte order."""
+    view = np.ndarray((n,), dtype=HEADER_DTYPE, buffer=flat, strides=(stride,))
+    return view.astype(_NATIVE_HEADER)  # one byte swap: every later test is on native ints
 
 
 def ordinary(state: Cells, hdr: np.ndarray, lengths: np.ndarray, job: int,
@@ -163,7 +167,7 @@ def needs_receive(state: Cells, cell: np.ndarray, bit: np.ndarray,
     (bit already set or round complete: it may answer) or a contribution to a scatter
     round (its completion goes to the owner alone)."""
     same = ~state.fresh[cell] & (position == state.position[cell])
-    taken = (state.bitmap[cell] & (np.uint32(1) << bit.astype(np.uint32))) != 0
+    taken = (state.bitmap[cell] & _BIT[bit]) != 0
     return same & (taken | (state.counter[cell] == 0) | state.scatter[cell])
 
 
@@ -189,8 +193,8 @@ def apply(state: Cells, cell: np.ndarray, bit: np.ndarray, hdr: np.ndarray,
     state.position[cell] = position
     state.fresh[cell] = False
     state.has_result[cell] = False
-    state.bitmap[cell] = np.where(new, 0, state.bitmap[cell]) | (np.uint32(1) << bit.astype(np.uint32))
-    after = (before.astype(np.int64) + hdr["count"]) % state.modulus
+    state.bitmap[cell] = np.where(new, 0, state.bitmap[cell]) | _BIT[bit]
+    after = (before + hdr["count"]) % state.modulus  # native uint16s: no overflow below 2n
     state.counter[cell] = after
     exp = hdr["exp"]
     first = before == 0
@@ -235,7 +239,7 @@ def receive_many(
         size = stride if lengths is None else min(lengths[i], stride)
         return receive(view[i * stride: i * stride + size], src if one else src[i], now)  # type: ignore[arg-type]
 
-    if n < RUN_MIN or stride < HEADER_LEN:
+    if n < RUN_MIN or stride < HEADER_LEN or not (one or _longest_run(src, n) >= RUN_MIN):
         return [answer for i in range(n) for answer in single(i)]
     hdr = headers(flat, n, stride)
     size = np.full(n, stride) if lengths is None else np.asarray(lengths[:n])
@@ -301,3 +305,17 @@ def _run(state: Cells, complete: Callable[[Cells, int, tuple[int, int, int, int,
             h["epoch"].tolist(), h["nelem"].tolist(), strict=True):
         out += complete(state, c, (flags, job, slot, position, epoch, nelem))
     return out
+
+
+def _longest_run(sources: Sequence[Address], n: int) -> int:
+    """The most consecutive datagrams from one source: a run of distinct cells comes
+    from one sender (several senders' runs share their cells), so a batch without a
+    long one need not be classified at all."""
+    longest = length = 1
+    for i in range(1, n):
+        if sources[i] == sources[i - 1]:
+            length += 1
+            longest = max(longest, length)
+        else:
+            length = 1
+    return longest

@@ -152,7 +152,9 @@ def test_batches_answer_and_end_as_one_datagram_at_a_time(seed, monkeypatch):
     assert shard != (0, 1) or single.job_stats(4).completions  # the root summed PARTIALs
 
 
-def test_long_runs_take_the_array_path_and_answer_alike(monkeypatch):
+@pytest.mark.parametrize("run_min", [32, 33])
+def test_runs_of_run_min_take_the_array_path_and_answer_alike(run_min, monkeypatch):
+    monkeypatch.setattr(runs, "RUN_MIN", run_min)
     single, batched = _aggregators(64, (0, 1))
     rng = np.random.default_rng(5)
     applied = []
@@ -173,7 +175,7 @@ def test_long_runs_take_the_array_path_and_answer_alike(monkeypatch):
     assert got == expected and len(got) == 2 * 32 * 4
     # a rank's first datagram sets its address (receive's work): the first round's runs
     # are 1 + 31 datagrams, too short for the arrays; the second round's are whole
-    assert applied == [32] * 4
+    assert applied == ([32] * 4 if run_min <= 32 else [])
     assert _state(batched) == _state(single)
 
 
