@@ -6,6 +6,8 @@ jobs, a rack's first level under a parent and a tree's root summing PARTIALs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -43,7 +45,8 @@ def _traffic(rng: np.random.Generator, lanes: int) -> list[tuple[bytes, tuple]]:
             shadow = (position // window) % 2
             for rank in ranks:
                 kind = rng.random()
-                ptype, exp, flags = PacketType.CONTRIB, int(rng.integers(-5, 6)), {}
+                ptype, exp = PacketType.CONTRIB, int(rng.integers(-5, 6))
+                flags: dict[str, Any] = {}
                 if job == 4:  # the racks' sums, each standing for its 2 workers
                     ptype, flags["count"] = PacketType.PARTIAL, 2
                 if kind < 0.04:
