@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["quantize", "switch_core", "switch_io", "pbox_loopback", "allreduce", "training",
+ORDER = ["quantize", "switch_core", "switch_io", "pbox_loopback", "pbox_runs", "allreduce", "training",
          "priority", "chaos", "elastic", "hierarchy", "congestion"]
 QUICK_ARGS: dict[str, list[str]] = {
     "quantize": ["--mb", "16", "--repeat", "3"],

@@ -112,10 +112,11 @@ from p4hub.hosts.session_config import (
     with_settings,
 )
 from p4hub.hosts.session_failure import stuck_reason
+from p4hub.hosts.session_results import RESULT_VT as _RESULT_VT
+from p4hub.hosts.session_results import ResultCheck
 from p4hub.hosts.session_stats import SessionStats
 from p4hub.hosts.wire import PacketType
 
-_RESULT_VT = wire.ver_type(PacketType.RESULT)
 _PRIME_VT = wire.ver_type(PacketType.PRIME)
 _SCATTER_VT = wire.ver_type(PacketType.SCATTER)
 _DONE_VT = wire.ver_type(PacketType.DONE)
@@ -158,6 +159,7 @@ class Session:
         self.packet_len = wire.packet_len(self.lanes)
         self._lane_flags = wire.lane_code(self.lanes) << wire.LANE_CODE_SHIFT
         self._float_span = config.float_span(world_size)
+        self._check = ResultCheck(job_id, self.lanes, window, self._float_span is not None)
         self.stats = SessionStats()
         self.failed: str | None = None
         # the floor's history: a round's worth of results, which the credit bounds
@@ -352,7 +354,7 @@ class Session:
         pkts = wire.packet_array(n, self.lanes)
         pkts["hdr"] = np.frombuffer(buf, dtype=wire.HEADER_DTYPE, count=n)
         done, pkts["hdr"]["ver_type"] = pkts["hdr"]["ver_type"] == _DONE_VT, _RESULT_VT
-        ours, slots = self._ours(pkts)
+        ours, slots = self._check.ours(pkts, self._map)
         at = np.where(ours & done, slots, 0)
         pos = self._slot_pos[at]
         sent = self._slot_pkts["hdr"]["ver_type"][self._row(at, np.maximum(pos, 0))]
@@ -366,13 +368,15 @@ class Session:
         if n <= 0 or self.failed is not None:
             return
         pkts = wire.decode_batch(buf, n, self.lanes)
-        self._take(pkts, *self._ours(pkts), now)
+        self._take(pkts, *self._check.ours(pkts, self._map), now)
 
     def _take(self, pkts: np.ndarray, ours: np.ndarray, slots: np.ndarray, now: float) -> int:
-        """Results ``pkts`` (``ours``/``slots``: ``_ours``) into what is in flight; how many."""
+        """Results ``pkts`` (``ours``/``slots``: ``ResultCheck.ours``) into what is in
+        flight; how many."""
         if self._courtesy.active:
             self._courtesy.on_results(slots[ours], pkts["hdr"]["position"][ours])
-        idx, slots = self._accept(pkts, ours, slots)
+        idx, slots = self._check.accept(pkts, ours, slots, self._slot_pos, self.stats,
+                                        self._sent_exp)
         if idx.size:
             self._apply(pkts, idx, slots, now)
         return int(idx.size)
@@ -632,6 +636,10 @@ class Session:
         self.stats.retransmitted += slots.size
         return batch
 
+    def _sent_exp(self, slots: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The exponent byte each (slot, position) went out with (kept for resends)."""
+        return self._slot_pkts["hdr"]["exp"][self._row(slots, positions)]
+
     def _row(self, slots: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """The packet store's row of each (slot, position): one row per cell."""
         return ((positions // self.window) & 1) * self._slot_pos.size + slots
@@ -691,55 +699,12 @@ class Session:
 
     # -- receiving --------------------------------------------------------------------
 
-    def _ours(self, pkts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Which packets are well-formed results of this job for one of its slots, and
-        each packet's slot index (meaningful where it is one)."""
-        hdr = pkts["hdr"]
-        ours = (hdr["ver_type"] == _RESULT_VT) & (hdr["job"] == self.job_id)
-        flags = hdr["flags"]
-        if self._float_span is not None and self._map.float_route is None:
-            # a float result has the flag whatever its route (one unflagged route the caller
-            # vouches for as a PBox: its integer results have none)
-            floats = hdr["exp"] == wire.EXP_FLOAT
-            route_flag = self._map.flag[0]  # all routes' flag (_check_routes)
-            flags = np.where(floats, (flags & ~np.uint8(wire.FLAG_FALLBACK)) | route_flag, flags)
-        slots = self._map.index_of(flags, hdr["slot"])
-        ours &= (slots >= 0) & (hdr["nelem"] <= self.lanes)
-        ours &= (hdr["flags"] & wire.LANE_CODE_BITS) == self._lane_flags
-        return ours, slots
-
-    def _accept(self, pkts: np.ndarray, ours: np.ndarray,
-                slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Indices (into pkts) of results for what is in flight, and their slots
-        (``ours``/``slots``: ``_ours``)."""
-        hdr = pkts["hdr"]
-        self.stats.foreign += int(pkts.size - np.count_nonzero(ours))
-        slots = np.where(ours, slots, 0)
-        pos = self._slot_pos[slots]
-        live = ours & (pos >= 0)
-        live &= (pos & POSITION_MASK) == hdr["position"]
-        live &= ((pos // self.window) & 1) == (hdr["flags"] & 1)
-        if self._float_span is not None:  # a float result for a float block, and only
-            sent = self._slot_pkts["hdr"]["exp"][self._row(slots, np.maximum(pos, 0))]
-            wrong = live & ((hdr["exp"] == wire.EXP_FLOAT) != (sent == wire.EXP_FLOAT))
-            self.stats.foreign += int(np.count_nonzero(wrong))
-            ours = ours & ~wrong
-            live &= ~wrong
-        idx = np.flatnonzero(live)
-        if idx.size > 1:  # the same result twice in one batch: keep the first
-            order = np.argsort(slots[idx], kind="stable")
-            ordered = slots[idx][order]
-            repeat = ordered[1:] == ordered[:-1]
-            if repeat.any():
-                idx = np.sort(idx[order[np.concatenate(([True], ~repeat))]])
-        self.stats.duplicates += int(np.count_nonzero(ours)) - idx.size
-        return idx, slots[idx]
-
     def _apply(self, pkts: np.ndarray, idx: np.ndarray, slots: np.ndarray, now: float) -> None:
         # class-major, then position: one ascending run per class
-        order = np.argsort(self._slot_pos[slots] + (slots // self.window) * _CLASS_STRIDE)
-        idx, slots = idx[order], slots[order]
         positions = self._slot_pos[slots]
+        order = np.argsort(positions if self.classes == 1 else
+                           positions + (slots // self.window) * _CLASS_STRIDE)
+        idx, slots, positions = idx[order], slots[order], positions[order]
         self._slot_pos[slots] = -1
         self._meter.on_results(slots, now)
         # a round completed by someone's retransmission says nothing about the RTT
@@ -753,6 +718,9 @@ class Session:
         self._last_progress = now
         self.stats.results += idx.size
         lanes = pkts["values"][idx]
+        if self.classes == 1:  # one run: no class boundaries to find
+            self._store(0, positions, lanes, now)
+            return
         classes = slots // self.window
         cuts = np.flatnonzero(np.diff(classes)) + 1
         for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [idx.size])), strict=True):

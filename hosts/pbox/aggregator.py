@@ -76,12 +76,14 @@ with reason ``shard`` (which means the kernel's steering misrouted it).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from p4hub.hosts import native, owners
 from p4hub.hosts.errors import HostError
+from p4hub.hosts.pbox import runs
 from p4hub.hosts.slot_groups import SLOT_GROUP
 from p4hub.hosts.wire import (
     DEFAULT_LANES,
@@ -378,6 +380,18 @@ class Aggregator:
         return _apply(state, cell, bit, count, exp, datagram, src, echo, ptype == _PRIME,
                       ptype == _SCATTER)
 
+    def receive_many(
+        self, buf: bytes | bytearray | memoryview | np.ndarray, n: int, stride: int,
+        src: Address | Sequence[Address], now: float, lengths: Sequence[int] | None = None,
+    ) -> list[tuple[bytes, Address]]:
+        """``n`` datagrams laid out ``stride`` bytes apart in ``buf`` (datagram i is
+        ``min(lengths[i], stride)`` bytes long; all ``stride`` without ``lengths``) from
+        ``src`` (one address for all, or one each): the same answers, in the same order,
+        and the same state as ``receive`` on each in turn, with runs of ordinary
+        contributions summed as whole arrays (hosts/pbox/runs.py)."""
+        return runs.receive_many(self.receive, self._jobs, _complete,  # type: ignore[arg-type]
+                                 buf, n, stride, src, now, lengths)
+
     def _apply_float(self, state: _JobState, cell: int, member: int, count: int, ptype: int,
                      datagram: bytes | bytearray | memoryview, src: Address,
                      echo: tuple[int, int, int, int, int, int]) -> list[tuple[bytes, Address]]:
@@ -567,11 +581,18 @@ def _apply(
     _combine(state, cell, before == 0, exp, datagram, prime)
     if after != 0:
         return []
+    return _complete(state, cell, echo, prime)
+
+
+def _complete(state: _JobState, cell: int, echo: tuple[int, int, int, int, int, int],
+              prime: bool = False) -> list[tuple[bytes, Address]]:
+    """The answer to the contribution that completed ``cell``: a PARTIAL up to the
+    parent, or the result to every member (a scatter round's: the owner's)."""
+    stats = state.stats
+    stats.completions += 1
     if state.config.parent is not None:
-        stats.completions += 1
         stats.partials_sent += 1
         return _partial(state, cell, echo, prime)
-    stats.completions += 1
     if state.scatter[cell]:
         return _to_owner(state, cell, echo, None)
     return _send(state, _result_bytes(state, cell, echo),

@@ -64,7 +64,7 @@ class ShardCore:
         self.pid = pid
         self.aggregator = Aggregator(max_slots=max_slots, shard=shard)
         self.send_errors = 0  # e.g. EPERM from an iptables DROP on OUTPUT, or ENOBUFS
-        self.internal_errors = 0  # bugs: a packet that made the aggregator raise
+        self.internal_errors = 0  # bugs: a packet (or a worker's batch) that made the aggregator raise
         self.running = True  # False once told to stop
 
     def receive(self, data: bytes, src: tuple, now: float) -> list[tuple[bytes, tuple]]:

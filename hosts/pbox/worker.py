@@ -2,7 +2,7 @@
 and the command pipe from the supervisor.
 
 Datagrams move in batches (hosts/batchio.py): one ``recvmmsg`` takes up to
-``RECV_BATCH`` contributions with their sources, the aggregator answers each, and the
+``RECV_BATCH`` contributions with their sources, the aggregator answers the batch, and the
 batch's results go to each worker as one GSO send (hosts/gso.py), or all of them with
 one ``sendmmsg`` where the path has no segmentation offload."""
 
@@ -93,16 +93,16 @@ class ShardWorker:
                 return
 
     def _answer(self, n: int) -> None:
-        # ShardCore.receive, inlined: this loop is the PBox's hot path.
-        rx, core, now = self.receiver, self.core, time.monotonic()
-        receive, view, address = core.aggregator.receive, rx.view, rx.address
+        # ShardCore.receive for the whole batch, in one call: this is the PBox's hot path,
+        # and the core sums long runs of ordinary contributions as arrays (hosts/pbox/runs.py)
+        rx, core = self.receiver, self.core
         replies: list = []
-        for i in range(n):
-            off = i * STRIDE
-            try:
-                replies += receive(view[off : off + min(rx.lengths[i], STRIDE)], address(i), now)
-            except Exception:  # never die on a packet; count and keep serving
-                core.internal_error()
+        try:
+            replies = core.aggregator.receive_many(
+                rx.view, n, STRIDE, [rx.address(i) for i in range(n)], time.monotonic(),
+                rx.lengths)
+        except Exception:  # never die on a packet: count and keep serving (the batch's
+            core.internal_error()  # answers are lost; the agents resend)
         if replies:
             lost = self.sender.errors
             self.sender.send_to(replies)
