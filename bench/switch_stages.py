@@ -11,6 +11,8 @@ pipeline, ``deparse`` (once per result packet: a completing contribution multica
 ``other`` is the rest of ``process()`` (receive/egress life-cycle glue, the packet
 objects, the multicast replication). Per contribution, i.e. including 1/N of a
 cell's N result packets. The wrappers cost ~0.1-0.2 us each (in every column alike).
+``total`` is wall-clock time; ``cpu`` the process CPU time of the same loop (no
+wrapper cost of its own), the steadier figure when other jobs share the machine.
 Receive and send (the AF_PACKET system calls) are outside the core: see
 bench/switch_core.py's process part and docs/notes/switch-process.md.
 
@@ -89,18 +91,20 @@ def measure(agg: AggRack, n: int, variant: str, cycles: int, start: int) -> dict
     assert bool(sw.program.lane_views) == options["lane_views"]
     assert sw.program.native == (options["native"] and vecops.KERNEL is not None)
     stages = Stages(sw)
-    process, clock = sw.process, time.perf_counter_ns
-    total = count = 0
+    process, clock, cpu_clock = sw.process, time.perf_counter_ns, time.process_time_ns
+    total = cpu = count = 0
     for c in range(start, start + cycles):
         frames = job.cycle(c)
-        t0 = clock()
+        t0, c0 = clock(), cpu_clock()
         for port, frame in frames:
             process(frame, port, 0)
         total += clock() - t0
+        cpu += cpu_clock() - c0
         count += len(frames)
     out = {k: v / count / 1e3 for k, v in stages.totals.items()}
     out["other"] = total / count / 1e3 - sum(out.values())
     out["total"] = total / count / 1e3
+    out["cpu"] = cpu / count / 1e3  # process CPU time: steadier on a shared machine
     return out
 
 
@@ -119,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         for key in VARIANTS:
             runs[key].append(measure(agg, args.n, key, args.cycles, start))
             start += args.cycles
-    keys = (*STAGES, "other", "total")
+    keys = (*STAGES, "other", "total", "cpu")
     medians = {k: {s: round(statistics.median(r[s] for r in rs), 2) for s in keys}
                for k, rs in runs.items()}
     print(f"aggregate.p4, {args.lanes} lanes, N = {args.n}: us per contribution "
@@ -131,15 +135,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{s:10s} " + " ".join(f"{medians[k][s]:8.2f}" for k in ("fields", "views", "native")))
     ratio = [f["total"] / v["total"] for f, v in zip(runs["fields"], runs["views"], strict=True)]
     native = [v["total"] / c["total"] for v, c in zip(runs["views"], runs["native"], strict=True)]
+    native_cpu = [v["cpu"] / c["cpu"] for v, c in zip(runs["views"], runs["native"], strict=True)]
     print(f"fields/views total per round: {', '.join(f'{r:.2f}' for r in ratio)}")
     print(f"views/native total per round: {', '.join(f'{r:.2f}' for r in native)}")
+    print(f"views/native CPU per round: {', '.join(f'{r:.2f}' for r in native_cpu)}")
     doc = {"benchmark": "switch_stages", "lanes": args.lanes, "n": args.n,
            "rounds": args.rounds, "cycles": args.cycles, "cpus": os.cpu_count(),
            "load_average_1min": round(os.getloadavg()[0], 2),
            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "native_built": vecops.KERNEL is not None,
            "us_per_contribution_median": medians, "total_ratio_per_pair": ratio,
-           "views_over_native_per_round": native}
+           "views_over_native_per_round": native,
+           "views_over_native_cpu_per_round": native_cpu}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")

@@ -140,8 +140,9 @@ def _rmw_args(**changes: object) -> list:
 
 @pytest.mark.parametrize("changes,error", [
     ({"index": SIZE}, IndexError), ({"index": -1}, IndexError),
-    ({"F": [bytes(15), 0]}, ValueError), ({"F": (bytes(16), 0)}, IndexError),
-    ({"slot": 7}, IndexError), ({"bank": np.zeros(8, "=u4")}, ValueError),
+    ({"F": [bytes(15), 0]}, ValueError), ({"F": (bytes(16), 0)}, TypeError),
+    ({"slot": 7}, IndexError), ({"tmp": 2}, ValueError), ({"mode": 3}, ValueError),
+    ({"bank": np.zeros(8, "=u4")}, ValueError),
     ({"bank": np.zeros((SIZE, 4), "=i4")}, ValueError),
     ({"bank": np.zeros((SIZE, 8), "=u4")[:, ::2]}, ValueError),
     ({"code": bytes([40, 1, 2, 0, 1])}, ValueError), ({"code": bytes([2, 1, 2, 0])}, ValueError),

@@ -229,6 +229,15 @@ static PyObject *vec_rmw(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     long tmp_mode = PyLong_AsLong(args[7]);
     if (PyErr_Occurred())
         return NULL;
+    if (!PyList_CheckExact(F)) {
+        PyErr_SetString(PyExc_TypeError, "F: a list");
+        return NULL;
+    }
+    if (tmp_mode < 0 || tmp_mode > 2
+            || (tmp_mode && (tmp_slot < 0 || tmp_slot >= PyList_GET_SIZE(F)))) {
+        PyErr_SetString(PyExc_ValueError, "tmp_mode: 0, or 1 / 2 with a slot of F");
+        return NULL;
+    }
     Bank bank;
     if (bank_row(args[2], args[3], &bank) < 0)
         return NULL;
@@ -269,10 +278,9 @@ static PyObject *vec_rmw(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     PyBuffer_Release(&bank.buf);
     if (set_slot(F, slot, out) < 0)
         return NULL;
-    if (tmp_mode == 1 || tmp_mode == 2) {
-        if (set_slot(F, tmp_slot, PyLong_FromUnsignedLongLong(tmp_mode == 1 ? old_last : new_last)) < 0)
-            return NULL;
-    }
+    if (tmp_mode && set_slot(F, tmp_slot,
+                             PyLong_FromUnsignedLongLong(tmp_mode == 1 ? old_last : new_last)) < 0)
+        return NULL;
     Py_RETURN_NONE;
 fail:
     Py_XDECREF(out);
