@@ -23,8 +23,10 @@ from p4lite import bmv2json
 from p4lite.stf.harness import compile_program, run_stf_on_json
 from p4lite.stf.parser import parse_stf_file
 from p4lite.switch.core import vecops
+from p4lite.switch.core.runtime_api import ActionCall, MatchField, TableEntry
 from p4lite.switch.core.switch import Switch
 from p4lite.switch.core.vectorize import NUMPY_NAMES, _scalar_free, ufunc_lines, ufunc_steps
+from tests.support.samples import ProgramBuilder, expr, fld, hexstr, masked, prim
 
 KERNEL: Any = vecops.KERNEL  # checked by _built
 REPO = Path(__file__).parents[2]
@@ -230,3 +232,44 @@ def test_p4lite_no_native_forces_the_fallback() -> None:
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, check=True, cwd=os.getcwd())
         assert out.stdout.strip() == expected
+
+
+def _tmp_in_other_view_program() -> dict:
+    """A 32-lane add into registers whose temporary is a field of a second lane header:
+    the kernel writes the temporary by slot number, which the view scan cannot see."""
+    b = ProgramBuilder()
+    b.header("ctl", [["idx", 8, False], ["op", 8, False]])
+    b.header("lanes", [[f"v{i}", 32, False] for i in range(32)])
+    b.header("other", [[f"w{i}", 32, False] for i in range(32)])
+    b.parse_only("ctl", "lanes", "other")
+    tmp, idx = fld("other", "w3"), fld("ctl", "idx")
+    rmw = []
+    for i in range(32):
+        reg, v = b.register(f"MyIngress.r{i}", 8, 32), fld("lanes", f"v{i}")
+        rmw += [prim("register_read", tmp, reg, idx),
+                prim("assign", v, masked(expr("+", tmp, v), 32)),
+                prim("register_write", reg, idx, v)]
+    out = prim("assign", fld("standard_metadata", "egress_spec"), hexstr(1))
+    add = b.action("MyIngress.add", [], rmw + [out])
+    b.table("ingress", "ops", [{"match_type": "exact", "name": "ctl.op",
+                                "target": ["ctl", "op"], "mask": None}],
+            [("MyIngress.add", add)])
+    return b.doc
+
+
+def test_a_temporary_inside_another_view_keeps_that_header_as_fields() -> None:
+    """The scan takes that header's view (its slot is named by the per-lane else branch
+    and refused by _kernel_lines), so the kernel's write of the temporary is seen."""
+    doc = _tmp_in_other_view_program()
+    switches = [Switch(doc, lane_views=views, native=native)
+                for views, native in ((True, True), (False, False))]
+    for sw in switches:
+        sw.table_add(TableEntry("ops", (MatchField("exact", 1),), ActionCall("MyIngress.add", ())))
+    fast, slow = switches
+    assert list(fast.program.lane_views) == ["lanes"] and fast.program.native
+    assert "_vkrmw" in fast.generated["_act0"]
+    rng = random.Random(5)
+    for k in range(40):
+        frame = (bytes([rng.choice([0, 3, 7, 9]), 1])
+                 + bytes(rng.getrandbits(8) for _ in range(2 * 32 * 4)))
+        assert fast.process(frame, 1, k) == slow.process(frame, 1, k), f"packet {k}"

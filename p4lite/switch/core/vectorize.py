@@ -567,6 +567,11 @@ def _kernel_lines(gen: CodeGen, run: Run, b: str, view: LaneView, width: int,
     lanes' width, or None when its template does not fit the kernel (then numpy)."""
     native = gen.native
     assert native is not None
+    # The kernel sets the temporary by slot number, out of sight of laneviews.misused.
+    # The per-lane else branch names F[tmp] anyway, so the scan already takes the view
+    # of a header holding it; this keeps that from resting on the else branch alone.
+    if any(v.first <= run.tmp < v.end for v in gen.views.values()):
+        return None
     call = f"(F, {view.slot}, {b}, {run.index}"
     if run.kind == "read":
         return f"{gen.bind(native.read, 'vkread')}{call})"
