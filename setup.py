@@ -1,7 +1,12 @@
-"""The compiled data-path kernels (hosts/_kernels.c); everything else is in pyproject.toml.
+"""The compiled extensions; everything else is in pyproject.toml.
 
-``pip install -e .`` (``make``'s venv step) builds the extension in place, next to
-hosts/native.py, which falls back to numpy when it is missing (or P4HUB_NO_NATIVE=1).
+* hosts/_kernels.c: the data-path kernels; hosts/native.py falls back to numpy when the
+  extension is missing (or P4HUB_NO_NATIVE=1);
+* p4lite/switch/core/_vecops.c: p4lite-switch's register runs over lane views;
+  p4lite/switch/core/vecops.py falls back to the numpy form when it is missing (or
+  P4LITE_NO_NATIVE=1). p4lite never imports hosts/, so it has its own.
+
+``pip install -e .`` (``make``'s venv step) builds both in place.
 """
 
 from setuptools import Extension, setup
@@ -17,6 +22,12 @@ setup(
             # -O3: gcc vectorizes the copy and max loops; never -ffast-math (the kernels
             # must round exactly like numpy)
             extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        )
+        ),
+        Extension(
+            "p4lite.switch.core._vecops",
+            sources=["p4lite/switch/core/_vecops.c"],
+            optional=True,  # as above: vecops.py falls back; test_switch_vecops.py says so
+            extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        ),
     ]
 )

@@ -33,7 +33,7 @@ bench/switch_core_process.py; ``--no-process`` skips it.
 Results: bench/results/switch_core.json (cases not run keep their old figures).
 
 Usage: ``python -m bench.switch_core [--reps 5] [--seconds 1.0] [--cases ...] [--profile]
-[--no-process] [--scalar]``
+[--no-process] [--scalar] [--no-lane-views] [--no-native] [--lanes 64,256]``
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from p4hub.hosts import wire
 from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.wire import AGG_UDP_PORT, DEFAULT_LANES, Header, PacketType
 from p4lite.compiler.driver import compile_file
+from p4lite.switch.core import vecops
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch
 
@@ -524,12 +525,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="p4lite-switch's frame I/O in the process part (PACKET_MMAP rings: mmap)")
     ap.add_argument("--no-lane-views", action="store_true",
                     help="in-process switches with every lane a field slot (laneviews.py)")
+    ap.add_argument("--no-native", action="store_true",
+                    help="lane-view runs in numpy, not the C kernel (vecops.py), in process "
+                         "and in the p4lite-switch process (P4LITE_NO_NATIVE=1)")
     ap.add_argument("--lanes", type=lambda text: [int(v) for v in text.split(",")],
                     default=[64, 256], help="lane counts of the aggregate case (64,256)")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     SWITCH_OPTIONS["vectorize"] = not args.scalar
     SWITCH_OPTIONS["lane_views"] = not args.no_lane_views
+    if args.no_native:
+        SWITCH_OPTIONS["native"] = False
+        os.environ[vecops.ENV_DISABLE] = "1"  # the p4lite-switch process inherits it
     # SIGTERM unwinds like Ctrl-C, so the namespace, veths and switch process are removed
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     started = time.monotonic()
@@ -575,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_1min": round(os.getloadavg()[0], 2),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "results": stored,
+        "switch_options": {**SWITCH_OPTIONS, "native_built": vecops.KERNEL is not None},
         **extra,
         "load_average_1min_end": round(os.getloadavg()[0], 2),  # the figures move with it
         "seconds": round(time.monotonic() - started, 1),

@@ -28,6 +28,8 @@ from p4hub.hosts import wire
 from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.wire import DEFAULT_LANES, NO_RANK, Header, PacketType
 from p4lite.compiler import driver
+from p4lite.switch.core import vecops
+from p4lite.switch.core.loader import LoadedProgram, load_program
 from p4lite.switch.core.queues import EgressQueues
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, Replica, TableEntry
 from p4lite.switch.core.switch import Switch
@@ -47,11 +49,20 @@ RACK = {
 }
 TOPO = topology.from_dict(RACK)
 PBOX = TOPO.pboxes["pb1"]
+RK_FORMS = [(True, True), (True, False), (False, False)]  # (lane views, C runs): rk's params
 
 
 @pytest.fixture(scope="module")
 def compiled():
     return driver.compile_file(PROGRAM)
+
+
+@pytest.fixture(scope="module")
+def loaded(compiled) -> dict:
+    """The program loaded once per form of the lanes (lane views?, C runs?); a
+    LoadedProgram is immutable and each Switch gets its own state, so tests share it."""
+    return {(views, native): load_program(compiled.bmv2, lane_views=views, native=native)
+            for views, native in RK_FORMS}
 
 
 # -- packets --------------------------------------------------------------------------
@@ -113,8 +124,8 @@ def _runtime_entry(entry) -> TableEntry:
 class Rack:
     """The switch configured through the controller's own updates."""
 
-    def __init__(self, compiled, lane_views: bool = True) -> None:
-        self.switch = Switch(compiled.bmv2, lane_views=lane_views)
+    def __init__(self, compiled, program: LoadedProgram | None = None) -> None:
+        self.switch = Switch(program or compiled.bmv2)
         self.codec = EntryCodec(P4InfoIndex(compiled.p4info))
         self.registry = JobRegistry(TOPO, epoch_seed=77)
         self.pbox = Aggregator()  # the real PBox's core, for jobs placed on it
@@ -160,12 +171,15 @@ class Rack:
         return self.switch.counter_read(p.JOB_STATS, index)[1]
 
 
-@pytest.fixture(params=[True, False], ids=["lane-views", "lane-fields"])
-def rk(compiled, request) -> Rack:
-    """Every test on both forms of the lanes (p4lite/switch/core/laneviews.py): the four
-    lane groups as wire-byte views, and as one field slot per lane."""
-    rack = Rack(compiled, lane_views=request.param)
-    assert bool(rack.switch.program.lane_views) == request.param  # which path runs
+@pytest.fixture(params=RK_FORMS, ids=["lane-views-c", "lane-views", "lane-fields"])
+def rk(compiled, loaded, request) -> Rack:
+    """Every test on three forms of the lanes (p4lite/switch/core/laneviews.py): the four
+    lane groups as wire-byte views with their register runs in C (vecops.py) and in
+    numpy, and as one field slot per lane."""
+    views, native = request.param
+    rack = Rack(compiled, loaded[request.param])
+    assert bool(rack.switch.program.lane_views) == views  # which path runs
+    assert rack.switch.program.native == (native and vecops.KERNEL is not None)
     return rack
 
 

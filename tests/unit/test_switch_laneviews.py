@@ -1,9 +1,11 @@
 """Lane views (p4lite/switch/core/laneviews.py) give exactly the packets and register
-cells of the per-field code: on the whole STF suite, on small lane programs that take
+cells of the per-field code, with their runs in numpy and in the C kernel
+(p4lite/switch/core/vecops.py): on the whole STF suite, on small lane programs that take
 every path (a run over the whole header, an out-of-range index, a header named
 elsewhere that must lose its view), and (tests/unit/test_aggregate_p4.py runs every
-aggregation test on both) on aggregate.p4. The comparisons are shown to have teeth: a
-deliberately broken view (little-endian lanes) makes them fail."""
+aggregation test on all three) on aggregate.p4. The comparisons are shown to have teeth:
+a deliberately broken view (little-endian lanes) makes them fail
+(tests/unit/test_switch_vecops.py does the same for a broken kernel)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ import pytest
 
 from p4lite.stf.harness import compile_program, run_stf_on_json
 from p4lite.stf.parser import parse_stf_file
-from p4lite.switch.core import laneviews
+from p4lite.switch.core import laneviews, vecops
 from p4lite.switch.core.runtime_api import ActionCall, MatchField, TableEntry
 from p4lite.switch.core.switch import Switch
+from p4lite.switch.core.vectorize import BankColumn
 from tests.support.samples import ProgramBuilder, expr, fld, hexstr, masked, prim
 
 REPO = Path(__file__).parents[2]
@@ -40,8 +43,18 @@ def _recorded(sw: Switch) -> list:
     return log
 
 
-def _stf_outputs(program, stf_path: Path, views: bool) -> tuple[list, Switch]:
-    sw = Switch(program, drop_port=511, lane_views=views)
+def register_state(sw: Switch) -> dict[str, list[int]]:
+    """Every register's cells (a banked register's column read as a whole)."""
+    out = {}
+    for name, reg in sw.runtime.registers.items():
+        v = reg.values
+        out[name] = v.bank[:, v.col].tolist() if isinstance(v, BankColumn) else list(v)
+    return out
+
+
+def _stf_outputs(program, stf_path: Path, views: bool, native: bool = False
+                 ) -> tuple[list, Switch]:
+    sw = Switch(program, drop_port=511, lane_views=views, native=native)
     log = _recorded(sw)
     run_stf_on_json(program, parse_stf_file(str(stf_path)), switch=sw)
     return log, sw
@@ -56,12 +69,16 @@ def stf_programs() -> dict[str, object]:
 @pytest.mark.parametrize("stf_path", STF_FILES, ids=[p.stem for p in STF_FILES])
 def test_the_stf_suite_gives_the_same_packets_with_and_without_lane_views(
         stf_programs: dict, stf_path: Path) -> None:
+    """Fields, views with numpy runs, views with C runs: the same packets and registers."""
     program = stf_programs[stf_path.stem]
     fast, sw = _stf_outputs(program, stf_path, True)
+    native, nsw = _stf_outputs(program, stf_path, True, native=True)
     slow, plain = _stf_outputs(program, stf_path, False)
     assert fast == slow
+    assert native == slow
     assert not plain.program.lane_views
-    assert sw.errors == plain.errors
+    assert sw.errors == plain.errors == nsw.errors
+    assert register_state(sw) == register_state(plain) == register_state(nsw)
 
 
 def test_aggregate_stf_runs_on_lane_views_and_a_broken_view_is_caught(
@@ -124,8 +141,8 @@ def lane_program(width: int, *, key_on_lane: bool = False, partial: bool = False
     return b.doc
 
 
-def _switch(doc: dict, views: bool, key_on_lane: bool) -> Switch:
-    sw = Switch(doc, lane_views=views)
+def _switch(doc: dict, views: bool, key_on_lane: bool, native: bool = False) -> Switch:
+    sw = Switch(doc, lane_views=views, native=native)
     for op, name in enumerate(("add", "read", "write"), start=1):
         sw.table_add(TableEntry("ops", (MatchField("exact", op),), ActionCall(f"MyIngress.{name}", ())))
     if key_on_lane:
@@ -133,46 +150,58 @@ def _switch(doc: dict, views: bool, key_on_lane: bool) -> Switch:
     return sw
 
 
-def _compare(doc: dict, width: int, lanes: int, key_on_lane: bool = False) -> Switch:
+def _compare(doc: dict, width: int, lanes: int, key_on_lane: bool = False
+             ) -> tuple[Switch, Switch]:
+    """The views with numpy runs and with C runs against the fields, packet by packet;
+    returns the two view switches."""
     rng = random.Random(width * 7 + lanes)
     fast, slow = _switch(doc, True, key_on_lane), _switch(doc, False, key_on_lane)
+    native = _switch(doc, True, key_on_lane, native=True)
     top = (1 << width) - 1
     for k in range(300):
         idx = rng.choice([0, 1, SIZE - 1, SIZE, 200, rng.randrange(SIZE)])
         values = [rng.choice([0, 1, 7, top, rng.getrandbits(width)]) for _ in range(lanes)]
         frame = (bytes([idx, rng.randint(1, 3)])
                  + b"".join(v.to_bytes(width // 8, "big") for v in values) + b"tail")
-        assert fast.process(frame, 1, k) == slow.process(frame, 1, k), f"packet {k}"
+        expected = slow.process(frame, 1, k)
+        assert fast.process(frame, 1, k) == expected, f"packet {k}"
+        assert native.process(frame, 1, k) == expected, f"packet {k}, C runs"
     for i in range(N):
-        assert ([fast.register_read(f"MyIngress.r{i}", j) for j in range(SIZE)]
-                == [slow.register_read(f"MyIngress.r{i}", j) for j in range(SIZE)])
-    assert fast.errors == slow.errors == 0
-    return fast
+        cells = [slow.register_read(f"MyIngress.r{i}", j) for j in range(SIZE)]
+        assert [fast.register_read(f"MyIngress.r{i}", j) for j in range(SIZE)] == cells
+        assert [native.register_read(f"MyIngress.r{i}", j) for j in range(SIZE)] == cells
+    assert fast.errors == slow.errors == native.errors == 0
+    return fast, native
 
 
 @pytest.mark.parametrize("width", [8, 16, 32, 64])
 def test_a_lane_header_is_a_view_with_identical_packets_and_registers(width: int) -> None:
-    fast = _compare(lane_program(width), width, N)
+    fast, native = _compare(lane_program(width), width, N)
     assert list(fast.program.lane_views) == ["lanes"]
     add = fast.generated["_act0"]
     assert "_np_frombuffer(F[" in add and "'lanes" in add  # the view, and its per-lane else
     assert "unpack_from" not in fast.generated["parse"].split("bytes(B[")[1]
+    # the C runs (when the extension is built: test_switch_vecops.py fails otherwise)
+    assert native.program.native == (vecops.KERNEL is not None)
+    if native.program.native:
+        assert all(f"_vk{k}" in native.generated[f"_act{i}"]
+                   for i, k in enumerate(("rmw", "read", "write")))
 
 
 def test_a_lane_named_by_a_table_key_keeps_its_fields() -> None:
     doc = lane_program(32, key_on_lane=True)
-    fast = _compare(doc, 32, N, key_on_lane=True)
+    fast, _ = _compare(doc, 32, N, key_on_lane=True)
     assert not fast.program.lane_views
     assert "_bank" in fast.generated["_act0"]  # still vectorized, on field slots
 
 
 def test_a_run_over_part_of_the_header_keeps_its_fields() -> None:
-    fast = _compare(lane_program(32, partial=True), 32, N + 1)
+    fast, _ = _compare(lane_program(32, partial=True), 32, N + 1)
     assert not fast.program.lane_views
 
 
 def test_a_header_made_valid_again_keeps_its_fields() -> None:
-    fast = _compare(lane_program(16, revalidate=True), 16, N)
+    fast, _ = _compare(lane_program(16, revalidate=True), 16, N)
     assert not fast.program.lane_views
 
 

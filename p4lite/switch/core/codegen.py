@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from types import CodeType
+from types import CodeType, ModuleType
 from typing import Any
 
 from p4lite.bmv2json.model import Primitive
@@ -102,6 +102,7 @@ class CodeGen:
         self.params: list[int] | None = None  # widths of the action's runtime data
         self.in_parser = False
         self.views: dict[str, LaneView] = {}  # header -> lane view (laneviews.py)
+        self.native: ModuleType | None = None  # vecops.KERNEL: runs over views in C
 
     # -- namespace -------------------------------------------------------------------
 

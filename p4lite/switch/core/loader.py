@@ -24,7 +24,7 @@ from typing import Any
 
 from p4lite import bmv2json
 from p4lite.bmv2json.model import Action, Checksum, Pipeline, Program
-from p4lite.switch.core import hashes
+from p4lite.switch.core import hashes, vecops
 from p4lite.switch.core.codegen import CodeGen, PacketAssertion, PacketExit, StateRef, TooShort
 from p4lite.switch.core.fusion import Node, check_acyclic, fused_sources
 from p4lite.switch.core.laneviews import LaneView, add_views, candidates, misused
@@ -84,6 +84,7 @@ class LoadedProgram:
     vectorize: bool
     layout: Layout
     lane_views: Mapping[str, LaneView]  # header -> its lane view (laneviews.py)  # field slots (read-only once loaded)
+    native: bool  # runs over lane views call the C kernel (vecops.py)
     sources: Mapping[str, str]  # generated function name -> Python source
     state_refs: Mapping[str, StateRef]  # generated global -> per-switch object it names
     registers: Mapping[str, RegisterSpec]
@@ -122,16 +123,18 @@ def load_model(program: dict | str | pathlib.Path | bmv2json.Program) -> bmv2jso
 
 def load_program(program: dict | str | pathlib.Path | bmv2json.Program, *,
                  drop_port: int = 511, vectorize: bool = True,
-                 lane_views: bool = True) -> LoadedProgram:
+                 lane_views: bool = True, native: bool = True) -> LoadedProgram:
     """Validate and compile ``program`` (a loaded model, a JSON dict, JSON text or a
     path); raises SwitchLoadError naming what is malformed or unsupported.
     ``vectorize``: lane runs as numpy row operations (vectorize.py); ``lane_views``
-    (with ``vectorize`` only): lane headers kept as their wire bytes (laneviews.py)."""
+    (with ``vectorize`` only): lane headers kept as their wire bytes (laneviews.py);
+    ``native`` (with ``lane_views``): runs over a view in C when the extension is there
+    (vecops.py), else the numpy form."""
     prog = load_model(program)
     try:
         excluded: set[str] = set()
         while True:  # a header whose view generated code does not respect loses it
-            loaded = _Loader(drop_port, vectorize, lane_views, excluded).load(prog)
+            loaded = _Loader(drop_port, vectorize, lane_views, excluded, native).load(prog)
             bad = misused(loaded.sources, loaded.lane_views)
             if not bad:
                 return loaded
@@ -147,9 +150,10 @@ class _Loader:
     """One load: the JSON walked in order, code generated into one CodeGen."""
 
     def __init__(self, drop_port: int, vectorize: bool, lane_views: bool = False,
-                 excluded: set[str] | None = None) -> None:
+                 excluded: set[str] | None = None, native: bool = False) -> None:
         self.drop_port, self.vectorize = drop_port, vectorize
         self.lane_views = vectorize and lane_views
+        self.native = vecops.KERNEL if self.lane_views and native else None
         self.excluded = excluded or set()
 
     def load(self, prog: Program) -> LoadedProgram:
@@ -162,6 +166,7 @@ class _Loader:
         ns.update(_Exit=PacketExit, _Assert=PacketAssertion, _TooShort=TooShort,
                   _lookahead=lookahead, _csum16_int=hashes.csum16_int, _log_msg=_log_msg)
         gen = CodeGen(layout, ns, self.drop_port)
+        gen.native = self.native
         gen.state_refs["_randint"] = ("randint", None)
         self._load_stateful(prog, gen)
         self._load_lists(prog, gen)
@@ -191,7 +196,7 @@ class _Loader:
                 self.tables[arr.binding] = replace(self.tables[arr.binding], has_meter=True)
         return LoadedProgram(
             drop_port=self.drop_port, vectorize=self.vectorize, layout=layout,
-            lane_views=_frozen(dict(gen.views)),
+            lane_views=_frozen(dict(gen.views)), native=self.native is not None,
             sources=_frozen(gen.sources), state_refs=_frozen(gen.state_refs),
             registers=_frozen(self.registers), counters=_frozen(self.counters),
             meters=_frozen(self.meters), banks=tuple(self.banks.values()),

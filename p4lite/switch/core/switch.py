@@ -48,16 +48,19 @@ class Switch:
     def __init__(self, program: dict | str | pathlib.Path | bmv2json.Program | LoadedProgram,
                  *, drop_port: int = 511,
                  cpu_port: int | None = None, vectorize: bool = True,
-                 lane_views: bool = True, seed: int | None = None) -> None:
+                 lane_views: bool = True, native: bool = True,
+                 seed: int | None = None) -> None:
         """``program``: anything ``load_program`` takes, or a ``LoadedProgram`` to share
         (its own ``drop_port``, ``vectorize`` and ``lane_views`` then apply: they were
-        compiled in). ``lane_views=False`` keeps every lane a field slot (laneviews.py)."""
+        compiled in). ``lane_views=False`` keeps every lane a field slot (laneviews.py);
+        ``native=False`` runs the numpy form of runs over lane views, not the C kernel
+        (vecops.py; also when the extension is missing or P4LITE_NO_NATIVE=1)."""
         self.drop_port, self.cpu_port = drop_port, cpu_port
         self.vectorize = vectorize  # lane runs as numpy row operations (vectorize.py)
         self.program: LoadedProgram = (
             program if isinstance(program, LoadedProgram)
             else load_program(program, drop_port=drop_port, vectorize=vectorize,
-                              lane_views=lane_views))
+                              lane_views=lane_views, native=native))
         self.runtime = runtime = SwitchRuntime(self.program, seed=seed)
         self.control = ControlPlane(runtime)
         # The packet path: the runtime's own bound methods, stored on the instance so

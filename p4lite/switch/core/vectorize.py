@@ -49,6 +49,7 @@ from p4lite.bmv2json.model import Action, Primitive
 from p4lite.switch.core.codegen import CodeGen, prim_params
 from p4lite.switch.core.errors import SwitchLoadError
 from p4lite.switch.core.laneviews import LaneView, scalar_lines, view_of
+from p4lite.switch.core.vecops import Step, program
 
 # Lanes a run needs: the numpy form costs ~2.5-4 us whatever the lane count (ufunc calls
 # and moving the lanes in and out), the localized per-lane code ~75-100 ns a lane, so
@@ -58,8 +59,9 @@ MIN_RUN = 32
 _DTYPES = ((8, "B"), (16, "H"), (32, "I"), (64, "Q"))
 _OPS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)
 _COMPARES = (ast.Gt, ast.GtE, ast.Lt, ast.LtE)
-_FLAG_COMPARES = {ast.Gt: "_np_greater", ast.GtE: "_np_greater_equal", ast.Lt: "_np_less",
-                  ast.LtE: "_np_less_equal", ast.Eq: "_np_equal", ast.NotEq: "_np_not_equal"}
+_FLAG_COMPARES = {ast.Gt: "greater", ast.GtE: "greater_equal", ast.Lt: "less",
+                  ast.LtE: "less_equal", ast.Eq: "equal", ast.NotEq: "not_equal"}
+_FLAG_NAMES = frozenset(_FLAG_COMPARES.values())
 
 
 class BankColumn:
@@ -273,12 +275,8 @@ def _scalar_free(template: str, lanes: set[int], tmp: int) -> bool:
     return True
 
 
-_UFUNCS = {ast.Add: "_np_add", ast.Sub: "_np_subtract", ast.Mult: "_np_multiply",
-           ast.BitAnd: "_np_bitwise_and", ast.BitOr: "_np_bitwise_or",
-           ast.BitXor: "_np_bitwise_xor"}
-_MIN_MAX = {"maximum": "_np_maximum", "minimum": "_np_minimum"}
-_PY_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|",
-           ast.BitXor: "^"}
+_UFUNCS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply",
+           ast.BitAnd: "bitwise_and", ast.BitOr: "bitwise_or", ast.BitXor: "bitwise_xor"}
 NUMPY_NAMES = {"_np_frombuffer": np.frombuffer, "_np_add": np.add, "_np_subtract": np.subtract,
                "_np_multiply": np.multiply, "_np_bitwise_and": np.bitwise_and,
                "_np_bitwise_or": np.bitwise_or, "_np_bitwise_xor": np.bitwise_xor,
@@ -290,19 +288,19 @@ NUMPY_NAMES = {"_np_frombuffer": np.frombuffer, "_np_add": np.add, "_np_subtract
 
 
 class _Ufuncs:
-    """A template as numpy ufunc calls on the bank's dtype, the last one writing ``_o``.
+    """A template as element-wise steps on the bank's dtype (``vecops.Step``): rendered
+    as numpy ufunc calls (``ufunc_lines``) or encoded for the C kernel (vecops.program).
 
     Scalar sub-expressions stay Python and are reduced modulo 2^bits (unless known to be
-    in range), so numpy never sees an out-of-range scalar; ``& (2^bits - 1)`` on an array
-    is dropped (the dtype already wraps there).
+    in range), so neither form ever sees an out-of-range scalar; ``& (2^bits - 1)`` on an
+    array is dropped (the dtype already wraps there).
     """
 
     def __init__(self, bits: int, width_of: dict[int, int]) -> None:
         self.mask = (1 << bits) - 1
         self.bits = bits
         self.width_of = width_of  # field slot -> width, for fields known to be in range
-        self.lines: list[str] = []
-        self.temps = 0
+        self.steps: list[Step] = []
 
     @staticmethod
     def is_array(node: ast.AST) -> bool:
@@ -321,6 +319,11 @@ class _Ufuncs:
             return text
         return f"(({text}) & {self.mask})"
 
+    def step(self, op: str, a: str, b: str, negated: bool = False) -> str:
+        name = f"_t{len(self.steps) + 1}"
+        self.steps.append(Step(name, op, (a, b), negated))
+        return name
+
     def array(self, node: ast.expr) -> str:
         if isinstance(node, ast.Name):
             return node.id
@@ -334,10 +337,7 @@ class _Ufuncs:
                         and isinstance(b.value, int) and b.value & self.mask == self.mask):
                     return self.array(a)
         args = [self.array(x) if self.is_array(x) else self.scalar(x) for x in (left, right)]
-        self.temps += 1
-        name = f"_t{self.temps}"
-        self.lines.append(f"{name} = {_UFUNCS[type(node.op)]}({args[0]}, {args[1]})")
-        return name
+        return self.step(_UFUNCS[type(node.op)], args[0], args[1])
 
     def conditional(self, node: ast.IfExp) -> str:
         """A comparison as a number, or a maximum / minimum (_scalar_free admitted no
@@ -348,36 +348,47 @@ class _Ufuncs:
             test = node.test
             assert isinstance(test, ast.Compare)
             left, right = self.array(test.left), self.array(test.comparators[0])
-            truth = f"{compare}({left}, {right})"
-            value = f"{f'(~{truth})' if negated else truth}.astype(_np_uint{self.bits})"
-        else:
-            left, right = self.array(node.body), self.array(node.orelse)
-            value = f"{_MIN_MAX[min_max(node) or '']}({left}, {right})"
-        self.temps += 1
-        name = f"_t{self.temps}"
-        self.lines.append(f"{name} = {value}")
-        return name
+            return self.step(compare, left, right, negated)
+        left, right = self.array(node.body), self.array(node.orelse)
+        return self.step(min_max(node) or "", left, right)
 
 
-def ufunc_lines(template: str, width: int, width_of: dict[int, int]) -> list[str]:
-    """Lines computing the new row into ``_o`` from ``_o`` (old row) and ``_v`` (lanes)."""
+def ufunc_steps(template: str, width: int, width_of: dict[int, int]) -> tuple[int, list[Step], str]:
+    """(the dtype's bits, the steps, the name holding the new row) of a template over
+    ``_o`` (old row) and ``_v`` (lanes). A template without lanes is one ``copy`` step
+    of its scalar."""
     bits = next(b for b, _ in _DTYPES if b >= width)
     u = _Ufuncs(bits, width_of)
     tree = ast.parse(template, mode="eval").body
     if not u.is_array(tree):
-        return [f"_o[:] = {u.scalar(tree)}" + ("" if width == bits else f" & {(1 << width) - 1}")]
+        value = u.scalar(tree) + ("" if width == bits else f" & {(1 << width) - 1}")
+        return bits, [Step("_t1", "copy", (value, value))], "_t1"
     result = u.array(tree)
     if width != bits:
-        u.temps += 1
-        u.lines.append(f"_t{u.temps} = _np_bitwise_and({result}, {(1 << width) - 1})")
-        result = f"_t{u.temps}"
-    if not u.lines:  # the template is _o or _v itself
+        result = u.step("bitwise_and", result, str((1 << width) - 1))
+    return bits, u.steps, result
+
+
+def _numpy_line(s: Step, bits: int) -> str:
+    call = f"_np_{s.op}({s.args[0]}, {s.args[1]})"
+    if s.op in _FLAG_NAMES:
+        return f"{s.dst} = {f'(~{call})' if s.negated else call}.astype(_np_uint{bits})"
+    return f"{s.dst} = {call}"
+
+
+def ufunc_lines(template: str, width: int, width_of: dict[int, int]) -> list[str]:
+    """Lines computing the new row into ``_o`` from ``_o`` (old row) and ``_v`` (lanes)."""
+    bits, steps, result = ufunc_steps(template, width, width_of)
+    if steps and steps[0].op == "copy":
+        return [f"_o[:] = {steps[0].args[0]}"]
+    if not steps:  # the template is _o or _v itself
         return [f"_o[:] = {result}"]
-    last = u.lines.pop()
+    lines = [_numpy_line(s, bits) for s in steps]
+    last = lines.pop()
     value = last.replace(f"{result} = ", "", 1)
     if value.endswith(f".astype(_np_uint{bits})"):  # a comparison as a number: no out=
-        return u.lines + [f"_o[:] = {value}"]
-    return u.lines + [value[:-1] + ", out=_o)"]
+        return lines + [f"_o[:] = {value}"]
+    return lines + [value[:-1] + ", out=_o)"]
 
 
 def find_runs(gen: CodeGen, prims: list[Primitive]) -> list[Run]:
@@ -519,6 +530,14 @@ def _view_run_lines(gen: CodeGen, run: Run, bank: BankSpec, b: str, view: LaneVi
     the lanes come from the view's wire bytes and go back to them, no Python ints."""
     width = gen.registers[run.regs[0]].bitwidth
     n, size, index = len(run.lanes), bank.size, run.index
+    lay = gen.layout
+    in_range = {s: lay.width[s] for s in range(len(lay.width)) if not lay.signed[s]}
+    if gen.native is not None and bank.dtype.itemsize * 8 == view.width:
+        kernel = _kernel_lines(gen, run, b, view, width, in_range)
+        if kernel is not None:
+            wst = gen.bind(view.wire_struct, "wst")
+            return ([f"if {index} < {size}:", "    " + kernel, "else:"]
+                    + ["    " + line for line in scalar_lines(view, wst, unfused)])
     gen.ns.update(NUMPY_NAMES)
     wdt = gen.bind(view.wire_dtype, "wdt")
     wst = gen.bind(view.wire_struct, "wst")
@@ -534,11 +553,36 @@ def _view_run_lines(gen: CodeGen, run: Run, bank: BankSpec, b: str, view: LaneVi
     # native order first: a ufunc mixing byte orders costs ~0.6 us more per call than
     # the ~0.15 us of the conversion (measured on 64 uint32 lanes)
     lines.append(f"    _v = {wire}.astype({gen.bind(bank.dtype, 'vdt')})")
-    lay = gen.layout
-    in_range = {s: lay.width[s] for s in range(len(lay.width)) if not lay.signed[s]}
     lines += ["    " + line for line in ufunc_lines(run.template, width, in_range)]
     lines.append(f"    F[{view.slot}] = _o.astype({wdt}).tobytes()")
     if run.kind == "rmw4":  # tmp ends as the last lane's new value
         lines.append(f"    F[{run.tmp}] = int(_o[{n - 1}])")
     lines.append("else:")
     return lines + ["    " + line for line in scalar_lines(view, wst, unfused)]
+
+
+def _kernel_lines(gen: CodeGen, run: Run, b: str, view: LaneView, width: int,
+                  in_range: dict[int, int]) -> str | None:
+    """The C kernel's call (vecops.py) for a run over a whole view whose bank rows have the
+    lanes' width, or None when its template does not fit the kernel (then numpy)."""
+    native = gen.native
+    assert native is not None
+    # The kernel sets the temporary by slot number, out of sight of laneviews.misused.
+    # The per-lane else branch names F[tmp] anyway, so the scan already takes the view
+    # of a header holding it; this keeps that from resting on the else branch alone.
+    if any(v.first <= run.tmp < v.end for v in gen.views.values()):
+        return None
+    call = f"(F, {view.slot}, {b}, {run.index}"
+    if run.kind == "read":
+        return f"{gen.bind(native.read, 'vkread')}{call})"
+    if run.kind == "write":
+        return f"{gen.bind(native.write, 'vkwrite')}{call})"
+    _, steps, result = ufunc_steps(run.template, width, in_range)
+    compiled = program(steps, result)
+    if compiled is None:
+        return None
+    code, scalars = compiled
+    args = ", ".join(scalars) + ("," if len(scalars) == 1 else "")
+    mode = 1 if run.kind == "rmw" else 2  # tmp ends as the last lane's old / new cell
+    return (f"{gen.bind(native.rmw, 'vkrmw')}{call}, {gen.bind(code, 'vkprog')}, ({args}), "
+            f"{run.tmp}, {mode})")
