@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +120,16 @@ def unsigned(lanes) -> np.ndarray:
 def _runtime_entry(entry) -> TableEntry:
     match = tuple(MatchField("exact", f.value) for f in entry.match)
     return TableEntry(entry.table, match, ActionCall(entry.action, tuple(v for _, v in entry.params)))
+
+
+def interleaved(rng: random.Random, sequences: list[list]) -> Iterator:
+    """The items of ``sequences`` (emptied) interleaved at random, each one's order kept."""
+    while sequences:
+        seq = rng.choice(sequences)
+        item = seq.pop(0)
+        if not seq:
+            sequences.remove(seq)
+        yield item
 
 
 class Rack:
@@ -423,12 +434,7 @@ def test_random_schedules_of_contribs_and_primes_match_the_pbox_packet_for_packe
                 if rng.random() < 0.3:
                     seq.append((rank, position))
                 sequences.append(seq)
-        # interleave the per-(rank, slot) sequences at random, keeping each one's order
-        while sequences:
-            seq = rng.choice(sequences)
-            rank, position = seq.pop(0)
-            if not seq:
-                sequences.remove(seq)
+        for rank, position in interleaved(rng, sequences):
             pkt = packets[(rank, position)]
             got = as_results(rk.send(rank + 1, pkt))
             mismatches += got != pbox_says(ref, rank + 1, pkt)

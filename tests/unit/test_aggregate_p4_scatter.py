@@ -29,6 +29,7 @@ from tests.unit.test_aggregate_p4 import (
     as_results,
     contrib,
     host,
+    interleaved,
     pbox_says,
     reference,
     udp_frame,
@@ -213,11 +214,7 @@ def test_random_scatter_and_contrib_rounds_match_the_pbox_packet_for_packet(rk):
                 if rng.random() < 0.3:
                     seq.append((rank, position))
                 sequences.append(seq)
-        while sequences:
-            seq = rng.choice(sequences)
-            rank, position = seq.pop(0)
-            if not seq:
-                sequences.remove(seq)
+        for rank, position in interleaved(rng, sequences):
             pkt = packets[(rank, position)]
             out = rk.send(rank + 1, pkt)
             lengths(out)
