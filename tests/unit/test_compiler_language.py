@@ -194,6 +194,38 @@ def test_register_in_a_parser_is_an_error_as_in_p4c() -> None:
               "not supported in parser on this target")
 
 
+@pytest.mark.parametrize(("top", "stmt", "needle", "message"), [
+    ("action a(inout bit<8> v) { v = 1; }", "a(meta.m);", "a(meta.m)",
+     "a(meta.m): Action calls are not allowed within parsers"),
+    ("", "mark_to_drop(sm);", "mark_to_drop", "mark_to_drop(sm): not supported in parser "
+     "on this target"),
+    ("", "random(meta.m, 8w0, 8w1);", "random", "not supported in parser on this target"),
+    ("bit<8> f(in bit<8> v) {\n if (v == 1) { return 2; }\n return v; }",
+     "meta.m = f(meta.m);", "if (v == 1)", "IfStatement: not supported in parser on this "
+     "target"),
+])
+def test_parser_state_calls_refused_as_in_p4c(top: str, stmt: str, needle: str,
+                                              message: str) -> None:
+    """A parser state calls functions and log_msg; p4c refuses actions, other
+    externs and (its inliner runs after RemoveParserIfs) a function holding an if."""
+    parser = f"state start {{ pkt.extract(hdr.eth);\n {stmt}\n transition accept; }}"
+    _error_at(program(parser=parser, top=top), needle, message)
+
+
+def test_parser_state_calls_split_the_state_where_a_branch_needs_it() -> None:
+    """`c && f(x)` in a parser state: the state ends with a select on `c` and the
+    call runs in a state of its own (p4c's RemoveParserIfs)."""
+    top = "bit<8> inc(inout bit<8> v) { v = v + 1; return v; }"
+    parser = ("state start { pkt.extract(hdr.eth);\n meta.m = inc(meta.m) + meta.m;\n"
+              " bool q = meta.m == 2 && inc(meta.m) == 3;\n transition accept; }")
+    states = compile_text(program(parser=parser, top=top),
+                          filename="p.p4").bmv2["parsers"][0]["parse_states"]
+    names = [s["name"] for s in states]
+    assert names[0] == "start" and len(states) == 3, names
+    assert [t["next_state"] for t in states[0]["transitions"]] == names[1:3]
+    assert states[1]["transitions"][0]["next_state"] == names[2]
+
+
 def test_lookahead_statement_needs_a_type() -> None:
     parser = "state start { pkt.lookahead(); pkt.extract(hdr.eth); transition accept; }"
     _error_at(program(parser=parser), "pkt.lookahead()",

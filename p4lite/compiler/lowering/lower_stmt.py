@@ -89,6 +89,8 @@ class StmtLowerer:
         self.scope = scope
         self.local_prefix = local_prefix
         self.comp = ExprCompiler(lw.env, scope, lookahead=lookahead)
+        self._lookahead = lookahead
+        self.in_parser = lookahead is not None  # statements of a parser state
         self._returns: list[int] = []
 
     # -------------------------------------------------------------- blocks
@@ -173,7 +175,7 @@ class StmtLowerer:
     def _hoist(self, stmt: ast.Node, prims: list[Json]) -> tuple[ast.Node, list[ast.Assign]]:
         """Function calls inside the expressions of ``stmt`` run first, into temporaries;
         also the write-backs to emit after ``stmt`` (see ``Hoister.call_args``)."""
-        hoister = self._hoister()
+        hoister = self.hoister()
         if isinstance(stmt, ast.Assign) and stmt.compound and isinstance(stmt.rhs, ast.Binary):
             lhs = hoister.expr(stmt.lhs)  # once: its index may call a function
             # the value of lhs is read after the right side's calls have run, as p4c
@@ -194,14 +196,14 @@ class StmtLowerer:
             stmt = dataclasses.replace(stmt, init=hoister.expr(stmt.init))
         elif isinstance(stmt, ast.Return) and stmt.value is not None:
             stmt = dataclasses.replace(stmt, value=hoister.expr(stmt.value))
-        self._run_hoisted(hoister, prims)
+        self.run_hoisted(hoister, prims)
         return stmt, hoister.after
 
-    def _hoister(self) -> Hoister:
+    def hoister(self) -> Hoister:
         return Hoister(self.is_function_call, scalar_test(self.comp.compile),
                        lambda call: arg_directions(self.lw.env.functions, call))
 
-    def _run_hoisted(self, hoister: Hoister, prims: list[Json]) -> None:
+    def run_hoisted(self, hoister: Hoister, prims: list[Json]) -> None:
         """The hoisted calls and snapshots, in order, each bound to its temporary's name."""
         for name, item in hoister.calls:
             if is_snapshot(name):
@@ -249,14 +251,17 @@ class StmtLowerer:
         if not isinstance(result_t, VoidT):
             result = self.lw.storage.bind_local(f"{decl.name}_retval", result_t, decl.loc)
             inner.bind(_RETURN, result)
-        sub = StmtLowerer(self.lw, self.externs, inner.child(), local_prefix=self.local_prefix)
+        if self.in_parser:
+            _no_if_in_parser(decl.body)
+        sub = StmtLowerer(self.lw, self.externs, inner.child(), local_prefix=self.local_prefix,
+                          lookahead=self._lookahead)
         return self.finish_call(frame, sub.lower_body(decl.body.statements)), result
 
     def _if(self, stmt: ast.If, prims: list[Json]) -> None:
         if self.lw.env.functions and has_call(stmt.cond, self.is_function_call):
-            hoister = self._hoister()
+            hoister = self.hoister()
             new_cond = hoister.expr(stmt.cond)
-            self._run_hoisted(hoister, prims)
+            self.run_hoisted(hoister, prims)
             stmt = dataclasses.replace(stmt, cond=new_cond)
         cond = self.comp.rvalue(stmt.cond)
         if not isinstance(cond.type, BoolT):
@@ -469,6 +474,8 @@ class StmtLowerer:
             return self._method(base, func.member, call)
         if isinstance(func, ast.Name):
             binding = self.scope.lookup(func.name)
+            if self.in_parser:
+                self._check_parser_call(func.name, binding, call)
             if isinstance(binding, DeclB) and binding.kind == "action":
                 return self.inline_action(binding, call)
             function = self.lw.env.functions.get(func.name)
@@ -485,6 +492,17 @@ class StmtLowerer:
                 raise CompileError(f"unknown action or function {func.name}", func.loc)
         raise not_supported("this call", call.loc)
 
+    def _check_parser_call(self, name: str, binding: Binding | None, call: ast.Call) -> None:
+        """In a parser state, p4c calls functions and ``log_msg`` only (its wording)."""
+        text = self.lw.source.fragment(call.loc)
+        if (isinstance(binding, DeclB) and binding.kind == "action") or (
+                binding is None and name not in self.lw.env.functions
+                and name in self.lw.env.actions):
+            raise CompileError(f"{text}: Action calls are not allowed within parsers", call.loc)
+        if binding is None and name in self.lw.env.extern_functions and name != "log_msg":
+            # p4c's BMv2 ParserConverter has no parser op for them
+            raise CompileError(f"{text}: not supported in parser on this target", call.loc)
+
     def _method(self, base: Val, method: str, call: ast.Call) -> list[Json]:
         binding = base.binding
         if isinstance(binding, HeaderB) and method in ("setValid", "setInvalid"):
@@ -498,6 +516,9 @@ class StmtLowerer:
             return [{"op": op, "parameters": [{"type": kind, "value": binding.name},
                                                hexstr(count, None)]}]
         if isinstance(binding, ExternB):
+            if self.in_parser and binding.kind != "packet_in":
+                text = self.lw.source.fragment(call.loc)
+                raise CompileError(f"{text}: not supported in parser on this target", call.loc)
             return self.externs.method_call(binding, method, call, self.comp)
         if isinstance(binding, DynElemB) and method in ("setValid", "setInvalid"):
             # p4c's JSON for it makes simple_switch abort (Json::LogicError) at load
@@ -725,6 +746,16 @@ class CallFrame:
 
 
 _RETURN = "$return"  # the result of the function being inlined
+
+
+def _no_if_in_parser(node: ast.Node) -> None:
+    """p4c inlines a function called in a parser state after it has removed the
+    parser's ``if``s, so an ``if`` in its body is refused there (p4c's wording)."""
+    if isinstance(node, ast.If):
+        raise CompileError("IfStatement: not supported in parser on this target", node.loc)
+    if isinstance(node, ast.Block):
+        for inner in node.statements:
+            _no_if_in_parser(inner)
 
 
 def _func_name(call: ast.Call) -> str:
