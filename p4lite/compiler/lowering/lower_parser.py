@@ -8,6 +8,7 @@ p4c, ``reject``) is ``next_state: null``.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from p4lite.compiler.checks.bindings import (
     HeaderB,
     Scope,
     StackB,
+    StructB,
     UnionB,
 )
 from p4lite.compiler.checks.types import (
@@ -28,6 +30,7 @@ from p4lite.compiler.checks.types import (
     ExternT,
     HeaderT,
     P4Type,
+    StructT,
     UnionT,
     VarbitT,
     width_of,
@@ -96,6 +99,7 @@ class ParserLowerer:
         self.states: list[Json] = states if states is not None else []
         self._continuations = 0
         self._applied: dict[str, int] = {}
+        self._lookaheads = 0
 
     def lower(self) -> Json:
         self.lower_states()
@@ -227,6 +231,8 @@ class ParserLowerer:
         if isinstance(stmt, ast.If):
             self._if(stmt)
             return
+        if isinstance(stmt, ast.Assign | ast.VarDecl | ast.CallStmt):
+            stmt = self._take_lookaheads(stmt)
         if isinstance(stmt, ast.Assign | ast.VarDecl) and self._has_call(stmt):
             # p4c's SideEffectOrdering: the statement lowers as in an action, calls first
             if isinstance(stmt, ast.VarDecl):
@@ -279,7 +285,7 @@ class ParserLowerer:
         """``if`` in a parser state, as p4c's RemoveParserIfs: the state ends with a
         ``select`` on the condition, each branch is a state of its own, and the rest
         of the statements continue in a join state."""
-        cond_expr = stmt.cond
+        cond_expr = self._take_lookaheads(stmt.cond)
         if self._has_call(cond_expr):
             cond_expr = self._hoist([cond_expr], stmt.loc)[0]
         cond = self.comp.rvalue(cond_expr)
@@ -444,7 +450,9 @@ class ParserLowerer:
             if len(call.type_args) != 1 or call.args:
                 raise CompileError("lookahead takes one type argument and no arguments",
                                    call.loc)
-            self._lookahead(self.lw.env.resolve(call.type_args[0]), call.loc)
+            t = self.lw.env.resolve(call.type_args[0])
+            if not isinstance(t, HeaderT | StructT):
+                self._lookahead(t, call.loc)
             return []
         raise not_supported(f"packet_in.{method} as a statement", call.loc)
 
@@ -468,8 +476,67 @@ class ParserLowerer:
 
     def _lookahead(self, t: P4Type, loc) -> Json:
         if not isinstance(t, BitT | BoolT):
-            raise not_supported(f"lookahead of type {t}", loc)
+            raise not_supported(f"lookahead of type {t} here", loc)
         return {"type": "lookahead", "value": [0, width_of(t)]}
+
+    def _take_lookaheads(self, node: Any) -> Any:
+        """``node`` with each ``pkt.lookahead<T>()`` of a header or struct type ``T``
+        replaced by a temporary of type ``T``, filled now as p4c does: the next
+        bits into one scalar, each field a slice of it (a header becomes valid)."""
+        if isinstance(node, ast.CallStmt):  # `pkt.lookahead<H>();` itself reads nothing
+            call = node.call
+            return dataclasses.replace(node, call=dataclasses.replace(
+                call, args=[self._take_lookaheads(a) for a in call.args]))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Member)
+                and node.func.member == "lookahead" and len(node.type_args) == 1
+                and not node.args):
+            t = self.lw.env.resolve(node.type_args[0])
+            if isinstance(t, HeaderT | StructT):
+                return ast.Name(self._fill_lookahead(t, node.loc), loc=node.loc)
+            return node
+        if not isinstance(node, ast.Node):
+            return node
+        changes = {}
+        for f in dataclasses.fields(node):
+            if f.name in ("loc", "annotations", "type", "type_args"):
+                continue
+            value = getattr(node, f.name)
+            if isinstance(value, ast.Node):
+                new = self._take_lookaheads(value)
+            elif isinstance(value, list):
+                new = [self._take_lookaheads(v) for v in value]
+            else:
+                continue
+            if new != value:
+                changes[f.name] = new
+        return dataclasses.replace(node, **changes) if changes else node
+
+    def _fill_lookahead(self, t: HeaderT | StructT, loc) -> str:
+        binding = self.lw.storage.bind_local("tmp", t, loc)
+        leaves: list[FieldB] = []
+        _leaf_fields(binding, leaves, t, loc)
+        total = sum(width_of(leaf.type) for leaf in leaves)
+        bits = self.lw.storage.add_scalar("tmp", BitT(total))
+        self._lookaheads += 1
+        bits_name, name = f"$lab{self._lookaheads}", f"$la{self._lookaheads}"
+        self.scope.bind(bits_name, bits)
+        self.scope.bind(name, binding)
+        ops: list[Json] = [{"op": "set", "parameters": [
+            {"type": "field", "value": [bits.header, bits.field]},
+            {"type": "lookahead", "value": [0, total]}]}]
+        if isinstance(binding, HeaderB):
+            ops.append({"op": "primitive", "parameters": [{"op": "add_header", "parameters": [
+                {"type": "header", "value": binding.instance}]}]})
+        low = total
+        for leaf in leaves:
+            high, low = low - 1, low - width_of(leaf.type)
+            part = ast.Slice(ast.Name(bits_name, loc=loc), ast.IntLiteral(high, loc=loc),
+                             ast.IntLiteral(low, loc=loc), loc=loc)
+            ops.append({"op": "set", "parameters": [
+                {"type": "field", "value": [leaf.header, leaf.field]},
+                to_param(as_data(self.comp.rvalue(part)))]})
+        self._ops(ops)
+        return name
 
     # ---------------------------------------------------------- transitions
     def _transition(self, state: ast.ParserState):
@@ -480,7 +547,7 @@ class ParserLowerer:
             return [], [_default(self._next(trans.name, trans.loc))]
         if not isinstance(trans, ast.SelectExpr):
             raise not_supported("this transition", trans.loc)
-        key_exprs = list(trans.keys)
+        key_exprs = [self._take_lookaheads(k) for k in trans.keys]
         if self._has_call(trans):  # select(f(x)): the calls run first, in this state
             key_exprs = self._hoist(key_exprs, trans.loc)
         keys, widths = [], []
@@ -584,8 +651,6 @@ def deparser_order(lw: Lowering, decl: ast.ControlDecl, bindings: dict[str, Any]
 
 
 def _emit_binding(binding: Any, order: list[str], loc) -> None:
-    from p4lite.compiler.checks.bindings import StructB
-
     if isinstance(binding, HeaderB):
         order.append(binding.instance)
     elif isinstance(binding, UnionB):  # BMv2 emits the valid member, if any
@@ -603,6 +668,23 @@ def _emit_binding(binding: Any, order: list[str], loc) -> None:
     else:
         raise CompileError("emit needs a header, a header union, a header stack or a struct "
                            "of headers", loc)
+
+
+def _leaf_fields(binding: Any, out: list[FieldB], t: P4Type, loc) -> None:
+    """The scalar fields of a lookahead's header or struct, in wire order."""
+    if isinstance(binding, HeaderB):
+        for fname, ft in binding.type.fields:
+            if isinstance(ft, VarbitT):
+                raise not_supported(f"lookahead of a header with a varbit field ({t})", loc)
+            out.append(FieldB(binding.instance, fname, ft))
+    elif isinstance(binding, StructB):
+        for fname, _ in binding.type.fields:
+            _leaf_fields(binding.members[fname], out, t, loc)
+    elif isinstance(binding, FieldB):
+        out.append(binding)
+    else:
+        raise not_supported(f"lookahead of {t}: a struct holding anything but bits, bools, "
+                            "enums and structs", loc)
 
 
 def _has_varbit(t: Any) -> bool:
