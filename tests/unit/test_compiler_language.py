@@ -226,6 +226,25 @@ def test_parser_state_calls_split_the_state_where_a_branch_needs_it() -> None:
     assert states[1]["transitions"][0]["next_state"] == names[2]
 
 
+@pytest.mark.parametrize(("stmt", "needle", "message"), [
+    ("hdr.h.v = hdr.h.v / hdr.h.v;", "hdr.h.v / hdr.h.v",
+     "could not evaluate expression at compilation time"),
+    ("hdr.h.v = hdr.h.v % 3;", "hdr.h.v % 3", "could not evaluate expression at compilation "
+     "time"),
+    ("hdr.h.v = 8w4 / hdr.h.v;", "8w4 / hdr.h.v", "could not evaluate expression at "
+     "compilation time"),
+    ("hdr.h.w /= hdr.h.w;", "hdr.h.w /= hdr.h.w", "could not evaluate expression"),
+    ("hdr.h.v = hdr.h.v / 256;", "hdr.h.v / 256", "Division by zero"),
+    ("hdr.h.v = hdr.h.v % 8w0;", "hdr.h.v % 8w0", "Modulo by zero"),
+    ("hdr.h.v = (bit<8>)((int<8>)hdr.h.v / 2);", "(int<8>)hdr.h.v / 2",
+     "Cannot operate on signed values"),
+])
+def test_run_time_division_is_refused_as_in_p4c(stmt: str, needle: str, message: str) -> None:
+    """BMv2 has no division: p4c keeps only what it folds (unsigned / or % by a power
+    of two, 0 / x; pair div_mod_pow2) and refuses the rest in these words."""
+    _error_at(program(stmt), needle, message)
+
+
 def test_lookahead_statement_needs_a_type() -> None:
     parser = "state start { pkt.lookahead(); pkt.extract(hdr.eth); transition accept; }"
     _error_at(program(parser=parser), "pkt.lookahead()",
