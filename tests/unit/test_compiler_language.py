@@ -245,6 +245,16 @@ def test_run_time_division_is_refused_as_in_p4c(stmt: str, needle: str, message:
     _error_at(program(stmt), needle, message)
 
 
+def test_constructor_arguments_are_compile_time_values_of_the_right_count() -> None:
+    top = "control Add(inout h_t h)(bit<8> k) { apply { h.v = h.v + k; } }"
+    _error_at(program("a.apply(hdr.h);", "Add(1, 2) a;", top=top), "Add(1, 2) a",
+              "Add takes 1 constructor argument, got 2")
+    _error_at(program("a.apply(hdr.h);", "Add(hdr.h.v) a;", top=top), "hdr.h.v) a",
+              "expected a compile-time constant")
+    _error_at(program("Add.apply(hdr.h);", top=top), "Add.apply",
+              "Add takes 1 constructor argument, got 0")
+
+
 def test_lookahead_statement_needs_a_type() -> None:
     parser = "state start { pkt.lookahead(); pkt.extract(hdr.eth); transition accept; }"
     _error_at(program(parser=parser), "pkt.lookahead()",

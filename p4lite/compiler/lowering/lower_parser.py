@@ -37,6 +37,7 @@ from p4lite.compiler.checks.types import (
 )
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.ctor_args import ctor_bindings
 from p4lite.compiler.lowering.expr_values import StackElemB, as_bool, as_data, hexstr, to_param
 from p4lite.compiler.lowering.externs import Externs, every_arg
 from p4lite.compiler.lowering.hoist_calls import has_call
@@ -136,8 +137,7 @@ class ParserLowerer:
                 type_name = local.type.name if isinstance(local.type, ast.TypeName) else ""
                 sub = self.lw.env.parsers.get(type_name)
                 if sub is not None:
-                    if local.args:
-                        raise not_supported("parser constructor parameters", local.loc)
+                    ctor_bindings(self.comp, sub, local.args, local.loc)  # checked here
                     self.scope.bind(local.name, DeclB("parser_instance", sub, local))
                 elif isinstance(self.lw.env.resolve(local.type), ExternT):
                     # an extern used by the states' statements (register, counter, ...)
@@ -181,7 +181,8 @@ class ParserLowerer:
     def _ops(self, ops: list[Json]) -> None:
         self._cur["parser_ops"].extend(ops)
 
-    def _sub_parser_apply(self, stmt: ast.Node) -> tuple[ast.ParserDecl, ast.Call, str] | None:
+    def _sub_parser_apply(self, stmt: ast.Node
+                          ) -> tuple[ast.ParserDecl, ast.Call, str, list[ast.Argument]] | None:
         if not (isinstance(stmt, ast.CallStmt) and isinstance(stmt.call.func, ast.Member)
                 and stmt.call.func.member == "apply"
                 and isinstance(stmt.call.func.expr, ast.Name)):
@@ -190,21 +191,21 @@ class ParserLowerer:
         found = self.scope.lookup(name)
         if isinstance(found, DeclB) and found.kind == "parser_instance":
             assert isinstance(found.decl, ast.ParserDecl)
-            return found.decl, stmt.call, name
+            assert isinstance(found.owner, ast.Instantiation)
+            return found.decl, stmt.call, name, found.owner.args
         if found is None and name in self.lw.env.parsers:  # P.apply(...) by type name
-            return self.lw.env.parsers[name], stmt.call, name
+            return self.lw.env.parsers[name], stmt.call, name, []
         return None
 
     def _inline(self, sub: tuple[ast.ParserDecl, ast.Call, str], stmt: ast.Node,
                 cont: str) -> str:
         """Add the states of the applied sub-parser; the name of its start state."""
-        decl, call, inst = sub
-        if decl.ctor_params:
-            raise not_supported("parser constructor parameters", call.loc)
+        decl, call, inst, ctor_args = sub
         # `_` for an out parameter: a local nobody reads, as for a sub-control
         given = every_arg(decl.params, call.args, f"parser {decl.name}", call.loc)
         binder = StmtLowerer(self.lw, self.externs, self.scope, lookahead=self._lookahead)
         bindings, copy_in, copy_out = binder.bind_block_args(decl.params, given, call.loc)
+        bindings = {**bindings, **ctor_bindings(self.comp, decl, ctor_args, call.loc)}
         if copy_in or copy_out:
             raise not_supported("sub-parser arguments that overlap or are not l-values",
                                 call.loc)
