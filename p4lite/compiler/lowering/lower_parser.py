@@ -197,8 +197,8 @@ class ParserLowerer:
             return self.lw.env.parsers[name], stmt.call, name, []
         return None
 
-    def _inline(self, sub: tuple[ast.ParserDecl, ast.Call, str], stmt: ast.Node,
-                cont: str) -> str:
+    def _inline(self, sub: tuple[ast.ParserDecl, ast.Call, str, list[ast.Argument]],
+                stmt: ast.Node, cont: str) -> str:
         """Add the states of the applied sub-parser; the name of its start state."""
         decl, call, inst, ctor_args = sub
         # `_` for an out parameter: a local nobody reads, as for a sub-control
