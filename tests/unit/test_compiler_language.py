@@ -255,6 +255,33 @@ def test_constructor_arguments_are_compile_time_values_of_the_right_count() -> N
               "Add takes 1 constructor argument, got 0")
 
 
+def test_for_loop_refusals() -> None:
+    """Loops run in actions only: p4c (34b86e9) writes a loop in an apply block as its
+    body once, without looping; for-in loops are refused in p4c's words."""
+    loop = "for (bit<8> i = 0; i < 3; i = i + 1) { hdr.h.v = hdr.h.v + i; }"
+    _error_at(program(loop), "for (bit<8> i = 0", "a for loop in an apply block")
+    _error_at(program("a();", "action a() { for (bit<8> i in 1 .. 3) { hdr.h.v = i; } }"),
+              "for (bit<8> i in", "BMV2 does not support for-in loops")
+    _error_at(program("a();", "action a() { break; }"), "break;", "break outside a for loop")
+
+
+def test_a_loop_that_does_not_end_drops_the_packet(monkeypatch: pytest.MonkeyPatch) -> None:
+    from p4lite.switch.core import primitives
+
+    monkeypatch.setattr(primitives, "MAX_LOOP_STEPS", 1000)  # read when the switch loads
+    locals_ = ("action spin() { for (bit<8> i = 0; i != hdr.h.w[7:0]; i = i + 2) { "
+               "hdr.h.v = hdr.h.v + 1; } }")
+    switch = Switch(compile_text(program("sm.egress_spec = 1; spin();", locals_),
+                                 filename="spin.p4").bmv2)
+
+    def run(w: int) -> list:
+        h = bytes([0, 0, 0]) + w.to_bytes(2, "big")  # a, b, c, v = 0, then w
+        return switch.process(bytes(12) + b"\x08\x00" + h, port=0)
+
+    assert run(8)[0][1][16] == 4  # i = 0, 2, 4, 6: four passes
+    assert run(7) == []  # i is even, never 7: dropped after MAX_LOOP_STEPS primitives
+
+
 def test_lookahead_statement_needs_a_type() -> None:
     parser = "state start { pkt.lookahead(); pkt.extract(hdr.eth); transition accept; }"
     _error_at(program(parser=parser), "pkt.lookahead()",

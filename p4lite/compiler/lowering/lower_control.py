@@ -172,7 +172,7 @@ class ControlLowerer:
             scope.bind(param.name, ParamB(len(runtime_data), t))
             runtime_data.append({"name": param.name, "bitwidth": width})
             params.append((param.name, width))
-        lowerer = StmtLowerer(self.lw, self.externs, scope)
+        lowerer = StmtLowerer(self.lw, self.externs, scope, in_action=True)
         prims = binder.finish_call(frame, lowerer.lower_body(decl.body.statements))
         action_id = self.lw.add_action(name, runtime_data, prims, decl.loc)
         fixed_id, id_loc = annotated_id(decl, ExprCompiler(self.lw.env, scope))
@@ -411,6 +411,10 @@ class ControlLowerer:
             if stmt.value is not None:
                 raise CompileError("a control cannot return a value", stmt.loc)
             return Frag(RETURN)
+        if isinstance(stmt, ast.For):  # p4c 34b86e9 writes its body once, with no loop
+            raise not_supported("a for loop in an apply block (p4c's BMv2 back end runs its "
+                                "body once, without looping: move the loop into an action)",
+                                stmt.loc)
         raise not_supported(f"statement {type(stmt).__name__} in an apply block", stmt.loc)
 
     def _call(self, call: ast.Call, scope: Scope) -> Frag:

@@ -83,7 +83,7 @@ class StmtLowerer:
     """Lowers statements in ``scope`` to a list of primitives."""
 
     def __init__(self, lw: Lowering, externs: Externs, scope: Scope, *, local_prefix: str = "",
-                 lookahead=None) -> None:
+                 lookahead=None, in_action: bool = False) -> None:
         self.lw = lw
         self.externs = externs
         self.scope = scope
@@ -91,6 +91,9 @@ class StmtLowerer:
         self.comp = ExprCompiler(lw.env, scope, lookahead=lookahead)
         self._lookahead = lookahead
         self.in_parser = lookahead is not None  # statements of a parser state
+        # the body of an action (or of a function it calls): where p4c loops (see _for)
+        self.in_action = in_action
+        self._loops: list[tuple[list[int], list[int]]] = []  # (breaks, continues) to patch
         self._returns: list[int] = []
 
     # -------------------------------------------------------------- blocks
@@ -138,6 +141,14 @@ class StmtLowerer:
             self.scope.bind(stmt.name, ConstB(value, t))
         elif isinstance(stmt, ast.If):
             self._if(stmt, prims)
+        elif isinstance(stmt, ast.For):
+            self._for(stmt, prims)
+        elif isinstance(stmt, ast.Break | ast.Continue):
+            word = "break" if isinstance(stmt, ast.Break) else "continue"
+            if not self._loops:
+                raise CompileError(f"{word} outside a for loop", stmt.loc)
+            self._loops[-1][0 if word == "break" else 1].append(len(prims))
+            self._emit(prims, [{"op": "_jump", "parameters": [None]}], stmt.loc, word)
         elif isinstance(stmt, ast.Exit):
             self._emit(prims, [{"op": "exit", "parameters": []}], stmt.loc, "exit")
         elif isinstance(stmt, ast.Return):
@@ -254,7 +265,7 @@ class StmtLowerer:
         if self.in_parser:
             _no_if_in_parser(decl.body)
         sub = StmtLowerer(self.lw, self.externs, inner.child(), local_prefix=self.local_prefix,
-                          lookahead=self._lookahead)
+                          lookahead=self._lookahead, in_action=self.in_action)
         return self.finish_call(frame, sub.lower_body(decl.body.statements)), result
 
     def _if(self, stmt: ast.If, prims: list[Json]) -> None:
@@ -282,6 +293,51 @@ class StmtLowerer:
         jz["parameters"][1] = hexstr(len(prims), None)
         self.lower_stmt(stmt.orelse, prims)
         jump["parameters"][0] = hexstr(len(prims), None)
+
+    def _for(self, stmt: ast.For, prims: list[Json]) -> None:
+        """``for (init; cond; update) body`` in an action, as p4c's BMv2 back end writes
+        it: ``cond``'s ``_jump_if_zero`` past the loop, the body, the update, and a
+        ``_jump`` back to ``cond``; ``break`` jumps past the loop, ``continue`` to the
+        update. p4c (34b86e9) writes a loop in an apply block as its body once, with no
+        loop and the loop variable never set, so p4lite refuses that instead."""
+        if not self.in_action:
+            raise not_supported("a for loop outside an action (p4c's BMv2 back end "
+                                "runs the body of one in an apply block once, without "
+                                "looping: move the loop into an action)", stmt.loc)
+        for init in stmt.init:  # in the enclosing scope, as p4c declares it
+            self.lower_stmt(init, prims)
+        top = len(prims)
+        jz: Json | None = None
+        if stmt.cond is not None:
+            cond_expr = stmt.cond
+            if self.lw.env.functions and has_call(cond_expr, self.is_function_call):
+                hoister = self.hoister()
+                cond_expr = hoister.expr(cond_expr)
+                self.run_hoisted(hoister, prims)
+            cond = self.comp.rvalue(cond_expr)
+            if not isinstance(cond.type, BoolT):
+                raise CompileError(f"condition must be bool, not {cond.type}",
+                                   stmt.cond.loc)
+            jz = {"op": "_jump_if_zero", "parameters": [as_data(cond), None]}
+            self._emit(prims, [jz], stmt.cond.loc,
+                       self.lw.source.fragment(stmt.cond.loc, ";"))
+        self._loops.append(([], []))
+        try:
+            self.lower_stmt(stmt.body, prims)
+        finally:
+            breaks, continues = self._loops.pop()
+        update_at = len(prims)
+        for update in stmt.update:
+            self.lower_stmt(update, prims)
+        self._emit(prims, [{"op": "_jump", "parameters": [hexstr(top, None)]}], stmt.loc,
+                   "for")
+        end = hexstr(len(prims), None)
+        if jz is not None:
+            jz["parameters"][1] = end
+        for index in breaks:
+            prims[index]["parameters"][0] = end
+        for index in continues:
+            prims[index]["parameters"][0] = hexstr(update_at, None)
 
     # ---------------------------------------------------------- assignment
     def check_writable(self, target: ast.Expression) -> None:
@@ -536,7 +592,8 @@ class StmtLowerer:
         inner = scope.child()
         args = every_arg(decl.params, call.args, f"action {decl.name}", call.loc)
         frame = self.bind_call(decl.params, args, inner, call.loc)
-        sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix)
+        sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix,
+                          in_action=True)
         return self.finish_call(frame, sub.lower_body(decl.body.statements))
 
     # ------------------------------------------------------ copy-in/copy-out

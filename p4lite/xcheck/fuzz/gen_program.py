@@ -13,7 +13,9 @@ Everything drawn comes from one ``random.Random``: a seed gives the same program
 Expressions only use what p4lite claims: function calls (with ``inout`` arguments)
 anywhere, on the right of ``&&``/``||`` and in branches of ``?:`` too; shifts by a
 constant or an 8-bit field; slices of fields; casts between bit widths and to
-``int<W>`` for signed comparisons; no ``/``/``%`` on run-time values. Reads of
+``int<W>`` for signed comparisons; ``/``/``%`` on run-time values by a power of two
+only (p4c refuses the rest). Parser states hold calls, ``if``s and ``lookahead`` of a
+header too. Reads of
 header fields only touch headers that are always valid, so no result depends on
 what a target keeps in an invalid header.
 """
@@ -70,6 +72,7 @@ class Gen(ExtrasGen):
         self.union, self.varbit = r.random() < 0.3, r.random() < 0.3
         self.cov.update(k for k, on in (("header union", self.union),
                                         ("varbit extract/emit", self.varbit)) if on)
+        parser_pre, parser_stmts = self._parser_stmts(h_fields)
         registers += self._extern_instances()
         self.preserved, self.again, self.setup = [], False, []
         self.instances = registers  # direct counters and meters of tables join them
@@ -88,8 +91,52 @@ class Gen(ExtrasGen):
         spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
                            self.tables, stmts, egress, self.cov, checksum, self.union,
                            self.varbit, self.preserved, self.again, self.setup,
-                           self.verify)
+                           self.verify, parser_pre, parser_stmts)
         return spec
+
+    def _parser_stmts(self, h_fields: list[tuple[str, int]]) -> tuple[list[str], list[str]]:
+        """Statements of the parser's start state: before ``extract(hdr.h)``, a
+        ``lookahead<h_t>()`` (of the bytes h is then extracted from: every packet holds
+        them); after it, assignments and ``if``s whose expressions call functions (no
+        function with an ``if``: p4c refuses those in a parser), and a lookahead of the
+        first stack element. They read ``h`` and metadata only (the stack is not
+        extracted yet)."""
+        r = self.rng
+        pre: list[str] = []
+        metas = [v for v in self.vars if v.path.startswith("meta.")]
+        if r.random() < 0.25:
+            v, (f, fw) = r.choice(metas), r.choice(h_fields)
+            if r.random() < 0.5:
+                pre.append(f"{v.path} = {self._cast(v.width, f'pkt.lookahead<h_t>().{f}', fw)};")
+            else:
+                pre += ["h_t peek = pkt.lookahead<h_t>();",
+                        f"{v.path} = {self._cast(v.width, f'peek.{f}', fw)};"]
+            self.cov["lookahead<header> in a parser"] += 1
+        stmts: list[str] = []
+        if r.random() < 0.4:
+            old_vars, old_funcs = self.vars, self.funcs
+            self.vars = [v for v in old_vars if not v.path.startswith("hdr.s")]
+            self.funcs = [f for f in old_funcs if not f.early_return]
+            calls_before = self.cov["function call"]
+            for _ in range(r.randint(1, 3)):
+                if r.random() < 0.25:
+                    self.cov["if in a parser state"] += 1
+                    cond = self._cond(1, calls=True)
+                    stmts.append(f"if ({cond}) {{\n    {self._assign(1, calls=True)}\n}} else "
+                                 f"{{\n    {self._assign(1, calls=True)}\n}}")
+                elif r.random() < 0.3 and self.funcs:
+                    stmts.append(self._call_stmt())
+                else:
+                    stmts.append(self._assign(2, calls=True))
+            self.cov["statement in a parser state"] += len(stmts)
+            self.cov["function call in a parser state"] += (self.cov["function call"]
+                                                            - calls_before)
+            self.vars, self.funcs = old_vars, old_funcs
+        if r.random() < 0.15:
+            v = r.choice(metas)
+            stmts.append(f"{v.path} = {self._cast(v.width, 'pkt.lookahead<s_t>().v', 8)};")
+            self.cov["lookahead<header> in a parser"] += 1
+        return pre, stmts
 
     def _checksum(self, h_fields: list[tuple[str, int]], verb: str = "update",
                   odds: float = 0.3) -> str:
@@ -140,6 +187,7 @@ class Gen(ExtrasGen):
         if r.random() < 0.3:
             body += f"    if (y == {k % (1 << min(w, 8))}) {{\n        return {ret};\n    }}\n"
             self.cov["early return in function"] += 1
+            f.early_return = True
         self.funcs.append(f)
         self.cov["function declaration"] += 1
         return (f"bit<{w}> fn{i}({d1} bit<{w}> x, in bit<{w}> y) {{\n{body}"
@@ -472,6 +520,11 @@ class Gen(ExtrasGen):
             self.cov["signed cast and arithmetic shift"] += 1
             inner = self._expr(sw, depth - 1, calls)
             return self._cast(w, f"(bit<{sw}>)((int<{sw}>){inner} >> {r.randint(0, 7)})", sw)
+        if roll < 0.92:  # p4c takes run-time / and % by a power of two only
+            op = r.choice(("/", "%"))
+            self.cov[f"run-time {op} by a power of two"] += 1
+            divisor = 1 << r.randint(0, w - 1)
+            return f"({self._expr(w, depth - 1, calls)} {op} {divisor})"
         return self._leaf(w)
 
     def _cond(self, depth: int, calls: bool) -> str:

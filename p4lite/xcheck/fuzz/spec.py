@@ -53,6 +53,8 @@ class ProgramSpec:
     again: bool = False  # meta.again (preserved) marks a resubmitted/recirculated packet
     setup: list[str] = field(default_factory=list)  # STF lines before the entries
     verify: str = ""  # the body of MyVerifyChecksum
+    parser_pre: list[str] = field(default_factory=list)  # start state, before extract(h)
+    parser_stmts: list[str] = field(default_factory=list)  # start state, after it
 
     def h_bytes(self) -> int:
         return sum(w for _, w in self.h_fields) // 8
@@ -115,8 +117,8 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
                 inout standard_metadata_t standard_metadata) {{
     bit<8> n;
     state start {{
-        pkt.extract(hdr.h);
-        n = 0;
+{_parser_lines(spec.parser_pre)}        pkt.extract(hdr.h);
+{_parser_lines(spec.parser_stmts)}        n = 0;
         transition parse_s;
     }}
     state parse_s {{
@@ -172,6 +174,10 @@ control MyDeparser(packet_out pkt, in headers_t hdr) {{
 V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(),
          MyDeparser()) main;
 """
+
+
+def _parser_lines(stmts: list[str]) -> str:
+    return "".join(indent(st, 8) + "\n" for st in stmts)
 
 
 def indent(text: str, n: int) -> str:
@@ -245,3 +251,4 @@ class Func:
     name: str
     width: int  # of every parameter and the result
     inout_first: bool
+    early_return: bool = False  # an `if` in its body: p4c refuses it in a parser state
