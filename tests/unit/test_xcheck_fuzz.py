@@ -47,7 +47,8 @@ def test_coverage_counts_constructs():
                       "clone I2E", "parser_error read", "verify_checksum csum16",
                       "function call in a parser state", "if in a parser state",
                       "lookahead<header> in a parser", "run-time / by a power of two",
-                      "run-time % by a power of two"):
+                      "run-time % by a power of two", "for loop",
+                      "for loop with a run-time bound", "control constructor parameter"):
         assert covered[construct] > 0, construct
 
 

@@ -15,7 +15,7 @@ anywhere, on the right of ``&&``/``||`` and in branches of ``?:`` too; shifts by
 constant or an 8-bit field; slices of fields; casts between bit widths and to
 ``int<W>`` for signed comparisons; ``/``/``%`` on run-time values by a power of two
 only (p4c refuses the rest). Parser states hold calls, ``if``s and ``lookahead`` of a
-header too. Reads of
+header too; actions hold ``for`` loops; MyEgress sometimes takes a constructor argument. Reads of
 header fields only touch headers that are always valid, so no result depends on
 what a target keeps in an invalid header.
 """
@@ -80,7 +80,13 @@ class Gen(ExtrasGen):
         self.action_decls: list[str] = []
         self.tables: list[Table] = []
         stmts = [self._top_stmt() for _ in range(r.randint(3, 9))]
+        egress_k = r.randint(0, 255) if r.random() < 0.3 else None
+        if egress_k is not None:  # a constructor parameter of MyEgress, read there
+            self.vars.append(Var("K", 8, writable=False))
+            self.cov["control constructor parameter"] += 1
         egress = [Stmt(self._assign(1, calls=False)) for _ in range(r.randint(0, 2))]
+        if egress_k is not None:
+            self.vars.pop()
         if self._second_pass_ok(0.15):
             egress.append(Stmt(self._recirculate_stmt()))
         if egress:
@@ -91,7 +97,7 @@ class Gen(ExtrasGen):
         spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
                            self.tables, stmts, egress, self.cov, checksum, self.union,
                            self.varbit, self.preserved, self.again, self.setup,
-                           self.verify, parser_pre, parser_stmts)
+                           self.verify, parser_pre, parser_stmts, egress_k)
         return spec
 
     def _parser_stmts(self, h_fields: list[tuple[str, int]]) -> tuple[list[str], list[str]]:
@@ -379,6 +385,8 @@ class Gen(ExtrasGen):
             self.cov["directional action parameter bound in actions list"] += 1
         for _ in range(r.randint(1, 3)):
             body.append(self._assign(1, calls=bool(self.funcs) and r.random() < 0.3))
+        if r.random() < 0.2:
+            body.append(self._for_loop())
         if r.random() < 0.1:
             body.append("mark_to_drop(standard_metadata);")
             self.cov["mark_to_drop"] += 1
@@ -387,6 +395,27 @@ class Gen(ExtrasGen):
         self.action_decls.append(f"action {name}({', '.join(params)}) {{\n{text}\n}}")
         self.cov["action"] += 1
         return name, widths, binding
+
+    def _for_loop(self) -> str:
+        """A ``for`` loop (in an action: p4c loops only there) of at most 4 passes, by a
+        constant or a run-time bound, reading its variable; sometimes a ``break``."""
+        r = self.rng
+        if r.random() < 0.5:
+            bound = str(r.randint(0, 4))
+        else:
+            v = self._readable()
+            bound = f"(bit<8>){v.path}[1:0]" if v.width >= 2 else f"(bit<8>){v.path}"
+            self.cov["for loop with a run-time bound"] += 1
+        self.cov["for loop"] += 1
+        self.vars = self.vars + [Var("i", 8, writable=False)]
+        body = [self._assign(1, calls=False) for _ in range(r.randint(1, 2))]
+        if r.random() < 0.3:
+            self.cov["break"] += 1
+            body.insert(r.randint(0, len(body)),
+                        f"if ({self._cond(1, calls=False)}) {{\n    break;\n}}")
+        self.vars = self.vars[:-1]
+        text = "\n".join(indent(b, 4) for b in body)
+        return f"for (bit<8> i = 0; i < {bound}; i = i + 1) {{\n{text}\n}}"
 
     def _const_entries(self, t: Table) -> list[str]:
         r = self.rng
