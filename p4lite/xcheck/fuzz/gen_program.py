@@ -410,7 +410,11 @@ class Gen(ExtrasGen):
             self.cov["for loop with a run-time bound"] += 1
         self.cov["for loop"] += 1
         self.vars = self.vars + [Var("i", 8, writable=False)]
-        body = [self._assign(1, calls=False) for _ in range(r.randint(1, 2))]
+        # first a statement p4c cannot simplify away: it crashes ("Compiler Bug: ...
+        # Null body") on a loop whose body it empties, e.g. `x = x & x;` (seed 87)
+        m = r.choice([v for v in self.vars if v.path.startswith("meta.")])
+        body = [f"{m.path} = {m.path} + {self._cast(m.width, 'i', 8)} + 1;"]
+        body += [self._assign(1, calls=False) for _ in range(r.randint(0, 2))]
         if r.random() < 0.3:
             self.cov["break"] += 1
             body.insert(r.randint(0, len(body)),
