@@ -71,6 +71,8 @@ from p4lite.compiler.lowering.hoist_calls import (
     scalar_test,
 )
 from p4lite.compiler.lowering.lower_expr import ExprCompiler
+from p4lite.compiler.lowering.lower_loop import lower_for
+from p4lite.compiler.lowering.parser_rules import check_parser_call, no_if_in_parser
 from p4lite.compiler.lowering.storage import STANDARD_METADATA
 
 if TYPE_CHECKING:
@@ -93,7 +95,7 @@ class StmtLowerer:
         self.in_parser = lookahead is not None  # statements of a parser state
         # the body of an action (or of a function it calls): where p4c loops (see _for)
         self.in_action = in_action
-        self._loops: list[tuple[list[int], list[int]]] = []  # (breaks, continues) to patch
+        self.loops: list[tuple[list[int], list[int]]] = []  # (breaks, continues) to patch
         self._returns: list[int] = []
 
     # -------------------------------------------------------------- blocks
@@ -142,12 +144,12 @@ class StmtLowerer:
         elif isinstance(stmt, ast.If):
             self._if(stmt, prims)
         elif isinstance(stmt, ast.For):
-            self._for(stmt, prims)
+            lower_for(self, stmt, prims)
         elif isinstance(stmt, ast.Break | ast.Continue):
             word = "break" if isinstance(stmt, ast.Break) else "continue"
-            if not self._loops:
+            if not self.loops:
                 raise CompileError(f"{word} outside a for loop", stmt.loc)
-            self._loops[-1][0 if word == "break" else 1].append(len(prims))
+            self.loops[-1][0 if word == "break" else 1].append(len(prims))
             self._emit(prims, [{"op": "_jump", "parameters": [None]}], stmt.loc, word)
         elif isinstance(stmt, ast.Exit):
             self._emit(prims, [{"op": "exit", "parameters": []}], stmt.loc, "exit")
@@ -174,6 +176,9 @@ class StmtLowerer:
             if "source_info" not in prim and info is not None:
                 prim["source_info"] = info
             prims.append(prim)
+
+    def emit(self, prims: list[Json], new: list[Json], loc, fragment: str | None = None) -> None:
+        self._emit(prims, new, loc, fragment)
 
     def declare_var(self, stmt: ast.VarDecl, prims: list[Json]) -> None:
         t = self.lw.env.resolve(stmt.type)
@@ -263,7 +268,7 @@ class StmtLowerer:
             result = self.lw.storage.bind_local(f"{decl.name}_retval", result_t, decl.loc)
             inner.bind(_RETURN, result)
         if self.in_parser:
-            _no_if_in_parser(decl.body)
+            no_if_in_parser(decl.body)
         sub = StmtLowerer(self.lw, self.externs, inner.child(), local_prefix=self.local_prefix,
                           lookahead=self._lookahead, in_action=self.in_action)
         return self.finish_call(frame, sub.lower_body(decl.body.statements)), result
@@ -293,51 +298,6 @@ class StmtLowerer:
         jz["parameters"][1] = hexstr(len(prims), None)
         self.lower_stmt(stmt.orelse, prims)
         jump["parameters"][0] = hexstr(len(prims), None)
-
-    def _for(self, stmt: ast.For, prims: list[Json]) -> None:
-        """``for (init; cond; update) body`` in an action, as p4c's BMv2 back end writes
-        it: ``cond``'s ``_jump_if_zero`` past the loop, the body, the update, and a
-        ``_jump`` back to ``cond``; ``break`` jumps past the loop, ``continue`` to the
-        update. p4c (34b86e9) writes a loop in an apply block as its body once, with no
-        loop and the loop variable never set, so p4lite refuses that instead."""
-        if not self.in_action:
-            raise not_supported("a for loop outside an action (p4c's BMv2 back end "
-                                "runs the body of one in an apply block once, without "
-                                "looping: move the loop into an action)", stmt.loc)
-        for init in stmt.init:  # in the enclosing scope, as p4c declares it
-            self.lower_stmt(init, prims)
-        top = len(prims)
-        jz: Json | None = None
-        if stmt.cond is not None:
-            cond_expr = stmt.cond
-            if self.lw.env.functions and has_call(cond_expr, self.is_function_call):
-                hoister = self.hoister()
-                cond_expr = hoister.expr(cond_expr)
-                self.run_hoisted(hoister, prims)
-            cond = self.comp.rvalue(cond_expr)
-            if not isinstance(cond.type, BoolT):
-                raise CompileError(f"condition must be bool, not {cond.type}",
-                                   stmt.cond.loc)
-            jz = {"op": "_jump_if_zero", "parameters": [as_data(cond), None]}
-            self._emit(prims, [jz], stmt.cond.loc,
-                       self.lw.source.fragment(stmt.cond.loc, ";"))
-        self._loops.append(([], []))
-        try:
-            self.lower_stmt(stmt.body, prims)
-        finally:
-            breaks, continues = self._loops.pop()
-        update_at = len(prims)
-        for update in stmt.update:
-            self.lower_stmt(update, prims)
-        self._emit(prims, [{"op": "_jump", "parameters": [hexstr(top, None)]}], stmt.loc,
-                   "for")
-        end = hexstr(len(prims), None)
-        if jz is not None:
-            jz["parameters"][1] = end
-        for index in breaks:
-            prims[index]["parameters"][0] = end
-        for index in continues:
-            prims[index]["parameters"][0] = hexstr(update_at, None)
 
     # ---------------------------------------------------------- assignment
     def check_writable(self, target: ast.Expression) -> None:
@@ -531,7 +491,7 @@ class StmtLowerer:
         if isinstance(func, ast.Name):
             binding = self.scope.lookup(func.name)
             if self.in_parser:
-                self._check_parser_call(func.name, binding, call)
+                check_parser_call(self.lw, func.name, binding, call)
             if isinstance(binding, DeclB) and binding.kind == "action":
                 return self.inline_action(binding, call)
             function = self.lw.env.functions.get(func.name)
@@ -547,17 +507,6 @@ class StmtLowerer:
             if binding is None:
                 raise CompileError(f"unknown action or function {func.name}", func.loc)
         raise not_supported("this call", call.loc)
-
-    def _check_parser_call(self, name: str, binding: Binding | None, call: ast.Call) -> None:
-        """In a parser state, p4c calls functions and ``log_msg`` only (its wording)."""
-        text = self.lw.source.fragment(call.loc)
-        if (isinstance(binding, DeclB) and binding.kind == "action") or (
-                binding is None and name not in self.lw.env.functions
-                and name in self.lw.env.actions):
-            raise CompileError(f"{text}: Action calls are not allowed within parsers", call.loc)
-        if binding is None and name in self.lw.env.extern_functions and name != "log_msg":
-            # p4c's BMv2 ParserConverter has no parser op for them
-            raise CompileError(f"{text}: not supported in parser on this target", call.loc)
 
     def _method(self, base: Val, method: str, call: ast.Call) -> list[Json]:
         binding = base.binding
@@ -803,16 +752,6 @@ class CallFrame:
 
 
 _RETURN = "$return"  # the result of the function being inlined
-
-
-def _no_if_in_parser(node: ast.Node) -> None:
-    """p4c inlines a function called in a parser state after it has removed the
-    parser's ``if``s, so an ``if`` in its body is refused there (p4c's wording)."""
-    if isinstance(node, ast.If):
-        raise CompileError("IfStatement: not supported in parser on this target", node.loc)
-    if isinstance(node, ast.Block):
-        for inner in node.statements:
-            _no_if_in_parser(inner)
 
 
 def _func_name(call: ast.Call) -> str:
