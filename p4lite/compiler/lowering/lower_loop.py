@@ -56,11 +56,9 @@ def lower_for(sl: Lowerer, stmt: ast.For, prims: list[Json]) -> None:
             sl.run_hoisted(hoister, prims)
         cond = sl.comp.rvalue(cond_expr)
         if not isinstance(cond.type, BoolT):
-            raise CompileError(f"condition must be bool, not {cond.type}",
-                               stmt.cond.loc)
+            raise CompileError(f"condition must be bool, not {cond.type}", stmt.cond.loc)
         jz = {"op": "_jump_if_zero", "parameters": [as_data(cond), None]}
-        sl.emit(prims, [jz], stmt.cond.loc,
-                   sl.lw.source.fragment(stmt.cond.loc, ";"))
+        sl.emit(prims, [jz], stmt.cond.loc, sl.lw.source.fragment(stmt.cond.loc, ";"))
     sl.loops.append(([], []))
     try:
         sl.lower_stmt(stmt.body, prims)
@@ -69,8 +67,7 @@ def lower_for(sl: Lowerer, stmt: ast.For, prims: list[Json]) -> None:
     update_at = len(prims)
     for update in stmt.update:
         sl.lower_stmt(update, prims)
-    sl.emit(prims, [{"op": "_jump", "parameters": [hexstr(top, None)]}], stmt.loc,
-               "for")
+    sl.emit(prims, [{"op": "_jump", "parameters": [hexstr(top, None)]}], stmt.loc, "for")
     end = hexstr(len(prims), None)
     if jz is not None:
         jz["parameters"][1] = end
