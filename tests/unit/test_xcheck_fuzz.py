@@ -48,7 +48,8 @@ def test_coverage_counts_constructs():
                       "function call in a parser state", "if in a parser state",
                       "lookahead<header> in a parser", "run-time / by a power of two",
                       "run-time % by a power of two", "for loop",
-                      "for loop with a run-time bound", "control constructor parameter"):
+                      "for loop with a run-time bound", "control constructor parameter",
+                      "break", "continue"):
         assert covered[construct] > 0, construct
 
 

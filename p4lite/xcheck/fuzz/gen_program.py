@@ -400,7 +400,8 @@ class Gen(ExtrasGen):
 
     def _for_loop(self) -> str:
         """A ``for`` loop (in an action: p4c loops only there) of at most 4 passes, by a
-        constant or a run-time bound, reading its variable; sometimes a ``break``."""
+        constant or a run-time bound, reading its variable; sometimes a ``break`` or a
+        ``continue``."""
         r = self.rng
         if r.random() < 0.5:
             bound = str(r.randint(0, 4))
@@ -415,10 +416,11 @@ class Gen(ExtrasGen):
         m = r.choice([v for v in self.vars if v.path.startswith("meta.")])
         body = [f"{m.path} = {m.path} + {self._cast(m.width, 'i', 8)} + 1;"]
         body += [self._assign(1, calls=False) for _ in range(r.randint(0, 2))]
-        if r.random() < 0.3:
-            self.cov["break"] += 1
+        if r.random() < 0.4:
+            word = r.choice(("break", "continue"))
+            self.cov[word] += 1
             body.insert(r.randint(0, len(body)),
-                        f"if ({self._cond(1, calls=False)}) {{\n    break;\n}}")
+                        f"if ({self._cond(1, calls=False)}) {{\n    {word};\n}}")
         self.vars = self.vars[:-1]
         text = "\n".join(indent(b, 4) for b in body)
         return f"for (bit<8> i = 0; i < {bound}; i = i + 1) {{\n{text}\n}}"
