@@ -38,7 +38,7 @@ def _line_of(text: str, needle: str) -> int:
         ("hdr.h.vv = 1;", "", "hdr.h.vv", "header h_t has no field vv"),
         ("hdr.h.v = true;", "", "hdr.h.v = true", "expected bit<8>, got bool"),
         ("if (hdr.h.v) { }", "", "if (hdr.h.v)", "condition must be bool, not bit<8>"),
-        ("hdr.h.v = hdr.h.v / 3;", "", "hdr.h.v / 3", "not supported by p4lite: /"),
+        ("hdr.h.v = hdr.h.v / 3;", "", "hdr.h.v / 3", "could not evaluate expression at compilation time"),
         ("t.apply(); t.apply();", LOCALS, "t.apply(); t.apply();",
          "not supported by p4lite: applying table t more than once"),
         ("hdr.h.v = hdr.h.v[8:1];", "", "hdr.h.v[8:1]", "slice [8:1] out of range for bit<8>"),

@@ -194,6 +194,94 @@ def test_register_in_a_parser_is_an_error_as_in_p4c() -> None:
               "not supported in parser on this target")
 
 
+@pytest.mark.parametrize(("top", "stmt", "needle", "message"), [
+    ("action a(inout bit<8> v) { v = 1; }", "a(meta.m);", "a(meta.m)",
+     "a(meta.m): Action calls are not allowed within parsers"),
+    ("", "mark_to_drop(sm);", "mark_to_drop", "mark_to_drop(sm): not supported in parser "
+     "on this target"),
+    ("", "random(meta.m, 8w0, 8w1);", "random", "not supported in parser on this target"),
+    ("bit<8> f(in bit<8> v) {\n if (v == 1) { return 2; }\n return v; }",
+     "meta.m = f(meta.m);", "if (v == 1)", "IfStatement: not supported in parser on this "
+     "target"),
+])
+def test_parser_state_calls_refused_as_in_p4c(top: str, stmt: str, needle: str,
+                                              message: str) -> None:
+    """A parser state calls functions and log_msg; p4c refuses actions, other
+    externs and (its inliner runs after RemoveParserIfs) a function holding an if."""
+    parser = f"state start {{ pkt.extract(hdr.eth);\n {stmt}\n transition accept; }}"
+    _error_at(program(parser=parser, top=top), needle, message)
+
+
+def test_parser_state_calls_split_the_state_where_a_branch_needs_it() -> None:
+    """`c && f(x)` in a parser state: the state ends with a select on `c` and the
+    call runs in a state of its own (p4c's RemoveParserIfs)."""
+    top = "bit<8> inc(inout bit<8> v) { v = v + 1; return v; }"
+    parser = ("state start { pkt.extract(hdr.eth);\n meta.m = inc(meta.m) + meta.m;\n"
+              " bool q = meta.m == 2 && inc(meta.m) == 3;\n transition accept; }")
+    states = compile_text(program(parser=parser, top=top),
+                          filename="p.p4").bmv2["parsers"][0]["parse_states"]
+    names = [s["name"] for s in states]
+    assert names[0] == "start" and len(states) == 3, names
+    assert [t["next_state"] for t in states[0]["transitions"]] == names[1:3]
+    assert states[1]["transitions"][0]["next_state"] == names[2]
+
+
+@pytest.mark.parametrize(("stmt", "needle", "message"), [
+    ("hdr.h.v = hdr.h.v / hdr.h.v;", "hdr.h.v / hdr.h.v",
+     "could not evaluate expression at compilation time"),
+    ("hdr.h.v = hdr.h.v % 3;", "hdr.h.v % 3", "could not evaluate expression at compilation "
+     "time"),
+    ("hdr.h.v = 8w4 / hdr.h.v;", "8w4 / hdr.h.v", "could not evaluate expression at "
+     "compilation time"),
+    ("hdr.h.w /= hdr.h.w;", "hdr.h.w /= hdr.h.w", "could not evaluate expression"),
+    ("hdr.h.v = hdr.h.v / 256;", "hdr.h.v / 256", "Division by zero"),
+    ("hdr.h.v = hdr.h.v % 8w0;", "hdr.h.v % 8w0", "Modulo by zero"),
+    ("hdr.h.v = (bit<8>)((int<8>)hdr.h.v / 2);", "(int<8>)hdr.h.v / 2",
+     "Cannot operate on signed values"),
+])
+def test_run_time_division_is_refused_as_in_p4c(stmt: str, needle: str, message: str) -> None:
+    """BMv2 has no division: p4c keeps only what it folds (unsigned / or % by a power
+    of two, 0 / x; pair div_mod_pow2) and refuses the rest in these words."""
+    _error_at(program(stmt), needle, message)
+
+
+def test_constructor_arguments_are_compile_time_values_of_the_right_count() -> None:
+    top = "control Add(inout h_t h)(bit<8> k) { apply { h.v = h.v + k; } }"
+    _error_at(program("a.apply(hdr.h);", "Add(1, 2) a;", top=top), "Add(1, 2) a",
+              "Add takes 1 constructor argument, got 2")
+    _error_at(program("a.apply(hdr.h);", "Add(hdr.h.v) a;", top=top), "hdr.h.v) a",
+              "expected a compile-time constant")
+    _error_at(program("Add.apply(hdr.h);", top=top), "Add.apply",
+              "Add takes 1 constructor argument, got 0")
+
+
+def test_for_loop_refusals() -> None:
+    """Loops run in actions only: p4c (34b86e9) writes a loop in an apply block as its
+    body once, without looping; for-in loops are refused in p4c's words."""
+    loop = "for (bit<8> i = 0; i < 3; i = i + 1) { hdr.h.v = hdr.h.v + i; }"
+    _error_at(program(loop), "for (bit<8> i = 0", "a for loop in an apply block")
+    _error_at(program("a();", "action a() { for (bit<8> i in 1 .. 3) { hdr.h.v = i; } }"),
+              "for (bit<8> i in", "BMV2 does not support for-in loops")
+    _error_at(program("a();", "action a() { break; }"), "break;", "break outside a for loop")
+
+
+def test_a_loop_that_does_not_end_drops_the_packet(monkeypatch: pytest.MonkeyPatch) -> None:
+    from p4lite.switch.core import primitives
+
+    monkeypatch.setattr(primitives, "MAX_LOOP_STEPS", 1000)  # read when the switch loads
+    locals_ = ("action spin() { for (bit<8> i = 0; i != hdr.h.w[7:0]; i = i + 2) { "
+               "hdr.h.v = hdr.h.v + 1; } }")
+    switch = Switch(compile_text(program("sm.egress_spec = 1; spin();", locals_),
+                                 filename="spin.p4").bmv2)
+
+    def run(w: int) -> list:
+        h = bytes([0, 0, 0]) + w.to_bytes(2, "big")  # a, b, c, v = 0, then w
+        return switch.process(bytes(12) + b"\x08\x00" + h, port=0)
+
+    assert run(8)[0][1][16] == 4  # i = 0, 2, 4, 6: four passes
+    assert run(7) == []  # i is even, never 7: dropped after MAX_LOOP_STEPS primitives
+
+
 def test_lookahead_statement_needs_a_type() -> None:
     parser = "state start { pkt.lookahead(); pkt.extract(hdr.eth); transition accept; }"
     _error_at(program(parser=parser), "pkt.lookahead()",

@@ -44,7 +44,12 @@ def test_coverage_counts_constructs():
                       "direct meter", "direct counter", "execute_meter", "counter count",
                       "union member setValid", "varbit length byte written",
                       "resubmit_preserving_field_list", "recirculate_preserving_field_list",
-                      "clone I2E", "parser_error read", "verify_checksum csum16"):
+                      "clone I2E", "parser_error read", "verify_checksum csum16",
+                      "function call in a parser state", "if in a parser state",
+                      "lookahead<header> in a parser", "run-time / by a power of two",
+                      "run-time % by a power of two", "for loop",
+                      "for loop with a run-time bound", "control constructor parameter",
+                      "break", "continue"):
         assert covered[construct] > 0, construct
 
 

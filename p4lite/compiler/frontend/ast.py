@@ -387,6 +387,27 @@ class Exit(Statement):
 
 
 @dataclass(slots=True)
+class For(Statement):
+    """``for (init; cond; update) body``: ``init`` declarations or statements,
+    ``cond`` None when omitted (P4_16 v1.2.5, 12.9)."""
+
+    init: list[Node]
+    cond: Expression | None
+    update: list[Statement]
+    body: Statement
+
+
+@dataclass(slots=True)
+class Break(Statement):
+    """``break;`` inside a ``for``."""
+
+
+@dataclass(slots=True)
+class Continue(Statement):
+    """``continue;`` inside a ``for``."""
+
+
+@dataclass(slots=True)
 class Return(Statement):
     """``return;`` or ``return value;``."""
 

@@ -182,30 +182,75 @@ class StatementParser(ExpressionParser):
         if kind == ";":
             self._advance()
             return ast.Block([], loc=tok.loc)
+        if kind == "ID" and tok.value == "for" and self._kind(1) == "(":
+            return self._parse_for()
+        if kind == "ID" and tok.value in ("break", "continue") and self._kind(1) == ";":
+            self._advance()
+            self._advance()
+            return ast.Break(loc=tok.loc) if tok.value == "break" else ast.Continue(loc=tok.loc)
         if kind == "ID" and tok.value in _UNSUPPORTED_STATEMENTS and self._kind(1) in ("(", ";"):
             raise not_supported(f"'{tok.value}' statements", tok.loc)
         return self._parse_assignment_or_call()
 
+    # BNF: for_statement : 'for' '(' [init {',' init}] ';' [expression] ';'
+    # BNF:                 [update {',' update}] ')' statement
+    def _parse_for(self) -> ast.For:
+        start = self._advance()
+        self._expect("(")
+        init: list[ast.Node] = []
+        if self._is_declaration_start():
+            first = self._peek()
+            type_ = self._parse_declared_type(first)
+            name = self._parse_name("a variable name")
+            if self._kind() == "in":
+                raise CompileError("BMV2 does not support for-in loops", start.loc)
+            value = self._parse_expression() if self._accept("=") else None
+            init.append(ast.VarDecl(name.value, type_, value, loc=first.loc))
+            self._expect(";")
+        elif self._kind(1) == "in":  # for (x in range): an existing variable
+            raise CompileError("BMV2 does not support for-in loops", start.loc)
+        else:
+            while self._kind() != ";":
+                init.append(self._parse_assignment_or_call(end=(",", ";")))
+                if self._kind() == ",":
+                    self._advance()
+            self._expect(";")
+        cond = None if self._kind() == ";" else self._parse_expression()
+        self._expect(";")
+        update: list[ast.Statement] = []
+        while self._kind() != ")":
+            update.append(self._parse_assignment_or_call(end=(",", ")")))
+            if self._kind() == ",":
+                self._advance()
+        self._expect(")")
+        return ast.For(init, cond, update, self._parse_statement(), loc=start.loc)
+
     # BNF: assignment_or_call : postfix '=' expression ';' | postfix_call ';'
-    def _parse_assignment_or_call(self) -> ast.Statement:
+    def _parse_assignment_or_call(self, end: tuple[str, ...] = ()) -> ast.Statement:
+        """``end``: the tokens that may follow instead of ``;`` (left unread), in a
+        ``for``'s header."""
         start = self._peek()
         if start.kind == "transition":
             raise CompileError("'transition' must be the last statement of a state", start.loc)
         target = self._parse_postfix()
+        def finish() -> None:
+            if not (end and self._kind() in end):
+                self._expect(";")
+
         if self._accept("="):
             value = self._parse_expression()
-            self._expect(";")
+            finish()
             return ast.Assign(target, value, loc=start.loc)
         compound = _COMPOUND_ASSIGN.get(self._kind())
         if compound is not None:  # a op= b is a = a op b (P4_16 v1.2.4)
             op = self._advance()
             value = self._parse_expression()
-            self._expect(";")
+            finish()
             return ast.Assign(target, ast.Binary(compound, target, value, loc=op.loc),
                               compound=compound, loc=start.loc)
         if not isinstance(target, ast.Call):
             self._unexpected("'=' or '(' (a statement is an assignment or a call)")
-        self._expect(";")
+        finish()
         return ast.CallStmt(target, loc=start.loc)
 
     # BNF: if_statement : 'if' '(' expression ')' statement ['else' statement]

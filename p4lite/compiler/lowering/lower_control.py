@@ -29,6 +29,7 @@ from p4lite.compiler.checks.types import BitT, BoolT, width_of
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
 from p4lite.compiler.lowering.cpmodel import CpAction
+from p4lite.compiler.lowering.ctor_args import ctor_bindings
 from p4lite.compiler.lowering.expr_values import hexstr
 from p4lite.compiler.lowering.externs import Externs, every_arg, match_args
 from p4lite.compiler.lowering.hoist_calls import (
@@ -126,8 +127,7 @@ class ControlLowerer:
         type_name = inst.type.name if isinstance(inst.type, ast.TypeName) else None
         control = self.lw.env.controls.get(type_name) if type_name else None
         if control is not None:
-            if inst.args or control.ctor_params:
-                raise not_supported("control constructor parameters", inst.loc)
+            ctor_bindings(comp, control, inst.args, inst.loc)  # checked where declared
             self.scope.bind(inst.name, DeclB("control_instance", control, inst))
             return
         binding = self.externs.declare(inst, self.cp_name(inst, inst.name), comp)
@@ -172,7 +172,7 @@ class ControlLowerer:
             scope.bind(param.name, ParamB(len(runtime_data), t))
             runtime_data.append({"name": param.name, "bitwidth": width})
             params.append((param.name, width))
-        lowerer = StmtLowerer(self.lw, self.externs, scope)
+        lowerer = StmtLowerer(self.lw, self.externs, scope, in_action=True)
         prims = binder.finish_call(frame, lowerer.lower_body(decl.body.statements))
         action_id = self.lw.add_action(name, runtime_data, prims, decl.loc)
         fixed_id, id_loc = annotated_id(decl, ExprCompiler(self.lw.env, scope))
@@ -411,6 +411,10 @@ class ControlLowerer:
             if stmt.value is not None:
                 raise CompileError("a control cannot return a value", stmt.loc)
             return Frag(RETURN)
+        if isinstance(stmt, ast.For):  # p4c 34b86e9 writes its body once, with no loop
+            raise not_supported("a for loop in an apply block (p4c's BMv2 back end runs its "
+                                "body once, without looping: move the loop into an action)",
+                                stmt.loc)
         raise not_supported(f"statement {type(stmt).__name__} in an apply block", stmt.loc)
 
     def _call(self, call: ast.Call, scope: Scope) -> Frag:
@@ -446,8 +450,8 @@ class ControlLowerer:
         control = self.lw.env.controls.get(expr.name)
         if control is None:
             return None
-        if control.ctor_params:
-            raise not_supported("control constructor parameters", expr.loc)
+        if control.ctor_params:  # its constructor arguments are missing
+            ctor_bindings(ExprCompiler(self.lw.env, scope), control, [], expr.loc)
         inst = ast.Instantiation(expr.name, ast.TypeName(expr.name, loc=expr.loc), [],
                                  loc=expr.loc)
         return DeclB("control_instance", control, inst)
@@ -458,6 +462,8 @@ class ControlLowerer:
         given = every_arg(decl.params, call.args, f"control {decl.name}", call.loc)
         binder = StmtLowerer(self.lw, self.externs, scope)
         bindings, copy_in, copy_out = binder.bind_block_args(decl.params, given, call.loc)
+        bindings = {**bindings, **ctor_bindings(ExprCompiler(self.lw.env, self.scope), decl,
+                                                inst.args, inst.loc)}
         name = self.cp_name(inst, inst.name)
         readonly = {p.name for p in decl.params if p.direction not in ("out", "inout")}
         sub = self.pipeline.applied_controls.get(name)
@@ -676,10 +682,14 @@ def _annotation_text(ann: ast.Annotation) -> str:
 
 
 def pipeline_from_control(lw: Lowering, externs: Externs, name: str, decl: ast.ControlDecl,
-                          bindings: dict[str, Binding], pipeline_id: int) -> Json:
+                          bindings: dict[str, Binding], pipeline_id: int,
+                          instance: str | None = None) -> Json:
+    """``instance``: the control's name when it is not its type's (p4c's MoveConstructors
+    names a block made with constructor arguments ``<Type>_0``)."""
     builder = PipelineBuilder(lw, externs, name)
     readonly = {p.name for p in decl.params if p.direction == "in"}
-    control = ControlLowerer(lw, externs, builder, decl, decl.name, bindings, readonly)
+    control = ControlLowerer(lw, externs, builder, decl, instance or decl.name, bindings,
+                             readonly)
     frag = control.lower()
     for setter in frag.exits:
         setter(None)

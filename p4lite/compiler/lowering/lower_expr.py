@@ -441,16 +441,16 @@ class ExprCompiler:
     def _arith(self, op: str, left: Val, right: Val, loc) -> Val:
         if not isinstance(left.type, BitT | IntT):
             raise CompileError(f"{op} needs numeric operands, not {left.type}", loc)
+        if op in ("/", "%") and right.const == 0:  # p4c's words
+            raise CompileError("Division by zero" if op == "/" else "Modulo by zero", loc)
         if left.const is not None and right.const is not None:
-            if op in ("/", "%") and right.const == 0:
-                raise CompileError("division by zero", loc)
             raw = _PY_ARITH[op](int(left.const), int(right.const))
             if isinstance(left.type, IntT):
                 return Val(IntT(), None, raw)
             value = wrap_const(raw, left.type)
             return Val(left.type, hexstr(value, left.type.width), value)
         if op in ("/", "%"):
-            raise not_supported(f"{op} on values that are not compile-time constants", loc)
+            return _divide(op, left, right, loc)
         json = expr_json(op, left.json, right.json)
         if op in _ARITH:
             json = wrap(json, left.type)
@@ -625,6 +625,25 @@ _PY_COMPARE = {
     ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b,
 }
+
+def _divide(op: str, left: Val, right: Val, loc) -> Val:
+    """``/``/``%`` on a run-time value. BMv2 has no division, so p4c accepts only what it
+    folds away (StrengthReduction): an unsigned value divided by a power of two (a
+    shift; ``%``: a mask), and 0 divided by anything; anything else is refused in p4c's
+    words."""
+    if isinstance(left.type, BitT) and left.type.signed:
+        raise CompileError("Cannot operate on signed values", loc)
+    if left.const == 0 and isinstance(left.type, BitT):
+        return Val(left.type, hexstr(0, left.type.width), 0)
+    divisor = right.const
+    if not isinstance(left.type, BitT) or not isinstance(divisor, int) or isinstance(
+            divisor, bool) or divisor & (divisor - 1):
+        raise CompileError("could not evaluate expression at compilation time", loc)
+    k = divisor.bit_length() - 1
+    if op == "/":
+        return left if k == 0 else Val(left.type, expr_json(">>", left.json, hexstr(k, None)))
+    return Val(left.type, expr_json("&", left.json, hexstr(divisor - 1, left.type.width)))
+
 
 _PY_ARITH = {
     "+": lambda a, b: a + b,

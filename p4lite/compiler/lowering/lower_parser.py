@@ -8,6 +8,7 @@ p4c, ``reject``) is ``next_state: null``.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from p4lite.compiler.checks.bindings import (
     HeaderB,
     Scope,
     StackB,
+    StructB,
     UnionB,
 )
 from p4lite.compiler.checks.types import (
@@ -28,14 +30,17 @@ from p4lite.compiler.checks.types import (
     ExternT,
     HeaderT,
     P4Type,
+    StructT,
     UnionT,
     VarbitT,
     width_of,
 )
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.ctor_args import ctor_bindings
 from p4lite.compiler.lowering.expr_values import StackElemB, as_bool, as_data, hexstr, to_param
 from p4lite.compiler.lowering.externs import Externs, every_arg
+from p4lite.compiler.lowering.hoist_calls import has_call
 from p4lite.compiler.lowering.lower_expr import ExprCompiler
 from p4lite.compiler.lowering.lower_stmt import StmtLowerer
 
@@ -95,6 +100,7 @@ class ParserLowerer:
         self.states: list[Json] = states if states is not None else []
         self._continuations = 0
         self._applied: dict[str, int] = {}
+        self._lookaheads = 0
 
     def lower(self) -> Json:
         self.lower_states()
@@ -131,8 +137,7 @@ class ParserLowerer:
                 type_name = local.type.name if isinstance(local.type, ast.TypeName) else ""
                 sub = self.lw.env.parsers.get(type_name)
                 if sub is not None:
-                    if local.args:
-                        raise not_supported("parser constructor parameters", local.loc)
+                    ctor_bindings(self.comp, sub, local.args, local.loc)  # checked here
                     self.scope.bind(local.name, DeclB("parser_instance", sub, local))
                 elif isinstance(self.lw.env.resolve(local.type), ExternT):
                     # an extern used by the states' statements (register, counter, ...)
@@ -150,26 +155,34 @@ class ParserLowerer:
                name: str | None = None) -> None:
         self._lookahead_offset = 0
         name = name if name is not None else self.state_name(state.name)
-        entry: Json = {"name": name, "id": index, "parser_ops": ops, "transitions": [],
-                       "transition_key": []}
-        self.states.append(entry)
-        for position, stmt in enumerate(state.statements):
-            sub = self._sub_parser_apply(stmt)
-            if sub is None:
-                ops += self._statement(stmt)
-                continue
-            # the rest of this state continues in a state of its own, after the sub-parser
-            self._continuations += 1
-            rest = ast.ParserState(state.name, state.statements[position + 1:],
-                                   state.transition, loc=state.loc)
-            cont = f"{name}_{self._continuations}"
-            entry["transitions"] = [_default(self._inline(sub, stmt, cont))]
-            self._state(rest, 0, [], cont)
-            return
-        key, transitions = self._transition(state, ops)
-        entry["transitions"], entry["transition_key"] = transitions, key
+        self._cur = self._add_state(name, ops)
+        self._cur["id"] = index
+        for stmt in state.statements:
+            self._statement(stmt)
+        key, transitions = self._transition(state)
+        self._cur["transitions"], self._cur["transition_key"] = transitions, key
 
-    def _sub_parser_apply(self, stmt: ast.Node) -> tuple[ast.ParserDecl, ast.Call, str] | None:
+    def _add_state(self, name: str, ops: list[Json] | None = None) -> Json:
+        entry: Json = {"name": name, "id": 0, "parser_ops": ops if ops is not None else [],
+                       "transitions": [], "transition_key": []}
+        self.states.append(entry)
+        return entry
+
+    def _fresh_state(self, base: str) -> Json:
+        """A new state, named after ``base`` and unlike every other state's name (p4c
+        splits a state at an ``if`` into ``<state>_true``/``_false``/``_join``)."""
+        taken = {s["name"] for s in self.states} | {self.state_name(n) for n in self.state_names}
+        name, n = base, 0
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        return self._add_state(name)
+
+    def _ops(self, ops: list[Json]) -> None:
+        self._cur["parser_ops"].extend(ops)
+
+    def _sub_parser_apply(self, stmt: ast.Node
+                          ) -> tuple[ast.ParserDecl, ast.Call, str, list[ast.Argument]] | None:
         if not (isinstance(stmt, ast.CallStmt) and isinstance(stmt.call.func, ast.Member)
                 and stmt.call.func.member == "apply"
                 and isinstance(stmt.call.func.expr, ast.Name)):
@@ -178,21 +191,21 @@ class ParserLowerer:
         found = self.scope.lookup(name)
         if isinstance(found, DeclB) and found.kind == "parser_instance":
             assert isinstance(found.decl, ast.ParserDecl)
-            return found.decl, stmt.call, name
+            assert isinstance(found.owner, ast.Instantiation)
+            return found.decl, stmt.call, name, found.owner.args
         if found is None and name in self.lw.env.parsers:  # P.apply(...) by type name
-            return self.lw.env.parsers[name], stmt.call, name
+            return self.lw.env.parsers[name], stmt.call, name, []
         return None
 
-    def _inline(self, sub: tuple[ast.ParserDecl, ast.Call, str], stmt: ast.Node,
-                cont: str) -> str:
+    def _inline(self, sub: tuple[ast.ParserDecl, ast.Call, str, list[ast.Argument]],
+                stmt: ast.Node, cont: str) -> str:
         """Add the states of the applied sub-parser; the name of its start state."""
-        decl, call, inst = sub
-        if decl.ctor_params:
-            raise not_supported("parser constructor parameters", call.loc)
+        decl, call, inst, ctor_args = sub
         # `_` for an out parameter: a local nobody reads, as for a sub-control
         given = every_arg(decl.params, call.args, f"parser {decl.name}", call.loc)
         binder = StmtLowerer(self.lw, self.externs, self.scope, lookahead=self._lookahead)
         bindings, copy_in, copy_out = binder.bind_block_args(decl.params, given, call.loc)
+        bindings = {**bindings, **ctor_bindings(self.comp, decl, ctor_args, call.loc)}
         if copy_in or copy_out:
             raise not_supported("sub-parser arguments that overlap or are not l-values",
                                 call.loc)
@@ -204,26 +217,155 @@ class ParserLowerer:
         lowerer.lower_states()
         return lowerer.state_name("start")
 
-    def _statement(self, stmt: ast.Node) -> list[Json]:
+    def _statement(self, stmt: ast.Node) -> None:
+        """Parser ops of one statement into the current state; an ``if`` (also one that
+        a call on the right of ``&&``/``||`` or in a branch of ``?:`` needs) splits it."""
+        sub = self._sub_parser_apply(stmt)
+        if sub is not None:
+            # the rest of this state continues in a state of its own, after the sub-parser
+            self._continuations += 1
+            cont = f"{self._cur['name']}_{self._continuations}"
+            entry = self._cur
+            entry["transitions"] = [_default(self._inline(sub, stmt, cont))]
+            self._cur = self._add_state(cont)
+            return
+        if isinstance(stmt, ast.If):
+            self._if(stmt)
+            return
+        if isinstance(stmt, ast.Assign | ast.VarDecl | ast.CallStmt):
+            stmt = self._take_lookaheads(stmt)
+        if isinstance(stmt, ast.Assign | ast.VarDecl) and self._has_call(stmt):
+            # p4c's SideEffectOrdering: the statement lowers as in an action, calls first
+            if isinstance(stmt, ast.VarDecl):
+                t = self.lw.env.resolve(stmt.type)
+                self.scope.bind(stmt.name, self.lw.storage.bind_local(stmt.name, t, stmt.loc))
+                assert stmt.init is not None
+                stmt = ast.Assign(ast.Name(stmt.name, loc=stmt.loc), stmt.init, loc=stmt.loc)
+            self._add_prims(self._lowerer().lower_body([stmt]), stmt.loc)
+            return
         if isinstance(stmt, ast.Assign):
-            return self._set(stmt.lhs, stmt.rhs, stmt.loc)
-        if isinstance(stmt, ast.VarDecl):
+            self._ops(self._set(stmt.lhs, stmt.rhs, stmt.loc))
+        elif isinstance(stmt, ast.VarDecl):
             t = self.lw.env.resolve(stmt.type)
             self.scope.bind(stmt.name, self.lw.storage.bind_local(stmt.name, t, stmt.loc))
-            return self._set(ast.Name(stmt.name, loc=stmt.loc), stmt.init, stmt.loc) if (
-                stmt.init is not None) else []
-        if isinstance(stmt, ast.ConstDecl):
+            if stmt.init is not None:
+                self._ops(self._set(ast.Name(stmt.name, loc=stmt.loc), stmt.init, stmt.loc))
+        elif isinstance(stmt, ast.ConstDecl):
             t = self.lw.env.resolve(stmt.type)
             self.scope.bind(stmt.name, ConstB(self.comp.const_value(stmt.value, t), t))
-            return []
-        if isinstance(stmt, ast.Block):
-            out = []
+        elif isinstance(stmt, ast.Block):
             for inner in stmt.statements:
-                out += self._statement(inner)
-            return out
-        if isinstance(stmt, ast.CallStmt):
-            return self._call(stmt.call, stmt.loc)
-        raise not_supported(f"statement {type(stmt).__name__} in a parser state", stmt.loc)
+                self._statement(inner)
+        elif isinstance(stmt, ast.CallStmt):
+            self._call(stmt.call, stmt.loc)
+        else:
+            raise not_supported(f"statement {type(stmt).__name__} in a parser state", stmt.loc)
+
+    def _lowerer(self) -> StmtLowerer:
+        return StmtLowerer(self.lw, self.externs, self.scope, lookahead=self._lookahead)
+
+    def _has_call(self, node: ast.Node | None) -> bool:
+        lowerer = self._lowerer()
+        return bool(self.lw.env.functions) and has_call(node, lowerer.is_function_call)
+
+    def _hoist(self, exprs: list[ast.Expression], loc) -> list[ast.Expression]:
+        """``exprs`` (left to right) with their function calls run first, into
+        temporaries bound in the parser's scope; an operand left of a call is read
+        before it (P4_16 8.1)."""
+        lowerer = self._lowerer()
+        hoister = lowerer.hoister()
+        out = []
+        for i, e in enumerate(exprs):
+            out.append(hoister.snapshot(hoister.expr(e), exprs[i + 1:]))
+        prims: list[Json] = []
+        lowerer.run_hoisted(hoister, prims)
+        self._add_prims(prims, loc)
+        return out
+
+    def _if(self, stmt: ast.If) -> None:
+        """``if`` in a parser state, as p4c's RemoveParserIfs: the state ends with a
+        ``select`` on the condition, each branch is a state of its own, and the rest
+        of the statements continue in a join state."""
+        cond_expr = self._take_lookaheads(stmt.cond)
+        if self._has_call(cond_expr):
+            cond_expr = self._hoist([cond_expr], stmt.loc)[0]
+        cond = self.comp.rvalue(cond_expr)
+        if not isinstance(cond.type, BoolT):
+            raise CompileError(f"condition must be bool, not {cond.type}", stmt.cond.loc)
+        if cond.const is not None and cond.binding is None:
+            branch = stmt.then if cond.const else stmt.orelse
+            if branch is not None:
+                self._statement(branch)
+            return
+        base = self._cur["name"]
+        then_state = self._fresh_state(f"{base}_true")
+        else_state = self._fresh_state(f"{base}_false") if stmt.orelse is not None else None
+        join = self._fresh_state(f"{base}_join")
+        self._branch(as_data(cond), then_state["name"],
+                     (else_state or join)["name"])
+        self._cur = then_state
+        self._statement(stmt.then)
+        self._cur["transitions"] = [_default(join["name"])]
+        if else_state is not None:
+            assert stmt.orelse is not None
+            self._cur = else_state
+            self._statement(stmt.orelse)
+            self._cur["transitions"] = [_default(join["name"])]
+        self._cur = join
+
+    def _branch(self, data: Json, if_true: str, if_false: str) -> None:
+        """End the current state with a select on ``data`` (0 or 1)."""
+        temp = self.lw.storage.add_scalar("tmp", BitT(1))
+        key = {"type": "field", "value": [temp.header, temp.field]}
+        self._ops([{"op": "set", "parameters": [key, to_param(data)]}])
+        self._cur["transition_key"] = [key]
+        self._cur["transitions"] = [
+            {"type": "hexstr", "value": "0x01", "mask": None, "next_state": if_true},
+            _default(if_false)]
+
+    def _add_prims(self, prims: list[Json], loc) -> None:
+        """Primitives as ``primitive`` parser ops. Their ``_jump_if_zero``/``_jump``s
+        (from a call's ``if``: ``a && f(x)``, ``c ? f(x) : y``) become states: each
+        straight run of primitives is a state, a conditional jump a select on a bit."""
+        for prim in prims:
+            if prim["op"] == "exit":
+                raise not_supported("exit inside a parser state", loc)
+
+        def target(i: int) -> int | None:
+            op = prims[i]["op"]
+            if op not in ("_jump", "_jump_if_zero"):
+                return None
+            param = prims[i]["parameters"][0 if op == "_jump" else 1]
+            to = int(param["value"], 16)
+            return None if op == "_jump" and to == i + 1 else to  # to the next: nothing
+
+        jumps = {i: to for i in range(len(prims)) if (to := target(i)) is not None}
+        if not jumps:
+            self._ops([{"op": "primitive", "parameters": [p]} for p in prims
+                       if p["op"] != "_jump"])
+            return
+        end = len(prims)
+        leaders = sorted({0} | set(jumps.values()) | {i + 1 for i in jumps})
+        base = self._cur["name"]
+        states = {0: self._cur}
+        for leader in leaders[1:]:
+            states[leader] = self._fresh_state(f"{base}_{'join' if leader == end else 'b'}")
+        bounds = leaders if leaders[-1] == end else [*leaders, end]
+        for start, stop in itertools.pairwise(bounds):
+            self._cur = states[start]
+            last = stop - 1
+            for i in range(start, stop):
+                if prims[i]["op"] not in ("_jump", "_jump_if_zero"):
+                    self._ops([{"op": "primitive", "parameters": [prims[i]]}])
+            if last in jumps and prims[last]["op"] == "_jump":
+                self._cur["transitions"] = [_default(states[jumps[last]]["name"])]
+            elif last in jumps:  # _jump_if_zero: to the target when the data is 0
+                self._branch(prims[last]["parameters"][0], states[stop]["name"],
+                             states[jumps[last]]["name"])
+            elif stop in states:
+                self._cur["transitions"] = [_default(states[stop]["name"])]
+        # the statements after these continue in the last state
+        self._cur = states.get(end, self._cur)
 
     def _set(self, lhs: ast.Expression, rhs: ast.Expression, loc) -> list[Json]:
         target = self.comp.compile(lhs)
@@ -234,7 +376,18 @@ class ParserLowerer:
             {"type": "field", "value": [target.binding.header, target.binding.field]},
             to_param(as_data(value))]}]
 
-    def _call(self, call: ast.Call, loc) -> list[Json]:
+    def _call(self, call: ast.Call, loc) -> None:
+        if self._has_call(call):
+            lowerer = self._lowerer()
+            if lowerer.is_function_call(call):  # f(x); as in an action
+                self._add_prims(lowerer.lower_body([ast.CallStmt(call, loc=loc)]), loc)
+                return
+            # a call in an argument (verify, extract, advance) runs first
+            hoister = lowerer.hoister()
+            call = hoister.call_args(call)
+            prims: list[Json] = []
+            lowerer.run_hoisted(hoister, prims)
+            self._add_prims(prims, loc)
         func = call.func
         if isinstance(func, ast.Name) and func.name == "verify":
             if len(call.args) != 2:
@@ -246,20 +399,21 @@ class ParserLowerer:
                                    call.args[1].value.loc)
             if not isinstance(err.json, dict) or err.const is None:
                 raise not_supported("verify with an error that is not a constant", call.loc)
-            return [{"op": "verify", "parameters": [cond, err.json]}]
+            self._ops([{"op": "verify", "parameters": [cond, err.json]}])
+            return
         if isinstance(func, ast.Member):
             base = self.comp.compile(func.expr)
             if isinstance(base.binding, ExternB) and base.binding.kind == "packet_in":
-                return self._packet_method(func.member, call)
+                self._ops(self._packet_method(func.member, call))
+                return
             if isinstance(base.binding, ExternB) and base.binding.kind in _NOT_IN_PARSERS:
                 # p4c's BMv2 back end (ParserConverter) has no parser op for them
                 text = self.lw.source.fragment(call.loc)
                 raise CompileError(f"{text}: not supported in parser on this target", call.loc)
-        return self._primitives([ast.CallStmt(call, loc=loc)])
+        self._ops(self._primitives([ast.CallStmt(call, loc=loc)]))
 
     def _primitives(self, stmts: list[ast.Node]) -> list[Json]:
-        lowerer = StmtLowerer(self.lw, self.externs, self.scope, lookahead=self._lookahead)
-        prims = lowerer.lower_body(stmts)
+        prims = self._lowerer().lower_body(stmts)
         for prim in prims:
             if prim["op"].startswith("_jump") or prim["op"] == "exit":
                 raise not_supported("control flow inside a parser state", stmts[0].loc)
@@ -297,7 +451,9 @@ class ParserLowerer:
             if len(call.type_args) != 1 or call.args:
                 raise CompileError("lookahead takes one type argument and no arguments",
                                    call.loc)
-            self._lookahead(self.lw.env.resolve(call.type_args[0]), call.loc)
+            t = self.lw.env.resolve(call.type_args[0])
+            if not isinstance(t, HeaderT | StructT):
+                self._lookahead(t, call.loc)
             return []
         raise not_supported(f"packet_in.{method} as a statement", call.loc)
 
@@ -321,11 +477,70 @@ class ParserLowerer:
 
     def _lookahead(self, t: P4Type, loc) -> Json:
         if not isinstance(t, BitT | BoolT):
-            raise not_supported(f"lookahead of type {t}", loc)
+            raise not_supported(f"lookahead of type {t} here", loc)
         return {"type": "lookahead", "value": [0, width_of(t)]}
 
+    def _take_lookaheads(self, node: Any) -> Any:
+        """``node`` with each ``pkt.lookahead<T>()`` of a header or struct type ``T``
+        replaced by a temporary of type ``T``, filled now as p4c does: the next
+        bits into one scalar, each field a slice of it (a header becomes valid)."""
+        if isinstance(node, ast.CallStmt):  # `pkt.lookahead<H>();` itself reads nothing
+            call = node.call
+            return dataclasses.replace(node, call=dataclasses.replace(
+                call, args=[self._take_lookaheads(a) for a in call.args]))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Member)
+                and node.func.member == "lookahead" and len(node.type_args) == 1
+                and not node.args):
+            t = self.lw.env.resolve(node.type_args[0])
+            if isinstance(t, HeaderT | StructT):
+                return ast.Name(self._fill_lookahead(t, node.loc), loc=node.loc)
+            return node
+        if not isinstance(node, ast.Node):
+            return node
+        changes = {}
+        for f in dataclasses.fields(node):
+            if f.name in ("loc", "annotations", "type", "type_args"):
+                continue
+            value = getattr(node, f.name)
+            if isinstance(value, ast.Node):
+                new = self._take_lookaheads(value)
+            elif isinstance(value, list):
+                new = [self._take_lookaheads(v) for v in value]
+            else:
+                continue
+            if new != value:
+                changes[f.name] = new
+        return dataclasses.replace(node, **changes) if changes else node
+
+    def _fill_lookahead(self, t: HeaderT | StructT, loc) -> str:
+        binding = self.lw.storage.bind_local("tmp", t, loc)
+        leaves: list[FieldB] = []
+        _leaf_fields(binding, leaves, t, loc)
+        total = sum(width_of(leaf.type) for leaf in leaves)
+        bits = self.lw.storage.add_scalar("tmp", BitT(total))
+        self._lookaheads += 1
+        bits_name, name = f"$lab{self._lookaheads}", f"$la{self._lookaheads}"
+        self.scope.bind(bits_name, bits)
+        self.scope.bind(name, binding)
+        ops: list[Json] = [{"op": "set", "parameters": [
+            {"type": "field", "value": [bits.header, bits.field]},
+            {"type": "lookahead", "value": [0, total]}]}]
+        if isinstance(binding, HeaderB):
+            ops.append({"op": "primitive", "parameters": [{"op": "add_header", "parameters": [
+                {"type": "header", "value": binding.instance}]}]})
+        low = total
+        for leaf in leaves:
+            high, low = low - 1, low - width_of(leaf.type)
+            part = ast.Slice(ast.Name(bits_name, loc=loc), ast.IntLiteral(high, loc=loc),
+                             ast.IntLiteral(low, loc=loc), loc=loc)
+            ops.append({"op": "set", "parameters": [
+                {"type": "field", "value": [leaf.header, leaf.field]},
+                to_param(as_data(self.comp.rvalue(part)))]})
+        self._ops(ops)
+        return name
+
     # ---------------------------------------------------------- transitions
-    def _transition(self, state: ast.ParserState, ops: list[Json]):
+    def _transition(self, state: ast.ParserState):
         trans = state.transition
         if trans is None:
             return [], [_default(None)]
@@ -333,9 +548,12 @@ class ParserLowerer:
             return [], [_default(self._next(trans.name, trans.loc))]
         if not isinstance(trans, ast.SelectExpr):
             raise not_supported("this transition", trans.loc)
+        key_exprs = [self._take_lookaheads(k) for k in trans.keys]
+        if self._has_call(trans):  # select(f(x)): the calls run first, in this state
+            key_exprs = self._hoist(key_exprs, trans.loc)
         keys, widths = [], []
-        for key_expr in trans.keys:
-            key_json, width = self._select_key(key_expr, ops)
+        for key_expr in key_exprs:
+            key_json, width = self._select_key(key_expr, self._cur["parser_ops"])
             keys.append(key_json)
             widths.append(width)
         transitions = []
@@ -434,8 +652,6 @@ def deparser_order(lw: Lowering, decl: ast.ControlDecl, bindings: dict[str, Any]
 
 
 def _emit_binding(binding: Any, order: list[str], loc) -> None:
-    from p4lite.compiler.checks.bindings import StructB
-
     if isinstance(binding, HeaderB):
         order.append(binding.instance)
     elif isinstance(binding, UnionB):  # BMv2 emits the valid member, if any
@@ -453,6 +669,23 @@ def _emit_binding(binding: Any, order: list[str], loc) -> None:
     else:
         raise CompileError("emit needs a header, a header union, a header stack or a struct "
                            "of headers", loc)
+
+
+def _leaf_fields(binding: Any, out: list[FieldB], t: P4Type, loc) -> None:
+    """The scalar fields of a lookahead's header or struct, in wire order."""
+    if isinstance(binding, HeaderB):
+        for fname, ft in binding.type.fields:
+            if isinstance(ft, VarbitT):
+                raise not_supported(f"lookahead of a header with a varbit field ({t})", loc)
+            out.append(FieldB(binding.instance, fname, ft))
+    elif isinstance(binding, StructB):
+        for fname, _ in binding.type.fields:
+            _leaf_fields(binding.members[fname], out, t, loc)
+    elif isinstance(binding, FieldB):
+        out.append(binding)
+    else:
+        raise not_supported(f"lookahead of {t}: a struct holding anything but bits, bools, "
+                            "enums and structs", loc)
 
 
 def _has_varbit(t: Any) -> bool:

@@ -13,6 +13,7 @@ from p4lite.compiler.frontend.source_text import SourceText
 from p4lite.compiler.lowering.assemble import assemble
 from p4lite.compiler.lowering.context import Lowering
 from p4lite.compiler.lowering.cpmodel import ControlPlaneModel, CpControllerHeader
+from p4lite.compiler.lowering.ctor_args import ctor_bindings
 from p4lite.compiler.lowering.externs import Externs
 from p4lite.compiler.lowering.lower_checksum import lower_checksums
 from p4lite.compiler.lowering.lower_control import check_unused, pipeline_from_control
@@ -33,7 +34,7 @@ def lower_program(program: ast.Program, main_file: str, source: SourceText,
     env.bind_constants(lambda expr, t: _fold_const(env, expr, t))
     lw = Lowering(env, source)
     externs = Externs(lw)
-    blocks = _main_blocks(env)
+    blocks, ctor_args = _main_blocks(env)
     _declare_top_level_externs(env, externs)
     parser = blocks["parser"]
     if not isinstance(parser, ast.ParserDecl) or len(parser.params) != 4:
@@ -42,7 +43,10 @@ def lower_program(program: ast.Program, main_file: str, source: SourceText,
     shared, std_t = _bind_parser_params(env, lw, parser)
 
     def bindings(decl: ast.ParserDecl | ast.ControlDecl) -> dict[str, Binding]:
-        return _param_bindings(env, decl, shared)
+        role = next(r for r, d in blocks.items() if d is decl)
+        args, loc = ctor_args[role]
+        return {**_param_bindings(env, decl, shared),
+                **ctor_bindings(ExprCompiler(env, env.global_scope), decl, args, loc)}
 
     def control(role: str) -> ast.ControlDecl:
         decl = blocks[role]
@@ -55,9 +59,9 @@ def lower_program(program: ast.Program, main_file: str, source: SourceText,
     ingress = control("ingress")
     egress = control("egress")
     pipelines = [
-        pipeline_from_control(lw, externs, "ingress", ingress, bindings(ingress), 0),
-        pipeline_from_control(lw, externs, "egress", egress, bindings(egress), 1),
-    ]
+        pipeline_from_control(lw, externs, role, decl, bindings(decl), index,
+                              f"{decl.name}_0" if ctor_args[role][0] else None)
+        for index, (role, decl) in enumerate((("ingress", ingress), ("egress", egress)))]
     for block in (ingress, egress):
         check_unused(lw, block, bindings(block))
     compute = control("computeChecksum")
@@ -133,7 +137,9 @@ def _fold_const(env: ProgramEnv, expr: ast.Expression, t: P4Type) -> ConstB:
     return ConstB(value, t)
 
 
-def _main_blocks(env: ProgramEnv) -> dict[str, ast.ParserDecl | ast.ControlDecl]:
+def _main_blocks(env: ProgramEnv) -> tuple[dict[str, ast.ParserDecl | ast.ControlDecl],
+                                            dict[str, tuple[list[ast.Argument], Any]]]:
+    """Each V1Switch block's declaration, and its constructor arguments and their place."""
     main = next((i for i in env.instantiations if i.name == "main"), None)
     if main is None:
         raise CompileError("the program has no `main` package instance",
@@ -145,29 +151,31 @@ def _main_blocks(env: ProgramEnv) -> dict[str, ast.ParserDecl | ast.ControlDecl]
     if len(main.args) != 6:
         raise CompileError(f"V1Switch takes 6 arguments, got {len(main.args)}", main.loc)
     blocks: dict[str, ast.ParserDecl | ast.ControlDecl] = {}
+    ctor_args: dict[str, tuple[list[ast.Argument], Any]] = {}
     for role, arg in zip(_BLOCKS, main.args, strict=True):
-        blocks[role] = _block_decl(env, arg.value, role)
-    return blocks
+        blocks[role], ctor_args[role] = _block_decl(env, arg.value, role)
+    return blocks, ctor_args
 
 
-def _block_decl(env: ProgramEnv, expr: ast.Expression,
-                role: str) -> ast.ParserDecl | ast.ControlDecl:
+def _block_decl(env: ProgramEnv, expr: ast.Expression, role: str
+                ) -> tuple[ast.ParserDecl | ast.ControlDecl, tuple[list[ast.Argument], Any]]:
     name: str | None = None
+    args: tuple[list[ast.Argument], Any] = ([], expr.loc)
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
-        if expr.args:
-            raise not_supported("constructor arguments for V1Switch blocks", expr.loc)
+        args = (expr.args, expr.loc)
         name = expr.func.name
     elif isinstance(expr, ast.Name):
         inst = next((i for i in env.instantiations if i.name == expr.name), None)
         if inst is not None and isinstance(inst.type, ast.TypeName):
             name = inst.type.name
+            args = (inst.args, inst.loc)
     decl: ast.ParserDecl | ast.ControlDecl | None = None
     if name is not None:
         decl = env.parsers.get(name) if role == "parser" else env.controls.get(name)
     if decl is None:
         kind = "parser" if role == "parser" else "control"
         raise CompileError(f"V1Switch's {role} argument must be a {kind}", expr.loc)
-    return decl
+    return decl, args
 
 
 def _param_bindings(env: ProgramEnv, decl: ast.ParserDecl | ast.ControlDecl, shared: dict[int, Binding]) -> dict[str, Binding]:

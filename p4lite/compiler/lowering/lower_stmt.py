@@ -71,6 +71,8 @@ from p4lite.compiler.lowering.hoist_calls import (
     scalar_test,
 )
 from p4lite.compiler.lowering.lower_expr import ExprCompiler
+from p4lite.compiler.lowering.lower_loop import lower_for
+from p4lite.compiler.lowering.parser_rules import check_parser_call, no_if_in_parser
 from p4lite.compiler.lowering.storage import STANDARD_METADATA
 
 if TYPE_CHECKING:
@@ -83,12 +85,17 @@ class StmtLowerer:
     """Lowers statements in ``scope`` to a list of primitives."""
 
     def __init__(self, lw: Lowering, externs: Externs, scope: Scope, *, local_prefix: str = "",
-                 lookahead=None) -> None:
+                 lookahead=None, in_action: bool = False) -> None:
         self.lw = lw
         self.externs = externs
         self.scope = scope
         self.local_prefix = local_prefix
         self.comp = ExprCompiler(lw.env, scope, lookahead=lookahead)
+        self._lookahead = lookahead
+        self.in_parser = lookahead is not None  # statements of a parser state
+        # the body of an action (or of a function it calls): where p4c loops (see _for)
+        self.in_action = in_action
+        self.loops: list[tuple[list[int], list[int]]] = []  # (breaks, continues) to patch
         self._returns: list[int] = []
 
     # -------------------------------------------------------------- blocks
@@ -136,6 +143,14 @@ class StmtLowerer:
             self.scope.bind(stmt.name, ConstB(value, t))
         elif isinstance(stmt, ast.If):
             self._if(stmt, prims)
+        elif isinstance(stmt, ast.For):
+            lower_for(self, stmt, prims)
+        elif isinstance(stmt, ast.Break | ast.Continue):
+            word = "break" if isinstance(stmt, ast.Break) else "continue"
+            if not self.loops:
+                raise CompileError(f"{word} outside a for loop", stmt.loc)
+            self.loops[-1][0 if word == "break" else 1].append(len(prims))
+            self._emit(prims, [{"op": "_jump", "parameters": [None]}], stmt.loc, word)
         elif isinstance(stmt, ast.Exit):
             self._emit(prims, [{"op": "exit", "parameters": []}], stmt.loc, "exit")
         elif isinstance(stmt, ast.Return):
@@ -162,6 +177,9 @@ class StmtLowerer:
                 prim["source_info"] = info
             prims.append(prim)
 
+    def emit(self, prims: list[Json], new: list[Json], loc, fragment: str | None = None) -> None:
+        self._emit(prims, new, loc, fragment)
+
     def declare_var(self, stmt: ast.VarDecl, prims: list[Json]) -> None:
         t = self.lw.env.resolve(stmt.type)
         binding = self.lw.storage.bind_local(self.local_prefix + stmt.name, t, stmt.loc)
@@ -173,7 +191,7 @@ class StmtLowerer:
     def _hoist(self, stmt: ast.Node, prims: list[Json]) -> tuple[ast.Node, list[ast.Assign]]:
         """Function calls inside the expressions of ``stmt`` run first, into temporaries;
         also the write-backs to emit after ``stmt`` (see ``Hoister.call_args``)."""
-        hoister = self._hoister()
+        hoister = self.hoister()
         if isinstance(stmt, ast.Assign) and stmt.compound and isinstance(stmt.rhs, ast.Binary):
             lhs = hoister.expr(stmt.lhs)  # once: its index may call a function
             # the value of lhs is read after the right side's calls have run, as p4c
@@ -194,14 +212,14 @@ class StmtLowerer:
             stmt = dataclasses.replace(stmt, init=hoister.expr(stmt.init))
         elif isinstance(stmt, ast.Return) and stmt.value is not None:
             stmt = dataclasses.replace(stmt, value=hoister.expr(stmt.value))
-        self._run_hoisted(hoister, prims)
+        self.run_hoisted(hoister, prims)
         return stmt, hoister.after
 
-    def _hoister(self) -> Hoister:
+    def hoister(self) -> Hoister:
         return Hoister(self.is_function_call, scalar_test(self.comp.compile),
                        lambda call: arg_directions(self.lw.env.functions, call))
 
-    def _run_hoisted(self, hoister: Hoister, prims: list[Json]) -> None:
+    def run_hoisted(self, hoister: Hoister, prims: list[Json]) -> None:
         """The hoisted calls and snapshots, in order, each bound to its temporary's name."""
         for name, item in hoister.calls:
             if is_snapshot(name):
@@ -249,14 +267,17 @@ class StmtLowerer:
         if not isinstance(result_t, VoidT):
             result = self.lw.storage.bind_local(f"{decl.name}_retval", result_t, decl.loc)
             inner.bind(_RETURN, result)
-        sub = StmtLowerer(self.lw, self.externs, inner.child(), local_prefix=self.local_prefix)
+        if self.in_parser:
+            no_if_in_parser(decl.body)
+        sub = StmtLowerer(self.lw, self.externs, inner.child(), local_prefix=self.local_prefix,
+                          lookahead=self._lookahead, in_action=self.in_action)
         return self.finish_call(frame, sub.lower_body(decl.body.statements)), result
 
     def _if(self, stmt: ast.If, prims: list[Json]) -> None:
         if self.lw.env.functions and has_call(stmt.cond, self.is_function_call):
-            hoister = self._hoister()
+            hoister = self.hoister()
             new_cond = hoister.expr(stmt.cond)
-            self._run_hoisted(hoister, prims)
+            self.run_hoisted(hoister, prims)
             stmt = dataclasses.replace(stmt, cond=new_cond)
         cond = self.comp.rvalue(stmt.cond)
         if not isinstance(cond.type, BoolT):
@@ -469,6 +490,8 @@ class StmtLowerer:
             return self._method(base, func.member, call)
         if isinstance(func, ast.Name):
             binding = self.scope.lookup(func.name)
+            if self.in_parser:
+                check_parser_call(self.lw, func.name, binding, call)
             if isinstance(binding, DeclB) and binding.kind == "action":
                 return self.inline_action(binding, call)
             function = self.lw.env.functions.get(func.name)
@@ -498,6 +521,9 @@ class StmtLowerer:
             return [{"op": op, "parameters": [{"type": kind, "value": binding.name},
                                                hexstr(count, None)]}]
         if isinstance(binding, ExternB):
+            if self.in_parser and binding.kind != "packet_in":
+                text = self.lw.source.fragment(call.loc)
+                raise CompileError(f"{text}: not supported in parser on this target", call.loc)
             return self.externs.method_call(binding, method, call, self.comp)
         if isinstance(binding, DynElemB) and method in ("setValid", "setInvalid"):
             # p4c's JSON for it makes simple_switch abort (Json::LogicError) at load
@@ -515,7 +541,8 @@ class StmtLowerer:
         inner = scope.child()
         args = every_arg(decl.params, call.args, f"action {decl.name}", call.loc)
         frame = self.bind_call(decl.params, args, inner, call.loc)
-        sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix)
+        sub = StmtLowerer(self.lw, self.externs, inner, local_prefix=self.local_prefix,
+                          in_action=True)
         return self.finish_call(frame, sub.lower_body(decl.body.statements))
 
     # ------------------------------------------------------ copy-in/copy-out

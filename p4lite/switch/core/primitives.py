@@ -442,8 +442,20 @@ def _hoist_bounds(text: list[str], stored: set[int]) -> list[str]:
             + ["    " + line for line in rest])
 
 
+# Most primitives an action with a backward jump (a P4 ``for`` loop) runs for one
+# packet: one whose loop never ends drops the packet (BMv2 would spin for ever).
+MAX_LOOP_STEPS = 1 << 20
+
+
 def _jump_body(gen: CodeGen, prims: list[Primitive], where: str) -> list[str]:
     body = ["_pc = 0", f"while _pc < {len(prims)}:"]
+    backward = any(p.op in ("_jump", "_jump_if_zero") and _int_param(
+        _n(prim_params(p), 1 if p.op == "_jump" else 2, p.op, where)[-1], where) <= i
+        for i, p in enumerate(prims))
+    if backward:  # only loops pay for the count
+        body = ["_pc = _steps = 0", f"while _pc < {len(prims)}:", "    _steps += 1",
+                f"    if _steps > {MAX_LOOP_STEPS}:",
+                f"        raise _Assert({where + ': a loop that does not end'!r})"]
     for i, prim in enumerate(prims):
         w = f"{where} primitive {i}"
         op = prim.op

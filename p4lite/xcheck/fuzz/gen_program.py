@@ -13,7 +13,9 @@ Everything drawn comes from one ``random.Random``: a seed gives the same program
 Expressions only use what p4lite claims: function calls (with ``inout`` arguments)
 anywhere, on the right of ``&&``/``||`` and in branches of ``?:`` too; shifts by a
 constant or an 8-bit field; slices of fields; casts between bit widths and to
-``int<W>`` for signed comparisons; no ``/``/``%`` on run-time values. Reads of
+``int<W>`` for signed comparisons; ``/``/``%`` on run-time values by a power of two
+only (p4c refuses the rest). Parser states hold calls, ``if``s and ``lookahead`` of a
+header too; actions hold ``for`` loops; MyEgress sometimes takes a constructor argument. Reads of
 header fields only touch headers that are always valid, so no result depends on
 what a target keeps in an invalid header.
 """
@@ -70,6 +72,7 @@ class Gen(ExtrasGen):
         self.union, self.varbit = r.random() < 0.3, r.random() < 0.3
         self.cov.update(k for k, on in (("header union", self.union),
                                         ("varbit extract/emit", self.varbit)) if on)
+        parser_pre, parser_stmts = self._parser_stmts(h_fields)
         registers += self._extern_instances()
         self.preserved, self.again, self.setup = [], False, []
         self.instances = registers  # direct counters and meters of tables join them
@@ -77,7 +80,13 @@ class Gen(ExtrasGen):
         self.action_decls: list[str] = []
         self.tables: list[Table] = []
         stmts = [self._top_stmt() for _ in range(r.randint(3, 9))]
+        egress_k = r.randint(0, 255) if r.random() < 0.3 else None
+        if egress_k is not None:  # a constructor parameter of MyEgress, read there
+            self.vars.append(Var("K", 8, writable=False))
+            self.cov["control constructor parameter"] += 1
         egress = [Stmt(self._assign(1, calls=False)) for _ in range(r.randint(0, 2))]
+        if egress_k is not None:
+            self.vars.pop()
         if self._second_pass_ok(0.15):
             egress.append(Stmt(self._recirculate_stmt()))
         if egress:
@@ -88,8 +97,52 @@ class Gen(ExtrasGen):
         spec = ProgramSpec(self.seed, h_fields, meta, decls, self.action_decls, registers,
                            self.tables, stmts, egress, self.cov, checksum, self.union,
                            self.varbit, self.preserved, self.again, self.setup,
-                           self.verify)
+                           self.verify, parser_pre, parser_stmts, egress_k)
         return spec
+
+    def _parser_stmts(self, h_fields: list[tuple[str, int]]) -> tuple[list[str], list[str]]:
+        """Statements of the parser's start state: before ``extract(hdr.h)``, a
+        ``lookahead<h_t>()`` (of the bytes h is then extracted from: every packet holds
+        them); after it, assignments and ``if``s whose expressions call functions (no
+        function with an ``if``: p4c refuses those in a parser), and a lookahead of the
+        first stack element. They read ``h`` and metadata only (the stack is not
+        extracted yet)."""
+        r = self.rng
+        pre: list[str] = []
+        metas = [v for v in self.vars if v.path.startswith("meta.")]
+        if r.random() < 0.25:
+            v, (f, fw) = r.choice(metas), r.choice(h_fields)
+            if r.random() < 0.5:
+                pre.append(f"{v.path} = {self._cast(v.width, f'pkt.lookahead<h_t>().{f}', fw)};")
+            else:
+                pre += ["h_t peek = pkt.lookahead<h_t>();",
+                        f"{v.path} = {self._cast(v.width, f'peek.{f}', fw)};"]
+            self.cov["lookahead<header> in a parser"] += 1
+        stmts: list[str] = []
+        if r.random() < 0.4:
+            old_vars, old_funcs = self.vars, self.funcs
+            self.vars = [v for v in old_vars if not v.path.startswith("hdr.s")]
+            self.funcs = [f for f in old_funcs if not f.early_return]
+            calls_before = self.cov["function call"]
+            for _ in range(r.randint(1, 3)):
+                if r.random() < 0.25:
+                    self.cov["if in a parser state"] += 1
+                    cond = self._cond(1, calls=True)
+                    stmts.append(f"if ({cond}) {{\n    {self._assign(1, calls=True)}\n}} else "
+                                 f"{{\n    {self._assign(1, calls=True)}\n}}")
+                elif r.random() < 0.3 and self.funcs:
+                    stmts.append(self._call_stmt())
+                else:
+                    stmts.append(self._assign(2, calls=True))
+            self.cov["statement in a parser state"] += len(stmts)
+            self.cov["function call in a parser state"] += (self.cov["function call"]
+                                                            - calls_before)
+            self.vars, self.funcs = old_vars, old_funcs
+        if r.random() < 0.15:
+            v = r.choice(metas)
+            stmts.append(f"{v.path} = {self._cast(v.width, 'pkt.lookahead<s_t>().v', 8)};")
+            self.cov["lookahead<header> in a parser"] += 1
+        return pre, stmts
 
     def _checksum(self, h_fields: list[tuple[str, int]], verb: str = "update",
                   odds: float = 0.3) -> str:
@@ -140,6 +193,7 @@ class Gen(ExtrasGen):
         if r.random() < 0.3:
             body += f"    if (y == {k % (1 << min(w, 8))}) {{\n        return {ret};\n    }}\n"
             self.cov["early return in function"] += 1
+            f.early_return = True
         self.funcs.append(f)
         self.cov["function declaration"] += 1
         return (f"bit<{w}> fn{i}({d1} bit<{w}> x, in bit<{w}> y) {{\n{body}"
@@ -331,6 +385,10 @@ class Gen(ExtrasGen):
             self.cov["directional action parameter bound in actions list"] += 1
         for _ in range(r.randint(1, 3)):
             body.append(self._assign(1, calls=bool(self.funcs) and r.random() < 0.3))
+        # p4c 34b86e9 crashes ("Compiler Bug: ... Null body") on a loop writing an inout
+        # parameter from action data (fuzzer seed 2059): no loop beside a directional one
+        if not binding and r.random() < 0.2:
+            body.append(self._for_loop())
         if r.random() < 0.1:
             body.append("mark_to_drop(standard_metadata);")
             self.cov["mark_to_drop"] += 1
@@ -339,6 +397,33 @@ class Gen(ExtrasGen):
         self.action_decls.append(f"action {name}({', '.join(params)}) {{\n{text}\n}}")
         self.cov["action"] += 1
         return name, widths, binding
+
+    def _for_loop(self) -> str:
+        """A ``for`` loop (in an action: p4c loops only there) of at most 4 passes, by a
+        constant or a run-time bound, reading its variable; sometimes a ``break`` or a
+        ``continue``."""
+        r = self.rng
+        if r.random() < 0.5:
+            bound = str(r.randint(0, 4))
+        else:
+            v = self._readable()
+            bound = f"(bit<8>){v.path}[1:0]" if v.width >= 2 else f"(bit<8>){v.path}"
+            self.cov["for loop with a run-time bound"] += 1
+        self.cov["for loop"] += 1
+        self.vars = self.vars + [Var("i", 8, writable=False)]
+        # first a statement p4c cannot simplify away: it crashes ("Compiler Bug: ...
+        # Null body") on a loop whose body it empties, e.g. `x = x & x;` (seed 87)
+        m = r.choice([v for v in self.vars if v.path.startswith("meta.")])
+        body = [f"{m.path} = {m.path} + {self._cast(m.width, 'i', 8)} + 1;"]
+        body += [self._assign(1, calls=False) for _ in range(r.randint(0, 2))]
+        if r.random() < 0.4:
+            word = r.choice(("break", "continue"))
+            self.cov[word] += 1
+            body.insert(r.randint(0, len(body)),
+                        f"if ({self._cond(1, calls=False)}) {{\n    {word};\n}}")
+        self.vars = self.vars[:-1]
+        text = "\n".join(indent(b, 4) for b in body)
+        return f"for (bit<8> i = 0; i < {bound}; i = i + 1) {{\n{text}\n}}"
 
     def _const_entries(self, t: Table) -> list[str]:
         r = self.rng
@@ -472,6 +557,11 @@ class Gen(ExtrasGen):
             self.cov["signed cast and arithmetic shift"] += 1
             inner = self._expr(sw, depth - 1, calls)
             return self._cast(w, f"(bit<{sw}>)((int<{sw}>){inner} >> {r.randint(0, 7)})", sw)
+        if roll < 0.92:  # p4c takes run-time / and % by a power of two only
+            op = r.choice(("/", "%"))
+            self.cov[f"run-time {op} by a power of two"] += 1
+            divisor = 1 << r.randint(0, w - 1)
+            return f"({self._expr(w, depth - 1, calls)} {op} {divisor})"
         return self._leaf(w)
 
     def _cond(self, depth: int, calls: bool) -> str:

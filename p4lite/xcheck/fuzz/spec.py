@@ -53,6 +53,9 @@ class ProgramSpec:
     again: bool = False  # meta.again (preserved) marks a resubmitted/recirculated packet
     setup: list[str] = field(default_factory=list)  # STF lines before the entries
     verify: str = ""  # the body of MyVerifyChecksum
+    parser_pre: list[str] = field(default_factory=list)  # start state, before extract(h)
+    parser_stmts: list[str] = field(default_factory=list)  # start state, after it
+    egress_k: int | None = None  # MyEgress's constructor argument K (bit<8>), if any
 
     def h_bytes(self) -> int:
         return sum(w for _, w in self.h_fields) // 8
@@ -84,6 +87,8 @@ def _render(spec: ProgramSpec, stmts: list[Stmt], tables: list[Table]) -> str:
     table_text = "\n".join(_render_table(t) for t in tables)
     body = "\n".join(indent(s.text, 8) for s in stmts)
     egress = "\n".join(indent(s.text, 8) for s in spec.egress)
+    egress_params = "" if spec.egress_k is None else "(bit<8> K)"
+    egress_args = "" if spec.egress_k is None else f"8w{spec.egress_k}"
     return f"""#include <core.p4>
 #include <v1model.p4>
 
@@ -115,8 +120,8 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
                 inout standard_metadata_t standard_metadata) {{
     bit<8> n;
     state start {{
-        pkt.extract(hdr.h);
-        n = 0;
+{_parser_lines(spec.parser_pre)}        pkt.extract(hdr.h);
+{_parser_lines(spec.parser_stmts)}        n = 0;
         transition parse_s;
     }}
     state parse_s {{
@@ -149,7 +154,7 @@ control MyIngress(inout headers_t hdr, inout meta_t meta,
 }}
 
 control MyEgress(inout headers_t hdr, inout meta_t meta,
-                 inout standard_metadata_t standard_metadata) {{
+                 inout standard_metadata_t standard_metadata){egress_params} {{
     apply {{
 {egress}
     }}
@@ -169,9 +174,13 @@ control MyDeparser(packet_out pkt, in headers_t hdr) {{
     }}
 }}
 
-V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(),
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress({egress_args}), MyComputeChecksum(),
          MyDeparser()) main;
 """
+
+
+def _parser_lines(stmts: list[str]) -> str:
+    return "".join(indent(st, 8) + "\n" for st in stmts)
 
 
 def indent(text: str, n: int) -> str:
@@ -245,3 +254,4 @@ class Func:
     name: str
     width: int  # of every parameter and the result
     inout_first: bool
+    early_return: bool = False  # an `if` in its body: p4c refuses it in a parser state
