@@ -26,6 +26,7 @@ and says whether the runs agree: their intervals overlap. ``--busy 1`` keeps one
 process spinning beside the emulation (the machine shared with other work).
 
     sudo .venv/bin/python -m bench.priority [--models resnet50,vgg19] [--bw 2.5,5,10]
+                                            [--balance 5]
                                             [--iterations 12] [--workers 4] [--runs 2]
                                             [--busy 1]
 
@@ -279,6 +280,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--models", type=comma_list(str), default=["resnet50", "vgg19"])
     parser.add_argument("--bw", type=comma_list(float), default=[2.5, 5.0, 10.0],
                         help="Mbit/s; the middle one is the balance point")
+    parser.add_argument("--balance", type=float, default=None,
+                        help="Mbit/s of the balance point (default: the middle of --bw)")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=12, help="timed, after one warm-up")
     parser.add_argument("--runs", type=int, default=1,
@@ -310,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     if not mininet_ready("priority"):
         return 2
     RESULTS.mkdir(parents=True, exist_ok=True)
-    balance_bw = sorted(args.bw)[len(args.bw) // 2]
+    balance_bw = args.balance or sorted(args.bw)[len(args.bw) // 2]
     scales = {m: time_scale_for_balance(model_profile(m), PARAM_SCALES[m], balance_bw)
               for m in args.models}  # fmt: skip
     started = time.time()

@@ -56,10 +56,12 @@ class ReplayNet(BottleneckNet):
 
 
 def run(model: str, mode: str, hiccup: float, seed: int, loss: float, bw: float,
-        congestion: bool = True) -> dict:
-    """One iteration of ``mode`` (fifo or p3): its seconds and the agents' counters."""
+        congestion: bool = True, scale: float | None = None) -> dict:
+    """One iteration of ``mode`` (fifo or p3): its seconds and the agents' counters.
+    ``scale``: of the model's parameters (default the bench's; the compute follows, so
+    the balance point stays at 5 Mbit/s)."""
     profile = json.loads(workload.model_path(model).read_text())
-    scale = PARAM_SCALES[model]
+    scale = PARAM_SCALES[model] if scale is None else scale
     compute = (profile["fwd_ms_total"] + profile["bwd_ms_total"]) / 1e3
     time_scale = 32 * profile["total_params"] * scale / (5e6 * compute)  # balance at 5 Mbit/s
     layers = replay.load_layers(workload.model_path(model), time_scale, scale)

@@ -406,7 +406,9 @@ class Session:
             timed_out = timed_out[self._on_window_path(timed_out) & ~self._timers.waited[timed_out]]
             self.stats.early_resends += self._timers.on_retransmitted(expired, now)
             if self._cwnd is not None and timed_out.size:
-                self._cwnd.on_timeouts(timed_out, now, self._timers)
+                flags = self._slot_pkts["hdr"]["flags"][
+                    self._row(timed_out, self._slot_pos[timed_out])]
+                self._cwnd.on_timeouts(timed_out, now, self._timers, flags)
                 self._cwnd_stats()
             self._retransmit = np.union1d(self._retransmit, expired)
 
@@ -485,7 +487,7 @@ class Session:
             else:
                 assert self._cwnd is not None
                 slots = c * self.window + positions % self.window
-                take = positions[self._cwnd.admit(slots, windows, credit)]
+                take = positions[self._cwnd.admit(slots, windows, credit, c >= self._hold.top)]
             if credit is not None:
                 credit -= take.size
             if take.size:
@@ -501,19 +503,15 @@ class Session:
 
         The credit (several classes) counts a position in flight for ``_credit_hold``
         at most (see there). An aggregator's congestion window (hosts/route_windows.py)
-        counts every position in flight on it while its results arrive (within a hold
-        of the last one): then its positions are moving and the window is the link's.
-        In silence it counts them as the credit does, which is what keeps ranks with
-        different windows from waiting on each other for ever: rank A's window may be
-        full of positions that rank B has not sent because B's (smaller, or full of
-        other positions) is full of ones A has not sent. Nothing completes then, so
-        within a hold every rank stops counting its positions and sends its lowest ready
-        ones next: the same on every rank (one class: ascending; several: the order
-        inside a class), so the lowest unfinished position goes out everywhere and
-        completes (per aggregator: its own slots). Counting by age alone (as the
-        credit does) would undo the window in a queue: positions queued longer than
-        two round trips stop counting and more join the queue (measured: 8 workers
-        into one PBox link at 1 % loss, x34 the floor and 73,000 drops)."""
+        counts the positions in flight on it that have not left the queues (a result of
+        one sent later came back: they wait for a peer) while its results arrive (within
+        a hold of the last one). In silence it counts them as the credit does, so ranks
+        with different windows cannot wait on each other for ever: within a hold every
+        rank sends its lowest ready positions next, the same on every rank, and the
+        lowest unfinished one completes. Counting by age alone (as the credit does)
+        would undo the window in a queue: positions queued longer than two round trips
+        stop counting and more join the queue (measured: 8 workers into one PBox link
+        at 1 % loss, x34 the floor and 73,000 drops). route_windows.py has both proofs."""
         flight = np.flatnonzero(self._slot_pos >= 0)
         inflight = self._timers.sent_at[flight]
         hold = self._credit_hold()
@@ -527,9 +525,10 @@ class Session:
             return credit, None, wake
         # a PRIME waits for every rank to start its tensor, a late one's included: in a
         # window it would keep out the positions that rank waits for (one per tensor)
-        rows = self._row(flight, self._slot_pos[flight])
-        paced = self._slot_pkts["hdr"]["ver_type"][rows] != _PRIME_VT
-        windows, at = self._cwnd.budgets(flight[paced], inflight[paced], hold, now)
+        hdr = self._slot_pkts["hdr"][self._row(flight, self._slot_pos[flight])]
+        paced = hdr["ver_type"] != _PRIME_VT
+        windows, at = self._cwnd.budgets(flight[paced], inflight[paced], hold, now,
+                                         hdr["flags"][paced], self._timers)
         return credit, windows, min(wake, at)
 
     def _credit_hold(self) -> float:
@@ -712,7 +711,8 @@ class Session:
         if self._cwnd is not None:  # the samples the RTT estimate takes (before on_result)
             usable = clean & (self._timers.retries[slots] == 0) & self._on_window_path(slots)
             usable &= ~self._timers.waited[slots]
-            self._cwnd.on_results(slots, now - self._timers.sent_at[slots], usable, now)
+            self._cwnd.on_results(slots, now - self._timers.sent_at[slots], usable, now,
+                                  pkts["hdr"]["flags"][idx])
             self._cwnd_stats()
         self._timers.on_result(slots, now, clean)
         self._last_progress = now
