@@ -167,12 +167,17 @@ class CpuLoad:
         return max(0.0, self.busy_cores - sum(self.groups.values()))
 
     def label(self) -> str:
-        """``CPU-bound (1.96/2 cores; switch 0.98)`` or ``link-bound (cpu 1.10/2)``."""
+        """``CPU-bound (1.96/2 cores, 0.40 outside the run; switch 0.98)`` or
+        ``link-bound (cpu 1.10/2)``."""
         if not self.cpu_bound:
             return f"link-bound (cpu {self.busy_cores:.2f}/{self.cores})"
         assert self.busiest is not None or self.machine_bound
+        # When the machine rule fires, say how much of the busy machine was not the run's
+        # own processes: on a shared machine other jobs can fill the cores, and the verdict
+        # alone would blame the emulation for them.
+        outside = f", {self.other_cores:.2f} outside the run" if self.machine_bound else ""
         top = f"; {self.busiest[0]} {self.busiest[2]:.2f}" if self.busiest is not None else ""
-        return f"CPU-bound ({self.busy_cores:.2f}/{self.cores} cores{top})"
+        return f"CPU-bound ({self.busy_cores:.2f}/{self.cores} cores{outside}{top})"
 
     def to_json(self) -> dict:
         return {"label": self.label(), "cpu_bound": self.cpu_bound,

@@ -25,8 +25,8 @@ and the spine sums the leaves (docs/DESIGN.md §3.1); the PBox path is one job o
 PBox, which rack 2's workers reach over the spine; Gloo's ring crosses the spine too.
 
 Every row and every path's summary has a ``cpu`` column (experiments/cpuload.py):
-``CPU-bound (1.96/2 cores; switch 0.98)`` when the machine's cores, not the links, were
-the limit while it was timed, else ``link-bound (cpu 1.10/2)``.
+``CPU-bound (1.96/2 cores, 0.40 outside the run; switch 0.98)`` when the machine's cores,
+not the links, were the limit while it was timed, else ``link-bound (cpu 1.10/2)``.
 
 Exits 0 only if every check passed.
 """

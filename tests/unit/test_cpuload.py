@@ -115,7 +115,8 @@ def test_machine_bound_names_the_busiest_process() -> None:
     load = load_over([a, b], [(0.0, 2.0)], ROOTS, HZ)
     assert load is not None and load.machine_bound and not load.process_bound
     assert load.busiest == ("switch", "python", pytest.approx(0.9))
-    assert load.label() == "CPU-bound (1.96/2 cores; switch 0.90)"
+    # 1.96 busy - workers 0.80 (10 + agent 150 ticks) - switch 0.90 = 0.26 outside the run
+    assert load.label() == "CPU-bound (1.96/2 cores, 0.26 outside the run; switch 0.90)"
 
 
 def test_one_saturated_process_is_cpu_bound_on_an_idle_machine() -> None:
@@ -134,7 +135,7 @@ def test_thresholds_are_inclusive() -> None:
     below = CpuLoad(seconds=1.0, cores=2, busy_cores=2 * MACHINE_BOUND - 0.01, groups={},
                     busiest=("pbox", "python", PROCESS_BOUND - 0.01))
     assert at_machine.cpu_bound and at_process.cpu_bound and not below.cpu_bound
-    assert at_machine.label() == "CPU-bound (1.80/2 cores)"
+    assert at_machine.label() == "CPU-bound (1.80/2 cores, 1.80 outside the run)"  # no groups
 
 
 def test_windows_widen_to_the_snapshots_around_them() -> None:

@@ -73,13 +73,13 @@ def test_allreduce_rows_and_summary_carry_the_cpu_flag(
         result = allreduce_run.run_gloo_path(object(), allreduce_args(), cpu)  # type: ignore[arg-type]
     assert result.ok, result.problems
     first, second = (row["cpu"] for row in result.rows)
-    assert first["label"].startswith("CPU-bound (1.96/2 cores; switch ")
+    assert first["label"].startswith("CPU-bound (1.96/2 cores, 1.76 outside the run; switch ")
     assert first["cpu_bound"] and first["machine_bound"]
     assert second["label"] == "link-bound (cpu 0.50/2)" and not second["cpu_bound"]
     assert result.cpu is not None and result.cpu["busy_cores"] == pytest.approx(2 * 296 / 600, abs=1e-3)
     allreduce_run.summarize([result], allreduce_args())
     out = capsys.readouterr().out
-    assert "CPU-bound (1.96/2 cores; switch" in out  # the row, as printed live
+    assert "CPU-bound (1.96/2 cores, 1.76 outside the run; switch" in out  # the row, as printed live
     assert "link-bound (cpu 0.50/2)" in out
     assert f"ok      {result.cpu['label']}" in out  # the path's summary line
     report = allreduce_run.path_report(result)
@@ -115,7 +115,7 @@ def test_training_epochs_and_summary_carry_the_cpu_flag(
     assert result.ok, result.problems
     rows = result.epoch_rows()
     assert rows[0]["cpu"]["label"] == "link-bound (cpu 0.25/2)"
-    assert rows[1]["cpu"]["label"].startswith("CPU-bound (1.90/2 cores; switch ")
+    assert rows[1]["cpu"]["label"].startswith("CPU-bound (1.90/2 cores, 0.93 outside the run; switch ")
     assert result.cpu is not None and result.cpu["busy_cores"] == pytest.approx(2 * 240 / 600, abs=1e-3)
     train_run.summarize({"gloo": result}, args)
     out = capsys.readouterr().out
@@ -161,9 +161,9 @@ def test_bench_allreduce_rows_carry_the_cpu_flag(tmp_path: Path,
             record((size, 0), by_rank)
     rows = bench._rows("switch", 2, run, args, {}, cpu, windows)
     assert rows[0]["cpu"]["label"] == "link-bound (cpu 0.20/2)"
-    assert rows[1]["cpu"]["label"] == "CPU-bound (1.99/2 cores; switch 1.49)"
+    assert rows[1]["cpu"]["label"] == "CPU-bound (1.99/2 cores, 0.50 outside the run; switch 1.49)"
     bench._print_row(rows[1])
-    assert capsys.readouterr().out.rstrip().endswith("; CPU-bound (1.99/2 cores; switch 1.49)")
+    assert capsys.readouterr().out.rstrip().endswith("; CPU-bound (1.99/2 cores, 0.50 outside the run; switch 1.49)")
 
 
 def test_bench_training_window_uses_the_same_rule(tmp_path: Path) -> None:
