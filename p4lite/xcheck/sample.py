@@ -40,6 +40,7 @@ OUT_DIR = ROOT / "build" / "xcheck-sample"
 COMPILED, REFUSED, CRASHED = "compiled", "refused", "crashed"
 _ICE = "internal compiler error"
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b[^:]*: ")
 _LOCATION = re.compile(r"^\S+?:\d+(?::\d+)?:\s*")  # file:line[:col]: before a message
 
 
@@ -169,14 +170,17 @@ def summarize(programs: list[Program], with_reference: bool) -> dict:
     }
     if with_reference:
         for way in (runs.WAY_LITEC_BMV2, runs.WAY_P4C_LITE):
-            data[way] = {
-                "pass": sum(_ok(p, way) for p in counted),
-                "wrong": {p.name: _reason(p.ways.get(way)) for p in counted
-                          if p.ways.get(way) is not None and p.ways[way].status == runs.FAIL},
-                "error": {p.name: _reason(p.ways.get(way)) for p in counted
-                          if p.ways.get(way) is not None and p.ways[way].status == runs.ERROR
-                          and (p in compiled or way == runs.WAY_P4C_LITE)},
-            }  # fmt: skip
+            wrong, error = {}, {}
+            for p in counted:
+                outcome = p.ways.get(way)
+                if outcome is None or outcome.ok:
+                    continue
+                if outcome.status == runs.FAIL and not _refusal(outcome):
+                    wrong[p.name] = _reason(outcome)
+                elif p in compiled or way == runs.WAY_P4C_LITE:  # else counted as refused
+                    error[p.name] = _reason(outcome)
+            data[way] = {"pass": sum(_ok(p, way) for p in counted), "wrong": wrong,
+                         "error": error}  # fmt: skip
         data["all_three"] = sum(
             _ok(p, runs.WAY_LITEC_BMV2) and _ok(p, runs.WAY_P4C_LITE) for p in counted
         )
@@ -186,6 +190,12 @@ def summarize(programs: list[Program], with_reference: bool) -> dict:
 def _ok(program: Program, way: str) -> bool:
     outcome = program.ways.get(way)
     return outcome is not None and outcome.ok
+
+
+def _refusal(outcome: runs.Outcome) -> bool:
+    """A FAIL that is p4lite refusing the JSON (the STF runner's last line is an
+    exception such as ``SwitchLoadError``), not a packet that differs."""
+    return bool(_EXCEPTION.match(outcome.reason))
 
 
 def _reason(outcome: runs.Outcome | None) -> str:
@@ -231,7 +241,7 @@ def report_lines(data: dict) -> list[str]:
             for kind in ("wrong", "error"):
                 found = data[way][kind]
                 if found:
-                    what = "wrong packets" if kind == "wrong" else "errors"
+                    what = "wrong packets" if kind == "wrong" else "errors and refused JSON"
                     lines.append(f"{what}, {way} ({len(found)}):")
                     lines += [f"  {n}: {why}" for n, why in sorted(found.items())]
     return lines

@@ -71,23 +71,29 @@ def test_summary_with_reference() -> None:
         _program("refused2", sample.REFUSED, "no loops", ref="PASS",
                  litec="ERROR:compile: no loops", p4c_lite="ERROR:p4lite.stf: boom"),
         _program("wrong", sample.COMPILED, ref="PASS", litec="FAIL:Expected packet", p4c_lite="PASS"),
+        _program("load", sample.COMPILED, ref="PASS", litec="PASS",
+                 p4c_lite="FAIL:p4lite.switch.core.errors.SwitchLoadError: varbit"),
     ]  # fmt: skip
     data = sample.summarize(programs, with_reference=True)
-    assert data["programs"] == 5 and data["counted"] == 4
+    assert data["programs"] == 6 and data["counted"] == 5
     assert list(data["reference_fails"]) == ["bad_ref"]
-    assert data["p4lite_compiles"] == 2
+    assert data["p4lite_compiles"] == 3
     assert data["refused"] == {"no loops": ["refused1", "refused2"]}
     assert data["crashed"] == {}
     litec, p4c_lite = data[runs.WAY_LITEC_BMV2], data[runs.WAY_P4C_LITE]
-    assert litec["pass"] == 1 and p4c_lite["pass"] == 3
+    assert litec["pass"] == 2 and p4c_lite["pass"] == 3
     assert litec["wrong"] == {"wrong": "FAIL: Expected packet"}
     assert litec["error"] == {}  # a refused program's compile error is counted once, as refused
-    assert p4c_lite["error"] == {"refused2": "ERROR: p4lite.stf: boom"}
+    assert p4c_lite["wrong"] == {}  # p4lite refusing p4c's JSON is no wrong packet
+    assert p4c_lite["error"] == {
+        "refused2": "ERROR: p4lite.stf: boom",
+        "load": "FAIL: p4lite.switch.core.errors.SwitchLoadError: varbit",
+    }
     assert data["all_three"] == 1
     assert sample.cause_counts(data) == {"refused": 2, "crashed": 0, "wrong packets": 1}
     text = "\n".join(sample.report_lines(data))
-    assert "reference passes: 4" in text
-    assert "p4lite compiles:        2/4 (50.0%)" in text
+    assert "reference passes: 5" in text
+    assert "p4lite compiles:        3/5 (60.0%)" in text
     assert "[2] no loops" in text and "refused1, refused2" in text
     assert "wrong packets, p4lite-c json on bmv2 (1):" in text
     json.dumps(data)
