@@ -422,3 +422,15 @@ def test_a_sub_control_applied_to_two_unions_writes_each() -> None:
     written = {p["parameters"][0]["value"] for a in result.bmv2["actions"]
                for p in a["primitives"] if p["op"] == "add_header"}
     assert written == {"u.a", "v.a"}
+
+
+@pytest.mark.parametrize("expr, needle, message", [
+    ("hdr.h.v ++ (int<8>)hdr.h.v", "(int<8>)hdr.h.v", "Cannot unify type 'int<8>' with type 'bit<16>'"),
+    ("(bit<16>)((int<8>)hdr.h.w[7:0] ++ hdr.h.v)", "hdr.h.v)",
+     "Cannot unify type 'bit<8>' with type 'int<16>'"),
+])
+def test_concatenating_mixed_signedness_is_refused_as_in_p4c(expr: str, needle: str,
+                                                             message: str) -> None:
+    """p4c 34b86e9 refuses `++` of a bit<N> and an int<M> either way round (pair
+    concat_signed has signed operands on both sides, which it takes)."""
+    _error_at(program(f"bit<16> w = {expr}; hdr.h.v = w[7:0];"), needle, message)

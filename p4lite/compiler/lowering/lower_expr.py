@@ -309,7 +309,7 @@ class ExprCompiler:
             return self._aggregate_compare(e)
         left, right = self._filled(first, e.left), self.rvalue(e.right)
         if e.op == "++":
-            return self._concat(left, right, e.loc)
+            return self._concat(left, right, e.loc, e.right.loc)
         if e.op in ("<<", ">>"):
             self._check_shift(e, left, right)
             return self._shift(e.op, left, right, e.loc)
@@ -499,16 +499,22 @@ class ExprCompiler:
         # p4c's ArithmeticFixup truncates every bit-typed binary result but & | ^.
         return Val(left.type, wrap(expr_json(op, left.json, rj), left.type))
 
-    def _concat(self, left: Val, right: Val, loc) -> Val:
+    def _concat(self, left: Val, right: Val, loc, right_loc) -> Val:
         if not isinstance(left.type, BitT) or not isinstance(right.type, BitT):
             raise CompileError("++ needs bit<N> operands with known widths", loc)
         t = BitT(left.type.width + right.type.width, left.type.signed)
+        if left.type.signed != right.type.signed:  # p4c 34b86e9 refuses it, in these words
+            raise CompileError(f"Cannot unify type '{right.type}' with type '{t}'", right_loc)
         if left.const is not None and right.const is not None:
             lo_mask = (1 << right.type.width) - 1
             value = wrap_const((int(left.const) << right.type.width) | (int(right.const) & lo_mask), t)
             return Val(t, hexstr(value, t.width), value)
         shifted = expr_json("<<", left.json, hexstr(right.type.width, 8))
-        json = expr_json("|", wrap(shifted, BitT(t.width)), right.json)
+        # the right operand's bits, as p4c masks them: a signed one read from BMv2 is
+        # sign-extended, which would set the left operand's bits too
+        assert right.json is not None  # an rvalue
+        low = wrap(right.json, BitT(right.type.width)) if right.type.signed else right.json
+        json = expr_json("|", wrap(shifted, BitT(t.width)), low)
         return Val(t, wrap(json, t))
 
     def _saturating(self, op: str, left: Val, right: Val, loc) -> Val:
