@@ -18,8 +18,9 @@ Conventions:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from p4lite.compiler.errors import SourceLoc
 
@@ -755,3 +756,26 @@ def walk(node: Node) -> Iterator[Node]:
         current = stack.pop()
         yield current
         stack.extend(reversed(list(current.children())))
+
+
+_NOT_REWRITTEN = ("loc", "annotations", "type", "type_args")
+
+
+def rebuilt(node: Node, fn: Callable[[Any], Any]) -> Node:
+    """``node`` with ``fn`` applied to each child (a node field, or each item of a list
+    field), leaving its location, annotations and types alone; ``node`` itself when
+    ``fn`` returned every child unchanged."""
+    changes: dict[str, Any] = {}
+    for f in fields(node):
+        if f.name in _NOT_REWRITTEN:
+            continue
+        value = getattr(node, f.name)
+        if isinstance(value, Node):
+            new = fn(value)
+            if new is not value:
+                changes[f.name] = new
+        elif isinstance(value, list):
+            items = [fn(v) for v in value]
+            if any(a is not b for a, b in zip(items, value, strict=True)):
+                changes[f.name] = items
+    return replace(node, **changes) if changes else node

@@ -105,16 +105,7 @@ def _typed_stand_ins(e: ast.Ternary, env: Any) -> ast.Expression:
             return ast.Cast(decl.return_type, ast.IntLiteral(1, loc=node.loc), loc=node.loc)
         if not isinstance(node, ast.Node):
             return node
-        changes = {}
-        for f in dataclasses.fields(node):
-            if f.name in ("loc", "annotations", "type", "type_args"):
-                continue
-            value = getattr(node, f.name)
-            if isinstance(value, ast.Node):
-                changes[f.name] = stand_in(value)
-            elif isinstance(value, list):
-                changes[f.name] = [stand_in(v) for v in value]
-        return dataclasses.replace(node, **changes)
+        return ast.rebuilt(node, stand_in)
     return stand_in(e)
 
 

@@ -497,20 +497,7 @@ class ParserLowerer:
             return node
         if not isinstance(node, ast.Node):
             return node
-        changes = {}
-        for f in dataclasses.fields(node):
-            if f.name in ("loc", "annotations", "type", "type_args"):
-                continue
-            value = getattr(node, f.name)
-            if isinstance(value, ast.Node):
-                new = self._take_lookaheads(value)
-            elif isinstance(value, list):
-                new = [self._take_lookaheads(v) for v in value]
-            else:
-                continue
-            if new != value:
-                changes[f.name] = new
-        return dataclasses.replace(node, **changes) if changes else node
+        return ast.rebuilt(node, self._take_lookaheads)
 
     def _fill_lookahead(self, t: HeaderT | StructT, loc) -> str:
         binding = self.lw.storage.bind_local("tmp", t, loc)
