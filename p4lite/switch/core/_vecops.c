@@ -288,19 +288,28 @@ fail:
     return NULL;
 }
 
+/* The arguments (F, view_slot, bank, index) of read and write. */
+static int row_args(PyObject *const *args, Py_ssize_t nargs, const char *name,
+                    PyObject **F, Py_ssize_t *slot, Bank *bank)
+{
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "%s takes 4 arguments", name);
+        return -1;
+    }
+    *F = args[0];
+    *slot = PyLong_AsSsize_t(args[1]);
+    if (*slot == -1 && PyErr_Occurred())
+        return -1;
+    return bank_row(args[2], args[3], bank);
+}
+
 /* read(F, view_slot, bank, index): F[view_slot] = the row as big-endian bytes. */
 static PyObject *vec_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "read takes 4 arguments");
-        return NULL;
-    }
-    PyObject *F = args[0];
-    Py_ssize_t slot = PyLong_AsSsize_t(args[1]);
-    if (slot == -1 && PyErr_Occurred())
-        return NULL;
+    PyObject *F;
+    Py_ssize_t slot;
     Bank bank;
-    if (bank_row(args[2], args[3], &bank) < 0)
+    if (row_args(args, nargs, "read", &F, &slot, &bank) < 0)
         return NULL;
     int size = bank.size;
     Py_ssize_t n = bank.lanes;
@@ -323,16 +332,10 @@ static PyObject *vec_read(PyObject *self, PyObject *const *args, Py_ssize_t narg
 /* write(F, view_slot, bank, index): the row = the view's lanes. */
 static PyObject *vec_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "write takes 4 arguments");
-        return NULL;
-    }
-    PyObject *F = args[0];
-    Py_ssize_t slot = PyLong_AsSsize_t(args[1]);
-    if (slot == -1 && PyErr_Occurred())
-        return NULL;
+    PyObject *F;
+    Py_ssize_t slot;
     Bank bank;
-    if (bank_row(args[2], args[3], &bank) < 0)
+    if (row_args(args, nargs, "write", &F, &slot, &bank) < 0)
         return NULL;
     int size = bank.size;
     Py_ssize_t n = bank.lanes;
