@@ -288,9 +288,10 @@ fail:
     return NULL;
 }
 
-/* The arguments (F, view_slot, bank, index) of read and write. */
+/* The arguments (F, view_slot, bank, index) of read and write, and the view's bytes
+   (checked to hold the row's lanes); on success the caller releases bank->buf. */
 static int row_args(PyObject *const *args, Py_ssize_t nargs, const char *name,
-                    PyObject **F, Py_ssize_t *slot, Bank *bank)
+                    PyObject **F, Py_ssize_t *slot, Bank *bank, PyObject **wire)
 {
     if (nargs != 4) {
         PyErr_Format(PyExc_TypeError, "%s takes 4 arguments", name);
@@ -300,23 +301,26 @@ static int row_args(PyObject *const *args, Py_ssize_t nargs, const char *name,
     *slot = PyLong_AsSsize_t(args[1]);
     if (*slot == -1 && PyErr_Occurred())
         return -1;
-    return bank_row(args[2], args[3], bank);
+    if (bank_row(args[2], args[3], bank) < 0)
+        return -1;
+    *wire = view_bytes(*F, *slot, bank->lanes * bank->size);
+    if (*wire == NULL) {
+        PyBuffer_Release(&bank->buf);
+        return -1;
+    }
+    return 0;
 }
 
 /* read(F, view_slot, bank, index): F[view_slot] = the row as big-endian bytes. */
 static PyObject *vec_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *F;
+    PyObject *F, *wire;
     Py_ssize_t slot;
     Bank bank;
-    if (row_args(args, nargs, "read", &F, &slot, &bank) < 0)
+    if (row_args(args, nargs, "read", &F, &slot, &bank, &wire) < 0)
         return NULL;
     int size = bank.size;
     Py_ssize_t n = bank.lanes;
-    if (view_bytes(F, slot, n * size) == NULL) {
-        PyBuffer_Release(&bank.buf);
-        return NULL;
-    }
     PyObject *out = PyBytes_FromStringAndSize(NULL, n * size);
     if (out != NULL) {
         unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(out);
@@ -332,22 +336,17 @@ static PyObject *vec_read(PyObject *self, PyObject *const *args, Py_ssize_t narg
 /* write(F, view_slot, bank, index): the row = the view's lanes. */
 static PyObject *vec_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *F;
+    PyObject *F, *wire;
     Py_ssize_t slot;
     Bank bank;
-    if (row_args(args, nargs, "write", &F, &slot, &bank) < 0)
+    if (row_args(args, nargs, "write", &F, &slot, &bank, &wire) < 0)
         return NULL;
     int size = bank.size;
     Py_ssize_t n = bank.lanes;
-    PyObject *wire = view_bytes(F, slot, n * size);
-    if (wire != NULL) {
-        const unsigned char *in = (const unsigned char *)PyBytes_AS_STRING(wire);
-        for (Py_ssize_t i = 0; i < n; i++)
-            store_native(bank.row + i * size, size, load_be(in + i * size, size));
-    }
+    const unsigned char *in = (const unsigned char *)PyBytes_AS_STRING(wire);
+    for (Py_ssize_t i = 0; i < n; i++)
+        store_native(bank.row + i * size, size, load_be(in + i * size, size));
     PyBuffer_Release(&bank.buf);
-    if (wire == NULL)
-        return NULL;
     Py_RETURN_NONE;
 }
 
