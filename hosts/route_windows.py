@@ -73,7 +73,7 @@ def priority_of(flags: np.ndarray | None, count: int) -> np.ndarray:
     """The header priorities in ``flags`` (None: ``count`` zeros)."""
     if flags is None:
         return np.zeros(count, dtype=np.int64)
-    return (np.asarray(flags, dtype=np.int64) >> wire.PRIORITY_SHIFT) & wire.PRIORITY_MASK
+    return wire.priority_of(np.asarray(flags, dtype=np.int64))
 
 
 class RouteWindows:

@@ -57,6 +57,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TypeVar
 
 import numpy as np
 
@@ -174,6 +175,14 @@ assert HEADER_STRUCT.size == HEADER_LEN
 def ver_type(ptype: PacketType) -> int:
     """The first header byte of a packet of type ``ptype`` (its version: ``version_of``)."""
     return (version_of(ptype) << 4) | int(ptype)
+
+
+_Flags = TypeVar("_Flags", int, np.ndarray)
+
+
+def priority_of(flags: _Flags) -> _Flags:
+    """The header priority in a flags byte, or in each of an array of them."""
+    return (flags >> PRIORITY_SHIFT) & PRIORITY_MASK
 
 
 def make_flags(shadow: int = 0, retransmit: bool = False, fallback: bool = False,
@@ -323,7 +332,7 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
         shadow=flags & FLAG_SHADOW,
         retransmit=bool(flags & FLAG_RETRANSMIT),
         fallback=bool(flags & FLAG_FALLBACK),
-        priority=(flags >> PRIORITY_SHIFT) & PRIORITY_MASK,
+        priority=priority_of(flags),
         lanes=lanes,
         epoch=int(hdr["epoch"]),
     )

@@ -145,4 +145,4 @@ class P4Switch(Node):
             self.unwrappable += 1
             return None
         flags = packet[HEADERS + 1]
-        return out_port, src, dst, (flags >> wire.PRIORITY_SHIFT) & wire.PRIORITY_MASK
+        return out_port, src, dst, wire.priority_of(flags)

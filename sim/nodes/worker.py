@@ -82,7 +82,7 @@ class Worker(Node):
         port = self.ports[0]
         for aggregator, batch in session.routed_packets(now):
             dst = self.aggregators[aggregator]
-            priority = (int(batch["hdr"]["flags"][0]) >> wire.PRIORITY_SHIFT) & wire.PRIORITY_MASK
+            priority = wire.priority_of(int(batch["hdr"]["flags"][0]))
             size = batch.dtype.itemsize
             for lo in range(0, batch.size, self.macro):
                 run = batch[lo:lo + self.macro]
