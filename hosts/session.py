@@ -475,13 +475,18 @@ class Session:
         """(class, ascending positions) that may go out now, most urgent class first:
         free slots whose exponents are known, within the credit and the congestion
         window."""
-        ready = [(c, self._ready(c)) for c in reversed(range(self.classes)) if self._tensors[c]]
+        busy = [c for c in reversed(range(self.classes)) if self._tensors[c]]
         self._credit_free_at = np.inf
         credit, windows, wake = self._budget(now)
         if credit is None and windows is None:  # one stream, no window limits: the slots do
-            return [(c, p) for c, p in ready if p.size]
+            return [(c, p) for c in busy if (p := self._ready(c)).size]
         out = []
-        for c, positions in ready:
+        for c in busy:
+            if credit is not None and credit <= 0 and self._credit_free_at == wake:
+                break  # the credit is spent and the wake-up set: the rest would take nothing
+            positions = self._ready(c)
+            if not positions.size:
+                continue
             if windows is None:
                 take = positions[: max(credit or 0, 0)]
             else:
