@@ -53,12 +53,15 @@ RUN_MIN = 64
 
 
 class Counters(Protocol):
-    """The job counters the batch path adds to (aggregator.JobStats)."""
+    """The job counters the batch paths add to (aggregator.JobStats)."""
 
     contributions: int
     stale: int
     abandoned: int
+    completions: int
+    results_sent: int
     bytes_received: int
+    bytes_sent: int
     last_seen: float
 
 
@@ -66,9 +69,13 @@ class Config(Protocol):
     @property
     def slot_base(self) -> int: ...
 
+    @property
+    def parent(self) -> object: ...
+
 
 class Cells(Protocol):
-    """What the batch path reads and writes of one job's state (aggregator._JobState)."""
+    """What the batch paths (and hosts/pbox/fastpath.py) read and write of one job's state
+    (aggregator._JobState)."""
 
     @property
     def config(self) -> Config: ...

@@ -1,0 +1,101 @@
+"""The PBox core's compiled fast path: a batch's common contributions in C.
+
+``Aggregator.receive_many`` comes here when the compiled kernels are loaded
+(hosts/native.py). The kernel (hosts/_pbox_kernels.c) takes a batch's datagrams for one
+job in order while each is the exact common case of ``Aggregator.receive``: a
+well-formed integer CONTRIB (or a child's PARTIAL) of a job without a parent, from the
+address its rank used before, for a slot this shard owns, that is a new contribution to
+its cell's round or a stale one (not a duplicate, not into a scatter round). It parses
+the header, updates the cell (round, bitmap, counter, lanes with int32 wrap-around, max
+exponent) and appends a completed cell's RESULT to every member, all without Python
+objects per datagram. At the first datagram that is anything else (malformed, rejected,
+float, PRIME, SCATTER, any other type, a parent's RESULT, a first datagram, a
+duplicate, another job's) it stops; that datagram goes to ``receive`` and the kernel
+resumes after it. So the answers keep their order, counters and cell state end as
+``receive`` on each datagram in turn would leave them
+(tests/unit/test_pbox_fastpath.py), and every rule the kernel does not take stays in
+aggregator.py alone.
+
+Without the kernels (not built, ``P4HUB_NO_NATIVE=1``) the numpy batch path
+(hosts/pbox/runs.py) answers instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import ModuleType
+
+import numpy as np
+
+from p4hub.hosts.pbox.runs import Answers, Cells
+from p4hub.hosts.wire import HEADER_LEN
+
+Address = tuple
+
+
+def receive_many(
+    kernels: ModuleType,
+    receive: Callable[[memoryview, Address, float], Answers],
+    jobs: dict[int, Cells],
+    buf: bytes | bytearray | memoryview | np.ndarray, n: int, stride: int,
+    src: Address | Sequence[Address], now: float, lengths: Sequence[int] | None,
+) -> Answers:
+    """``Aggregator.receive_many`` (its docstring) through the kernel, ``receive``
+    answering every datagram the kernel does not take."""
+    flat = buf.reshape(-1).view(np.uint8) if isinstance(buf, np.ndarray) else \
+        np.frombuffer(buf, dtype=np.uint8, count=n * stride)
+    view = flat.data  # receive takes slices of it as it takes socket buffers
+    one = isinstance(src, tuple)
+    out: Answers = []
+    if stride < HEADER_LEN:  # no datagram has a header: every one is receive's to count
+        for i in range(n):
+            out += receive(view[i * stride: (i + 1) * stride], src if one else src[i], now)  # type: ignore[arg-type]
+        return out
+    contribute = kernels.pbox_contribute
+    i = 0
+    job = _job_at(flat, 0, stride, n)
+    while i < n:
+        state = jobs.get(job)
+        if state is not None and state.config.parent is None:
+            i, next_job, taken, *counts = contribute(
+                flat, n, stride, lengths, src, i, job,
+                (state.n, state.packet_len, state.lane_flags, state.config.slot_base,
+                 state.slot_end, state.base, state.shards, state.shard),
+                (state.lanes, state.bitmap, state.counter, state.max_exp, state.position,
+                 state.fresh, state.has_result, state.scatter),
+                state.addresses, out)
+            if taken:
+                _count(state, taken, counts, now)
+            if i >= n:
+                break
+            if next_job >= 0:  # the kernel's datagram in all but its job: that job's call
+                job = next_job
+                continue
+        size = stride if lengths is None else min(lengths[i], stride)
+        out += receive(view[i * stride: i * stride + size], src if one else src[i], now)  # type: ignore[arg-type]
+        i += 1
+        if state is None or state.config.parent is not None:
+            job = _job_at(flat, i, stride, n)  # else most likely the same job's again
+    return out
+
+
+def _job_at(flat: np.ndarray, i: int, stride: int, n: int) -> int:
+    """The job field of datagram ``i`` (whatever it holds: the kernel checks the rest),
+    -1 past the batch."""
+    if i >= n:
+        return -1
+    return int(flat[i * stride + 2]) << 8 | int(flat[i * stride + 3])
+
+
+def _count(state: Cells, taken: int, counts: list[int], now: float) -> None:
+    """The kernel's counts into the job's counters, as ``receive`` counts each datagram."""
+    stale, abandoned, applied, completions, results = counts
+    stats = state.stats
+    stats.bytes_received += state.packet_len * taken
+    stats.last_seen = now
+    stats.stale += stale
+    stats.abandoned += abandoned
+    stats.contributions += applied
+    stats.completions += completions
+    stats.results_sent += results
+    stats.bytes_sent += state.packet_len * results
