@@ -3,14 +3,15 @@
 ``Aggregator.receive_many`` comes here when the compiled kernels are loaded
 (hosts/native.py). The kernel (hosts/_pbox_kernels.c) takes a batch's datagrams for one
 job in order while each is the exact common case of ``Aggregator.receive``: a
-well-formed integer CONTRIB (or a child's PARTIAL) of a job without a parent, from the
-address its rank used before, for a slot this shard owns, that is a new contribution to
-its cell's round or a stale one (not a duplicate, not into a scatter round). It parses
-the header, updates the cell (round, bitmap, counter, lanes with int32 wrap-around, max
-exponent) and appends a completed cell's RESULT to every member, all without Python
+well-formed integer CONTRIB (or a child's PARTIAL, or a PRIME) from the address its
+member used before, for a slot this shard owns, that is a new contribution to its
+cell's round or a stale one (not a duplicate, not into a scatter round); or, for a
+rack's first level, the parent's RESULT. It parses the header, updates the cell (round,
+bitmap, counter, lanes with int32 wrap-around or a PRIME's unsigned maximum, max
+exponent) and appends a completed cell's RESULT to every member, or under a parent its
+PARTIAL to the parent (and the parent's RESULT to the round's members), without Python
 objects per datagram. At the first datagram that is anything else (malformed, rejected,
-float, PRIME, SCATTER, any other type, a parent's RESULT, a first datagram, a
-duplicate, another job's) it stops; that datagram goes to ``receive`` and the kernel
+float, SCATTER, any other type, a first datagram, a duplicate, another job's) it stops; that datagram goes to ``receive`` and the kernel
 resumes after it. So the answers keep their order, counters and cell state end as
 ``receive`` on each datagram in turn would leave them
 (tests/unit/test_pbox_fastpath.py), and every rule the kernel does not take stays in
@@ -56,16 +57,18 @@ def receive_many(
     job = _job_at(flat, 0, stride, n)
     while i < n:
         state = jobs.get(job)
-        if state is not None and state.config.parent is None:
-            i, next_job, taken, *counts = contribute(
+        if state is not None:
+            parent = state.config.parent
+            i, next_job, *counts = contribute(
                 flat, n, stride, lengths, src, i, job,
-                (state.n, state.packet_len, state.lane_flags, state.config.slot_base,
-                 state.slot_end, state.base, state.shards, state.shard),
+                (state.n, state.modulus, state.packet_len, state.lane_flags,
+                 state.config.slot_base, state.slot_end, state.base, state.shards, state.shard,
+                 0 if parent is None else parent.child, 0 if parent is None else parent.rack_size),
                 (state.lanes, state.bitmap, state.counter, state.max_exp, state.position,
                  state.fresh, state.has_result, state.scatter),
-                state.addresses, out)
-            if taken:
-                _count(state, taken, counts, now)
+                state.addresses, state.bit_of, None if parent is None else parent.address, out)
+            if counts[0]:
+                _count(state, counts, now)
             if i >= n:
                 break
             if next_job >= 0:  # the kernel's datagram in all but its job: that job's call
@@ -74,7 +77,7 @@ def receive_many(
         size = stride if lengths is None else min(lengths[i], stride)
         out += receive(view[i * stride: i * stride + size], src if one else src[i], now)  # type: ignore[arg-type]
         i += 1
-        if state is None or state.config.parent is not None:
+        if state is None:
             job = _job_at(flat, i, stride, n)  # else most likely the same job's again
     return out
 
@@ -87,15 +90,20 @@ def _job_at(flat: np.ndarray, i: int, stride: int, n: int) -> int:
     return int(flat[i * stride + 2]) << 8 | int(flat[i * stride + 3])
 
 
-def _count(state: Cells, taken: int, counts: list[int], now: float) -> None:
+def _count(state: Cells, counts: list[int], now: float) -> None:
     """The kernel's counts into the job's counters, as ``receive`` counts each datagram."""
-    stale, abandoned, applied, completions, results = counts
+    (taken, contributed, stale, abandoned, applied, completions, results, partials,
+     parent_results, parent_dropped) = counts
     stats = state.stats
     stats.bytes_received += state.packet_len * taken
-    stats.last_seen = now
+    if contributed:  # the parent's RESULTs do not count as the job's activity
+        stats.last_seen = now
+    stats.parent_results += parent_results
+    stats.parent_dropped += parent_dropped
     stats.stale += stale
     stats.abandoned += abandoned
     stats.contributions += applied
     stats.completions += completions
     stats.results_sent += results
-    stats.bytes_sent += state.packet_len * results
+    stats.partials_sent += partials
+    stats.bytes_sent += state.packet_len * (results + partials)

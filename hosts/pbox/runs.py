@@ -60,9 +60,25 @@ class Counters(Protocol):
     abandoned: int
     completions: int
     results_sent: int
+    partials_sent: int
+    parent_results: int
+    parent_dropped: int
     bytes_received: int
     bytes_sent: int
     last_seen: float
+
+
+class Parent(Protocol):
+    """A job's parent (aggregator.Parent), as the compiled path reads it."""
+
+    @property
+    def address(self) -> Address: ...
+
+    @property
+    def child(self) -> int: ...
+
+    @property
+    def rack_size(self) -> int: ...
 
 
 class Config(Protocol):
@@ -70,7 +86,7 @@ class Config(Protocol):
     def slot_base(self) -> int: ...
 
     @property
-    def parent(self) -> object: ...
+    def parent(self) -> Parent | None: ...
 
 
 class Cells(Protocol):

@@ -225,27 +225,61 @@ def test_the_kernel_refuses_arguments_that_do_not_fit():
     agg = Aggregator()
     agg.add_job(1, 2, 0, 8)
     state = agg._jobs[1]
-    params = (2, state.packet_len, state.lane_flags, 0, 8, state.base, 1, 0)
+    params = (2, 2, state.packet_len, state.lane_flags, 0, 8, state.base, 1, 0, 0, 0)
     cells = [state.lanes, state.bitmap, state.counter, state.max_exp, state.position,
              state.fresh, state.has_result, state.scatter]
     flat = np.zeros(4 * STRIDE, dtype=np.uint8)
+
+    def call(n: int = 4, stride: int = STRIDE, p: tuple = params, c: Any = tuple(cells),
+             bit_of: Any = None, parent: Any = None, addresses: Any = state.addresses) -> tuple:
+        return kernels.pbox_contribute(flat, n, stride, None, ADDR[0], 0, 1, p, c, addresses,
+                                       bit_of, parent, [])
+
     for k in range(len(cells)):
         short = list(cells)
         short[k] = cells[k][:-1]
         with pytest.raises(ValueError, match="sizes do not match"):
-            kernels.pbox_contribute(flat, 4, STRIDE, None, ADDR[0], 0, 1, params, tuple(short),
-                                    state.addresses, [])
-    for n, stride, p in ((5, STRIDE, params), (4, 19, params),
-                         (4, STRIDE, (2, 99, *params[2:])), (4, STRIDE, (*params[:6], 2, 2))):
+            call(c=tuple(short))
+    for bad in (dict(n=5), dict(stride=19), dict(p=(2, 2, 99, *params[3:])),
+                dict(p=(*params[:7], 2, 2, 0, 0)), dict(p=(2, 3, *params[2:])),
+                dict(bit_of=[0, 1]), dict(parent=ADDR[1])):  # a parent of another rack size
         with pytest.raises(ValueError, match="sizes do not match"):
-            kernels.pbox_contribute(flat, n, stride, None, ADDR[0], 0, 1, p, tuple(cells),
-                                    state.addresses, [])
+            call(**bad)
     with pytest.raises(TypeError):
-        kernels.pbox_contribute(flat, 4, STRIDE, None, ADDR[0], 0, 1, params, tuple(cells),
-                                tuple(state.addresses), [])
-    # all zero datagrams: job 0, nothing taken, nothing touched
-    assert kernels.pbox_contribute(flat, 4, STRIDE, None, ADDR[0], 0, 1, params, tuple(cells),
-                                   state.addresses, [])[:3] == (0, 0, 0)
+        call(addresses=tuple(state.addresses))
+    # all-zero datagrams: job 0, nothing taken, nothing touched
+    assert call()[:3] == (0, 0, 0)
+
+
+def test_a_racks_first_level_sends_its_partials_up_and_the_parents_results_down(monkeypatch):
+    # 40 workers over racks: this leaf's 4 members are ranks 33, 5, 39, 0 (bits 0..3)
+    parent = Parent(("10.9.9.9", 9), 3, 4, (33, 5, 39, 0))
+    single, batched = _pair((1, 40, 0, 16, 64, parent))
+    ranks = parent.ranks
+    addr = {rank: ADDR[k] for k, rank in enumerate(ranks)}
+    traffic = []
+    for position in range(40):
+        ptype = PacketType.PRIME if position % 5 == 0 else PacketType.CONTRIB  # a max round
+        for rank in (ranks if position % 3 else ranks[::-1]):
+            traffic.append((_datagram(rank=rank, slot=position % 16, position=position,
+                                      count=1, exp=rank % 7, ptype=ptype,
+                                      values=np.arange(64) * (rank - 6)), addr[rank]))
+        if position % 4 == 1:  # a resend: the lowest bit's sends the partial up again
+            traffic.append((_datagram(rank=33, slot=position % 16, position=position,
+                                      exp=5), addr[33]))
+        if position % 2:  # the parent's RESULT: stored and sent to the rack
+            result = _datagram(rank=0xFFFF, slot=position % 16, position=position,
+                               ptype=PacketType.RESULT, count=40, exp=3)
+            traffic += [(result, parent.address)] * (2 if position % 6 == 1 else 1)
+    traffic.append((_datagram(rank=1, slot=0, position=41), ADDR[9]))  # no bit on this leaf
+    got, fallbacks = _compare(single, batched, traffic, monkeypatch)
+    stats = batched.job_stats(1)
+    assert stats.partials_sent == 40 and stats.partials_resent == 10
+    assert stats.parent_results == 20 and stats.parent_dropped == 7
+    assert stats.rejected["rank"] == 1
+    assert sum(d[0] == (wire.VERSION << 4) | PacketType.PRIME for d, _ in got) == 8
+    assert fallbacks == 4 + 10 + 1  # first datagrams, resends, rank 1 (no bit here)
+    assert sum(dst == parent.address for _, dst in got) == 50
 
 
 def test_without_the_kernels_the_numpy_path_answers(monkeypatch):
