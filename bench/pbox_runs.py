@@ -36,11 +36,12 @@ from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.wire import PacketType
 
 RESULTS = Path(__file__).resolve().parent / "results"
-LANES = 64
+LANES = 64  # --lanes
 SLOTS = 128
 
 
-def frames(workers: int, run: int, datagrams: int) -> list[tuple[np.ndarray, tuple]]:
+def frames(workers: int, run: int, datagrams: int, lanes: int = LANES,
+           ) -> list[tuple[np.ndarray, tuple]]:
     """Every worker's runs of ``run`` positions, worker after worker, about
     ``datagrams`` in all."""
     rng = np.random.default_rng(0)
@@ -49,20 +50,21 @@ def frames(workers: int, run: int, datagrams: int) -> list[tuple[np.ndarray, tup
     for first in range(0, rounds * SLOTS, run):
         positions = np.arange(first, first + run)
         for rank in range(workers):
-            rows = wire.packet_array(run, LANES)
-            flags = (wire.lane_code(LANES) << wire.LANE_CODE_SHIFT) | ((positions // SLOTS) & 1)
+            rows = wire.packet_array(run, lanes)
+            flags = (wire.lane_code(lanes) << wire.LANE_CODE_SHIFT) | ((positions // SLOTS) & 1)
             wire.fill_headers(rows, ptype=PacketType.CONTRIB, job=1, rank=rank, count=1,
-                              slot=positions % SLOTS, position=positions, exp=1, nelem=LANES,
+                              slot=positions % SLOTS, position=positions, exp=1, nelem=lanes,
                               flags=flags, epoch=0)
-            rows["values"] = rng.integers(-99, 99, (run, LANES))
+            rows["values"] = rng.integers(-99, 99, (run, lanes))
             out.append((rows, (f"10.0.0.{rank + 1}", 5000)))
     return out
 
 
-def one_way(way: str, workers: int, batches: list[tuple[np.ndarray, tuple]]) -> tuple[float, list]:
+def one_way(way: str, workers: int, batches: list[tuple[np.ndarray, tuple]],
+            lanes: int = LANES) -> tuple[float, list]:
     """CPU seconds for the batches through a fresh aggregator, and its answers."""
     agg = Aggregator()
-    agg.add_job(1, workers, 0, SLOTS, LANES)
+    agg.add_job(1, workers, 0, SLOTS, lanes)
     answers: list = []
     kernels = native.KERNELS
     if way == "arrays":
@@ -90,13 +92,13 @@ def measure(args: argparse.Namespace) -> dict:
         raise SystemExit("the compiled kernels are not loaded (pip install -e .; P4HUB_NO_NATIVE)")
     rows = []
     for run in args.runs:
-        batches = frames(args.workers, run, args.datagrams)
+        batches = frames(args.workers, run, args.datagrams, args.lanes)
         count = sum(rows.size for rows, _ in batches)
         times: dict[str, list[float]] = {way: [] for way in WAYS}
         for _ in range(args.rounds):
             reference = None
             for way in times:
-                seconds, answers = one_way(way, args.workers, batches)
+                seconds, answers = one_way(way, args.workers, batches, args.lanes)
                 if reference is None:
                     reference = answers
                 elif answers != reference:
@@ -106,7 +108,7 @@ def measure(args: argparse.Namespace) -> dict:
         rows.append({"run": run, "datagrams": count,
                      **{f"{way}_us": times[way] for way in WAYS},
                      **{f"{way}_ratio": statistics.median(times[way]) / one for way in WAYS[1:]}})
-    return {"workers": args.workers, "lanes": LANES, "rounds": args.rounds,
+    return {"workers": args.workers, "lanes": args.lanes, "rounds": args.rounds,
             "run_min": args.run_min, "machine": platform.node(), "rows": rows}
 
 
@@ -151,6 +153,7 @@ def plot(doc: dict, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--lanes", type=int, choices=wire.LANE_COUNTS, default=LANES)
     parser.add_argument("--runs", type=comma_list(int), default=[16, 32, 64, 128])
     parser.add_argument("--datagrams", type=int, default=32768)
     parser.add_argument("--rounds", type=int, default=2)

@@ -453,6 +453,7 @@ static PyObject *packet(PyObject *self, PyObject *args)
 
 /* hosts/_pbox_kernels.c: the PBox core's common contribution (hosts/pbox/fastpath.py) */
 PyObject *pbox_contribute(PyObject *self, PyObject *args);
+PyObject *pbox_job(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
     {"block_exponents", block_exponents, METH_VARARGS,
@@ -471,6 +472,8 @@ static PyMethodDef methods[] = {
     {"pbox_contribute", pbox_contribute, METH_VARARGS,
      "pbox_contribute(flat, n, stride, lengths, src, start, job, params, cells, addresses, out)"
      " -> counts: the PBox core's common contributions of a batch, up to the first other one."},
+    {"pbox_job", pbox_job, METH_VARARGS,
+     "pbox_job(buf, offset) -> int: the job field of the datagram at offset, or -1."},
     {NULL, NULL, 0, NULL},
 };
 

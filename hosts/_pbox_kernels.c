@@ -372,3 +372,19 @@ done:
     PyBuffer_Release(&cs);
     return ret;
 }
+
+/* pbox_job(buf, offset) -> int: the job field of the datagram at byte ``offset`` of
+ * ``buf``, or -1 when the buffer ends before it (hosts/pbox/fastpath.py: which job's
+ * state to call pbox_contribute with, without a numpy view of the batch). */
+PyObject *pbox_job(PyObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t offset;
+    if (!PyArg_ParseTuple(args, "y*n", &buf, &offset))
+        return NULL;
+    long job = -1;
+    if (offset >= 0 && offset + HEADER_LEN <= buf.len)
+        job = (long)be16((const unsigned char *)buf.buf + offset + 2);
+    PyBuffer_Release(&buf);
+    return PyLong_FromLong(job);
+}

@@ -43,24 +43,22 @@ def receive_many(
 ) -> Answers:
     """``Aggregator.receive_many`` (its docstring) through the kernel, ``receive``
     answering every datagram the kernel does not take."""
-    flat = buf.reshape(-1).view(np.uint8) if isinstance(buf, np.ndarray) else \
-        np.frombuffer(buf, dtype=np.uint8, count=n * stride)
-    view = flat.data  # receive takes slices of it as it takes socket buffers
+    if isinstance(buf, np.ndarray) and not buf.flags.c_contiguous:
+        buf = np.ascontiguousarray(buf)  # the kernel reads the rows as one buffer
     one = isinstance(src, tuple)
     out: Answers = []
-    if stride < HEADER_LEN:  # no datagram has a header: every one is receive's to count
-        for i in range(n):
-            out += receive(view[i * stride: (i + 1) * stride], src if one else src[i], now)  # type: ignore[arg-type]
-        return out
-    contribute = kernels.pbox_contribute
+    view: memoryview | None = None  # the bytes receive takes slices of, made when first needed
+    contribute, job_at = kernels.pbox_contribute, kernels.pbox_job
+    # below a header's length no datagram has a job: every one is receive's to count
+    headers = stride >= HEADER_LEN
     i = 0
-    job = _job_at(flat, 0, stride, n)
+    job = job_at(buf, 0) if headers and n else -1
     while i < n:
         state = jobs.get(job)
         if state is not None:
             parent = state.config.parent
             i, next_job, *counts = contribute(
-                flat, n, stride, lengths, src, i, job,
+                buf, n, stride, lengths, src, i, job,
                 (state.n, state.modulus, state.packet_len, state.lane_flags,
                  state.config.slot_base, state.slot_end, state.base, state.shards, state.shard,
                  0 if parent is None else parent.child, 0 if parent is None else parent.rack_size),
@@ -74,20 +72,22 @@ def receive_many(
             if next_job >= 0:  # the kernel's datagram in all but its job: that job's call
                 job = next_job
                 continue
+        if view is None:
+            view = _bytes(buf, n, stride)
         size = stride if lengths is None else min(lengths[i], stride)
         out += receive(view[i * stride: i * stride + size], src if one else src[i], now)  # type: ignore[arg-type]
         i += 1
-        if state is None:
-            job = _job_at(flat, i, stride, n)  # else most likely the same job's again
+        if state is None:  # else most likely the same job's again
+            job = job_at(buf, i * stride) if headers and i < n else -1
     return out
 
 
-def _job_at(flat: np.ndarray, i: int, stride: int, n: int) -> int:
-    """The job field of datagram ``i`` (whatever it holds: the kernel checks the rest),
-    -1 past the batch."""
-    if i >= n:
-        return -1
-    return int(flat[i * stride + 2]) << 8 | int(flat[i * stride + 3])
+def _bytes(buf: bytes | bytearray | memoryview | np.ndarray, n: int, stride: int) -> memoryview:
+    """The batch as bytes (as hosts/pbox/runs.py views it: a buffer shorter than ``n``
+    datagrams raises ValueError, as the kernel does)."""
+    flat = buf.reshape(-1).view(np.uint8) if isinstance(buf, np.ndarray) else \
+        np.frombuffer(buf, dtype=np.uint8, count=n * stride)
+    return flat.data
 
 
 def _count(state: Cells, counts: list[int], now: float) -> None:
@@ -98,12 +98,16 @@ def _count(state: Cells, counts: list[int], now: float) -> None:
     stats.bytes_received += state.packet_len * taken
     if contributed:  # the parent's RESULTs do not count as the job's activity
         stats.last_seen = now
-    stats.parent_results += parent_results
-    stats.parent_dropped += parent_dropped
-    stats.stale += stale
-    stats.abandoned += abandoned
-    stats.contributions += applied
-    stats.completions += completions
-    stats.results_sent += results
-    stats.partials_sent += partials
-    stats.bytes_sent += state.packet_len * (results + partials)
+        stats.contributions += applied
+    if stale or abandoned:
+        stats.stale += stale
+        stats.abandoned += abandoned
+    if completions:
+        stats.completions += completions
+        stats.partials_sent += partials
+    if parent_results or parent_dropped:
+        stats.parent_results += parent_results
+        stats.parent_dropped += parent_dropped
+    if results or partials:  # RESULTs to members (completions, the parent's), PARTIALs up
+        stats.results_sent += results
+        stats.bytes_sent += state.packet_len * (results + partials)

@@ -291,3 +291,29 @@ def test_without_the_kernels_the_numpy_path_answers(monkeypatch):
     raw = np.frombuffer(b"".join(traffic), dtype=np.uint8)
     assert batched.receive_many(raw, 4, len(traffic[0]), ADDR[0], 0.0) == expected
     assert len(expected) == 2 + 2 and _state(batched) == _state(single)
+
+
+@pytest.mark.parametrize("job", [1, 9])
+def test_a_buffer_shorter_than_its_batch_raises_as_the_numpy_path_does(job, monkeypatch):
+    data = _datagram(job=job)
+    for kernels in (None, _kernels()):
+        monkeypatch.setattr(native, "KERNELS", kernels)
+        agg = Aggregator()
+        agg.add_job(1, 2, 0, 8)
+        with pytest.raises(ValueError):
+            agg.receive_many(data, 2, len(data), ADDR[0], 0.0)
+
+
+def test_strided_packet_rows_answer_as_their_copy(monkeypatch):
+    single, batched = _pair((1, 2, 0, 8))
+    traffic = [_datagram(rank=r % 2, slot=r // 2, position=r // 2) for r in range(16)]
+    rows = np.frombuffer(b"".join(traffic), dtype=wire.PACKET_DTYPES[64])
+    monkeypatch.setattr(native, "KERNELS", _kernels())
+    assert _kernels().pbox_job(rows, -1) == -1
+    assert _kernels().pbox_job(rows, rows.nbytes - 19) == -1
+    assert _kernels().pbox_job(rows, 276) == 1
+    for rank in range(2):  # every other row: one rank's, as a strided view
+        expected = [a for d in traffic[rank::2] for a in single.receive(d, ADDR[0], 0.0)]
+        got = batched.receive_many(rows[rank::2], 8, rows.itemsize, ADDR[0], 0.0)
+        assert got == expected
+    assert _state(batched) == _state(single) and batched.job_stats(1).completions == 8
