@@ -14,6 +14,10 @@
  * tests/unit/test_pbox_fastpath.py checks answers, counters and cell state against
  * receive on each datagram in turn.
  *
+ * An exception inside (out of memory, an address whose comparison raises) leaves the
+ * batch's earlier datagrams applied to the cells but not counted, and propagates: the
+ * PBox worker counts it as an internal error, as it would the Python path's.
+ *
  * Why a separate file in the same extension: one concept per source file, but one
  * module to build, load and switch off (hosts/native.py, P4HUB_NO_NATIVE=1).
  */

@@ -1,5 +1,8 @@
 """The PBox core's batch path: a run of ordinary contributions summed as whole arrays.
 
+(Where the compiled kernels are loaded, ``Aggregator.receive_many`` takes the compiled
+path of hosts/pbox/fastpath.py instead; this one is its numpy fallback.)
+
 ``Aggregator.receive_many`` takes many datagrams at once (a recvmmsg batch, a simulated
 macro-packet's run) and must answer exactly as ``Aggregator.receive`` on each in turn:
 same datagrams out, in the same order, same counters, same cell state. Most datagrams of
