@@ -38,11 +38,11 @@ endif
 endif
 
 venv: $(STAMPS)/venv
-$(STAMPS)/venv: requirements.txt pyproject.toml setup.py hosts/_kernels.c | $(VENV_NEEDS)
+$(STAMPS)/venv: requirements.txt pyproject.toml setup.py hosts/_kernels.c hosts/_pbox_kernels.c | $(VENV_NEEDS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements.txt
-	# -e . also compiles hosts/_kernels.c in place (setup.py; gcc and python3-dev above)
+	# -e . also compiles hosts/_kernels.c (+ _pbox_kernels.c) in place (setup.py; gcc and python3-dev above)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	$(PY) -c 'import site,sys; open(site.getsitepackages()[0]+"/zz_debian_mininet.pth","w").write("$(MININET_DIR)\n")'
 	@mkdir -p $(STAMPS) && touch $@

@@ -1,6 +1,7 @@
 """The compiled extensions; everything else is in pyproject.toml.
 
-* hosts/_kernels.c: the data-path kernels; hosts/native.py falls back to numpy when the
+* hosts/_kernels.c (+ hosts/_pbox_kernels.c, the PBox core's common contribution): the
+  data-path kernels; hosts/native.py falls back to numpy when the
   extension is missing (or P4HUB_NO_NATIVE=1);
 * p4lite/switch/core/_vecops.c: p4lite-switch's register runs over lane views;
   p4lite/switch/core/vecops.py falls back to the numpy form when it is missing (or
@@ -15,7 +16,9 @@ setup(
     ext_modules=[
         Extension(
             "p4hub.hosts._kernels",
-            sources=["hosts/_kernels.c"],
+            # _pbox_kernels.c: the PBox core's common contribution, in the same module
+            # (one build, one fallback switch)
+            sources=["hosts/_kernels.c", "hosts/_pbox_kernels.c"],
             # a machine without a C compiler still installs (hosts/native.py falls back
             # to numpy); tests/unit/test_kernels.py fails there, so `make test` says so
             optional=True,

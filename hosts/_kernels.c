@@ -451,6 +451,10 @@ static PyObject *packet(PyObject *self, PyObject *args)
     return outb;
 }
 
+/* hosts/_pbox_kernels.c: the PBox core's common contribution (hosts/pbox/fastpath.py) */
+PyObject *pbox_contribute(PyObject *self, PyObject *args);
+PyObject *pbox_job(PyObject *self, PyObject *args);
+
 static PyMethodDef methods[] = {
     {"block_exponents", block_exponents, METH_VARARGS,
      "block_exponents(src, blocks, exps) -> bool: copy into blocks, local exponents."},
@@ -465,6 +469,11 @@ static PyMethodDef methods[] = {
      "combine(lanes, datagram, offset, mode): copy / add / unsigned max of big-endian lanes."},
     {"packet", packet, METH_VARARGS,
      "packet(header, lanes) -> bytes: header + lanes in big-endian order."},
+    {"pbox_contribute", pbox_contribute, METH_VARARGS,
+     "pbox_contribute(flat, n, stride, lengths, src, start, job, params, cells, addresses, out)"
+     " -> counts: the PBox core's common contributions of a batch, up to the first other one."},
+    {"pbox_job", pbox_job, METH_VARARGS,
+     "pbox_job(buf, offset) -> int: the job field of the datagram at offset, or -1."},
     {NULL, NULL, 0, NULL},
 };
 

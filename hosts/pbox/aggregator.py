@@ -83,7 +83,7 @@ import numpy as np
 
 from p4hub.hosts import native, owners
 from p4hub.hosts.errors import HostError
-from p4hub.hosts.pbox import runs
+from p4hub.hosts.pbox import fastpath, runs
 from p4hub.hosts.slot_groups import SLOT_GROUP
 from p4hub.hosts.wire import (
     DEFAULT_LANES,
@@ -388,7 +388,12 @@ class Aggregator:
         ``min(lengths[i], stride)`` bytes long; all ``stride`` without ``lengths``) from
         ``src`` (one address for all, or one each): the same answers, in the same order,
         and the same state as ``receive`` on each in turn, with runs of ordinary
-        contributions summed as whole arrays (hosts/pbox/runs.py)."""
+        contributions summed as whole arrays (hosts/pbox/runs.py), or with the compiled
+        kernels, the common contributions in C (hosts/pbox/fastpath.py)."""
+        kernels = native.KERNELS
+        if kernels is not None:
+            return fastpath.receive_many(kernels, self.receive, self._jobs,  # type: ignore[arg-type]
+                                         buf, n, stride, src, now, lengths)
         return runs.receive_many(self.receive, self._jobs, _complete,  # type: ignore[arg-type]
                                  buf, n, stride, src, now, lengths)
 

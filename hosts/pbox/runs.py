@@ -1,5 +1,8 @@
 """The PBox core's batch path: a run of ordinary contributions summed as whole arrays.
 
+(Where the compiled kernels are loaded, ``Aggregator.receive_many`` takes the compiled
+path of hosts/pbox/fastpath.py instead; this one is its numpy fallback.)
+
 ``Aggregator.receive_many`` takes many datagrams at once (a recvmmsg batch, a simulated
 macro-packet's run) and must answer exactly as ``Aggregator.receive`` on each in turn:
 same datagrams out, in the same order, same counters, same cell state. Most datagrams of
@@ -53,22 +56,45 @@ RUN_MIN = 64
 
 
 class Counters(Protocol):
-    """The job counters the batch path adds to (aggregator.JobStats)."""
+    """The job counters the batch paths add to (aggregator.JobStats)."""
 
     contributions: int
     stale: int
     abandoned: int
+    completions: int
+    results_sent: int
+    partials_sent: int
+    parent_results: int
+    parent_dropped: int
     bytes_received: int
+    bytes_sent: int
     last_seen: float
+
+
+class Parent(Protocol):
+    """A job's parent (aggregator.Parent), as the compiled path reads it."""
+
+    @property
+    def address(self) -> Address: ...
+
+    @property
+    def child(self) -> int: ...
+
+    @property
+    def rack_size(self) -> int: ...
 
 
 class Config(Protocol):
     @property
     def slot_base(self) -> int: ...
 
+    @property
+    def parent(self) -> Parent | None: ...
+
 
 class Cells(Protocol):
-    """What the batch path reads and writes of one job's state (aggregator._JobState)."""
+    """What the batch paths (and hosts/pbox/fastpath.py) read and write of one job's state
+    (aggregator._JobState)."""
 
     @property
     def config(self) -> Config: ...

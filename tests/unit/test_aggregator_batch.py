@@ -1,4 +1,5 @@
-"""The PBox core's batch path (``Aggregator.receive_many``, hosts/pbox/runs.py) against
+"""The PBox core's batch paths (``Aggregator.receive_many``: the numpy runs of
+hosts/pbox/runs.py, and the compiled common case of hosts/pbox/fastpath.py) against
 ``receive`` on each datagram in turn: the same answers byte for byte, in the same order,
 and the same state, on random traffic with loss, duplicates, resends, reordering, stale
 positions, malformed and rejected datagrams, PRIMEs, float and scatter blocks, several
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from p4hub.hosts import wire
+from p4hub.hosts import native, wire
 from p4hub.hosts.pbox import runs
 from p4hub.hosts.pbox.aggregator import Aggregator, Parent
 from p4hub.hosts.wire import EXP_FLOAT, MAX_PACKET_LEN, Header, PacketType
@@ -135,8 +136,25 @@ def _batched(agg: Aggregator, traffic: list, rng: np.random.Generator) -> list:
     return out
 
 
+class _CountingKernels:
+    """The compiled kernels, counting the datagrams the PBox fast path took."""
+
+    def __init__(self, kernels: Any) -> None:
+        self.kernels = kernels
+        self.taken = 0
+
+    def pbox_contribute(self, *args: Any) -> tuple:
+        counts = self.kernels.pbox_contribute(*args)
+        self.taken += counts[2]
+        return counts
+
+    def __getattr__(self, name: str) -> Any:  # the other kernels, as they are
+        return getattr(self.kernels, name)
+
+
+@pytest.mark.parametrize("path", ["runs", "native"])
 @pytest.mark.parametrize("seed", range(12))
-def test_batches_answer_and_end_as_one_datagram_at_a_time(seed, monkeypatch):
+def test_batches_answer_and_end_as_one_datagram_at_a_time(seed, path, monkeypatch):
     rng = np.random.default_rng(seed)
     lanes = (64, 256)[seed % 2]
     shard = ((0, 1), (1, 2))[seed % 3 == 2]
@@ -145,18 +163,28 @@ def test_batches_answer_and_end_as_one_datagram_at_a_time(seed, monkeypatch):
     runs_applied = []
     apply = runs.apply
     monkeypatch.setattr(runs, "apply", lambda *a: runs_applied.append(1) or apply(*a))
+    if path == "native":
+        assert native.KERNELS is not None, "the compiled kernels are not built"
+        counting = _CountingKernels(native.KERNELS)
+        monkeypatch.setattr(native, "KERNELS", counting)
+    else:
+        monkeypatch.setattr(native, "KERNELS", None)
     traffic = _traffic(rng, lanes)
     expected = [answer for data, src in traffic for answer in single.receive(data, src, 1.0)]
     got = _batched(batched, traffic, rng)
     assert got == expected
     assert _state(batched) == _state(single)
-    assert runs_applied, "no run went through the array path"
+    if path == "runs":
+        assert runs_applied, "no run went through the array path"
+    else:  # the common case (a fair share even with half the slots another shard's) in C
+        assert not runs_applied and counting.taken > len(traffic) // 8
     assert single.job_stats(1).completions
     assert shard != (0, 1) or single.job_stats(4).completions  # the root summed PARTIALs
 
 
 @pytest.mark.parametrize("run_min", [32, 33])
 def test_runs_of_run_min_take_the_array_path_and_answer_alike(run_min, monkeypatch):
+    monkeypatch.setattr(native, "KERNELS", None)  # the numpy path (the kernels take every run)
     monkeypatch.setattr(runs, "RUN_MIN", run_min)
     single, batched = _aggregators(64, (0, 1))
     rng = np.random.default_rng(5)
