@@ -107,6 +107,9 @@ class Worker(Node):
     def _timer(self, when: float) -> None:
         self._timers.discard(when)
         timer = self.session.get_timer()
-        if timer is not None and self.engine.now >= timer:
-            self.session.handle_timer(self.engine.now)
+        if timer is None or self.engine.now < timer:
+            # a deadline the session has since moved or dropped: nothing is due, and the
+            # pump that moved it armed the new one (every input ends in ``_pump``)
+            return
+        self.session.handle_timer(self.engine.now)
         self._pump()
