@@ -14,7 +14,8 @@ A collective is all-reduce (SUM) of a float32 array; completion calls
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,25 @@ from p4hub.sim.fabric import Fabric
 from p4hub.sim.nodes.worker import Worker
 
 JOB_ID = 1
+
+
+def run_sizes(fabric: Fabric, targets: Sequence[Mapping[Any, str]],
+              macro: int) -> dict[str, int]:
+    """Tier M's run size towards each PBox the job's ranks send to: ``macro`` divided by
+    the ranks that share it (its fan-in). A PBox has one link, so the ranks' runs
+    converge on it going in and its answers, one run per rank, leave by it one run at
+    a time: the last rank's run waits behind the other ranks' whole runs, where tier P
+    interleaves their datagrams and it waits behind one datagram of each. Runs of
+    ``macro // fan-in`` keep that wait, one run from every rank, within one ``macro``
+    run's serialization on the shared link. A switch needs no such rule: each rank
+    reaches it, and hears from it, over its own link."""
+    boxes = {box.name for box in fabric.all_pboxes()}
+    fan_in: dict[str, int] = {}
+    for aggregators in targets:
+        for node in set(aggregators.values()):
+            if node in boxes:
+                fan_in[node] = fan_in.get(node, 0) + 1
+    return {node: max(1, macro // n) for node, n in fan_in.items()}
 
 
 class InaCollective:
@@ -73,10 +93,11 @@ class InaCollective:
             sessions = [Session(JOB_ID, rank, n, 0, slots, config=config) for rank in range(n)]
             targets = [{None: hop} for hop in first_hops]
         self.workers: list[Worker] = []
+        runs = run_sizes(fabric, targets, macro)
         for rank, host in enumerate(hosts):
             worker = Worker(fabric.engine, f"w{host + 1}", sessions[rank],
                             aggregators=targets[rank], macro=macro,
-                            datagram_cost=datagram_cost, on_event=self._event)
+                            datagram_cost=datagram_cost, on_event=self._event, runs=runs)
             fabric.attach_worker(host, worker)
             self.workers.append(worker)
         if controlled:

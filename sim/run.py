@@ -89,7 +89,8 @@ def _macro(rate_bps: float, lanes: int, in_flight: int, overhead: int) -> int:
     ``in_flight`` positions in flight: a run is at most a quarter of them, because a
     whole run's results reach the session at once and the pipeline moves by runs (runs
     of in_flight/4 kept the 4-worker case within 5% of tier P at 1 Gbit/s; whole
-    windows were 60% slow)."""
+    windows were 60% slow). Towards a PBox the ranks share, ``sim.collectives.run_sizes``
+    divides it by their number."""
     one = (wire.packet_len(lanes) + overhead) * 8 / rate_bps
     return max(1, min(MACRO, in_flight // 4, int(MACRO_SECONDS / one)))
 

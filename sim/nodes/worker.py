@@ -10,7 +10,8 @@ congestion and priority decision in a simulation is the session's own.
 ``macro``: datagrams per frame. 1 is tier P (one event per datagram); more is tier M,
 where a batch's datagrams to one aggregator leave as runs of up to ``macro`` in one
 frame (a run serializes as one transfer, which is how they leave a real NIC too: back
-to back). ``datagram_cost``: the host's CPU time per datagram sent or received (system
+to back). ``runs``: a smaller run size towards some nodes (a PBox that the job's
+ranks share, ``sim.collectives.run_sizes``). ``datagram_cost``: the host's CPU time per datagram sent or received (system
 call and stack), spent on one core before the datagram reaches the NIC or the session.
 """
 
@@ -30,12 +31,14 @@ from p4hub.sim.network import Frame, Node
 class Worker(Node):
     def __init__(self, engine: Engine, name: str, session: Session, *,
                  aggregators: dict[Hashable, str], macro: int, datagram_cost: float,
-                 on_event: Callable[[Worker, Event], None]) -> None:
+                 on_event: Callable[[Worker, Event], None],
+                 runs: dict[str, int] | None = None) -> None:
         super().__init__(name)
         self.engine = engine
         self.session = session
         self.aggregators = aggregators  # a route's aggregator -> the node it names
         self.macro = max(1, macro)
+        self.runs = {node: max(1, size) for node, size in (runs or {}).items()}
         self.cost = datagram_cost
         self.cpu_free = 0.0
         self.on_event = on_event
@@ -84,8 +87,9 @@ class Worker(Node):
             dst = self.aggregators[aggregator]
             priority = wire.priority_of(int(batch["hdr"]["flags"][0]))
             size = batch.dtype.itemsize
-            for lo in range(0, batch.size, self.macro):
-                run = batch[lo:lo + self.macro]
+            step = self.runs.get(dst, self.macro)
+            for lo in range(0, batch.size, step):
+                run = batch[lo:lo + step]
                 frame = Frame(self.name, dst, size, run.size, priority, run)
                 self.sent += run.size
                 if self.cost:
@@ -103,6 +107,9 @@ class Worker(Node):
     def _timer(self, when: float) -> None:
         self._timers.discard(when)
         timer = self.session.get_timer()
-        if timer is not None and self.engine.now >= timer:
-            self.session.handle_timer(self.engine.now)
+        if timer is None or self.engine.now < timer:
+            # a deadline the session has since moved or dropped: nothing is due, and the
+            # pump that moved it armed the new one (every input ends in ``_pump``)
+            return
+        self.session.handle_timer(self.engine.now)
         self._pump()
