@@ -107,13 +107,14 @@ def _shards(n: int, seed: int) -> list[list[np.ndarray]]:
     return out
 
 
-def _start_gathers(net: Net, shards: list[list[np.ndarray]], lanes: int = 64) -> None:
+def _start_gathers(net: Net, shards: list[list[np.ndarray]], lanes: int = 64,
+                   tag: str = "g") -> None:
     n = len(net.sessions)
     for k in range(len(shards[0])):
         sizes = [shards[r][k].nbytes for r in range(n)]
         for r, s in enumerate(net.sessions):
             prepared, layout = gather.prepare(shards[r][k], sizes, r, 0, lanes)
-            s.start(("g", k), prepared, net.now, scatter=layout)
+            s.start((tag, k), prepared, net.now, scatter=layout)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
