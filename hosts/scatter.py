@@ -178,18 +178,20 @@ class Scatters:
         return layout.own(result, self.rank, self.lanes)
 
     def mark(self, tensor_id: Hashable, ver_type: np.ndarray, exp: np.ndarray,
-             slots: np.ndarray) -> None:
+             slots: np.ndarray) -> int:
         """The types of a laid-out tensor's data packets (views of a batch's header
         columns; ``slots``: their window slots): SCATTER; or for an all-gather a GATHER
-        where this rank owns the slot, a join elsewhere, exponent 0 (raw bytes)."""
+        where this rank owns the slot, a join elsewhere, exponent 0 (raw bytes). Returns
+        how many joins."""
         layout = self.layouts[tensor_id]
         if layout.gather is None:
             ver_type[...] = _SCATTER_VT
-            return
+            return 0
         assert self.slot_owner is not None  # lay_out checked it
-        ver_type[...] = np.where(self.slot_owner[slots] == self.rank, np.uint8(_GATHER_VT),
-                                 np.uint8(_JOIN_VT))
+        mine = self.slot_owner[slots] == self.rank
+        ver_type[...] = np.where(mine, np.uint8(_GATHER_VT), np.uint8(_JOIN_VT))
         exp[...] = 0
+        return int(mine.size - np.count_nonzero(mine))
 
     def takes_done(self, slots: np.ndarray, in_flight: np.ndarray,
                    sent_scatter: np.ndarray) -> np.ndarray:

@@ -597,9 +597,9 @@ class Session:
                                                      np.uint8(0))
                     self.stats.float_blocks += int(np.count_nonzero(floats))
                 if t.tensor_id in self.scatters.layouts:  # SCATTER, or GATHER and joins
-                    self.scatters.mark(t.tensor_id, hdr["ver_type"][first_data:hi],
-                                       exp[first_data:hi], c * self.window
-                                       + positions[first_data:hi] % self.window)
+                    self.stats.joins += self.scatters.mark(
+                        t.tensor_id, hdr["ver_type"][first_data:hi], exp[first_data:hi],
+                        c * self.window + positions[first_data:hi] % self.window)
                 t.lanes(block_ids, self.world_size, batch["values"][first_data:hi])
         slots = c * self.window + positions % self.window
         hdr["slot"] = self._map.wire_slot[slots]

@@ -163,7 +163,7 @@ def test_a_rank_sends_its_own_blocks_and_a_header_for_every_other():
         assert completed(net, r)[("g", 0)].view(np.int32).tolist() == np.concatenate(shards).tolist()
         assert up[r] == 16 * wire.PACKET_LEN + 48 * wire.HEADER_LEN
         assert up[r] < 0.31 * 64 * wire.PACKET_LEN  # 0.304: 1/4 and 48 headers of 20/276
-        assert s.stats.results == 64 and s.stats.retransmitted == 0
+        assert s.stats.results == 64 and s.stats.retransmitted == 0 and s.stats.joins == 48
     assert sizes == {wire.PACKET_LEN: 4 * 16, wire.HEADER_LEN: 4 * 48}
 
 
