@@ -252,3 +252,31 @@ def test_agents_all_gather_over_udp_with_loss(loss):
         assert np.array_equal(res[-2], np.sum(ints, axis=0, dtype=np.int32))
     if loss:
         assert sum(r[-1]["retransmitted"] for r in results) > 0
+
+
+def test_agents_all_gather_through_the_multi_process_pbox():
+    """Two PBox worker processes (slot-to-core affinity; joins arrive among whole packets,
+    as GSO sends where the path has it): every rank gets every shard."""
+    from p4hub.hosts.pbox import PBox, PBoxConfig
+    from tests.unit.test_agent_loopback import JOB as LOOP_JOB
+    from tests.unit.test_agent_loopback import SLOTS, N, run_ranks
+
+    box = PBox(PBoxConfig(host="127.0.0.1", port=0, workers=2))
+    box.start()
+    try:
+        box.add_job(LOOP_JOB, N, 0, SLOTS)
+        shards = [np.random.default_rng(r).standard_normal(5000 + r).astype(np.float32)
+                  for r in range(N)]
+        sizes = [x.nbytes for x in shards]
+        results = run_ranks(box.address, lambda a, r: a.all_gather_async(
+            shards[r], sizes).wait(timeout=30))
+        stats = box.stats()
+    finally:
+        box.stop()
+    want = b"".join(x.tobytes() for x in shards)
+    for r, got in enumerate(results):
+        assert not isinstance(got, Exception), f"rank {r}: {got!r}"
+        assert got.tobytes() == want
+    job = stats["jobs"][str(LOOP_JOB)]
+    assert job["completions"] >= sum(-(-s // 4) // 64 for s in sizes)
+    assert not any(job["rejected"].values()) and stats["global"]["malformed"] == 0
