@@ -123,6 +123,7 @@ from p4hub.hosts.wire import PacketType
 _PRIME_VT = wire.ver_type(PacketType.PRIME)
 _SCATTER_VT = wire.ver_type(PacketType.SCATTER)
 _DONE_VT = wire.ver_type(PacketType.DONE)
+_GATHER_VT = wire.ver_type(PacketType.GATHER)  # and GATHER_JOIN's, the next
 _CLASS_STRIDE = 1 << 56  # sorts results class by class (positions stay far below it)
 __all__ = ["MAX_CLASSES", "Session", "SessionConfig", "SessionStats"]
 
@@ -621,6 +622,7 @@ class Session:
         # (one stream keeps the PRIME's samples: it goes out behind the tensors before)
         if self.classes > 1:
             self._timers.wait_for_peers(slots[hdr["ver_type"] == _PRIME_VT])
+        self._timers.out_of_order(slots[hdr["ver_type"] >= _GATHER_VT])  # owner-paced rounds
         if self._hold.holds(c):
             self._timers.suspend(slots, now)
         self.stats.sent += positions.size
