@@ -61,15 +61,11 @@ rejected (``type``) for a job under a parent, one with fewer slots than ranks, a
 (``float``) as a float block. The switch program (p4src/aggregate.p4) runs the same
 scatter rounds for its one-switch jobs, byte for byte (tests/unit/test_aggregate_p4_scatter.py).
 
-Gather rounds (wire version 3, all-gather): a GATHER from the slot's owner stores its
-lanes in the cell (overwrite, whenever in the round it comes), a GATHER_JOIN (the header
-alone) from every other member leaves them; both count, set bits and keep the exponent
-as a contribution to a sum, so a round completes when all n are in and its RESULT (the
-stored lanes) goes to every member, and a duplicate of either gets it back. A GATHER from
-a member that is not the owner, or a join from the owner, is refused (``owner``), either
-with a count other than 1 (``count``), before the sender's address is learnt; otherwise
-they take a SCATTER's conditions. The switch program runs the same rounds
-(tests/unit/test_aggregate_p4_gather.py).
+Gather rounds (all-gather): the owner's GATHER overwrites the cell's lanes, the others'
+header-only GATHER_JOINs leave them; otherwise a sum's round (RESULT to every member,
+duplicates answered). A GATHER from a non-owner or a join from the owner is refused
+(``owner``), count != 1 (``count``), before the address is learnt; else a SCATTER's
+conditions. The switch runs the same rounds (tests/unit/test_aggregate_p4_gather.py).
 
 Nothing here raises on a datagram: malformed or rejected packets are counted and
 dropped. Memory is bounded: each job's state is preallocated at ``add_job`` and the
