@@ -11,13 +11,17 @@ bytes are counted from the agent's own counters (``group.stats()``: packets sent
 retransmitted and resent on the uplink; results, duplicates and foreign packets on the
 downlink) times the job's packet length, per rank per collective; a header-only DONE
 (the in-network reduce-scatter's notice for a block of another rank's shard) counts 20
-bytes, and every duplicate or foreign packet a whole packet (an upper bound).
+bytes, and every duplicate or foreign packet a whole packet (an upper bound); a
+header-only GATHER_JOIN (the in-network all-gather's part in another rank's block) counts
+20 bytes when first sent, a resent one a whole packet (an upper bound: the counters do
+not say which rows a resend carried).
 
 Two runs, each with a fresh PBox: ``P4HUB_SCATTER=allreduce`` (all_reduce, the
 reduce-scatter as the all-reduce of the whole buffer, all_gather as an exact sum of a
 buffer as long as all the shards: hosts/pytorch/shards.py) and ``P4HUB_SCATTER=network``
 (``reduce_scatter (network)``: wire version 3, each rank receiving only its own shard's
-results). The "in-network target" column is the all-reduce's bytes over N: the
+results; ``all_gather (network)``: gather rounds, each rank sending only its own shard's
+blocks and a header per other block). The "in-network target" column is the all-reduce's bytes over N: the
 reduce-scatter's downlink and the all-gather's uplink must reach it (framing aside).
 
     .venv/bin/python -m bench.sharded_bytes [--world 4] [--elems 65536] [--steps 4]
@@ -40,7 +44,8 @@ from bench.pbox_loopback import _free_port, start_pbox
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KINDS = ("all_reduce", "reduce_scatter", "all_gather")  # the first run's
-NETWORK = "reduce_scatter (network)"  # the second run's one collective
+NETWORK = "reduce_scatter (network)"  # the second run's collectives
+GATHER_NETWORK = "all_gather (network)"
 UP = ("sent", "retransmitted", "courtesy")
 DOWN = ("results", "duplicates", "foreign")
 
@@ -63,15 +68,17 @@ def rank_main(rank: int, world: int, port: int, elems: int, steps: int, network:
     run = {"all_reduce": lambda: dist.all_reduce(buffer.clone()),
            "reduce_scatter": lambda: dist.reduce_scatter_single(out, buffer),
            "all_gather": lambda: dist.all_gather_single(full, out),
-           NETWORK: lambda: dist.reduce_scatter_single(out, buffer)}
+           NETWORK: lambda: dist.reduce_scatter_single(out, buffer),
+           GATHER_NETWORK: lambda: dist.all_gather_single(full, out)}
     counts = {}
-    for kind in [NETWORK] if network else KINDS:
+    for kind in [NETWORK, GATHER_NETWORK] if network else KINDS:
         run[kind]()  # warm-up
         before = dict(group.stats())  # type: ignore[attr-defined]
         for _ in range(steps):
             run[kind]()
         after = group.stats()  # type: ignore[attr-defined]
-        counts[kind] = {key: after[key] - before[key] for key in UP + DOWN + ("dones",)}
+        counts[kind] = {key: after[key] - before[key]
+                        for key in UP + DOWN + ("dones", "joins")}
     print(json.dumps({"rank": rank, "counts": counts}), flush=True)
     dist.destroy_process_group()
 
@@ -111,17 +118,20 @@ def measure(args: argparse.Namespace) -> dict:
     def down_bytes(c: dict, keys: tuple[str, ...] = DOWN) -> int:
         return (sum(c[k] for k in keys) - c["dones"]) * plen + c["dones"] * HEADER_LEN
 
+    def up_bytes(c: dict, keys: tuple[str, ...] = UP) -> int:
+        return (sum(c[k] for k in keys) - c["joins"]) * plen + c["joins"] * HEADER_LEN
+
     rows = []
-    for kind in (*KINDS, NETWORK):
+    for kind in (*KINDS, NETWORK, GATHER_NETWORK):
         counts = [r["counts"][kind] for r in lines]
         rows.append({
             "collective": kind,
-            "uplink_bytes_per_step": max(sum(c[k] for k in UP) for c in counts) * plen / args.steps,
+            "uplink_bytes_per_step": max(up_bytes(c) for c in counts) / args.steps,
             "downlink_bytes_per_step": max(down_bytes(c) for c in counts) / args.steps,
             "retransmitted_per_step": max(c["retransmitted"] for c in counts) / args.steps,
             # first transmissions and first results only: no loss or timeout in them, so
             # the same on any machine (the ratios below use these)
-            "uplink_first_bytes": max(c["sent"] for c in counts) * plen / args.steps,
+            "uplink_first_bytes": max(up_bytes(c, ("sent",)) for c in counts) / args.steps,
             "downlink_first_bytes": max(down_bytes(c, ("results",)) for c in counts) / args.steps,
         })
     reference = rows[0]
@@ -129,7 +139,10 @@ def measure(args: argparse.Namespace) -> dict:
         row["target_downlink_bytes"] = reference["downlink_first_bytes"] / args.world
         row["downlink_ratio_to_all_reduce"] = \
             row["downlink_first_bytes"] / reference["downlink_first_bytes"]
-    rows[2]["target_uplink_bytes"] = reference["uplink_first_bytes"] / args.world
+    for row in (rows[2], rows[4]):
+        row["target_uplink_bytes"] = reference["uplink_first_bytes"] / args.world
+        row["uplink_ratio_to_all_reduce"] = \
+            row["uplink_first_bytes"] / reference["uplink_first_bytes"]
     return {"world": args.world, "elems": args.elems, "lanes": args.lanes,
             "packet_len": plen, "steps": args.steps, "tensor_bytes": args.elems * 4,
             "rows": rows, "per_rank": lines}
@@ -148,7 +161,8 @@ def report(doc: dict) -> None:
             target = (f"downlink {row['target_downlink_bytes']:,.0f} (1/N); first down "
                       f"{row['downlink_ratio_to_all_reduce']:.3f} x all_reduce's")
         if "target_uplink_bytes" in row:
-            target = f"uplink {row['target_uplink_bytes']:,.0f} (1/N of all_reduce's)"
+            target = (f"uplink {row['target_uplink_bytes']:,.0f} (1/N); first up "
+                      f"{row['uplink_ratio_to_all_reduce']:.3f} x all_reduce's")
         print(f"{row['collective']:26} {row['uplink_bytes_per_step']:>9,.0f} "
               f"{row['downlink_bytes_per_step']:>10,.0f} {row['retransmitted_per_step']:>7.1f} "
               f"{row['uplink_first_bytes']:>10,.0f} {row['downlink_first_bytes']:>12,.0f}  "
@@ -163,7 +177,7 @@ def plot(doc: dict, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(8.5, 4))
     names = [row["collective"] for row in doc["rows"]]
     xs = range(len(names))
     ax.bar([x - 0.2 for x in xs], [r["uplink_first_bytes"] / 1e3 for r in doc["rows"]], 0.4,
@@ -172,7 +186,8 @@ def plot(doc: dict, path: Path) -> None:
            0.4, label="downlink (first results)")
     targets = [(1 + 0.2, doc["rows"][1]["target_downlink_bytes"] / 1e3),
                (2 - 0.2, doc["rows"][2]["target_uplink_bytes"] / 1e3),
-               (3 + 0.2, doc["rows"][3]["target_downlink_bytes"] / 1e3)]
+               (3 + 0.2, doc["rows"][3]["target_downlink_bytes"] / 1e3),
+               (4 - 0.2, doc["rows"][4]["target_uplink_bytes"] / 1e3)]
     ax.scatter([t[0] for t in targets], [t[1] for t in targets], color="black", marker="_",
                s=600, label="in-network target (1/N)", zorder=3)
     ax.set_xticks(list(xs), [n.replace(" (", "\n(") for n in names])

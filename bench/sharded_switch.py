@@ -1,5 +1,6 @@
 """A rank's downlink per reduce-scatter with scatter rounds in the switch, against an
-all-reduce's of the same buffer, read from the switch's own port counters.
+all-reduce's of the same buffer, and its uplink per all-gather with gather rounds in the
+switch, against the all-gather over the all-reduce; read from the switch's port counters.
 
 p4src/aggregate.p4 compiled by p4lite and run in p4lite's switch core in process (no
 root, no links), configured by the controller's own registry (one rack: N workers and
@@ -14,6 +15,13 @@ counts are the switch's ``port_tx``/``port_rx`` counters, which must agree. (The
 byte counts cannot be used: BMv2's counters, and p4lite's as they follow it, count a
 packet's ingress length, so a DONE made from a contribution in egress counts as the
 contribution.) The target is the all-reduce's downlink over N.
+
+Then every rank all-gathers a shard of the same size (its float32 bytes): over the
+all-reduce (the torch backend's path without gather rounds: an exact int32 sum of N
+shards' words, each rank's own region filled, zeros elsewhere) and in the network
+(hosts/gather.py: the rank's own blocks as GATHERs, a 20-byte GATHER_JOIN per other
+block, a 62-byte frame). The target is the first one's uplink over N; every rank must
+get every shard bit for bit both ways.
 
     .venv/bin/python -m bench.sharded_switch [--worlds 4,8] [--elems 65536] [--lanes 256]
 
@@ -36,7 +44,7 @@ from p4hub.controller.core.entries import EntryCodec
 from p4hub.controller.core.jobs import JobRegistry
 from p4hub.controller.core.p4info_index import P4InfoIndex
 from p4hub.controller.core.updates import INSERT, GroupWrite, PBoxJobWrite, TableWrite
-from p4hub.hosts import wire
+from p4hub.hosts import gather, wire
 from p4hub.hosts.events import TensorCompleted
 from p4hub.hosts.session import Session
 from p4lite.compiler import driver
@@ -113,13 +121,14 @@ class SwitchRack:
         rx, tx = self.frame_bytes[rank]
         return rx, tx, rx_pkts, tx_pkts
 
-    def run(self, tensor_id: str, inputs: list[np.ndarray],
-            scatter: list[int] | None) -> tuple[list[np.ndarray], list[int]]:
-        """Every rank starts the tensor; datagrams go through the switch until each rank
-        has it. Returns each rank's result and the DONEs each received."""
+    def run(self, tensor_id: str, inputs: list, scatter: list | None) -> tuple[list[np.ndarray], list[int]]:
+        """Every rank starts the tensor (``scatter``: shard sizes, or one layout per rank
+        for an all-gather, hosts/gather.py); datagrams go through the switch until each
+        rank has it. Returns each rank's result and the DONEs each received."""
         dones = [s.stats.dones for s in self.sessions]
-        for s, x in zip(self.sessions, inputs, strict=True):
-            s.start(tensor_id, x, 0.0, scatter=scatter)
+        for r, (s, x) in enumerate(zip(self.sessions, inputs, strict=True)):
+            layout = scatter[r] if scatter and not isinstance(scatter[0], int) else scatter
+            s.start(tensor_id, x, 0.0, scatter=layout)
         results: dict[int, np.ndarray] = {}
         while len(results) < len(self.sessions):
             moved = False
@@ -168,7 +177,36 @@ def measure_world(compiled, world: int, elems: int, lanes: int, seed: int) -> di
     row["downlink_ratio"] = max(rs["downlink_bytes"]) / max(ar["downlink_bytes"])
     row["target_ratio"] = 1 / world
     row["target_downlink_bytes"] = max(ar["downlink_bytes"]) / world
+    measure_gathers(rk, row, [x[:shard] for x in inputs], lanes)
     return row
+
+
+def measure_gathers(rk: SwitchRack, row: dict, shards: list[np.ndarray], lanes: int) -> None:
+    """Every rank's float32 shard all-gathered over the all-reduce and in the network:
+    the frames each way, and every shard's bytes checked on every rank."""
+    world = len(shards)
+    want = np.concatenate(shards).tobytes()
+    sizes = [x.nbytes for x in shards]
+    words = [np.zeros(world * x.size, dtype=np.float32) for x in shards]
+    for r, w in enumerate(words):  # the backend's path without gather rounds
+        w[r * shards[r].size:(r + 1) * shards[r].size] = shards[r]
+    joins = [s.stats.joins for s in rk.sessions]
+    laid = [gather.prepare(x, sizes, r, 0, lanes) for r, x in enumerate(shards)]
+    for kind, inputs, scatter in (
+            ("all_gather_allreduce", [w.view(np.int32) for w in words], None),
+            ("all_gather", [prep for prep, _ in laid], [layout for _, layout in laid])):
+        before = [rk.counters(r) for r in range(world)]
+        results, _ = rk.run(kind, inputs, scatter)
+        after = [rk.counters(r) for r in range(world)]
+        up, down, up_pkts, down_pkts = ([a[i] - b[i] for a, b in zip(after, before, strict=True)]
+                                        for i in range(4))
+        assert all(res.tobytes() == want for res in results), f"{kind}: not bit exact"
+        row[kind] = {"uplink_bytes": up, "downlink_bytes": down, "uplink_packets": up_pkts,
+                     "downlink_packets": down_pkts}
+    row["all_gather"]["joins"] = [s.stats.joins - j for s, j in zip(rk.sessions, joins, strict=True)]
+    base = max(row["all_gather_allreduce"]["uplink_bytes"])
+    row["gather_uplink_ratio"] = max(row["all_gather"]["uplink_bytes"]) / base
+    row["target_uplink_bytes"] = base / world
 
 
 def report(doc: dict) -> None:
@@ -185,6 +223,17 @@ def report(doc: dict) -> None:
                   f"{max(c['dones']):>6} {ratio:>6.3f} "
                   f"{row['target_ratio'] if kind == 'reduce_scatter' else 1:>7.3f} "
                   f"{c['max_abs_error'] / c['max_abs_sum']:>12.1e}")
+    print(f"\n{'N':>3} {'all-gather':<15} {'uplink B':>10} {'up pkts':>8} {'joins':>6} "
+          f"{'downlink B':>11} {'ratio':>6} {'target':>7}")
+    for row in doc["rows"]:
+        for kind, name in (("all_gather_allreduce", "over all-reduce"),
+                           ("all_gather", "gather rounds")):
+            c = row[kind]
+            ratio = max(c["uplink_bytes"]) / max(row["all_gather_allreduce"]["uplink_bytes"])
+            print(f"{row['world']:>3} {name:<15} {max(c['uplink_bytes']):>10,} "
+                  f"{max(c['uplink_packets']):>8} {max(c.get('joins', [0])):>6} "
+                  f"{max(c['downlink_bytes']):>11,} {ratio:>6.3f} "
+                  f"{1 / row['world'] if kind == 'all_gather' else 1:>7.3f}")
 
 
 def plot(doc: dict, path: Path) -> None:
@@ -195,7 +244,7 @@ def plot(doc: dict, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, (ax, gx) = plt.subplots(1, 2, figsize=(11, 4))
     rows = doc["rows"]
     xs = range(len(rows))
     ax.bar([x - 0.2 for x in xs], [max(r["all_reduce"]["downlink_bytes"]) / 1e3 for r in rows],
@@ -211,6 +260,17 @@ def plot(doc: dict, path: Path) -> None:
     ax.set_title(f"downlink per collective, {rows[0]['tensor_bytes'] // 1024} KiB buffer, "
                  f"switch (p4lite)")
     ax.legend(fontsize="small", loc="upper right")
+    base = [max(r["all_gather_allreduce"]["uplink_bytes"]) / 1e3 for r in rows]
+    gx.bar([x - 0.2 for x in xs], base, 0.4, label="all-gather over the all-reduce")
+    gx.bar([x + 0.2 for x in xs], [max(r["all_gather"]["uplink_bytes"]) / 1e3 for r in rows],
+           0.4, label="all-gather (gather rounds)")
+    gx.scatter([x + 0.2 for x in xs], [r["target_uplink_bytes"] / 1e3 for r in rows],
+               color="black", marker="_", s=600, label="target (1/N)", zorder=3)
+    gx.set_xticks(list(xs), [f"{r['world']} workers" for r in rows])
+    gx.set_ylabel("kB per worker (frames into the switch from its port)")
+    gx.set_ylim(0, 1.3 * max(base))
+    gx.set_title(f"uplink per all-gather, {rows[0]['tensor_bytes'] // 1024} KiB gathered")
+    gx.legend(fontsize="small", loc="upper right")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

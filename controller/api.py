@@ -293,7 +293,7 @@ class JobService:
             "slot_base": reply.slot_base, "slot_count": reply.slot_count, "lanes": reply.lanes,
             "window": reply.window, "where": reply.where, "epoch": reply.epoch,
             "routes": list(reply.routes), "precision": reply.precision,
-            "scatter": reply.scatter,
+            "scatter": reply.scatter, "gather": reply.gather,
         }
         if created is not None and brought is None:  # only a token the caller cannot know
             answer["job_token"] = created

@@ -141,10 +141,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "or sharded: fsdp (FSDP2: reduce-scatter and all-gather) or zero "
                              "(DDP with ZeroRedundancyOptimizer)")
     parser.add_argument("--scatter", choices=("allreduce", "network"), default="allreduce",
-                        help="the switch and pbox paths' reduce-scatters (--schedule fsdp): "
-                             "over the all-reduce, or in the network (P4HUB_SCATTER=network: "
-                             "scatter rounds in the switch or the PBox, each rank receiving "
-                             "only its own shard's results)")
+                        help="the switch and pbox paths' reduce-scatters and all-gathers "
+                             "(--schedule fsdp): over the all-reduce, or in the network "
+                             "(P4HUB_SCATTER=network: scatter rounds in the switch or the PBox, "
+                             "each rank receiving only its own shard's results, and gather "
+                             "rounds, each rank sending only its own shard)")
     parser.add_argument("--cli", action="store_true", help="open the Mininet CLI instead")
     args = parser.parse_args(argv)
     if args.job_slots is None:

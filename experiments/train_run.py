@@ -7,9 +7,9 @@ way gradients are summed differs:
 * ``switch``: DDP over the ``p4hub`` backend; the group joins a job through the
   controller's JobService, which gives it switch slots (aggregate.p4 sums in the switch);
 * ``pbox``: the same, with the job placed on the PBox (``P4HUB_PLACEMENT=pbox``); with
-  ``--scatter network`` both paths' reduce-scatters (FSDP's) run in the network
-  (``P4HUB_SCATTER=network``: scatter rounds, each rank receiving only its own shard's
-  results);
+  ``--scatter network`` both paths' reduce-scatters and all-gathers (FSDP's) run in
+  the network (``P4HUB_SCATTER=network``: scatter rounds, each rank receiving only its
+  own shard's results; gather rounds, each rank sending only its own shard);
 * ``precision`` (not in the default set): the switch path with the precision option
   (``P4HUB_PRECISION``, ``--precision``): blocks int32 quantization cannot carry within
   the bound go as float32 through the switch to the job's float route on the PBox;

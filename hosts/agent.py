@@ -34,7 +34,7 @@ from typing import Unpack
 
 import numpy as np
 
-from p4hub.hosts import blocks, scatter
+from p4hub.hosts import blocks, gather, scatter
 from p4hub.hosts.errors import AllreduceError
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
 from p4hub.hosts.routes import Route, to_wire
@@ -197,6 +197,21 @@ class Agent:
         no scatter rounds of its own). Input errors raise here; a session that cannot
         lay it out fails the handle."""
         prepared, layout = scatter.prepare(np.asarray(array), sizes, op, priority, self.lanes)
+        self._check_stream(stream)
+        handle = self._new_handle()
+        self._transport.submit(lambda: self._start(handle.tensor_id, prepared, stream, layout))
+        return handle
+
+    def all_gather_async(self, shard: np.ndarray | bytes, sizes: Sequence[int], *,
+                         priority: int = 0, stream: int | None = None) -> Handle:
+        """Start an all-gather in the network (wire version 3, hosts/gather.py): ``shard``
+        is this rank's shard (its bytes, any dtype), ``sizes`` every rank's shard in
+        bytes (the same on every rank); the handle's result is every shard's bytes
+        concatenated in rank order (uint8), bit for bit. This rank sends its own shard's
+        blocks and a header per other block. Needs what ``reduce_scatter_async`` needs
+        (``can_scatter``); input errors raise here, a session that cannot lay it out
+        fails the handle."""
+        prepared, layout = gather.prepare(shard, sizes, self._session.rank, priority, self.lanes)
         self._check_stream(stream)
         handle = self._new_handle()
         self._transport.submit(lambda: self._start(handle.tensor_id, prepared, stream, layout))

@@ -1,4 +1,5 @@
-"""Who owns a slot: the member a reduce-scatter block's result goes to (wire version 3).
+"""Who owns a slot: the member a reduce-scatter block's result goes to, and the only one
+whose lanes an all-gather block may carry (wire version 3).
 
 Slot s of a job of n ranks whose slot range starts at slot_base is owned by rank
 ``(s - slot_base) mod n``: the owners take turns slot by slot. The aggregator
@@ -7,7 +8,8 @@ s only, and a header-only DONE to every other member; the agent (hosts/scatter.p
 a reduce-scatter out so that shard r's blocks travel only through rank r's slots. The
 owner comes from the job's description, which both sides hold, never from a header
 field: a rank that forges a packet can only add to a sum, never have a result sent to
-itself (docs/notes/pytorch.md, "Sharded collectives").
+itself, and its GATHER for a slot it does not own is refused, so it cannot stand in for
+another rank's shard (docs/notes/pytorch.md, "Sharded collectives").
 
 Turns rather than one contiguous range per rank: consecutive positions use consecutive
 slots, so n consecutive positions reach every owner once and a reduce-scatter of a few

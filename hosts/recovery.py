@@ -80,6 +80,17 @@ aggregator or a dead peer (no cell completes without every rank) still gets the 
 backoff. (Simulated, 4 workers, 10 % loss, per 1 MB tensor: the timeout alone 4.05 s,
 early detection alone 4.65 s, this cap alone 3.95 s, both 3.19 s; 1.86 s without loss.)
 
+Out of order. An all-gather's rounds (hosts/gather.py) complete when their slot's owner's
+packet arrives, and each position has another owner, so their results come back in the
+order of the owners' packets, not of this worker's sends: one owner's full packet queued
+behind its others completes its position after the next owner's (at 5 Mbit/s a 1,044-byte
+packet is 1.7 ms, several reorder allowances). ``unordered`` positions are therefore left
+out of early detection both ways (their results are no evidence, and they are never
+declared lost early): they wait for their timeout. (On the Mininet rack, FSDP with its
+all-gathers in the network through the switch, 33 steps, one run each: 458-519 resends
+per worker, 357-398 of them early, without this; 65-113, none early, with it; 24-43
+with the all-gathers on the all-reduce.)
+
 Held back. A position of a priority class held back by a more urgent one
 (hosts/hold_back.py) waits for peers, not for a resend: ``suspend`` slows its timeout to
 ``rto_max`` with no backoff until ``release``, after which it waits one plain ``rto``;
@@ -166,6 +177,8 @@ class SlotTimers:
         # the round's time is a wait for peers, no sample (``wait_for_peers``)
         self.suspended = np.zeros(window, dtype=bool)
         self.waited = np.zeros(window, dtype=bool)
+        # results out of send order ("Out of order" above): no early detection either way
+        self.unordered = np.zeros(window, dtype=bool)
 
     @property
     def rto(self) -> float:
@@ -231,6 +244,12 @@ class SlotTimers:
         self._fresh[slots] = True
         self.suspended[slots] = False
         self.waited[slots] = False
+        self.unordered[slots] = False
+
+    def out_of_order(self, slots: np.ndarray) -> None:
+        """The rounds of ``slots`` (just sent) may complete out of send order (an
+        all-gather's): early detection leaves them out ("Out of order" above)."""
+        self.unordered[slots] = True
 
     def wait_for_peers(self, slots: np.ndarray) -> None:
         """The rounds of ``slots`` (just sent) wait for peers more than for the path: no
@@ -278,9 +297,10 @@ class SlotTimers:
         self._last_result[groups] = now
         if self._early_waiting:
             self._judge_early(slots, clean)
-        if first_try.any():
-            orders = np.where(first_try, self.order[slots], 0)
-            for g in np.unique(groups[first_try]).tolist():
+        evidence = first_try & ~self.unordered[slots]
+        if evidence.any():
+            orders = np.where(evidence, self.order[slots], 0)
+            for g in np.unique(groups[evidence]).tolist():
                 mine = np.where(groups == g, orders, 0)
                 newest = int(mine.argmax())
                 if mine[newest] > self._newest_order[g]:
@@ -351,7 +371,7 @@ class SlotTimers:
         """RACK's rule: in flight, never resent, sent before the newest answered position
         of its group, and waiting longer than that one's round trip plus the allowance
         of its path: lost."""
-        waiting = self._fresh & (self.order < self._newest_order[self._group])
+        waiting = self._fresh & ~self.unordered & (self.order < self._newest_order[self._group])
         if self._srtt.size == 1:
             allowance: float | np.ndarray = self.reorder_allowance(0)
         else:

@@ -13,6 +13,10 @@ sizes and owners, so the same block meets itself in the same slot on every rank.
 Each shard is cut into blocks of its own (its last one zero-padded), so no block holds
 two owners' elements. The result a rank keeps is its own shard; the other blocks of its
 tensor come back as DONEs (no lanes) and stay zero.
+
+An all-gather (hosts/gather.py) takes the same layout (``ScatterLayout.gather``: its
+shards' byte sizes): the owner's GATHERs and the others' joins, every shard's result to
+every rank.
 """
 
 from __future__ import annotations
@@ -22,9 +26,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from p4hub.hosts import blocks, owners, quantize
+from p4hub.hosts import blocks, owners, quantize, wire
 from p4hub.hosts.errors import SessionError
-from p4hub.hosts.wire import MAX_WORKERS
+from p4hub.hosts.wire import MAX_WORKERS, PacketType
+
+_SCATTER_VT = wire.ver_type(PacketType.SCATTER)
+_GATHER_VT = wire.ver_type(PacketType.GATHER)
+_JOIN_VT = wire.ver_type(PacketType.GATHER_JOIN)
 
 
 @dataclass(slots=True, eq=False)
@@ -35,6 +43,8 @@ class ScatterLayout:
     sizes: tuple[int, ...]  # elements per shard (rank)
     first_block: np.ndarray  # (n + 1,) shard r's blocks: first_block[r]:first_block[r + 1]
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # an all-gather's (hosts/gather.py): every shard's bytes, the shards of int32 words
+    gather: tuple[int, ...] | None = None
 
     def own(self, flat: np.ndarray, rank: int, lanes: int) -> np.ndarray:
         """Rank ``rank``'s shard out of the laid-out result ``flat`` (positions x lanes)."""
@@ -42,6 +52,13 @@ class ScatterLayout:
         lo, hi = int(self.first_block[rank]), int(self.first_block[rank + 1])
         where = np.flatnonzero((self.order >= lo) & (self.order < hi))  # ascending = block order
         return rows[where].reshape(-1)[: self.sizes[rank]]
+
+    def gathered(self, flat: np.ndarray, lanes: int) -> np.ndarray:
+        """An all-gather's result: every shard's bytes in rank order (uint8)."""
+        assert self.gather is not None
+        parts = [self.own(flat, r, lanes).astype(np.int32, copy=False).view(np.uint8)[:size]
+                 for r, size in enumerate(self.gather)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
 
 
 def prepare(array: np.ndarray, sizes: Sequence[int], op: str, priority: int, lanes: int,
@@ -154,7 +171,27 @@ class Scatters:
         """A finished tensor's result: a reduce-scatter's is this rank's shard."""
         result = t.result(world_size)
         layout = self.layouts.pop(t.tensor_id, None)
-        return result if layout is None else layout.own(result, self.rank, self.lanes)
+        if layout is None:
+            return result
+        if layout.gather is not None:
+            return layout.gathered(result, self.lanes)
+        return layout.own(result, self.rank, self.lanes)
+
+    def mark(self, tensor_id: Hashable, ver_type: np.ndarray, exp: np.ndarray,
+             slots: np.ndarray) -> int:
+        """The types of a laid-out tensor's data packets (views of a batch's header
+        columns; ``slots``: their window slots): SCATTER; or for an all-gather a GATHER
+        where this rank owns the slot, a join elsewhere, exponent 0 (raw bytes). Returns
+        how many joins."""
+        layout = self.layouts[tensor_id]
+        if layout.gather is None:
+            ver_type[...] = _SCATTER_VT
+            return 0
+        assert self.slot_owner is not None  # lay_out checked it
+        mine = self.slot_owner[slots] == self.rank
+        ver_type[...] = np.where(mine, np.uint8(_GATHER_VT), np.uint8(_JOIN_VT))
+        exp[...] = 0
+        return int(mine.size - np.count_nonzero(mine))
 
     def takes_done(self, slots: np.ndarray, in_flight: np.ndarray,
                    sent_scatter: np.ndarray) -> np.ndarray:

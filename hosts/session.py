@@ -66,6 +66,8 @@ position before it whose result it holds but a peer may still need (hosts/resync
 
 Reduce-scatter (``start(..., scatter=shard sizes)``, wire version 3): hosts/scatter.py; a
 header-only DONE completes a position of a slot another rank owns as a result does.
+All-gather (``start(..., scatter=layout)`` with hosts/gather.py's layout): GATHERs and
+header-only joins, which ``packets_to_send`` returns as arrays of header rows.
 
 Precision (``precision``: a relative error bound, the job's, off by default): blocks
 that int32 quantization cannot carry within the bound go as float32 bits to a PBox
@@ -95,6 +97,7 @@ from p4hub.hosts import blocks, quantize, routes, wire
 from p4hub.hosts.congestion import RTO_SRTT_FLOOR
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
+from p4hub.hosts.gather import split_joins
 from p4hub.hosts.hold_back import HoldBack
 from p4hub.hosts.recovery import SlotTimers
 from p4hub.hosts.resync import POSITION_MASK, CourtesyResends, courtesy_positions
@@ -120,6 +123,7 @@ from p4hub.hosts.wire import PacketType
 _PRIME_VT = wire.ver_type(PacketType.PRIME)
 _SCATTER_VT = wire.ver_type(PacketType.SCATTER)
 _DONE_VT = wire.ver_type(PacketType.DONE)
+_GATHER_VT = wire.ver_type(PacketType.GATHER)  # and GATHER_JOIN's, the next
 _CLASS_STRIDE = 1 << 56  # sorts results class by class (positions stay far below it)
 __all__ = ["MAX_CLASSES", "Session", "SessionConfig", "SessionStats"]
 
@@ -299,7 +303,7 @@ class Session:
                 out.append(courtesy)
         for c, positions in self._sendable(now):
             out.append(self._send_new(c, positions, now))
-        return out
+        return split_joins(out)  # an all-gather's joins: header-only rows (hosts/gather.py)
 
     def routed_packets(self, now: float) -> list[tuple[Hashable, np.ndarray]]:
         """``packets_to_send``, each batch with the aggregator its rows go to (a route's
@@ -588,8 +592,6 @@ class Session:
                     offsets[: first_data - lo], batch["values"][lo:first_data]
                 )
             if first_data < hi:
-                if t.tensor_id in self.scatters.layouts:
-                    hdr["ver_type"][first_data:hi] = _SCATTER_VT
                 block_ids = positions[first_data:hi] - t.start - t.primes
                 nelem[first_data:hi] = t.nelem(block_ids)
                 if t.float_span is None:
@@ -600,6 +602,10 @@ class Session:
                     flags[first_data:hi] |= np.where(floats, np.uint8(wire.FLAG_FALLBACK),
                                                      np.uint8(0))
                     self.stats.float_blocks += int(np.count_nonzero(floats))
+                if t.tensor_id in self.scatters.layouts:  # SCATTER, or GATHER and joins
+                    self.stats.joins += self.scatters.mark(
+                        t.tensor_id, hdr["ver_type"][first_data:hi], exp[first_data:hi],
+                        c * self.window + positions[first_data:hi] % self.window)
                 t.lanes(block_ids, self.world_size, batch["values"][first_data:hi])
         slots = c * self.window + positions % self.window
         hdr["slot"] = self._map.wire_slot[slots]
@@ -621,6 +627,7 @@ class Session:
         # (one stream keeps the PRIME's samples: it goes out behind the tensors before)
         if self.classes > 1:
             self._timers.wait_for_peers(slots[hdr["ver_type"] == _PRIME_VT])
+        self._timers.out_of_order(slots[hdr["ver_type"] >= _GATHER_VT])  # owner-paced rounds
         if self._hold.holds(c):
             self._timers.suspend(slots, now)
         self.stats.sent += positions.size

@@ -14,6 +14,7 @@ class SessionStats:
     early_resends: int = 0  # of which sent before their timeout: later results showed a loss
     results: int = 0  # results accepted (DONEs included)
     dones: int = 0  # of which header-only DONEs of reduce-scatter blocks this rank does not own
+    joins: int = 0  # first transmissions of header-only GATHER_JOINs (all-gather blocks of others)
     courtesy: int = 0  # resends after a resync of positions this rank had the result of
     resyncs: int = 0
     duplicates: int = 0  # results for a position not in flight (duplicate or stale)

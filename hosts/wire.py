@@ -1,7 +1,7 @@
 """The p4hub aggregation wire protocol, versions 2 and 3.
 
 One UDP datagram carries one fixed 20-byte header and then exactly L big-endian
-int32 lanes (a version-3 DONE: the header alone), where the job's *lane count* L is
+int32 lanes (a version-3 DONE or GATHER_JOIN: the header alone), where the job's *lane count* L is
 64 (276 bytes of UDP payload, the default: it fits a hardware switch's per-pass budget) or 256 (1044 bytes: a quarter
 of the packets, for software aggregators and links where framing matters). The
 layout is specified byte by byte in docs/DESIGN.md; the golden-bytes tests in
@@ -47,7 +47,14 @@ leaf of a job over racks rejects one.
   SCATTER in it is a *scatter round*, whose RESULT goes to the slot's owner only
   (hosts/owners.py: from the job's slot range, never from the packet);
 * DONE (6): the header alone (20 bytes, ``nelem`` 0): a scatter round completed, sent
-  to every member but the owner instead of the lanes, so they can move their windows.
+  to every member but the owner instead of the lanes, so they can move their windows;
+* GATHER (7): an all-gather block from the slot's owner, its lanes raw bytes (any
+  dtype; ``exp`` 0, count 1): the aggregator stores them (overwrite, no sum) and a
+  round with every member in is answered with them as any RESULT, to every member;
+* GATHER_JOIN (8): the header alone (20 bytes, count 1, ``nelem`` the block's): every
+  other member's part in the same round, a join that carries no lanes. A lane-carrying
+  GATHER from a member that is not the slot's owner, and a join from the owner, are
+  refused (hosts/owners.py: the owner from the job's slot range, never the packet).
 
 Parsing uses numpy structured dtypes over ``frombuffer`` (no per-field Python).
 """
@@ -108,10 +115,16 @@ class PacketType(IntEnum):
     # owner only) and the header-only notice the other members get instead
     SCATTER = 5
     DONE = 6
+    # version 3: an all-gather block from the slot's owner (its lanes stored as they
+    # are), and the header-only join every other member sends for the same round
+    GATHER = 7
+    GATHER_JOIN = 8
 
 
 CONTRIBUTION_TYPES = (PacketType.CONTRIB, PacketType.PARTIAL, PacketType.PRIME)  # version 2
-SHARDED_TYPES = (PacketType.SCATTER, PacketType.DONE)  # the version-3 types
+SHARDED_TYPES = (PacketType.SCATTER, PacketType.DONE, PacketType.GATHER,
+                 PacketType.GATHER_JOIN)  # the version-3 types
+HEADER_ONLY_TYPES = (PacketType.DONE, PacketType.GATHER_JOIN)  # 20 bytes, no lanes
 
 
 def version_of(ptype: PacketType) -> int:
@@ -248,11 +261,13 @@ def _check_header(h: Header) -> None:
 
 def encode(header: Header, values: np.ndarray | None = None) -> bytes:
     """Build one datagram. ``values`` holds up to ``header.lanes`` int32s (zero-padded);
-    a DONE is the header alone (its ``nelem`` must be 0, no values)."""
+    a DONE is the header alone (its ``nelem`` must be 0, no values), a GATHER_JOIN too
+    (no values; its ``nelem`` is the block's)."""
     _check_header(header)
-    if header.type == PacketType.DONE:
-        if header.nelem or values is not None:
-            raise WireError("a DONE is a header alone: nelem 0 and no lanes")
+    if header.type in HEADER_ONLY_TYPES:
+        if values is not None or (header.type == PacketType.DONE and header.nelem):
+            raise WireError(f"a {header.type.name} is a header alone: no lanes"
+                            + (", nelem 0" if header.type == PacketType.DONE else ""))
         hdr = np.zeros((), dtype=HEADER_DTYPE)
         _fill_header(hdr, header)
         return hdr.tobytes()
@@ -303,7 +318,7 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
     if version != version_of(packet_type):
         raise WireError(f"a {packet_type.name} packet has version {version_of(packet_type)},"
                         f" not {version}")
-    header_only = packet_type == PacketType.DONE
+    header_only = packet_type in HEADER_ONLY_TYPES
     expected = HEADER_LEN if header_only else HEADER_LEN + 4 * lanes
     if len(data) != expected:
         raise WireError(f"datagram of {len(data)} bytes, expected {expected}"
@@ -311,7 +326,7 @@ def decode(data: bytes | bytearray | memoryview) -> tuple[Header, np.ndarray]:
     if header_only:
         hdr = np.frombuffer(data, dtype=HEADER_DTYPE, count=1)[0]
         values = np.zeros(0, dtype=">i4")
-        if int(hdr["nelem"]):
+        if packet_type == PacketType.DONE and int(hdr["nelem"]):
             raise WireError(f"a DONE carries no lanes, but its element count is {int(hdr['nelem'])}")
     else:
         pkt = np.frombuffer(data, dtype=PACKET_DTYPES[lanes], count=1)[0]

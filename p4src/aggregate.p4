@@ -29,7 +29,8 @@
  *      workers, a root its leaves: a job's world size is not bounded by the
  *      32-bit bitmap, only each switch's members are), the header must be
  *      version 2 CONTRIB, PARTIAL or PRIME with the job's lane code (a jobs-entry parameter),
- *      or a version-3 SCATTER (a reduce-scatter contribution) for a job on the PBox
+ *      or a version-3 SCATTER (a reduce-scatter contribution; GATHER and GATHER_JOIN, 6c,
+ *      take the same conditions and their owner's, a join no lanes) for a job on the PBox
  *      or for a job on this switch alone with at least one slot per member and no
  *      fallback flag (6b), all its lanes parsed and nelem <= its lanes and 1 <= count <= world size;
  *      otherwise drop and count job_stats[job*8 + STAT_REJECTED]. A rejected
@@ -115,6 +116,16 @@
  *      alone (version 3, type 6, nelem 0; its lanes invalid, IPv4/UDP lengths 48/28).
  *      A duplicate on it gets the stored RESULT if its sender's member bit is the
  *      owner's, else a DONE. The PBox core answers byte for byte the same.
+ *   6c. Gather rounds (a switch job's all-gather; docs/notes/pytorch.md): a GATHER
+ *      from the slot's owner (as in 6b) brings the block's lanes, which overwrite the
+ *      cell's (keep_mask 0) wherever in the round it comes; every other member sends a
+ *      GATHER_JOIN, the header alone (the parser takes no lanes; UDP length 28), which
+ *      leaves the lanes and reads them into the packet (its lanes made valid, its
+ *      lengths a whole packet's). Bitmap, counter, position and exponent are a sum's,
+ *      so the RESULT of a complete round, or a duplicate's, carries the owner's lanes
+ *      to every member. A GATHER from a member that is not the owner, a join from the
+ *      owner, either with count other than 1, and on a job where 6b's SCATTER would be
+ *      rejected are rejected (no register touched). The PBox core answers the same.
  *   7. Everything else: `l2_fwd` (exact on destination MAC): forward(port),
  *      flood(group) or drop on a miss. ARP: the controller installs
  *      ff:ff:ff:ff:ff:ff -> flood(FLOOD_GROUP), so hosts need no static ARP
@@ -193,6 +204,8 @@
 #define P4HUB_VERSION_SHARDED 3 /* the version of SCATTER (and DONE, which never reaches ingress as a contribution) */
 #define TYPE_SCATTER 5       /* a reduce-scatter contribution: summed in a scatter round, or forwarded for a PBox job */
 #define TYPE_DONE 6          /* a scatter round's answer to a member that does not own the slot: the header alone */
+#define TYPE_GATHER 7        /* an all-gather block from the slot's owner: its lanes stored as they are */
+#define TYPE_GATHER_JOIN 8   /* every other member's part in a gather round: the header alone */
 #define DONE_UDP_LEN 28      /* UDP header + the 20-byte p4hub header */
 #define DONE_IPV4_LEN 48     /* + the 20-byte IPv4 header */
 #define NO_RANK 0xFFFF
@@ -325,6 +338,9 @@ struct metadata_t {
     bit<1>  done;           /* this packet (copy) leaves as a header-only DONE */
     bit<32> slot_owner_bit; /* the slot's owner: (slot - slot_base) mod world_size */
     bit<32> divisor;        /* world_size << k while that remainder is taken */
+    /* gather rounds (a switch job's all-gather, wire version 3) */
+    bit<1>  gather;         /* the packet is a GATHER or a GATHER_JOIN */
+    bit<1>  gather_refused; /* ...from the wrong member: a GATHER from a non-owner, a join from the owner */
 }
 
 /* ----------------------------------------------------------------- parser */
@@ -375,9 +391,10 @@ parser MyParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
     }
     state parse_p4hub {
         packet.extract(hdr.p4hub);
-        transition select(hdr.p4hub.lane_code) {
-            LANES_64: parse_lanes;
-            LANES_256: parse_lanes_256;
+        transition select(hdr.p4hub.ptype, hdr.p4hub.lane_code) {
+            (TYPE_GATHER_JOIN, _): accept;  /* the header alone (checked in ingress) */
+            (_, LANES_64): parse_lanes;
+            (_, LANES_256): parse_lanes_256;
             default: accept;     /* no lanes: rejected in ingress */
         }
     }
@@ -435,6 +452,10 @@ control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
     if (meta.slot_owner_bit >= meta.divisor) { \
         meta.slot_owner_bit = meta.slot_owner_bit - meta.divisor; \
     }
+#define SLOT_OWNER() \
+    meta.slot_owner_bit = hdr.p4hub.slot - meta.slot_base; \
+    OWNER_STEP(9) OWNER_STEP(8) OWNER_STEP(7) OWNER_STEP(6) OWNER_STEP(5) \
+    OWNER_STEP(4) OWNER_STEP(3) OWNER_STEP(2) OWNER_STEP(1) OWNER_STEP(0)
 
 control MyIngress(inout headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
@@ -1136,12 +1157,32 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             members.apply();
             /* the packet carries the job's lane code, all its lanes and nelem within them */
             if (hdr.p4hub.lane_code == meta.lane_code) {
-                if (meta.lane_code == LANES_64) {
+                if (hdr.p4hub.ptype == TYPE_GATHER_JOIN) {
+                    /* a join is the header alone (the parser takes no lanes), nothing past it */
+                    if (hdr.udp.length == DONE_UDP_LEN
+                        && (hdr.p4hub.nelem <= K_LANES
+                            || (meta.lane_code == LANES_256 && hdr.p4hub.nelem <= 4 * K_LANES))) {
+                        meta.lanes_ok = 1;
+                    }
+                } else if (meta.lane_code == LANES_64) {
                     if (hdr.lanes.isValid() && hdr.p4hub.nelem <= K_LANES) {
                         meta.lanes_ok = 1;
                     }
                 } else if (hdr.lanes_3.isValid() && hdr.p4hub.nelem <= 4 * K_LANES) {
                     meta.lanes_ok = 1;
+                }
+            }
+            if (hdr.p4hub.version == P4HUB_VERSION_SHARDED
+                && (hdr.p4hub.ptype == TYPE_GATHER || hdr.p4hub.ptype == TYPE_GATHER_JOIN)) {
+                /* only the slot's owner (from the jobs entry; on a one-switch job a
+                 * member's bit is its rank) brings the lanes, every other member joins */
+                meta.gather = 1;
+                if (meta.job_mode == MODE_SWITCH) {
+                    SLOT_OWNER()
+                    if (((bit<32>)meta.member_bit == meta.slot_owner_bit)
+                        != (hdr.p4hub.ptype == TYPE_GATHER)) {
+                        meta.gather_refused = 1;
+                    }
                 }
             }
             if (meta.job_mode == MODE_NONE) {
@@ -1203,13 +1244,15 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                                 && hdr.p4hub.ptype != TYPE_PARTIAL
                                 && hdr.p4hub.ptype != TYPE_PRIME))
                            && (hdr.p4hub.version != P4HUB_VERSION_SHARDED
-                               || hdr.p4hub.ptype != TYPE_SCATTER
+                               || (hdr.p4hub.ptype != TYPE_SCATTER && meta.gather == 0)
                                || (meta.job_mode != MODE_PBOX
                                    && (meta.job_mode != MODE_SWITCH
                                        || hdr.p4hub.fallback == 1
                                        || meta.slot_count < (bit<32>)meta.world_size))))
                        || hdr.p4hub.count == 0
-                       || hdr.p4hub.count > (bit<16>)meta.world_size) {
+                       || hdr.p4hub.count > (bit<16>)meta.world_size
+                       || (meta.gather == 1 && hdr.p4hub.count != 1)
+                       || meta.gather_refused == 1) {
                 job_stats.count(meta.stat_base + STAT_REJECTED);
                 drop();
             } else if (meta.job_mode == MODE_PBOX || hdr.p4hub.fallback == 1) {
@@ -1227,6 +1270,19 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             } else {
                 meta.idx = (hdr.p4hub.slot << 1) | ((bit<32>)hdr.p4hub.shadow);
                 meta.worker_bit = ((bit<32>)1) << meta.member_bit;  // BMv2 shifts by 8 bits at most
+                if (hdr.p4hub.ptype == TYPE_GATHER_JOIN) {
+                    /* a join answered leaves with the cell's lanes: they are read into it
+                     * below (read_lanes), so it gets them and a whole packet's lengths */
+                    hdr.lanes.setValid();
+                    hdr.udp.length = DONE_UDP_LEN + 4 * K_LANES;
+                    if (meta.lane_code == LANES_256) {
+                        hdr.lanes_1.setValid();
+                        hdr.lanes_2.setValid();
+                        hdr.lanes_3.setValid();
+                        hdr.udp.length = DONE_UDP_LEN + 16 * K_LANES;
+                    }
+                    hdr.ipv4.totalLen = hdr.udp.length + (DONE_IPV4_LEN - DONE_UDP_LEN);
+                }
                 slot_bitmap.read(meta.bitmap, meta.idx);
                 slot_counter.read(meta.contributions, meta.idx);
                 slot_owner.read(meta.owner, meta.idx);
@@ -1297,7 +1353,18 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                             max_lanes_2();
                             max_lanes_3();
                         }
+                    } else if (hdr.p4hub.ptype == TYPE_GATHER_JOIN) {
+                        /* a join leaves the lanes as they are: the owner's, once it is in */
+                        read_lanes();
+                        if (meta.lane_code == LANES_256) {
+                            read_lanes_1();
+                            read_lanes_2();
+                            read_lanes_3();
+                        }
                     } else {
+                        if (hdr.p4hub.ptype == TYPE_GATHER) {
+                            meta.keep_mask = 0;  /* the owner's lanes overwrite, no sum */
+                        }
                         accumulate_lanes();
                         if (meta.lane_code == LANES_256) {
                             accumulate_lanes_1();
@@ -1367,17 +1434,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
              * multicast copy becomes a DONE in egress (by its egress_rid), and so does a
              * duplicate's unicast answer unless its sender (a member, by the members
              * entry) is the owner. On a one-switch job a worker's bit is its rank. */
-            meta.slot_owner_bit = hdr.p4hub.slot - meta.slot_base;
-            OWNER_STEP(9)
-            OWNER_STEP(8)
-            OWNER_STEP(7)
-            OWNER_STEP(6)
-            OWNER_STEP(5)
-            OWNER_STEP(4)
-            OWNER_STEP(3)
-            OWNER_STEP(2)
-            OWNER_STEP(1)
-            OWNER_STEP(0)
+            SLOT_OWNER()
             if (meta.result_mcast == 0 && (bit<32>)meta.member_bit != meta.slot_owner_bit) {
                 meta.done = 1;
             }

@@ -195,6 +195,9 @@ class JoinReply:
     # its aggregators run scatter rounds (reduce-scatter, wire version 3): the switch and
     # a PBox do, a job over racks does not (a leaf has none, nor a PBox under a parent)
     scatter: bool = True
+    # ... and gather rounds (all-gather, wire version 3: GATHER, GATHER_JOIN), where the
+    # same holds; an agent told neither (an older controller) gathers over the all-reduce
+    gather: bool = True
 
 
 # Why a job ended (JobEnd.cause).

@@ -60,7 +60,7 @@ def reply(reg: Ledger, job: Job, rank: int) -> JoinReply:
         aggregator_ip=format_ipv4(pbox.ip), aggregator_port=p.AGG_UDP_PORT,
         slot_base=job.slots.base, slot_count=job.window, lanes=job.lanes,
         window=job.window, where=job.where, epoch=job.epoch, routes=routes(reg, job, rank),
-        precision=job.precision, scatter=not job.over_racks,
+        precision=job.precision, scatter=not job.over_racks, gather=not job.over_racks,
     )
 
 

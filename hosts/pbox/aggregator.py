@@ -61,6 +61,12 @@ rejected (``type``) for a job under a parent, one with fewer slots than ranks, a
 (``float``) as a float block. The switch program (p4src/aggregate.p4) runs the same
 scatter rounds for its one-switch jobs, byte for byte (tests/unit/test_aggregate_p4_scatter.py).
 
+Gather rounds (all-gather): the owner's GATHER overwrites the cell's lanes, the others'
+header-only GATHER_JOINs leave them; otherwise a sum's round (RESULT to every member,
+duplicates answered). A GATHER from a non-owner or a join from the owner is refused
+(``owner``), count != 1 (``count``), before the address is learnt; else a SCATTER's
+conditions. The switch runs the same rounds (tests/unit/test_aggregate_p4_gather.py).
+
 Nothing here raises on a datagram: malformed or rejected packets are counted and
 dropped. Memory is bounded: each job's state is preallocated at ``add_job`` and the
 sum of all jobs' slot counts may not exceed ``max_slots``.
@@ -114,13 +120,17 @@ _RESULT = int(PacketType.RESULT)
 _PARTIAL = int(PacketType.PARTIAL)
 _PRIME = int(PacketType.PRIME)
 _SCATTER = int(PacketType.SCATTER)
+_GATHER = int(PacketType.GATHER)
+_GATHER_JOIN = int(PacketType.GATHER_JOIN)
 _RESULT_VER_TYPE = (VERSION << 4) | _RESULT
 _DONE_VER_TYPE = (SHARDED_VERSION << 4) | int(PacketType.DONE)
+# what an all-gather packet does to its cell's lanes (_apply's ``gather``)
+_NOT_GATHER, _OWNER_LANES, _JOIN = 0, 1, 2
 _LANES_BE = np.dtype(">i4")
 _LANES_BE_UNSIGNED = np.dtype(">u4")
 
 REJECT_REASONS = ("type", "lanes", "rank", "slot", "count", "address", "shard", "float",
-                  "float_full")
+                  "float_full", "owner")
 MAX_FLOAT_BYTES = 64 << 20  # open float cells' rows, over all jobs (module docstring)
 _FLOATS_BE = np.dtype(">f4")
 
@@ -334,9 +344,11 @@ class Aggregator:
         )
         ptype = ver_type & 0x0F
         lanes = lanes_of_flags(flags)
-        if (ver_type >> 4 != (SHARDED_VERSION if ptype == _SCATTER else VERSION)
-                or lanes is None or len(datagram) != HEADER_LEN + 4 * lanes
-                or nelem > lanes or ptype not in (_CONTRIB, _RESULT, _PARTIAL, _PRIME, _SCATTER)):  # fmt: skip
+        if (ver_type >> 4 != (SHARDED_VERSION if ptype >= _SCATTER else VERSION)
+                or lanes is None or nelem > lanes
+                or len(datagram) != HEADER_LEN + (0 if ptype == _GATHER_JOIN else 4 * lanes)
+                or ptype not in (_CONTRIB, _RESULT, _PARTIAL, _PRIME, _SCATTER, _GATHER,
+                                 _GATHER_JOIN)):  # fmt: skip
             self.malformed += 1
             return []
         state = self._jobs.get(job)
@@ -351,7 +363,7 @@ class Aggregator:
             if parent is None or tuple(src) != parent.address:
                 return state.reject("type")
             return _from_parent(state, slot, flags, exp, position, datagram)
-        if ptype == _SCATTER and not state.scatters:
+        if ptype >= _SCATTER and not state.scatters:
             return state.reject("type")
         if rank >= state.n:
             return state.reject("rank")
@@ -367,6 +379,13 @@ class Aggregator:
         local = group * SLOT_GROUP + offset - state.base
         if not 1 <= count <= state.n:  # as the switch: a packet cannot stand for more than n
             return state.reject("count")
+        gather = _NOT_GATHER
+        if ptype >= _GATHER:  # checked before the address is learnt: a refusal changes nothing
+            gather = _OWNER_LANES if ptype == _GATHER else _JOIN
+            if count != 1:
+                return state.reject("count")
+            if (bit == _owner_bit(state, slot)) != (gather == _OWNER_LANES):
+                return state.reject("owner")
         known = state.addresses[bit]
         if known is None:
             state.addresses[bit] = src
@@ -378,7 +397,7 @@ class Aggregator:
         if exp == EXP_FLOAT:
             return self._apply_float(state, cell, bit, count, ptype, datagram, src, echo)
         return _apply(state, cell, bit, count, exp, datagram, src, echo, ptype == _PRIME,
-                      ptype == _SCATTER)
+                      ptype == _SCATTER, gather)
 
     def receive_many(
         self, buf: bytes | bytearray | memoryview | np.ndarray, n: int, stride: int,
@@ -541,6 +560,7 @@ def _apply(
     echo: tuple[int, int, int, int, int, int],
     prime: bool,
     scatter: bool = False,
+    gather: int = _NOT_GATHER,
 ) -> list[tuple[bytes, Address]]:
     """Apply one validated contribution to ``cell`` (local_slot * 2 + shadow set);
     a PRIME's lanes are combined by unsigned maximum instead of sum.
@@ -555,7 +575,8 @@ def _apply(
     switch, a moved job), where ranks resend the positions they keep for their peers and
     a round nobody needs any more must give way. A contribution for the position of a
     complete round is a duplicate whatever the bitmap says, and gets the stored result
-    back. A ``scatter`` contribution makes the round a scatter round (module docstring)."""
+    back. A ``scatter`` contribution makes the round a scatter round (module docstring);
+    a ``gather`` one (_OWNER_LANES, _JOIN) stores the owner's lanes or leaves them."""
     stats = state.stats
     bit = 1 << member
     bitmap = state.bitmap
@@ -583,7 +604,10 @@ def _apply(
     bitmap[cell] = int(bitmap[cell]) | bit
     after = (before + count) % n
     state.counter[cell] = after
-    _combine(state, cell, before == 0, exp, datagram, prime)
+    if gather == _NOT_GATHER:
+        _combine(state, cell, before == 0, exp, datagram, prime)
+    else:
+        _store_gather(state, cell, before == 0, exp, datagram, gather == _OWNER_LANES)
     if after != 0:
         return []
     return _complete(state, cell, echo, prime)
@@ -683,6 +707,16 @@ def _combine(state: _JobState, cell: int, first: bool, exp: int,
     else:
         np.add(lanes, values, out=lanes)  # int32 wrap-around, as on the switch
     if exp > state.max_exp[cell]:
+        state.max_exp[cell] = exp
+
+
+def _store_gather(state: _JobState, cell: int, first: bool, exp: int,
+                  datagram: bytes | bytearray | memoryview, owner: bool) -> None:
+    """An all-gather packet into ``cell``: the owner's lanes overwrite the cell's whatever
+    came before them in the round (no sum), a join leaves them; the exponent as a sum's."""
+    if owner:
+        state.lanes[cell][:] = np.frombuffer(datagram, dtype=_LANES_BE, offset=HEADER_LEN)
+    if first or exp > state.max_exp[cell]:
         state.max_exp[cell] = exp
 
 

@@ -14,8 +14,11 @@ all_gather, all_gather_into_tensor (and the coalesced forms), barrier. The rest 
 ``NotSupportedError`` ("not supported by p4hub: ..."). With ``P4HUB_SCATTER=network`` on a
 job of one rack (its switch or a PBox) a reduce-scatter runs in the network (the agent's
 ``reduce_scatter_async``: each rank receives only its own shard's results), else on the job's all-reduce of the whole
-buffer (hosts/pytorch/shards.py: N times the downlink bytes); all-gather rides on the
-all-reduce (N times the uplink bytes of a multicast).
+buffer (hosts/pytorch/shards.py: N times the downlink bytes); and where the job's
+aggregators also run gather rounds (the join reply's ``gather``) an all-gather runs in
+the network too (``all_gather_async``: each rank sends its own shard and a header per
+other block, any dtype bit for bit), else it rides on the all-reduce (N times the uplink
+bytes).
 """
 
 from __future__ import annotations
@@ -106,6 +109,9 @@ class P4hubProcessGroup(dist.ProcessGroup):
         except BackendError:
             self.agent.close()
             raise
+        # all-gathers in the network along with the reduce-scatters, where the job's
+        # aggregators run gather rounds (an older controller does not say so: all-reduce)
+        self.gather_in_network = self.scatter_in_network and plan.gather
         if self._lease is not None:
             self.liveness.extra_beat = self._follow_job
         self.liveness.start()
@@ -124,6 +130,7 @@ class P4hubProcessGroup(dist.ProcessGroup):
         assert self.membership is not None
         return {"where": self.where, "job_id": self.membership.plan.job_id,
                 "job_name": self.membership.name, "scatter_in_network": self.scatter_in_network,
+                "gather_in_network": self.gather_in_network,
                 **self.agent.stats}
 
     # torch keeps a group's name on its C++ backends and a Python group has none, so
@@ -192,11 +199,14 @@ class P4hubProcessGroup(dist.ProcessGroup):
                   opts: Any = None) -> dist.Work:
         """all_gather (and its coalesced form): ``outputs[r]`` receives rank r's tensor.
         Shards may differ in length between ranks (every rank passes the same output
-        shapes). Today's path: an exact int32 sum of N shards' worth of words in which each
-        rank fills its own region (hosts/pytorch/shards.py): N x the uplink bytes of a
-        switch-native all-gather, which is the next stage (docs/notes/pytorch.md)."""
+        shapes). In the network where the job allows it (``gather_in_network``: each
+        rank sends its shard's bytes once), else an exact int32 sum of N shards' worth of
+        words in which each rank fills its own region (hosts/pytorch/shards.py): N x the
+        uplink bytes."""
         for outputs, tensor in zip(output_tensors, input_tensors, strict=True):
             self._check_gather(outputs, tensor)
+        if self.gather_in_network:
+            return self._gather_in_network(output_tensors, input_tensors)
         arrays = [shards.gather_input(t, [encoding.word_count(o) for o in outputs], self._rank)
                   for outputs, t in zip(output_tensors, input_tensors, strict=True)]
         handles = self._start([(a, "sum") for a in arrays])
@@ -211,6 +221,26 @@ class P4hubProcessGroup(dist.ProcessGroup):
         return self._work(handles, finish, f"all_gather of {_shapes(input_tensors)}")
 
     allgather_coalesced = allgather  # type: ignore[assignment]  # the same shape of call
+
+    def _gather_in_network(self, output_tensors: list[list[torch.Tensor]],
+                           input_tensors: list[torch.Tensor]) -> dist.Work:
+        """One all-gather in the network per input (hosts/gather.py): its bytes, every
+        rank's come back concatenated, each written into its output bit for bit."""
+        sizes = [[o.numel() * o.element_size() for o in outputs] for outputs in output_tensors]
+        raws = [t.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
+                for t in input_tensors]
+        handles = self._begin(lambda: [self.agent.all_gather_async(raw, s)
+                                       for raw, s in zip(raws, sizes, strict=True)])
+
+        def finish(results: list[np.ndarray]) -> list[list[torch.Tensor]]:
+            for outputs, got, s in zip(output_tensors, results, sizes, strict=True):
+                offsets = np.concatenate([[0], np.cumsum(s)])
+                for rank, out in enumerate(outputs):
+                    if s[rank]:
+                        encoding.from_words(out, got[offsets[rank] : offsets[rank + 1]])
+            return output_tensors
+
+        return self._work(handles, finish, f"all_gather of {_shapes(input_tensors)}")
 
     def all_gather_single(self, output: torch.Tensor, tensor: torch.Tensor,
                           opts: Any = None) -> dist.Work:
@@ -300,17 +330,22 @@ class P4hubProcessGroup(dist.ProcessGroup):
                scatter: Sequence[Sequence[int]] | None = None) -> list[Handle]:
         """Start every all-reduce of one collective, in order, or none of them
         (``scatter``: reduce-scatters in the network instead, of these shard sizes)."""
+        if scatter is not None:
+            return self._begin(lambda: [
+                self.agent.reduce_scatter_async(array, sizes, op, priority=priority, stream=stream)
+                for (array, op), sizes in zip(jobs, scatter, strict=True)])
+        return self._begin(lambda: [
+            self.agent.allreduce_async(array, op, priority=priority, stream=stream)
+            for array, op in jobs])
+
+    def _begin(self, start: Callable[[], list[Handle]]) -> list[Handle]:
+        """``start`` one collective's handles on the agent, unless the group is broken."""
         with self._lock:
             if self._broken is not None:
                 raise BackendError(f"the p4hub group is broken: {self._broken}")
             self.liveness.started += 1
             try:
-                if scatter is not None:
-                    return [self.agent.reduce_scatter_async(array, sizes, op, priority=priority,
-                                                            stream=stream)
-                            for (array, op), sizes in zip(jobs, scatter, strict=True)]
-                return [self.agent.allreduce_async(array, op, priority=priority, stream=stream)
-                        for array, op in jobs]
+                return start()
             except HostError as exc:
                 raise BackendError(self._explain(str(exc))) from None
 

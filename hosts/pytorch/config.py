@@ -41,11 +41,12 @@ P4HUB_PRECISION        the precision option: a relative error bound in (0, 1); b
                        (asked for at join: the job keeps its switch slots and holds a float
                        route on a PBox; without a controller the aggregator must be a
                        PBox). Unset: off
-P4HUB_SCATTER          where reduce-scatters run: ``allreduce`` (default: the whole
-                       buffer's all-reduce) or ``network`` (wire version 3, each rank
-                       receiving only its own shard's results: on the rack's switch or
-                       a PBox, the job's slots on one of them; a job over racks, whose
-                       leaves have no scatter rounds, is refused)
+P4HUB_SCATTER          where reduce-scatters and all-gathers run: ``allreduce`` (default:
+                       the whole buffer's all-reduce) or ``network`` (wire version 3, each
+                       rank receiving only its own shard's results, and sending only its
+                       own shard where the join reply says ``gather``: on the rack's
+                       switch or a PBox, the job's slots on one of them; a job over
+                       racks, whose leaves have no scatter rounds, is refused)
 =====================  ==================================================================
 """
 

@@ -59,6 +59,7 @@ class JobPlan:
     routes: tuple[dict, ...] = ()  # the map (controller jobs): hosts/routes.py from_wire
     precision: float | None = None  # the precision option's bound (None: off)
     scatter: bool = True  # the aggregators run scatter rounds (a controller says; static: yes)
+    gather: bool = True  # ... and gather rounds (all-gather in the network)
 
     @property
     def aggregator_address(self) -> tuple[str, int]:
@@ -153,7 +154,8 @@ def rendezvous(store: Store, rank: int, world_size: int, config: BackendConfig,
         raise BackendError(f"two ranks declared the same UDP address: {list(addresses)}")
     # scatter rounds only if every rank was told so: in a fabric the first ranks join
     # before the job knows whether it spans racks (whose leaves have none)
-    plan = replace(plan, scatter=all(_plan(m["plan"]).scatter for m in members))
+    plan = replace(plan, scatter=all(_plan(m["plan"]).scatter for m in members),
+                   gather=all(_plan(m["plan"]).gather for m in members))
     return Membership(name, plan, rank, world_size, bind, addresses), lease
 
 
@@ -244,7 +246,7 @@ def _join(config: BackendConfig, name: str, token: str | None, world_size: int, 
     plan = JobPlan(reply["job_id"], reply["aggregator"], reply["slot_base"],
                    reply["slot_count"], config.window or reply["window"], reply["where"],
                    reply["lanes"], tuple(reply.get("routes", ())), reply.get("precision"),
-                   bool(reply.get("scatter", False)))
+                   bool(reply.get("scatter", False)), bool(reply.get("gather", False)))
     return plan, Lease(where, plan.job_id, rank, timeout=10.0, epoch=reply.get("epoch", 0),
                        token=token)
 

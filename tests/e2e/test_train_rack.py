@@ -75,7 +75,8 @@ def test_fsdp_with_reduce_scatters_in_the_network_follows_gloo():
     """``make run RUN_ARGS="--schedule fsdp --scatter network"``'s pieces: FSDP's
     reduce-scatters as SCATTERs (wire version 3) in scatter rounds on the switch, and
     with the job on the PBox through the switch to it; each rank receives only its own
-    shard's results and DONEs for the others'; the two paths bit-identical, Gloo's losses
+    shard's results and DONEs for the others'; its all-gathers in gather rounds (each rank
+    sends its own shard and joins); the two paths bit-identical, Gloo's losses
     within the driver's tolerance, the same weights on every rank."""
     results, problems, jobs_after = _train_one_epoch(
         ["switch", "pbox", "gloo"], ["--schedule", "fsdp", "--scatter", "network"],
@@ -91,6 +92,8 @@ def test_fsdp_with_reduce_scatters_in_the_network_follows_gloo():
         assert train_run.max_loss_gap(ours, gloo) < train_run.LOSS_TOLERANCE
         stats = ours.done[0]["stats"]
         assert stats["scatter_in_network"] and stats["dones"] > 0, stats
+        # and the parameters' all-gathers in gather rounds: header-only joins went out
+        assert stats["gather_in_network"] and stats["joins"] > 0, stats
     assert jobs_after == []
 
 

@@ -126,7 +126,8 @@ def test_join_with_the_precision_option_gives_a_switch_job_a_float_route(stack):
     # without the option: a switch job, and the reply says so
     client.call("KillJob", job_id=first["job_id"])  # the switch's 32 slots are its
     plain = client.join("plain", 1, 0, "10.0.0.4:4004")
-    assert (plain["where"], plain["precision"], plain["scatter"]) == ("switch", None, True)
+    assert (plain["where"], plain["precision"], plain["scatter"], plain["gather"]) == (
+        "switch", None, True, True)
     assert ctl.registry.jobs[plain["job_id"]].precision is None
 
 

@@ -87,7 +87,7 @@ def join_all(reg, sw, name, n, hosts=range(1, 7), now=0.0, port=40000, lanes=64)
 
 def test_first_join_creates_a_switch_job(reg):
     reply, updates = reg.join("resnet", 4, 0, ("10.0.0.1", 40000), now=0.0)
-    assert reply.job_id == 1 and reply.where == ON_SWITCH and reply.scatter
+    assert reply.job_id == 1 and reply.where == ON_SWITCH and reply.scatter and reply.gather
     assert (reply.slot_base, reply.slot_count, reply.window, reply.lanes) == (0, 32, 32, 64)
     assert (reply.aggregator_ip, reply.aggregator_port) == ("10.0.0.100", 48879)
     job_write, member, result, group = updates

@@ -237,3 +237,19 @@ def test_a_more_urgent_class_overtaking_is_not_a_loss_of_the_held_back_one():
     same.on_sent(np.array([2]), 0.001)
     same.on_result(np.array([2]), 0.005, clean=np.array([True]))
     assert np.isfinite(same.lost_at[:2]).all()  # one group: RACK's rule applies
+
+
+def test_an_all_gathers_positions_are_left_out_of_early_detection_both_ways():
+    """Out-of-order rounds (an all-gather's, paced by each slot's owner): a newer one's
+    result marks no older position lost, and one answered out of order is never marked
+    lost early itself; an ordinary newer result still marks an ordinary older one."""
+    t = SlotTimers(4, rto_min=0.05, rto_max=1.0)
+    t.on_sent(np.arange(4), 0.0)
+    t.out_of_order(np.array([1, 2]))
+    t.on_result(np.array([2]), 0.010, clean=np.array([True]))
+    assert np.isinf(t.lost_at).all()  # slot 2's result is no evidence
+    t.on_result(np.array([3]), 0.011, clean=np.array([True]))  # an ordinary one is
+    assert np.isfinite(t.lost_at[0]) and np.isinf(t.lost_at[1])  # slot 1: out of order
+    assert t.expired(0.03).tolist() == [0]
+    t.on_sent(np.array([1]), 0.04)  # its next position, an ordinary one, is in again
+    assert not t.unordered[1]

@@ -58,3 +58,9 @@ def test_scatter_rounds_only_where_every_rank_was_told_so():
         store.set("member/1", json.dumps({"address": "127.0.0.1:9", "plan": asdict(peer)}))
         membership, lease = rendezvous(store, 0, 2, config, timedelta(seconds=1))
         assert lease is None and membership.plan.scatter is expected
+        # gather rounds likewise (a controller that does not say so: none)
+        store = Store()
+        peer = replace(_static_plan(config), gather=peer_says)
+        store.set("member/1", json.dumps({"address": "127.0.0.1:9", "plan": asdict(peer)}))
+        membership, _ = rendezvous(store, 0, 2, config, timedelta(seconds=1))
+        assert membership.plan.gather is expected and membership.plan.scatter

@@ -66,6 +66,16 @@ GOLDEN_SCATTER = (
 # ... and the DONE a non-owner gets for its round: the header alone (20 bytes), flags =
 # lane code 1 (256 lanes) | retransmit | shadow, rank 0xffff, count 4, exp 3, nelem 0
 GOLDEN_DONE = "36" "0b" "0009" "ffff" "0004" "00000040" "00000007" "03" "01" "0000"
+# An all-gather block from its owner: a GATHER of a 64-lane job, priority 2, job 9, rank
+# 1, count 1, slot 0x41, position 8, exp 0, epoch 1, nelem 3, lanes raw bytes (here the
+# float32 bits of 1.5, -0.0 and a NaN, which a GATHER carries unchanged)
+GOLDEN_GATHER = (
+    "37" "40" "0009" "0001" "0001" "00000041" "00000008" "00" "01" "0003"
+    + "3fc00000" "80000000" "7fc00001" + ZERO_LANE * (DEFAULT_LANES - 3)
+)  # fmt: skip
+# ... and another member's join for the same round: the header alone (20 bytes), flags =
+# priority 2 | lane code 1 (256 lanes), rank 3, count 1, nelem 3 (the block's)
+GOLDEN_GATHER_JOIN = "38" "48" "0009" "0003" "0001" "00000041" "00000008" "00" "01" "0003"
 
 CASES = [
     (
@@ -115,6 +125,13 @@ CASES = [
         np.array([5, -6], dtype=np.int32),
         GOLDEN_SCATTER,
     ),
+    (
+        Header(PacketType.GATHER, job=9, rank=1, slot=0x41, position=8, nelem=3, priority=2,
+               epoch=1),
+        np.array([1.5, -0.0, np.nan], dtype=np.float32).view(np.int32)
+        | np.array([0, 0, 1], dtype=np.int32),
+        GOLDEN_GATHER,
+    ),
 ]  # fmt: skip
 DONE_HEADER = Header(PacketType.DONE, job=9, rank=0xFFFF, slot=0x40, position=7, nelem=0,
                      exp=3, count=4, shadow=1, retransmit=True, lanes=256, epoch=1)
@@ -125,7 +142,7 @@ def test_a_done_is_the_header_alone_in_version_3():
     got, lanes = wire.decode(bytes.fromhex(GOLDEN_DONE))
     assert got == DONE_HEADER and got.version == wire.SHARDED_VERSION == 3
     assert lanes.size == 0
-    assert [wire.version_of(t) for t in PacketType] == [2, 2, 2, 2, 3, 3]
+    assert [wire.version_of(t) for t in PacketType] == [2, 2, 2, 2, 3, 3, 3, 3]
     with pytest.raises(WireError, match="header alone"):
         wire.encode(DONE_HEADER, np.zeros(1, dtype=np.int32))
     with pytest.raises(WireError, match="expected 20"):  # a DONE with lanes is malformed
@@ -134,6 +151,26 @@ def test_a_done_is_the_header_alone_in_version_3():
         wire.decode(bytes.fromhex(GOLDEN_DONE[:-4] + "0001"))
     with pytest.raises(WireError, match="expected 276"):  # a header alone of another type
         wire.decode(bytes.fromhex(GOLDEN_SCATTER)[:20])
+
+
+GATHER_JOIN_HEADER = Header(PacketType.GATHER_JOIN, job=9, rank=3, slot=0x41, position=8,
+                            nelem=3, priority=2, lanes=256, epoch=1)
+
+
+def test_a_gather_join_is_the_header_alone_with_the_blocks_element_count():
+    assert wire.encode(GATHER_JOIN_HEADER).hex() == GOLDEN_GATHER_JOIN
+    got, lanes = wire.decode(bytes.fromhex(GOLDEN_GATHER_JOIN))
+    assert got == GATHER_JOIN_HEADER and got.version == 3 and lanes.size == 0
+    with pytest.raises(WireError, match="header alone"):
+        wire.encode(GATHER_JOIN_HEADER, np.zeros(1, dtype=np.int32))
+    with pytest.raises(WireError, match="expected 20"):  # a join with lanes is malformed
+        wire.decode(bytes.fromhex(GOLDEN_GATHER_JOIN) + bytes(4 * 256))
+    with pytest.raises(WireError, match="expected 276"):  # a GATHER without its lanes
+        wire.decode(bytes.fromhex(GOLDEN_GATHER)[:20])
+    with pytest.raises(WireError, match="exceeds 256"):
+        wire.decode(bytes.fromhex(GOLDEN_GATHER_JOIN[:-4] + "0101"))
+    with pytest.raises(WireError, match="has version 3, not 2"):
+        wire.decode(bytes.fromhex("28" + GOLDEN_GATHER_JOIN[2:]))
 
 
 def test_sizes():
@@ -163,7 +200,7 @@ def test_decode_of_the_golden_bytes(header, values, golden):
 
 def _random_header(rng: random.Random, lanes: int = DEFAULT_LANES) -> Header:
     return Header(
-        type=rng.choice([t for t in PacketType if t != PacketType.DONE]),  # DONE: no lanes
+        type=rng.choice([t for t in PacketType if t not in wire.HEADER_ONLY_TYPES]),  # lanes
         job=rng.randrange(1 << 16),
         rank=rng.randrange(1 << 16),
         slot=rng.randrange(1 << 32),
@@ -272,7 +309,7 @@ def _patched(offset: int, byte: int) -> bytes:
         (_patched(0, 0x41), "version 4"),
         (_patched(0, 0x25), "a SCATTER packet has version 3, not 2"),
         (_patched(0, 0x20), "unknown packet type 0"),
-        (_patched(0, 0x27), "unknown packet type 7"),
+        (_patched(0, 0x39), "unknown packet type 9"),
         (_patched(0, 0x2F), "unknown packet type 15"),
         (_patched(19, DEFAULT_LANES + 1), "element count 65"),
         (_patched(1, 0x08), "276 bytes, expected 1044 for 256 lanes"),  # 64 lanes' worth, code 1

@@ -47,6 +47,9 @@ def sharded(rank: int, world: int) -> None:
     # in the network: DONEs for the other ranks' blocks; else none at all
     check("reduce-scatters ran where P4HUB_SCATTER says", stats["scatter_in_network"] == NETWORK
           and (stats["dones"] > 0) == NETWORK, dones=stats["dones"])
+    # all-gathers too (a static plan's PBox runs gather rounds): header-only joins
+    check("all-gathers ran where P4HUB_SCATTER says", stats["gather_in_network"] == NETWORK
+          and (stats["joins"] > 0) == NETWORK, joins=stats["joins"])
 
 
 def _sizes(total: int, world: int) -> list[int]:

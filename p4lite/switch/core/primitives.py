@@ -82,7 +82,11 @@ def _p_assign_header(gen: CodeGen, p: list, where: str) -> list[str]:
 def _p_add_header(gen: CodeGen, p: list, where: str) -> list[str]:
     h = gen.layout.header(need(_n(p, 1, "add_header", where)[0], "value", where), where)
     lines = [f"if not F[{h.valid_slot}]:"]
-    lines += [f"    F[{s}] = 0" for s in h.slots]  # BMv2 zeroes a header made valid
+    view = gen.views.get(h.name)
+    if view is not None:  # a lane view's header (laneviews.py): its wire bytes, all zero
+        lines.append(f"    F[{view.slot}] = {bytes(view.nbytes)!r}")
+    else:
+        lines += [f"    F[{s}] = 0" for s in h.slots]  # BMv2 zeroes a header made valid
     if h.varbit is not None:
         lines.append(f"    F[{h.varbit.len_slot}] = 0")
     lines += [f"    F[{s}] = 0" for s in h.siblings]  # ... and invalidates its union's others
