@@ -19,8 +19,17 @@ the two measure different things.
 
 Writes bench/results/sim_validation.json and sim_validation.png.
 
+``--case elastic`` and ``--case p3`` (bench/_validation_cases.py) compare instead the
+elastic link straggler of ``bench/elastic.py`` (elastic vs static, with and without the
+straggler) and the P3 balance point of ``bench/priority.py`` (P3 vs FIFO): the case's
+scenario file run point by point with the emulator benchmark's iterations, against the
+emulator's JSON (``--emulator``) or by default the committed copy of its figures in
+bench/reference/. They write sim_validation_<case>.json and .png.
+
     .venv/bin/python -m bench.sim_validation [--emulator bench/results/allreduce.json]
         [--tier P] [--workers 4,8]
+    .venv/bin/python -m bench.sim_validation --case elastic|p3 [--emulator FILE]
+        [--iterations N]
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import _validation_cases as cases
 from bench._common import comma_list
 from p4hub.sim import scenario
 from p4hub.sim.run import run_scenario
@@ -65,13 +75,23 @@ def scenario_for(row: dict[str, Any], config: dict[str, Any], tier: str) -> scen
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--emulator", type=Path, default=RESULTS / "allreduce.json",
-                        help="bench/allreduce.py's JSON (the emulator's measurements)")
+    parser.add_argument("--case", choices=("allreduce", *cases.CASES), default="allreduce",
+                        help="which emulator benchmark to compare with (default allreduce)")
+    parser.add_argument("--emulator", type=Path, default=None,
+                        help="the emulator's JSON (default: bench/results/allreduce.json; "
+                        "elastic, p3: the committed copy in bench/reference/)")
     parser.add_argument("--tier", choices=("P", "M"), default="P")
     parser.add_argument("--workers", type=comma_list(int), default=None,
-                        help="only these worker counts")
+                        help="allreduce: only these worker counts")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="elastic, p3: simulated iterations (default: the emulator "
+                        "benchmark's, warm-up included)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    if args.case != "allreduce":
+        return run_case(cases.CASES[args.case], args)
+    if args.emulator is None:
+        args.emulator = RESULTS / "allreduce.json"
     if not args.emulator.is_file():
         print(f"no emulator results at {args.emulator}: run (as root)\n"
               "  .venv/bin/python -m bench.allreduce --workers 4,8 --sizes-mb 2 "
@@ -114,6 +134,82 @@ def main(argv: list[str] | None = None) -> int:
     _plot(out, ratios, args.out / "sim_validation.png")
     print(f"wrote {args.out / 'sim_validation.json'} and sim_validation.png")
     return 0
+
+
+def run_case(case: cases.Case, args: argparse.Namespace) -> int:
+    """One of bench/_validation_cases.py's cases: simulate its points, compare its ratios."""
+    source = args.emulator or case.emulator_file
+    if not source.is_file():
+        print(f"no emulator figures at {source}", file=sys.stderr)
+        return 2
+    emulator = case.runs(json.loads(source.read_text()))
+    if not emulator:
+        print(f"{source} has no run of the {case.name} case", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    points = cases.points(case, args.iterations)
+    sim_rows, sim = [], {}
+    for key, point in points.items():
+        result = run_scenario(point, tier=args.tier)
+        sim[key] = case.summary(result.iteration_times)
+        sim_rows.append({"key": key, "point": dict(point.point), "sim_s": sim[key],
+                         "iteration_times": result.iteration_times, "exact": result.exact,
+                         "resends": result.resends, "drops": result.drops,
+                         "moves": result.counters.get("moves"), "wall_s": result.wall_s,
+                         "events": result.events, "failures": result.failures})
+        emu = ", ".join(f"{r['times'][key]:.2f}" for r in emulator if key in r["times"])
+        print(f"{key:>13}: sim {sim[key]:.3f} s ({len(result.iteration_times)} iterations, "
+              f"{result.resends} resends, moves {result.counters.get('moves', '-')}); "
+              f"emulator {emu or '-'} s", flush=True)
+    ratios = cases.compare(case, emulator, sim, GOAL)
+    for r in ratios:
+        flag = "" if r["within_goal"] else "  OUTSIDE +-10%"
+        print(f"{r['ratio']} [{r['run']}]: emulator {r['emulator']:.3f}, sim {r['sim']:.3f} "
+              f"({r['disagreement']:+.1%}){flag}")
+    doc = {"benchmark": f"sim_validation_{case.name}", "case": case.name, "tier": args.tier,
+           "scenario": str(case.scenario_file.relative_to(REPO)), "emulator_file": str(source),
+           "goal_ratio_tolerance": GOAL, "machine": {"python": platform.python_version()},
+           "seconds_total": time.perf_counter() - t0, "emulator_runs": emulator,
+           "sim": sim_rows, "ratios": ratios}
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"sim_validation_{case.name}.json"
+    out.write_text(json.dumps(doc, indent=1))
+    _plot_case(case.name, emulator, sim, ratios, out.with_suffix(".png"))
+    print(f"wrote {out} and {out.with_suffix('.png').name}")
+    return 0
+
+
+def _plot_case(name: str, emulator: list[dict[str, Any]], sim: dict[str, float],
+               ratios: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    keys = list(sim)
+    series = [(f"emulator: {run['label']}", [run["times"].get(k, 0.0) for k in keys])
+              for run in emulator] + [("simulator", [sim[k] for k in keys])]
+    _groups(left, keys, series, "iteration time (s)", f"{name}: emulator runs and simulator")
+    _bars(right, [f"{r['ratio']}\n[{r['run']}]" for r in ratios],
+          [r["emulator"] for r in ratios], [r["sim"] for r in ratios],
+          "iteration-time ratio", "ratios (goal: within 10%)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _groups(ax: Any, labels: list[str], series: list[tuple[str, list[float]]], ylabel: str,
+            title: str) -> None:
+    """One group of bars per label, one bar per series (0: the series lacks the label)."""
+    width = 0.8 / len(series)
+    for i, (name, values) in enumerate(series):
+        ax.bar([x - 0.4 + (i + 0.5) * width for x in range(len(labels))], values, width,
+               label=name)
+    ax.set_xticks(list(range(len(labels))), labels, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
 
 
 def _ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

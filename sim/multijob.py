@@ -235,7 +235,7 @@ class Jobs:
         self._slots_changed()
         config = SessionConfig(window=job.class_window if self.p3 else job.window,
                                lanes=job.lanes, classes=self.classes,
-                               credit=job.window if self.p3 else None)
+                               credit=job.window if self.p3 else None, rto_max=job.rto_max)
         sessions = []
         for rank in range(entry.size):
             r = registry.reply(placed, rank)

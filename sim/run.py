@@ -178,7 +178,8 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
     if ina:
         slots = job.class_window * classes if p3 else job.window
         config = SessionConfig(window=job.class_window if p3 else job.window, lanes=job.lanes,
-                               classes=classes, credit=job.window if p3 else None)
+                               classes=classes, credit=job.window if p3 else None,
+                               rto_max=job.rto_max)
         ina_path = InaCollective(fabric, path, slots=slots, config=config, macro=macro,
                                  datagram_cost=hosts.datagram_cost,
                                  on_complete=trainer.complete, on_failed=trainer.failed,

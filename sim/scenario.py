@@ -26,6 +26,7 @@ from typing import Any
 
 from p4hub.controller.core import program, topology
 from p4hub.hosts import wire
+from p4hub.hosts.session_config import SessionConfig
 from p4hub.sim import jobs_spec, units
 from p4hub.sim.errors import ScenarioError
 from p4hub.sim.jobs_spec import JobEntry
@@ -111,6 +112,7 @@ class JobSpec:
     class_window: int  # P3: slots of each class
     slice_params: int  # P3's slice size, parameters
     rebalance: bool  # tier P: the controller re-splits PBox shares by measured rates
+    rto_max: float  # s: the sessions' largest retransmission timeout (SessionConfig.rto_max)
 
 
 @dataclass(frozen=True)
@@ -322,6 +324,7 @@ SCHEMA: dict[str, dict[str, _Field]] = {
         "class_window": _Field(_int(1, 65536), 16),
         "slice_params": _Field(_int(1, 2**31 - 1), 40_000),
         "rebalance": _Field(_bool, True),
+        "rto_max": _Field(_quantity(units.duration, positive=True), "1s"),
     },
     "straggler": {
         "node": _Field(_node_name, ""),
@@ -509,6 +512,9 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
         raise ScenarioError(source, key, reason)
 
     topo, links, job = v["topology"], v["links"], v["job"]
+    if job["rto_max"] < SessionConfig.rto:  # backoff starts at rto and grows up to rto_max
+        refuse("job.rto_max", f"{job['rto_max']:g} s is below the sessions' first timeout "
+               f"({SessionConfig.rto:g} s)")
     if topo["pods"] > 1 and topo["kind"] != "leafspine":
         refuse("topology.pods", "pods are leaf-spines under a core: kind = \"leafspine\"")
     if topo["pods"] > 1 and v["run"]["tier"] != "F":

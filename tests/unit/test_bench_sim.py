@@ -4,10 +4,13 @@ refused with the command that makes one. (No timings are asserted.)"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from bench import _validation_cases as cases
 from bench import sim_validation
 
 CONFIG = {"bw_mbit": 5.0, "agent_window": 32}
@@ -40,3 +43,115 @@ def test_ratios_are_each_path_over_the_ring_in_both() -> None:
 def test_without_emulator_results_it_says_how_to_make_them(tmp_path: Path, capsys) -> None:
     assert sim_validation.main(["--emulator", str(tmp_path / "none.json")]) == 2
     assert "bench.allreduce" in capsys.readouterr().err
+
+
+# -- the elastic and P3 cases (bench/_validation_cases.py) --------------------------------
+
+def elastic_row(mode: str, straggler: str, seconds: float) -> dict:
+    return {"mode": mode, "straggler": straggler, "steady_median_s": seconds,
+            "cpu": {"cpu_bound": straggler == "link"}}
+
+
+def test_elastic_runs_come_from_the_benchmarks_json_and_from_the_reference_copy() -> None:
+    bench = {"config": {}, "rows": [elastic_row("static", "none", 2.0),
+                                    elastic_row("elastic", "link", 1.5)]}
+    (run,) = cases.elastic_runs(bench)
+    assert run["times"] == {"static/none": 2.0, "elastic/link": 1.5}
+    assert run["cpu_bound"] == {"static/none": False, "elastic/link": True}
+    reference = {"runs": [{"label": "a", "rows": [elastic_row("static", "none", 2.0)]},
+                          {"label": "b", "rows": [elastic_row("elastic", "none", 3.0)]}]}
+    assert [(r["label"], r["times"]) for r in cases.elastic_runs(reference)] == [
+        ("a", {"static/none": 2.0}), ("b", {"elastic/none": 3.0})]
+
+
+def test_p3_runs_pair_the_benchmarks_rows_by_run_at_the_balance_point() -> None:
+    def prow(mode: str, run: int, rate: float | None, **kw) -> dict:
+        return {"model": "resnet50", "bw_mbit": 5.0, "mode": mode, "run": run,
+                "iterations_per_s": rate, "cpu": {"cpu_bound": True}, **kw}
+
+    doc = {"rows": [prow("fifo", 0, 0.4), prow("p3", 0, 0.5), prow("fifo", 1, 0.25),
+                    prow("p3", 1, 0.2), prow("p3", 0, 9.0, bw_mbit=10.0),
+                    prow("p3", 0, 9.0, model="vgg19"), prow("p3", 2, None)]}
+    runs = cases.p3_runs(doc)
+    assert [r["times"] for r in runs] == [{"fifo": 2.5, "p3": 2.0}, {"fifo": 4.0, "p3": 5.0}]
+    (ref,) = cases.p3_runs({"runs": [{"label": "x", "fifo_it_s": 0.5, "p3_it_s": 0.25}]})
+    assert ref["label"] == "x" and ref["times"] == {"fifo": 2.0, "p3": 4.0}
+
+
+def test_compare_gives_every_ratio_both_sides_have_and_the_disagreement() -> None:
+    emulator = [{"label": "full", "times": {"static/link": 8.0, "elastic/link": 2.0,
+                                            "static/none": 2.0, "elastic/none": 2.0},
+                 "cpu_bound": {"static/link": True}},
+                {"label": "elastic only", "times": {"elastic/link": 2.0, "elastic/none": 2.0},
+                 "cpu_bound": {}}]
+    sim = {"static/link": 6.0, "elastic/link": 2.4, "static/none": 2.0, "elastic/none": 2.0}
+    out = cases.compare(cases.CASES["elastic"], emulator, sim, 0.10)
+    assert [(r["run"], r["of"]) for r in out] == [
+        ("full", "elastic/link / static/link"), ("full", "elastic/link / elastic/none"),
+        ("full", "static/link / static/none"), ("full", "elastic/none / static/none"),
+        ("elastic only", "elastic/link / elastic/none")]
+    first = out[0]
+    assert first["emulator"] == 0.25 and first["sim"] == pytest.approx(0.4)
+    assert first["disagreement"] == pytest.approx(0.6) and not first["within_goal"]
+    assert first["emulator_cpu_bound"]
+    assert out[3]["disagreement"] == 0.0 and out[3]["within_goal"]
+    assert not out[3]["emulator_cpu_bound"]
+
+
+def test_each_case_simulates_its_scenarios_points_with_the_emulators_iterations() -> None:
+    elastic = cases.points(cases.CASES["elastic"])
+    assert sorted(elastic) == ["elastic/link", "elastic/none", "static/link", "static/none"]
+    assert {p.job.iterations for p in elastic.values()} == {8}
+    assert elastic["elastic/link"].straggler.factor == 4.0
+    assert not elastic["static/link"].job.rebalance
+    p3 = cases.points(cases.CASES["p3"], iterations=3)
+    assert {k: p.job.schedule for k, p in p3.items()} == {"fifo": "fifo", "p3": "p3"}
+    assert {p.job.iterations for p in p3.values()} == {3}
+
+
+@pytest.mark.parametrize("name", sorted(cases.CASES))
+def test_the_committed_emulator_figures_give_every_ratio_of_the_case(name: str) -> None:
+    case = cases.CASES[name]
+    runs = case.runs(json.loads(case.emulator_file.read_text()))
+    have = {(top, bottom) for run in runs for _, top, bottom in case.ratios
+            if top in run["times"] and bottom in run["times"]}
+    assert have == {(top, bottom) for _, top, bottom in case.ratios}
+
+
+@dataclass
+class FakeResult:
+    iteration_times: list[float]
+    exact: bool = True
+    resends: int = 0
+    drops: int = 0
+    wall_s: float = 0.0
+    events: int = 0
+    failures: list[str] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+def test_a_case_run_writes_its_comparison(tmp_path: Path, monkeypatch) -> None:
+    """The plumbing of --case p3 with the simulator replaced: the emulator's JSON in,
+    the sim's figure as bench/priority.py takes it (the mean after the warm-up), the
+    ratio in both and its disagreement out."""
+    # mean after the warm-up 1.6 (the median 1.4, the second half's median 1.8)
+    times = {"fifo": [9.0, 2.0, 2.0, 2.0], "p3": [9.0, 1.2, 1.4, 2.2]}
+    monkeypatch.setattr(sim_validation, "run_scenario",
+                        lambda point, tier: FakeResult(times[point.job.schedule]))
+    emulator = tmp_path / "priority.json"
+    emulator.write_text(json.dumps({"runs": [
+        {"label": "one", "fifo_it_s": 0.5, "p3_it_s": 0.625}]}))
+    assert sim_validation.main(["--case", "p3", "--emulator", str(emulator), "--iterations",
+                                "4", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "sim_validation_p3.json").read_text())
+    assert {r["key"]: r["sim_s"] for r in doc["sim"]} == {"fifo": 2.0, "p3": pytest.approx(1.6)}
+    (ratio,) = doc["ratios"]
+    assert ratio["emulator"] == pytest.approx(0.8) and ratio["sim"] == pytest.approx(0.8)
+    assert ratio["disagreement"] == pytest.approx(0.0) and ratio["within_goal"]
+    assert (tmp_path / "sim_validation_p3.png").stat().st_size > 0
+
+
+def test_a_case_without_emulator_figures_is_refused(tmp_path: Path, capsys) -> None:
+    assert sim_validation.main(["--case", "elastic", "--emulator",
+                                str(tmp_path / "none.json")]) == 2
+    assert "no emulator figures" in capsys.readouterr().err

@@ -55,6 +55,7 @@ WRONG_TYPE: dict[str, Any] = {
     "job.model": 50, "job.scale": "0.5", "job.elements": 1.5, "job.iterations": "2",
     "job.lanes": "64", "job.schedule": 1, "job.paths": "switch", "job.window": "32",
     "job.classes": 8.0, "job.class_window": [16], "job.slice_params": "40k",
+    "job.rto_max": 0.2,
     "run.tier": 1, "run.seed": "0", "run.memory": 8,
 }
 # values of the right type but out of range, unknown or malformed, per field
@@ -96,6 +97,7 @@ OUT_OF_RANGE: dict[str, list[Any]] = {
     "job.classes": [0, 65],
     "job.class_window": [0, 65537],
     "job.slice_params": [0, -40000],
+    "job.rto_max": ["0s", "-1s", "200", "10ms"],  # 10 ms: below the first timeout, 20 ms
     "run.tier": ["Q", "m"],
     "run.seed": [-1, 2**63],
     "run.memory": ["0B", "8 gallons", "0.5B"],
@@ -153,6 +155,7 @@ def test_an_out_of_range_value_is_refused(key: str, value: Any):
     ("pbox.cores", 256, 256), ("switch.slots", 65536, 65536), ("job.scale", 1, 1.0),
     ("job.lanes", 256, 256), ("job.iterations", 1000, 1000), ("run.tier", "F", "F"),
     ("run.memory", "512MiB", 512 * 2**20), ("job.schedule", "p3", "p3"),
+    ("job.rto_max", "20ms", 0.02), ("job.rto_max", "200ms", 0.2),
 ])
 def test_values_at_the_edges_are_accepted(key: str, value: Any, expected: Any):
     section, name = key.split(".")
@@ -173,6 +176,7 @@ def test_defaults():
     assert (s.job.scale, s.job.elements, s.job.iterations, s.job.lanes, s.job.schedule) == (
         1.0, 0, 2, 64, "fifo")
     assert (s.run.tier, s.run.seed, s.run.memory) == ("M", 0, 8 * 2**30)
+    assert s.job.rto_max == 1.0  # the sessions' own default (SessionConfig.rto_max)
 
 
 # -- the file as a whole ------------------------------------------------------------------
@@ -533,3 +537,17 @@ def test_the_scale_sweep_runs_64_to_1024_workers_as_two_level_trees():
     points = scenario.load(REPO / "sim" / "scenarios" / "sweep-scale.toml")
     assert [s.topology.total_workers for s in points] == [64, 128, 256, 512, 1024]
     assert all(s.topology.workers == 32 and s.run.tier == "F" for s in points)
+
+
+def test_the_elastic_scenario_is_the_emulators_benchmark():
+    """bench/elastic.py's workers all-reduce ResNet-50 x 0.005 fused into one tensor
+    (--fuse) with --rto-max 0.2 for 8 iterations: the scenario the validation runs."""
+    from p4hub.workers import workload
+
+    points = scenario.load(REPO / "sim" / "scenarios" / "elastic-straggler.toml")
+    assert len(points) == 4
+    for s in points:
+        assert s.job.model == "synthetic" and s.job.rto_max == 0.2 and s.job.iterations == 8
+        assert s.job.elements == sum(workload.layer_sizes("resnet50", 0.005))
+        assert s.links.bandwidth == 2.5e6 and s.links.pbox_bandwidth == 5e6
+        assert s.topology.total_workers == 4 and s.topology.pboxes == 3
