@@ -518,3 +518,10 @@ def test_run_time_indexed_stack_arguments_that_are_refused(locals_: str, body: s
                                                             needle: str, message: str) -> None:
     top = "control S(inout bit<16> p) { apply { p = 1; } }"
     _error_at(program(body, locals_, parser=STACK_PARSER, top=top), needle, message)
+
+
+def test_comparing_a_header_stack_needs_a_stack_of_its_type() -> None:
+    top = "header w_t { bit<8> b; }"
+    locals_ = "w_t[2] w;"
+    _error_at(program("if (hdr.vlan == w) { hdr.h.v = 1; }", locals_, top=top),
+              "hdr.vlan == w", "cannot compare header stack vlan with == to anything but")

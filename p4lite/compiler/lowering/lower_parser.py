@@ -460,8 +460,14 @@ class ParserLowerer:
     def _extract_vl(self, call: ast.Call, binding: Any) -> list[Json]:
         """``pkt.extract(h, len)``: BMv2's extract_VL, the varbit field ``len`` bits long."""
         arg = call.args[0].value
-        if not isinstance(binding, HeaderB):
-            raise not_supported("extract with a length into anything but a header", arg.loc)
+        target: Json = {"type": "regular", "value": getattr(binding, "instance", None)}
+        if (isinstance(binding, StackElemB) and binding.which == "next"
+                and binding.member is None and isinstance(binding.stack.type.element, HeaderT)):
+            target = {"type": "stack", "value": binding.stack.name}  # as p4c: stack.next
+            binding = HeaderB(binding.stack.name, binding.stack.type.element)
+        elif not isinstance(binding, HeaderB):
+            raise not_supported("extract with a length into anything but a header or a "
+                                "stack's .next", arg.loc)
         if not _has_varbit(binding.type):
             raise CompileError(f"header {binding.type.name} has no varbit field: extract it "
                                "without a length", call.loc)
@@ -472,8 +478,7 @@ class ParserLowerer:
         self._lookahead_offset = 0
         # p4c's form: the length as an "expression" parameter around its expression
         return [{"op": "extract_VL", "parameters": [
-            {"type": "regular", "value": binding.instance},
-            {"type": "expression", "value": length.operand}]}]
+            target, {"type": "expression", "value": length.operand}]}]
 
     def _lookahead(self, t: P4Type, loc) -> Json:
         if not isinstance(t, BitT | BoolT):
