@@ -525,3 +525,19 @@ def test_comparing_a_header_stack_needs_a_stack_of_its_type() -> None:
     locals_ = "w_t[2] w;"
     _error_at(program("if (hdr.vlan == w) { hdr.h.v = 1; }", locals_, top=top),
               "hdr.vlan == w", "cannot compare header stack vlan with == to anything but")
+
+
+def test_parser_local_initialisers_with_calls_run_in_order_in_the_start_state() -> None:
+    """Once one initialiser calls a function, every local's initial value is set by
+    the start state's first statements, in declaration order (``after`` reads
+    meta.m after ``inc`` wrote it; ``before`` reads it before)."""
+    top = "bit<8> inc(inout bit<8> v) { v = v + 1; return v + 0x10; }"
+    parser = ("bit<8> before = meta.m;\n"
+              "bit<8> got = inc(meta.m);\n"
+              "bit<8> after = meta.m;\n"
+              "state start { pkt.extract(hdr.eth); pkt.extract(hdr.h);\n"
+              "    hdr.h.v = got; hdr.h.w = before ++ after; transition accept; }")
+    switch = Switch(compile_text(program("sm.egress_spec = 1;", parser=parser, top=top),
+                                 filename="locals.p4").bmv2)
+    ((_, data),) = switch.process(bytes(12) + b"\x08\x00" + bytes(5), port=0)
+    assert data[16] == 0x11 and data[17:19] == b"\x00\x01"
