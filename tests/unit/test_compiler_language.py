@@ -541,3 +541,20 @@ def test_parser_local_initialisers_with_calls_run_in_order_in_the_start_state() 
                                  filename="locals.p4").bmv2)
     ((_, data),) = switch.process(bytes(12) + b"\x08\x00" + bytes(5), port=0)
     assert data[16] == 0x11 and data[17:19] == b"\x00\x01"
+
+
+def test_extern_constructor_arguments_name_an_instance_of_the_type() -> None:
+    top = ("control Keep(inout h_t h)(register<bit<8>> r) { apply { r.write(0, h.v); } }\n"
+           "control Sub(inout h_t h) { apply { } }\n"
+           "control Nest(inout h_t h)(Sub s) { apply { s.apply(h); } }")
+    _error_at(program("k.apply(hdr.h);", "Keep(3) k;", top=top), "3) k",
+              "constructor argument for r of Keep must be an instance of")
+    _error_at(program("k.apply(hdr.h);", "register<bit<16>>(2) w;\nKeep(w) k;", top=top),
+              "w) k", "type mismatch: constructor parameter r of Keep is")
+    _error_at(program("n.apply(hdr.h);", "Sub() s;\nNest(s) n;", top=top), "Sub s",
+              "not supported by p4lite: constructor parameter s of type")
+    # the instance itself: both Keep instances write the one register
+    text = program("k1.apply(hdr.h); k2.apply(hdr.h);",
+                   "register<bit<8>>(2) r8;\nKeep(r8) k1;\nKeep(r8) k2;", top=top)
+    arrays = compile_text(text, filename="ok.p4").bmv2["register_arrays"]
+    assert [a["name"] for a in arrays] == ["I.r8"]
