@@ -317,9 +317,24 @@ def test_is_valid_with_a_run_time_stack_index_is_rejected() -> None:
               "hdr.vlan[hdr.h.v].isValid()", "not supported by p4lite: isValid() on a header")
 
 
-def test_run_time_stack_index_must_be_unsigned_bits() -> None:
+def test_run_time_stack_index_must_be_bits() -> None:
     _error_at(program("hdr.vlan[hdr.h.v == 1].tci = 1;"), "hdr.h.v == 1",
-              "a header stack index must be bit<N>, not bool")
+              "a header stack index must be bit<N> or int<N>, not bool")
+
+
+def test_signed_run_time_stack_index_past_either_end_drops_the_packet() -> None:
+    """``int<N>`` indices as p4c takes them: a negative one is not Python's count from
+    the end but past the stack (simple_switch aborts; p4lite drops the packet)."""
+    parser = ("state start { pkt.extract(hdr.eth); pkt.extract(hdr.vlan.next); "
+              "pkt.extract(hdr.vlan.next); transition accept; }")
+    body = "hdr.vlan[(int<8>)hdr.eth.src[7:0]].tci = 7;\nsm.egress_spec = 1;"
+    switch = Switch(compile_text(program(body, parser=parser, deparse="pkt.emit(hdr.eth); "
+                                         "pkt.emit(hdr.vlan);"), filename="idx.p4").bmv2)
+    eth = bytes(11) + b"\x01" + b"\x81\x00"
+    ((_, data),) = switch.process(eth + bytes(8), port=0)
+    assert data[14:] == bytes([0, 0, 0, 0, 0, 7, 0, 0])  # vlan[1]
+    for index in (0xFF, 0x80, 2):  # -1, -128, one past the end
+        assert switch.process(eth[:11] + bytes([index]) + eth[12:] + bytes(8), port=0) == []
 
 
 def test_sub_parser_with_a_missing_argument() -> None:

@@ -239,9 +239,11 @@ class ExprCompiler:
                                    f"{stack.name}[{stack.type.size}]", e.loc)
             return binding_val(union_binding(f"{stack.name}[{index.const}]", stack.type.element))
         if index.const is None:
-            if not isinstance(index.type, BitT) or index.type.signed:
-                raise CompileError(f"a header stack index must be bit<N>, not {index.type}",
-                                   e.index.loc)
+            # signed too, as p4c: a negative one is past the end (simple_switch aborts,
+            # p4lite's switch drops the packet)
+            if not isinstance(index.type, BitT):
+                raise CompileError(f"a header stack index must be bit<N> or int<N>, not "
+                                   f"{index.type}", e.index.loc)
             if stack.type.element.members is not None:
                 raise not_supported("a run-time index into a stack of headers with struct "
                                     "fields", e.loc)
