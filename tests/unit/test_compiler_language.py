@@ -573,3 +573,16 @@ def test_extern_constructor_arguments_name_an_instance_of_the_type() -> None:
                    "register<bit<8>>(2) r8;\nKeep(r8) k1;\nKeep(r8) k2;", top=top)
     arrays = compile_text(text, filename="ok.p4").bmv2["register_arrays"]
     assert [a["name"] for a in arrays] == ["I.r8"]
+
+
+def test_tuple_locals_index_by_constants_in_range() -> None:
+    _error_at(program("tuple<bit<8>, bit<16>> t = {hdr.h.v, hdr.h.w};\nhdr.h.v = t[2];"),
+              "v = t[2]", "index 2 out of range for tuple<bit<8>, bit<16>>")
+    _error_at(program("tuple<bit<8>, bit<16>> t = {hdr.h.v, hdr.h.w};\n"
+                      "hdr.h.v = t[hdr.h.v];"), "hdr.h.v];", "expected a compile-time constant")
+    # two locals of one tuple type have one type: one is assigned to the other
+    text = program("tuple<bit<8>, bool> t = {hdr.h.v, true};\ntuple<bit<8>, bool> u = t;\n"
+                   "hdr.h.v = u[0] + 1;\nsm.egress_spec = 1;")
+    switch = Switch(compile_text(text, filename="tuple.p4").bmv2)
+    ((_, data),) = switch.process(bytes(12) + b"\x08\x00" + bytes([0, 0, 0x41, 0, 0]), port=0)
+    assert data[16] == 0x42

@@ -227,6 +227,13 @@ class ExprCompiler:
 
     def _c_Index(self, e: ast.Index) -> Val:
         base = self.compile(e.expr)
+        if isinstance(base.binding, StructB) and base.binding.type.name.startswith("tuple<"):
+            # a tuple local (Storage.tuple_struct): a compile-time index names a field
+            at = self.const_value(e.index, None)
+            if not 0 <= int(at) < len(base.binding.type.fields):
+                raise CompileError(f"index {at} out of range for {base.binding.type.name}",
+                                   e.index.loc)
+            return binding_val(base.binding.members[f"f{int(at)}"])
         if not isinstance(base.binding, StackB):
             raise CompileError(f"{describe(base)} cannot be indexed", e.loc)
         index = self.compile(e.index)
