@@ -16,6 +16,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from p4lite import bmv2json
+from p4lite.compiler.checks.declarations import check_declarations
 from p4lite.compiler.checks.target_checks import unused_warnings
 from p4lite.compiler.emitters.bmv2_json import to_text, with_p4c_nesting
 from p4lite.compiler.emitters.p4info import build_p4info
@@ -70,6 +71,7 @@ def compile_text(text: str, filename: str = "<string>", include_dirs=(),
 
 def _compile(program: ast.Program, main_file: str, source: SourceText,
              p4c_nesting: bool) -> CompileResult:
+    check_declarations(program)  # p4c's front end, before its warnings
     diagnostics, backend_warnings = unused_warnings(program, main_file, source)
     try:
         bmv2, model = lower_program(program, main_file, source, diagnostics)

@@ -317,9 +317,24 @@ def test_is_valid_with_a_run_time_stack_index_is_rejected() -> None:
               "hdr.vlan[hdr.h.v].isValid()", "not supported by p4lite: isValid() on a header")
 
 
-def test_run_time_stack_index_must_be_unsigned_bits() -> None:
+def test_run_time_stack_index_must_be_bits() -> None:
     _error_at(program("hdr.vlan[hdr.h.v == 1].tci = 1;"), "hdr.h.v == 1",
-              "a header stack index must be bit<N>, not bool")
+              "a header stack index must be bit<N> or int<N>, not bool")
+
+
+def test_signed_run_time_stack_index_past_either_end_drops_the_packet() -> None:
+    """``int<N>`` indices as p4c takes them: a negative one is not Python's count from
+    the end but past the stack (simple_switch aborts; p4lite drops the packet)."""
+    parser = ("state start { pkt.extract(hdr.eth); pkt.extract(hdr.vlan.next); "
+              "pkt.extract(hdr.vlan.next); transition accept; }")
+    body = "hdr.vlan[(int<8>)hdr.eth.src[7:0]].tci = 7;\nsm.egress_spec = 1;"
+    switch = Switch(compile_text(program(body, parser=parser, deparse="pkt.emit(hdr.eth); "
+                                         "pkt.emit(hdr.vlan);"), filename="idx.p4").bmv2)
+    eth = bytes(11) + b"\x01" + b"\x81\x00"
+    ((_, data),) = switch.process(eth + bytes(8), port=0)
+    assert data[14:] == bytes([0, 0, 0, 0, 0, 7, 0, 0])  # vlan[1]
+    for index in (0xFF, 0x80, 2):  # -1, -128, one past the end
+        assert switch.process(eth[:11] + bytes([index]) + eth[12:] + bytes(8), port=0) == []
 
 
 def test_sub_parser_with_a_missing_argument() -> None:
@@ -434,3 +449,140 @@ def test_concatenating_mixed_signedness_is_refused_as_in_p4c(expr: str, needle: 
     """p4c 34b86e9 refuses `++` of a bit<N> and an int<M> either way round (pair
     concat_signed has signed operands on both sides, which it takes)."""
     _error_at(program(f"bit<16> w = {expr}; hdr.h.v = w[7:0];"), needle, message)
+
+
+def test_table_apply_in_an_expression_follows_the_short_circuit() -> None:
+    """``t.apply().hit`` in ``||``, ``?:`` and an argument: a table is applied only where
+    P4 evaluates it (each table's default action counts its applies in ``v``), and
+    ``w``'s left operand ``v`` is read before the apply that writes it."""
+    top = "bit<8> twice(in bit<8> x) { return x + x; }"
+    tables = "\n".join(
+        f"table {t} {{ key = {{ hdr.h.c : exact; }} actions = {{ count; }} "
+        f"default_action = count(); }}" for t in ("t1", "t2", "t3", "t4"))
+    locals_ = "action count() { hdr.h.v = hdr.h.v + 1; }\n" + tables
+    body = ("bool x = hdr.h.c == 1 || t1.apply().hit;\n"
+            "hdr.h.b = (hdr.h.c == 2 ? (t2.apply().miss ? 2w1 : 2w2) : 2w3);\n"
+            "hdr.h.w = (bit<16>)(hdr.h.v + (t3.apply().hit ? 8w0x10 : 8w0x20));\n"
+            "hdr.h.a = (bit<12>)twice(t4.apply().miss ? 8w3 : 8w4);\n"
+            "if (x) { hdr.h.a = hdr.h.a + 0x100; }\n"
+            "sm.egress_spec = 1;")
+    switch = Switch(compile_text(program(body, locals_, top=top), filename="hit.p4").bmv2)
+
+    def run(c: int) -> tuple[int, int, int, int]:
+        h = bytes([0, (c & 3), 0, 0, 0])  # a=0, b=0, c, v=0, w=0
+        ((_, data),) = switch.process(bytes(12) + b"\x08\x00" + h, port=0)
+        a = (data[14] << 4) | (data[15] >> 4)
+        return a, (data[15] >> 2) & 3, data[16], int.from_bytes(data[17:19], "big")
+
+    # c=1: t1 skipped (x true), t2 skipped (b=3), t3 (v 0 -> 1, w = 0 + 0x20), t4 (miss)
+    assert run(1) == (0x106, 3, 2, 0x20)
+    # c=2: t1 (miss: x false), t2 (miss: b=1), t3 (v 2 -> 3, w = 2 + 0x20), t4
+    assert run(2) == (6, 1, 4, 0x22)
+    # c=0: t1, t2 skipped, t3 (v 1 -> 2, w = 1 + 0x20), t4
+    assert run(0) == (6, 3, 3, 0x21)
+
+
+@pytest.mark.parametrize(("body", "needle", "message"), [
+    ("hdr.h.v = t.apply().action_run == 1 ? 8w1 : 8w2;", "t.apply().action_run",
+     "apply().action_run inside an expression"),
+    ("bool b = t.apply() == t.apply();", "t.apply() ==", "an apply() inside an expression"),
+])
+def test_table_apply_in_an_expression_other_than_hit_or_miss_is_refused(
+        body: str, needle: str, message: str) -> None:
+    locals_ = "table t { key = { hdr.h.c : exact; } actions = { NoAction; } }"
+    _error_at(program(body, locals_), needle, message)
+
+
+STACK_PARSER = """
+    state start {
+        pkt.extract(hdr.eth);
+        pkt.extract(hdr.vlan.next);
+        pkt.extract(hdr.vlan.next);
+        transition accept;
+    }
+"""
+
+
+def test_run_time_indexed_stack_field_as_an_inout_argument() -> None:
+    """The index is saved before the call (bump writes it) and the field copied in and
+    out through it; an argument the body never touches is not copied, so its index is
+    never used (p4lite's switch drops a packet whose index is past the end)."""
+    locals_ = ("action bump(inout bit<16> x) { hdr.eth.etype = hdr.eth.etype + 1; "
+               "x = x + 0x100; }\n"
+               "action keep(inout bit<16> x) { }")
+    body = ("bump(hdr.vlan[hdr.eth.etype].tci);\n"
+            "keep(hdr.vlan[hdr.eth.src[15:0]].tci);\n"
+            "sm.egress_spec = 1;")
+    text = program(body, locals_, parser=STACK_PARSER, deparse="pkt.emit(hdr.eth); "
+                   "pkt.emit(hdr.vlan);")
+    switch = Switch(compile_text(text, filename="idx.p4").bmv2)
+    vlans = bytes([0, 1, 0, 2, 0, 3, 0, 4])
+    eth = bytes(6) + bytes([0, 0, 0, 0, 0x77, 0x77])
+    ((_, data),) = switch.process(eth + b"\x00\x01" + vlans, port=0)
+    assert data[12:14] == b"\x00\x02"  # etype (the index) + 1
+    assert data[14:] == bytes([0, 1, 0, 2, 1, 3, 0, 4])  # vlan[1].tci, the old index
+
+
+@pytest.mark.parametrize(("locals_", "body", "needle", "message"), [
+    ("action act(inout vlan_t v) { }", "act(hdr.vlan[hdr.eth.etype]);", "hdr.vlan[",
+     "a header stack element with a run-time index as an inout argument"),
+    ("S() s;", "s.apply(hdr.vlan[hdr.eth.etype].tci);", "hdr.vlan[",
+     "a field of a header stack element with a run-time index as a control's"),
+])
+def test_run_time_indexed_stack_arguments_that_are_refused(locals_: str, body: str,
+                                                            needle: str, message: str) -> None:
+    top = "control S(inout bit<16> p) { apply { p = 1; } }"
+    _error_at(program(body, locals_, parser=STACK_PARSER, top=top), needle, message)
+
+
+def test_comparing_a_header_stack_needs_a_stack_of_its_type() -> None:
+    top = "header w_t { bit<8> b; }"
+    locals_ = "w_t[2] w;"
+    _error_at(program("if (hdr.vlan == w) { hdr.h.v = 1; }", locals_, top=top),
+              "hdr.vlan == w", "cannot compare header stack vlan with == to anything but")
+
+
+def test_parser_local_initialisers_with_calls_run_in_order_in_the_start_state() -> None:
+    """Once one initialiser calls a function, every local's initial value is set by
+    the start state's first statements, in declaration order (``after`` reads
+    meta.m after ``inc`` wrote it; ``before`` reads it before)."""
+    top = "bit<8> inc(inout bit<8> v) { v = v + 1; return v + 0x10; }"
+    parser = ("bit<8> before = meta.m;\n"
+              "bit<8> got = inc(meta.m);\n"
+              "bit<8> after = meta.m;\n"
+              "state start { pkt.extract(hdr.eth); pkt.extract(hdr.h);\n"
+              "    hdr.h.v = got; hdr.h.w = before ++ after; transition accept; }")
+    switch = Switch(compile_text(program("sm.egress_spec = 1;", parser=parser, top=top),
+                                 filename="locals.p4").bmv2)
+    ((_, data),) = switch.process(bytes(12) + b"\x08\x00" + bytes(5), port=0)
+    assert data[16] == 0x11 and data[17:19] == b"\x00\x01"
+
+
+def test_extern_constructor_arguments_name_an_instance_of_the_type() -> None:
+    top = ("control Keep(inout h_t h)(register<bit<8>> r) { apply { r.write(0, h.v); } }\n"
+           "control Sub(inout h_t h) { apply { } }\n"
+           "control Nest(inout h_t h)(Sub s) { apply { s.apply(h); } }")
+    _error_at(program("k.apply(hdr.h);", "Keep(3) k;", top=top), "3) k",
+              "constructor argument for r of Keep must be an instance of")
+    _error_at(program("k.apply(hdr.h);", "register<bit<16>>(2) w;\nKeep(w) k;", top=top),
+              "w) k", "type mismatch: constructor parameter r of Keep is")
+    _error_at(program("n.apply(hdr.h);", "Sub() s;\nNest(s) n;", top=top), "Sub s",
+              "not supported by p4lite: constructor parameter s of type")
+    # the instance itself: both Keep instances write the one register
+    text = program("k1.apply(hdr.h); k2.apply(hdr.h);",
+                   "register<bit<8>>(2) r8;\nKeep(r8) k1;\nKeep(r8) k2;", top=top)
+    arrays = compile_text(text, filename="ok.p4").bmv2["register_arrays"]
+    assert [a["name"] for a in arrays] == ["I.r8"]
+
+
+def test_tuple_locals_index_by_constants_in_range() -> None:
+    _error_at(program("tuple<bit<8>, bit<16>> t = {hdr.h.v, hdr.h.w};\nhdr.h.v = t[2];"),
+              "v = t[2]", "index 2 out of range for tuple<bit<8>, bit<16>>")
+    _error_at(program("tuple<bit<8>, bit<16>> t = {hdr.h.v, hdr.h.w};\n"
+                      "hdr.h.v = t[hdr.h.v];"), "hdr.h.v];", "expected a compile-time constant")
+    # two locals of one tuple type have one type: one is assigned to the other
+    text = program("tuple<bit<8>, bool> t = {hdr.h.v, true};\ntuple<bit<8>, bool> u = t;\n"
+                   "hdr.h.v = u[0] + 1;\nsm.egress_spec = 1;")
+    switch = Switch(compile_text(text, filename="tuple.p4").bmv2)
+    ((_, data),) = switch.process(bytes(12) + b"\x08\x00" + bytes([0, 0, 0x41, 0, 0]), port=0)
+    assert data[16] == 0x42

@@ -25,6 +25,7 @@ from typing import Any
 
 from p4lite.compiler.checks.bindings import Binding, FieldB, HeaderB, StackB, StructB, UnionB
 from p4lite.compiler.checks.types import HeaderT, P4Type, StackT, StructT, UnionT, is_scalar
+from p4lite.compiler.lowering.expr_values import DynFieldB
 
 Json = dict[str, Any]
 Ref = tuple[str, str | None]
@@ -70,6 +71,8 @@ def binding_refs(binding: Binding) -> set[Ref]:
             names += [f"{binding.name}[{i}].{m}" for i in range(binding.type.size)
                       for m, _ in element.members()]
         return _whole(names)
+    if isinstance(binding, DynFieldB):  # any element, as far as aliasing can tell
+        return binding_refs(binding.elem.stack)
     if isinstance(binding, StructB):
         refs: set[Ref] = set()
         for member in binding.members.values():

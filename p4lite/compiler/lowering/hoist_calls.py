@@ -13,6 +13,9 @@ before the call runs: in ``x + f(x)`` with ``f(inout x)`` the left ``x`` is the 
 value. Such an operand (and an ``in`` argument before a later argument holding a
 call) is copied into a temporary before the call (a *snapshot*: a hoisted item
 that is not a call), as p4c's SideEffectOrdering does.
+
+In an apply block a table's ``t.apply().hit`` (or ``.miss``) counts as a call too
+(``applies=True``, see apply_hoist): it becomes a bool temporary, in the same order.
 """
 
 from __future__ import annotations
@@ -78,6 +81,8 @@ def hoisted_type(name: str, item: ast.Node, compile_expr: Callable[[ast.Expressi
     """The type of the temporary a hoisted expression item needs, and a name for it."""
     if is_bool_temp(name):
         return BoolT(), "cond"
+    if is_hit_temp(name):
+        return BoolT(), "hit"
     if is_branch_temp(name):
         assert isinstance(item, ast.Ternary)
         return compile_expr(_typed_stand_ins(item, env)).type, "tmp"
@@ -89,10 +94,19 @@ def hoisted_type(name: str, item: ast.Node, compile_expr: Callable[[ast.Expressi
     return env.resolve(decl.return_type), f"{decl.name}_result"
 
 
+def is_apply_call(node: ast.Node) -> bool:
+    """``x.apply(...)``: a table's or a control's apply (which one, lowering decides)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Member)
+            and node.func.member == "apply")
+
+
 def _typed_stand_ins(e: ast.Ternary, env: Any) -> ast.Expression:
-    """``e`` with each call of a P4 function replaced by a constant of its return type:
-    the same type, compiled without running anything."""
+    """``e`` with each call of a P4 function replaced by a constant of its return type
+    (and each ``t.apply().hit`` by ``true``): the same type, compiled without running
+    anything."""
     def stand_in(node: Any) -> Any:
+        if isinstance(node, ast.Member) and is_apply_call(node.expr):
+            return ast.BoolLiteral(True, loc=node.loc)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
                 node.func.name in env.functions):
             decl = env.functions[node.func.name]
@@ -115,6 +129,10 @@ def is_branch_temp(name: str) -> bool:
 
 def is_bool_temp(name: str) -> bool:
     return name.startswith("$cond")
+
+
+def is_hit_temp(name: str) -> bool:
+    return name.startswith("$hit")
 
 
 def is_statement(name: str) -> bool:
@@ -142,8 +160,12 @@ class Hoister:
     """Rewrites expressions, collecting ``(name, call)`` pairs in evaluation order."""
 
     def __init__(self, is_function: IsFunction, can_snapshot: CanSnapshot | None = None,
-                 directions: Callable[[ast.Call], list[str]] | None = None) -> None:
-        self.is_function = is_function
+                 directions: Callable[[ast.Call], list[str]] | None = None,
+                 *, applies: bool = False) -> None:
+        # with ``applies``, a table apply is a call too ($hit temporaries)
+        self.is_function: IsFunction = (
+            (lambda c: is_function(c) or is_apply_call(c)) if applies else is_function)
+        self.applies = applies
         self.can_snapshot = can_snapshot or (lambda e: False)
         self.directions = directions  # per argument of a function call: "", in, out, inout
         # in evaluation order: (name, call) for a call, (name, expression) for a snapshot,
@@ -178,6 +200,16 @@ class Hoister:
         return e
 
     def expr(self, e: ast.Expression) -> ast.Expression:
+        if self.applies and isinstance(e, ast.Member) and is_apply_call(e.expr):
+            if e.member not in ("hit", "miss"):
+                raise not_supported(f"apply().{e.member} inside an expression (only "
+                                    "hit and miss)", e.loc)
+            name = f"$hit{next(_names)}"
+            self.calls.append((name, e))
+            return ast.Name(name, loc=e.loc)
+        if self.applies and is_apply_call(e):
+            raise not_supported("an apply() inside an expression (only its hit and miss)",
+                                e.loc)
         if isinstance(e, ast.Call):
             return self._call(e)
         if isinstance(e, ast.Binary):
@@ -272,5 +304,6 @@ class Hoister:
         return ast.Name(name, loc=e.loc)
 
 
-__all__ = ["Hoister", "arg_directions", "has_call", "hoisted_type", "is_bool_temp", "is_branch_temp", "is_snapshot", "is_statement",
+__all__ = ["Hoister", "arg_directions", "has_call", "hoisted_type", "is_apply_call",
+           "is_bool_temp", "is_branch_temp", "is_hit_temp", "is_snapshot", "is_statement",
            "is_write_back", "scalar_test"]

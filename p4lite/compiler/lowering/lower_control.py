@@ -25,9 +25,10 @@ from p4lite.compiler.checks.bindings import (
     StructB,
     UnionB,
 )
-from p4lite.compiler.checks.types import BitT, BoolT, width_of
+from p4lite.compiler.checks.types import BitT, BoolT, P4Type, width_of
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.apply_hoist import nested_apply, split_applies
 from p4lite.compiler.lowering.cpmodel import CpAction
 from p4lite.compiler.lowering.ctor_args import ctor_bindings
 from p4lite.compiler.lowering.expr_values import hexstr
@@ -240,21 +241,36 @@ class ControlLowerer:
                                                                        self.key_copy_stmts))
                 group.clear()
 
-        for stmt in stmts:
+        def one(stmt: ast.Node) -> bool:
+            """Adds ``stmt``; whether what follows it is unreachable."""
+            nonlocal result
+            if nested_apply(stmt):  # t.apply().hit inside an expression
+                return any(one(part) for part in self._split_applies(stmt, inner))
             if self._is_straight_line(stmt, inner):
                 group.append(stmt)
                 if isinstance(stmt, ast.VarDecl | ast.ConstDecl):
                     self._declare_in_block(stmt, inner, group)
-                continue
+                return False
             if self.lw.env.functions and isinstance(stmt, ast.If | ast.Switch):
                 stmt = self._hoist_calls(stmt, inner, group)
             self._add_key_copies(stmt, inner, group)
             flush()
             result = self.seq(result, self.lower_stmt(stmt, inner))
-            if result.entry is not PASS and not result.exits:
+            return result.entry is not PASS and not result.exits
+
+        for stmt in stmts:
+            if one(stmt):
                 break  # everything after exit/return is unreachable
         flush()
         return result
+
+    def _split_applies(self, stmt: ast.Node, scope: Scope) -> list[ast.Node]:
+        comp = ExprCompiler(self.lw.env, scope)
+
+        def bind(name: str, t: P4Type, label: str, item: ast.Node) -> None:
+            scope.bind(name, self.lw.storage.bind_local(label, t, item.loc))
+        return split_applies(stmt, self._function_test(scope), comp.compile, self.lw.env,
+                             lambda call: arg_directions(self.lw.env.functions, call), bind)
 
     def _function_test(self, scope: Scope) -> Callable[[ast.Call], bool]:
         def is_function(call: ast.Call) -> bool:

@@ -227,6 +227,13 @@ class ExprCompiler:
 
     def _c_Index(self, e: ast.Index) -> Val:
         base = self.compile(e.expr)
+        if isinstance(base.binding, StructB) and base.binding.type.name.startswith("tuple<"):
+            # a tuple local (Storage.tuple_struct): a compile-time index names a field
+            at = self.const_value(e.index, None)
+            if not 0 <= int(at) < len(base.binding.type.fields):
+                raise CompileError(f"index {at} out of range for {base.binding.type.name}",
+                                   e.index.loc)
+            return binding_val(base.binding.members[f"f{int(at)}"])
         if not isinstance(base.binding, StackB):
             raise CompileError(f"{describe(base)} cannot be indexed", e.loc)
         index = self.compile(e.index)
@@ -239,9 +246,11 @@ class ExprCompiler:
                                    f"{stack.name}[{stack.type.size}]", e.loc)
             return binding_val(union_binding(f"{stack.name}[{index.const}]", stack.type.element))
         if index.const is None:
-            if not isinstance(index.type, BitT) or index.type.signed:
-                raise CompileError(f"a header stack index must be bit<N>, not {index.type}",
-                                   e.index.loc)
+            # signed too, as p4c: a negative one is past the end (simple_switch aborts,
+            # p4lite's switch drops the packet)
+            if not isinstance(index.type, BitT):
+                raise CompileError(f"a header stack index must be bit<N> or int<N>, not "
+                                   f"{index.type}", e.index.loc)
             if stack.type.element.members is not None:
                 raise not_supported("a run-time index into a stack of headers with struct "
                                     "fields", e.loc)
@@ -303,6 +312,9 @@ class ExprCompiler:
                                      or _is_aggregate_literal(e.right)):
             return self._aggregate_compare(e)
         first = self.compile(e.left)
+        if e.op in ("==", "!=") and isinstance(first.binding, StackB) and isinstance(
+                first.binding.type.element, HeaderT):
+            return self._stack_compare(e, first.binding)
         if isinstance(first.type, UnionT) or isinstance(first.binding, StackB):
             raise not_supported(f"operator {e.op} on {describe(first)}", e.loc)
         if e.op in ("==", "!=") and isinstance(first.type, StructT | HeaderT):
@@ -344,6 +356,26 @@ class ExprCompiler:
             raise CompileError(f"cannot compare {'these values' if t is None else t} with "
                                f"{e.op}", e.loc)
         equal = self._equal_parts(e.left, e.right, t, e.loc)
+        if e.op == "!=":
+            return Val(BoolT(), expr_json("not", None, equal), is_data=False)
+        return Val(BoolT(), equal, is_data=False)
+
+    def _stack_compare(self, e: ast.Binary, left: StackB) -> Val:
+        """``==``/``!=`` of two header stacks of one type: every element pairwise, as a
+        header (P4_16 8.18; the next index is not compared)."""
+        right = self.compile(e.right).binding
+        if not isinstance(right, StackB) or not same_type(left.type, right.type):
+            raise CompileError(f"cannot compare header stack {left.name} with {e.op} to "
+                               "anything but a stack of its type", e.loc)
+        element = left.type.element
+        assert isinstance(element, HeaderT)  # the caller checked it
+        equal: Json | None = None
+        for i in range(left.type.size):
+            part = self._equal_parts(binding_val(HeaderB(f"{left.name}[{i}]", element)),
+                                     binding_val(HeaderB(f"{right.name}[{i}]", element)),
+                                     element, e.loc)
+            equal = part if equal is None else expr_json("and", equal, part)
+        assert equal is not None  # a stack has at least one element
         if e.op == "!=":
             return Val(BoolT(), expr_json("not", None, equal), is_data=False)
         return Val(BoolT(), equal, is_data=False)

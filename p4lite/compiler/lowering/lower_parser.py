@@ -111,18 +111,26 @@ class ParserLowerer:
     def lower_states(self) -> None:
         if "start" not in self.state_names:
             raise CompileError(f"parser {self.decl.name} has no start state", self.decl.loc)
-        init_ops = self._locals()
+        init_ops, init_stmts = self._locals()
         for state in self.decl.states:
             if state.name in ("accept", "reject"):
                 raise CompileError(f"a state cannot be named {state.name}", state.loc)
             ops = init_ops if state.name == "start" else []
+            if state.name == "start" and init_stmts:
+                state = dataclasses.replace(state, statements=init_stmts + state.statements)
             self._state(state, 0, list(ops))
 
     def state_name(self, name: str) -> str:
         return self.prefix + name
 
-    def _locals(self) -> list[Json]:
+    def _locals(self) -> tuple[list[Json], list[ast.Node]]:
+        """The parser's locals bound; the ops that set their initial values, or (when an
+        initialiser calls a function) the assignments that do, in order, to lower as the
+        first statements of the start state (where p4c puts them too)."""
         ops: list[Json] = []
+        stmts: list[ast.Node] = []
+        as_stmts = any(isinstance(local, ast.VarDecl) and self._has_call(local.init)
+                       for local in self.decl.locals)
         for local in self.decl.locals:
             if isinstance(local, ast.ConstDecl):
                 t = self.lw.env.resolve(local.type)
@@ -131,7 +139,10 @@ class ParserLowerer:
                 t = self.lw.env.resolve(local.type)
                 binding = self.lw.storage.bind_local(local.name, t, local.loc)
                 self.scope.bind(local.name, binding)
-                if local.init is not None:
+                if local.init is not None and as_stmts:
+                    stmts.append(ast.Assign(ast.Name(local.name, loc=local.loc), local.init,
+                                            loc=local.loc))
+                elif local.init is not None:
                     ops += self._set(ast.Name(local.name, loc=local.loc), local.init, local.loc)
             elif isinstance(local, ast.Instantiation):
                 type_name = local.type.name if isinstance(local.type, ast.TypeName) else ""
@@ -148,7 +159,7 @@ class ParserLowerer:
                                         "parser", local.loc)
             else:
                 raise not_supported(f"{type(local).__name__} inside a parser", local.loc)
-        return ops
+        return ops, stmts
 
     # --------------------------------------------------------------- states
     def _state(self, state: ast.ParserState, index: int, ops: list[Json],
@@ -460,8 +471,14 @@ class ParserLowerer:
     def _extract_vl(self, call: ast.Call, binding: Any) -> list[Json]:
         """``pkt.extract(h, len)``: BMv2's extract_VL, the varbit field ``len`` bits long."""
         arg = call.args[0].value
-        if not isinstance(binding, HeaderB):
-            raise not_supported("extract with a length into anything but a header", arg.loc)
+        target: Json = {"type": "regular", "value": getattr(binding, "instance", None)}
+        if (isinstance(binding, StackElemB) and binding.which == "next"
+                and binding.member is None and isinstance(binding.stack.type.element, HeaderT)):
+            target = {"type": "stack", "value": binding.stack.name}  # as p4c: stack.next
+            binding = HeaderB(binding.stack.name, binding.stack.type.element)
+        elif not isinstance(binding, HeaderB):
+            raise not_supported("extract with a length into anything but a header or a "
+                                "stack's .next", arg.loc)
         if not _has_varbit(binding.type):
             raise CompileError(f"header {binding.type.name} has no varbit field: extract it "
                                "without a length", call.loc)
@@ -472,8 +489,7 @@ class ParserLowerer:
         self._lookahead_offset = 0
         # p4c's form: the length as an "expression" parameter around its expression
         return [{"op": "extract_VL", "parameters": [
-            {"type": "regular", "value": binding.instance},
-            {"type": "expression", "value": length.operand}]}]
+            target, {"type": "expression", "value": length.operand}]}]
 
     def _lookahead(self, t: P4Type, loc) -> Json:
         if not isinstance(t, BitT | BoolT):

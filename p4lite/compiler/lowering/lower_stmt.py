@@ -8,8 +8,6 @@ are inlined with their parameters bound to the arguments.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
 from p4lite.compiler.checks.bindings import (
@@ -39,6 +37,12 @@ from p4lite.compiler.checks.types import (
 )
 from p4lite.compiler.errors import CompileError, not_supported
 from p4lite.compiler.frontend import ast
+from p4lite.compiler.lowering.call_args import (
+    CallFrame,
+    Passed,
+    passed_stack_field,
+    stack_field_copy,
+)
 from p4lite.compiler.lowering.copy_in_out import (
     Renames,
     binding_refs,
@@ -587,6 +591,9 @@ class StmtLowerer:
         if writes:
             self.check_writable(arg)
             val = self.comp.compile(arg)
+            if isinstance(val.binding, DynFieldB | DynElemB):  # h.s[i].f
+                return passed_stack_field(self.comp, self.lw.storage, param, t, arg,
+                                          val.binding, pre)
             if not isinstance(val.binding, FieldB | HeaderB | UnionB | StructB | StackB):
                 raise CompileError(f"argument for {param.direction} parameter {param.name} "
                                    "must be an l-value", arg.loc)
@@ -621,8 +628,11 @@ class StmtLowerer:
         copy_in: list[Json] = []
         copy_out: list[Json] = []
         for passed in frame.passed:
+            dyn = isinstance(passed.real, DynFieldB)
+            if dyn and binding_refs(passed.holder).isdisjoint(used):
+                continue  # never touched: p4c's copies of it are dead
             refs = binding_refs(passed.real) if passed.real is not None else set()
-            clash = passed.real is None or overlap(refs, used) or any(
+            clash = passed.real is None or dyn or overlap(refs, used) or any(
                 overlap(refs, binding_refs(other.real)) for other in frame.passed
                 if other is not passed and other.real is not None
                 and (passed.writes or other.writes))
@@ -655,6 +665,9 @@ class StmtLowerer:
         bindings: dict[str, Binding] = {}
         for param, arg in zip(params, args, strict=True):
             passed = next((p for p in frame.passed if p.param is param), None)
+            if passed is not None and isinstance(passed.real, DynFieldB):
+                raise not_supported("a field of a header stack element with a run-time "
+                                    "index as a control's or parser's argument", arg.loc)
             if passed is None:
                 found = scope.lookup(param.name) if isinstance(arg, ast.DontCare) else None
                 bindings[param.name] = (found if found is not None
@@ -678,12 +691,16 @@ class StmtLowerer:
         return bindings, copy_in, copy_out
 
     def _copy_to(self, temp, passed: Passed) -> list[Json]:
+        if isinstance(passed.real, DynFieldB):
+            return stack_field_copy(temp, passed.real)
         if passed.real is None:
             assert isinstance(temp, FieldB)
             return [_assign_prim(temp, self.comp.rvalue(passed.arg, passed.type))]
         return self._copy_binding(temp, passed.real, passed.arg.loc)
 
     def _copy_from(self, temp, passed: Passed) -> list[Json]:
+        if isinstance(passed.real, DynFieldB):
+            return stack_field_copy(passed.real, temp)
         if passed.real is None:
             assert isinstance(passed.arg, ast.Slice) and isinstance(temp, FieldB)
             value = Val(temp.type, _field(temp), None, temp)
@@ -730,25 +747,6 @@ class StmtLowerer:
         temp = self.lw.storage.add_scalar(f"{param.name}_tmp", t)
         prims.append(_assign_prim(temp, self.comp.rvalue(arg, t)))
         return temp
-
-
-@dataclass(slots=True)
-class Passed:
-    """A parameter whose argument is storage (or a slice of it): aliased or copied."""
-
-    param: ast.Param
-    type: P4Type
-    arg: ast.Expression
-    real: Binding | None  # the argument's storage; None for a slice (always copied)
-    holder: Binding  # the placeholder the callee's body sees
-    writes: bool  # out or inout
-
-
-@dataclass(slots=True)
-class CallFrame:
-    side_marks: tuple[int, int, int]
-    passed: list[Passed] = dc_field(default_factory=list)
-    pre: list[Json] = dc_field(default_factory=list)  # temporaries of `in` expressions
 
 
 _RETURN = "$return"  # the result of the function being inlined

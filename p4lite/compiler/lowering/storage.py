@@ -24,6 +24,7 @@ from p4lite.compiler.checks.types import (
     P4Type,
     StackT,
     StructT,
+    TupleT,
     UnionT,
     VarbitT,
     is_scalar,
@@ -41,6 +42,9 @@ class Storage:
     """Collects header types, instances, stacks and scalar fields in creation order."""
 
     def __init__(self) -> None:
+        # a tuple local's type as a struct of fields f0, f1, ... (as p4c's
+        # EliminateTuples), one per tuple type so that two such locals have one type
+        self.tuple_structs: dict[str, StructT] = {}
         self._types: dict[str, list[list[Any]]] = {}
         self._max_length: dict[str, int] = {}  # header types with a varbit field
         self._type_order: list[str] = []
@@ -167,10 +171,20 @@ class Storage:
             return self.add_union(name, t)
         if isinstance(t, StackT):
             return self.add_stack(name, t)
+        if isinstance(t, TupleT):
+            t = self.tuple_struct(t)
         if isinstance(t, StructT):
             members = {f: self.bind_local(f"{name}_{f}", ft, loc) for f, ft in t.fields}
             return StructB(t, members)
         raise not_supported(f"a local variable of type {t}", loc)
+
+    def tuple_struct(self, t: TupleT) -> StructT:
+        """The struct a tuple local is stored as: element i is field ``f<i>``."""
+        key = str(t)
+        if key not in self.tuple_structs:
+            self.tuple_structs[key] = StructT(key, [(f"f{i}", e)
+                                                    for i, e in enumerate(t.elements)])
+        return self.tuple_structs[key]
 
     def _add_type(self, t: HeaderT) -> None:
         existing = self._types.get(t.name)

@@ -277,7 +277,9 @@ class CodeGen:
             e = v.get("value") or {}
             if e.get("op") == "dereference_header_stack":
                 stack = self._stack_of(e.get("left"), where)
-                index = self.expr(e.get("right"), where)
+                # a negative index (a signed field in p4c's JSON) is past the stack as
+                # for BMv2, not Python's count from the end
+                index = f"{self.bind(_stack_index, 'ix')}({self.expr(e.get('right'), where)})"
                 return [self.layout.header(h, where) for h in stack.headers], index
         raise fail(where, f"expected a header, got {v!r}")
 
@@ -331,3 +333,11 @@ class CodeGen:
     def assign(self, dst: Any, src: Any, where: str) -> str:
         lv = self.lvalue(dst, where)
         return self.store_code(lv, self.expr(src, where), self.width_of(src))
+
+
+def _stack_index(i: int) -> int:
+    """A run-time stack index: a negative one fails as one past the end does (the
+    packet is dropped and counted; simple_switch aborts on either)."""
+    if i < 0:
+        raise IndexError(f"header stack index {i}")
+    return i

@@ -71,8 +71,11 @@ def _op_lines(gen: CodeGen, op: ParserOp, where: str, errors: dict[str, int]) ->
         raise fail(where, f"extract into a {target} is not supported by p4lite")
     if kind == "extract_VL":
         target = need(params[0] if params else None, "type", where, str)
-        if target != "regular" or len(params) != 2:
+        if target not in ("regular", "stack") or len(params) != 2:
             raise fail(where, f"extract_VL into a {target} is not supported by p4lite")
+        if target == "stack":
+            return _extract_stack(gen, params[0].get("value"), where, errors,
+                                  gen.expr(params[1], where))
         h = gen.layout.header(params[0].get("value"), where)
         if h.varbit is None:
             raise fail(where, f"extract_VL of '{h.name}', which has no varbit field")
@@ -106,13 +109,22 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _extract_stack(gen: CodeGen, name: Any, where: str, errors: dict[str, int]) -> list[str]:
+def _extract_stack(gen: CodeGen, name: Any, where: str, errors: dict[str, int],
+                   length: str | None = None) -> list[str]:
+    """``stack.next``; with ``length`` (extract_VL) its varbit field that many bits. As
+    BMv2, a full stack is StackOutOfBounds before the length is looked at."""
     stack = gen.layout.stack(name, where)
     lines = [f"_k = F[{stack.next_slot}]"]
     for i, hname in enumerate(stack.headers):
+        h = gen.layout.headers[hname]
+        if (length is None) != (h.varbit is None):
+            raise fail(where, f"extract{'' if length is None else '_VL'} into stack "
+                              f"'{stack.name}', whose header {'has' if length is None else 'has no'} "
+                              "varbit field")
         lines.append(f"{'if' if i == 0 else 'elif'} _k == {i}:")
-        lines += ["    " + line for line in extract_lines(gen, gen.layout.headers[hname],
-                                                           errors["PacketTooShort"])]
+        body = (extract_lines(gen, h, errors["PacketTooShort"]) if length is None
+                else extract_vl_lines(gen, h, length, errors))
+        lines += ["    " + line for line in body]
     lines += ["else:", f"    return pos, {errors['StackOutOfBounds']}",
               f"F[{stack.next_slot}] = _k + 1"]
     return lines
@@ -251,11 +263,13 @@ def _concat(parts: list[tuple[str, int]]) -> str:
 
 def _calc_chunks(gen: CodeGen, inputs: Sequence[Any], where: str) -> tuple[list, bool]:
     """Calculation inputs as [(validity slot or None, [(value source, width)])], merged
-    where consecutive inputs share a header; and whether the payload follows them."""
-    chunks: list[tuple[int | None, list[tuple[str, int]]]] = []
+    where consecutive inputs share a header; and whether the payload follows them. A
+    varbit field's width is the source of its current length (a str), as BMv2 deparses
+    the field at its current length into the calculation's input."""
+    chunks: list[tuple[int | None, list[tuple[str, int | str]]]] = []
     payload = False
 
-    def push(guard: int | None, parts: list[tuple[str, int]]) -> None:
+    def push(guard: int | None, parts: list[tuple[str, int | str]]) -> None:
         if chunks and chunks[-1][0] == guard:
             chunks[-1][1].extend(parts)
         else:
@@ -268,9 +282,15 @@ def _calc_chunks(gen: CodeGen, inputs: Sequence[Any], where: str) -> tuple[list,
             raise fail(w, "inputs after 'payload' are not supported")
         if kind == "field":
             slot = gen.layout.field_slot(item.get("value"), w)
-            if slot in gen.layout.varbit_slots:
-                raise fail(w, "a varbit field in a calculation is not supported by p4lite")
             owner = gen.layout.headers.get(gen.layout.owner[slot])
+            if slot in gen.layout.varbit_slots:
+                vb = owner.varbit if owner is not None else None
+                if vb is None or owner is None or owner.slots[vb.index] != slot:
+                    raise fail(w, "a varbit field in a calculation is not supported by "
+                                  "p4lite here")
+                push(None if owner.metadata else owner.valid_slot,
+                     [(f"F[{slot}]", f"F[{vb.len_slot}]")])
+                continue
             width = gen.layout.width[slot]
             value = f"(F[{slot}] & {(1 << width) - 1})" if gen.layout.signed[slot] else f"F[{slot}]"
             # BMv2 skips the fields of invalid headers
@@ -290,6 +310,29 @@ def _calc_chunks(gen: CodeGen, inputs: Sequence[Any], where: str) -> tuple[list,
         else:
             raise fail(w, f"calculation input of type '{kind}' is not supported by p4lite")
     return chunks, payload
+
+
+def _append_lines(parts: list[tuple[str, int | str]]) -> list[str]:
+    """Lines that append parts to ``_x`` (``_b`` bits so far); a varbit part's width is
+    known only when the packet is there."""
+    lines: list[str] = []
+    fixed: list[tuple[str, int]] = []
+
+    def flush() -> None:
+        if fixed:
+            width = sum(w for _, w in fixed)
+            lines.extend([f"_x = (_x << {width}) | {_concat(fixed)}", f"_b += {width}"])
+            fixed.clear()
+
+    for code, width in parts:
+        if isinstance(width, int):
+            fixed.append((code, width))
+            continue
+        flush()
+        lines += [f"_w = {width}", f"_x = (_x << _w) | ({code} & ((1 << _w) - 1))",
+                  "_b += _w"]
+    flush()
+    return lines
 
 
 def _csum16_sum(parts: list[tuple[str, int]]) -> str:
@@ -337,9 +380,10 @@ def calculation_source(gen: CodeGen, fname: str, calc: Calculation) -> str:
     chunks, payload = _calc_chunks(gen, calc.input, where)
     lines = [f"def {fname}(F, P):"]
     guards = {guard for guard, _ in chunks if guard is not None}
-    if algo in ("csum16", "cksum16") and not payload and len(guards) <= 1:
+    varbit = any(isinstance(w, str) for _, parts in chunks for _, w in parts)
+    if algo in ("csum16", "cksum16") and not payload and len(guards) <= 1 and not varbit:
         return "\n".join(lines + _csum16_lines(chunks, guards)) + "\n"
-    if all(guard is None for guard, _ in chunks):  # every width is known at load time
+    if not varbit and all(guard is None for guard, _ in chunks):  # widths known now
         total = sum(w for _, parts in chunks for _, w in parts)
         pad = -total % 8
         packed = _concat([p for _, parts in chunks for p in parts] + [("0", pad)])
@@ -347,8 +391,7 @@ def calculation_source(gen: CodeGen, fname: str, calc: Calculation) -> str:
     else:
         lines += ["    _x = 0", "    _b = 0"]
         for guard, parts in chunks:
-            width = sum(w for _, w in parts)
-            body = [f"_x = (_x << {width}) | {_concat(parts)}", f"_b += {width}"]
+            body = _append_lines(parts)
             if guard is None:
                 lines += ["    " + b for b in body]
             else:

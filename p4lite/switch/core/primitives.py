@@ -79,6 +79,22 @@ def _p_assign_header(gen: CodeGen, p: list, where: str) -> list[str]:
     return lines
 
 
+def _p_assign_vl(gen: CodeGen, p: list, where: str) -> list[str]:
+    """One varbit field to another: its value and its current length (p4c copies a
+    varbit into a temporary this way before a hash over it)."""
+    _n(p, 2, "assign_VL", where)
+    slots = []
+    for param in p[:2]:
+        slot = gen.layout.field_slot(need(param, "value", where), where)
+        owner = gen.layout.headers.get(gen.layout.owner[slot])
+        vb = owner.varbit if owner is not None else None
+        if owner is None or vb is None or owner.slots[vb.index] != slot:
+            raise fail(where, "assign_VL needs two varbit fields")
+        slots.append((slot, vb.len_slot))
+    (dst, dst_len), (src, src_len) = slots
+    return [f"F[{dst}] = F[{src}]", f"F[{dst_len}] = F[{src_len}]"]
+
+
 def _p_add_header(gen: CodeGen, p: list, where: str) -> list[str]:
     h = gen.layout.header(need(_n(p, 1, "add_header", where)[0], "value", where), where)
     lines = [f"if not F[{h.valid_slot}]:"]
@@ -295,6 +311,7 @@ def _p_truncate(gen: CodeGen, p: list, where: str) -> list[str]:
 PRIMITIVES: dict[str, PrimFn] = {
     "assign": _p_assign, "modify_field": _p_modify_field,
     "assign_header": _p_assign_header, "copy_header": _p_assign_header,
+    "assign_VL": _p_assign_vl,
     "assign_header_stack": _p_assign_header_stack,
     "add_header": _p_add_header, "add_header_fast": _p_add_header_fast,
     "remove_header": _p_remove_header, "push": _p_push, "pop": _p_pop,

@@ -320,8 +320,37 @@ class Gen(ExtrasGen):
             word = r.choice(("hit", "miss"))
             return Stmt(f"if ({t.name}.apply().{word}) {{\n{indent(self._stmt(1), 4)}\n}}",
                         [t.name])
+        if roll < 0.7:
+            return Stmt(self._apply_in_expr(t.name), [t.name])
         self.cov["table apply"] += 1
         return Stmt(f"{t.name}.apply();", [t.name])
+
+    def _apply_in_expr(self, table: str) -> str:
+        """``t.apply().hit``/``.miss`` inside an expression: after ``||``/``&&`` (applied
+        only when the left side does not decide), in a ``?:`` branch (only when taken),
+        or right of an operand its action may write (read before the apply)."""
+        r = self.rng
+        v = self._target()
+        w = v.width
+        hit = f"{table}.apply().{r.choice(('hit', 'miss'))}"
+        # the condition in front of the apply reads a field: a constant one would leave
+        # the table in dead code, which p4c (and p4lite) drop with the table itself
+        f = self._readable()
+        live = f"({f.path} {r.choice(('==', '!='))} {self._literal(f.width)})"
+        form = r.randrange(3)
+        if form == 0:
+            self.cov["apply().hit after || or &&"] += 1
+            test = f"({live} {r.choice(('||', '&&'))} {hit})"
+            value = f"{test} ? {self._expr(w, 1, False)} : {self._expr(w, 1, False)}"
+        elif form == 1:
+            self.cov["apply().hit in a ?: branch"] += 1
+            inner = f"({hit} ? {self._expr(w, 1, False)} : {self._expr(w, 1, False)})"
+            value = f"{live} ? {inner} : {self._expr(w, 1, False)}"
+        else:
+            self.cov["apply().hit right of an operand"] += 1
+            value = (f"{self._leaf(w)} {r.choice(('+', '^', '|'))} "
+                     f"({hit} ? {self._expr(w, 1, False)} : {self._expr(w, 1, False)})")
+        return f"{v.path} = {value};"
 
     def _table(self, i: int) -> Table:
         r = self.rng
