@@ -19,16 +19,19 @@ the two measure different things.
 
 Writes bench/results/sim_validation.json and sim_validation.png.
 
-``--case elastic`` and ``--case p3`` (bench/_validation_cases.py) compare instead the
-elastic link straggler of ``bench/elastic.py`` (elastic vs static, with and without the
-straggler) and the P3 balance point of ``bench/priority.py`` (P3 vs FIFO): the case's
-scenario file run point by point with the emulator benchmark's iterations, against the
-emulator's JSON (``--emulator``) or by default the committed copy of its figures in
+``--case elastic``, ``--case p3`` and ``--case fabric`` (bench/_validation_cases.py)
+compare instead the elastic link straggler of ``bench/elastic.py`` (elastic vs static,
+with and without the straggler), the P3 balance point of ``bench/priority.py`` (P3 vs
+FIFO) and the leaf-spine fabric of ``bench/hierarchy.py`` (2x4 and 4x2: the two-level
+switch tree, the tree rooted at a PBox, the single PBox and the ring; a ratio the
+simulator did not run is listed as not simulated): the case's scenario files run point by
+point and path by path with the emulator benchmark's iterations, against the emulator's
+JSON (``--emulator``) or by default the committed copy of its figures in
 bench/reference/. They write sim_validation_<case>.json and .png.
 
     .venv/bin/python -m bench.sim_validation [--emulator bench/results/allreduce.json]
         [--tier P] [--workers 4,8]
-    .venv/bin/python -m bench.sim_validation --case elastic|p3 [--emulator FILE]
+    .venv/bin/python -m bench.sim_validation --case elastic|p3|fabric [--emulator FILE]
         [--iterations N]
 """
 
@@ -79,12 +82,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="which emulator benchmark to compare with (default allreduce)")
     parser.add_argument("--emulator", type=Path, default=None,
                         help="the emulator's JSON (default: bench/results/allreduce.json; "
-                        "elastic, p3: the committed copy in bench/reference/)")
+                        "elastic, p3, fabric: the committed copy in bench/reference/)")
     parser.add_argument("--tier", choices=("P", "M"), default="P")
     parser.add_argument("--workers", type=comma_list(int), default=None,
                         help="allreduce: only these worker counts")
     parser.add_argument("--iterations", type=int, default=None,
-                        help="elastic, p3: simulated iterations (default: the emulator "
+                        help="elastic, p3, fabric: simulated iterations (default: the emulator "
                         "benchmark's, warm-up included)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -156,6 +159,9 @@ def run_case(case: cases.Case, args: argparse.Namespace) -> int:
                          "iteration_times": result.iteration_times, "exact": result.exact,
                          "resends": result.resends, "drops": result.drops,
                          "moves": result.counters.get("moves"), "wall_s": result.wall_s,
+                         "bytes_by_link_class": getattr(result, "bytes_by_link_class", {}),
+                         "aggregated": {k: v for k, v in result.counters.items()
+                                        if k.startswith("aggregated_")},
                          "events": result.events, "failures": result.failures})
         emu = ", ".join(f"{r['times'][key]:.2f}" for r in emulator if key in r["times"])
         print(f"{key:>13}: sim {sim[key]:.3f} s ({len(result.iteration_times)} iterations, "
@@ -166,11 +172,17 @@ def run_case(case: cases.Case, args: argparse.Namespace) -> int:
         flag = "" if r["within_goal"] else "  OUTSIDE +-10%"
         print(f"{r['ratio']} [{r['run']}]: emulator {r['emulator']:.3f}, sim {r['sim']:.3f} "
               f"({r['disagreement']:+.1%}){flag}")
+    missing = cases.not_simulated(case, emulator, sim)
+    for r in missing:
+        print(f"{r['ratio']} [{r['run']}]: emulator {r['emulator']:.3f}, not simulated "
+              f"(no {', '.join(r['not_in_simulator'])} in the simulator)")
     doc = {"benchmark": f"sim_validation_{case.name}", "case": case.name, "tier": args.tier,
-           "scenario": str(case.scenario_file.relative_to(REPO)), "emulator_file": str(source),
+           "scenario": str(case.scenario_file.relative_to(REPO)),
+           "more_scenarios": [str(f.relative_to(REPO)) for f in case.more_scenarios],
+           "emulator_file": str(source),
            "goal_ratio_tolerance": GOAL, "machine": {"python": platform.python_version()},
            "seconds_total": time.perf_counter() - t0, "emulator_runs": emulator,
-           "sim": sim_rows, "ratios": ratios}
+           "sim": sim_rows, "ratios": ratios, "not_simulated": missing}
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"sim_validation_{case.name}.json"
     out.write_text(json.dumps(doc, indent=1))

@@ -70,9 +70,12 @@ def controller_pbox(rack_index: int, box: int, fabric: bool, workers_per_rack: i
 
 
 def controller_topology(racks: int, workers_per_rack: int, spines: int, pboxes: int,
-                        job_slots: int, rebalance: bool = True) -> Topology:
+                        job_slots: int, rebalance: bool = True,
+                        spine_slots: int = 0) -> Topology:
     """The controller's description of the scenario's rack or fabric; SimError where
-    its standard descriptions do not reach."""
+    its standard descriptions do not reach. ``spine_slots`` (a fabric; 0: as the leaves):
+    each spine's slots for jobs, as bench/hierarchy.py narrows them for its pbox-root
+    path (slots and job_slots alike)."""
     try:
         if racks == 1:
             raw = topology.rack_dict(workers_per_rack, f"{CONTROLLER_GRPC}0", pboxes=pboxes,
@@ -84,6 +87,10 @@ def controller_topology(racks: int, workers_per_rack: int, spines: int, pboxes: 
             raw = topology.fabric_dict(racks, workers_per_rack, spines,
                                        [f"{CONTROLLER_GRPC}{i}" for i in range(racks + spines)],
                                        job_slots=job_slots)
+            if spine_slots:
+                for k in range(1, spines + 1):
+                    raw["switches"][topology.fabric_spine(k)[0]].update(
+                        slots=spine_slots, job_slots=min(job_slots, spine_slots))
         raw["controller"] = {"rebalance": rebalance}
         return topology.from_dict(raw)
     except topology.ConfigError as exc:

@@ -109,7 +109,8 @@ def _fabric(engine: Engine, scenario: Any, seed: int, p4: bool) -> Fabric:
         job = scenario.job
         slots = job.class_window * job.classes if job.schedule == "p3" else job.window
         ctopo = controlled.controller_topology(racks, topo.workers, topo.spines, topo.pboxes,
-                                               slots, rebalance=job.rebalance)
+                                               slots, rebalance=job.rebalance,
+                                               spine_slots=scenario.switch.spine_slots)
         book, names = controlled.make_book(ctopo, racks, topo.workers, topo.pboxes, topo.spines)
         program = controlled.aggregate_program()
         latency = scenario.switch.pipeline_latency
@@ -151,6 +152,9 @@ def run_scenario(scenario: Any, *, tier: str | None = None, seed: int | None = N
         raise SimError(f"unknown tier {tier!r} (one of {', '.join(TIERS)})")
     if path not in PATHS:
         raise SimError(f"unknown path {path!r} (one of {', '.join(PATHS)})")
+    if scenario.switch.spine_slots and tier != "P" and path in ("switch", "pbox"):
+        raise SimError(f"switch.spine_slots needs tier P (the controller's placement), "
+                       f"not tier {tier}")
     job, hosts = scenario.job, scenario.hosts
     wall0 = time.perf_counter()
     engine = Engine()

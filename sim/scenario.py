@@ -96,6 +96,10 @@ class PBoxSpec:
 class SwitchSpec:
     pipeline_latency: float  # s
     slots: int  # aggregation slots per switch for the job (the controller's job_slots)
+    # tier P, leaf-spine: the slots each spine holds for jobs (0: as many as the leaves);
+    # fewer than the job's window leave no spine room, so the controller roots the switch
+    # path's tree at a rack's PBox (bench/hierarchy.py's pbox-root path)
+    spine_slots: int = 0
 
 
 @dataclass(frozen=True)
@@ -310,6 +314,7 @@ SCHEMA: dict[str, dict[str, _Field]] = {
     "switch": {
         "pipeline_latency": _Field(_quantity(units.duration, positive=False), "1us"),
         "slots": _Field(_int(1, 65536), 4096),
+        "spine_slots": _Field(_int(0, 65536), 0),
     },
     "job": {
         "model": _Field(_model),
@@ -565,6 +570,12 @@ def _cross_check(v: dict[str, dict[str, Any]], given: dict[str, set[str]],
                        f"{topo['pboxes']}")
     elif v["straggler"]["factor"] != 1.0:
         refuse("straggler.factor", "a factor needs a straggler.node")
+    if ina and v["switch"]["spine_slots"]:
+        if topo["kind"] != "leafspine":
+            refuse("switch.spine_slots", "a rack has no spine (kind = \"leafspine\" has)")
+        if v["run"]["tier"] != "P":
+            refuse("switch.spine_slots", "only tier P runs the controller's placement, "
+                   "which roots a job at a PBox when no spine has room (run.tier = \"P\")")
     if ina and v["run"]["tier"] == "P":
         _tier_p_checks(v, refuse)
     slots = job["class_window"] * job["classes"] if job["schedule"] == "p3" else job["window"]

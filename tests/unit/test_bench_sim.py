@@ -155,3 +155,78 @@ def test_a_case_without_emulator_figures_is_refused(tmp_path: Path, capsys) -> N
     assert sim_validation.main(["--case", "elastic", "--emulator",
                                 str(tmp_path / "none.json")]) == 2
     assert "no emulator figures" in capsys.readouterr().err
+
+
+def test_fabric_runs_come_from_the_benchmarks_json_and_from_the_reference_copy() -> None:
+    """bench/hierarchy.py's rows keyed layout/path in the simulator's names (Gloo's ring
+    is the ring), its CPU flag read from the row's cpu load."""
+    doc = {"layouts": [{"layout": "2x4", "rows": [
+        {"path": "switch", "median_s": 2.0, "cpu": {"cpu_bound": True}},
+        {"path": "gloo", "median_s": 3.5, "cpu": {"cpu_bound": False}},
+        {"path": "pbox-root", "median_s": 8.8, "cpu": None}]},
+        {"layout": "4x2", "rows": [{"path": "pbox", "median_s": 14.0, "cpu": {}}]}]}
+    (run,) = cases.fabric_runs(doc)
+    assert run["times"] == {"2x4/switch": 2.0, "2x4/ring": 3.5, "2x4/pbox-root": 8.8,
+                            "4x2/pbox": 14.0}
+    assert run["cpu_bound"] == {"2x4/switch": True, "2x4/ring": False,
+                                "2x4/pbox-root": False, "4x2/pbox": False}
+    copy = cases.fabric_runs({"runs": [{"label": "t", "layout": "4x2", "rows": [
+        {"path": "gloo", "median_s": 3.6, "cpu_bound": False},
+        {"path": "switch", "median_s": 2.4, "cpu_bound": True}]}]})
+    assert copy == [{"label": "t", "source": "", "times": {"4x2/ring": 3.6, "4x2/switch": 2.4},
+                     "cpu_bound": {"4x2/ring": False, "4x2/switch": True}}]
+
+
+def test_the_fabric_case_runs_each_path_of_each_layout_once() -> None:
+    """Each path of each layout is its own simulation; the switch path with the spine
+    narrowed is the root-PBox key, and the sweep's second point adds no other run."""
+    points = cases.points(cases.CASES["fabric"])
+    assert sorted(points) == sorted(f"{lay}/{path}" for lay in ("2x4", "4x2")
+                                    for path in ("switch", "pbox", "ring", "pbox-root"))
+    for key, point in points.items():
+        assert point.job.iterations == 4 and len(point.job.paths) == 1
+        path = key.split("/")[1]
+        assert point.job.paths[0] == ("switch" if path == "pbox-root" else path)
+        assert point.switch.spine_slots == (1 if path == "pbox-root" else 0)
+
+
+def test_a_ratio_the_simulator_did_not_run_is_named_not_approximated() -> None:
+    case = cases.CASES["fabric"]
+    emulator = [{"label": "e", "times": {"2x4/switch": 2.0, "2x4/ring": 4.0,
+                                         "2x4/pbox-root": 8.0}, "cpu_bound": {}}]
+    sim = {"2x4/switch": 1.0, "2x4/ring": 2.0}
+    (ratio,) = cases.compare(case, emulator, sim, 0.1)
+    assert ratio["of"] == "2x4/switch / 2x4/ring" and ratio["disagreement"] == 0.0
+    (missing,) = cases.not_simulated(case, emulator, sim)
+    assert missing["of"] == "2x4/pbox-root / 2x4/switch" and missing["emulator"] == 4.0
+    assert missing["not_in_simulator"] == ["2x4/pbox-root"]
+
+
+def test_the_fabric_case_compares_the_median_of_every_iteration(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """--case fabric with the simulator replaced: bench/hierarchy.py's figure is the
+    median of all its iterations (the mean of the middle two of four), not the steady
+    half's or the mean after a warm-up."""
+    times = {"switch": [9.0, 1.0, 3.0, 2.0], "pbox": [16.0, 14.0, 12.0, 13.0],
+             "ring": [4.0, 4.0, 4.0, 4.0]}
+
+    def fake(point, tier):
+        spine_root = point.switch.spine_slots == 1 and point.job.paths[0] == "switch"
+        return FakeResult([8.0] * 4 if spine_root else times[point.job.paths[0]])
+
+    monkeypatch.setattr(sim_validation, "run_scenario", fake)
+    emulator = tmp_path / "hierarchy.json"
+    emulator.write_text(json.dumps({"layouts": [{"layout": "2x4", "rows": [
+        {"path": "switch", "median_s": 1.25, "cpu": {"cpu_bound": True}},
+        {"path": "gloo", "median_s": 2.0, "cpu": {}}]}]}))
+    assert sim_validation.main(["--case", "fabric", "--emulator", str(emulator),
+                                "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "sim_validation_fabric.json").read_text())
+    sim = {r["key"]: r["sim_s"] for r in doc["sim"]}
+    assert sim["2x4/switch"] == 2.5 and sim["2x4/pbox"] == 13.5 and sim["4x2/pbox-root"] == 8.0
+    (ratio,) = doc["ratios"]  # the only ratio this emulator JSON has
+    assert ratio["of"] == "2x4/switch / 2x4/ring" and ratio["emulator"] == 0.625
+    assert ratio["sim"] == 0.625 and ratio["within_goal"] and ratio["emulator_cpu_bound"]
+    assert doc["not_simulated"] == []
+    assert doc["more_scenarios"] == ["sim/scenarios/fabric-4x2.toml"]
+    assert (tmp_path / "sim_validation_fabric.png").stat().st_size > 0

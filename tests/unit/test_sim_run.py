@@ -208,6 +208,28 @@ def test_tier_p_runs_a_job_of_more_than_32_ranks_as_the_controllers_tree() -> No
     assert sum(v for k, v in r.counters.items() if k.startswith("aggregated_t")) > 0
 
 
+def test_a_spine_without_room_roots_the_tree_at_a_racks_pbox() -> None:
+    """switch.spine_slots below the window: the controller's placement finds no spine
+    room and roots the switch path's job at rack 1's PBox (bench/hierarchy.py's pbox-root
+    path): rack 1's workers are that PBox's members, rack 2's leaf sums its rack and sends
+    the PBox its partials, no spine aggregates, and the sums are exact under loss."""
+    fabric = {"kind": "leafspine", "workers": 2, "racks": 2, "spines": 1}
+    rooted = run("switch", topology=fabric, links={"loss": 0.01}, switch={"spine_slots": 1})
+    check_accounting(rooted)
+    assert rooted.exact is True and rooted.resends > 0
+    aggregated = {k: v for k, v in rooted.counters.items() if k.startswith("aggregated_")}
+    assert set(aggregated) == {"aggregated_p1.1", "aggregated_s2"}
+    tree = run("switch", topology=fabric, switch={"spine_slots": 32})  # room: the spine root
+    assert tree.counters.get("aggregated_t1", 0) > 0 and "aggregated_p1.1" not in tree.counters
+
+
+def test_spine_slots_need_tier_ps_placement() -> None:
+    point = make(topology={"kind": "leafspine", "workers": 2, "racks": 2, "spines": 1},
+                 switch={"spine_slots": 1})
+    with pytest.raises(SimError, match=r"spine_slots needs tier P"):
+        run_scenario(point, tier="M")
+
+
 def test_more_slots_than_the_switch_has_is_refused() -> None:
     with pytest.raises(ScenarioError, match=r"job.window.*switch has 128"):
         make(job={"window": 256})

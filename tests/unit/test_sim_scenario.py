@@ -51,7 +51,7 @@ WRONG_TYPE: dict[str, Any] = {
     "job.rebalance": "yes", "straggler.node": 2, "straggler.factor": "4x",
     "hosts.datagram_cost": 0, "hosts.gpu_speed": "fast",
     "pbox.cores": 8.0, "pbox.packets_per_core": "1e6",
-    "switch.pipeline_latency": 1, "switch.slots": "128",
+    "switch.pipeline_latency": 1, "switch.slots": "128", "switch.spine_slots": 1.0,
     "job.model": 50, "job.scale": "0.5", "job.elements": 1.5, "job.iterations": "2",
     "job.lanes": "64", "job.schedule": 1, "job.paths": "switch", "job.window": "32",
     "job.classes": 8.0, "job.class_window": [16], "job.slice_params": "40k",
@@ -86,6 +86,7 @@ OUT_OF_RANGE: dict[str, list[Any]] = {
     "pbox.packets_per_core": [0, -5],
     "switch.pipeline_latency": ["-1ns", "1Gbit"],
     "switch.slots": [0, 65537],
+    "switch.spine_slots": [-1, 65537],
     "job.model": ["resnet51", ""],
     "job.scale": [0, 1.5, -0.1],
     "job.elements": [-1, 2**31],
@@ -156,6 +157,7 @@ def test_an_out_of_range_value_is_refused(key: str, value: Any):
     ("job.lanes", 256, 256), ("job.iterations", 1000, 1000), ("run.tier", "F", "F"),
     ("run.memory", "512MiB", 512 * 2**20), ("job.schedule", "p3", "p3"),
     ("job.rto_max", "20ms", 0.02), ("job.rto_max", "200ms", 0.2),
+    ("switch.spine_slots", 65536, 65536),
 ])
 def test_values_at_the_edges_are_accepted(key: str, value: Any, expected: Any):
     section, name = key.split(".")
@@ -177,6 +179,7 @@ def test_defaults():
         1.0, 0, 2, 64, "fifo")
     assert (s.run.tier, s.run.seed, s.run.memory) == ("M", 0, 8 * 2**30)
     assert s.job.rto_max == 1.0  # the sessions' own default (SessionConfig.rto_max)
+    assert s.switch.spine_slots == 0  # the spines as the leaves
 
 
 # -- the file as a whole ------------------------------------------------------------------
@@ -551,3 +554,51 @@ def test_the_elastic_scenario_is_the_emulators_benchmark():
         assert s.job.elements == sum(workload.layer_sizes("resnet50", 0.005))
         assert s.links.bandwidth == 2.5e6 and s.links.pbox_bandwidth == 5e6
         assert s.topology.total_workers == 4 and s.topology.pboxes == 3
+
+
+def test_narrowed_spines_are_for_tier_ps_fabric() -> None:
+    """switch.spine_slots narrows the spines for the controller's placement, which only
+    tier P runs, and a rack has no spine."""
+    raw = with_value("switch", "spine_slots", 1)
+    raw["switch"]["slots"] = 1024
+    raw["run"] = {"tier": "P"}
+    assert scenario.parse(raw, SOURCE)[0].switch.spine_slots == 1
+    for tier in ("M", "F"):
+        raw["run"] = {"tier": tier}
+        error = refused(raw)
+        assert error.field == "switch.spine_slots" and "tier P" in error.reason
+    raw["run"] = {"tier": "P"}
+    raw["topology"] = {"kind": "rack", "workers": 4}
+    error = refused(raw)
+    assert error.field == "switch.spine_slots" and "no spine" in error.reason
+
+
+@pytest.mark.parametrize("layout", ["2x4", "4x2"])
+def test_the_fabric_scenarios_are_the_emulators_benchmark(layout: str) -> None:
+    """bench/hierarchy.py's setup, read from its own defaults: each layout's racks and
+    workers, every link at its --bw, ResNet-50 x its --scale fused into one tensor (make
+    run --mode allreduce without --per-layer), its --lanes and --iterations, the
+    controller's default job slots (the window), the agents' default largest timeout;
+    the switch path rooted at a PBox by a spine without room, as its pbox-root path."""
+    from bench import hierarchy
+    from p4hub.workers import workload
+
+    args = hierarchy.parse_args([])
+    assert layout in args.layouts
+    racks, per_rack = hierarchy.layout(layout)
+    ns = hierarchy.run_args(args, racks, per_rack)
+    points = scenario.load(REPO / "sim" / "scenarios" / f"fabric-{layout}.toml")
+    assert [p.switch.spine_slots for p in points] == [0, 1]
+    for s in points:
+        assert (s.topology.kind, s.topology.racks, s.topology.workers) == (
+            "leafspine", racks, per_rack)
+        assert (s.topology.spines, s.topology.pboxes) == (ns.spines, 1)
+        assert s.links.bandwidth == s.links.pbox_bandwidth == s.links.fabric_bandwidth \
+            == args.bw * 1e6
+        assert s.links.overhead == 42  # the emulator's shapers (bench/sim_validation.py)
+        assert not ns.per_layer and s.job.model == "synthetic"
+        assert s.job.elements == sum(workload.layer_sizes(ns.model, ns.scale))
+        assert (s.job.lanes, s.job.iterations) == (ns.lanes, ns.iterations)
+        assert s.job.window == ns.job_slots == 32  # the controller's job slots: the window
+        assert ns.rto_max == 0 and s.job.rto_max == 1.0  # the agents' default
+        assert s.job.paths == ("switch", "pbox", "ring")
