@@ -12,7 +12,8 @@ all-reduced through the switch, the next forward pass overlapped layer by layer.
   queued packets), switch priority queues.
 
 Both keep the same number of packets in flight (``--credit``: FIFO's window, the
-credit P3's classes share; each class has ``--class-window`` slots of its own). The compute time is scaled so that compute equals the switch path's
+credit P3's classes share; each class has ``--class-window`` slots of its own, by
+default as many as the credit). The compute time is scaled so that compute equals the switch path's
 communication floor (model bytes / bandwidth) at the middle bandwidth of the sweep (the
 *balance point*); the sweep goes below and above it. Each row gives iterations per
 second (from the mean iteration time of the slowest rank over the timed iterations,
@@ -292,7 +293,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lanes", type=int, choices=LANE_COUNTS, default=MAX_LANES)
     parser.add_argument("--classes", type=int, default=32,
                         help="P3's agent classes (runs of layers, hosts/p3.py layer_class)")
-    parser.add_argument("--class-window", type=int, default=16, help="P3: slots per class")
+    # a class may have the whole credit in flight: at the end of a backward pass the most
+    # urgent class is alone, and a window below the credit slowed its tail (BERT-base at
+    # 5 Mbit/s: -5.0% against FIFO with 16, +1.0% with 32; docs/notes/priority.md)
+    parser.add_argument("--class-window", type=int, default=None,
+                        help="P3: slots per class (default: the credit)")
     parser.add_argument("--credit", type=int, default=32,
                         help="packets in flight: FIFO's window, P3's credit over its classes")
     parser.add_argument("--slice-params", type=int, default=4096,
@@ -302,6 +307,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--path-timeout", type=float, default=900.0)
     parser.add_argument("--out", type=Path, default=RESULTS / "priority.json")
     args = parser.parse_args(argv)
+    if args.class_window is None:
+        args.class_window = args.credit
     unknown = set(args.models) - set(PARAM_SCALES)
     if unknown:
         parser.error(f"unknown models {sorted(unknown)}: one of {sorted(PARAM_SCALES)}")
