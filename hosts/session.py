@@ -303,7 +303,9 @@ class Session:
                 out.append(courtesy)
         for c, positions in self._sendable(now):
             out.append(self._send_new(c, positions, now))
-        return split_joins(out)  # an all-gather's joins: header-only rows (hosts/gather.py)
+        # an all-gather's joins go as header-only rows (hosts/gather.py); a session that
+        # never built one has none to move
+        return split_joins(out) if self.stats.joins else out
 
     def routed_packets(self, now: float) -> list[tuple[Hashable, np.ndarray]]:
         """``packets_to_send``, each batch with the aggregator its rows go to (a route's
