@@ -20,8 +20,9 @@ Then every rank all-gathers a shard of the same size (its float32 bytes): over t
 all-reduce (the torch backend's path without gather rounds: an exact int32 sum of N
 shards' words, each rank's own region filled, zeros elsewhere) and in the network
 (hosts/gather.py: the rank's own blocks as GATHERs, a 20-byte GATHER_JOIN per other
-block, a 62-byte frame). The target is the first one's uplink over N; every rank must
-get every shard bit for bit both ways.
+block, a 62-byte frame). The target is the first one's uplink over N; the downlink's
+is (N-1)/N of the first one's (what a ring all-gather brings a rank: the owner's own
+blocks come back as DONEs); every rank must get every shard bit for bit both ways.
 
     .venv/bin/python -m bench.sharded_switch [--worlds 4,8] [--elems 65536] [--lanes 256]
 
@@ -207,6 +208,10 @@ def measure_gathers(rk: SwitchRack, row: dict, shards: list[np.ndarray], lanes: 
     base = max(row["all_gather_allreduce"]["uplink_bytes"])
     row["gather_uplink_ratio"] = max(row["all_gather"]["uplink_bytes"]) / base
     row["target_uplink_bytes"] = base / world
+    # the owner's own blocks come back as DONEs: (N-1)/N of the downlink, a ring's share
+    down = max(row["all_gather_allreduce"]["downlink_bytes"])
+    row["gather_downlink_ratio"] = max(row["all_gather"]["downlink_bytes"]) / down
+    row["target_gather_downlink_ratio"] = (world - 1) / world
 
 
 def report(doc: dict) -> None:
@@ -224,16 +229,20 @@ def report(doc: dict) -> None:
                   f"{row['target_ratio'] if kind == 'reduce_scatter' else 1:>7.3f} "
                   f"{c['max_abs_error'] / c['max_abs_sum']:>12.1e}")
     print(f"\n{'N':>3} {'all-gather':<15} {'uplink B':>10} {'up pkts':>8} {'joins':>6} "
-          f"{'downlink B':>11} {'ratio':>6} {'target':>7}")
+          f"{'ratio':>6} {'target':>7} {'downlink B':>11} {'ratio':>6} {'target':>7}")
     for row in doc["rows"]:
         for kind, name in (("all_gather_allreduce", "over all-reduce"),
                            ("all_gather", "gather rounds")):
             c = row[kind]
-            ratio = max(c["uplink_bytes"]) / max(row["all_gather_allreduce"]["uplink_bytes"])
+            base = row["all_gather_allreduce"]
+            ratio = max(c["uplink_bytes"]) / max(base["uplink_bytes"])
+            down = max(c["downlink_bytes"]) / max(base["downlink_bytes"])
+            rounds = kind == "all_gather"
             print(f"{row['world']:>3} {name:<15} {max(c['uplink_bytes']):>10,} "
                   f"{max(c['uplink_packets']):>8} {max(c.get('joins', [0])):>6} "
-                  f"{max(c['downlink_bytes']):>11,} {ratio:>6.3f} "
-                  f"{1 / row['world'] if kind == 'all_gather' else 1:>7.3f}")
+                  f"{ratio:>6.3f} {1 / row['world'] if rounds else 1:>7.3f} "
+                  f"{max(c['downlink_bytes']):>11,} {down:>6.3f} "
+                  f"{(row['world'] - 1) / row['world'] if rounds else 1:>7.3f}")
 
 
 def plot(doc: dict, path: Path) -> None:

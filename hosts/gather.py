@@ -7,14 +7,17 @@ slot's owner has no block left), so every rank computes the same layout from the
 start and shard sizes. For a position of its own slot a rank sends a GATHER with its
 block's bytes as the lanes (a pad: zeros); for any other position a GATHER_JOIN, the
 header alone, with the same element count. The aggregator stores the owner's lanes and
-answers the completed round with them, to every rank, as a RESULT: what comes back is
-every shard's bytes, bit for bit (the lanes are the bytes read as int32 words, never
-quantized or summed). A lost join or result is resent as any contribution is; a
-duplicate join gets the stored result back.
+answers the completed round with them as a RESULT to every other rank, and to the owner,
+who has them, with a header-only DONE, which its session completes with the lanes it
+sent: what a rank ends with is every shard's bytes, bit for bit (the lanes are the bytes
+read as int32 words, never quantized or summed). A lost join, GATHER, result or DONE is
+resent as any contribution is; a duplicate join gets the stored result back, the
+owner's duplicate GATHER a DONE.
 
 A rank's uplink per all-gather is its own shard's packets plus a 20-byte header for each
 other position (about 1/N of an all-reduce's, plus 20/(20 + 4L) per other block: 2 % at
-256 lanes); its downlink is every shard's packets, as an all-reduce's.
+256 lanes); its downlink is every other shard's packets and a 20-byte header for each of
+its own (about (N-1)/N of an all-reduce's, what a ring all-gather brings each rank).
 
 The session's packet arrays have whole-packet rows; ``split_joins`` moves a batch's join
 rows into an array of header-only rows (itemsize 20), which the send path sends at that

@@ -193,11 +193,13 @@ class Scatters:
         exp[...] = 0
         return int(mine.size - np.count_nonzero(mine))
 
-    def takes_done(self, slots: np.ndarray, in_flight: np.ndarray,
-                   sent_scatter: np.ndarray) -> np.ndarray:
+    def takes_done(self, slots: np.ndarray, in_flight: np.ndarray, sent_scatter: np.ndarray,
+                   sent_gather: np.ndarray) -> np.ndarray:
         """Whether a DONE for each of window ``slots`` may stand for its result: for a
-        SCATTER in flight of a slot another rank owns (one for nothing in flight is a
-        duplicate)."""
+        SCATTER in flight of a slot another rank owns, or a GATHER in flight (only an
+        owner sends one: its round's result is its own lanes); one for nothing in flight
+        is a duplicate."""
         if self.slot_owner is None:
             return np.zeros(slots.shape, dtype=bool)
-        return ~in_flight | (sent_scatter & (self.slot_owner[slots] != self.rank))
+        mine = self.slot_owner[slots] == self.rank
+        return ~in_flight | (sent_scatter & ~mine) | (sent_gather & mine)

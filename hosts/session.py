@@ -67,7 +67,8 @@ position before it whose result it holds but a peer may still need (hosts/resync
 Reduce-scatter (``start(..., scatter=shard sizes)``, wire version 3): hosts/scatter.py; a
 header-only DONE completes a position of a slot another rank owns as a result does.
 All-gather (``start(..., scatter=layout)`` with hosts/gather.py's layout): GATHERs and
-header-only joins, which ``packets_to_send`` returns as arrays of header rows.
+header-only joins, which ``packets_to_send`` returns as arrays of header rows; a DONE
+completes a position of the rank's own slot with the lanes its GATHER carried.
 
 Precision (``precision``: a relative error bound, the job's, off by default): blocks
 that int32 quantization cannot carry within the bound go as float32 bits to a PBox
@@ -363,8 +364,15 @@ class Session:
         ours, slots = self._check.ours(pkts, self._map)
         at = np.where(ours & done, slots, 0)
         pos = self._slot_pos[at]
-        sent = self._slot_pkts["hdr"]["ver_type"][self._row(at, np.maximum(pos, 0))]
-        ours &= done & self.scatters.takes_done(at, pos >= 0, sent == _SCATTER_VT)
+        rows = self._row(at, np.maximum(pos, 0))
+        sent = self._slot_pkts["hdr"]["ver_type"][rows]
+        ours &= done & self.scatters.takes_done(at, pos >= 0, sent == _SCATTER_VT,
+                                                sent == _GATHER_VT)
+        # an owner's DONE of a gather round stands for the RESULT it would have had: its
+        # own lanes back, which it kept to resend
+        own = ours & (sent == _GATHER_VT) & (pos >= 0)
+        if own.any():
+            pkts["values"][own] = self._slot_pkts["values"][rows[own]]
         self.stats.dones += self._take(pkts, ours, slots, now)
 
     def receive_batch(

@@ -123,7 +123,10 @@
  *      leaves the lanes and reads them into the packet (its lanes made valid, its
  *      lengths a whole packet's). Bitmap, counter, position and exponent are a sum's,
  *      so the RESULT of a complete round, or a duplicate's, carries the owner's lanes
- *      to every member. A GATHER from a member that is not the owner, a join from the
+ *      to every member but the owner, which has them: its copy (by egress_rid), or the
+ *      answer to its duplicate GATHER, becomes a DONE as in 6b (gather_answer: the
+ *      answer follows the packet that completed the round or repeats it, a GATHER or
+ *      a join). A GATHER from a member that is not the owner, a join from the
  *      owner, either with count other than 1, and on a job where 6b's SCATTER would be
  *      rejected are rejected (no register touched). The PBox core answers the same.
  *   7. Everything else: `l2_fwd` (exact on destination MAC): forward(port),
@@ -133,7 +136,8 @@
  * Egress: flood copies going back out of their ingress port are dropped; each
  * multicast RESULT copy gets its destination MAC/IP/UDP port from `result_dst`
  * (exact on egress_rid; a miss drops the copy), and a scatter round's copy for any
- * member but the slot's owner becomes a DONE (6b); every packet sent is counted
+ * member but the slot's owner becomes a DONE (6b), a gather round's for the owner
+ * (6c); every packet sent is counted
  * per egress port (port_tx). The IPv4 checksum is recomputed (csum16) and the
  * UDP checksum of every generated RESULT is zero (legal for UDP over IPv4).
  *
@@ -341,6 +345,7 @@ struct metadata_t {
     /* gather rounds (a switch job's all-gather, wire version 3) */
     bit<1>  gather;         /* the packet is a GATHER or a GATHER_JOIN */
     bit<1>  gather_refused; /* ...from the wrong member: a GATHER from a non-owner, a join from the owner */
+    bit<1>  gather_answer;  /* this packet answers a complete gather round: DONE for the owner */
 }
 
 /* ----------------------------------------------------------------- parser */
@@ -1384,6 +1389,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                             make_result();
                             multicast_result();
                             meta.scatter_answer = meta.scatter_round;
+                            meta.gather_answer = meta.gather;
                         }
                     } else {
                         drop();
@@ -1422,6 +1428,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                             make_result();
                             reply_result();
                             meta.scatter_answer = meta.scatter_round;
+                            meta.gather_answer = meta.gather;
                         }
                     } else {
                         drop();
@@ -1429,13 +1436,18 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
                 }
             }
         }
-        if (meta.scatter_answer == 1) {
+        if (meta.scatter_answer == 1 || meta.gather_answer == 1) {
             /* a complete scatter round's result is the slot owner's alone: every other
              * multicast copy becomes a DONE in egress (by its egress_rid), and so does a
              * duplicate's unicast answer unless its sender (a member, by the members
-             * entry) is the owner. On a one-switch job a worker's bit is its rank. */
+             * entry) is the owner. A complete gather round's result is everyone's but
+             * the owner's, who sent the lanes: its copy, or its duplicate's answer, is a
+             * DONE. On a one-switch job a worker's bit is its rank. */
             SLOT_OWNER()
-            if (meta.result_mcast == 0 && (bit<32>)meta.member_bit != meta.slot_owner_bit) {
+            if (meta.result_mcast == 0
+                && ((meta.scatter_answer == 1 && (bit<32>)meta.member_bit != meta.slot_owner_bit)
+                    || (meta.gather_answer == 1
+                        && (bit<32>)meta.member_bit == meta.slot_owner_bit))) {
                 meta.done = 1;
             }
         }
@@ -1476,7 +1488,8 @@ control MyEgress(inout headers_t hdr, inout metadata_t meta,
         default_action = drop_copy();
     }
 
-    /* A scatter round's answer to a member that does not own the slot: the RESULT's
+    /* A scatter round's answer to a member that does not own the slot, a gather
+     * round's to the member that does: the RESULT's
      * header alone as a version-3 DONE (nelem 0; rank, count, exp, flags, job, slot,
      * position and epoch as the RESULT's), its lanes shed and the lengths fixed. */
     action make_done() {
@@ -1496,9 +1509,12 @@ control MyEgress(inout headers_t hdr, inout metadata_t meta,
             drop_copy();
         } else if (meta.result_mcast == 1) {
             result_dst.apply();
-            /* egress_rid = job * 32 + member bit: every copy but the owner's is a DONE */
-            if (meta.scatter_answer == 1
-                && ((bit<32>)standard_metadata.egress_rid & 31) != meta.slot_owner_bit) {
+            /* egress_rid = job * 32 + member bit: a scatter round's copies but the
+             * owner's are DONEs, a gather round's copy for the owner is one */
+            if ((meta.scatter_answer == 1
+                 && ((bit<32>)standard_metadata.egress_rid & 31) != meta.slot_owner_bit)
+                || (meta.gather_answer == 1
+                    && ((bit<32>)standard_metadata.egress_rid & 31) == meta.slot_owner_bit)) {
                 meta.done = 1;
             }
         }

@@ -62,8 +62,9 @@ rejected (``type``) for a job under a parent, one with fewer slots than ranks, a
 scatter rounds for its one-switch jobs, byte for byte (tests/unit/test_aggregate_p4_scatter.py).
 
 Gather rounds (all-gather): the owner's GATHER overwrites the cell's lanes, the others'
-header-only GATHER_JOINs leave them; otherwise a sum's round (RESULT to every member,
-duplicates answered). A GATHER from a non-owner or a join from the owner is refused
+header-only GATHER_JOINs leave them; otherwise a sum's round, but the owner, who sent the
+lanes, gets a DONE where the others get the RESULT (on completion, and as the answer to
+its duplicate GATHER; a duplicate join gets the result). A GATHER from a non-owner or a join from the owner is refused
 (``owner``), count != 1 (``count``), before the address is learnt; else a SCATTER's
 conditions. The switch runs the same rounds (tests/unit/test_aggregate_p4_gather.py).
 
@@ -149,7 +150,7 @@ class JobStats:
     abandoned: int = 0  # open rounds replaced by a newer position (after a resync)
     completions: int = 0  # cell rounds completed
     results_sent: int = 0  # RESULT datagrams sent on completion (n per completion)
-    dones_sent: int = 0  # header-only DONEs of scatter rounds (completions and duplicates)
+    dones_sent: int = 0  # header-only DONEs of scatter and gather rounds (completions and duplicates)
     resent_results: int = 0  # stored results unicast back to a duplicate
     # as a rack's first level under a parent (JobConfig.parent):
     partials_sent: int = 0  # completed cells sent up as one PARTIAL
@@ -594,7 +595,7 @@ def _apply(
         bitmap[cell] = 0
         state.scatter[cell] = False
     elif int(bitmap[cell]) & bit or not before:
-        return _duplicate(state, cell, bit, before, src, echo, prime)
+        return _duplicate(state, cell, bit, before, src, echo, prime, gather != _NOT_GATHER)
     if scatter:
         state.scatter[cell] = True
     state.position[cell] = position
@@ -610,20 +611,21 @@ def _apply(
         _store_gather(state, cell, before == 0, exp, datagram, gather == _OWNER_LANES)
     if after != 0:
         return []
-    return _complete(state, cell, echo, prime)
+    return _complete(state, cell, echo, prime, gather != _NOT_GATHER)
 
 
 def _complete(state: _JobState, cell: int, echo: tuple[int, int, int, int, int, int],
-              prime: bool = False) -> list[tuple[bytes, Address]]:
+              prime: bool = False, gather: bool = False) -> list[tuple[bytes, Address]]:
     """The answer to the contribution that completed ``cell``: a PARTIAL up to the
-    parent, or the result to every member (a scatter round's: the owner's)."""
+    parent, or the result to every member (a scatter round's: the owner's; a gather
+    round's, ``gather`` being the completing packet's kind: all but the owner's)."""
     stats = state.stats
     stats.completions += 1
     if state.config.parent is not None:
         stats.partials_sent += 1
         return _partial(state, cell, echo, prime)
-    if state.scatter[cell]:
-        return _to_owner(state, cell, echo, None)
+    if state.scatter[cell] or gather:
+        return _split_answer(state, cell, echo, None, gather)
     return _send(state, _result_bytes(state, cell, echo),
                  [addr for addr in state.addresses if addr is not None])
 
@@ -634,11 +636,15 @@ def _owner_bit(state: _JobState, slot: int) -> int:
     return (slot - state.config.slot_base) % state.n
 
 
-def _to_owner(state: _JobState, cell: int, echo: tuple[int, int, int, int, int, int],
-              src: Address | None) -> list[tuple[bytes, Address]]:
-    """A complete scatter round's answer: the result to the slot's owner, a DONE to the
-    others; to every member on completion (``src`` None), else to ``src`` alone (a
-    duplicate: the result only if ``src`` is the owner's address)."""
+def _split_answer(state: _JobState, cell: int, echo: tuple[int, int, int, int, int, int],
+                  src: Address | None, gather: bool) -> list[tuple[bytes, Address]]:
+    """A complete scatter or gather round's answer, a RESULT or a header-only DONE to
+    each member: a scatter round's result goes to the slot's owner alone, a gather
+    round's (``gather``: the packet answered is a GATHER or a join) to every member but
+    the owner, who sent its lanes; a round that is both, to nobody (as the switch).
+    To every member on completion (``src`` None), else to ``src`` alone (a duplicate's
+    sender, by its address)."""
+    scatter = bool(state.scatter[cell])
     owner = _owner_bit(state, echo[2])
     flags, job, slot, position, epoch, _ = echo
     done = _HEADER.pack(_DONE_VER_TYPE, flags, job, NO_RANK, state.n, slot, position,
@@ -648,7 +654,8 @@ def _to_owner(state: _JobState, cell: int, echo: tuple[int, int, int, int, int, 
     for addr in state.addresses if src is None else [src]:
         if addr is None:
             continue
-        if addr == owner_addr:
+        is_owner = addr == owner_addr
+        if not (scatter and not is_owner) and not (gather and is_owner):
             out += _send(state, _result_bytes(state, cell, echo), [addr])
         else:
             state.stats.dones_sent += 1
@@ -658,11 +665,11 @@ def _to_owner(state: _JobState, cell: int, echo: tuple[int, int, int, int, int, 
 
 
 def _duplicate(state: _JobState, cell: int, bit: int, before: int, src: Address,
-               echo: tuple[int, int, int, int, int, int], prime: bool,
+               echo: tuple[int, int, int, int, int, int], prime: bool, gather: bool = False,
                ) -> list[tuple[bytes, Address]]:
-    """A duplicate contribution (``bit``: its rank's) to ``cell`` of the current round
-    (``before``: its counter) only reads: a complete cell answers with its stored
-    result."""
+    """A duplicate contribution (``bit``: its rank's; ``gather``: a GATHER or a join) to
+    ``cell`` of the current round (``before``: its counter) only reads: a complete cell
+    answers with its stored result (or a DONE, ``_split_answer``)."""
     stats = state.stats
     stats.duplicates += 1
     if before:
@@ -676,9 +683,9 @@ def _duplicate(state: _JobState, cell: int, bit: int, before: int, src: Address,
         stats.partials_resent += 1
         return _partial(state, cell, echo, prime)
     stats.resent_results += 1
-    if state.scatter[cell]:
+    if state.scatter[cell] or gather:
         results = stats.results_sent
-        out = _to_owner(state, cell, echo, src)
+        out = _split_answer(state, cell, echo, src, gather)
         stats.results_sent = results  # a resend is counted as one, not as a completion's
         return out
     stats.bytes_sent += state.packet_len

@@ -2,7 +2,8 @@
 switch core in process and compared byte for byte with the PBox core
 (hosts/pbox/aggregator.py) fed the same datagrams: the slot owner's GATHER lanes stored
 as they are, every other member's header-only GATHER_JOIN, the RESULT to every member
-whoever completes the round, resends answered from the cell, and a lane-carrying GATHER
+but the owner (a DONE: it sent the lanes) whoever completes the round, resends answered
+from the cell (the owner's with a DONE), and a lane-carrying GATHER
 from a member that is not the owner refused. The rack and helpers are
 tests/unit/test_aggregate_p4.py's."""
 
@@ -65,7 +66,7 @@ def gather_packet(reply, rank: int, slot: int, owner_lanes, **kw) -> bytes:
 
 
 @pytest.mark.parametrize("lanes", [DEFAULT_LANES, 256])
-def test_a_gather_round_sends_the_owners_lanes_to_everyone_bit_identical_to_the_pbox(rk, lanes):
+def test_a_gather_round_sends_the_owners_lanes_to_the_others_bit_identical_to_the_pbox(rk, lanes):
     hosts = [1, 2, 3, 4]
     reply = rk.job("gather", hosts, lanes=lanes)
     assert reply.where == ON_SWITCH
@@ -87,18 +88,25 @@ def test_a_gather_round_sends_the_owners_lanes_to_everyone_bit_identical_to_the_
         lengths(out)
         assert as_results(out) == pbox_says(ref, order[3] + 1, pkts[order[3]])
         assert sorted(port for port, _ in out) == hosts
-        for _, frame in out:
+        owner_port = hosts[owner_of(reply, slot)]
+        for port, frame in out:
             header, values = wire.decode(frame[42:])
+            owner = port == owner_port  # has the lanes: a DONE, the RESULT's header alone
             assert (header.type, header.job, header.slot, header.position, header.nelem) == (
-                PacketType.RESULT, reply.job_id, slot, 40 + k, lanes - k)
+                PacketType.DONE if owner else PacketType.RESULT, reply.job_id, slot, 40 + k,
+                0 if owner else lanes - k)
             assert (header.rank, header.count, header.exp, header.epoch) == (0xFFFF, 4, 0, 3)
-            assert values.astype(np.int32).tobytes() == raw.tobytes()
+            if owner:
+                assert len(frame) - 42 == HEADER_LEN
+            else:
+                assert values.astype(np.int32).tobytes() == raw.tobytes()
         for r, i in enumerate(hosts):  # a rank that lost it asks again: the stored lanes
             again = gather_packet(reply, r, slot, raw, retransmit=True, **kw)
             resent = rk.send(i, again)
             lengths(resent)
             assert [port for port, _ in resent] == [i]
-            assert len(resent[0][1]) - 42 == HEADER_LEN + 4 * lanes
+            owner = i == owner_port
+            assert len(resent[0][1]) - 42 == HEADER_LEN + (0 if owner else 4 * lanes)
             assert as_results(resent) == pbox_says(ref, i, again)
     assert rk.job_stat(reply.job_id, "completions") == 8
     assert rk.job_stat(reply.job_id, "resent") == 32
@@ -136,7 +144,10 @@ def test_a_forged_gather_or_join_is_refused_and_touches_no_register(rk):
     pkt = contrib(reply.job_id, 1, slot, values=mine, ptype=GATHER, position=9)
     out = as_results(rk.send(2, pkt))
     assert out == pbox_says(ref, 2, pkt) and len(out) == 3
-    assert all(np.array_equal(wire.decode(d)[1], mine) for d, _ in out)
+    kinds = sorted(wire.decode(d)[0].type for d, _ in out)
+    assert kinds == [PacketType.RESULT, PacketType.RESULT, PacketType.DONE]
+    assert all(np.array_equal(wire.decode(d)[1], mine) for d, _ in out
+               if wire.decode(d)[0].type == PacketType.RESULT)
 
 
 def test_a_join_with_bytes_after_its_header_is_refused(rk):

@@ -1,5 +1,5 @@
 """In-network all-gather (wire version 3): the PBox core stores a gather round's owner's
-lanes and answers every member; sessions send their own shard's blocks as GATHERs and a
+lanes and answers every other member with them, the owner with a header-only DONE; sessions send their own shard's blocks as GATHERs and a
 header-only join for every other block, and get every shard's bytes back bit for bit,
 through loss, duplication, reordering and a lost aggregator state (fake network,
 explicit clock), and agents do the same over real UDP."""
@@ -36,22 +36,30 @@ def _agg(n: int = 3, count: int = 6) -> Aggregator:
     return agg
 
 
-def test_a_gather_rounds_owner_lanes_go_to_every_member_whoever_completes_it():
+def test_a_gather_rounds_owner_lanes_go_to_every_other_member_whoever_completes_it():
     agg = _agg()  # slot 104's owner is rank 1
     out = agg.receive(_pkt(0, 104, JOIN), ("h", 0), 0.0)
     out += agg.receive(_pkt(1, 104, values=(-5, 2**31 - 1)), ("h", 1), 0.0)
     assert out == []
     out = agg.receive(_pkt(2, 104, JOIN), ("h", 2), 0.0)  # a join completes it
     assert sorted(dst for _, dst in out) == [("h", 0), ("h", 1), ("h", 2)]
-    for data, _ in out:
+    for data, dst in out:
         h, lanes = wire.decode(data)
+        if dst == ("h", 1):  # the owner has the lanes: the RESULT's header alone
+            assert len(data) == wire.HEADER_LEN
+            assert (h.type, h.count, h.nelem, h.exp, h.position) == (PacketType.DONE, 3, 0, 0, 0)
+            continue
         assert (h.type, h.count, h.nelem, h.exp) == (PacketType.RESULT, 3, 2, 0)
         assert lanes[:2].tolist() == [-5, 2**31 - 1] and not lanes[2:].any()
     again = agg.receive(_pkt(0, 104, JOIN, retransmit=True), ("h", 0), 0.1)
     assert [(len(d), dst) for d, dst in again] == [(wire.PACKET_LEN, ("h", 0))]
     assert wire.decode(again[0][0])[1][:2].tolist() == [-5, 2**31 - 1]
+    mine = agg.receive(_pkt(1, 104, values=(-5, 2**31 - 1), retransmit=True), ("h", 1), 0.1)
+    assert [(len(d), dst) for d, dst in mine] == [(wire.HEADER_LEN, ("h", 1))]
+    assert wire.decode(mine[0][0])[0].type == PacketType.DONE
     stats = agg.job_stats(JOB)
-    assert (stats.completions, stats.results_sent, stats.resent_results) == (1, 3, 1)
+    assert (stats.completions, stats.results_sent, stats.resent_results) == (1, 2, 2)
+    assert stats.dones_sent == 2
 
 
 def test_lanes_from_anyone_but_the_owner_are_refused_before_anything_is_learnt():
@@ -69,7 +77,8 @@ def test_lanes_from_anyone_but_the_owner_are_refused_before_anything_is_learnt()
     # a forged GATHER after its own join: refused, the round untouched
     assert agg.receive(_pkt(2, 104, values=(9, 9), retransmit=True), ("h", 2), 0.0) == []
     out += agg.receive(_pkt(0, 104, JOIN), ("h", 0), 0.0)
-    assert {tuple(wire.decode(d)[1][:2].tolist()) for d, _ in out} == {(3, 4)} and len(out) == 3
+    assert len(out) == 3 and [len(d) for d, dst in out if dst == ("h", 1)] == [wire.HEADER_LEN]
+    assert {tuple(wire.decode(d)[1][:2].tolist()) for d, dst in out if dst != ("h", 1)} == {(3, 4)}
     # ... and the owner's lanes from the forger's address are the address check's
     assert agg.receive(_pkt(1, 101, values=(1, 1)), ("h", 2), 0.0) == []  # 101: rank 1's
     assert agg.job_stats(JOB).rejected["address"] == 1
