@@ -1,8 +1,9 @@
 """Training throughput: DDP+Gloo, DDP+p4hub hook and DDP over the p4hub backend, on the
-same Mininet rack and links.
+same Mininet rack and links; or sharded training (FSDP2, ZeRO) over Gloo and p4hub.
 
-For each link bandwidth, one rack (4 workers, the PBox host, the P4 switch running
-p4src/aggregate.p4, p4hub-controller) trains DigitsNet (workers/train) over:
+For each link bandwidth and worker count, one rack (4 workers by default, the PBox host,
+the P4 switch running p4src/aggregate.p4, p4hub-controller) trains DigitsNet
+(workers/train; ``--hidden W`` adds a hidden layer of width W) over:
 
 * ``gloo``: DDP over Gloo's ring (the reference);
 * ``hook``: DDP over Gloo, buckets averaged by ``p4hub_hook`` (job on the switch);
@@ -19,7 +20,15 @@ nothing about the design.
 
     .venv/bin/python -m bench.training [--bw 5,20] [--epochs 3] [--paths gloo,hook,switch,pbox]
 
-Needs root (Mininet). Writes bench/results/training.json and training.png.
+With ``--schedule fsdp|zero`` every path trains sharded (``make run``'s option of the same
+name; ``--scatter network`` puts the switch and PBox paths' reduce-scatters and
+all-gathers in the network). FSDP's step time over p4hub against Gloo at 4 and 8 workers
+(docs/notes/pytorch.md):
+
+    .venv/bin/python -m bench.training --schedule fsdp --scatter network --hidden 256 \
+        --workers 4,8 --bw 5 --paths gloo,switch --out bench/results/training_fsdp.json
+
+Needs root (Mininet). Writes bench/results/training.json and training.png (or ``--out``).
 """
 
 from __future__ import annotations
@@ -71,12 +80,16 @@ class CpuWindow:
         return self.cpu.load([(self.start, self.end)])
 
 
-def bench_bandwidth(bw: float, args: argparse.Namespace) -> list[dict]:
+def bench_bandwidth(bw: float, workers: int, args: argparse.Namespace) -> list[dict]:
     rack_args = rack_run.parse_args(["--bw", str(bw), "--epochs", str(args.epochs),
-                                     "--no-pcap", "--paths", ",".join(args.paths)])
+                                     "--no-pcap", "--paths", ",".join(args.paths),
+                                     "--workers", str(workers), "--schedule", args.schedule,
+                                     "--scatter", args.scatter, "--hidden", str(args.hidden)])
     steps = args.epochs * (TRAIN_SIZE // (rack_args.workers * rack_args.batch))
+    if steps - 1 <= args.warmup:
+        raise RackError(f"{workers} workers: {steps} steps leave none after --warmup {args.warmup}")
     rows = []
-    with Rack(rack_run.rack_config(rack_args, run_name=f"bench-train-{bw:g}")) as rack, \
+    with Rack(rack_run.rack_config(rack_args, run_name=f"bench-train-{bw:g}-{workers}")) as rack, \
             CpuSampler() as cpu:
         rack_run.start_services(rack, rack_args)
         for group, pid in rack.process_roots().items():
@@ -106,6 +119,8 @@ def _row(name: str, bw: float, result: train_run.TrainResult, window: CpuWindow,
     rows = result.epoch_rows()
     return {"path": name, "title": result.path.title, "bw_mbit": bw, "where": result.where(),
             "workers": rack_args.workers, "batch": rack_args.batch,
+            "schedule": rack_args.schedule, "scatter": result.scatter,
+            "hidden": rack_args.hidden,
             "steps_measured": len(measured), "seconds_per_step": per_step,
             "p90_seconds_per_step": _quantile(measured, 0.9),
             "samples_per_s": rack_args.workers * rack_args.batch / per_step,
@@ -124,14 +139,14 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def print_rows(rows: list[dict]) -> None:
-    print(f"\n{'Mbit/s':>6} {'path':<44} {'where':>6} {'s/step':>7} {'p90':>7} "
+    print(f"\n{'Mbit/s':>6} {'N':>3} {'path':<44} {'where':>6} {'s/step':>7} {'p90':>7} "
           f"{'samples/s':>9} {'x Gloo':>7} {'CPU busy':>8}  note")
     for r in rows:
         note = f"{r['cpu']['label']}: emulator-limited" if r["cpu_bound"] else ""
         if not r["ok"]:
             note = f"FAILED: {'; '.join(r['problems'])[:120]}"
         x = f"{r['x_gloo']:.2f}" if r["x_gloo"] else "-"
-        print(f"{r['bw_mbit']:>6g} {r['title']:<44} {r['where']:>6} "
+        print(f"{r['bw_mbit']:>6g} {r['workers']:>3} {r['title']:<44} {r['where']:>6} "
               f"{r['seconds_per_step']:>7.3f} {r['p90_seconds_per_step']:>7.3f} "
               f"{r['samples_per_s']:>9.0f} {x:>7} {r['cpu_busy_fraction']:>8.0%}  {note}")
 
@@ -142,24 +157,29 @@ def plot(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    bws = sorted({r["bw_mbit"] for r in rows})
+    groups = sorted({(r["bw_mbit"], r["workers"]) for r in rows})
     names = list(dict.fromkeys(r["path"] for r in rows))
     fig, ax = plt.subplots(figsize=(8, 4.5))
     width = 0.8 / len(names)
     for i, name in enumerate(names):
         values = [next((r["samples_per_s"] for r in rows
-                        if r["path"] == name and r["bw_mbit"] == bw), 0.0) for bw in bws]
+                        if r["path"] == name and (r["bw_mbit"], r["workers"]) == g), 0.0)
+                  for g in groups]
         bound = [next((r["cpu_bound"] for r in rows
-                       if r["path"] == name and r["bw_mbit"] == bw), False) for bw in bws]
-        xs = [j + i * width for j in range(len(bws))]
+                       if r["path"] == name and (r["bw_mbit"], r["workers"]) == g), False)
+                 for g in groups]
+        xs = [j + i * width for j in range(len(groups))]
         bars = ax.bar(xs, values, width, label=name)
         for bar, is_bound in zip(bars, bound, strict=True):
             if is_bound:
                 bar.set_hatch("//")
-    ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(bws))],
-                  [f"{bw:g} Mbit/s" for bw in bws])
-    ax.set(ylabel="samples/s (4 workers, DigitsNet)",
-           title="DDP training throughput (hatched: CPU-bound, emulator-limited)")
+    ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(groups))],
+                  [f"{bw:g} Mbit/s, {n} workers" for bw, n in groups])
+    first = rows[0]
+    net = f"DigitsNet, hidden {first['hidden']}" if first["hidden"] else "DigitsNet"
+    ax.set(ylabel=f"samples/s ({net})",
+           title=f"{first['schedule'].upper()} training throughput "
+                 "(hatched: CPU-bound, emulator-limited)")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -175,6 +195,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3, help="steps left out of the median")
     parser.add_argument("--paths", type=lambda s: s.split(","),
                         default=["gloo", "hook", "switch", "pbox"])
+    parser.add_argument("--workers", type=lambda s: [int(x) for x in s.split(",")],
+                        default=[4], help="worker counts, one rack each")
+    parser.add_argument("--schedule", choices=("ddp", "fsdp", "zero"), default="ddp")
+    parser.add_argument("--scatter", choices=("allreduce", "network"), default="allreduce")
+    parser.add_argument("--hidden", type=int, default=0, help="DigitsNet's hidden width")
     parser.add_argument("--out", type=Path, default=RESULTS / "training.json")
     return parser.parse_args(argv)
 
@@ -186,8 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     rows: list[dict] = []
     try:
-        for bw in track(args.bw, "training bandwidths"):
-            rows += bench_bandwidth(bw, args)
+        for bw, workers in track([(bw, n) for bw in args.bw for n in args.workers],
+                                 "training bandwidths and worker counts"):
+            rows += bench_bandwidth(bw, workers, args)
     except RackError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -153,7 +153,8 @@ def loop_args(path: TrainPath, args: argparse.Namespace, rank: int, index: int) 
             "--world", str(args.workers), "--master", f"{store_host()}:{STORE_PORT + index}",
             "--epochs", str(args.epochs), "--batch", str(args.batch), "--seed", str(args.seed),
             "--timeout", str(args.agent_timeout),
-            "--schedule", getattr(args, "schedule", "ddp")]
+            "--schedule", getattr(args, "schedule", "ddp"),
+            "--hidden", str(getattr(args, "hidden", 0))]
 
 
 def store_host() -> str:

@@ -302,7 +302,7 @@ def train(args: argparse.Namespace, emit: Emit) -> None:
     warnings.filterwarnings("ignore", message="Grad strides do not match bucket view strides")
     rdzv = rendezvous_from(args)
     split = data.load_split(args.seed)
-    model = build_model(args.seed)
+    model = build_model(args.seed, args.hidden)
     try:
         comm = connect(model, args, rdzv)
         emit({"event": "ready", "rank": rdzv.rank, "comm": args.comm,
@@ -331,6 +331,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--momentum", type=float, default=0.9, help="SGD only")
     parser.add_argument("--seed", type=int, default=1, help="weights, split and shuffling")
+    parser.add_argument("--hidden", type=int, default=0,
+                        help="width of a hidden layer before the classes (0: none)")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds a rendezvous or collective may wait")
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
