@@ -44,7 +44,7 @@ from pathlib import Path
 
 from bench._common import mininet_ready
 from p4hub.experiments import run as rack_run
-from p4hub.experiments import train_run
+from p4hub.experiments import train_plot, train_run
 from p4hub.experiments.cpuload import MACHINE_BOUND, PROCESS_BOUND, CpuLoad, CpuSampler
 from p4hub.experiments.progress import track
 from p4hub.topologies.rack import Rack, RackError
@@ -103,8 +103,18 @@ def bench_bandwidth(bw: float, workers: int, args: argparse.Namespace) -> list[d
             rows.append(_row(name, bw, result, window, rack_args, args))
         train_run.compare(results)
         for row in rows:
-            row["ok"] = results[row["path"]].ok
-            row["problems"] = results[row["path"]].problems
+            result = results[row["path"]]
+            row["ok"] = result.ok
+            row["problems"] = result.problems
+            row["losses"] = result.losses()
+            row["step_seconds"] = result.step_seconds()
+            gloo_result = results.get("gloo")
+            row["max_loss_gap_to_gloo"] = (train_run.max_loss_gap(result, gloo_result)
+                                           if gloo_result and result is not gloo_result else None)
+        curves = args.out.with_name(f"{args.out.stem}-{bw:g}mbit-{workers}w-curves.png")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        train_plot.plot(results, curves, f"{args.schedule.upper()}, {workers} workers, "
+                        f"{bw:g} Mbit/s: loss and time per step")
     gloo = next((r for r in rows if r["path"] == "gloo"), None)
     for row in rows:
         row["x_gloo"] = row["samples_per_s"] / gloo["samples_per_s"] if gloo else None

@@ -27,7 +27,7 @@ def plot(results: dict[str, TrainResult], out: Path, title: str) -> Path:
     loss_ax.set(xlabel="step (global batch)", ylabel="training loss (cross-entropy)",
                 title="loss per step")
     time_ax.set(xlabel="step", ylabel="time per step, ms (slowest rank)",
-                title="time per step (forward + backward + all-reduce + update)")
+                title="time per step (forward + backward + collectives + update)")
     time_ax.set_yscale("log")
     for ax in (loss_ax, time_ax):
         ax.grid(True, alpha=0.3)

@@ -76,7 +76,8 @@ def test_fsdp_with_reduce_scatters_in_the_network_follows_gloo():
     reduce-scatters as SCATTERs (wire version 3) in scatter rounds on the switch, and
     with the job on the PBox through the switch to it; each rank receives only its own
     shard's results and DONEs for the others'; its all-gathers in gather rounds (each rank
-    sends its own shard and joins); the two paths bit-identical, Gloo's losses
+    sends its own shard and joins, and gets the others' shards and DONEs for its own); the
+    two paths bit-identical, Gloo's losses
     within the driver's tolerance, the same weights on every rank."""
     results, problems, jobs_after = _train_one_epoch(
         ["switch", "pbox", "gloo"], ["--schedule", "fsdp", "--scatter", "network"],
