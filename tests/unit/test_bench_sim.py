@@ -230,3 +230,29 @@ def test_the_fabric_case_compares_the_median_of_every_iteration(tmp_path: Path,
     assert doc["not_simulated"] == []
     assert doc["more_scenarios"] == ["sim/scenarios/fabric-4x2.toml"]
     assert (tmp_path / "sim_validation_fabric.png").stat().st_size > 0
+
+
+def test_sim_tiers_ratios_are_m_over_p_and_f_over_m_against_their_goals() -> None:
+    from bench import sim_tiers
+
+    rows = [{"case": "rack32", "loss": 0.0, "path": "switch", "tier": t, "iteration_s": s}
+            for t, s in (("P", 0.010), ("M", 0.0104), ("F", 0.0116))]
+    (entry,) = sim_tiers.ratios(rows)
+    assert entry["M/P"] == pytest.approx(1.04) and entry["M/P within goal"]
+    assert entry["F/M"] == pytest.approx(0.0116 / 0.0104) and not entry["F/M within goal"]
+    # a failed tier leaves its ratios out rather than making one up
+    rows[0]["iteration_s"] = None
+    (entry,) = sim_tiers.ratios(rows)
+    assert "M/P" not in entry and "F/M" in entry
+
+
+def test_sim_tiers_runs_a_small_case_in_every_tier_and_checks_its_sums(tmp_path: Path) -> None:
+    from bench import sim_tiers
+
+    out = tmp_path / "tiers.json"
+    assert sim_tiers.main(["--cases", "rack32", "--loss", "0", "--elements", "1024",
+                           "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [r["tier"] for r in doc["rows"]] == ["P", "M", "F"]
+    assert all(r["exact"] for r in doc["rows"] if r["tier"] != "F")
+    assert all(r["iteration_s"] > 0 for r in doc["rows"]) and out.with_suffix(".png").exists()
