@@ -64,9 +64,9 @@ scatter rounds for its one-switch jobs, byte for byte (tests/unit/test_aggregate
 Gather rounds (all-gather): the owner's GATHER overwrites the cell's lanes, the others'
 header-only GATHER_JOINs leave them; otherwise a sum's round, but the owner, who sent the
 lanes, gets a DONE where the others get the RESULT (on completion, and as the answer to
-its duplicate GATHER; a duplicate join gets the result). A GATHER from a non-owner or a join from the owner is refused
-(``owner``), count != 1 (``count``), before the address is learnt; else a SCATTER's
-conditions. The switch runs the same rounds (tests/unit/test_aggregate_p4_gather.py).
+its duplicate GATHER; a duplicate join gets the result). A GATHER from a non-owner or a
+join from the owner is refused (``owner``), count != 1 (``count``), before the address
+is learnt; else a SCATTER's conditions. The switch runs the same rounds (tests/unit/test_aggregate_p4_gather.py).
 
 Nothing here raises on a datagram: malformed or rejected packets are counted and
 dropped. Memory is bounded: each job's state is preallocated at ``add_job`` and the
