@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from p4hub.hosts.events import Event, TensorCompleted, TensorFailed
-from p4hub.hosts.pbox.aggregator import Parent
+from p4hub.hosts.pbox.job_config import Parent
 from p4hub.hosts.session import Session, SessionConfig
 from p4hub.sim.controlled import ControlledJob, map_ports
 from p4hub.sim.controlled import place as controlled_place

@@ -40,7 +40,7 @@ from p4hub.controller.core.updates import (
     Update,
 )
 from p4hub.hosts import routes
-from p4hub.hosts.pbox.aggregator import Parent
+from p4hub.hosts.pbox.job_config import Parent
 from p4hub.hosts.routes import Route
 from p4hub.sim.errors import SimError
 from p4hub.sim.nodes.p4switch import AddressBook, P4Switch

@@ -104,7 +104,7 @@ class PBoxView:
     name: str
     error: str | None = None  # unreachable, or refused the request
     job: dict | None = None  # its list_jobs entry for the job; None: not configured
-    stats: dict | None = None  # its per-job counters (hosts.pbox.aggregator.JobStats.as_dict)
+    stats: dict | None = None  # its per-job counters (hosts.pbox.job_config.JobStats.as_dict)
     cells: tuple[Cell, ...] | None = None  # its open cells (owner: the job's epoch)
     cells_error: str | None = None  # why they could not be read
     cells_before: tuple[Cell, ...] | None = None  # the same, read ``settle`` s earlier

@@ -15,8 +15,10 @@ pipes. SIGTERM/SIGINT stop everything and print the final counters.
 
 Modules, each importing only those above it:
 
+* ``job_config``: a job's description (``JobConfig``, ``Parent``), its checks
+  (``AggregatorError``) and counters (``JobStats``).
 * ``aggregator``: sans-I/O. ``Aggregator``, the slot aggregator (the PBox's core and
-  the switch program's reference model), and a job's ``JobConfig``.
+  the switch program's reference model).
 * ``core``: sans-I/O. ``ControlCore`` (control request -> reply, the job mirror,
   summed stats) over a ``Shards`` link; ``ShardCore`` (one shard's aggregator,
   counters and commands); the JSON-lines framing. Tested in-process.

@@ -26,8 +26,8 @@ import ssl
 import sys
 
 from p4hub.hosts import crashdump
-from p4hub.hosts.pbox.aggregator import JobConfig
 from p4hub.hosts.pbox.core import PBoxError
+from p4hub.hosts.pbox.job_config import JobConfig
 from p4hub.hosts.pbox.server import control_tls_context, serve
 from p4hub.hosts.pbox.supervisor import PBoxConfig
 from p4hub.hosts.wire import AGG_UDP_PORT, DEFAULT_LANES

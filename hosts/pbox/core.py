@@ -37,7 +37,8 @@ from dataclasses import asdict
 from typing import Protocol
 
 from p4hub.hosts.errors import HostError
-from p4hub.hosts.pbox.aggregator import Aggregator, AggregatorError, JobConfig, Parent
+from p4hub.hosts.pbox.aggregator import Aggregator
+from p4hub.hosts.pbox.job_config import AggregatorError, JobConfig, Parent
 from p4hub.hosts.wire import DEFAULT_LANES
 
 log = logging.getLogger("p4hub-pbox")

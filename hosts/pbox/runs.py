@@ -56,7 +56,7 @@ RUN_MIN = 64
 
 
 class Counters(Protocol):
-    """The job counters the batch paths add to (aggregator.JobStats)."""
+    """The job counters the batch paths add to (job_config.JobStats)."""
 
     contributions: int
     stale: int
@@ -72,7 +72,7 @@ class Counters(Protocol):
 
 
 class Parent(Protocol):
-    """A job's parent (aggregator.Parent), as the compiled path reads it."""
+    """A job's parent (job_config.Parent), as the compiled path reads it."""
 
     @property
     def address(self) -> Address: ...

@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from p4hub.hosts.pbox.aggregator import JobConfig
 from p4hub.hosts.pbox.core import TOO_LONG, LineBuffer, answer_line, encode_reply
+from p4hub.hosts.pbox.job_config import JobConfig
 from p4hub.hosts.pbox.supervisor import PBox, PBoxConfig
 
 log = logging.getLogger("p4hub-pbox")

@@ -7,8 +7,8 @@ import multiprocessing
 import multiprocessing.connection
 from dataclasses import dataclass
 
-from p4hub.hosts.pbox.aggregator import JobConfig
 from p4hub.hosts.pbox.core import ControlCore, PBoxError
+from p4hub.hosts.pbox.job_config import JobConfig
 from p4hub.hosts.pbox.steering import open_sockets
 from p4hub.hosts.pbox.worker import worker_main
 from p4hub.hosts.wire import DEFAULT_LANES

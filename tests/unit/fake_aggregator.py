@@ -14,7 +14,8 @@ from typing import Protocol
 import numpy as np
 
 from p4hub.hosts import wire
-from p4hub.hosts.pbox.aggregator import Address, Aggregator
+from p4hub.hosts.pbox.aggregator import Aggregator
+from p4hub.hosts.pbox.job_config import Address
 from p4hub.hosts.wire import DEFAULT_LANES, NO_RANK, PacketType
 
 

@@ -725,7 +725,7 @@ def test_a_leaf_of_a_job_over_32_workers_numbers_its_rack_bit_identical_to_the_p
     RESULT (count 64) down to every member, the stored result to a later duplicate."""
     from p4hub.controller.core import job_entries
     from p4hub.controller.core.slots import SlotRange
-    from p4hub.hosts.pbox.aggregator import Parent
+    from p4hub.hosts.pbox.job_config import Parent
 
     job, n, base, child, epoch = 3, 64, 8, 1, 9
     on_rack = [1, 2, 3, 4, 6, 7, 8]  # h5 stays outside

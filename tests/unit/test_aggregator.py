@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import wire
-from p4hub.hosts.pbox.aggregator import Aggregator, AggregatorError
+from p4hub.hosts.pbox.aggregator import Aggregator
+from p4hub.hosts.pbox.job_config import AggregatorError
 from p4hub.hosts.wire import DEFAULT_LANES, Header, PacketType
 
 JOB = 7

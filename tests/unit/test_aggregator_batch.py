@@ -14,7 +14,8 @@ import pytest
 
 from p4hub.hosts import native, wire
 from p4hub.hosts.pbox import runs
-from p4hub.hosts.pbox.aggregator import Aggregator, Parent
+from p4hub.hosts.pbox.aggregator import Aggregator
+from p4hub.hosts.pbox.job_config import Parent
 from p4hub.hosts.wire import EXP_FLOAT, MAX_PACKET_LEN, Header, PacketType
 
 ADDR = [(f"10.0.0.{r + 1}", 40000 + r) for r in range(32)]

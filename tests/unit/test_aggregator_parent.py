@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from p4hub.hosts import wire
-from p4hub.hosts.pbox.aggregator import Aggregator, AggregatorError, Parent
+from p4hub.hosts.pbox.aggregator import Aggregator
+from p4hub.hosts.pbox.job_config import AggregatorError, Parent
 from p4hub.hosts.wire import DEFAULT_LANES, NO_RANK, Header, PacketType
 
 JOB, BASE, N = 7, 16, 5

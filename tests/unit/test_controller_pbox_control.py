@@ -9,7 +9,8 @@ import pytest
 from p4hub.controller.core import topology
 from p4hub.controller.core.updates import DELETE, INSERT, MODIFY, PBoxJobWrite
 from p4hub.controller.pbox_control import PBoxControl, PBoxControlError
-from p4hub.hosts.pbox.aggregator import Aggregator, AggregatorError
+from p4hub.hosts.pbox.aggregator import Aggregator
+from p4hub.hosts.pbox.job_config import AggregatorError
 from tests.support.pbox_control import pbox_control
 
 

@@ -17,7 +17,8 @@ import pytest
 from p4hub.hosts import blocks, quantize, wire
 from p4hub.hosts.errors import SessionError
 from p4hub.hosts.events import TensorCompleted, TensorFailed
-from p4hub.hosts.pbox.aggregator import Aggregator, Parent
+from p4hub.hosts.pbox.aggregator import Aggregator
+from p4hub.hosts.pbox.job_config import Parent
 from p4hub.hosts.routes import Route
 from p4hub.hosts.session import Session
 from p4hub.hosts.wire import DEFAULT_LANES, EXP_FLOAT, Header, PacketType
