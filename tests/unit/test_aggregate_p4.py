@@ -53,13 +53,16 @@ PBOX = TOPO.pboxes["pb1"]
 RK_FORMS = [(True, True), (True, False), (False, False)]  # (lane views, C runs): rk's params
 
 
-@pytest.fixture(scope="module")
-def compiled():
+# The fixtures are named explicitly so that test_aggregate_p4_scatter.py and
+# test_aggregate_p4_gather.py import them (``*_fixture``) without shadowing their tests'
+# arguments.
+@pytest.fixture(scope="module", name="compiled")
+def compiled_fixture():
     return driver.compile_file(PROGRAM)
 
 
-@pytest.fixture(scope="module")
-def loaded(compiled) -> dict:
+@pytest.fixture(scope="module", name="loaded")
+def loaded_fixture(compiled) -> dict:
     """The program loaded once per form of the lanes (lane views?, C runs?); a
     LoadedProgram is immutable and each Switch gets its own state, so tests share it."""
     return {(views, native): load_program(compiled.bmv2, lane_views=views, native=native)
@@ -182,8 +185,8 @@ class Rack:
         return self.switch.counter_read(p.JOB_STATS, index)[1]
 
 
-@pytest.fixture(params=RK_FORMS, ids=["lane-views-c", "lane-views", "lane-fields"])
-def rk(compiled, loaded, request) -> Rack:
+@pytest.fixture(params=RK_FORMS, ids=["lane-views-c", "lane-views", "lane-fields"], name="rk")
+def rk_fixture(compiled, loaded, request) -> Rack:
     """Every test on three forms of the lanes (p4lite/switch/core/laneviews.py): the four
     lane groups as wire-byte views with their register runs in C (vecops.py) and in
     numpy, and as one field slot per lane."""

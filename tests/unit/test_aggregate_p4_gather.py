@@ -17,40 +17,19 @@ import pytest
 from p4hub.controller.core.job import ON_SWITCH
 from p4hub.hosts import owners, wire
 from p4hub.hosts.wire import DEFAULT_LANES, HEADER_LEN, PacketType
-from p4lite.compiler import driver
-from p4lite.switch.core.loader import load_program
 from tests.unit.test_aggregate_p4 import (
-    PROGRAM,
-    RK_FORMS,
-    Rack,
     as_results,
+    compiled_fixture,  # noqa: F401 - a pytest fixture
     contrib,
     interleaved,
+    loaded_fixture,  # noqa: F401 - a pytest fixture
     pbox_says,
     reference,
+    rk_fixture,  # noqa: F401 - a pytest fixture
 )
 from tests.unit.test_aggregate_p4_scatter import lengths
 
 GATHER, JOIN = PacketType.GATHER, PacketType.GATHER_JOIN
-
-
-@pytest.fixture(scope="module")
-def compiled():
-    return driver.compile_file(PROGRAM)
-
-
-@pytest.fixture(scope="module")
-def loaded(compiled) -> dict:
-    return {form: load_program(compiled.bmv2, lane_views=form[0], native=form[1])
-            for form in RK_FORMS}
-
-
-@pytest.fixture(params=RK_FORMS, ids=["lane-views-c", "lane-views", "lane-fields"])
-def rk(compiled, loaded, request) -> Rack:
-    rack = Rack(compiled, loaded[request.param])
-    # a join's lanes made valid keep the lane views (p4lite's add_header of a view)
-    assert bool(rack.switch.program.lane_views) == request.param[0]
-    return rack
 
 
 def owner_of(reply, slot: int) -> int:

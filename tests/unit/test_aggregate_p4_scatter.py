@@ -19,40 +19,21 @@ from p4hub.controller.core.slots import SlotRange
 from p4hub.controller.core.updates import MODIFY, TableWrite
 from p4hub.hosts import owners, wire
 from p4hub.hosts.wire import DEFAULT_LANES, HEADER_LEN, PacketType
-from p4lite.compiler import driver
-from p4lite.switch.core.loader import load_program
 from tests.unit.test_aggregate_p4 import (
     AGG,
-    PROGRAM,
-    RK_FORMS,
-    Rack,
     as_results,
+    compiled_fixture,  # noqa: F401 - a pytest fixture
     contrib,
     host,
     interleaved,
+    loaded_fixture,  # noqa: F401 - a pytest fixture
     pbox_says,
     reference,
+    rk_fixture,  # noqa: F401 - a pytest fixture
     udp_frame,
 )
 
 SCATTER = PacketType.SCATTER
-
-
-@pytest.fixture(scope="module")
-def compiled():
-    return driver.compile_file(PROGRAM)
-
-
-@pytest.fixture(scope="module")
-def loaded(compiled) -> dict:
-    return {form: load_program(compiled.bmv2, lane_views=form[0], native=form[1])
-            for form in RK_FORMS}
-
-
-@pytest.fixture(params=RK_FORMS, ids=["lane-views-c", "lane-views", "lane-fields"])
-def rk(compiled, loaded, request) -> Rack:
-    """The three forms of p4lite's lanes, as in tests/unit/test_aggregate_p4.py."""
-    return Rack(compiled, loaded[request.param])
 
 
 def lengths(outputs: list[tuple[int, bytes]]) -> None:
