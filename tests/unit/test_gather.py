@@ -18,9 +18,9 @@ from p4hub.hosts.pbox.aggregator import Aggregator
 from p4hub.hosts.session import Session
 from p4hub.hosts.wire import Header, PacketType
 from tests.unit.lossy_links import LinkModel, SerialLossyNet
+from tests.unit.test_scatter import JOB, fresh_agg
 from tests.unit.test_session import Link, Net, completed
 
-JOB = 7
 BASE = 100
 GATHER, JOIN = PacketType.GATHER, PacketType.GATHER_JOIN
 
@@ -206,7 +206,7 @@ def test_a_lost_aggregator_state_mid_all_gather_is_recovered_exactly(seed):
     n, w = 4, 8
     rng = random.Random(seed)
     sessions = [Session(JOB, r, n, 0, w, w, rto=0.005, deadline=5.0) for r in range(n)]
-    net = SerialLossyNet(sessions, _fresh_agg(n, w), LinkModel(tx=0.001, loss=0.05, seed=seed))
+    net = SerialLossyNet(sessions, fresh_agg(n, w), LinkModel(tx=0.001, loss=0.05, seed=seed))
     shards = _shards(n, seed + 10)
     for k in range(len(shards[0])):
         sizes = [shards[r][k].nbytes for r in range(n)]
@@ -216,7 +216,7 @@ def test_a_lost_aggregator_state_mid_all_gather_is_recovered_exactly(seed):
     fail_at = rng.uniform(0.005, 0.03)
     net.run(until=fail_at)
     assert not all(session.idle for session in sessions)
-    net.agg = _fresh_agg(n, w)
+    net.agg = fresh_agg(n, w)
     for r, session in enumerate(sessions):
         net.at(fail_at + rng.uniform(0.0, 0.3), r,
                lambda now, s=session: s.resync(now, epoch=1))
@@ -227,12 +227,6 @@ def test_a_lost_aggregator_state_mid_all_gather_is_recovered_exactly(seed):
         for k in range(len(shards[0])):
             assert got[k].tobytes() == b"".join(shards[q][k].tobytes() for q in range(n))
     assert net.total("resyncs") == n
-
-
-def _fresh_agg(n: int, slots: int) -> Aggregator:
-    agg = Aggregator()
-    agg.add_job(JOB, n, 0, slots)
-    return agg
 
 
 @pytest.mark.parametrize("loss", [0.0, 0.05])

@@ -213,7 +213,7 @@ def test_a_lost_aggregator_state_mid_reduce_scatter_is_recovered_exactly(seed):
     n, w = 4, 8
     rng = random.Random(seed)
     sessions = [Session(JOB, r, n, 0, w, w, rto=0.005, deadline=5.0) for r in range(n)]
-    net = SerialLossyNet(sessions, _fresh_agg(n, w), LinkModel(tx=0.001, loss=0.05, seed=seed))
+    net = SerialLossyNet(sessions, fresh_agg(n, w), LinkModel(tx=0.001, loss=0.05, seed=seed))
     sizes = [[64 * 9, 64 * 7 + 3, 64 * 8, 5], [130, 0, 700, 64]]
     inputs = [gradients(n, sum(s), seed=seed * 10 + i) for i, s in enumerate(sizes)]
     for tid, (x, s) in enumerate(zip(inputs, sizes, strict=True)):
@@ -222,7 +222,7 @@ def test_a_lost_aggregator_state_mid_reduce_scatter_is_recovered_exactly(seed):
     fail_at = rng.uniform(0.02, 0.1)
     net.run(until=fail_at)
     assert not all(session.idle for session in sessions)  # the state is lost mid-way
-    net.agg = _fresh_agg(n, w)
+    net.agg = fresh_agg(n, w)
     for r, session in enumerate(sessions):
         net.at(fail_at + rng.uniform(0.0, 0.3), r,
                lambda now, s=session: s.resync(now, epoch=1))
@@ -237,7 +237,8 @@ def test_a_lost_aggregator_state_mid_reduce_scatter_is_recovered_exactly(seed):
     assert net.total("resyncs") == n and net.total("dones") > 0 and net.total("courtesy") > 0
 
 
-def _fresh_agg(n: int, slots: int) -> Aggregator:
+def fresh_agg(n: int, slots: int) -> Aggregator:
+    """A new aggregator with job JOB of ``n`` ranks on slots 0..slots-1 (a lost state)."""
     agg = Aggregator()
     agg.add_job(JOB, n, 0, slots)
     return agg
