@@ -102,17 +102,16 @@ def bench_bandwidth(bw: float, workers: int, args: argparse.Namespace) -> list[d
             results[name] = result
             rows.append(_row(name, bw, result, window, rack_args, args))
         train_run.compare(results)
+        gloo_result = results.get("gloo")
         for row in rows:
             result = results[row["path"]]
             row["ok"] = result.ok
             row["problems"] = result.problems
             row["losses"] = result.losses()
             row["step_seconds"] = result.step_seconds()
-            gloo_result = results.get("gloo")
             row["max_loss_gap_to_gloo"] = (train_run.max_loss_gap(result, gloo_result)
                                            if gloo_result and result is not gloo_result else None)
         curves = args.out.with_name(f"{args.out.stem}-{bw:g}mbit-{workers}w-curves.png")
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         train_plot.plot(results, curves, f"{args.schedule.upper()}, {workers} workers, "
                         f"{bw:g} Mbit/s: loss and time per step")
     gloo = next((r for r in rows if r["path"] == "gloo"), None)
@@ -219,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     if not mininet_ready("training"):
         return 2
     started = time.time()
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # each configuration's curves go there
     rows: list[dict] = []
     try:
         for bw, workers in track([(bw, n) for bw in args.bw for n in args.workers],
@@ -228,7 +228,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print_rows(rows)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     report = {"benchmark": "training", "config": {k: str(v) if isinstance(v, Path) else v
                                                   for k, v in vars(args).items()},
               "cpu_bound_thresholds": {"machine_fraction": MACHINE_BOUND,
